@@ -1,0 +1,1 @@
+//! The hash-chained audit log. Not built yet.

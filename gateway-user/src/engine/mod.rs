@@ -1,0 +1,1 @@
+//! The tool-call decision engine (issue 3). Not built yet.

@@ -1,0 +1,1 @@
+//! landlock (in progress).

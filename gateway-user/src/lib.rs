@@ -1,0 +1,28 @@
+//! gatewayd: a gateway between an AI agent and its tools, enforced twice — by this daemon on
+//! every tool call, and by eBPF programs on every syscall of the agent's cgroup.
+//!
+//! Module map:
+//! - [`policy`]   — the policy file: shapes, loading, validation (single source of truth)
+//! - [`engine`]   — the tool-call decision engine (order of checks in `docs/DESIGN` terms)
+//! - [`shell`]    — shell command lines parsed to argv without a shell, and what they touch
+//! - [`audit`]    — the hash-chained JSON Lines audit log and its verifier
+//! - [`clock`]    — injected time (every check reads time through a [`clock::Clock`])
+//! - [`net`]      — CIDR parsing and matching for the egress allowlist
+//! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
+//! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
+//! - [`landlock`] — Landlock ABI probe
+//! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
+//! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
+//!
+//! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
+pub mod audit;
+pub mod cgroup;
+pub mod clock;
+pub mod engine;
+pub mod kernel;
+pub mod landlock;
+pub mod net;
+pub mod policy;
+pub mod shell;
+pub mod shutdown;
+pub mod supervisor;

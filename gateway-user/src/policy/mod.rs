@@ -1,0 +1,208 @@
+//! The policy: one JSON file, the single source of truth for both layers.
+//!
+//! This module holds the data shapes and loading. The gateway layer's semantics (registry,
+//! rules, limits, ...) live in [`crate::engine`]; the kernel layer derives its maps from
+//! [`Sandbox`] and [`Network`] in [`crate::kernel`]. Field reference: `docs/POLICY.md`;
+//! JSON Schema: `policies/policy.schema.json`.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What the policy accepts when the kernel cannot enforce everything it asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelMode {
+    /// Refuse to start the agent unless every kernel program the policy needs loads and
+    /// attaches (tier 1: BPF LSM + cgroup programs). The default: fail closed.
+    #[default]
+    Require,
+    /// Start with what this kernel supports; the tier reached is written to the audit log.
+    BestEffort,
+}
+
+/// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (file_open).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sandbox {
+    /// The agent's working root.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// Trees the agent may read.
+    #[serde(default)]
+    pub readable: Vec<PathBuf>,
+    /// Trees the agent may write.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+    /// Files and directories nobody in the agent's cgroup may open, wherever they lie
+    /// (a directory protects everything under it). The kernel matches them by inode.
+    #[serde(default)]
+    pub protected: Vec<PathBuf>,
+    /// Binaries the agent may execute.
+    #[serde(default)]
+    pub exec: Vec<PathBuf>,
+}
+
+/// One allowed network destination.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressEntry {
+    /// An address or network, `127.0.0.1/32`, `10.0.0.0/8`, `::1/128`; a bare address means
+    /// that one host. Enforced by both layers.
+    #[serde(default)]
+    pub cidr: Option<String>,
+    /// A host name, matched by the gateway against URL arguments. The kernel sees only
+    /// addresses, so a host name alone gives the agent's own sockets nothing.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// Destination port; absent = any port.
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
+/// Network section: the egress allowlist. Nothing listed = no egress at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    #[serde(default)]
+    pub egress: Vec<EgressEntry>,
+}
+
+/// A whole policy file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Format version; only 1 exists.
+    pub version: u32,
+    /// A name for the audit log.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub kernel: KernelMode,
+    #[serde(default)]
+    pub sandbox: Sandbox,
+    #[serde(default)]
+    pub network: Network,
+}
+
+/// Why a policy could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("cannot read policy {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Policy {
+    /// Reads, parses and validates a policy file.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Policy::parse(&text, path)
+    }
+
+    /// Parses and validates policy text; `path` is only used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
+        let policy: Policy = serde_json::from_str(text).map_err(|e| PolicyError::Parse {
+            path: path.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        policy.validate().map_err(|message| PolicyError::Invalid {
+            path: path.to_owned(),
+            message,
+        })?;
+        Ok(policy)
+    }
+
+    /// Semantic checks serde cannot express.
+    fn validate(&self) -> Result<(), String> {
+        if self.version != 1 {
+            return Err(format!("unsupported policy version {} (only 1 exists)", self.version));
+        }
+        for (i, e) in self.network.egress.iter().enumerate() {
+            match (&e.cidr, &e.host) {
+                (None, None) => {
+                    return Err(format!("network.egress[{i}]: needs `cidr` or `host`"));
+                }
+                (Some(c), _) => {
+                    crate::net::Cidr::parse(c)
+                        .map_err(|m| format!("network.egress[{i}].cidr: {m}"))?;
+                }
+                _ => {}
+            }
+        }
+        for (field, paths) in [
+            ("readable", &self.sandbox.readable),
+            ("writable", &self.sandbox.writable),
+            ("protected", &self.sandbox.protected),
+            ("exec", &self.sandbox.exec),
+        ] {
+            for (i, p) in paths.iter().enumerate() {
+                if !p.is_absolute() {
+                    return Err(format!(
+                        "sandbox.{field}[{i}]: `{}` is not an absolute path",
+                        p.display()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Policy, PolicyError> {
+        Policy::parse(text, Path::new("p.json"))
+    }
+
+    #[test]
+    fn minimal_policy_defaults_to_require() {
+        let p = parse(r#"{"version": 1}"#).unwrap();
+        assert_eq!(p.kernel, KernelMode::Require);
+        assert!(p.network.egress.is_empty());
+    }
+
+    #[test]
+    fn parse_error_has_line_and_column() {
+        let e = parse("{\n  \"version\": 1,\n  \"kernel\": nope\n}").unwrap_err();
+        match e {
+            PolicyError::Parse { line, column, .. } => assert_eq!((line, column), (3, 13)),
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_refused() {
+        assert!(parse(r#"{"version": 1, "sandbox": {"protectd": []}}"#).is_err());
+    }
+
+    #[test]
+    fn relative_protected_path_is_refused() {
+        let e = parse(r#"{"version": 1, "sandbox": {"protected": ["etc/shadow"]}}"#).unwrap_err();
+        assert!(e.to_string().contains("sandbox.protected[0]"), "{e}");
+    }
+
+    #[test]
+    fn bad_cidr_is_refused() {
+        let e = parse(r#"{"version": 1, "network": {"egress": [{"cidr": "300.1.1.1/32"}]}}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("network.egress[0].cidr"), "{e}");
+    }
+}

@@ -1,0 +1,1 @@
+//! supervisor (in progress).
