@@ -75,8 +75,7 @@ pub struct Config {
     /// `bpf_get_current_ancestor_cgroup_id(cgroup_level)` with `cgroup_id`, so the agent's
     /// child cgroups are covered too.
     pub cgroup_level: u32,
-    /// 1 when the policy allows every destination (no egress programs would be needed).
-    pub egress_open: u32,
+    pub _pad: u32,
     /// offsetof(struct file, f_path) + offsetof(struct path, dentry)
     pub off_file_dentry: u64,
     /// offsetof(struct dentry, d_parent)

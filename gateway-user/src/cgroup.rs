@@ -1,1 +1,217 @@
-//! cgroup (in progress).
+//! The agent's cgroup v2: found, created, entered by the child before it execs, killed and
+//! removed. A cgroup's id, as `bpf_get_current_cgroup_id()` sees it, is the inode number of
+//! its directory; its level is its depth below the v2 root.
+use std::{
+    ffi::CString,
+    fs,
+    os::unix::{ffi::OsStrExt, fs::MetadataExt},
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("no cgroup v2 hierarchy is mounted (looked in /proc/self/mountinfo)")]
+    NoCgroup2,
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cgroup {0} still has processes after kill")]
+    Busy(PathBuf),
+}
+
+fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> CgroupError + 'a {
+    move |source| CgroupError::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Where cgroup v2 is mounted: `/sys/fs/cgroup` on unified systems, `/sys/fs/cgroup/unified`
+/// on hybrid ones.
+pub fn cgroup2_mount() -> Result<PathBuf, CgroupError> {
+    let info = fs::read_to_string("/proc/self/mountinfo")
+        .map_err(io("read", Path::new("/proc/self/mountinfo")))?;
+    info.lines()
+        .find_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            (post.split_whitespace().next() == Some("cgroup2"))
+                .then(|| pre.split_whitespace().nth(4).map(PathBuf::from))
+                .flatten()
+        })
+        .ok_or(CgroupError::NoCgroup2)
+}
+
+/// One agent cgroup, owned by gatewayd: removed (after killing what is left in it) on drop.
+#[derive(Debug)]
+pub struct AgentCgroup {
+    path: PathBuf,
+    id: u64,
+    level: u32,
+    procs: CString,
+}
+
+impl AgentCgroup {
+    /// Creates `<cgroup2 mount>/gatewayd/<name>`. Refuses an existing directory, so two
+    /// sessions never share a cgroup.
+    pub fn create(name: &str) -> Result<AgentCgroup, CgroupError> {
+        let root = cgroup2_mount()?;
+        let parent = root.join("gatewayd");
+        if !parent.exists() {
+            fs::create_dir(&parent)
+                .or_else(|e| {
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(io("mkdir", &parent))?;
+        }
+        let path = parent.join(name);
+        fs::create_dir(&path).map_err(io("mkdir", &path))?;
+        let id = fs::metadata(&path).map_err(io("stat", &path))?.ino();
+        let level = path
+            .strip_prefix(&root)
+            .map(|p| p.components().count() as u32)
+            .unwrap_or(0);
+        let procs =
+            CString::new(path.join("cgroup.procs").as_os_str().as_bytes()).map_err(|_| {
+                CgroupError::Io {
+                    op: "path",
+                    path: path.clone(),
+                    source: std::io::ErrorKind::InvalidInput.into(),
+                }
+            })?;
+        Ok(AgentCgroup {
+            path,
+            id,
+            level,
+            procs,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The cgroup id the kernel programs compare against.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Depth below the v2 root (for `bpf_get_current_ancestor_cgroup_id`).
+    pub fn level(&self) -> u32 {
+        self.level
+    }
+
+    /// Moves the calling process into this cgroup. Only async-signal-safe calls (open, write,
+    /// close), so it may run in a forked child before exec (`Command::pre_exec`).
+    pub fn enter_self(&self) -> std::io::Result<()> {
+        enter(&self.procs)
+    }
+
+    /// A closure for `Command::pre_exec` that moves the forked child into this cgroup.
+    pub fn enter_fn(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
+        let procs = self.procs.clone();
+        move || enter(&procs)
+    }
+
+    /// Pids currently in the cgroup (not its children).
+    pub fn pids(&self) -> Vec<i32> {
+        fs::read_to_string(self.path.join("cgroup.procs"))
+            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Kills every process in the cgroup and its descendants (`cgroup.kill`, kernel >= 5.14;
+    /// SIGKILL to each listed pid otherwise), then waits for it to empty.
+    pub fn kill_all(&self) -> Result<(), CgroupError> {
+        let kill = self.path.join("cgroup.kill");
+        if fs::write(&kill, "1").is_err() {
+            for pid in self.pids() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        for _ in 0..200 {
+            if self.is_empty() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(CgroupError::Busy(self.path.clone()))
+    }
+
+    fn is_empty(&self) -> bool {
+        fs::read_to_string(self.path.join("cgroup.events"))
+            .map(|s| s.lines().any(|l| l.trim() == "populated 0"))
+            .unwrap_or_else(|_| self.pids().is_empty())
+    }
+
+    /// Kills what is left and removes the directory (children first).
+    pub fn remove(self) -> Result<(), CgroupError> {
+        let r = self.cleanup();
+        std::mem::forget(self);
+        r
+    }
+
+    fn cleanup(&self) -> Result<(), CgroupError> {
+        self.kill_all()?;
+        remove_tree(&self.path)
+    }
+}
+
+fn remove_tree(dir: &Path) -> Result<(), CgroupError> {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&e.path())?;
+            }
+        }
+    }
+    let mut last = None;
+    for _ in 0..50 {
+        match fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(CgroupError::Io {
+        op: "rmdir",
+        path: dir.to_owned(),
+        source: last.unwrap_or_else(|| std::io::ErrorKind::Other.into()),
+    })
+}
+
+/// Writes "0" (the writing process itself) to a `cgroup.procs` file.
+fn enter(procs: &std::ffi::CStr) -> std::io::Result<()> {
+    // SAFETY: plain syscalls on a NUL-terminated path prepared before fork.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if n != 1 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+impl Drop for AgentCgroup {
+    fn drop(&mut self) {
+        let _ = self.cleanup();
+    }
+}

@@ -71,7 +71,10 @@ impl Cidr {
         if ip.is_ipv4() != self.addr.is_ipv4() {
             return false;
         }
-        let probe = Cidr { addr: ip, prefix: self.prefix };
+        let probe = Cidr {
+            addr: ip,
+            prefix: self.prefix,
+        };
         probe.network_bytes() == self.network_bytes()
     }
 }
@@ -104,7 +107,15 @@ mod tests {
 
     #[test]
     fn refuses_bad_input() {
-        for bad in ["", "1.2.3", "1.2.3.4/33", "::1/129", "10.1.2.3/8", "x/8", "1.2.3.4/-1"] {
+        for bad in [
+            "",
+            "1.2.3",
+            "1.2.3.4/33",
+            "::1/129",
+            "10.1.2.3/8",
+            "x/8",
+            "1.2.3.4/-1",
+        ] {
             assert!(Cidr::parse(bad).is_err(), "{bad} accepted");
         }
     }

@@ -1,1 +1,294 @@
-//! supervisor (in progress).
+//! `gatewayd run`: one agent, in a fresh cgroup, under both layers.
+//!
+//! Order: open the audit log → create the cgroup → load and attach the kernel programs
+//! (refusing to start when the policy requires a piece this kernel lacks) → record the
+//! session start and the tier reached → spawn the agent, which moves itself into the cgroup
+//! before exec and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
+//! SIGQUIT → on exit: drain kernel events, kill what is left in the cgroup, detach, remove
+//! the cgroup, record the session end. The agent's exit code passes through (128 + signal
+//! when it was killed by one).
+use std::{
+    os::unix::process::ExitStatusExt as _,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
+
+use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::{
+    audit::{AuditLog, Decision, Entry, Source},
+    cgroup::AgentCgroup,
+    clock::{Clock, SystemClock},
+    kernel::{self, KernelLayer, KernelSpec},
+    policy::Policy,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("audit log: {0}")]
+    Audit(#[from] crate::audit::AuditError),
+    #[error("agent cgroup: {0}")]
+    Cgroup(#[from] crate::cgroup::CgroupError),
+    #[error("refusing to start the agent: {0}")]
+    Kernel(#[from] kernel::KernelError),
+    #[error("cannot start the agent `{agent}`: {source}")]
+    Spawn {
+        agent: String,
+        source: std::io::Error,
+    },
+    #[error("waiting for the agent: {0}")]
+    Wait(std::io::Error),
+    #[error("no agent command given")]
+    NoAgent,
+}
+
+/// What `gatewayd run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub policy: Policy,
+    pub policy_path: PathBuf,
+    pub audit_path: PathBuf,
+    pub agent: Vec<String>,
+}
+
+/// How the session went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// The agent's exit code (128 + signal number when a signal ended it).
+    pub exit_code: i32,
+    /// Enforcement tier reached.
+    pub tier: kernel::Tier,
+    /// Kernel denials recorded.
+    pub kernel_denials: u64,
+}
+
+type SharedAudit = Arc<Mutex<AuditLog>>;
+
+fn append(audit: &SharedAudit, entry: Entry) -> Result<(), crate::audit::AuditError> {
+    let mut log = audit.lock().unwrap_or_else(|p| p.into_inner());
+    log.append(entry).map(|_| ())
+}
+
+fn info(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
+    Entry {
+        source: Source::Gateway,
+        session: session.to_string(),
+        tool: None,
+        hook: None,
+        decision: Decision::Info,
+        reason: reason.to_string(),
+        detail,
+    }
+}
+
+/// Runs the agent to completion. Must be called on a current-thread runtime from the main
+/// thread: `PR_SET_PDEATHSIG` fires when the *thread* that forked the agent exits.
+pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
+    let program = opts.agent.first().ok_or(RunError::NoAgent)?.clone();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let session = format!("run-{}-{}", std::process::id(), clock.now_ms());
+    let audit: SharedAudit = Arc::new(Mutex::new(AuditLog::open(&opts.audit_path, clock.clone())?));
+
+    let cgroup = AgentCgroup::create(&session)?;
+    let (spec, warnings) = KernelSpec::from_policy(
+        &opts.policy,
+        cgroup.path().to_owned(),
+        cgroup.id(),
+        cgroup.level(),
+    );
+    let layer = match KernelLayer::load(&spec) {
+        Ok(l) => l,
+        Err(e) => {
+            let mut entry = info(
+                &session,
+                "kernel_unavailable",
+                json!({
+                    "agent": opts.agent, "policy": opts.policy_path, "error": e.to_string(),
+                    "message": "the policy requires kernel enforcement this kernel cannot give; the agent was not started",
+                }),
+            );
+            entry.decision = Decision::Deny;
+            append(&audit, entry)?;
+            return Err(e.into());
+        }
+    };
+    let tier = layer.tier();
+    let pieces: serde_json::Map<String, serde_json::Value> = layer
+        .status()
+        .iter()
+        .map(|s| {
+            (
+                s.program.to_string(),
+                json!(s.result.as_ref().map(|()| "attached").unwrap_or_else(|e| e)),
+            )
+        })
+        .collect();
+    append(
+        &audit,
+        info(
+            &session,
+            "session_start",
+            json!({
+                "agent": opts.agent,
+                "policy": opts.policy_path,
+                "cgroup": cgroup.path(),
+                "tier": tier.as_str(),
+                "kernel": pieces,
+                "warnings": warnings.iter().map(|w| format!("{}: {}", w.path.display(), w.message)).collect::<Vec<_>>(),
+            }),
+        ),
+    )?;
+
+    let denials = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (handle, kernel_task) = {
+        let audit = audit.clone();
+        let session = session.clone();
+        let denials = denials.clone();
+        kernel::task::spawn(layer, spec, move |d| {
+            denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let entry = Entry {
+                source: Source::Kernel,
+                session: session.clone(),
+                tool: None,
+                hook: Some(d.hook.to_string()),
+                decision: Decision::Deny,
+                reason: d.reason.to_string(),
+                detail: d.detail,
+            };
+            // The kernel has already denied; a failed write only loses the record.
+            if let Err(e) = append(&audit, entry) {
+                eprintln!("gatewayd: audit write failed for a kernel denial: {e}");
+            }
+        })?
+    };
+
+    let status = spawn_and_wait(&opts.agent, &cgroup).await;
+    let dropped = handle.drain().await;
+    let kill = cgroup.kill_all();
+    drop(handle);
+    let layer = kernel_task.await.ok();
+    drop(layer); // detaches every program, now that nothing runs in the cgroup
+    let removed = cgroup.remove();
+
+    let status = status.map_err(|e| match e {
+        SpawnError::Spawn(source) => RunError::Spawn {
+            agent: program.clone(),
+            source,
+        },
+        SpawnError::Wait(e) => RunError::Wait(e),
+    });
+    let exit_code = match &status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+        Err(_) => 127,
+    };
+    if dropped > 0 {
+        append(
+            &audit,
+            info(
+                &session,
+                "events_dropped",
+                json!({
+                    "count": dropped,
+                    "message": "the kernel denied these but its event buffer was full, so they have no record of their own",
+                }),
+            ),
+        )?;
+    }
+    append(
+        &audit,
+        info(
+            &session,
+            "session_end",
+            json!({
+                "exit_code": exit_code,
+                "error": status.as_ref().err().map(|e| e.to_string()),
+                "kernel_denials": denials.load(std::sync::atomic::Ordering::Relaxed),
+                "cleanup": kill.and(removed).err().map(|e| e.to_string()),
+            }),
+        ),
+    )?;
+    status?;
+    Ok(RunOutcome {
+        exit_code,
+        tier,
+        kernel_denials: denials.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
+enum SpawnError {
+    Spawn(std::io::Error),
+    Wait(std::io::Error),
+}
+
+async fn spawn_and_wait(
+    agent: &[String],
+    cgroup: &AgentCgroup,
+) -> Result<std::process::ExitStatus, SpawnError> {
+    let mut cmd = tokio::process::Command::new(&agent[0]);
+    cmd.args(&agent[1..]);
+    let enter = cgroup.enter_fn();
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, open, write,
+    // close) in the forked child.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // gatewayd died between fork and prctl: do not run unsupervised.
+            if libc::getppid() != parent.as_raw() {
+                libc::_exit(137);
+            }
+            enter()
+        });
+    }
+    let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;
+    let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
+    let mut sigs = Vec::new();
+    for kind in [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+        SignalKind::quit(),
+    ] {
+        if let Ok(s) = signal(kind) {
+            sigs.push((kind, s));
+        }
+    }
+    loop {
+        let forward = async {
+            let futs = sigs
+                .iter_mut()
+                .map(|(k, s)| Box::pin(async move { s.recv().await.map(|_| *k) }));
+            futures_select_all(futs).await
+        };
+        tokio::select! {
+            st = child.wait() => return st.map_err(SpawnError::Wait),
+            Some(kind) = forward => {
+                if let (Some(pid), Ok(sig)) = (pid, nix::sys::signal::Signal::try_from(kind.as_raw_value())) {
+                    let _ = nix::sys::signal::kill(pid, sig);
+                }
+            }
+        }
+    }
+}
+
+/// The first of several signal streams to fire.
+async fn futures_select_all<F>(
+    futs: impl Iterator<Item = std::pin::Pin<Box<F>>>,
+) -> Option<SignalKind>
+where
+    F: std::future::Future<Output = Option<SignalKind>>,
+{
+    let mut futs: Vec<_> = futs.collect();
+    std::future::poll_fn(move |cx| {
+        for f in futs.iter_mut() {
+            if let std::task::Poll::Ready(v) = f.as_mut().poll(cx) {
+                return std::task::Poll::Ready(v);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}

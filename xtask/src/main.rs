@@ -1,1 +1,59 @@
-fn main() {}
+//! Project tasks. `cargo xtask demo` and `cargo xtask test` are the README's two commands.
+//!
+//! - `setup`: installs every prerequisite, idempotently, into `~/.cache/gatewayd`
+//! - `build`: builds `gatewayd` with its embedded eBPF object
+//! - `test`:  fmt, clippy, unit/integration tests, privileged host tests, the QEMU guest suite
+//! - `vm`:    only the QEMU guest suite
+//! - `demo`:  a scripted agent without and with `gatewayd run`
+//! - `bench`: the decision benchmark
+mod demo;
+mod setup;
+mod test;
+mod util;
+mod vm;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "xtask")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install prerequisites (apt packages, rust-src, bpf-linker, guest kernel + busybox).
+    Setup,
+    /// Build gatewayd (release) with its kernel programs.
+    Build,
+    /// Everything: fmt, clippy, tests, privileged host tests, QEMU guest suite.
+    Test,
+    /// Only the QEMU guest suite (BPF LSM).
+    Vm,
+    /// The demo: an agent that steals a protected file, without and with gatewayd.
+    Demo,
+    /// Decision and audit-append benchmark.
+    Bench,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Setup => setup::setup().map(|_| ()),
+        Cmd::Build => {
+            let env = setup::setup()?;
+            util::build_release(&env).map(|_| ())
+        }
+        Cmd::Test => test::all(),
+        Cmd::Vm => {
+            let env = setup::setup()?;
+            let bins = util::build_release(&env)?;
+            vm::run_suite(&env, &bins).map(|_| ())
+        }
+        Cmd::Demo => demo::run(),
+        Cmd::Bench => {
+            let env = setup::setup()?;
+            util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])
+        }
+    }
+}

@@ -1,1 +1,111 @@
-fn main() {}
+//! A scripted stand-in for an agent, for tests, the demo and the VM suite. It runs actions
+//! in order and prints one line per action (`OK ...` or `FAIL ... <errno text>`):
+//!
+//! ```text
+//! gw-testagent read PATH                  # read a file, print its size
+//! gw-testagent send HOST:PORT TEXT        # TCP connect + send TEXT
+//! gw-testagent exfil PATH HOST:PORT       # read PATH, send its contents (what a hijacked agent does)
+//! gw-testagent udp HOST:PORT TEXT         # unconnected UDP sendto
+//! gw-testagent write PATH                 # create PATH (a marker that the agent ran)
+//! gw-testagent pid                        # print this process's pid
+//! gw-testagent cgroup                     # print this process's cgroup
+//! gw-testagent sleep SECS
+//! gw-testagent exit CODE                  # exit now with CODE
+//! ```
+//! Actions are chained with `+`: `gw-testagent read /etc/hostname + send 127.0.0.1:9 hi`.
+//! The exit code is the number of failed actions (capped at 100) unless `exit` says otherwise.
+use std::{
+    io::{Read as _, Write as _},
+    net::{SocketAddr, TcpStream, UdpSocket},
+    process::ExitCode,
+    time::Duration,
+};
+
+fn addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|_| format!("bad address {s} (want IP:PORT or [IPv6]:PORT)"))
+}
+
+fn read(path: &str) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut buf))
+        .map_err(|e| e.to_string())?;
+    Ok(buf)
+}
+
+fn send(to: &str, data: &[u8]) -> Result<(), String> {
+    let mut s = TcpStream::connect_timeout(&addr(to)?, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    s.write_all(data).map_err(|e| e.to_string())
+}
+
+fn run(action: &[String]) -> Result<String, String> {
+    let arg = |i: usize| {
+        action
+            .get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("{}: missing argument", action[0]))
+    };
+    match action[0].as_str() {
+        "read" => read(arg(1)?).map(|b| format!("read {} bytes", b.len())),
+        "send" => {
+            send(arg(1)?, arg(2)?.as_bytes()).map(|()| format!("sent to {}", arg(1).unwrap_or("")))
+        }
+        "exfil" => {
+            let data = read(arg(1)?)?;
+            send(arg(2)?, &data).map(|()| {
+                format!(
+                    "sent {} bytes of {} to {}",
+                    data.len(),
+                    arg(1).unwrap_or(""),
+                    arg(2).unwrap_or("")
+                )
+            })
+        }
+        "udp" => {
+            let to = addr(arg(1)?)?;
+            let bind = if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+            let s = UdpSocket::bind(bind).map_err(|e| e.to_string())?;
+            s.send_to(arg(2)?.as_bytes(), to)
+                .map_err(|e| e.to_string())?;
+            Ok(format!("udp sent to {to}"))
+        }
+        "write" => std::fs::write(arg(1)?, b"ran\n")
+            .map(|()| format!("wrote {}", arg(1).unwrap_or("")))
+            .map_err(|e| e.to_string()),
+        "pid" => Ok(format!("pid {}", std::process::id())),
+        "cgroup" => std::fs::read_to_string("/proc/self/cgroup")
+            .map(|s| s.trim().replace('\n', " "))
+            .map_err(|e| e.to_string()),
+        "sleep" => {
+            let secs: f64 = arg(1)?
+                .parse()
+                .map_err(|_| "sleep: not a number".to_string())?;
+            std::thread::sleep(Duration::from_secs_f64(secs));
+            Ok(format!("slept {secs}s"))
+        }
+        other => Err(format!("unknown action {other}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut failures = 0u8;
+    for action in args.split(|a| a == "+").filter(|a| !a.is_empty()) {
+        if action[0] == "exit" {
+            let code = action.get(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+            let _ = std::io::stdout().flush();
+            return ExitCode::from(code);
+        }
+        match run(action) {
+            Ok(msg) => println!("OK {}: {msg}", action[0]),
+            Err(e) => {
+                println!("FAIL {}: {e}", action[0]);
+                failures = failures.saturating_add(1).min(100);
+            }
+        }
+        let _ = std::io::stdout().flush();
+    }
+    ExitCode::from(failures)
+}

@@ -1,16 +1,42 @@
 //! `gatewayd run --policy P [--audit F] -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
+use anyhow::Context as _;
+use gatewayd::{policy::Policy, supervisor};
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// Policy file (JSON).
     #[arg(long)]
     policy: PathBuf,
-    #[arg(long)]
-    audit: Option<PathBuf>,
+    /// Audit log (JSON Lines, hash-chained); appended to if it exists.
+    #[arg(long, default_value = "gatewayd-audit.jsonl")]
+    audit: PathBuf,
+    /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
 }
 
-pub fn exec(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("run: not implemented yet")
+pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let policy = Policy::load(&args.policy)?;
+    // Current-thread runtime on the main thread: the agent's PR_SET_PDEATHSIG is tied to the
+    // thread that forked it, which must live as long as gatewayd does.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let outcome = rt.block_on(supervisor::run(supervisor::RunOptions {
+        policy,
+        policy_path: args.policy,
+        audit_path: args.audit.clone(),
+        agent: args.agent,
+    }))?;
+    eprintln!(
+        "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",
+        outcome.exit_code,
+        outcome.tier.as_str(),
+        outcome.kernel_denials,
+        args.audit.display()
+    );
+    Ok(ExitCode::from(outcome.exit_code.clamp(0, 255) as u8))
 }

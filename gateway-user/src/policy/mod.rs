@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod tools;
+pub use tools::{
+    ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
+    ScanMode, SecretSource, ShellRule, ToolDef, TrifectaMode, glob_match_str,
+};
+
 /// What the policy accepts when the kernel cannot enforce everything it asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -82,6 +88,33 @@ pub struct Policy {
     pub sandbox: Sandbox,
     #[serde(default)]
     pub network: Network,
+    /// The tool registry: a tool not listed here is refused (`not_allowlisted`).
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+    /// Rules as data; the most restrictive matching decision wins (deny > hold > allow).
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    /// Rate limits, session budget, action limits per label.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Rule of Two: what a `sends_out` call gets after untrusted input and private data.
+    #[serde(default)]
+    pub trifecta: TrifectaMode,
+    /// Consecutive words of untrusted output that an argument may not repeat (default 6).
+    #[serde(default)]
+    pub untrusted_echo_words: Option<usize>,
+    /// What a suspicious tool description does (default strict).
+    #[serde(default)]
+    pub description_scan: ScanMode,
+    /// How long an approval stays usable, in seconds (default 900).
+    #[serde(default)]
+    pub approval_ttl_s: Option<u64>,
+    /// Values that must never leave through a `sends_out` tool, by name.
+    #[serde(default)]
+    pub secrets: std::collections::BTreeMap<String, SecretSource>,
+    /// Values injected into tools that name them; never shown to the model.
+    #[serde(default)]
+    pub credentials: std::collections::BTreeMap<String, SecretSource>,
 }
 
 /// Why a policy could not be used.
@@ -131,7 +164,10 @@ impl Policy {
     /// Semantic checks serde cannot express.
     fn validate(&self) -> Result<(), String> {
         if self.version != 1 {
-            return Err(format!("unsupported policy version {} (only 1 exists)", self.version));
+            return Err(format!(
+                "unsupported policy version {} (only 1 exists)",
+                self.version
+            ));
         }
         for (i, e) in self.network.egress.iter().enumerate() {
             match (&e.cidr, &e.host) {
@@ -160,7 +196,17 @@ impl Policy {
                 }
             }
         }
-        Ok(())
+        tools::validate(self)
+    }
+
+    /// Consecutive words of untrusted output an argument may not repeat.
+    pub fn echo_words(&self) -> usize {
+        self.untrusted_echo_words.unwrap_or(6)
+    }
+
+    /// How long an approval stays usable, in milliseconds.
+    pub fn approval_ttl_ms(&self) -> u64 {
+        self.approval_ttl_s.unwrap_or(900).saturating_mul(1000)
     }
 }
 

@@ -1,0 +1,78 @@
+//! Held calls waiting for a person: bound to session, tool, exact canonical arguments and
+//! the reasons of the hold; single use; with a time-to-live.
+use std::collections::HashMap;
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    Pending,
+    Approved,
+    Rejected,
+}
+
+/// One held call.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Approval {
+    pub id: String,
+    pub session: String,
+    pub tool: String,
+    /// SHA-256 of the canonical JSON of the arguments (after path canonicalisation).
+    pub args_sha256: String,
+    pub reasons: Vec<String>,
+    pub created_ms: u64,
+    pub expires_ms: u64,
+    pub state: ApprovalState,
+}
+
+/// All approvals of one engine.
+#[derive(Debug, Default)]
+pub struct Approvals {
+    map: HashMap<String, Approval>,
+}
+
+impl Approvals {
+    pub fn insert(&mut self, a: Approval, now: u64) {
+        // Forget approvals expired for longer than their own lifetime: a later use of such
+        // an id is "unknown", which is denied all the same.
+        self.map
+            .retain(|_, x| now <= x.expires_ms.saturating_add(x.expires_ms - x.created_ms));
+        self.map.insert(a.id.clone(), a);
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Approval> {
+        self.map.get(id)
+    }
+
+    /// Single use: the approval is gone once taken.
+    pub fn take(&mut self, id: &str) -> Option<Approval> {
+        self.map.remove(id)
+    }
+
+    /// Sets the state of a pending approval that has not expired.
+    pub fn set(&mut self, id: &str, state: ApprovalState, now: u64) -> Result<(), String> {
+        let a = self
+            .map
+            .get_mut(id)
+            .ok_or_else(|| format!("no approval with id {id}"))?;
+        if a.state != ApprovalState::Pending {
+            return Err(format!("approval {id} was already decided"));
+        }
+        if now > a.expires_ms {
+            return Err(format!("approval {id} has expired"));
+        }
+        a.state = state;
+        Ok(())
+    }
+
+    pub fn pending(&self, now: u64) -> Vec<Approval> {
+        let mut v: Vec<Approval> = self
+            .map
+            .values()
+            .filter(|a| a.state == ApprovalState::Pending && now <= a.expires_ms)
+            .cloned()
+            .collect();
+        v.sort_by_key(|a| a.created_ms);
+        v
+    }
+}

@@ -1,0 +1,363 @@
+//! Path and URL arguments against the policy's `sandbox` and `network` sections.
+use std::{
+    collections::HashSet,
+    net::IpAddr,
+    os::unix::fs::MetadataExt,
+    path::{Component, Path, PathBuf},
+};
+
+use crate::{
+    net::Cidr,
+    policy::{Network, PathAccess, Sandbox},
+};
+
+/// Canonical form of `p` (absolute): the real path when it exists; otherwise the real path of
+/// its longest existing ancestor with the rest appended, where the rest may not contain `..`.
+/// A dangling symlink or a component that is not a directory cannot be resolved: error.
+pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
+    if !p.is_absolute() {
+        return Err(format!("`{}` is not absolute", p.display()));
+    }
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return Ok(c);
+    }
+    let mut cur = PathBuf::from("/");
+    let mut missing = false;
+    for comp in p.components() {
+        match comp {
+            Component::RootDir | Component::CurDir => {}
+            Component::Prefix(_) => return Err("path prefix".into()),
+            Component::ParentDir if missing => {
+                return Err(format!("`{}`: `..` after a missing component", p.display()));
+            }
+            Component::ParentDir => {
+                cur.pop();
+            }
+            Component::Normal(name) => {
+                let next = cur.join(name);
+                if missing {
+                    cur = next;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&next) {
+                    Ok(_) => {
+                        cur = std::fs::canonicalize(&next)
+                            .map_err(|e| format!("`{}` cannot be resolved: {e}", next.display()))?;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        if !cur.is_dir() {
+                            return Err(format!("`{}` is not a directory", cur.display()));
+                        }
+                        missing = true;
+                        cur = next;
+                    }
+                    Err(e) => return Err(format!("`{}`: {e}", next.display())),
+                }
+            }
+        }
+    }
+    Ok(cur)
+}
+
+/// Lexical normalisation for policy paths that do not exist (yet).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Both forms of a policy path: as written (normalised) and resolved.
+fn both(p: &Path) -> Vec<PathBuf> {
+    let mut v = vec![lexical(p)];
+    match canonicalize(p) {
+        Ok(c) if c != v[0] => v.push(c),
+        _ => {}
+    }
+    v
+}
+
+/// The sandbox section, resolved once.
+#[derive(Debug, Default)]
+pub struct SandboxView {
+    pub root: Option<PathBuf>,
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
+    /// (device, inode) of protected entries that exist: catches hard links.
+    protected_ids: HashSet<(u64, u64)>,
+    /// Allowed binaries: canonical paths, and the file names written in the policy.
+    pub exec: Vec<PathBuf>,
+}
+
+impl SandboxView {
+    pub fn new(s: &Sandbox) -> SandboxView {
+        let root = s
+            .root
+            .as_ref()
+            .map(|r| canonicalize(r).unwrap_or_else(|_| lexical(r)));
+        let mut read: Vec<PathBuf> = s.readable.iter().flat_map(|p| both(p)).collect();
+        let write: Vec<PathBuf> = s.writable.iter().flat_map(|p| both(p)).collect();
+        read.extend(write.iter().cloned());
+        read.extend(root.iter().cloned());
+        let protected: Vec<PathBuf> = s.protected.iter().flat_map(|p| both(p)).collect();
+        let protected_ids = protected
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| (m.dev(), m.ino()))
+            .collect();
+        let exec = s.exec.iter().flat_map(|p| both(p)).collect();
+        SandboxView {
+            root,
+            read,
+            write,
+            protected,
+            protected_ids,
+            exec,
+        }
+    }
+
+    /// Adds a protected path at run time (the policy file, the audit log).
+    pub fn protect(&mut self, p: &Path) {
+        for q in both(p) {
+            if let Ok(m) = std::fs::metadata(&q) {
+                self.protected_ids.insert((m.dev(), m.ino()));
+            }
+            self.protected.push(q);
+        }
+    }
+
+    /// Canonical form of a path argument; relative paths are taken from `sandbox.root`.
+    pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+        if raw.is_empty() || raw.contains('\0') {
+            return Err("empty path or NUL byte".into());
+        }
+        let p = Path::new(raw);
+        let abs = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            match &self.root {
+                Some(r) => r.join(p),
+                None => return Err(format!("relative path `{raw}` and no `sandbox.root`")),
+            }
+        };
+        canonicalize(&abs)
+    }
+
+    /// The protected path that `p` equals or lies under, if any (also by inode).
+    pub fn protected_hit(&self, p: &Path) -> Option<PathBuf> {
+        if let Some(x) = self.protected.iter().find(|x| p.starts_with(x)) {
+            return Some(x.clone());
+        }
+        let m = std::fs::metadata(p).ok()?;
+        if self.protected_ids.contains(&(m.dev(), m.ino())) {
+            return Some(p.to_path_buf());
+        }
+        None
+    }
+
+    /// A protected path that lies strictly under `p`.
+    pub fn protected_below(&self, p: &Path) -> Option<&PathBuf> {
+        self.protected.iter().find(|x| x.starts_with(p) && *x != p)
+    }
+
+    /// Checks a canonical path for an access; Err = the message of a `sandbox` denial.
+    pub fn check(&self, raw: &str, p: &Path, access: PathAccess) -> Result<(), String> {
+        if let Some(x) = self.protected_hit(p) {
+            return Err(format!(
+                "path `{raw}` resolves to `{}`, which is inside protected path `{}`; protected paths are never readable or writable through tools",
+                p.display(),
+                x.display()
+            ));
+        }
+        let (roots, what) = match access {
+            PathAccess::Write => (&self.write, "writable"),
+            PathAccess::Read | PathAccess::Tree => (&self.read, "readable"),
+        };
+        if !roots.iter().any(|r| p.starts_with(r)) {
+            return Err(format!(
+                "path `{raw}` resolves to `{}`, outside every {what} root of the sandbox",
+                p.display()
+            ));
+        }
+        if let Some(x) = self
+            .protected_below(p)
+            .filter(|_| access != PathAccess::Read)
+        {
+            return Err(format!(
+                "path `{raw}` resolves to `{}`, which contains protected path `{}`",
+                p.display(),
+                x.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A URL's destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dest {
+    pub host: String,
+    pub port: u16,
+}
+
+/// Parses an `http`/`https` URL's destination. User info, percent signs in the host and
+/// other schemes are refused.
+pub fn parse_url(s: &str) -> Result<Dest, String> {
+    let s = s.trim();
+    let (scheme, rest) = s
+        .split_once("://")
+        .ok_or_else(|| format!("`{s}` is not an absolute URL"))?;
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "http" => 80,
+        "https" => 443,
+        other => {
+            return Err(format!(
+                "URL scheme `{other}` is not allowed (http, https only)"
+            ));
+        }
+    };
+    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
+    let auth = &rest[..end];
+    if auth.contains('@') {
+        return Err("URLs with user info (`user@host`) are refused".into());
+    }
+    let (host, port) = if let Some(r) = auth.strip_prefix('[') {
+        let (h, after) = r.split_once(']').ok_or("unterminated IPv6 literal")?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match auth.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (auth, None),
+        }
+    };
+    let port = match port {
+        None => default_port,
+        Some(p) => p.parse::<u16>().map_err(|_| format!("bad port `{p}`"))?,
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host.is_empty()
+        || !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
+    {
+        return Err(format!(
+            "URL host `{host}` is empty or has characters a host name cannot have"
+        ));
+    }
+    Ok(Dest { host, port })
+}
+
+/// The egress allowlist, parsed once.
+#[derive(Debug, Default)]
+pub struct EgressView {
+    entries: Vec<(Option<Cidr>, Option<String>, Option<u16>)>,
+}
+
+impl EgressView {
+    pub fn new(n: &Network) -> EgressView {
+        EgressView {
+            entries: n
+                .egress
+                .iter()
+                .map(|e| {
+                    (
+                        e.cidr.as_deref().and_then(|c| Cidr::parse(c).ok()),
+                        e.host
+                            .as_ref()
+                            .map(|h| h.trim_end_matches('.').to_ascii_lowercase()),
+                        e.port,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether the allowlist lets the gateway reach `d`. Host entries match the host name
+    /// exactly, or any subdomain with a leading `*.`; cidr entries match literal IP hosts.
+    pub fn allows(&self, d: &Dest) -> bool {
+        let ip: Option<IpAddr> = d.host.parse().ok();
+        self.entries.iter().any(|(cidr, host, port)| {
+            if port.is_some_and(|p| p != d.port) {
+                return false;
+            }
+            let by_ip = matches!((cidr, ip), (Some(c), Some(a)) if c.contains(a));
+            let by_host = host.as_deref().is_some_and(|h| match h.strip_prefix("*.") {
+                Some(base) => d.host.ends_with(&format!(".{base}")),
+                None => h == d.host,
+            });
+            by_ip || by_host
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_url("https://API.example.com./x?y").unwrap(),
+            Dest {
+                host: "api.example.com".into(),
+                port: 443
+            }
+        );
+        assert_eq!(parse_url("http://[::1]:8080/").unwrap().port, 8080);
+        assert_eq!(parse_url("http://10.0.0.1:81").unwrap().host, "10.0.0.1");
+        for bad in [
+            "ftp://x",
+            "https://good.com@evil.com/",
+            "example.com",
+            "https://ev%69l.com/",
+            "https://:80",
+            "http://a:99999",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+        // a backslash ends the authority, like browsers do
+        assert_eq!(
+            parse_url("https://evil.com\\@good.com").unwrap().host,
+            "evil.com"
+        );
+    }
+
+    #[test]
+    fn egress_matching() {
+        let n: Network = serde_json::from_str(
+            r#"{"egress": [{"host": "api.example.com", "port": 443}, {"host": "*.docs.rs"}, {"cidr": "10.0.0.0/8"}]}"#,
+        )
+        .unwrap();
+        let e = EgressView::new(&n);
+        let ok = |u| e.allows(&parse_url(u).unwrap());
+        assert!(ok("https://api.example.com/v1"));
+        assert!(!ok("http://api.example.com/v1"));
+        assert!(!ok("https://api.example.com.evil.com/"));
+        assert!(ok("https://x.docs.rs/"));
+        assert!(!ok("https://docs.rs.evil/"));
+        assert!(ok("http://10.1.2.3/"));
+        assert!(!ok("http://11.1.2.3/"));
+    }
+
+    #[test]
+    fn canonicalize_missing_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir(base.join("a")).unwrap();
+        assert_eq!(
+            canonicalize(&base.join("a/../a/new/f")).unwrap(),
+            base.join("a/new/f")
+        );
+        assert!(canonicalize(&base.join("a/new/../../x")).is_err());
+        std::os::unix::fs::symlink(base.join("nowhere"), base.join("dangling")).unwrap();
+        assert!(canonicalize(&base.join("dangling")).is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! A small reader for the running kernel's BTF (`/sys/kernel/btf/vmlinux`): just enough to
+//! find struct member offsets. Rust eBPF has no CO-RE field relocations, so the programs get
+//! these offsets as load-time constants instead.
+use std::path::Path;
+
+/// Why an offset could not be found. Every read of the blob is bounds-checked.
+#[derive(Debug, thiserror::Error)]
+pub enum BtfError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("kernel BTF is malformed: {0}")]
+    Malformed(&'static str),
+    #[error("struct {0} has no member {1} in the kernel's BTF")]
+    NoMember(String, String),
+}
+
+const KIND_STRUCT: u32 = 4;
+const KIND_UNION: u32 = 5;
+
+/// Parsed type index over a raw BTF blob.
+pub struct KernelBtf {
+    data: Vec<u8>,
+    str_off: usize,
+    /// Type id -> byte position of its `struct btf_type`; id 0 (void) has no entry.
+    pos: Vec<usize>,
+}
+
+impl KernelBtf {
+    /// Reads the running kernel's BTF.
+    pub fn from_sys_fs() -> Result<Self, BtfError> {
+        Self::from_file(Path::new("/sys/kernel/btf/vmlinux"))
+    }
+
+    pub fn from_file(path: &Path) -> Result<Self, BtfError> {
+        let data = std::fs::read(path).map_err(|source| BtfError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(data)
+    }
+
+    fn u32_at(data: &[u8], o: usize) -> Result<u32, BtfError> {
+        data.get(o..o + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+            .ok_or(BtfError::Malformed("read past the end"))
+    }
+
+    pub fn parse(data: Vec<u8>) -> Result<Self, BtfError> {
+        if data.len() < 24 || data[0..2] != [0x9f, 0xeb] {
+            return Err(BtfError::Malformed("bad magic (not little-endian BTF)"));
+        }
+        let hdr_len = Self::u32_at(&data, 4)? as usize;
+        let type_off = hdr_len + Self::u32_at(&data, 8)? as usize;
+        let type_len = Self::u32_at(&data, 12)? as usize;
+        let str_off = hdr_len + Self::u32_at(&data, 16)? as usize;
+        let mut pos = vec![0];
+        let mut p = type_off;
+        while p < type_off + type_len {
+            pos.push(p);
+            let info = Self::u32_at(&data, p + 4)?;
+            let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
+            p += 12
+                + match kind {
+                    1 | 14 | 17 => 4,             // INT, VAR, DECL_TAG
+                    3 => 12,                      // ARRAY
+                    4 | 5 | 15 | 19 => 12 * vlen, // STRUCT, UNION, DATASEC, ENUM64
+                    6 | 13 => 8 * vlen,           // ENUM, FUNC_PROTO
+                    _ => 0,                       // PTR, FWD, TYPEDEF, CV, FUNC, FLOAT, TYPE_TAG
+                };
+        }
+        Ok(KernelBtf { data, str_off, pos })
+    }
+
+    fn u32(&self, o: usize) -> Result<u32, BtfError> {
+        Self::u32_at(&self.data, o)
+    }
+
+    fn name(&self, off: u32) -> &[u8] {
+        let s = self.data.get(self.str_off + off as usize..).unwrap_or(&[]);
+        &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())]
+    }
+
+    fn kind(&self, id: usize) -> Result<u32, BtfError> {
+        let p = *self.pos.get(id).ok_or(BtfError::Malformed("bad type id"))?;
+        Ok((self.u32(p + 4)? >> 24) & 0x1f)
+    }
+
+    fn find_member(
+        &self,
+        id: usize,
+        member: &str,
+        base: u64,
+        depth: u32,
+    ) -> Result<Option<u64>, BtfError> {
+        if depth > 8 {
+            return Ok(None);
+        }
+        let p = *self.pos.get(id).ok_or(BtfError::Malformed("bad type id"))?;
+        let info = self.u32(p + 4)?;
+        let (kflag, vlen) = (info >> 31 == 1, (info & 0xffff) as usize);
+        for i in 0..vlen {
+            let m = p + 12 + 12 * i;
+            let (mname, mtype, moff) = (self.u32(m)?, self.u32(m + 4)? as usize, self.u32(m + 8)?);
+            let byte = base + u64::from(if kflag { moff & 0xff_ffff } else { moff }) / 8;
+            if self.name(mname) == member.as_bytes() {
+                return Ok(Some(byte));
+            }
+            // An anonymous struct/union member: its fields belong to the outer struct.
+            if mname == 0 && matches!(self.kind(mtype)?, KIND_STRUCT | KIND_UNION) {
+                if let Some(o) = self.find_member(mtype, member, byte, depth + 1)? {
+                    return Ok(Some(o));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// `offsetof(struct <name>, <member>)`, looking through anonymous members.
+    pub fn member_offset(&self, name: &str, member: &str) -> Result<u64, BtfError> {
+        for id in 1..self.pos.len() {
+            if self.kind(id)? != KIND_STRUCT
+                || self.name(self.u32(self.pos[id])?) != name.as_bytes()
+            {
+                continue;
+            }
+            if let Some(o) = self.find_member(id, member, 0, 0)? {
+                return Ok(o);
+            }
+        }
+        Err(BtfError::NoMember(name.into(), member.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(KernelBtf::parse(vec![0; 10]).is_err());
+        assert!(
+            KernelBtf::parse(vec![
+                0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0
+            ])
+            .is_err()
+        );
+    }
+
+    /// Runs against the real kernel's BTF where there is one (every kernel this project
+    /// supports has it; the privileged tests need it anyway).
+    #[test]
+    fn finds_offsets_in_running_kernel() {
+        let Ok(btf) = KernelBtf::from_sys_fs() else {
+            panic!("/sys/kernel/btf/vmlinux is required (CONFIG_DEBUG_INFO_BTF)");
+        };
+        let f_path = btf.member_offset("file", "f_path").unwrap();
+        let dentry = btf.member_offset("path", "dentry").unwrap();
+        assert_eq!(
+            dentry, 8,
+            "struct path is {{ vfsmount *mnt; dentry *dentry; }}"
+        );
+        assert!(f_path > 0);
+        assert!(btf.member_offset("inode", "i_ino").is_ok());
+        assert!(btf.member_offset("file", "no_such_member").is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! Kernel denials as the audit log records them.
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use gateway_common::{
+    AF_INET, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_SENDMSG4, EV_SENDMSG6, Event,
+    REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_PROTECTED_PATH, REASON_UNRESOLVABLE,
+};
+use serde_json::json;
+
+use super::KernelSpec;
+
+/// A decoded kernel denial.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denial {
+    /// Program, e.g. `lsm/file_open` (the audit record's `hook`).
+    pub hook: &'static str,
+    /// Reason code (the audit record's `reason`).
+    pub reason: &'static str,
+    /// Specifics (the audit record's `detail`).
+    pub detail: serde_json::Value,
+}
+
+/// Reads one event out of a ring-buffer item; `None` for a short item.
+pub fn parse(item: &[u8]) -> Option<Event> {
+    if item.len() < size_of::<Event>() {
+        return None;
+    }
+    // SAFETY: Event is repr(C) plain data; length checked; read_unaligned copes with alignment.
+    Some(unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<Event>()) })
+}
+
+pub fn hook_name(kind: u32) -> &'static str {
+    match kind {
+        EV_FILE_OPEN => "lsm/file_open",
+        EV_CONNECT4 => "cgroup/connect4",
+        EV_CONNECT6 => "cgroup/connect6",
+        EV_SENDMSG4 => "cgroup/sendmsg4",
+        EV_SENDMSG6 => "cgroup/sendmsg6",
+        _ => "unknown",
+    }
+}
+
+pub fn reason_name(reason: u32) -> &'static str {
+    match reason {
+        REASON_PROTECTED_PATH => "protected_path",
+        REASON_EGRESS_NOT_ALLOWED => "egress_not_allowed",
+        REASON_EGRESS_LOCKDOWN => "egress_lockdown",
+        REASON_UNRESOLVABLE => "unresolvable",
+        _ => "unknown",
+    }
+}
+
+/// Decodes an event into what the audit log records, naming the protected path when the
+/// matched inode is one of the spec's.
+pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
+    let comm_len = ev
+        .comm
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(ev.comm.len());
+    let comm = String::from_utf8_lossy(&ev.comm[..comm_len]).into_owned();
+    let hook = hook_name(ev.kind);
+    let reason = reason_name(ev.reason);
+    let mut detail = json!({ "pid": ev.pid, "comm": comm, "cgroup_id": ev.cgroup_id });
+    if ev.kind == EV_FILE_OPEN {
+        detail["ino"] = json!(ev.ino);
+        detail["dev"] = json!(format!("{}:{}", ev.dev >> 20, ev.dev & 0xfffff));
+        if ev.reason == REASON_PROTECTED_PATH {
+            detail["protected_ino"] = json!(ev.matched_ino);
+            if let Some(p) = spec.protected_path(u64::from(ev.dev), ev.matched_ino) {
+                detail["protected_path"] = json!(p.display().to_string());
+            }
+        }
+        detail["message"] = json!(match ev.reason {
+            REASON_PROTECTED_PATH =>
+                "opening a protected file (or a file under a protected directory) is denied by the kernel",
+            _ =>
+                "the kernel could not resolve this file's path within its depth limit, so the open is denied",
+        });
+    } else {
+        let ip = if ev.family == AF_INET {
+            IpAddr::V4(Ipv4Addr::new(
+                ev.addr[0], ev.addr[1], ev.addr[2], ev.addr[3],
+            ))
+        } else {
+            IpAddr::V6(Ipv6Addr::from(ev.addr))
+        };
+        detail["addr"] = json!(ip.to_string());
+        detail["port"] = json!(ev.port);
+        detail["message"] = json!(match ev.reason {
+            REASON_EGRESS_LOCKDOWN => "all egress is denied: this session tripped the Rule of Two",
+            _ => "this destination is not in the policy's egress allowlist",
+        });
+    }
+    Denial {
+        hook,
+        reason,
+        detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_common::AF_INET6;
+
+    fn ev(kind: u32, reason: u32) -> Event {
+        Event {
+            kind,
+            reason,
+            pid: 42,
+            family: 0,
+            cgroup_id: 9,
+            ino: 0,
+            matched_ino: 0,
+            dev: 0,
+            port: 0,
+            addr: [0; 16],
+            comm: *b"curl\0\0\0\0\0\0\0\0\0\0\0\0",
+        }
+    }
+
+    fn spec() -> KernelSpec {
+        KernelSpec {
+            cgroup_dir: "/x".into(),
+            cgroup_id: 9,
+            cgroup_level: 1,
+            protected: vec![super::super::spec::ProtectedInode {
+                path: "/home/u/.ssh".into(),
+                key: gateway_common::InodeKey {
+                    dev: (8 << 20) | 1,
+                    ino: 77,
+                },
+            }],
+            egress: vec![],
+            want_file_open: true,
+            require: true,
+        }
+    }
+
+    #[test]
+    fn file_denial_names_the_protected_path() {
+        let mut e = ev(EV_FILE_OPEN, REASON_PROTECTED_PATH);
+        e.ino = 100;
+        e.matched_ino = 77;
+        e.dev = (8 << 20) | 1;
+        let d = describe(&e, &spec());
+        assert_eq!((d.hook, d.reason), ("lsm/file_open", "protected_path"));
+        assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
+        assert_eq!(d.detail["dev"], "8:1");
+        assert_eq!(d.detail["comm"], "curl");
+    }
+
+    #[test]
+    fn connect_denials_decode_addresses() {
+        let mut e = ev(EV_CONNECT4, REASON_EGRESS_NOT_ALLOWED);
+        e.family = AF_INET;
+        e.addr[..4].copy_from_slice(&[10, 1, 2, 3]);
+        e.port = 443;
+        let d = describe(&e, &spec());
+        assert_eq!(d.detail["addr"], "10.1.2.3");
+        assert_eq!(d.detail["port"], 443);
+        let mut e = ev(EV_SENDMSG6, REASON_EGRESS_LOCKDOWN);
+        e.family = AF_INET6;
+        e.addr[15] = 1;
+        let d = describe(&e, &spec());
+        assert_eq!((d.hook, d.reason), ("cgroup/sendmsg6", "egress_lockdown"));
+        assert_eq!(d.detail["addr"], "::1");
+    }
+
+    #[test]
+    fn short_item_is_not_an_event() {
+        assert!(parse(&[0u8; 10]).is_none());
+    }
+}

@@ -1,0 +1,163 @@
+//! What the kernel layer enforces, derived from the policy: the same sandbox and egress
+//! allowlist the gateway checks, turned into map entries.
+use std::{os::unix::fs::MetadataExt, path::PathBuf};
+
+use gateway_common::{AF_INET, AF_INET6, EgressRule, InodeKey};
+
+use crate::{
+    net::Cidr,
+    policy::{KernelMode, Policy},
+};
+
+/// A protected path as the kernel sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedInode {
+    pub path: PathBuf,
+    pub key: InodeKey,
+}
+
+/// Everything [`super::KernelLayer::load`] needs.
+#[derive(Debug, Clone)]
+pub struct KernelSpec {
+    pub cgroup_dir: PathBuf,
+    pub cgroup_id: u64,
+    pub cgroup_level: u32,
+    pub protected: Vec<ProtectedInode>,
+    pub egress: Vec<EgressRule>,
+    /// Attach `lsm/file_open` (the policy protects something).
+    pub want_file_open: bool,
+    /// `kernel: "require"`: any program that does not load and attach is an error.
+    pub require: bool,
+}
+
+/// Problems found while deriving the spec that do not stop it (recorded in the audit log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecWarning {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// Kernel `dev_t` (`MAJOR << 20 | MINOR`) from a userspace `st_dev`.
+pub fn kernel_dev(st_dev: u64) -> u64 {
+    let (major, minor) = (libc::major(st_dev), libc::minor(st_dev));
+    (u64::from(major) << 20) | u64::from(minor)
+}
+
+/// One egress rule from an allowlist entry; host-only entries have no kernel form.
+pub fn egress_rule(cidr: &Cidr, port: Option<u16>) -> EgressRule {
+    EgressRule {
+        family: if cidr.addr.is_ipv4() {
+            AF_INET
+        } else {
+            AF_INET6
+        },
+        port: port.map(u32::from).unwrap_or(0),
+        addr: cidr.addr_bytes(),
+        mask: cidr.mask_bytes(),
+    }
+}
+
+impl KernelSpec {
+    /// Derives the spec for one agent cgroup. Protected paths are resolved to inodes now:
+    /// a path that does not exist yet cannot be protected by identity and is reported.
+    pub fn from_policy(
+        policy: &Policy,
+        cgroup_dir: PathBuf,
+        cgroup_id: u64,
+        cgroup_level: u32,
+    ) -> (KernelSpec, Vec<SpecWarning>) {
+        let mut warnings = Vec::new();
+        let mut protected = Vec::new();
+        for path in &policy.sandbox.protected {
+            match std::fs::metadata(path) {
+                Ok(md) => protected.push(ProtectedInode {
+                    path: path.clone(),
+                    key: InodeKey {
+                        dev: kernel_dev(md.dev()),
+                        ino: md.ino(),
+                    },
+                }),
+                Err(e) => warnings.push(SpecWarning {
+                    path: path.clone(),
+                    message: format!("protected path not protected by the kernel: {e}"),
+                }),
+            }
+        }
+        let egress = policy
+            .network
+            .egress
+            .iter()
+            .filter_map(|e| {
+                let cidr = Cidr::parse(e.cidr.as_deref()?).ok()?;
+                Some(egress_rule(&cidr, e.port))
+            })
+            .collect();
+        let spec = KernelSpec {
+            cgroup_dir,
+            cgroup_id,
+            cgroup_level,
+            want_file_open: !policy.sandbox.protected.is_empty(),
+            protected,
+            egress,
+            require: policy.kernel == KernelMode::Require,
+        };
+        (spec, warnings)
+    }
+
+    pub fn protected_keys(&self) -> Vec<InodeKey> {
+        self.protected.iter().map(|p| p.key).collect()
+    }
+
+    /// The protected path with this inode, for audit details.
+    pub fn protected_path(&self, dev: u64, ino: u64) -> Option<&PathBuf> {
+        self.protected
+            .iter()
+            .find(|p| p.key.ino == ino && p.key.dev == dev)
+            .map(|p| &p.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn kernel_dev_encoding() {
+        // userspace makedev(8, 1) -> kernel MKDEV(8, 1) = 8 << 20 | 1
+        assert_eq!(kernel_dev(libc::makedev(8, 1)), (8 << 20) | 1);
+        assert_eq!(kernel_dev(libc::makedev(259, 300)), (259 << 20) | 300);
+    }
+
+    #[test]
+    fn spec_from_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "x").unwrap();
+        let text = format!(
+            r#"{{"version":1,"kernel":"best_effort","sandbox":{{"protected":["{}","/nonexistent/x"]}},
+               "network":{{"egress":[{{"cidr":"127.0.0.1","port":80}},{{"host":"example.com"}},{{"cidr":"::1/128"}}]}}}}"#,
+            secret.display()
+        );
+        let p = Policy::parse(&text, Path::new("t")).unwrap();
+        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into(), 7, 2);
+        assert!(!spec.require);
+        assert!(spec.want_file_open);
+        assert_eq!(spec.protected.len(), 1);
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(
+            spec.egress.len(),
+            2,
+            "the host-only entry has no kernel form"
+        );
+        assert_eq!(spec.egress[0].port, 80);
+        assert_eq!(spec.egress[0].addr[..4], [127, 0, 0, 1]);
+        assert_eq!(spec.egress[1].family, AF_INET6);
+        assert_eq!(spec.egress[1].port, 0);
+        let md = std::fs::metadata(&secret).unwrap();
+        assert_eq!(
+            spec.protected_path(kernel_dev(md.dev()), md.ino()),
+            Some(&secret)
+        );
+    }
+}

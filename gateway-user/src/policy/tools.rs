@@ -1,0 +1,418 @@
+//! The gateway layer's part of the policy: the tool registry, rules as data, limits, secrets
+//! and credentials. Semantics live in [`crate::engine`]; this module holds shapes and the
+//! checks serde cannot express. Field reference: `docs/POLICY.md`.
+use std::{collections::BTreeMap, path::PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What a tool does, as far as the session's taint and the action limits care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    /// Its output may carry attacker-controlled text (web pages, emails, issues).
+    UntrustedOutput,
+    /// It reads data the user would not publish (mail, files, records).
+    ReadsPrivate,
+    /// It sends data out of the machine (email, HTTP, messages).
+    SendsOut,
+    /// It destroys or overwrites something.
+    Destructive,
+}
+
+impl Label {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::UntrustedOutput => "untrusted_output",
+            Label::ReadsPrivate => "reads_private",
+            Label::SendsOut => "sends_out",
+            Label::Destructive => "destructive",
+        }
+    }
+}
+
+/// The decision for a registered tool when no rule matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultDecision {
+    #[default]
+    Allow,
+    Hold,
+}
+
+/// A rule's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleDecision {
+    Allow,
+    Hold,
+    Deny,
+}
+
+/// How a path argument is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathAccess {
+    /// Read one file or list one directory: inside a readable/writable root or `sandbox.root`.
+    Read,
+    /// Create, write or delete: inside a writable root, and not an ancestor of a protected path.
+    Write,
+    /// A recursive read (search, archive): readable, and not an ancestor of a protected path.
+    Tree,
+}
+
+/// A shell-command argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellRule {
+    /// The host runs the line through `sh -c`: shell metacharacters are refused.
+    #[serde(default)]
+    pub through_shell: bool,
+    /// Binaries this argument may run (absolute paths, or bare names matched by file name);
+    /// absent = `sandbox.exec`.
+    #[serde(default)]
+    pub exec: Option<Vec<String>>,
+}
+
+/// Constraints on one argument. Every constraint given must hold; constraints apply to a
+/// string, or to each string of an array of strings (numbers for `min`/`max`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgRule {
+    /// The argument must be present.
+    #[serde(default)]
+    pub required: bool,
+    /// A path, canonicalised, then checked against the sandbox for this access.
+    #[serde(default)]
+    pub path: Option<PathAccess>,
+    /// A URL whose destination must be in `network.egress`.
+    #[serde(default)]
+    pub url: bool,
+    /// A command line (see [`ShellRule`]).
+    #[serde(default)]
+    pub shell: Option<ShellRule>,
+    /// Must start with this (for paths: compared after canonicalisation, by component).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Must match this glob (`*` any run of characters, `?` one character).
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Must match this regex (anchor it yourself with `^…$`).
+    #[serde(default)]
+    pub regex: Option<String>,
+    /// Must match none of these regexes.
+    #[serde(default)]
+    pub forbid: Vec<String>,
+    /// Must equal one of these values.
+    #[serde(default, rename = "enum")]
+    pub one_of: Option<Vec<serde_json::Value>>,
+    /// Numeric bounds, inclusive.
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+    /// Longest string accepted, in characters.
+    #[serde(default)]
+    pub max_len: Option<usize>,
+}
+
+/// A registered tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments; absent = `{"type": "object"}`.
+    #[serde(default)]
+    pub input_schema: Option<serde_json::Value>,
+    /// `sha256:HEX` over name, description and canonical schema; absent = pinned from this
+    /// entry when the engine starts. Written by `gatewayd policy pin`.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    /// Scopes the session must hold (all of them).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub labels: Vec<Label>,
+    /// Per-argument rules, by argument name.
+    #[serde(default)]
+    pub args: BTreeMap<String, ArgRule>,
+    /// Decision when no rule matches.
+    #[serde(default)]
+    pub default: DefaultDecision,
+    /// Budget units one allowed call costs.
+    #[serde(default = "one")]
+    pub cost: u64,
+    /// Credentials injected into the handler (names in `credentials`).
+    #[serde(default)]
+    pub credentials: Vec<String>,
+    /// Skip the untrusted-echo check for this tool (e.g. a note-taking tool).
+    #[serde(default)]
+    pub echo_ok: bool,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A condition on one argument in a rule's `when`. Every field given must hold; an absent
+/// argument matches only `{"present": false}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cond {
+    #[serde(default)]
+    pub present: Option<bool>,
+    #[serde(default)]
+    pub equals: Option<serde_json::Value>,
+    #[serde(default, rename = "enum")]
+    pub one_of: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default)]
+    pub regex: Option<String>,
+    #[serde(default)]
+    pub gt: Option<f64>,
+    #[serde(default)]
+    pub gte: Option<f64>,
+    #[serde(default)]
+    pub lt: Option<f64>,
+    #[serde(default)]
+    pub lte: Option<f64>,
+}
+
+/// A rule as data: matched by tool glob and argument conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub id: String,
+    /// Tool name glob.
+    pub tool: String,
+    #[serde(default)]
+    pub when: BTreeMap<String, Cond>,
+    pub decision: RuleDecision,
+    /// Shown to the model when this rule denies or holds.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// A sliding-window rate limit, per session, over all tools matching the glob.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    pub tool: String,
+    pub max: u32,
+    pub window_s: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    #[serde(default)]
+    pub rate: Vec<RateLimit>,
+    /// Total budget units per session (tools' `cost`); absent = unlimited.
+    #[serde(default)]
+    pub budget: Option<u64>,
+    /// At most N allowed calls per session of tools carrying each label.
+    #[serde(default)]
+    pub actions: BTreeMap<Label, u32>,
+}
+
+/// What the Rule of Two does to a `sends_out` call after untrusted input and private data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrifectaMode {
+    /// Hold for a person's approval.
+    Hold,
+    /// Refuse.
+    #[default]
+    Deny,
+}
+
+/// What a suspicious tool description does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScanMode {
+    /// The tool is refused (`description_scan`).
+    #[default]
+    Strict,
+    /// The tool works; every call's audit record carries the findings.
+    Warn,
+    Off,
+}
+
+/// Where a secret or credential value comes from. Exactly one field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSource {
+    /// An environment variable of the gatewayd process.
+    #[serde(default)]
+    pub env: Option<String>,
+    /// A file whose content (trailing newline trimmed) is the value.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// The value itself (tests and demos only: it then lives in the policy file).
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+impl SecretSource {
+    /// The value, or why it is not available.
+    pub fn resolve(&self) -> Result<String, String> {
+        if let Some(v) = &self.value {
+            return Ok(v.clone());
+        }
+        if let Some(e) = &self.env {
+            return std::env::var(e).map_err(|_| format!("environment variable {e} is not set"));
+        }
+        if let Some(f) = &self.file {
+            return std::fs::read_to_string(f)
+                .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
+                .map_err(|e| format!("cannot read {}: {e}", f.display()));
+        }
+        Err("no source".into())
+    }
+}
+
+/// Shortest secret value the egress check accepts: shorter values would match everywhere.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// Whether `glob` (`*`, `?`) matches the whole of `s`.
+pub fn glob_match_str(glob: &str, s: &str) -> bool {
+    let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), s.chars().collect());
+    let (mut gi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
+            gi += 1;
+            ti += 1;
+        } else if gi < g.len() && g[gi] == '*' {
+            star = Some(gi);
+            mark = ti;
+            gi += 1;
+        } else if let Some(sp) = star {
+            gi = sp + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    g[gi..].iter().all(|&c| c == '*')
+}
+
+fn check_regex(at: &str, re: &str) -> Result<(), String> {
+    regex::Regex::new(re)
+        .map(|_| ())
+        .map_err(|e| format!("{at}: bad regex: {e}"))
+}
+
+fn check_source(at: &str, s: &SecretSource) -> Result<(), String> {
+    let n = [s.env.is_some(), s.file.is_some(), s.value.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if n != 1 {
+        return Err(format!("{at}: needs exactly one of `env`, `file`, `value`"));
+    }
+    if s.value
+        .as_ref()
+        .is_some_and(|v| v.chars().count() < MIN_SECRET_LEN)
+    {
+        return Err(format!(
+            "{at}: value shorter than {MIN_SECRET_LEN} characters"
+        ));
+    }
+    Ok(())
+}
+
+/// The gateway-layer checks of [`super::Policy::validate`].
+pub(super) fn validate(p: &super::Policy) -> Result<(), String> {
+    let mut names = std::collections::BTreeSet::new();
+    for (i, t) in p.tools.iter().enumerate() {
+        let at = format!("tools[{i}] ({})", t.name);
+        if t.name.is_empty() || !names.insert(t.name.as_str()) {
+            return Err(format!("{at}: empty or duplicate tool name"));
+        }
+        if t.input_schema.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err(format!("{at}.input_schema: must be an object"));
+        }
+        if let Some(f) = &t.fingerprint {
+            let hex = f.strip_prefix("sha256:").unwrap_or("");
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "{at}.fingerprint: expected `sha256:` and 64 hex digits"
+                ));
+            }
+        }
+        for c in &t.credentials {
+            if !p.credentials.contains_key(c) {
+                return Err(format!("{at}.credentials: `{c}` is not in `credentials`"));
+            }
+        }
+        for (arg, r) in &t.args {
+            let at = format!("{at}.args.{arg}");
+            if let Some(re) = &r.regex {
+                check_regex(&at, re)?;
+            }
+            for re in &r.forbid {
+                check_regex(&at, re)?;
+            }
+            if matches!((r.min, r.max), (Some(lo), Some(hi)) if lo > hi) {
+                return Err(format!("{at}: min > max"));
+            }
+            let kinds = [r.path.is_some(), r.url, r.shell.is_some()];
+            if kinds.iter().filter(|b| **b).count() > 1 {
+                return Err(format!("{at}: at most one of `path`, `url`, `shell`"));
+            }
+        }
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for (i, r) in p.rules.iter().enumerate() {
+        let at = format!("rules[{i}] ({})", r.id);
+        if r.id.is_empty() || !ids.insert(r.id.as_str()) {
+            return Err(format!("{at}: empty or duplicate rule id"));
+        }
+        for (arg, c) in &r.when {
+            if let Some(re) = &c.regex {
+                check_regex(&format!("{at}.when.{arg}"), re)?;
+            }
+        }
+    }
+    for (i, r) in p.limits.rate.iter().enumerate() {
+        if r.max == 0 || r.window_s == 0 {
+            return Err(format!(
+                "limits.rate[{i}]: `max` and `window_s` must be > 0"
+            ));
+        }
+    }
+    if p.untrusted_echo_words == Some(0) || p.untrusted_echo_words.is_some_and(|n| n > 64) {
+        return Err("untrusted_echo_words: must be 1..=64".into());
+    }
+    if p.approval_ttl_s == Some(0) {
+        return Err("approval_ttl_s: must be > 0".into());
+    }
+    for (kind, map) in [("secrets", &p.secrets), ("credentials", &p.credentials)] {
+        for (name, s) in map {
+            check_source(&format!("{kind}.{name}"), s)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match_str;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match_str("*", ""));
+        assert!(glob_match_str("send_*", "send_email"));
+        assert!(!glob_match_str("send_*", "resend_email"));
+        assert!(glob_match_str("*@example.com", "a@example.com"));
+        assert!(!glob_match_str("*@example.com", "a@example.com.evil"));
+        assert!(glob_match_str("a?c", "abc"));
+        assert!(glob_match_str("*a*b*", "xxaxxbxx"));
+        assert!(!glob_match_str("a", "ab"));
+    }
+}

@@ -1,0 +1,158 @@
+//! Shared fixture of the engine suites: a real directory tree in a tempdir (files, symlinks,
+//! a hard link), the policy `tests/fixtures/engine_policy.json` pointed at it, a manual clock
+//! and an in-memory audit sink. Every call goes through `Engine::call` with a handler that
+//! records whether it ran.
+#![allow(dead_code)]
+
+use std::{
+    cell::Cell,
+    fs,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
+
+use gatewayd::{
+    clock::ManualClock,
+    engine::{AuditRecord, AuditSink, Credentials, Decision, Engine, Outcome, Reason, Session, ToolCall},
+    policy::Policy,
+};
+use serde_json::{Value, json};
+
+pub const ALL_SCOPES: &[&str] = &[
+    "files:read", "files:write", "files:delete", "shell", "web", "email:read", "email:send", "payments",
+];
+
+/// Records in memory; `fail` makes every append fail.
+#[derive(Default)]
+pub struct MemAudit {
+    pub records: Vec<AuditRecord>,
+    pub fail: bool,
+}
+
+impl AuditSink for MemAudit {
+    fn append(&mut self, r: AuditRecord) -> Result<(), String> {
+        if self.fail {
+            return Err("disk full".into());
+        }
+        self.records.push(r);
+        Ok(())
+    }
+}
+
+pub struct Fx {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub engine: Engine,
+    pub clock: Arc<ManualClock>,
+    pub audit: Arc<Mutex<MemAudit>>,
+}
+
+fn write(p: &Path, s: &str) {
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, s).unwrap();
+}
+
+/// The directory tree every test sees.
+pub fn make_tree(root: &Path) {
+    write(&root.join("work/notes.txt"), "meeting notes: ship on friday\nTODO: call the bank\n");
+    write(&root.join("work/src/main.rs"), "fn main() { /* TODO */ }\n");
+    write(&root.join("work/.env"), "DEPLOY_KEY=dk_live_7Hq2Lm9XvR4tPz8W\n");
+    for f in ["old.txt", "a.txt", "b.txt", "c.txt", "d.txt"] {
+        write(&root.join("work/out").join(f), "x\n");
+    }
+    write(&root.join("work/out/keep/ledger.txt"), "do not touch\n");
+    write(&root.join("home/.ssh/id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    write(&root.join("docs/guide.md"), "# Guide\n");
+    write(&root.join("outside/data.txt"), "not in the sandbox\n");
+    std::os::unix::fs::symlink(root.join("docs"), root.join("work/docs-link")).unwrap();
+    std::os::unix::fs::symlink(root.join("home/.ssh/id_rsa"), root.join("work/key-link")).unwrap();
+    std::os::unix::fs::symlink(root.join("home/.ssh/id_rsa"), root.join("work/out/evil-link")).unwrap();
+    std::os::unix::fs::symlink(root.join("home/.ssh/new_key"), root.join("work/out/dangling")).unwrap();
+    fs::hard_link(root.join("work/.env"), root.join("work/env-copy")).unwrap();
+}
+
+/// The fixture policy text pointed at `root`.
+pub fn policy_value(root: &Path) -> Value {
+    let text = include_str!("fixtures/engine_policy.json").replace("@ROOT@", root.to_str().unwrap());
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn fx() -> Fx {
+    fx_with(|_| {})
+}
+
+/// A fixture whose policy `edit` changed first.
+pub fn fx_with(edit: impl FnOnce(&mut Value)) -> Fx {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    make_tree(&root);
+    let mut v = policy_value(&root);
+    edit(&mut v);
+    let policy = Policy::parse(&v.to_string(), Path::new("engine_policy.json")).unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let audit = Arc::new(Mutex::new(MemAudit::default()));
+    let engine = Engine::new(Arc::new(policy), clock.clone(), Some(audit.clone())).unwrap();
+    Fx { dir, root, engine, clock, audit }
+}
+
+pub fn session() -> Session {
+    Session::new("s1", "alice", ALL_SCOPES)
+}
+
+impl Fx {
+    pub fn p(&self, rel: &str) -> String {
+        self.root.join(rel).to_string_lossy().into_owned()
+    }
+
+    /// Calls a tool whose handler returns `{"ok": true}`; also returns whether it ran.
+    pub fn call(&self, s: &mut Session, tool: &str, args: Value) -> (Outcome, bool) {
+        self.call_full(s, ToolCall::new(tool, args), json!({"ok": true}))
+    }
+
+    /// Calls a tool whose handler returns `output`.
+    pub fn call_out(&self, s: &mut Session, tool: &str, args: Value, output: Value) -> (Outcome, bool) {
+        self.call_full(s, ToolCall::new(tool, args), output)
+    }
+
+    pub fn call_full(&self, s: &mut Session, call: ToolCall, output: Value) -> (Outcome, bool) {
+        let ran = Cell::new(false);
+        let out = self.engine.call(s, &call, |_args: &Value, _c: &Credentials| {
+            ran.set(true);
+            Ok(output)
+        });
+        (out, ran.get())
+    }
+
+    pub fn records(&self) -> usize {
+        self.audit.lock().unwrap().records.len()
+    }
+}
+
+/// Asserts a refusal: decision, reason code, and that the handler never ran.
+#[track_caller]
+pub fn refused(r: (Outcome, bool), decision: Decision, reason: Reason) -> Outcome {
+    let (o, ran) = r;
+    assert_eq!(
+        (o.verdict.decision, o.verdict.reason),
+        (decision, reason),
+        "message: {}",
+        o.verdict.message
+    );
+    assert!(!ran, "the handler ran");
+    assert!(!o.verdict.message.is_empty());
+    o
+}
+
+#[track_caller]
+pub fn denied(r: (Outcome, bool), reason: Reason) -> Outcome {
+    refused(r, Decision::Deny, reason)
+}
+
+/// Asserts the handler ran.
+#[track_caller]
+pub fn allowed(r: (Outcome, bool)) -> Outcome {
+    let (o, ran) = r;
+    assert_eq!(o.verdict.decision, Decision::Allow, "{:?}: {}", o.verdict.reason, o.verdict.message);
+    assert!(ran, "allowed but the handler did not run");
+    o
+}

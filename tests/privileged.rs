@@ -1,0 +1,531 @@
+//! Privileged tests of the kernel layer, against a real kernel: the host's (cgroup egress,
+//! cgroup lifecycle, fail-closed refusal without BPF LSM) and, inside the QEMU guest booting
+//! Debian's kernel, the same file plus BPF LSM `file_open` denials.
+//!
+//! `GATEWAYD_TEST_ENV` must say where we are (`host` or `guest`): an unset value fails the
+//! run rather than silently skipping anything. Needs root, cgroup v2 and BPF.
+//! Run by `cargo xtask test`.
+use std::{
+    io::Read as _,
+    net::{TcpListener, UdpSocket},
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    sync::mpsc,
+    time::Duration,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Where {
+    Host,
+    Guest,
+}
+
+fn env_kind() -> Where {
+    match std::env::var("GATEWAYD_TEST_ENV").as_deref() {
+        Ok("host") => Where::Host,
+        Ok("guest") => Where::Guest,
+        other => panic!(
+            "GATEWAYD_TEST_ENV must be `host` or `guest` (got {other:?}); run `cargo xtask test`"
+        ),
+    }
+}
+
+fn gatewayd() -> PathBuf {
+    std::env::var_os("GATEWAYD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_gatewayd").into())
+}
+
+fn agent() -> String {
+    std::env::var("GW_TESTAGENT").unwrap_or_else(|_| env!("CARGO_BIN_EXE_gw-testagent").into())
+}
+
+/// A scratch directory under the temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("gwtest-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn write_policy(dir: &Scratch, body: serde_json::Value) -> PathBuf {
+    let p = dir.path("policy.json");
+    std::fs::write(&p, serde_json::to_string_pretty(&body).unwrap()).unwrap();
+    p
+}
+
+fn run_agent(policy: &Path, audit: &Path, args: &[&str]) -> Output {
+    let out = Command::new(gatewayd())
+        .arg("run")
+        .arg("--policy")
+        .arg(policy)
+        .arg("--audit")
+        .arg(audit)
+        .arg("--")
+        .arg(agent())
+        .args(args)
+        .output()
+        .expect("spawn gatewayd");
+    eprintln!(
+        "gatewayd run {args:?}: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn records(audit: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn verify(audit: &Path) -> Output {
+    Command::new(gatewayd())
+        .args(["audit", "verify"])
+        .arg(audit)
+        .output()
+        .unwrap()
+}
+
+/// A listener that reports every byte received, per connection.
+fn listener(addr: &str) -> (u16, mpsc::Receiver<Vec<u8>>) {
+    let l = TcpListener::bind(addr).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let mut c = c;
+            let mut buf = Vec::new();
+            let _ = c.read_to_end(&mut buf);
+            if tx.send(buf).is_err() {
+                return;
+            }
+        }
+    });
+    (port, rx)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn best_effort(egress: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"version": 1, "kernel": "best_effort", "network": {"egress": egress}})
+}
+
+#[test]
+fn egress_outside_allowlist_is_denied_and_audited() {
+    let _ = env_kind();
+    let dir = Scratch::new("egress");
+    let (allowed, allowed_rx) = listener("127.0.0.1:0");
+    let (denied, denied_rx) = listener("127.0.0.1:0");
+    let policy = write_policy(
+        &dir,
+        best_effort(serde_json::json!([{"cidr": "127.0.0.1/32", "port": allowed}])),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "send",
+            &format!("127.0.0.1:{denied}"),
+            "stolen",
+            "+",
+            "send",
+            &format!("127.0.0.1:{allowed}"),
+            "hello",
+        ],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("FAIL send: Operation not permitted"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("OK send: sent to 127.0.0.1:{allowed}")),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1), "one failed action");
+    assert_eq!(
+        allowed_rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+        b"hello"
+    );
+    assert!(
+        denied_rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "denied listener got a connection"
+    );
+
+    let recs = records(&audit);
+    let k: Vec<_> = recs.iter().filter(|r| r["source"] == "kernel").collect();
+    assert_eq!(k.len(), 1, "{recs:#?}");
+    assert_eq!(k[0]["hook"], "cgroup/connect4");
+    assert_eq!(k[0]["reason"], "egress_not_allowed");
+    assert_eq!(k[0]["decision"], "deny");
+    assert_eq!(k[0]["detail"]["port"], denied);
+    assert_eq!(k[0]["detail"]["addr"], "127.0.0.1");
+    assert!(verify(&audit).status.success());
+}
+
+#[test]
+fn ipv6_and_udp_egress_are_denied() {
+    let _ = env_kind();
+    let dir = Scratch::new("egress6");
+    let (port6, rx6) = listener("[::1]:0");
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let uport = udp.local_addr().unwrap().port();
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "send",
+            &format!("[::1]:{port6}"),
+            "x",
+            "+",
+            "udp",
+            &format!("127.0.0.1:{uport}"),
+            "y",
+        ],
+    );
+    let text = stdout(&out);
+    assert_eq!(text.matches("Operation not permitted").count(), 2, "{text}");
+    assert!(rx6.recv_timeout(Duration::from_millis(300)).is_err());
+    assert!(
+        udp.recv(&mut [0u8; 16]).is_err(),
+        "UDP datagram got through"
+    );
+    let hooks: Vec<String> = records(&audit)
+        .iter()
+        .filter(|r| r["source"] == "kernel")
+        .map(|r| r["hook"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(hooks, ["cgroup/connect6", "cgroup/sendmsg4"]);
+}
+
+#[test]
+fn agent_runs_in_its_own_cgroup_which_is_removed_after() {
+    let _ = env_kind();
+    let dir = Scratch::new("cgroup");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(&policy, &audit, &["cgroup"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let cg = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("0::"))
+        .unwrap_or_else(|| panic!("no cgroup v2 line in {text}"));
+    assert!(cg.starts_with("/gatewayd/run-"), "{cg}");
+    let mount = gatewayd::cgroup::cgroup2_mount().unwrap();
+    let path = mount.join(cg.trim_start_matches('/'));
+    assert!(!path.exists(), "{} still exists", path.display());
+}
+
+#[test]
+fn exit_code_passes_through() {
+    let _ = env_kind();
+    let dir = Scratch::new("exit");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(&policy, &audit, &["exit", "42"]);
+    assert_eq!(out.status.code(), Some(42));
+    let recs = records(&audit);
+    let end = recs.last().unwrap();
+    assert_eq!(end["reason"], "session_end");
+    assert_eq!(end["detail"]["exit_code"], 42);
+}
+
+fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+    }
+}
+
+/// Spawns `gatewayd run -- gw-testagent pid + sleep 30` and returns (gatewayd child, agent
+/// pid) once the agent is running.
+fn start_sleeper(dir: &Scratch, policy: serde_json::Value) -> (std::process::Child, i32) {
+    let policy = write_policy(dir, policy);
+    let mut child = Command::new(gatewayd())
+        .arg("run")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(dir.path("audit.jsonl"))
+        .arg("--")
+        .arg(agent())
+        .args(["pid", "+", "sleep", "30"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    let pid: i32 = line
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("{line}"));
+    (child, pid)
+}
+
+#[test]
+fn sigterm_is_forwarded_to_the_agent() {
+    let _ = env_kind();
+    let dir = Scratch::new("sigterm");
+    let (mut child, agent_pid) = start_sleeper(&dir, best_effort(serde_json::json!([])));
+    assert!(pid_alive(agent_pid));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "agent killed by SIGTERM -> 143"
+    );
+    assert!(!pid_alive(agent_pid));
+}
+
+#[test]
+fn agent_dies_when_gatewayd_dies() {
+    let _ = env_kind();
+    let dir = Scratch::new("pdeath");
+    let (mut child, agent_pid) = start_sleeper(&dir, best_effort(serde_json::json!([])));
+    assert!(pid_alive(agent_pid));
+    child.kill().unwrap(); // SIGKILL: no cleanup code runs in gatewayd
+    child.wait().unwrap();
+    for _ in 0..100 {
+        if !pid_alive(agent_pid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("agent {agent_pid} survived gatewayd");
+}
+
+fn protected_fixture(dir: &Scratch) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let secret = dir.path("secret.txt");
+    std::fs::write(&secret, "top secret").unwrap();
+    let vault = dir.path("vault");
+    std::fs::create_dir_all(vault.join("deep/er")).unwrap();
+    let inner = vault.join("deep/er/key");
+    std::fs::write(&inner, "key").unwrap();
+    let other = dir.path("other.txt");
+    std::fs::write(&other, "harmless").unwrap();
+    let link = dir.path("hardlink-to-secret");
+    std::fs::hard_link(&secret, &link).unwrap();
+    (secret, inner, other, link)
+}
+
+#[test]
+fn require_mode_and_file_open() {
+    let kind = env_kind();
+    let dir = Scratch::new("require");
+    let (secret, inner, other, link) = protected_fixture(&dir);
+    let marker = dir.path("agent-ran");
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "require",
+            "sandbox": {"protected": [secret, dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "write",
+            marker.to_str().unwrap(),
+            "+",
+            "read",
+            secret.to_str().unwrap(),
+            "+",
+            "read",
+            inner.to_str().unwrap(),
+            "+",
+            "read",
+            link.to_str().unwrap(),
+            "+",
+            "read",
+            other.to_str().unwrap(),
+        ],
+    );
+    let recs = records(&audit);
+    match kind {
+        Where::Host => {
+            // This kernel refuses BPF LSM programs: the agent must not start.
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("lsm/file_open"), "{err}");
+            assert!(err.contains("Operation not permitted"), "{err}");
+            assert!(
+                !marker.exists(),
+                "the agent ran although the policy requires BPF LSM"
+            );
+            assert_eq!(recs.len(), 1);
+            assert_eq!(recs[0]["reason"], "kernel_unavailable");
+            assert_eq!(recs[0]["decision"], "deny");
+        }
+        Where::Guest => {
+            assert!(marker.exists());
+            let text = stdout(&out);
+            let lines: Vec<&str> = text.lines().filter(|l| l.contains("read")).collect();
+            assert_eq!(lines.len(), 4, "{text}");
+            assert!(
+                lines[0].starts_with("FAIL") && lines[0].contains("Operation not permitted"),
+                "{text}"
+            );
+            assert!(
+                lines[1].starts_with("FAIL"),
+                "file under a protected directory: {text}"
+            );
+            assert!(
+                lines[2].starts_with("FAIL"),
+                "hard link to a protected file: {text}"
+            );
+            assert!(lines[3].starts_with("OK"), "unprotected file: {text}");
+            assert_eq!(out.status.code(), Some(3));
+            let k: Vec<_> = recs.iter().filter(|r| r["source"] == "kernel").collect();
+            assert_eq!(k.len(), 3, "{recs:#?}");
+            assert!(
+                k.iter()
+                    .all(|r| r["hook"] == "lsm/file_open" && r["reason"] == "protected_path")
+            );
+            assert_eq!(k[0]["detail"]["protected_path"], secret.to_str().unwrap());
+            assert_eq!(
+                k[1]["detail"]["protected_path"],
+                dir.path("vault").to_str().unwrap()
+            );
+            assert!(verify(&audit).status.success());
+        }
+    }
+}
+
+#[test]
+fn protected_files_stay_readable_outside_the_agent_cgroup() {
+    let _ = env_kind();
+    let dir = Scratch::new("outside");
+    let (secret, ..) = protected_fixture(&dir);
+    let (mut child, _pid) = start_sleeper(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+    );
+    // While an agent runs under gatewayd (programs attached), this process is outside its cgroup.
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn best_effort_records_the_tier_reached() {
+    let kind = env_kind();
+    let dir = Scratch::new("tier");
+    let (secret, ..) = protected_fixture(&dir);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(&policy, &audit, &["read", secret.to_str().unwrap()]);
+    let recs = records(&audit);
+    assert_eq!(recs[0]["reason"], "session_start");
+    let tier = recs[0]["detail"]["tier"].as_str().unwrap();
+    let lsm = recs[0]["detail"]["kernel"]["lsm/file_open"]
+        .as_str()
+        .unwrap();
+    match kind {
+        Where::Host => {
+            assert!(tier.starts_with('2'), "{tier}");
+            assert!(lsm.contains("Operation not permitted"), "{lsm}");
+            assert!(
+                out.status.success(),
+                "tier 2: the file is not protected by the kernel"
+            );
+        }
+        Where::Guest => {
+            assert!(tier.starts_with('1'), "{tier}");
+            assert_eq!(lsm, "attached");
+            assert_eq!(out.status.code(), Some(1));
+        }
+    }
+}
+
+#[test]
+fn tampered_audit_log_is_detected() {
+    let _ = env_kind();
+    let dir = Scratch::new("tamper");
+    let (denied, _rx) = listener("127.0.0.1:0");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    run_agent(
+        &policy,
+        &audit,
+        &["send", &format!("127.0.0.1:{denied}"), "x"],
+    );
+    assert!(verify(&audit).status.success());
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let edited = text.replacen("egress_not_allowed", "egress_allowed_ok", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&audit, edited).unwrap();
+    let out = verify(&audit);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("seq 2"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn doctor_reports_what_this_kernel_enforces() {
+    let kind = env_kind();
+    let out = Command::new(gatewayd())
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in [
+        "cgroup/connect4",
+        "cgroup/connect6",
+        "cgroup/sendmsg4",
+        "cgroup/sendmsg6",
+    ] {
+        assert_eq!(v[p]["ok"], true, "{p}: {v}");
+    }
+    assert_eq!(v["eBPF object + ring buffer"]["ok"], true);
+    assert_eq!(v["lsm/file_open"]["ok"], kind == Where::Guest, "{v}");
+}

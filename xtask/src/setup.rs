@@ -1,0 +1,224 @@
+//! `cargo xtask setup`: every prerequisite, idempotently. Downloads and built tools live in
+//! `~/.cache/gatewayd` (or `$GATEWAYD_CACHE`) so clones and reruns share them; a second run
+//! only checks that each piece is there.
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context as _, bail};
+
+use crate::util::{Env, cache_dir, run};
+
+const APT_PACKAGES: [&str; 2] = ["qemu-system-x86", "cpio"];
+const BPF_LINKER: &str = "0.13.0";
+
+pub fn setup() -> anyhow::Result<Env> {
+    let cache = cache_dir()?;
+    std::fs::create_dir_all(&cache).with_context(|| format!("mkdir {}", cache.display()))?;
+    apt_packages()?;
+    rust_src()?;
+    let tools_bin = bpf_linker(&cache)?;
+    let (vmlinuz, busybox) = guest(&cache.join("guest"))?;
+    println!("setup: ok (cache {})", cache.display());
+    Ok(Env {
+        tools_bin,
+        vmlinuz,
+        busybox,
+    })
+}
+
+fn output(cmd: &mut Command) -> anyhow::Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn installed(pkg: &str) -> bool {
+    output(Command::new("dpkg-query").args(["-W", "-f=${Status}", pkg]))
+        .is_ok_and(|s| s.contains("install ok installed"))
+}
+
+fn apt_packages() -> anyhow::Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    run(
+        "apt-get update",
+        Command::new("apt-get").args(["update", "-qq"]),
+    )?;
+    run(
+        &format!("apt-get install {}", missing.join(" ")),
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+fn nightly_sysroot() -> anyhow::Result<PathBuf> {
+    Ok(PathBuf::from(
+        output(Command::new("rustc").args(["+nightly", "--print", "sysroot"]))
+            .context("the nightly toolchain is needed to build the eBPF programs")?
+            .trim(),
+    ))
+}
+
+fn rust_src() -> anyhow::Result<()> {
+    if nightly_sysroot()?
+        .join("lib/rustlib/src/rust/library/core")
+        .is_dir()
+    {
+        return Ok(());
+    }
+    run(
+        "rustup component add rust-src --toolchain nightly",
+        Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]),
+    )
+}
+
+/// bpf-linker linked against the nightly rustc's own libLLVM (no system LLVM needed).
+fn bpf_linker(cache: &Path) -> anyhow::Result<PathBuf> {
+    let root = cache.join("tools");
+    let bin = root.join("bin");
+    let linker = bin.join("bpf-linker");
+    if output(Command::new(&linker).arg("--version")).is_ok_and(|v| v.contains(BPF_LINKER)) {
+        return Ok(bin);
+    }
+    let sysroot = nightly_sysroot()?;
+    let so = std::fs::read_dir(sysroot.join("lib"))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("libLLVM.so."))
+        .context("the nightly sysroot has no libLLVM.so.*")?;
+    let prefix = cache.join("llvm-nightly");
+    let lib = prefix.join("lib");
+    std::fs::create_dir_all(&lib)?;
+    for name in ["libLLVM.so", so.as_str()] {
+        let link = lib.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(sysroot.join("lib").join(&so), &link)?;
+    }
+    run(
+        &format!("cargo install bpf-linker {BPF_LINKER} (against the nightly's libLLVM)"),
+        Command::new("cargo")
+            .args(["install", "--locked", "--force", "--root"])
+            .arg(&root)
+            .args([
+                &format!("bpf-linker@{BPF_LINKER}"),
+                "--no-default-features",
+                "--features",
+                "llvm-22",
+            ])
+            .env("LLVM_PREFIX", &prefix),
+    )?;
+    Ok(bin)
+}
+
+/// The guest kernel (Debian's current cloud kernel, resolved from the metapackage) and a
+/// static busybox, unpacked under `dir`. Downloads are kept; a cached version is reused.
+fn guest(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir)?;
+    let version = match kernel_package() {
+        Ok(v) => v,
+        Err(_) => {
+            run(
+                "apt-get update",
+                Command::new("apt-get").args(["update", "-qq"]),
+            )?;
+            kernel_package()?
+        }
+    };
+    let kdir = dir.join(&version);
+    let busybox = dir.join("busybox/bin/busybox");
+    let vmlinuz = find_vmlinuz(&kdir);
+    if let (Some(v), true) = (&vmlinuz, busybox.is_file()) {
+        return Ok((v.clone(), busybox));
+    }
+    let dl = dir.join("downloads");
+    std::fs::create_dir_all(&dl)?;
+    if vmlinuz.is_none() {
+        let pkg = format!("{version}-unsigned");
+        download_and_unpack(&dl, &pkg, &kdir)
+            .or_else(|_| download_and_unpack(&dl, &version, &kdir))?;
+    }
+    if !busybox.is_file() {
+        download_and_unpack(&dl, "busybox-static", &dir.join("busybox"))?;
+    }
+    let vmlinuz =
+        find_vmlinuz(&kdir).with_context(|| format!("no vmlinuz in {}", kdir.display()))?;
+    if !busybox.is_file() {
+        bail!("busybox-static did not provide {}", busybox.display());
+    }
+    Ok((vmlinuz, busybox))
+}
+
+/// `linux-image-6.1.0-NN-cloud-amd64`, from `linux-image-cloud-amd64`'s dependency.
+fn kernel_package() -> anyhow::Result<String> {
+    let deps = output(Command::new("apt-cache").args(["depends", "linux-image-cloud-amd64"]))?;
+    deps.lines()
+        .filter_map(|l| l.trim().strip_prefix("Depends: "))
+        .find(|p| p.starts_with("linux-image-"))
+        .map(|p| p.trim().to_string())
+        .context("linux-image-cloud-amd64 has no linux-image dependency")
+}
+
+fn find_vmlinuz(kdir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(kdir.join("boot"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+        })
+}
+
+fn download_and_unpack(dl: &Path, pkg: &str, into: &Path) -> anyhow::Result<()> {
+    let have = |prefix: &str| -> Option<PathBuf> {
+        std::fs::read_dir(dl)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name().is_some_and(|n| {
+                    n.to_string_lossy().starts_with(&format!("{prefix}_"))
+                        && n.to_string_lossy().ends_with(".deb")
+                })
+            })
+    };
+    if have(pkg).is_none() {
+        let get = |c: &mut Command| {
+            run(
+                &format!("apt-get download {pkg}"),
+                c.args(["download", "-qq", pkg]).current_dir(dl),
+            )
+        };
+        if get(&mut Command::new("apt-get")).is_err() {
+            run(
+                "apt-get update",
+                Command::new("apt-get").args(["update", "-qq"]),
+            )?;
+            get(&mut Command::new("apt-get"))?;
+        }
+    }
+    let deb = have(pkg).with_context(|| format!("apt-get download {pkg} left no .deb"))?;
+    std::fs::create_dir_all(into)?;
+    run(
+        &format!("dpkg -x {}", deb.display()),
+        Command::new("dpkg").arg("-x").arg(&deb).arg(into),
+    )
+}

@@ -1,0 +1,153 @@
+//! `cargo xtask test`: the one test command (README, `.ci/run`). Fails on any failed,
+//! ignored or skipped test, on formatting drift and on any clippy warning.
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use anyhow::{Context as _, bail};
+
+use crate::{
+    setup,
+    util::{self, Env, workspace_root},
+    vm,
+};
+
+#[derive(Debug, Default)]
+struct Counts {
+    passed: u32,
+    failed: u32,
+    ignored: u32,
+}
+
+/// Runs `cargo test ARGS`, echoing its output and adding up its `test result:` lines.
+fn cargo_test(
+    env: &Env,
+    label: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    total: &mut Counts,
+) -> anyhow::Result<()> {
+    println!(">>> {label}: cargo test {}", args.join(" "));
+    let t0 = Instant::now();
+    let mut child = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .arg("test")
+        .args(args)
+        .current_dir(workspace_root())
+        .env("PATH", env.path_var())
+        .env_remove("GATEWAYD_EBPF_STUB")
+        .envs(envs.iter().copied())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cargo test")?;
+    let out = child.stdout.take().context("stdout")?;
+    for line in BufReader::new(out).lines() {
+        let line = line.unwrap_or_default();
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let num = |word: &str| -> u32 {
+                rest.split(';')
+                    .find_map(|part| {
+                        part.trim()
+                            .trim_start_matches("ok. ")
+                            .trim_start_matches("FAILED. ")
+                            .strip_suffix(word)
+                    })
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            total.passed += num(" passed");
+            total.failed += num(" failed");
+            total.ignored += num(" ignored");
+        }
+    }
+    let status = child.wait()?;
+    println!("TIME {:7.1} s  {label}", t0.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("{label}: {status}");
+    }
+    Ok(())
+}
+
+pub fn all() -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let env = setup::setup()?;
+    util::run(
+        "cargo fmt --check",
+        Command::new("cargo")
+            .args(["fmt", "--all", "--", "--check"])
+            .current_dir(workspace_root()),
+    )?;
+    util::cargo(
+        &env,
+        &[
+            "clippy",
+            "--workspace",
+            "--exclude",
+            "gateway-ebpf",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    util::cargo(
+        &env,
+        &[
+            "clippy",
+            "-p",
+            "gateway-user",
+            "--features",
+            "privileged-tests",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    let bins = util::build_release(&env)?;
+    let mut total = Counts::default();
+    cargo_test(
+        &env,
+        "unit and integration tests",
+        &["--workspace", "--exclude", "gateway-ebpf"],
+        &[],
+        &mut total,
+    )?;
+    cargo_test(
+        &env,
+        "privileged host tests",
+        &[
+            "--release",
+            "-p",
+            "gateway-user",
+            "--features",
+            "privileged-tests",
+            "--test",
+            "privileged",
+            "--",
+            "--test-threads=1",
+        ],
+        &[("GATEWAYD_TEST_ENV", "host")],
+        &mut total,
+    )?;
+    let guest = vm::run_suite(&env, &bins)?;
+    total.passed += guest.passed;
+    total.failed += guest.failed;
+    println!(
+        "TIME {:7.1} s  cargo xtask test (all)",
+        t0.elapsed().as_secs_f64()
+    );
+    if total.ignored > 0 {
+        bail!(
+            "{} test(s) were ignored: a skipped test is a failure here",
+            total.ignored
+        );
+    }
+    if total.failed > 0 {
+        bail!("{} test(s) failed", total.failed);
+    }
+    println!("{} passed, {} failed", total.passed, total.failed);
+    Ok(())
+}

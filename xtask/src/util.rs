@@ -1,0 +1,86 @@
+//! Shared helpers: running commands with timing, the cache folder, cargo with the toolchain.
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Instant,
+};
+
+use anyhow::{Context as _, bail};
+
+/// Where downloads and built tools are cached across runs and clones.
+pub fn cache_dir() -> anyhow::Result<PathBuf> {
+    if let Some(d) = std::env::var_os("GATEWAYD_CACHE") {
+        return Ok(PathBuf::from(d));
+    }
+    let home = std::env::var_os("HOME").context("HOME is not set")?;
+    Ok(PathBuf::from(home).join(".cache/gatewayd"))
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// What setup produced and every later step needs.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// Folder holding `bpf-linker`, put first on PATH for cargo.
+    pub tools_bin: PathBuf,
+    /// Guest kernel image.
+    pub vmlinuz: PathBuf,
+    /// Static busybox for the guest.
+    pub busybox: PathBuf,
+}
+
+impl Env {
+    pub fn path_var(&self) -> std::ffi::OsString {
+        let mut p = self.tools_bin.clone().into_os_string();
+        if let Some(old) = std::env::var_os("PATH") {
+            p.push(":");
+            p.push(old);
+        }
+        p
+    }
+}
+
+/// Runs a command, printing it and its wall time; fails on a non-zero exit.
+pub fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    println!(">>> {label}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("{label}: cannot start {cmd:?}"))?;
+    println!("TIME {:7.1} s  {label}", t0.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("{label}: {status}");
+    }
+    Ok(())
+}
+
+/// Runs `cargo ARGS` in the workspace with bpf-linker on PATH.
+pub fn cargo(env: &Env, args: &[&str]) -> anyhow::Result<()> {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.args(args)
+        .current_dir(workspace_root())
+        .env("PATH", env.path_var());
+    c.env_remove("GATEWAYD_EBPF_STUB");
+    run(&format!("cargo {}", args.join(" ")), &mut c)
+}
+
+/// The release binaries the tests, the guest and the demo use.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    pub gatewayd: PathBuf,
+    pub testagent: PathBuf,
+}
+
+pub fn build_release(env: &Env) -> anyhow::Result<Bins> {
+    cargo(env, &["build", "--release", "-p", "gateway-user", "--bins"])?;
+    let dir = workspace_root().join("target/release");
+    Ok(Bins {
+        gatewayd: dir.join("gatewayd"),
+        testagent: dir.join("gw-testagent"),
+    })
+}

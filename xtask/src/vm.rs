@@ -1,0 +1,185 @@
+//! The QEMU guest suite: Debian's kernel (BPF LSM active) under TCG, a busybox initramfs
+//! carrying gatewayd, the test agent and the privileged test binary, which runs as PID 1's
+//! child with `GATEWAYD_TEST_ENV=guest`. Results are read back from the serial console.
+use std::{
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use anyhow::{Context as _, bail};
+
+use crate::util::{Bins, Env, workspace_root};
+
+const INIT: &str = r#"#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp; mount -t securityfs securityfs /sys/kernel/security
+mount -t cgroup2 cgroup2 /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf
+ip link set lo up
+echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
+export GATEWAYD_TEST_ENV=guest GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent HOME=/root PATH=/bin TMPDIR=/tmp
+mkdir -p /root
+/gatewayd doctor
+/privileged --test-threads=1 2>&1
+echo "GUEST-EXIT $?"
+poweroff -f
+"#;
+
+/// Guest results.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub passed: u32,
+    pub failed: u32,
+}
+
+/// Builds the privileged test binary (release) and returns its path.
+fn build_test_binary(env: &Env) -> anyhow::Result<PathBuf> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "gateway-user",
+            "--features",
+            "privileged-tests",
+            "--test",
+            "privileged",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .current_dir(workspace_root())
+        .env("PATH", env.path_var())
+        .env_remove("GATEWAYD_EBPF_STUB")
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cargo test --no-run")?;
+    if !out.status.success() {
+        bail!("building the privileged test binary failed");
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"]["name"] == "privileged")
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+        .context("cargo did not report the privileged test executable")
+}
+
+fn copy_with_libs(src: &Path, root: &Path, name: &str) -> anyhow::Result<()> {
+    std::fs::copy(src, root.join(name)).with_context(|| format!("copy {}", src.display()))?;
+    let ldd = Command::new("ldd").arg(src).output().context("ldd")?;
+    for lib in String::from_utf8_lossy(&ldd.stdout)
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+    {
+        let dest = root.join(lib.trim_start_matches('/'));
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(lib, &dest).with_context(|| format!("copy {lib}"))?;
+    }
+    Ok(())
+}
+
+fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Result<()> {
+    let root = out.with_extension("root");
+    let _ = std::fs::remove_dir_all(&root);
+    for d in ["bin", "proc", "sys", "dev", "tmp", "root"] {
+        std::fs::create_dir_all(root.join(d))?;
+    }
+    std::fs::copy(&env.busybox, root.join("bin/busybox"))?;
+    std::fs::write(root.join("init"), INIT)?;
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))?;
+    copy_with_libs(&bins.gatewayd, &root, "gatewayd")?;
+    copy_with_libs(&bins.testagent, &root, "gw-testagent")?;
+    copy_with_libs(test_bin, &root, "privileged")?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{}' && find . | cpio -o -H newc --quiet | gzip -1 > '{}'",
+            root.display(),
+            out.display()
+        ))
+        .status()?;
+    if !status.success() {
+        bail!("building the initramfs failed");
+    }
+    std::fs::remove_dir_all(&root)?;
+    Ok(())
+}
+
+/// Boots the guest, runs the privileged suite inside it, and fails unless every test passed
+/// (none skipped, none ignored, at least one ran).
+pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
+    let test_bin = build_test_binary(env)?;
+    let work = workspace_root().join("target/vm");
+    std::fs::create_dir_all(&work)?;
+    let initrd = work.join("initrd.cpio.gz");
+    initramfs(env, bins, &test_bin, &initrd)?;
+    println!(
+        ">>> QEMU guest suite ({}), console below",
+        env.vmlinuz.display()
+    );
+    let t0 = Instant::now();
+    let mut child = Command::new("timeout")
+        .args([
+            "900",
+            "qemu-system-x86_64",
+            "-accel",
+            "tcg",
+            "-cpu",
+            "max",
+            "-m",
+            "1024",
+            "-smp",
+            "2",
+        ])
+        .args(["-nographic", "-no-reboot", "-kernel"])
+        .arg(&env.vmlinuz)
+        .arg("-initrd")
+        .arg(&initrd)
+        .args(["-append", "console=ttyS0 panic=-1 quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("qemu-system-x86_64")?;
+    let stdout = child.stdout.take().context("qemu stdout")?;
+    let mut s = Summary::default();
+    let mut guest_exit = None;
+    let mut result_line = false;
+    let mut log = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap_or_default().replace('\r', "");
+        println!("guest| {line}");
+        log.push_str(&line);
+        log.push('\n');
+        if let Some(rest) = line.strip_prefix("test ") {
+            if rest.ends_with("... ok") {
+                s.passed += 1;
+            } else if rest.ends_with("FAILED") || rest.ends_with("ignored") {
+                s.failed += 1;
+            }
+        }
+        if line.starts_with("test result: ") {
+            result_line = true;
+        }
+        if let Some(code) = line.strip_prefix("GUEST-EXIT ") {
+            guest_exit = code.trim().parse::<i32>().ok();
+        }
+    }
+    let status = child.wait()?;
+    std::fs::write(work.join("console.log"), &log)?;
+    println!(
+        "TIME {:7.1} s  QEMU guest suite ({status})",
+        t0.elapsed().as_secs_f64()
+    );
+    println!("guest: {} passed, {} failed", s.passed, s.failed);
+    match guest_exit {
+        None => bail!("the guest did not finish the suite (see target/vm/console.log)"),
+        Some(code) if code != 0 || s.failed > 0 => bail!("guest suite failed (exit {code})"),
+        _ if !result_line || s.passed == 0 => bail!("the guest ran no tests"),
+        _ => Ok(s),
+    }
+}
