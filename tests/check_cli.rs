@@ -23,7 +23,10 @@ fn example() -> String {
 #[test]
 fn check_allow() {
     let (code, out, err) = gatewayd(&[
-        "check", "--policy", &example(), "--call",
+        "check",
+        "--policy",
+        &example(),
+        "--call",
         r#"{"tool": "search_web", "arguments": {"query": "rust sandboxing"}}"#,
     ]);
     assert_eq!(code, 0, "{out}{err}");
@@ -34,22 +37,40 @@ fn check_allow() {
 #[test]
 fn check_deny_names_reason_and_rule() {
     let (code, out, _) = gatewayd(&[
-        "check", "--policy", &example(), "--call",
+        "check",
+        "--policy",
+        &example(),
+        "--call",
         r#"{"tool": "read_file", "arguments": {"path": "/home/agent/.ssh/id_rsa"}}"#,
     ]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("decision: deny") && out.contains("reason:   sandbox"), "{out}");
+    assert!(
+        out.contains("decision: deny") && out.contains("reason:   sandbox"),
+        "{out}"
+    );
     assert!(out.contains("protected path"), "{out}");
 
     let (code, out, _) = gatewayd(&[
-        "check", "--policy", &example(), "--call",
+        "check",
+        "--policy",
+        &example(),
+        "--call",
         r#"{"tool": "run_shell", "arguments": {"command": "git push origin main"}}"#,
     ]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("rules:    no-git-push") || out.contains("reason:   shell") || out.contains("check_error"), "{out}");
+    assert!(
+        out.contains("rules:    no-git-push")
+            || out.contains("reason:   shell")
+            || out.contains("check_error"),
+        "{out}"
+    );
 
     let (code, out, _) = gatewayd(&[
-        "check", "--policy", &example(), "--call", r#"{"tool": "curl", "arguments": {}}"#,
+        "check",
+        "--policy",
+        &example(),
+        "--call",
+        r#"{"tool": "curl", "arguments": {}}"#,
     ]);
     assert_eq!(code, 1);
     assert!(out.contains("not_allowlisted"), "{out}");
@@ -58,7 +79,11 @@ fn check_deny_names_reason_and_rule() {
 #[test]
 fn check_hold_and_json() {
     let (code, out, _) = gatewayd(&[
-        "check", "--policy", &example(), "--json", "--call",
+        "check",
+        "--policy",
+        &example(),
+        "--json",
+        "--call",
         r#"{"tool": "pay_invoice", "arguments": {"invoice": "INV-20931", "amount": 75}}"#,
     ]);
     assert_eq!(code, 3, "{out}");
@@ -71,7 +96,12 @@ fn check_hold_and_json() {
 #[test]
 fn check_rule_of_two_flags() {
     let (code, out, _) = gatewayd(&[
-        "check", "--policy", &example(), "--untrusted-seen", "--private-read", "--call",
+        "check",
+        "--policy",
+        &example(),
+        "--untrusted-seen",
+        "--private-read",
+        "--call",
         r#"{"tool": "fetch_url", "arguments": {"url": "https://api.search.example/?q=x"}}"#,
     ]);
     assert_eq!(code, 3, "{out}");
@@ -82,7 +112,11 @@ fn check_rule_of_two_flags() {
 fn validate_reports_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.json");
-    std::fs::write(&p, "{\n  \"version\": 1,\n  \"tools\": [\n    {\"name\": \"x\",}\n  ]\n}\n").unwrap();
+    std::fs::write(
+        &p,
+        "{\n  \"version\": 1,\n  \"tools\": [\n    {\"name\": \"x\",}\n  ]\n}\n",
+    )
+    .unwrap();
     let (code, out, err) = gatewayd(&["policy", "validate", p.to_str().unwrap()]);
     assert_ne!(code, 0);
     assert!(err.contains("bad.json:4:"), "{out}{err}");
@@ -126,16 +160,43 @@ fn pin_rewrites_a_copy_in_place() {
 fn pin_from_a_server_tool_list() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("policy.json");
-    std::fs::write(&p, r#"{"version": 1, "tools": [{"name": "weather"}, {"name": "other", "description": "x"}]}"#).unwrap();
+    std::fs::write(
+        &p,
+        r#"{"version": 1, "tools": [{"name": "weather"}, {"name": "other", "description": "x"}]}"#,
+    )
+    .unwrap();
     let list = dir.path().join("tools.json");
-    std::fs::write(&list, r#"{"tools": [{"name": "weather", "description": "Weather for a city.",
+    std::fs::write(
+        &list,
+        r#"{"tools": [{"name": "weather", "description": "Weather for a city.",
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}},
-        {"name": "extra", "description": "not in the policy"}]}"#).unwrap();
-    let (code, out, err) = gatewayd(&["policy", "pin", p.to_str().unwrap(), "--from", list.to_str().unwrap()]);
+        {"name": "extra", "description": "not in the policy"}]}"#,
+    )
+    .unwrap();
+    let (code, out, err) = gatewayd(&[
+        "policy",
+        "pin",
+        p.to_str().unwrap(),
+        "--from",
+        list.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("extra: offered by the server but not in the policy"), "{out}");
+    assert!(
+        out.contains("extra: offered by the server but not in the policy"),
+        "{out}"
+    );
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     assert_eq!(v["tools"][0]["description"], "Weather for a city.");
-    assert!(v["tools"][0]["fingerprint"].as_str().unwrap().starts_with("sha256:"));
-    assert!(v["tools"][1]["fingerprint"].as_str().unwrap().starts_with("sha256:"));
+    assert!(
+        v["tools"][0]["fingerprint"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert!(
+        v["tools"][1]["fingerprint"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
 }

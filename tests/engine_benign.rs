@@ -25,7 +25,11 @@ fn reading_the_workspace() {
     allowed(f.call(&mut s, "list_dir", json!({"path": "."})));
     allowed(f.call(&mut s, "list_dir", json!({"path": "out"})));
     allowed(f.call(&mut s, "list_dir", json!({"path": f.p("docs")})));
-    allowed(f.call(&mut s, "search_files", json!({"root": "src", "word": "TODO"})));
+    allowed(f.call(
+        &mut s,
+        "search_files",
+        json!({"root": "src", "word": "TODO"}),
+    ));
 }
 
 #[test]
@@ -33,10 +37,14 @@ fn the_handler_gets_canonical_paths() {
     let f = fx();
     let mut s = session();
     let seen = std::cell::RefCell::new(String::new());
-    let o = f.engine.call(&mut s, &ToolCall::new("read_file", json!({"path": "src/../notes.txt"})), |a, _| {
-        *seen.borrow_mut() = a["path"].as_str().unwrap().to_string();
-        Ok(json!("ok"))
-    });
+    let o = f.engine.call(
+        &mut s,
+        &ToolCall::new("read_file", json!({"path": "src/../notes.txt"})),
+        |a, _| {
+            *seen.borrow_mut() = a["path"].as_str().unwrap().to_string();
+            Ok(json!("ok"))
+        },
+    );
     assert!(o.verdict.is_allow());
     assert_eq!(*seen.borrow(), f.p("work/notes.txt"));
 }
@@ -45,9 +53,21 @@ fn the_handler_gets_canonical_paths() {
 fn writing_and_deleting_in_the_output_directory() {
     let f = fx();
     let mut s = session();
-    allowed(f.call(&mut s, "write_file", json!({"path": "out/report.md", "content": "# Report"})));
-    allowed(f.call(&mut s, "write_file", json!({"path": "out/new/deeper/file.txt", "content": "x"})));
-    allowed(f.call(&mut s, "write_file", json!({"path": f.p("work/out/old.txt"), "content": "y"})));
+    allowed(f.call(
+        &mut s,
+        "write_file",
+        json!({"path": "out/report.md", "content": "# Report"}),
+    ));
+    allowed(f.call(
+        &mut s,
+        "write_file",
+        json!({"path": "out/new/deeper/file.txt", "content": "x"}),
+    ));
+    allowed(f.call(
+        &mut s,
+        "write_file",
+        json!({"path": f.p("work/out/old.txt"), "content": "y"}),
+    ));
     allowed(f.call(&mut s, "delete_file", json!({"path": "out/old.txt"})));
 }
 
@@ -63,26 +83,51 @@ fn web_access_inside_the_allowlist() {
         "https://API.SEARCH.TEST./caps",
     ] {
         let o = allowed(f.call_out(&mut s, "fetch_url", json!({"url": u}), json!("page text")));
-        assert!(o.output.unwrap().as_str().unwrap().contains("<untrusted-output"));
+        assert!(
+            o.output
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .contains("<untrusted-output")
+        );
     }
-    let o = allowed(f.call_out(&mut s, "search_web", json!({"query": "rust borrow checker"}),
-        json!({"results": [{"title": "The Book", "url": "https://doc.test"}]})));
-    assert!(o.output.unwrap()["results"][0]["title"].as_str().unwrap().contains("nonce="));
+    let o = allowed(f.call_out(
+        &mut s,
+        "search_web",
+        json!({"query": "rust borrow checker"}),
+        json!({"results": [{"title": "The Book", "url": "https://doc.test"}]}),
+    ));
+    assert!(
+        o.output.unwrap()["results"][0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("nonce=")
+    );
 }
 
 #[test]
 fn internal_email_and_webhook_with_injected_credentials() {
     let f = fx();
     let mut s = session();
-    allowed(f.call(&mut s, "send_email", json!({"to": ["team@corp.test", "ops@corp.test"],
-        "subject": "Standup", "body": "Notes from today. The deploy key was rotated yesterday."})));
+    allowed(f.call(
+        &mut s,
+        "send_email",
+        json!({"to": ["team@corp.test", "ops@corp.test"],
+        "subject": "Standup", "body": "Notes from today. The deploy key was rotated yesterday."}),
+    ));
     let got = std::cell::RefCell::new(None);
-    let o = f.engine.call(&mut s, &ToolCall::new("http_post", json!({"url": "https://hooks.corp.test/ci", "body": "{\"build\": 42}"})),
+    let o = f.engine.call(
+        &mut s,
+        &ToolCall::new(
+            "http_post",
+            json!({"url": "https://hooks.corp.test/ci", "body": "{\"build\": 42}"}),
+        ),
         |args, creds| {
             assert!(!args.to_string().contains("whk_"));
             *got.borrow_mut() = creds.get("webhook_token").map(str::to_owned);
             Ok(json!({"status": 200}))
-        });
+        },
+    );
     assert!(o.verdict.is_allow());
     assert_eq!(got.borrow().as_deref(), Some("whk_9a8b7c6d5e4f3a2b"));
 }
@@ -91,8 +136,16 @@ fn internal_email_and_webhook_with_injected_credentials() {
 fn payments_inside_the_limits() {
     let f = fx();
     let mut s = session();
-    allowed(f.call(&mut s, "transfer", json!({"payee": "grocer", "amount": 0.01})));
-    allowed(f.call(&mut s, "transfer", json!({"payee": "utility", "amount": 50})));
+    allowed(f.call(
+        &mut s,
+        "transfer",
+        json!({"payee": "grocer", "amount": 0.01}),
+    ));
+    allowed(f.call(
+        &mut s,
+        "transfer",
+        json!({"payee": "utility", "amount": 50}),
+    ));
 }
 
 #[test]
@@ -101,13 +154,20 @@ fn payment_over_the_hold_line_once_approved() {
     let mut s = session();
     let args = json!({"payee": "landlord", "amount": 100});
     let (o, ran) = f.call(&mut s, "transfer", args.clone());
-    assert_eq!((o.verdict.decision, o.verdict.reason, ran), (Decision::Hold, Reason::ApprovalRequired, false));
+    assert_eq!(
+        (o.verdict.decision, o.verdict.reason, ran),
+        (Decision::Hold, Reason::ApprovalRequired, false)
+    );
     assert_eq!(o.verdict.matched_rules, vec!["big-transfer".to_string()]);
     let id = o.verdict.approval_id.unwrap();
     assert_eq!(f.engine.pending().len(), 1);
     f.engine.approve(&id).unwrap();
     f.clock.advance_ms(14 * 60 * 1000);
-    let o = allowed(f.call_full(&mut s, ToolCall::new("transfer", args).with_approval(&id), json!({"ok": true})));
+    let o = allowed(f.call_full(
+        &mut s,
+        ToolCall::new("transfer", args).with_approval(&id),
+        json!({"ok": true}),
+    ));
     assert_eq!(o.verdict.reason, Reason::Approved);
     assert!(f.engine.pending().is_empty());
 }
@@ -120,7 +180,11 @@ fn held_by_default_then_approved() {
     let (o, _) = f.call(&mut s, "publish_post", args.clone());
     let id = o.verdict.approval_id.unwrap();
     f.engine.approve(&id).unwrap();
-    allowed(f.call_full(&mut s, ToolCall::new("publish_post", args).with_approval(&id), json!({})));
+    allowed(f.call_full(
+        &mut s,
+        ToolCall::new("publish_post", args).with_approval(&id),
+        json!({}),
+    ));
 }
 
 #[test]
@@ -152,8 +216,12 @@ fn untrusted_then_local_write_one_leg() {
     let mut s = session();
     let mail = "Hi Alice, the invoice for March is attached. Please pay by Friday. Bob";
     allowed(f.call_out(&mut s, "read_inbox", json!({"count": 10}), json!([mail])));
-    allowed(f.call(&mut s, "write_file", json!({"path": "out/summary.md",
-        "content": format!("Summary. Quote: {mail}")})));
+    allowed(f.call(
+        &mut s,
+        "write_file",
+        json!({"path": "out/summary.md",
+        "content": format!("Summary. Quote: {mail}")}),
+    ));
     allowed(f.call(&mut s, "read_file", json!({"path": "notes.txt"})));
     assert!(s.legs().untrusted && s.legs().private && !s.legs().egress);
 }
@@ -163,10 +231,24 @@ fn untrusted_then_egress_without_private_data() {
     // untrusted + egress, no private data: research on the web
     let f = fx();
     let mut s = session();
-    allowed(f.call_out(&mut s, "search_web", json!({"query": "tokio select"}), json!("Tokio select docs at https://en.wiki.test/wiki/Tokio")));
-    allowed(f.call_out(&mut s, "fetch_url", json!({"url": "https://en.wiki.test/wiki/Tokio"}), json!("Tokio is a runtime")));
-    allowed(f.call(&mut s, "send_email", json!({"to": ["me@corp.test"], "subject": "reading list",
-        "body": "Tokio looks like the right runtime for us."})));
+    allowed(f.call_out(
+        &mut s,
+        "search_web",
+        json!({"query": "tokio select"}),
+        json!("Tokio select docs at https://en.wiki.test/wiki/Tokio"),
+    ));
+    allowed(f.call_out(
+        &mut s,
+        "fetch_url",
+        json!({"url": "https://en.wiki.test/wiki/Tokio"}),
+        json!("Tokio is a runtime"),
+    ));
+    allowed(f.call(
+        &mut s,
+        "send_email",
+        json!({"to": ["me@corp.test"], "subject": "reading list",
+        "body": "Tokio looks like the right runtime for us."}),
+    ));
 }
 
 #[test]
@@ -175,22 +257,38 @@ fn private_data_then_egress_without_untrusted_input() {
     let f = fx();
     let mut s = session();
     allowed(f.call(&mut s, "read_file", json!({"path": "notes.txt"})));
-    allowed(f.call(&mut s, "send_email", json!({"to": ["team@corp.test"], "subject": "notes",
-        "body": "meeting notes: ship on friday"})));
-    allowed(f.call(&mut s, "http_post", json!({"url": "https://hooks.corp.test/notes", "body": "ship on friday"})));
+    allowed(f.call(
+        &mut s,
+        "send_email",
+        json!({"to": ["team@corp.test"], "subject": "notes",
+        "body": "meeting notes: ship on friday"}),
+    ));
+    allowed(f.call(
+        &mut s,
+        "http_post",
+        json!({"url": "https://hooks.corp.test/notes", "body": "ship on friday"}),
+    ));
 }
 
 #[test]
 fn approved_trifecta() {
     let f = fx();
     let mut s = session();
-    allowed(f.call_out(&mut s, "read_inbox", json!({}), json!("Hi, can you send me the meeting notes? Carol")));
+    allowed(f.call_out(
+        &mut s,
+        "read_inbox",
+        json!({}),
+        json!("Hi, can you send me the meeting notes? Carol"),
+    ));
     let args = json!({"to": ["carol@corp.test"], "subject": "notes", "body": "Here are the notes: ship on friday."});
     let (o, ran) = f.call(&mut s, "send_email", args.clone());
     assert!(!ran);
     assert_eq!(o.verdict.hold_reasons, vec!["trifecta".to_string()]);
-    f.engine.approve(o.verdict.approval_id.as_deref().unwrap()).unwrap();
-    let call = ToolCall::new("send_email", args).with_approval(o.verdict.approval_id.as_deref().unwrap());
+    f.engine
+        .approve(o.verdict.approval_id.as_deref().unwrap())
+        .unwrap();
+    let call =
+        ToolCall::new("send_email", args).with_approval(o.verdict.approval_id.as_deref().unwrap());
     allowed(f.call_full(&mut s, call, json!({"sent": true})));
 }
 
@@ -198,11 +296,23 @@ fn approved_trifecta() {
 fn short_overlap_with_untrusted_text_is_not_an_echo() {
     let f = fx();
     let mut s = session();
-    allowed(f.call_out(&mut s, "fetch_url", json!({"url": "https://en.wiki.test/x"}),
-        json!("Rust is a general purpose programming language emphasizing performance and safety.")));
+    allowed(f.call_out(
+        &mut s,
+        "fetch_url",
+        json!({"url": "https://en.wiki.test/x"}),
+        json!("Rust is a general purpose programming language emphasizing performance and safety."),
+    ));
     // five words in a row from the page, then different words
-    allowed(f.call(&mut s, "weather", json!({"city": "a general purpose programming language for Oslo"})));
-    allowed(f.call(&mut s, "search_web", json!({"query": "rust programming language performance"})));
+    allowed(f.call(
+        &mut s,
+        "weather",
+        json!({"city": "a general purpose programming language for Oslo"}),
+    ));
+    allowed(f.call(
+        &mut s,
+        "search_web",
+        json!({"query": "rust programming language performance"}),
+    ));
 }
 
 #[test]
@@ -210,10 +320,15 @@ fn dry_run_counts_nothing() {
     let f = fx();
     let s = session();
     for _ in 0..10 {
-        let v = f.engine.decide(&s, &ToolCall::new("weather", json!({"city": "Oslo"})));
+        let v = f
+            .engine
+            .decide(&s, &ToolCall::new("weather", json!({"city": "Oslo"})));
         assert_eq!(v.decision, Decision::Allow);
     }
-    let v = f.engine.decide(&s, &ToolCall::new("transfer", json!({"payee": "grocer", "amount": 75})));
+    let v = f.engine.decide(
+        &s,
+        &ToolCall::new("transfer", json!({"payee": "grocer", "amount": 75})),
+    );
     assert_eq!((v.decision, v.approval_id), (Decision::Hold, None));
     assert!(f.engine.pending().is_empty());
     assert_eq!(f.records(), 0);
@@ -245,10 +360,36 @@ fn one_audit_record_per_call() {
     let mut s = session();
     allowed(f.call(&mut s, "weather", json!({"city": "Oslo"})));
     let _ = f.call(&mut s, "nope", json!({}));
-    let _ = f.call(&mut s, "transfer", json!({"payee": "landlord", "amount": 99}));
+    let _ = f.call(
+        &mut s,
+        "transfer",
+        json!({"payee": "landlord", "amount": 99}),
+    );
     assert_eq!(f.records(), 3);
     let a = f.audit.lock().unwrap();
     let codes: Vec<&str> = a.records.iter().map(|r| r.reason).collect();
     assert_eq!(codes, ["allowed", "not_allowlisted", "approval_required"]);
     assert!(a.records[0].detail["args_sha256"].as_str().unwrap().len() == 64);
+}
+
+#[test]
+fn allowlisted_commands_inside_the_workspace() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "ls src",
+        "ls -l src docs-link",
+        "wc -l notes.txt",
+        "grep -n TODO src/main.rs notes.txt",
+        "grep -rn TODO src",
+        "find src -name '*.rs'",
+        "head -n 2 notes.txt",
+        "cat \"notes.txt\"",
+        "/usr/bin/cat src/main.rs",
+    ] {
+        allowed(f.call(&mut s, "run_shell", json!({"command": cmd})));
+    }
+    for cmd in ["ls -l src", "grep -c 'ship on' notes.txt", "wc notes.txt"] {
+        allowed(f.call(&mut s, "run_sh", json!({"command": cmd})));
+    }
 }

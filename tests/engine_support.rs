@@ -13,13 +13,22 @@ use std::{
 
 use gatewayd::{
     clock::ManualClock,
-    engine::{AuditRecord, AuditSink, Credentials, Decision, Engine, Outcome, Reason, Session, ToolCall},
+    engine::{
+        AuditRecord, AuditSink, Credentials, Decision, Engine, Outcome, Reason, Session, ToolCall,
+    },
     policy::Policy,
 };
 use serde_json::{Value, json};
 
 pub const ALL_SCOPES: &[&str] = &[
-    "files:read", "files:write", "files:delete", "shell", "web", "email:read", "email:send", "payments",
+    "files:read",
+    "files:write",
+    "files:delete",
+    "shell",
+    "web",
+    "email:read",
+    "email:send",
+    "payments",
 ];
 
 /// Records in memory; `fail` makes every append fail.
@@ -54,26 +63,44 @@ fn write(p: &Path, s: &str) {
 
 /// The directory tree every test sees.
 pub fn make_tree(root: &Path) {
-    write(&root.join("work/notes.txt"), "meeting notes: ship on friday\nTODO: call the bank\n");
+    write(
+        &root.join("work/notes.txt"),
+        "meeting notes: ship on friday\nTODO: call the bank\n",
+    );
     write(&root.join("work/src/main.rs"), "fn main() { /* TODO */ }\n");
-    write(&root.join("work/.env"), "DEPLOY_KEY=dk_live_7Hq2Lm9XvR4tPz8W\n");
+    write(
+        &root.join("work/.env"),
+        "DEPLOY_KEY=dk_live_7Hq2Lm9XvR4tPz8W\n",
+    );
     for f in ["old.txt", "a.txt", "b.txt", "c.txt", "d.txt"] {
         write(&root.join("work/out").join(f), "x\n");
     }
     write(&root.join("work/out/keep/ledger.txt"), "do not touch\n");
-    write(&root.join("home/.ssh/id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    write(
+        &root.join("home/.ssh/id_rsa"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    );
     write(&root.join("docs/guide.md"), "# Guide\n");
     write(&root.join("outside/data.txt"), "not in the sandbox\n");
     std::os::unix::fs::symlink(root.join("docs"), root.join("work/docs-link")).unwrap();
     std::os::unix::fs::symlink(root.join("home/.ssh/id_rsa"), root.join("work/key-link")).unwrap();
-    std::os::unix::fs::symlink(root.join("home/.ssh/id_rsa"), root.join("work/out/evil-link")).unwrap();
-    std::os::unix::fs::symlink(root.join("home/.ssh/new_key"), root.join("work/out/dangling")).unwrap();
+    std::os::unix::fs::symlink(
+        root.join("home/.ssh/id_rsa"),
+        root.join("work/out/evil-link"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        root.join("home/.ssh/new_key"),
+        root.join("work/out/dangling"),
+    )
+    .unwrap();
     fs::hard_link(root.join("work/.env"), root.join("work/env-copy")).unwrap();
 }
 
 /// The fixture policy text pointed at `root`.
 pub fn policy_value(root: &Path) -> Value {
-    let text = include_str!("fixtures/engine_policy.json").replace("@ROOT@", root.to_str().unwrap());
+    let text =
+        include_str!("fixtures/engine_policy.json").replace("@ROOT@", root.to_str().unwrap());
     serde_json::from_str(&text).unwrap()
 }
 
@@ -92,7 +119,13 @@ pub fn fx_with(edit: impl FnOnce(&mut Value)) -> Fx {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let audit = Arc::new(Mutex::new(MemAudit::default()));
     let engine = Engine::new(Arc::new(policy), clock.clone(), Some(audit.clone())).unwrap();
-    Fx { dir, root, engine, clock, audit }
+    Fx {
+        dir,
+        root,
+        engine,
+        clock,
+        audit,
+    }
 }
 
 pub fn session() -> Session {
@@ -110,16 +143,24 @@ impl Fx {
     }
 
     /// Calls a tool whose handler returns `output`.
-    pub fn call_out(&self, s: &mut Session, tool: &str, args: Value, output: Value) -> (Outcome, bool) {
+    pub fn call_out(
+        &self,
+        s: &mut Session,
+        tool: &str,
+        args: Value,
+        output: Value,
+    ) -> (Outcome, bool) {
         self.call_full(s, ToolCall::new(tool, args), output)
     }
 
     pub fn call_full(&self, s: &mut Session, call: ToolCall, output: Value) -> (Outcome, bool) {
         let ran = Cell::new(false);
-        let out = self.engine.call(s, &call, |_args: &Value, _c: &Credentials| {
-            ran.set(true);
-            Ok(output)
-        });
+        let out = self
+            .engine
+            .call(s, &call, |_args: &Value, _c: &Credentials| {
+                ran.set(true);
+                Ok(output)
+            });
         (out, ran.get())
     }
 
@@ -152,7 +193,13 @@ pub fn denied(r: (Outcome, bool), reason: Reason) -> Outcome {
 #[track_caller]
 pub fn allowed(r: (Outcome, bool)) -> Outcome {
     let (o, ran) = r;
-    assert_eq!(o.verdict.decision, Decision::Allow, "{:?}: {}", o.verdict.reason, o.verdict.message);
+    assert_eq!(
+        o.verdict.decision,
+        Decision::Allow,
+        "{:?}: {}",
+        o.verdict.reason,
+        o.verdict.message
+    );
     assert!(ran, "allowed but the handler did not run");
     o
 }

@@ -239,12 +239,11 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// Why the log cannot be opened or appended to.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    #[error("cannot {op} {path}: {source}")]
+    #[error("cannot {op} {path}: {error}")]
     Io {
         op: &'static str,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     #[error("{path} is not a regular file")]
     NotRegular { path: PathBuf },
@@ -252,18 +251,10 @@ pub enum AuditError {
     Permissions { path: PathBuf, mode: u32 },
     #[error("{path} is locked by another writer (another gatewayd?); one writer per audit file")]
     Locked { path: PathBuf },
-    #[error("{path} does not verify, refusing to append to a broken chain: broken at {source}")]
-    Broken {
-        path: PathBuf,
-        #[source]
-        source: VerifyError,
-    },
-    #[error("cannot write the audit record to {path}: {source}; the log is now closed for writing")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("{path} does not verify, refusing to append to a broken chain: broken at {error}")]
+    Broken { path: PathBuf, error: VerifyError },
+    #[error("cannot write the audit record to {path}: {error}; the log is now closed for writing")]
+    Write { path: PathBuf, error: io::Error },
     #[error("audit log {path} is poisoned by an earlier write failure; no record can be appended")]
     Poisoned { path: PathBuf },
 }
@@ -296,10 +287,10 @@ impl AuditLog {
     /// another writer has locked, a non-regular file, and a group- or world-writable file.
     pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<AuditLog, AuditError> {
         let io_err = |op: &'static str| {
-            move |source: io::Error| AuditError::Io {
+            move |error: io::Error| AuditError::Io {
                 op,
                 path: path.to_path_buf(),
-                source,
+                error,
             }
         };
         let file = OpenOptions::new()
@@ -334,10 +325,10 @@ impl AuditLog {
         // Verified through the locked descriptor: nobody appends between the check and us.
         (&*file).seek(SeekFrom::Start(0)).map_err(io_err("read"))?;
         let report = check_chain(BufReader::new(&*file), path, None).map_err(|e| match e {
-            VerifyError::Io { source, .. } => io_err("read")(source),
+            VerifyError::Io { error, .. } => io_err("read")(error),
             other => AuditError::Broken {
                 path: path.to_path_buf(),
-                source: other,
+                error: other,
             },
         })?;
         if meta.len() == 0 {
@@ -384,11 +375,11 @@ impl AuditLog {
         let mut line = rec.canonical_line();
         line.push('\n');
         let mut f: &File = &self.file;
-        if let Err(source) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
+        if let Err(error) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
             self.poisoned = true;
             return Err(AuditError::Write {
                 path: self.path.clone(),
-                source,
+                error,
             });
         }
         self.last_seq = seq;
@@ -444,12 +435,8 @@ pub struct Anchored {
 /// chain ([`VerifyError::is_broken`]); its message starts with `seq S:` or `line L:`.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("cannot read {path}: {error}")]
+    Io { path: PathBuf, error: io::Error },
     #[error("{path} is not a regular file")]
     NotRegular { path: PathBuf },
     #[error("anchor `{0}` is not a record hash (64 hex digits)")]
@@ -547,9 +534,9 @@ pub fn verify(path: &Path, anchor: Option<&str>) -> Result<VerifyReport, VerifyE
         Some(a) => return Err(VerifyError::BadAnchor(a.to_string())),
         None => None,
     };
-    let io_err = |source| VerifyError::Io {
+    let io_err = |error| VerifyError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let file = File::open(path).map_err(io_err)?;
     if !file.metadata().map_err(io_err)?.is_file() {
@@ -571,9 +558,9 @@ fn check_chain<R: BufRead>(
     path: &Path,
     anchor: Option<&str>,
 ) -> Result<VerifyReport, VerifyError> {
-    let io_err = |source| VerifyError::Io {
+    let io_err = |error| VerifyError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let mut buf = Vec::new();
     let mut line = 0u64;
@@ -684,14 +671,14 @@ mod tests {
 
     fn entry(i: u64) -> Entry {
         Entry {
-            source: if i % 2 == 0 {
+            source: if i.is_multiple_of(2) {
                 Source::Kernel
             } else {
                 Source::Gateway
             },
             session: "s1".into(),
             tool: (i % 2 == 1).then(|| "read_file".to_string()),
-            hook: (i % 2 == 0).then(|| "lsm/file_open".to_string()),
+            hook: i.is_multiple_of(2).then(|| "lsm/file_open".to_string()),
             decision: Decision::Deny,
             reason: format!("r{i}"),
             detail: json!({"z": 1, "a": {"y": [3, {"k": "v", "b": null}], "x": "é\"\n"}, "i": i}),
@@ -1154,7 +1141,7 @@ mod tests {
             matches!(
                 err,
                 AuditError::Broken {
-                    source: VerifyError::Edited { seq: 3, .. },
+                    error: VerifyError::Edited { seq: 3, .. },
                     ..
                 }
             ),

@@ -21,7 +21,7 @@
 //!
 //! | command | reads | recursive roots | writes | forbidden |
 //! |---|---|---|---|---|
-//! | `cat tac nl more wc head tail less` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `uniq IN OUT`'s OUT | `--files0-from` (`wc du sort`), `file -f` (names from a file), `sort --compress-program` |
+//! | `cat tac nl more wc head tail less` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `uniq IN OUT`'s OUT | `--files0-from` (`wc sort md5sum…`), `file -f` (names from a file), `sort --compress-program`, `less +CMD` (start-up commands, `!` runs a shell) |
 //! | `grep egrep fgrep rgrep` | files after the PATTERN (first operand unless `-e`/`-f`); `-f/--file`, `--exclude-from` | with `-r -R --recursive --dereference-recursive -d recurse`, or `rgrep`: the files, default `.` | — | — |
 //! | `rg` | `-f/--file`, `--ignore-file` | always: operands after the pattern (all of them with `--files`), default `.` | — | `--pre`, `--hostname-bin` (run a program) |
 //! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files | each start point, default `.` | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` |
@@ -84,10 +84,11 @@ pub enum ShellError {
 }
 
 /// Splits a command line into argv like POSIX sh would for simple commands: single quotes,
-/// double quotes (with \" \\ \$ \` escapes), backslash escapes, whitespace. Refuses (ShellError)
-/// anything a shell would interpret beyond that, when `through_shell` is true: ; & | ` $( ${ $VAR
-/// > < >> 2> newline, glob chars * ? [ outside quotes, ~ at word start, unterminated quotes.
-/// When `through_shell` is false (the host execs argv directly) metacharacters are plain bytes.
+/// double quotes (with `\"` `\\` `\$` `` \` `` escapes), backslash escapes, whitespace.
+/// Refuses ([`ShellError`]) anything a shell would interpret beyond that, when `through_shell`
+/// is true: `;` `&` `|` `` ` `` `$(` `${` `$VAR` `>` `<` `>>` `2>` newline, glob chars `*` `?`
+/// `[` outside quotes, `~` at word start, unterminated quotes. When `through_shell` is false
+/// (the host execs argv directly) metacharacters are plain bytes.
 ///
 /// Also refused through a shell: `( )`, `{` (bash brace expansion), `#` at a word start (a
 /// comment), `~` after an unquoted `=` or `:`, any `$` or backquote inside double quotes, and a
@@ -177,11 +178,19 @@ pub fn split(line: &str, through_shell: bool) -> Result<Vec<String>, ShellError>
                     prev_unquoted = None;
                 }
             },
-            // `{}` (find's placeholder) is never brace-expanded.
-            '{' if through_shell && chars.peek().is_some_and(|&(_, n)| n == '}') => {
-                cur.push(c);
+            // A whole word `{}` (find's placeholder) is not brace-expanded; `{},x}` would be.
+            '{' if through_shell
+                && !in_word
+                && line[pos..].starts_with("{}")
+                && line[pos + 2..]
+                    .chars()
+                    .next()
+                    .is_none_or(|n| n == ' ' || n == '\t') =>
+            {
+                chars.next();
+                cur.push_str("{}");
                 in_word = true;
-                prev_unquoted = Some(c);
+                prev_unquoted = Some('}');
             }
             _ if through_shell => {
                 if let Some(what) = shell_meaning(c, in_word, prev_unquoted) {
@@ -281,6 +290,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "rm" => rm(args, &mut acc),
         "chmod" | "chown" | "chgrp" => chmod(args, &mut acc),
         "uniq" => uniq(args, &mut acc),
+        "less" => less(args, &mut acc),
         "git" => git(args, &mut acc),
         "node" | "nodejs" => interpreter(args, &NODE, &mut acc),
         "ruby" => interpreter(args, &RUBY, &mut acc),
@@ -402,6 +412,8 @@ enum Arity {
     Req,
     /// A value only when attached (`-i.bak`, `--in-place=.bak`).
     Opt,
+    /// Only attached digits (`perl -l0 -0777`); the cluster goes on after them (`-lne`).
+    OptDigits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -489,7 +501,7 @@ struct Spec {
     permute: bool,
 }
 
-use Arity::{Flag, Opt as OptV, Req};
+use Arity::{Flag, Opt as OptV, OptDigits, Req};
 
 /// An operand, with the directory it is relative to (`tar -C`, `ruby -C`), if any.
 struct Operand<'a> {
@@ -591,16 +603,30 @@ fn parse<'a>(args: &'a [String], spec: &Spec, acc: &mut Acc) -> Parsed<'a> {
             }
             continue;
         }
-        let body = &a[1..];
-        for (idx, c) in body.char_indices() {
-            let rest = &body[idx + c.len_utf8()..];
+        let mut cluster = &a[1..];
+        while let Some(c) = cluster.chars().next() {
+            cluster = &cluster[c.len_utf8()..];
             let Some(opt) = lookup_short(spec, c) else {
                 continue;
             };
             let value = match opt.arity {
                 Flag => None,
-                OptV => (!rest.is_empty()).then_some(rest),
-                Req if !rest.is_empty() => Some(rest),
+                OptDigits => {
+                    // Decimal digits; `-0xHH` (perl) in hex.
+                    let hex = c == '0' && cluster.starts_with('x');
+                    let skip = usize::from(hex);
+                    let n = cluster[skip..]
+                        .find(|ch: char| !(ch.is_ascii_digit() || hex && ch.is_ascii_hexdigit()))
+                        .map_or(cluster.len(), |n| n + skip);
+                    let (digits, more) = cluster.split_at(n);
+                    cluster = more;
+                    (!digits.is_empty()).then_some(digits)
+                }
+                OptV => {
+                    let v = std::mem::take(&mut cluster);
+                    (!v.is_empty()).then_some(v)
+                }
+                Req if !cluster.is_empty() => Some(std::mem::take(&mut cluster)),
                 Req => {
                     let v = args.get(i).map(String::as_str);
                     i += usize::from(v.is_some());
@@ -608,9 +634,6 @@ fn parse<'a>(args: &'a [String], spec: &Spec, acc: &mut Acc) -> Parsed<'a> {
                 }
             };
             apply(opt, value, &mut p, acc);
-            if opt.arity != Flag {
-                break;
-            }
         }
     }
     p
@@ -1062,10 +1085,10 @@ fn find(args: &[String], acc: &mut Acc) {
             }
             // -newerXY: Y = t compares with a date, anything else with a file.
             s if s.len() == 8 && s.starts_with("-newer") => {
-                if !s.ends_with('t') {
-                    if let Some(f) = args.get(i) {
-                        acc.read(Path::new(f));
-                    }
+                if !s.ends_with('t')
+                    && let Some(f) = args.get(i)
+                {
+                    acc.read(Path::new(f));
                 }
                 i += 1;
             }
@@ -1376,10 +1399,10 @@ fn tar(args: &[String], acc: &mut Acc) {
         rest.next();
         for c in first.chars() {
             norm.push(format!("-{c}"));
-            if lookup_short(&TAR, c).is_some_and(|o| o.arity == Req) {
-                if let Some(v) = rest.next() {
-                    norm.push(v.clone());
-                }
+            if lookup_short(&TAR, c).is_some_and(|o| o.arity == Req)
+                && let Some(v) = rest.next()
+            {
+                norm.push(v.clone());
             }
         }
     }
@@ -1598,6 +1621,25 @@ fn uniq(args: &[String], acc: &mut Acc) {
     }
 }
 
+/// less: `+CMD` operands run less commands at start-up, and `!` there runs a shell.
+fn less(args: &[String], acc: &mut Acc) {
+    let spec = READERS
+        .iter()
+        .find(|(names, _)| names.contains(&"less"))
+        .map_or(&GENERIC, |(_, spec)| spec);
+    let p = parse(args, spec, acc);
+    for op in &p.operands {
+        if op.word.starts_with('+') {
+            acc.forbid(
+                op.word,
+                "runs a less command at start-up (which may run a shell)",
+            );
+        } else {
+            acc.read(&op.path());
+        }
+    }
+}
+
 const GIT_SUB: Spec = Spec {
     opts: &[
         o('m', "message", Req, Eff::Plain),
@@ -1707,20 +1749,20 @@ fn git(args: &[String], acc: &mut Acc) {
                 }
             }
             "-c" => {
-                if let Some(kv) = value() {
-                    if !git_config_ok(kv) {
-                        acc.forbid("-c", "configuration can run commands (core.pager, core.sshCommand, alias.*, ...)");
-                    }
+                let allowed = value().is_none_or(git_config_ok);
+                if !allowed {
+                    acc.forbid(
+                        "-c",
+                        "configuration can run commands (core.pager, core.sshCommand, alias.*, ...)",
+                    );
                 }
             }
             "--config-env" => {
                 value();
                 acc.forbid("--config-env", "configuration can run commands");
             }
-            "--exec-path" => {
-                if inline.is_some() {
-                    acc.forbid("--exec-path", "runs git commands from another directory");
-                }
+            "--exec-path" if inline.is_some() => {
+                acc.forbid("--exec-path", "runs git commands from another directory");
             }
             "--git-dir" | "--work-tree" => {
                 if let Some(d) = value() {
@@ -1800,10 +1842,10 @@ fn git(args: &[String], acc: &mut Acc) {
         }
         acc.read(&under(&base, w));
         // REV:PATH names a file (as of a revision).
-        if let Some((_, path)) = w.split_once(':') {
-            if !path.is_empty() {
-                acc.read(&under(&base, path));
-            }
+        if let Some((_, path)) = w.split_once(':')
+            && !path.is_empty()
+        {
+            acc.read(&under(&base, path));
         }
     }
 }
@@ -1843,11 +1885,11 @@ const PERL: Spec = Spec {
         o('i', "", OptV, Eff::InPlace),
         o('M', "", OptV, Eff::Plain),
         o('m', "", OptV, Eff::Plain),
-        o('l', "", OptV, Eff::Plain),
-        o('0', "", OptV, Eff::Plain),
+        o('l', "", OptDigits, Eff::Plain),
+        o('0', "", OptDigits, Eff::Plain),
         o('F', "", OptV, Eff::Plain),
         o('x', "", OptV, Eff::Plain),
-        o('C', "", OptV, Eff::Plain),
+        o('C', "", OptDigits, Eff::Plain),
         o('d', "", OptV, Eff::Plain),
         o('D', "", OptV, Eff::Plain),
     ],
@@ -1864,9 +1906,8 @@ const RUBY: Spec = Spec {
         o('i', "", OptV, Eff::InPlace),
         o('F', "", OptV, Eff::Plain),
         o('x', "", OptV, Eff::Plain),
-        o('0', "", OptV, Eff::Plain),
-        o('W', "", OptV, Eff::Plain),
-        o('K', "", OptV, Eff::Plain),
+        o('0', "", OptDigits, Eff::Plain),
+        o('W', "", OptDigits, Eff::Plain),
         o('\0', "external-encoding", Req, Eff::Plain),
         o('\0', "internal-encoding", Req, Eff::Plain),
         o('\0', "enable", Req, Eff::Plain),
@@ -2011,6 +2052,9 @@ mod tests {
             ("x PATH=a:~/b", '~'),
             ("cat {.env,x}", '{'),
             ("cat {a}", '{'),
+            ("cat {},.env}", '{'),
+            ("cat a{}", '{'),
+            ("cat {}{a,b}", '{'),
             ("(cat a)", '('),
             ("cat a #comment", '#'),
             ("cat \"$HOME\"", '$'),
@@ -2065,6 +2109,10 @@ mod tests {
         assert_eq!(clean("head -n5 a").reads, paths(&["a"]));
         assert_eq!(clean("tail --lines 5 a").reads, paths(&["a"]));
         assert_eq!(clean("wc -l a b").reads, paths(&["a", "b"]));
+        assert_eq!(clean("cat -n a").reads, paths(&["a"]), "cat -n is a flag");
+        assert_eq!(clean("less -N a").reads, paths(&["a"]));
+        assert_eq!(clean("less -o log a").writes, paths(&["log"]));
+        assert!(forbidden("less '+!id' a").contains("less +!id"));
     }
 
     #[test]
@@ -2186,8 +2234,8 @@ mod tests {
         assert!(f.contains("find -exec: runs another command"), "{f}");
         assert!(forbidden("find . -delete").contains("-delete"));
         assert!(forbidden("find . -execdir sh -c x +").contains("-execdir"));
-        assert!(forbidden("find . -ok rm {} ;").contains("-ok"));
-        assert!(forbidden("find . -okdir rm {} ;").contains("-okdir"));
+        assert!(forbidden(r"find . -ok rm {} \;").contains("-ok"));
+        assert!(forbidden(r"find . -okdir rm {} \;").contains("-okdir"));
         let a = an("find . -fprint /tmp/out");
         assert!(a.forbidden.join(";").contains("-fprint"));
         assert_eq!(a.writes, paths(&["/tmp/out"]));
@@ -2386,6 +2434,18 @@ mod tests {
         assert!(forbidden("node -p 'x'").contains("-p"));
         assert!(forbidden("perl -ne 'print'").contains("-e"));
         assert!(forbidden("perl -pi -e s/a/b/ f").contains("in place"));
+        assert!(
+            forbidden("perl -lne 'print' f").contains("perl -e"),
+            "-l takes digits only"
+        );
+        assert!(forbidden("perl -l0e 'print' f").contains("perl -e"));
+        assert!(forbidden("perl -0777e 'print' f").contains("perl -e"));
+        assert!(
+            clean("perl -0777 -n script.pl f")
+                .reads
+                .contains(&PathBuf::from("f"))
+        );
+        assert!(forbidden("ruby -W0e 'x'").contains("ruby -e"));
         assert!(forbidden("ruby -e 'x'").contains("-e"));
         let a = clean("python3 script.py /etc/passwd -c x");
         assert_eq!(

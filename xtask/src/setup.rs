@@ -204,7 +204,8 @@ fn download_and_unpack(dl: &Path, pkg: &str, into: &Path) -> anyhow::Result<()> 
         let get = |c: &mut Command| {
             run(
                 &format!("apt-get download {pkg}"),
-                c.args(["download", "-qq", pkg]).current_dir(dl),
+                c.args(["-o", "APT::Sandbox::User=root", "download", "-qq", pkg])
+                    .current_dir(dl),
             )
         };
         if get(&mut Command::new("apt-get")).is_err() {

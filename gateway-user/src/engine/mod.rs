@@ -245,6 +245,8 @@ pub struct EngineError(String);
 
 struct Tool {
     def: ToolDef,
+    /// The input schema in force (the policy's, or `{"type": "object"}`).
+    schema: Value,
     /// The pinned fingerprint (the policy's, or computed from the policy's definition).
     pin: String,
     /// The fingerprint of the definition last registered.
@@ -280,6 +282,8 @@ pub struct Engine {
     cred_values: BTreeMap<String, Result<String, String>>,
     approvals: Mutex<approval::Approvals>,
     warnings: Vec<String>,
+    /// The registered tools' names, for the `not_allowlisted` message.
+    tool_list: String,
 }
 
 /// The result of checks 1–11, before side effects.
@@ -322,6 +326,7 @@ impl Engine {
                 t.name.clone(),
                 Tool {
                     def: t.clone(),
+                    schema,
                     pin,
                     current,
                     findings,
@@ -365,7 +370,16 @@ impl Engine {
             }
             cred_values.insert(name.clone(), v);
         }
+        let mut names: Vec<&str> = policy.tools.iter().map(|t| t.name.as_str()).collect();
+        names.sort_unstable();
+        let more = names.len().saturating_sub(40);
+        names.truncate(40);
+        let mut tool_list = names.join(", ");
+        if more > 0 {
+            tool_list.push_str(&format!(" and {more} more"));
+        }
         Ok(Engine {
+            tool_list,
             sandbox: sandbox::SandboxView::new(&policy.sandbox),
             egress: sandbox::EgressView::new(&policy.network),
             all_secrets: secrets::SecretSet::new(&all),
@@ -702,15 +716,12 @@ impl Engine {
             .read()
             .map_err(|_| Verdict::deny(R::CheckError, "registry lock poisoned"))?;
         let Some(tool) = tools.get(&call.tool) else {
-            let mut names: Vec<&str> = tools.keys().map(String::as_str).collect();
-            names.sort_unstable();
-            names.truncate(30);
             return Err(Verdict::deny(
                 R::NotAllowlisted,
                 format!(
                     "tool `{}` is not in the registry; registered tools: {}",
                     call.tool.chars().take(100).collect::<String>(),
-                    names.join(", ")
+                    self.tool_list
                 ),
             ));
         };
@@ -758,12 +769,7 @@ impl Engine {
         if !args.is_object() {
             return Err(Verdict::deny(R::ArgRule, "arguments must be a JSON object"));
         }
-        let schema = tool
-            .def
-            .input_schema
-            .clone()
-            .unwrap_or_else(fingerprint::default_schema);
-        args::schema_check(&schema, args, "arguments").map_err(|m| Verdict::deny(R::ArgRule, m))?;
+        args::schema_check(&tool.schema, args, "arguments").map_err(|m| Verdict::deny(R::ArgRule, m))?;
         for (arg, c) in &tool.args {
             let Some(v) = args.get_mut(arg.as_str()) else {
                 if c.rule.required {
@@ -848,7 +854,7 @@ impl Engine {
         }
         // 8. untrusted echo
         let mut texts = Vec::new();
-        secrets::strings(&call.arguments, &mut texts);
+        secrets::strings_ref(&call.arguments, &mut texts);
         if !tool.def.echo_ok {
             let n = self.policy.echo_words();
             if let Some(w) = texts.iter().find_map(|t| s.echoed(t, n)) {

@@ -167,12 +167,18 @@ impl SecretSet {
     /// whitespace removed (wrapped base64).
     pub fn find(&self, s: &str) -> Option<String> {
         let re = self.re.as_ref()?;
-        let decoded = percent_decode(s);
-        let squeezed: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        for t in [s, &decoded, &squeezed] {
-            if let Some(m) = re.find(t) {
-                return Some(self.name_of(m.as_str()).to_owned());
+        let hit = |t: &str| re.find(t).map(|m| self.name_of(m.as_str()).to_owned());
+        if let Some(n) = hit(s) {
+            return Some(n);
+        }
+        if let Cow::Owned(d) = percent_decode(s) {
+            if let Some(n) = hit(&d) {
+                return Some(n);
             }
+        }
+        if s.contains(char::is_whitespace) {
+            let squeezed: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+            return hit(&squeezed);
         }
         None
     }
@@ -209,6 +215,23 @@ impl SecretSet {
             }
             _ => {}
         }
+    }
+}
+
+/// Like [`strings`], borrowing where it can.
+pub fn strings_ref<'a>(v: &'a serde_json::Value, out: &mut Vec<Cow<'a, str>>) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => out.push(Cow::Borrowed(s)),
+        Value::Number(n) => out.push(Cow::Owned(n.to_string())),
+        Value::Array(a) => a.iter().for_each(|x| strings_ref(x, out)),
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.push(Cow::Borrowed(k));
+                strings_ref(x, out);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -4,23 +4,23 @@
 use std::path::{Path, PathBuf};
 
 use super::{Reason, sandbox::SandboxView};
-use crate::policy::{PathAccess, ShellRule};
+use crate::{
+    policy::{PathAccess, ShellRule},
+    shell::{self, CommandAnalysis, ShellError},
+};
 
-/// What a command line will do, as far as the policy cares.
-#[derive(Debug, Clone, Default)]
-pub struct Analysis {
-    pub program: String,
-    pub reads: Vec<PathBuf>,
-    pub recursive_roots: Vec<PathBuf>,
-    pub forbidden: Vec<String>,
-}
-
-/// Parses and analyses `line`. Err: (reason, message).
-fn analyze_line(_line: &str, _through_shell: bool) -> Result<Analysis, (Reason, String)> {
-    Err((
-        Reason::CheckError,
-        "the shell command analyser is not available in this build".into(),
-    ))
+/// Parses and analyses `line`. Err: (reason, message). A refused metacharacter or
+/// assignment is a `shell` denial; a line that cannot be parsed is a `check_error`.
+fn analyze_line(line: &str, through_shell: bool) -> Result<CommandAnalysis, (Reason, String)> {
+    let map = |e: ShellError| {
+        let r = match e {
+            ShellError::Metachar { .. } | ShellError::Assignment(_) => Reason::Shell,
+            _ => Reason::CheckError,
+        };
+        (r, format!("command line refused: {e}"))
+    };
+    let argv = shell::split(line, through_shell).map_err(map)?;
+    shell::analyze(&argv).map_err(map)
 }
 
 fn resolve(sb: &SandboxView, p: &Path) -> Result<PathBuf, (Reason, String)> {
@@ -69,7 +69,7 @@ pub fn check_analysis(
     sb: &SandboxView,
     rule: &ShellRule,
     name: &str,
-    a: &Analysis,
+    a: &CommandAnalysis,
 ) -> Result<(), (Reason, String)> {
     if !program_allowed(sb, rule, &a.program) {
         return Err((
@@ -90,11 +90,6 @@ pub fn check_analysis(
             ),
         ));
     }
-    for p in &a.reads {
-        let real = resolve(sb, p)?;
-        sb.check(&p.to_string_lossy(), &real, PathAccess::Read)
-            .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
-    }
     for p in &a.recursive_roots {
         let real = resolve(sb, p)?;
         if let Some(x) = sb
@@ -110,7 +105,26 @@ pub fn check_analysis(
                 ),
             ));
         }
+        if a.follows_symlinks {
+            return Err((
+                Reason::Shell,
+                format!(
+                    "`{name}`: a recursive walk that follows symbolic links (`{}`) may leave its root; walk without following links",
+                    p.display()
+                ),
+            ));
+        }
         sb.check(&p.to_string_lossy(), &real, PathAccess::Tree)
+            .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+    }
+    for p in &a.reads {
+        let real = resolve(sb, p)?;
+        sb.check(&p.to_string_lossy(), &real, PathAccess::Read)
+            .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+    }
+    for p in &a.writes {
+        let real = resolve(sb, p)?;
+        sb.check(&p.to_string_lossy(), &real, PathAccess::Write)
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     Ok(())

@@ -110,10 +110,11 @@ impl KernelBtf {
                 return Ok(Some(byte));
             }
             // An anonymous struct/union member: its fields belong to the outer struct.
-            if mname == 0 && matches!(self.kind(mtype)?, KIND_STRUCT | KIND_UNION) {
-                if let Some(o) = self.find_member(mtype, member, byte, depth + 1)? {
-                    return Ok(Some(o));
-                }
+            if mname == 0
+                && matches!(self.kind(mtype)?, KIND_STRUCT | KIND_UNION)
+                && let Some(o) = self.find_member(mtype, member, byte, depth + 1)?
+            {
+                return Ok(Some(o));
             }
         }
         Ok(None)

@@ -178,14 +178,12 @@ impl KernelLayer {
         res: Result<(), (&'static str, String)>,
         require: bool,
     ) -> Result<(), KernelError> {
-        if let Err((stage, answer)) = &res {
-            if require {
-                return Err(KernelError::Program {
-                    program,
-                    stage,
-                    answer: answer.clone(),
-                });
-            }
+        if let (Err((stage, answer)), true) = (&res, require) {
+            return Err(KernelError::Program {
+                program,
+                stage,
+                answer: answer.clone(),
+            });
         }
         self.status.push(PieceStatus {
             program,

@@ -1,0 +1,183 @@
+//! One decision for a 50-tool policy, and audit append with fsync, measured separately.
+//! A hand-rolled loop: `cargo bench -p gateway-user --bench decide` prints p50, p99 and mean.
+use std::{
+    hint::black_box,
+    path::Path,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+use gatewayd::{
+    audit::{AuditLog, Decision as AD, Entry, Source},
+    clock::SystemClock,
+    engine::{Credentials, Engine, Session, ToolCall},
+    policy::Policy,
+};
+use serde_json::{Value, json};
+
+fn policy(root: &Path) -> Policy {
+    let mut tools = Vec::new();
+    for i in 0..46 {
+        tools.push(json!({
+            "name": format!("tool_{i:02}"),
+            "description": format!("Synthetic tool number {i} that does one thing well."),
+            "input_schema": {"type": "object", "required": ["id"], "properties": {
+                "id": {"type": "string"}, "count": {"type": "integer", "minimum": 0, "maximum": 1000}}},
+            "scopes": ["basic"],
+            "args": {"id": {"regex": "^[a-z0-9-]{1,32}$"}, "count": {"max": 1000}}
+        }));
+    }
+    tools.push(json!({
+        "name": "send_email", "description": "Send an email from the team mailbox.",
+        "input_schema": {"type": "object", "required": ["to", "subject", "body"], "properties": {
+            "to": {"type": "array", "items": {"type": "string"}}, "subject": {"type": "string"}, "body": {"type": "string"}}},
+        "scopes": ["email"], "labels": ["sends_out"],
+        "args": {"to": {"required": true, "regex": "^[^@\\s]+@[^@\\s]+$"}, "subject": {"max_len": 200}}
+    }));
+    tools.push(json!({
+        "name": "read_file", "description": "Read a file in the workspace.",
+        "input_schema": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}},
+        "scopes": ["basic"], "labels": ["reads_private"], "args": {"path": {"required": true, "path": "read"}}
+    }));
+    tools.push(json!({
+        "name": "fetch_url", "description": "Fetch a page.",
+        "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}},
+        "scopes": ["basic"], "labels": ["untrusted_output", "sends_out"], "args": {"url": {"url": true}}
+    }));
+    tools.push(json!({"name": "noop", "description": "Does nothing.", "cost": 0}));
+    let mut rules = Vec::new();
+    for i in 0..10 {
+        rules.push(json!({"id": format!("r{i}"), "tool": format!("tool_{i}*"),
+            "when": {"count": {"gt": 900}}, "decision": "hold"}));
+    }
+    rules.push(json!({"id": "internal", "tool": "send_email", "when": {"to": {"glob": "*@corp.test"}}, "decision": "allow"}));
+    rules.push(json!({"id": "paste", "tool": "send_*", "when": {"to": {"glob": "*@pastebin.test"}}, "decision": "deny"}));
+    let p = json!({
+        "version": 1,
+        "sandbox": {"root": root, "readable": [root], "protected": [root.join(".env")]},
+        "network": {"egress": [{"host": "api.search.test"}]},
+        "tools": tools, "rules": rules,
+        "limits": {"rate": [{"tool": "send_*", "max": 1000000, "window_s": 60}], "budget": 1000000000u64,
+            "actions": {"destructive": 3}},
+        "trifecta": "hold",
+        "secrets": {"k1": {"value": "dk_live_7Hq2Lm9XvR4tPz8W"}, "k2": {"value": "correct-horse-battery-staple-42"}},
+    });
+    Policy::parse(&p.to_string(), Path::new("bench.json")).unwrap()
+}
+
+fn report(name: &str, mut ns: Vec<u64>) {
+    ns.sort_unstable();
+    let pct = |p: f64| ns[((ns.len() as f64 - 1.0) * p) as usize];
+    let mean = ns.iter().sum::<u64>() as f64 / ns.len() as f64;
+    println!(
+        "{name:<44} n={:<7} p50={:>9} ns  p99={:>9} ns  mean={:>11.0} ns",
+        ns.len(),
+        pct(0.50),
+        pct(0.99),
+        mean
+    );
+}
+
+fn time(n: usize, mut f: impl FnMut()) -> Vec<u64> {
+    for _ in 0..n / 10 {
+        f();
+    }
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_nanos() as u64
+        })
+        .collect()
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("notes.txt"), "x").unwrap();
+    let engine = Engine::new(Arc::new(policy(&root)), Arc::new(SystemClock), None).unwrap();
+    let session = Session::new("bench", "alice", &["basic", "email"]);
+    println!("gatewayd decide benchmark: 50-tool policy, 12 rules, 2 secrets");
+
+    let simple = ToolCall::new("tool_42", json!({"id": "abc-123", "count": 7}));
+    report(
+        "decide: tool_42 (schema, regex, max)",
+        time(200_000, || {
+            black_box(engine.decide(&session, black_box(&simple)));
+        }),
+    );
+    let email = ToolCall::new(
+        "send_email",
+        json!({"to": ["team@corp.test"], "subject": "Standup",
+        "body": "Notes from today: we ship on Friday. The deploy key was rotated."}),
+    );
+    report(
+        "decide: send_email (rules, secret scan)",
+        time(200_000, || {
+            black_box(engine.decide(&session, black_box(&email)));
+        }),
+    );
+    let unknown = ToolCall::new("tool_99", json!({}));
+    report(
+        "decide: unknown tool (deny)",
+        time(200_000, || {
+            black_box(engine.decide(&session, black_box(&unknown)));
+        }),
+    );
+    let path = ToolCall::new("read_file", json!({"path": "notes.txt"}));
+    report(
+        "decide: read_file (realpath, sandbox)",
+        time(100_000, || {
+            black_box(engine.decide(&session, black_box(&path)));
+        }),
+    );
+    let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
+    report(
+        "decide: fetch_url (URL, egress)",
+        time(200_000, || {
+            black_box(engine.decide(&session, black_box(&url)));
+        }),
+    );
+    let mut s2 = Session::new("bench2", "alice", &["basic"]);
+    let noop = ToolCall::new("noop", json!({}));
+    report(
+        "call: noop, no audit (counters, handler)",
+        time(200_000, || {
+            black_box(engine.call(&mut s2, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+        }),
+    );
+
+    // Audit append with fsync (fdatasync per record), on the tempdir's filesystem.
+    let clock = Arc::new(SystemClock);
+    let mut log = AuditLog::open(&root.join("audit.jsonl"), clock.clone()).unwrap();
+    let entry = Entry {
+        source: Source::Gateway,
+        session: "bench".into(),
+        tool: Some("send_email".into()),
+        hook: None,
+        decision: AD::Allow,
+        reason: "allowed".into(),
+        detail: json!({"args_sha256": "0".repeat(64), "matched_rules": ["internal"]}),
+    };
+    report(
+        "audit append (fdatasync each)",
+        time(2_000, || {
+            black_box(log.append(entry.clone()).unwrap());
+        }),
+    );
+    drop(log);
+    let log = AuditLog::open(&root.join("audit2.jsonl"), clock).unwrap();
+    let audited = Engine::new(
+        Arc::new(policy(&root)),
+        Arc::new(SystemClock),
+        Some(Arc::new(Mutex::new(log))),
+    )
+    .unwrap();
+    let mut s3 = Session::new("bench3", "alice", &["basic"]);
+    report(
+        "call: noop with audit record (end to end)",
+        time(2_000, || {
+            black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+        }),
+    );
+}
