@@ -393,3 +393,12 @@ fn allowlisted_commands_inside_the_workspace() {
         allowed(f.call(&mut s, "run_sh", json!({"command": cmd})));
     }
 }
+
+#[test]
+fn warn_mode_runs_flagged_tools_and_records_findings() {
+    let f = fx_with(|p| p["description_scan"] = json!("warn"));
+    let mut s = session();
+    allowed(f.call(&mut s, "poison_tag", json!({})));
+    let a = f.audit.lock().unwrap();
+    assert_eq!(a.records[0].detail["scan_findings"][0], "hidden_tag");
+}

@@ -529,3 +529,92 @@ fn doctor_reports_what_this_kernel_enforces() {
     assert_eq!(v["eBPF object + ring buffer"]["ok"], true);
     assert_eq!(v["lsm/file_open"]["ok"], kind == Where::Guest, "{v}");
 }
+
+#[test]
+fn agent_cannot_weaken_its_own_confinement() {
+    let kind = env_kind();
+    let dir = Scratch::new("selfprot");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    match kind {
+        Where::Guest => {
+            let parent_procs = gatewayd::cgroup::cgroup2_mount()
+                .unwrap()
+                .join("gatewayd/cgroup.procs");
+            let mnt = dir.path("mnt");
+            std::fs::create_dir_all(&mnt).unwrap();
+            let out = run_agent(
+                &policy,
+                &audit,
+                &[
+                    "bpf",
+                    "+",
+                    "escape",
+                    parent_procs.to_str().unwrap(),
+                    "+",
+                    "cgroup",
+                    "+",
+                    "mount",
+                    mnt.to_str().unwrap(),
+                    "+",
+                    "killparent",
+                    "15",
+                    "+",
+                    "ptraceparent",
+                ],
+            );
+            let text = stdout(&out);
+            for action in ["bpf", "escape", "mount", "killparent", "ptraceparent"] {
+                assert!(
+                    text.contains(&format!("FAIL {action}: Operation not permitted")),
+                    "{action} was not denied:\n{text}"
+                );
+            }
+            assert!(
+                text.contains("OK cgroup: 0::/gatewayd/run-"),
+                "the agent left its cgroup:\n{text}"
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(5),
+                "gatewayd survived the signal and passed the code through"
+            );
+            let hooks: Vec<(String, String)> = records(&audit)
+                .iter()
+                .filter(|r| r["source"] == "kernel")
+                .map(|r| {
+                    (
+                        r["hook"].as_str().unwrap().into(),
+                        r["reason"].as_str().unwrap().into(),
+                    )
+                })
+                .collect();
+            let want = [
+                "lsm/bpf",
+                "lsm/file_open",
+                "lsm/sb_mount",
+                "lsm/task_kill",
+                "lsm/ptrace_access_check",
+            ];
+            assert_eq!(hooks.len(), want.len(), "{hooks:?}");
+            for (h, w) in hooks.iter().zip(want) {
+                assert_eq!((h.0.as_str(), h.1.as_str()), (w, "self_protection"));
+            }
+        }
+        Where::Host => {
+            // Tier 2: no BPF LSM, so no self-protection in the kernel (a documented gap).
+            let out = run_agent(&policy, &audit, &["bpf"]);
+            assert!(stdout(&out).contains("OK bpf"), "{}", stdout(&out));
+            let start = &records(&audit)[0];
+            for p in [
+                "lsm/bpf",
+                "lsm/sb_mount",
+                "lsm/ptrace_access_check",
+                "lsm/task_kill",
+            ] {
+                let state = start["detail"]["kernel"][p].as_str().unwrap();
+                assert!(state.starts_with("not loaded"), "{p}: {state}");
+            }
+        }
+    }
+}

@@ -19,6 +19,10 @@ pub const EV_CONNECT4: u32 = 2;
 pub const EV_CONNECT6: u32 = 3;
 pub const EV_SENDMSG4: u32 = 4;
 pub const EV_SENDMSG6: u32 = 5;
+pub const EV_BPF: u32 = 6;
+pub const EV_MOUNT: u32 = 7;
+pub const EV_PTRACE: u32 = 8;
+pub const EV_KILL: u32 = 9;
 
 /// Reason codes carried by kernel events (mapped to audit reason strings in userspace).
 /// The opened file is, or lies under, a protected path.
@@ -29,6 +33,9 @@ pub const REASON_EGRESS_NOT_ALLOWED: u32 = 2;
 pub const REASON_EGRESS_LOCKDOWN: u32 = 3;
 /// The program could not read what it needed to decide (or the path was too deep): deny.
 pub const REASON_UNRESOLVABLE: u32 = 4;
+/// The agent tried to weaken its own confinement: `bpf()`, `mount()`, ptrace, signalling
+/// gatewayd, or writing to a cgroup file (e.g. moving itself out of its cgroup).
+pub const REASON_SELF_PROTECTION: u32 = 5;
 
 /// Address families as the kernel numbers them.
 pub const AF_INET: u32 = 2;
@@ -75,7 +82,8 @@ pub struct Config {
     /// `bpf_get_current_ancestor_cgroup_id(cgroup_level)` with `cgroup_id`, so the agent's
     /// child cgroups are covered too.
     pub cgroup_level: u32,
-    pub _pad: u32,
+    /// gatewayd's own tgid: the agent may not signal or ptrace it.
+    pub daemon_tgid: u32,
     /// offsetof(struct file, f_path) + offsetof(struct path, dentry)
     pub off_file_dentry: u64,
     /// offsetof(struct dentry, d_parent)
@@ -88,6 +96,12 @@ pub struct Config {
     pub off_inode_sb: u64,
     /// offsetof(struct super_block, s_dev)
     pub off_sb_dev: u64,
+    /// offsetof(struct super_block, s_magic)
+    pub off_sb_magic: u64,
+    /// offsetof(struct file, f_mode)
+    pub off_file_mode: u64,
+    /// offsetof(struct task_struct, tgid)
+    pub off_task_tgid: u64,
 }
 
 /// Key of the `PROTECTED` map: a file or directory by identity, not by name.
@@ -122,7 +136,7 @@ const _: () = {
     assert!(core::mem::size_of::<Event>() == 80);
     assert!(core::mem::offset_of!(Event, cgroup_id) == 16);
     assert!(core::mem::offset_of!(Event, addr) == 48);
-    assert!(core::mem::size_of::<Config>() == 64);
+    assert!(core::mem::size_of::<Config>() == 88);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<EgressRule>() == 40);
 };

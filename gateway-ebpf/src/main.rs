@@ -3,6 +3,11 @@
 //! - `file_open` (BPF LSM): inside the agent's cgroup, deny opening a protected file or
 //!   anything under a protected directory, matched by inode identity while walking up the
 //!   dentry chain. Anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is denied.
+//!   Opening any cgroup file for writing is denied too (the agent may not move itself out of
+//!   its cgroup or change cgroup settings).
+//! - `bpf`, `sb_mount`, `ptrace_access_check`, `task_kill` (BPF LSM, self-protection): inside
+//!   the agent's cgroup, deny every `bpf()` and `mount()`, every ptrace attach and any ptrace
+//!   read access to gatewayd, and any signal to gatewayd.
 //! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the agent's
 //!   cgroup): deny destinations outside `EGRESS`, and everything while `STATE` says lockdown.
 #![no_std]
@@ -20,9 +25,10 @@ use aya_ebpf::{
     programs::{LsmContext, SockAddrContext},
 };
 use gateway_common::{
-    AF_INET, AF_INET6, Config, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_SENDMSG4, EV_SENDMSG6,
-    Event, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH, REASON_EGRESS_LOCKDOWN,
-    REASON_EGRESS_NOT_ALLOWED, REASON_PROTECTED_PATH, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
+    AF_INET, AF_INET6, Config, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_KILL, EV_MOUNT,
+    EV_PTRACE, EV_SENDMSG4, EV_SENDMSG6, Event, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH,
+    REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_PROTECTED_PATH,
+    REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
 };
 use maps::{DROPPED, EGRESS, EVENTS, PROTECTED, STATE};
 
@@ -36,14 +42,22 @@ const SOCK_DENY: i32 = 0;
 static CONFIG: Global<Config> = Global::new(Config {
     cgroup_id: 0,
     cgroup_level: 0,
-    _pad: 0,
+    daemon_tgid: 0,
     off_file_dentry: 0,
     off_dentry_parent: 0,
     off_dentry_inode: 0,
     off_inode_ino: 0,
     off_inode_sb: 0,
     off_sb_dev: 0,
+    off_sb_magic: 0,
+    off_file_mode: 0,
+    off_task_tgid: 0,
 });
+
+const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
+const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
+const FMODE_WRITE: u32 = 0x2;
+const PTRACE_MODE_ATTACH: u32 = 0x2;
 
 /// Sends one denial to userspace; counts it in `DROPPED` when the ring buffer is full.
 #[inline(always)]
@@ -110,7 +124,14 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     let file: *const u8 = ctx.arg(0);
     let mut ev = empty_event(EV_FILE_OPEN, REASON_UNRESOLVABLE);
     match protected_ancestor(&cfg, file, &mut ev) {
-        Ok(false) => Ok(0),
+        Ok(false) => {
+            if writes_cgroupfs(&cfg, file).unwrap_or(true) {
+                ev.reason = REASON_SELF_PROTECTION;
+                emit(ev);
+                return Err(-EPERM);
+            }
+            Ok(0)
+        }
         Ok(true) => {
             ev.reason = REASON_PROTECTED_PATH;
             emit(ev);
@@ -121,6 +142,20 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
             Err(-EPERM)
         }
     }
+}
+
+/// Whether the file is on a cgroup filesystem and opened for writing.
+#[inline(always)]
+fn writes_cgroupfs(cfg: &Config, file: *const u8) -> Result<bool, ()> {
+    let mode: u32 = read(file, cfg.off_file_mode)?;
+    if mode & FMODE_WRITE == 0 {
+        return Ok(false);
+    }
+    let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
+    let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
+    let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
+    let magic: u64 = read(sb, cfg.off_sb_magic)?;
+    Ok(magic == CGROUP2_SUPER_MAGIC || magic == CGROUP_SUPER_MAGIC)
 }
 
 /// Walks from the opened file's dentry up to its filesystem root, looking each inode up in
@@ -156,6 +191,90 @@ fn protected_ancestor(cfg: &Config, file: *const u8, ev: &mut Event) -> Result<b
         dentry = parent;
     }
     Err(())
+}
+
+// --------------------------------------------------------------------------------------------
+// BPF LSM: self-protection
+// --------------------------------------------------------------------------------------------
+
+/// Denies the hook for every task of the agent's cgroup. `earlier` is the verdict of the
+/// BPF LSM programs that ran before this one (the argument after the hook's parameters):
+/// passed through untouched, so a denial by someone else is never turned into an allow.
+#[inline(always)]
+fn deny_agent(earlier: i32, kind: u32) -> i32 {
+    if earlier != 0 {
+        return earlier;
+    }
+    if !in_agent_cgroup(&CONFIG.load()) {
+        return 0;
+    }
+    emit(empty_event(kind, REASON_SELF_PROTECTION));
+    -EPERM
+}
+
+// The verdict's position is the hook's parameter count, which for `bpf` differs between
+// kernels; userspace reads it from BTF and loads the matching program (constant offsets only:
+// the verifier refuses a computed offset into the context).
+
+/// LSM_HOOK(int, 0, bpf, int cmd, union bpf_attr *attr, unsigned int size) (kernels < 6.16)
+#[lsm(hook = "bpf")]
+pub fn bpf3(ctx: LsmContext) -> i32 {
+    deny_agent(ctx.arg(3), EV_BPF)
+}
+
+/// LSM_HOOK(int, 0, bpf, int cmd, union bpf_attr *attr, unsigned int size, bool kernel)
+#[lsm(hook = "bpf")]
+pub fn bpf4(ctx: LsmContext) -> i32 {
+    deny_agent(ctx.arg(4), EV_BPF)
+}
+
+/// LSM_HOOK(int, 0, sb_mount, const char *dev_name, const struct path *path,
+///          const char *type, unsigned long flags, void *data)
+#[lsm(hook = "sb_mount")]
+pub fn sb_mount(ctx: LsmContext) -> i32 {
+    deny_agent(ctx.arg(5), EV_MOUNT)
+}
+
+/// LSM_HOOK(int, 0, ptrace_access_check, struct task_struct *child, unsigned int mode):
+/// deny attaching to anything, and any access to gatewayd.
+#[lsm(hook = "ptrace_access_check")]
+pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
+    let cfg = CONFIG.load();
+    let earlier: i32 = ctx.arg(2);
+    if earlier != 0 || !in_agent_cgroup(&cfg) {
+        return earlier;
+    }
+    let child: *const u8 = ctx.arg(0);
+    let mode: u32 = ctx.arg(1);
+    let tgid: u32 = read(child, cfg.off_task_tgid).unwrap_or(cfg.daemon_tgid);
+    if mode & PTRACE_MODE_ATTACH == 0 && tgid != cfg.daemon_tgid {
+        return 0;
+    }
+    let mut ev = empty_event(EV_PTRACE, REASON_SELF_PROTECTION);
+    ev.ino = u64::from(tgid);
+    emit(ev);
+    -EPERM
+}
+
+/// LSM_HOOK(int, 0, task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig,
+/// const struct cred *cred): deny signals from the agent to gatewayd.
+#[lsm(hook = "task_kill")]
+pub fn task_kill(ctx: LsmContext) -> i32 {
+    let cfg = CONFIG.load();
+    let earlier: i32 = ctx.arg(4);
+    if earlier != 0 || !in_agent_cgroup(&cfg) {
+        return earlier;
+    }
+    let target: *const u8 = ctx.arg(0);
+    let tgid: u32 = read(target, cfg.off_task_tgid).unwrap_or(cfg.daemon_tgid);
+    if tgid != cfg.daemon_tgid {
+        return 0;
+    }
+    let mut ev = empty_event(EV_KILL, REASON_SELF_PROTECTION);
+    ev.ino = u64::from(tgid);
+    ev.port = ctx.arg::<i32>(2) as u32;
+    emit(ev);
+    -EPERM
 }
 
 // --------------------------------------------------------------------------------------------

@@ -9,6 +9,11 @@
 //! gw-testagent write PATH                 # create PATH (a marker that the agent ran)
 //! gw-testagent pid                        # print this process's pid
 //! gw-testagent cgroup                     # print this process's cgroup
+//! gw-testagent bpf                        # bpf(BPF_MAP_CREATE) a tiny array map
+//! gw-testagent escape PROCS_FILE          # write "0" to a cgroup.procs (leave our cgroup)
+//! gw-testagent mount DIR                  # mount a tmpfs on DIR (and unmount it)
+//! gw-testagent killparent SIG             # send SIG to our parent (gatewayd)
+//! gw-testagent ptraceparent               # PTRACE_SEIZE our parent (and detach)
 //! gw-testagent sleep SECS
 //! gw-testagent exit CODE                  # exit now with CODE
 //! ```
@@ -85,8 +90,81 @@ fn run(action: &[String]) -> Result<String, String> {
             std::thread::sleep(Duration::from_secs_f64(secs));
             Ok(format!("slept {secs}s"))
         }
+        "bpf" => bpf_map_create(),
+        "escape" => std::fs::write(arg(1)?, b"0")
+            .map(|()| format!("moved into {}", arg(1).unwrap_or("")))
+            .map_err(|e| e.to_string()),
+        "mount" => {
+            let dir = std::ffi::CString::new(arg(1)?).map_err(|e| e.to_string())?;
+            // SAFETY: valid NUL-terminated strings; no data argument.
+            let r = unsafe {
+                libc::mount(
+                    c"none".as_ptr(),
+                    dir.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error().to_string());
+            }
+            // SAFETY: as above.
+            unsafe { libc::umount(dir.as_ptr()) };
+            Ok(format!(
+                "mounted and unmounted a tmpfs on {}",
+                arg(1).unwrap_or("")
+            ))
+        }
+        "killparent" => {
+            let sig: i32 = arg(1)?
+                .parse()
+                .map_err(|_| "killparent: not a signal number".to_string())?;
+            // SAFETY: plain syscalls.
+            let r = unsafe { libc::kill(libc::getppid(), sig) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error().to_string());
+            }
+            Ok(format!("sent signal {sig} to the parent"))
+        }
+        "ptraceparent" => {
+            // SAFETY: plain syscalls; PTRACE_SEIZE does not stop the tracee.
+            unsafe {
+                let ppid = libc::getppid();
+                if libc::ptrace(libc::PTRACE_SEIZE, ppid, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error().to_string());
+                }
+                libc::ptrace(libc::PTRACE_DETACH, ppid, 0, 0);
+            }
+            Ok("seized and released the parent".into())
+        }
         other => Err(format!("unknown action {other}")),
     }
+}
+
+/// `bpf(BPF_MAP_CREATE)` of a 1-entry array map, closed at once.
+fn bpf_map_create() -> Result<String, String> {
+    // union bpf_attr for BPF_MAP_CREATE: map_type, key_size, value_size, max_entries, ...
+    let mut attr = [0u32; 32];
+    attr[0] = 2; // BPF_MAP_TYPE_ARRAY
+    attr[1] = 4;
+    attr[2] = 4;
+    attr[3] = 1;
+    // SAFETY: attr is a zeroed buffer larger than the fields the kernel reads for this command.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            0,
+            attr.as_ptr(),
+            std::mem::size_of_val(&attr),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    // SAFETY: fd was just returned by the kernel.
+    unsafe { libc::close(fd as i32) };
+    Ok("created a BPF map".into())
 }
 
 fn main() -> ExitCode {

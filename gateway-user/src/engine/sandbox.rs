@@ -212,6 +212,13 @@ pub struct Dest {
 /// other schemes are refused.
 pub fn parse_url(s: &str) -> Result<Dest, String> {
     let s = s.trim();
+    // Parsers disagree about backslashes, spaces and control characters (is `\\@` part of
+    // the user info or the start of the path?): such URLs are refused, not interpreted.
+    if let Some(c) = s.chars().find(|c| !c.is_ascii_graphic() || *c == '\\') {
+        return Err(format!(
+            "URL contains {c:?}, which parsers read differently; refused"
+        ));
+    }
     let (scheme, rest) = s
         .split_once("://")
         .ok_or_else(|| format!("`{s}` is not an absolute URL"))?;
@@ -224,7 +231,7 @@ pub fn parse_url(s: &str) -> Result<Dest, String> {
             ));
         }
     };
-    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let auth = &rest[..end];
     if auth.contains('@') {
         return Err("URLs with user info (`user@host`) are refused".into());
@@ -323,9 +330,16 @@ mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
-        // a backslash ends the authority, like browsers do
+        for odd in [
+            "https://evil.com\\@good.com",
+            "https://good.com /x",
+            "https://a.com\t/x",
+            "https://é.com",
+        ] {
+            assert!(parse_url(odd).is_err(), "{odd}");
+        }
         assert_eq!(
-            parse_url("https://evil.com\\@good.com").unwrap().host,
+            parse_url("https://evil.com#@good.com").unwrap().host,
             "evil.com"
         );
     }

@@ -171,10 +171,10 @@ impl SecretSet {
         if let Some(n) = hit(s) {
             return Some(n);
         }
-        if let Cow::Owned(d) = percent_decode(s) {
-            if let Some(n) = hit(&d) {
-                return Some(n);
-            }
+        if let Cow::Owned(d) = percent_decode(s)
+            && let Some(n) = hit(&d)
+        {
+            return Some(n);
         }
         if s.contains(char::is_whitespace) {
             let squeezed: String = s.chars().filter(|c| !c.is_whitespace()).collect();

@@ -22,6 +22,14 @@ pub struct Legs {
     pub egress: bool,
 }
 
+impl Legs {
+    /// Untrusted input and private data both seen: from here on, data could leave under an
+    /// attacker's direction (the kernel layer may cut the session's egress).
+    pub fn tripped(&self) -> bool {
+        self.untrusted && self.private
+    }
+}
+
 /// One agent session. `user` and `scopes` come from the application that authenticated the
 /// caller, never from a model's arguments.
 #[derive(Debug)]

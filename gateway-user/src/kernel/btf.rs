@@ -19,6 +19,8 @@ pub enum BtfError {
 
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
+const KIND_FUNC_PROTO: u32 = 13;
+const KIND_FUNC: u32 = 12;
 
 /// Parsed type index over a raw BTF blob.
 pub struct KernelBtf {
@@ -120,6 +122,26 @@ impl KernelBtf {
         Ok(None)
     }
 
+    /// Number of parameters of the kernel function `name` (e.g. `bpf_lsm_bpf`).
+    pub fn func_param_count(&self, name: &str) -> Result<u32, BtfError> {
+        for id in 1..self.pos.len() {
+            let p = self.pos[id];
+            if self.kind(id)? != KIND_FUNC || self.name(self.u32(p)?) != name.as_bytes() {
+                continue;
+            }
+            let proto = self.u32(p + 8)? as usize;
+            if self.kind(proto)? != KIND_FUNC_PROTO {
+                return Err(BtfError::Malformed("FUNC does not point at a FUNC_PROTO"));
+            }
+            let info = self.u32(self.pos[proto] + 4)?;
+            return Ok(info & 0xffff);
+        }
+        Err(BtfError::NoMember(
+            name.into(),
+            "(function not found)".into(),
+        ))
+    }
+
     /// `offsetof(struct <name>, <member>)`, looking through anonymous members.
     pub fn member_offset(&self, name: &str, member: &str) -> Result<u64, BtfError> {
         for id in 1..self.pos.len() {
@@ -167,5 +189,8 @@ mod tests {
         assert!(f_path > 0);
         assert!(btf.member_offset("inode", "i_ino").is_ok());
         assert!(btf.member_offset("file", "no_such_member").is_err());
+        assert_eq!(btf.func_param_count("bpf_lsm_file_open").unwrap(), 1);
+        assert_eq!(btf.func_param_count("bpf_lsm_task_kill").unwrap(), 4);
+        assert!(btf.func_param_count("no_such_function").is_err());
     }
 }

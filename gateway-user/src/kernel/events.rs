@@ -2,8 +2,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use gateway_common::{
-    AF_INET, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_SENDMSG4, EV_SENDMSG6, Event,
-    REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_PROTECTED_PATH, REASON_UNRESOLVABLE,
+    AF_INET, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_KILL, EV_MOUNT, EV_PTRACE,
+    EV_SENDMSG4, EV_SENDMSG6, Event, REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED,
+    REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE,
 };
 use serde_json::json;
 
@@ -36,6 +37,10 @@ pub fn hook_name(kind: u32) -> &'static str {
         EV_CONNECT6 => "cgroup/connect6",
         EV_SENDMSG4 => "cgroup/sendmsg4",
         EV_SENDMSG6 => "cgroup/sendmsg6",
+        EV_BPF => "lsm/bpf",
+        EV_MOUNT => "lsm/sb_mount",
+        EV_PTRACE => "lsm/ptrace_access_check",
+        EV_KILL => "lsm/task_kill",
         _ => "unknown",
     }
 }
@@ -46,6 +51,7 @@ pub fn reason_name(reason: u32) -> &'static str {
         REASON_EGRESS_NOT_ALLOWED => "egress_not_allowed",
         REASON_EGRESS_LOCKDOWN => "egress_lockdown",
         REASON_UNRESOLVABLE => "unresolvable",
+        REASON_SELF_PROTECTION => "self_protection",
         _ => "unknown",
     }
 }
@@ -76,6 +82,21 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
                 "opening a protected file (or a file under a protected directory) is denied by the kernel",
             _ =>
                 "the kernel could not resolve this file's path within its depth limit, so the open is denied",
+        });
+    } else if matches!(ev.kind, EV_BPF | EV_MOUNT | EV_PTRACE | EV_KILL) {
+        if matches!(ev.kind, EV_PTRACE | EV_KILL) {
+            detail["target_pid"] = json!(ev.ino);
+        }
+        if ev.kind == EV_KILL {
+            detail["signal"] = json!(ev.port);
+        }
+        detail["message"] = json!(match ev.kind {
+            EV_BPF =>
+                "bpf() is denied inside the agent's cgroup: the agent may not touch the kernel layer",
+            EV_MOUNT => "mount() is denied inside the agent's cgroup",
+            EV_PTRACE =>
+                "ptrace attach, and any ptrace access to gatewayd, is denied inside the agent's cgroup",
+            _ => "the agent may not signal gatewayd",
         });
     } else {
         let ip = if ev.family == AF_INET {
@@ -133,7 +154,6 @@ mod tests {
                 },
             }],
             egress: vec![],
-            want_file_open: true,
             require: true,
         }
     }
@@ -166,6 +186,23 @@ mod tests {
         let d = describe(&e, &spec());
         assert_eq!((d.hook, d.reason), ("cgroup/sendmsg6", "egress_lockdown"));
         assert_eq!(d.detail["addr"], "::1");
+    }
+
+    #[test]
+    fn self_protection_denials() {
+        let d = describe(&ev(EV_BPF, REASON_SELF_PROTECTION), &spec());
+        assert_eq!((d.hook, d.reason), ("lsm/bpf", "self_protection"));
+        let mut e = ev(EV_KILL, REASON_SELF_PROTECTION);
+        e.ino = 1234;
+        e.port = 9;
+        let d = describe(&e, &spec());
+        assert_eq!(d.hook, "lsm/task_kill");
+        assert_eq!(
+            (d.detail["target_pid"].as_u64(), d.detail["signal"].as_u64()),
+            (Some(1234), Some(9))
+        );
+        let d = describe(&ev(EV_FILE_OPEN, REASON_SELF_PROTECTION), &spec());
+        assert!(d.detail["message"].as_str().unwrap().contains("cgroup"));
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! - [`events`] — ring-buffer events to audit entries
 //! - [`task`]   — the one task that owns the `Ebpf` handle; others send it [`task::Command`]s
 //!
-//! Programs (names are also the audit `hook` values):
-//! `lsm/file_open`, `cgroup/connect4`, `cgroup/connect6`, `cgroup/sendmsg4`, `cgroup/sendmsg6`.
+//! Programs (names are also the audit `hook` values): `lsm/file_open`, `lsm/bpf`,
+//! `lsm/sb_mount`, `lsm/ptrace_access_check`, `lsm/task_kill`, `cgroup/connect4`,
+//! `cgroup/connect6`, `cgroup/sendmsg4`, `cgroup/sendmsg6`.
 pub mod btf;
 pub mod events;
 pub mod spec;
@@ -76,7 +77,9 @@ impl Tier {
     pub fn as_str(self) -> &'static str {
         match self {
             Tier::Full => "1 (bpf-lsm + cgroup)",
-            Tier::CgroupOnly => "2 (cgroup egress only; no kernel file enforcement)",
+            Tier::CgroupOnly => {
+                "2 (cgroup egress only; no kernel file enforcement or self-protection)"
+            }
             Tier::None => "none",
         }
     }
@@ -89,7 +92,47 @@ pub struct KernelLayer {
     status: Vec<PieceStatus>,
 }
 
-const FILE_OPEN: &str = "lsm/file_open";
+/// One BPF LSM program: (hook, audit name, what it enforces, [(parameter count, program
+/// name in the object)]). The program is chosen by the hook's parameter count in this
+/// kernel's BTF, because its "earlier verdict" argument comes right after the parameters.
+type LsmSpec = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(u32, &'static str)],
+);
+const LSM_PROGRAMS: [LsmSpec; 5] = [
+    (
+        "file_open",
+        "lsm/file_open",
+        "open() of protected files and directories; writes to cgroup files",
+        &[(1, "file_open")],
+    ),
+    (
+        "bpf",
+        "lsm/bpf",
+        "bpf() from the agent",
+        &[(3, "bpf3"), (4, "bpf4")],
+    ),
+    (
+        "sb_mount",
+        "lsm/sb_mount",
+        "mount() from the agent",
+        &[(5, "sb_mount")],
+    ),
+    (
+        "ptrace_access_check",
+        "lsm/ptrace_access_check",
+        "ptrace attach by the agent; any ptrace access to gatewayd",
+        &[(2, "ptrace_access_check")],
+    ),
+    (
+        "task_kill",
+        "lsm/task_kill",
+        "signals from the agent to gatewayd",
+        &[(4, "task_kill")],
+    ),
+];
 const SOCK_PROGRAMS: [(&str, &str, &str); 4] = [
     (
         "connect4",
@@ -132,7 +175,7 @@ impl KernelLayer {
         let cfg = Config {
             cgroup_id: spec.cgroup_id,
             cgroup_level: spec.cgroup_level,
-            _pad: 0,
+            daemon_tgid: std::process::id(),
             off_file_dentry: kbtf.member_offset("file", "f_path")?
                 + kbtf.member_offset("path", "dentry")?,
             off_dentry_parent: kbtf.member_offset("dentry", "d_parent")?,
@@ -140,6 +183,9 @@ impl KernelLayer {
             off_inode_ino: kbtf.member_offset("inode", "i_ino")?,
             off_inode_sb: kbtf.member_offset("inode", "i_sb")?,
             off_sb_dev: kbtf.member_offset("super_block", "s_dev")?,
+            off_sb_magic: kbtf.member_offset("super_block", "s_magic")?,
+            off_file_mode: kbtf.member_offset("file", "f_mode")?,
+            off_task_tgid: kbtf.member_offset("task_struct", "tgid")?,
         };
         let mut ebpf = EbpfLoader::new()
             .override_global("CONFIG", &cfg, true)
@@ -151,14 +197,18 @@ impl KernelLayer {
             ebpf,
             status: Vec::new(),
         };
-        if spec.want_file_open {
-            let res = layer.attach_file_open();
-            layer.record(
-                FILE_OPEN,
-                "open() of protected files and directories",
-                res,
-                spec.require,
-            )?;
+        for (hook, program, enforces, variants) in LSM_PROGRAMS {
+            let res = kbtf
+                .func_param_count(&format!("bpf_lsm_{hook}"))
+                .map_err(|e| ("loaded", e.to_string()))
+                .and_then(|n| {
+                    variants.iter().find(|(count, _)| *count == n).map(|(_, name)| *name).ok_or((
+                        "loaded",
+                        format!("this kernel's {hook} hook has {n} parameters, a signature gatewayd does not know"),
+                    ))
+                })
+                .and_then(|name| layer.attach_lsm(hook, name));
+            layer.record(program, enforces, res, spec.require)?;
         }
         let cgroup = File::open(&spec.cgroup_dir).map_err(|source| KernelError::Cgroup {
             path: spec.cgroup_dir.display().to_string(),
@@ -193,15 +243,15 @@ impl KernelLayer {
         Ok(())
     }
 
-    fn attach_file_open(&mut self) -> Result<(), (&'static str, String)> {
+    fn attach_lsm(&mut self, hook: &str, name: &str) -> Result<(), (&'static str, String)> {
         let btf = Btf::from_sys_fs().map_err(|e| ("loaded", format!("kernel BTF: {e}")))?;
         let p: &mut Lsm = self
             .ebpf
-            .program_mut("file_open")
+            .program_mut(name)
             .ok_or(("found", "program missing from the object".to_string()))?
             .try_into()
             .map_err(|e| ("loaded", format!("{e}")))?;
-        p.load("file_open", &btf)
+        p.load(hook, &btf)
             .map_err(|e| ("loaded", program_error(e)))?;
         p.attach().map_err(|e| ("attached", program_error(e)))?;
         Ok(())
@@ -235,7 +285,8 @@ impl KernelLayer {
 
     pub fn tier(&self) -> Tier {
         let sock = SOCK_PROGRAMS.iter().all(|(_, p, _)| self.attached(p));
-        match (self.attached(FILE_OPEN), sock) {
+        let lsm = LSM_PROGRAMS.iter().all(|(_, p, _, _)| self.attached(p));
+        match (lsm, sock) {
             (true, true) => Tier::Full,
             (false, true) => Tier::CgroupOnly,
             _ => Tier::None,
@@ -347,7 +398,6 @@ pub fn probe(
         cgroup_level,
         protected: Vec::new(),
         egress: Vec::new(),
-        want_file_open: true,
         require: false,
     };
     KernelLayer::load(&spec)

@@ -24,8 +24,6 @@ pub struct KernelSpec {
     pub cgroup_level: u32,
     pub protected: Vec<ProtectedInode>,
     pub egress: Vec<EgressRule>,
-    /// Attach `lsm/file_open` (the policy protects something).
-    pub want_file_open: bool,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
 }
@@ -96,7 +94,6 @@ impl KernelSpec {
             cgroup_dir,
             cgroup_id,
             cgroup_level,
-            want_file_open: !policy.sandbox.protected.is_empty(),
             protected,
             egress,
             require: policy.kernel == KernelMode::Require,
@@ -142,7 +139,6 @@ mod tests {
         let p = Policy::parse(&text, Path::new("t")).unwrap();
         let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into(), 7, 2);
         assert!(!spec.require);
-        assert!(spec.want_file_open);
         assert_eq!(spec.protected.len(), 1);
         assert_eq!(warnings.len(), 1);
         assert_eq!(

@@ -280,17 +280,27 @@ pub const MIN_SECRET_LEN: usize = 8;
 
 /// Whether `glob` (`*`, `?`) matches the whole of `s`.
 pub fn glob_match_str(glob: &str, s: &str) -> bool {
-    let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), s.chars().collect());
-    let (mut gi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    if glob.is_ascii() && s.is_ascii() {
+        glob_match(glob.as_bytes(), s.as_bytes())
+    } else {
+        let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), s.chars().collect());
+        glob_match(&g, &t)
+    }
+}
+
+/// Iterative matching with one backtrack point: linear in practice, no recursion.
+fn glob_match<T: PartialEq + Copy + From<u8>>(g: &[T], t: &[T]) -> bool {
+    let (star, any) = (T::from(b'*'), T::from(b'?'));
+    let (mut gi, mut ti, mut back, mut mark) = (0, 0, None, 0);
     while ti < t.len() {
-        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
+        if gi < g.len() && (g[gi] == any || g[gi] == t[ti]) {
             gi += 1;
             ti += 1;
-        } else if gi < g.len() && g[gi] == '*' {
-            star = Some(gi);
+        } else if gi < g.len() && g[gi] == star {
+            back = Some(gi);
             mark = ti;
             gi += 1;
-        } else if let Some(sp) = star {
+        } else if let Some(sp) = back {
             gi = sp + 1;
             mark += 1;
             ti = mark;
@@ -298,7 +308,7 @@ pub fn glob_match_str(glob: &str, s: &str) -> bool {
             return false;
         }
     }
-    g[gi..].iter().all(|&c| c == '*')
+    g[gi..].iter().all(|&c| c == star)
 }
 
 fn check_regex(at: &str, re: &str) -> Result<(), String> {
@@ -402,7 +412,141 @@ pub(super) fn validate(p: &super::Policy) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::glob_match_str;
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// The JSON Schema next to the policies names exactly the fields the parser accepts.
+    #[test]
+    fn schema_names_every_field() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../../policies/policy.schema.json")).unwrap();
+        let keys = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let props = |at: &str| keys(&schema.pointer(at).unwrap()["properties"]);
+        let tool: ToolDef = serde_json::from_value(json!({"name": "x"})).unwrap();
+        let rule: Rule =
+            serde_json::from_value(json!({"id": "r", "tool": "*", "decision": "deny"})).unwrap();
+        let rate = RateLimit {
+            tool: "*".into(),
+            max: 1,
+            window_s: 1,
+        };
+        let egress: super::super::EgressEntry =
+            serde_json::from_value(json!({"host": "h"})).unwrap();
+        for (at, v) in [
+            (
+                "",
+                serde_json::to_value(super::super::Policy::default()).unwrap(),
+            ),
+            (
+                "/$defs/sandbox",
+                serde_json::to_value(super::super::Sandbox::default()).unwrap(),
+            ),
+            (
+                "/$defs/network",
+                serde_json::to_value(super::super::Network::default()).unwrap(),
+            ),
+            (
+                "/$defs/network/properties/egress/items",
+                serde_json::to_value(egress).unwrap(),
+            ),
+            ("/$defs/tool", serde_json::to_value(tool).unwrap()),
+            (
+                "/$defs/arg_rule",
+                serde_json::to_value(ArgRule::default()).unwrap(),
+            ),
+            (
+                "/$defs/arg_rule/properties/shell",
+                serde_json::to_value(ShellRule::default()).unwrap(),
+            ),
+            ("/$defs/rule", serde_json::to_value(rule).unwrap()),
+            (
+                "/$defs/cond",
+                serde_json::to_value(Cond::default()).unwrap(),
+            ),
+            (
+                "/$defs/limits",
+                serde_json::to_value(Limits::default()).unwrap(),
+            ),
+            (
+                "/$defs/limits/properties/rate/items",
+                serde_json::to_value(rate).unwrap(),
+            ),
+            (
+                "/$defs/secret_source",
+                serde_json::to_value(SecretSource::default()).unwrap(),
+            ),
+        ] {
+            assert_eq!(props(at), keys(&v), "schema at `{at}`");
+        }
+    }
+
+    #[test]
+    fn gateway_fields_are_validated() {
+        let bad = |extra: &str, needle: &str| {
+            let text = format!(r#"{{"version": 1, {extra}}}"#);
+            let e = super::super::Policy::parse(&text, std::path::Path::new("p.json"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{extra}: {e}");
+        };
+        bad(
+            r#""tools": [{"name": "a"}, {"name": "a"}]"#,
+            "duplicate tool name",
+        );
+        bad(
+            r#""tools": [{"name": "a", "args": {"x": {"regex": "("}}}]"#,
+            "bad regex",
+        );
+        bad(
+            r#""tools": [{"name": "a", "credentials": ["nope"]}]"#,
+            "is not in `credentials`",
+        );
+        bad(
+            r#""tools": [{"name": "a", "args": {"x": {"min": 5, "max": 1}}}]"#,
+            "min > max",
+        );
+        bad(
+            r#""tools": [{"name": "a", "args": {"x": {"path": "read", "url": true}}}]"#,
+            "at most one",
+        );
+        bad(
+            r#""tools": [{"name": "a", "fingerprint": "md5:00"}]"#,
+            "fingerprint",
+        );
+        bad(r#""tools": [{"name": "a", "lables": []}]"#, "unknown field");
+        bad(
+            r#""rules": [{"id": "r", "tool": "*", "decision": "maybe"}]"#,
+            "unknown variant",
+        );
+        bad(
+            r#""rules": [{"id": "r", "tool": "*", "decision": "deny"}, {"id": "r", "tool": "x", "decision": "deny"}]"#,
+            "duplicate rule id",
+        );
+        bad(
+            r#""limits": {"rate": [{"tool": "*", "max": 0, "window_s": 1}]}"#,
+            "limits.rate[0]",
+        );
+        bad(r#""untrusted_echo_words": 0"#, "untrusted_echo_words");
+        bad(r#""secrets": {"k": {"value": "short"}}"#, "shorter than 8");
+        bad(
+            r#""secrets": {"k": {"env": "A", "value": "longenough"}}"#,
+            "exactly one",
+        );
+    }
+
+    #[test]
+    fn example_policy_loads() {
+        let p = super::super::Policy::parse(
+            include_str!("../../../policies/example.json"),
+            std::path::Path::new("example.json"),
+        )
+        .unwrap();
+        assert!(p.tools.len() >= 8);
+    }
 
     #[test]
     fn globs() {
@@ -414,5 +558,8 @@ mod tests {
         assert!(glob_match_str("a?c", "abc"));
         assert!(glob_match_str("*a*b*", "xxaxxbxx"));
         assert!(!glob_match_str("a", "ab"));
+        assert!(glob_match_str("é*ü", "éaaü"));
+        assert!(glob_match_str("?", "é"));
+        assert!(!glob_match_str("??", "é"));
     }
 }
