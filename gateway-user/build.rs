@@ -7,7 +7,9 @@
 //! binary built this way refuses to load kernel programs (the loader checks for the stub).
 fn main() -> anyhow::Result<()> {
     println!("cargo::rerun-if-env-changed=GATEWAYD_EBPF_STUB");
-    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| anyhow::anyhow!("OUT_DIR unset"))?);
+    let out = std::path::PathBuf::from(
+        std::env::var_os("OUT_DIR").ok_or_else(|| anyhow::anyhow!("OUT_DIR unset"))?,
+    );
     if std::env::var_os("GATEWAYD_EBPF_STUB").is_some_and(|v| v == "1") {
         std::fs::write(out.join("gateway"), b"")?;
         return Ok(());
