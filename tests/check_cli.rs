@@ -59,9 +59,7 @@ fn check_deny_names_reason_and_rule() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("rules:    no-git-push")
-            || out.contains("reason:   shell")
-            || out.contains("check_error"),
+        out.contains("reason:   arg_rule") && out.contains("rules:    no-git-push"),
         "{out}"
     );
 

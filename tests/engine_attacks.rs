@@ -335,6 +335,15 @@ fn hard_link_to_protected_file() {
         f.call(&mut s, "read_file", json!({"path": "env-copy"})),
         Reason::Sandbox,
     );
+    // a hard link to a file inside a protected directory
+    denied(
+        f.call(&mut s, "read_file", json!({"path": "key-copy"})),
+        Reason::Sandbox,
+    );
+    denied(
+        f.call(&mut s, "run_shell", json!({"command": "cat key-copy"})),
+        Reason::Sandbox,
+    );
 }
 
 #[test]
@@ -932,6 +941,7 @@ fn shell_denied(f: &Fx, s: &mut Session, tool: &str, cmd: &str, reason: Reason) 
         o.verdict.message
     );
     assert!(!ran, "{cmd}: the handler ran");
+    count_call("refused");
 }
 
 #[test]
@@ -1159,5 +1169,55 @@ fn protected_at_run_time_policy_and_audit_files() {
     denied(
         f.call(&mut s, "run_shell", json!({"command": "cat notes.txt"})),
         Reason::Sandbox,
+    );
+}
+
+#[test]
+fn secrets_added_at_run_time() {
+    let mut f = fx();
+    let mut s = session();
+    f.engine.add_secret("minted_a", "tok_aaaaaaaa1111").unwrap();
+    assert!(f.engine.add_secret("tiny", "abc").is_err());
+    f.engine.add_secret("minted_b", "tok_bbbbbbbb2222").unwrap();
+    for body in ["tok_aaaaaaaa1111", "tok_bbbbbbbb2222", DEPLOY_KEY] {
+        denied(
+            f.call(
+                &mut s,
+                "http_post",
+                json!({"url": "https://hooks.corp.test/x", "body": body}),
+            ),
+            Reason::SecretEgress,
+        );
+    }
+}
+
+#[test]
+fn nested_arguments_are_ruled_too() {
+    let f = fx();
+    let mut s = session();
+    let pay = |iban: &str, amount: f64| json!({"payment": {"iban": iban, "amount": amount}});
+    denied(
+        f.call(&mut s, "pay_batch", pay("DE89370400440532013000", 100.5)),
+        Reason::ArgRule,
+    );
+    denied(
+        f.call(&mut s, "pay_batch", pay("de89 3704", 10.0)),
+        Reason::ArgRule,
+    );
+    let o = denied(
+        f.call(&mut s, "pay_batch", pay("XX89370400440532013000", 10.0)),
+        Reason::ArgRule,
+    );
+    assert_eq!(
+        o.verdict.matched_rules,
+        vec!["no-sanctioned-iban".to_string()]
+    );
+    denied(
+        f.call(
+            &mut s,
+            "pay_batch",
+            json!({"payment": {"iban": "DE89370400440532013000"}}),
+        ),
+        Reason::ArgRule,
     );
 }

@@ -402,3 +402,14 @@ fn warn_mode_runs_flagged_tools_and_records_findings() {
     let a = f.audit.lock().unwrap();
     assert_eq!(a.records[0].detail["scan_findings"][0], "hidden_tag");
 }
+
+#[test]
+fn nested_payment_inside_the_rules() {
+    let f = fx();
+    let mut s = session();
+    allowed(f.call(
+        &mut s,
+        "pay_batch",
+        json!({"payment": {"iban": "DE89370400440532013000", "amount": 100}}),
+    ));
+}

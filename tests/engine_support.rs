@@ -95,6 +95,7 @@ pub fn make_tree(root: &Path) {
     )
     .unwrap();
     fs::hard_link(root.join("work/.env"), root.join("work/env-copy")).unwrap();
+    fs::hard_link(root.join("home/.ssh/id_rsa"), root.join("work/key-copy")).unwrap();
 }
 
 /// The fixture policy text pointed at `root`.
@@ -180,6 +181,7 @@ pub fn refused(r: (Outcome, bool), decision: Decision, reason: Reason) -> Outcom
         o.verdict.message
     );
     assert!(!ran, "the handler ran");
+    count_call("refused");
     assert!(!o.verdict.message.is_empty());
     o
 }
@@ -201,5 +203,18 @@ pub fn allowed(r: (Outcome, bool)) -> Outcome {
         o.verdict.message
     );
     assert!(ran, "allowed but the handler did not run");
+    count_call("allowed");
     o
+}
+
+/// With `GATEWAYD_COUNT_DIR` set, each asserted call is tallied in a file there (for the
+/// suite counts in reports).
+pub fn count_call(kind: &str) {
+    if let Some(dir) = std::env::var_os("GATEWAYD_COUNT_DIR") {
+        use std::io::Write;
+        let p = Path::new(&dir).join(kind);
+        if let Ok(mut f) = fs::OpenOptions::new().create(true).append(true).open(p) {
+            let _ = f.write_all(b"1\n");
+        }
+    }
 }

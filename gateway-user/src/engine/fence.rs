@@ -21,12 +21,12 @@ pub fn fence_text(text: &str, tool: &str, nonce: &str) -> String {
     )
 }
 
-/// Fences every string in `v`.
-pub fn fence_value(v: &mut Value, tool: &str, nonce: &str) {
-    match v {
-        Value::String(s) => *s = fence_text(s, tool, nonce),
-        Value::Array(a) => a.iter_mut().for_each(|x| fence_value(x, tool, nonce)),
-        Value::Object(m) => m.values_mut().for_each(|x| fence_value(x, tool, nonce)),
-        _ => {}
-    }
+/// Untrusted output as one fenced text: a string as it is, anything else as its JSON text
+/// (object keys can carry instructions as well as values can).
+pub fn fence_value(v: &Value, tool: &str, nonce: &str) -> Value {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    Value::String(fence_text(&text, tool, nonce))
 }

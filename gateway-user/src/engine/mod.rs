@@ -1,16 +1,21 @@
 //! The tool-call decision engine: every tool call an agent asks for passes through
 //! [`Engine::call`] (or, as a dry run, [`Engine::decide`]).
 //!
-//! Order of checks (DESIGN.md; reason codes in brackets):
-//! 1. session  2. registry [not_allowlisted]  3. fingerprint [rug_pull]
-//! 4. description scan [description_scan]  5. scopes [missing_scope]
-//! 6. arguments: schema, rules after canonicalisation [arg_rule, sandbox, shell]
-//! 7. rate, budget, action limits [rate_limit, budget, action_limit]
-//! 8. untrusted echo [untrusted_echo]  9. secrets, Rule of Two [secret_egress, trifecta]
-//! 10. rules: deny > hold > allow; no rule = the tool's default  11. approval
-//!     [approval_required, approval_denied]  12. credentials  13. the call, fenced output,
-//!     one audit record [audit_unavailable]. Whatever cannot be evaluated denies [check_error].
+//! Order of checks (DESIGN.md; reason codes in parentheses; the first deny ends it):
+//! 1. session  2. registry (`not_allowlisted`)  3. fingerprint (`rug_pull`)
+//! 4. description scan (`description_scan`)  5. scopes (`missing_scope`)
+//! 6. arguments: schema, rules after canonicalisation (`arg_rule`, `sandbox`, `shell`)
+//! 7. rate, budget, action limits (`rate_limit`, `budget`, `action_limit`)
+//! 8. untrusted echo (`untrusted_echo`)  9. secrets, Rule of Two (`secret_egress`, `trifecta`)
+//! 10. rules: deny > hold > allow; no rule = the tool's default (`arg_rule`)
+//! 11. the tool's credentials are available (`check_error`)
+//! 12. approval when anything asked for a hold (`approval_required`, `approval_denied`)
+//! 13. one audit record, durable before anything runs (`audit_unavailable`); then the
+//!     counters, the legs, credential injection, the handler, redacted and fenced output.
+//!
+//! Whatever cannot be evaluated denies (`check_error`). Field reference: docs/POLICY.md.
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, RwLock},
 };
@@ -277,6 +282,8 @@ pub struct Engine {
     egress: sandbox::EgressView,
     /// Secrets and credentials: never leave through `sends_out`; scrubbed from records.
     all_secrets: secrets::SecretSet,
+    /// The (name, value) pairs `all_secrets` was built from.
+    secret_items: Vec<(String, String)>,
     /// Credentials alone: never in any tool's arguments; redacted from outputs.
     creds: secrets::SecretSet,
     cred_values: BTreeMap<String, Result<String, String>>,
@@ -287,10 +294,11 @@ pub struct Engine {
 }
 
 /// The result of checks 1–11, before side effects.
-struct Eval {
+struct Eval<'a> {
     verdict: Verdict,
-    /// Arguments with path values canonicalised: what rules saw and what the handler gets.
-    args: Value,
+    /// Arguments with path values canonicalised: what rules saw and what the handler gets
+    /// (borrowed from the call when nothing was canonicalised).
+    args: Cow<'a, Value>,
 }
 
 impl Engine {
@@ -353,8 +361,14 @@ impl Engine {
         let mut all = Vec::new();
         let mut cred_list = Vec::new();
         let mut cred_values = BTreeMap::new();
+        // A value shorter than MIN_SECRET_LEN would match everywhere: not looked for.
+        let min = crate::policy::tools::MIN_SECRET_LEN;
+        let short = |v: &str| v.chars().count() < min;
         for (name, src) in &policy.secrets {
             match src.resolve() {
+                Ok(v) if short(&v) => warnings.push(format!(
+                    "secret {name} not checked: shorter than {min} characters"
+                )),
                 Ok(v) => all.push((name.clone(), v)),
                 Err(e) => warnings.push(format!("secret {name} not checked: {e}")),
             }
@@ -362,6 +376,9 @@ impl Engine {
         for (name, src) in &policy.credentials {
             let v = src.resolve();
             match &v {
+                Ok(v) if short(v) => warnings.push(format!(
+                    "credential {name} is shorter than {min} characters: injected, but not looked for in arguments or outputs"
+                )),
                 Ok(v) => {
                     all.push((name.clone(), v.clone()));
                     cred_list.push((name.clone(), v.clone()));
@@ -383,6 +400,7 @@ impl Engine {
             sandbox: sandbox::SandboxView::new(&policy.sandbox),
             egress: sandbox::EgressView::new(&policy.network),
             all_secrets: secrets::SecretSet::new(&all),
+            secret_items: all,
             creds: secrets::SecretSet::new(&cred_list),
             cred_values,
             tools: RwLock::new(tools),
@@ -401,21 +419,16 @@ impl Engine {
     }
 
     /// Adds a secret at run time (e.g. a token the application just minted).
-    pub fn add_secret(&mut self, name: &str, value: &str) {
-        let mut items: Vec<(String, String)> = Vec::new();
-        // The set is rebuilt from scratch; keep what it had.
-        for (n, src) in &self.policy.secrets {
-            if let Ok(v) = src.resolve() {
-                items.push((n.clone(), v));
-            }
+    pub fn add_secret(&mut self, name: &str, value: &str) -> Result<(), String> {
+        if value.chars().count() < crate::policy::tools::MIN_SECRET_LEN {
+            return Err(format!(
+                "secret {name}: shorter than {} characters",
+                crate::policy::tools::MIN_SECRET_LEN
+            ));
         }
-        for (n, v) in &self.cred_values {
-            if let Ok(v) = v {
-                items.push((n.clone(), v.clone()));
-            }
-        }
-        items.push((name.to_owned(), value.to_owned()));
-        self.all_secrets = secrets::SecretSet::new(&items);
+        self.secret_items.push((name.to_owned(), value.to_owned()));
+        self.all_secrets = secrets::SecretSet::new(&self.secret_items);
+        Ok(())
     }
 
     /// Problems found at start-up that do not stop the engine (unresolved secrets).
@@ -622,7 +635,7 @@ impl Engine {
                         s.observe_untrusted(&t, words);
                     }
                     match &nonce {
-                        Some(n) => fence::fence_value(&mut v, &name, n),
+                        Some(n) => v = fence::fence_value(&v, &name, n),
                         None => v = Value::String("[untrusted output withheld: no nonce]".into()),
                     }
                 }
@@ -697,8 +710,8 @@ impl Engine {
     }
 
     /// Checks 1–11 (and 12's availability). No side effects.
-    fn evaluate(&self, s: &Session, call: &ToolCall) -> Eval {
-        let mut args = call.arguments.clone();
+    fn evaluate<'a>(&self, s: &Session, call: &'a ToolCall) -> Eval<'a> {
+        let mut args = Cow::Borrowed(&call.arguments);
         match self.evaluate_inner(s, call, &mut args) {
             Ok(v) | Err(v) => Eval { verdict: v, args },
         }
@@ -708,7 +721,7 @@ impl Engine {
         &self,
         s: &Session,
         call: &ToolCall,
-        args: &mut Value,
+        args: &mut Cow<'_, Value>,
     ) -> Result<Verdict, Verdict> {
         use Reason as R;
         // 1. session
@@ -779,20 +792,41 @@ impl Engine {
         }
         args::schema_check(&tool.schema, args, "arguments")
             .map_err(|m| Verdict::deny(R::ArgRule, m))?;
+        // Canonical forms of path values: (argument, array index, value).
+        let mut canon: Vec<(&str, Option<usize>, Value)> = Vec::new();
         for (arg, c) in &tool.args {
-            let Some(v) = args.get_mut(arg.as_str()) else {
+            let Some(v) = arg_ref(args, arg) else {
                 if c.rule.required {
                     return Err(Verdict::deny(R::ArgRule, format!("`{arg}` is required")));
                 }
                 continue;
             };
             // An array: every element is checked (an empty one has nothing to check).
-            let items: Vec<&mut Value> = match v {
-                Value::Array(a) => a.iter_mut().collect(),
-                x => vec![x],
-            };
-            for item in items {
-                self.check_arg(arg, c, item)?;
+            match v {
+                Value::Array(a) => {
+                    for (i, item) in a.iter().enumerate() {
+                        if let Some(n) = self.check_arg(arg, c, item)? {
+                            canon.push((arg, Some(i), n));
+                        }
+                    }
+                }
+                x => {
+                    if let Some(n) = self.check_arg(arg, c, x)? {
+                        canon.push((arg, None, n));
+                    }
+                }
+            }
+        }
+        if !canon.is_empty() {
+            let a = args.to_mut();
+            for (k, i, n) in canon {
+                let slot = arg_mut(a, k).and_then(|v| match i {
+                    Some(i) => v.get_mut(i),
+                    None => Some(v),
+                });
+                if let Some(slot) = slot {
+                    *slot = n;
+                }
             }
         }
         // 7. limits (denied calls are never counted)
@@ -906,10 +940,7 @@ impl Engine {
                 continue;
             }
             let all = r.rule.decision == RuleDecision::Allow;
-            if r.when
-                .iter()
-                .all(|(k, c)| c.matches(args.get(k.as_str()), all))
-            {
+            if r.when.iter().all(|(k, c)| c.matches(arg_ref(args, k), all)) {
                 matched.push(r.rule.id.clone());
                 if worst.is_none_or(|w| r.rule.decision > w) {
                     worst = Some(r.rule.decision);
@@ -1013,8 +1044,9 @@ impl Engine {
         }
     }
 
-    /// Check 6 for one argument value (one element of an array).
-    fn check_arg(&self, arg: &str, c: &args::CArg, v: &mut Value) -> Result<(), Verdict> {
+    /// Check 6 for one argument value (one element of an array); for a path, returns its
+    /// canonical form, which replaces the value.
+    fn check_arg(&self, arg: &str, c: &args::CArg, v: &Value) -> Result<Option<Value>, Verdict> {
         use Reason as R;
         if let Some(access) = c.rule.path {
             let raw = v
@@ -1027,7 +1059,10 @@ impl Engine {
             self.sandbox
                 .check(&raw, &real, access)
                 .map_err(|m| Verdict::deny(R::Sandbox, format!("`{arg}`: {m}")))?;
-            *v = Value::String(real.to_string_lossy().into_owned());
+            let real = Value::String(real.to_string_lossy().into_owned());
+            c.check_scalar(arg, &real)
+                .map_err(|m| Verdict::deny(R::ArgRule, m))?;
+            return Ok(Some(real));
         } else if c.rule.url {
             let raw = v.as_str().ok_or_else(|| {
                 Verdict::deny(R::ArgRule, format!("`{arg}` must be a URL string"))
@@ -1051,7 +1086,25 @@ impl Engine {
                 .map_err(|(r, m)| Verdict::deny(r, m))?;
         }
         c.check_scalar(arg, v)
-            .map_err(|m| Verdict::deny(R::ArgRule, m))
+            .map_err(|m| Verdict::deny(R::ArgRule, m))?;
+        Ok(None)
+    }
+}
+
+/// An argument by name, or by JSON Pointer (`/payment/amount`) for nested values.
+fn arg_ref<'a>(args: &'a Value, key: &str) -> Option<&'a Value> {
+    if key.starts_with('/') {
+        args.pointer(key)
+    } else {
+        args.get(key)
+    }
+}
+
+fn arg_mut<'a>(args: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    if key.starts_with('/') {
+        args.pointer_mut(key)
+    } else {
+        args.get_mut(key)
     }
 }
 

@@ -84,6 +84,43 @@ fn both(p: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Most entries looked at below one protected directory when indexing hard links.
+pub const PROTECTED_INDEX_CAP: usize = 100_000;
+
+/// Records the identity of a protected entry, and of every file below a protected directory
+/// that has more than one name (only those can be reached through a hard link elsewhere).
+/// Symlinks are not followed; at most [`PROTECTED_INDEX_CAP`] entries per directory.
+fn index_protected(p: &Path, ids: &mut HashSet<(u64, u64)>) {
+    let Ok(m) = std::fs::metadata(p) else {
+        return;
+    };
+    ids.insert((m.dev(), m.ino()));
+    if !m.is_dir() {
+        return;
+    }
+    let mut stack = vec![p.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            seen += 1;
+            if seen > PROTECTED_INDEX_CAP {
+                return;
+            }
+            let Ok(m) = e.metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() && m.nlink() > 1 {
+                ids.insert((m.dev(), m.ino()));
+            }
+        }
+    }
+}
+
 /// The sandbox section, resolved once.
 #[derive(Debug, Default)]
 pub struct SandboxView {
@@ -108,11 +145,10 @@ impl SandboxView {
         read.extend(write.iter().cloned());
         read.extend(root.iter().cloned());
         let protected: Vec<PathBuf> = s.protected.iter().flat_map(|p| both(p)).collect();
-        let protected_ids = protected
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| (m.dev(), m.ino()))
-            .collect();
+        let mut protected_ids = HashSet::new();
+        for p in &protected {
+            index_protected(p, &mut protected_ids);
+        }
         let exec = s.exec.iter().flat_map(|p| both(p)).collect();
         SandboxView {
             root,
@@ -127,9 +163,7 @@ impl SandboxView {
     /// Adds a protected path at run time (the policy file, the audit log).
     pub fn protect(&mut self, p: &Path) {
         for q in both(p) {
-            if let Ok(m) = std::fs::metadata(&q) {
-                self.protected_ids.insert((m.dev(), m.ino()));
-            }
+            index_protected(&q, &mut self.protected_ids);
             self.protected.push(q);
         }
     }

@@ -80,6 +80,8 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         detail["message"] = json!(match ev.reason {
             REASON_PROTECTED_PATH =>
                 "opening a protected file (or a file under a protected directory) is denied by the kernel",
+            REASON_SELF_PROTECTION =>
+                "writing to cgroup files is denied: the agent may not leave or reconfigure its cgroup",
             _ =>
                 "the kernel could not resolve this file's path within its depth limit, so the open is denied",
         });
