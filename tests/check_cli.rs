@@ -5,6 +5,8 @@ use std::{path::PathBuf, process::Command};
 fn gatewayd(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
         .args(args)
+        .env("DEPLOY_KEY", "dk_live_example_0000000000")
+        .env("DB_PASSWORD", "example-db-password-0000")
         .env_remove("SMTP_PASSWORD")
         .output()
         .expect("run gatewayd");
@@ -121,7 +123,22 @@ fn validate_reports_line_and_column() {
 
     let (code, out, _) = gatewayd(&["policy", "validate", &example()]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("valid"));
+    assert!(out.contains("valid") && !out.contains("warning"), "{out}");
+
+    // a rule for an argument the schema does not have: a warning, not an error
+    std::fs::write(
+        &p,
+        r#"{"version": 1, "tools": [{"name": "t",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "args": {"pth": {"path": "read"}}}]}"#,
+    )
+    .unwrap();
+    let (code, out, _) = gatewayd(&["policy", "validate", p.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("warning: tool t: rule for argument `pth`"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -196,5 +213,45 @@ fn pin_from_a_server_tool_list() {
             .as_str()
             .unwrap()
             .starts_with("sha256:")
+    );
+}
+
+#[test]
+fn unloadable_secret_denies_egress() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
+        .args([
+            "check",
+            "--policy",
+            &example(),
+            "--call",
+            r#"{"tool": "search_web", "arguments": {"query": "rust"}}"#,
+        ])
+        .env_remove("DEPLOY_KEY")
+        .env("DB_PASSWORD", "example-db-password-0000")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("reason:   check_error") && stdout.contains("deploy_key"),
+        "{stdout}"
+    );
+    // tools that send nothing out are unaffected
+    let out = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
+        .args([
+            "check",
+            "--policy",
+            &example(),
+            "--call",
+            r#"{"tool": "list_dir", "arguments": {"path": "/home/agent/work"}}"#,
+        ])
+        .env_remove("DEPLOY_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
     );
 }

@@ -129,6 +129,14 @@ fn rug_pull_after_benign_use_stays_blocked() {
         f.call(&mut s, "weather", json!({"city": "Oslo"})),
         Reason::RugPull,
     );
+    // the changed definitions were recorded as refusals, next to the calls
+    let a = f.audit.lock().unwrap();
+    let codes: Vec<&str> = a.records.iter().map(|r| r.reason).collect();
+    assert_eq!(
+        codes,
+        ["allowed", "rug_pull", "rug_pull", "rug_pull", "rug_pull"]
+    );
+    assert_eq!(a.records[1].detail["event"], "register");
 }
 
 #[test]
@@ -1220,4 +1228,57 @@ fn nested_arguments_are_ruled_too() {
         ),
         Reason::ArgRule,
     );
+}
+
+#[test]
+fn hard_link_made_after_start() {
+    let f = fx();
+    let mut s = session();
+    std::fs::write(f.root.join("home/.ssh/later_key"), "KEY").unwrap();
+    std::fs::hard_link(
+        f.root.join("home/.ssh/later_key"),
+        f.root.join("work/later-copy"),
+    )
+    .unwrap();
+    denied(
+        f.call(&mut s, "read_file", json!({"path": "later-copy"})),
+        Reason::Sandbox,
+    );
+}
+
+#[test]
+fn unloadable_secret_denies_every_sends_out_call() {
+    let f = fx_with(|p| p["secrets"]["deploy_key"] = json!({"env": "GATEWAYD_TEST_UNSET_SECRET"}));
+    let mut s = session();
+    denied(
+        f.call(
+            &mut s,
+            "http_post",
+            json!({"url": "https://hooks.corp.test/x", "body": "hello"}),
+        ),
+        Reason::CheckError,
+    );
+    allowed(f.call(&mut s, "read_file", json!({"path": "notes.txt"})));
+}
+
+#[test]
+fn proc_links_loops_and_odd_paths() {
+    let f = fx();
+    let mut s = session();
+    std::os::unix::fs::symlink(f.root.join("work/loop-b"), f.root.join("work/loop-a")).unwrap();
+    std::os::unix::fs::symlink(f.root.join("work/loop-a"), f.root.join("work/loop-b")).unwrap();
+    for p in [
+        format!("/proc/self/root{}", f.p("home/.ssh/id_rsa")),
+        format!("/proc/self/cwd/../../../..{}", f.p("home/.ssh/id_rsa")),
+        "loop-a".to_string(),
+        "loop-a/x".to_string(),
+        format!("{}/{}", f.p("work"), "x/".repeat(3000)),
+        "".to_string(),
+        "notes.txt\0.png".to_string(),
+    ] {
+        denied(
+            f.call(&mut s, "read_file", json!({"path": p})),
+            Reason::Sandbox,
+        );
+    }
 }

@@ -97,11 +97,15 @@ fn web_access_inside_the_allowlist() {
         json!({"query": "rust borrow checker"}),
         json!({"results": [{"title": "The Book", "url": "https://doc.test"}]}),
     ));
+    let text = o.output.unwrap();
+    let text = text.as_str().unwrap();
     assert!(
-        o.output.unwrap()["results"][0]["title"]
-            .as_str()
-            .unwrap()
-            .contains("nonce=")
+        text.starts_with("<untrusted-output tool=\"search_web\" nonce="),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"{"results":[{"title":"The Book","url":"https://doc.test"}]}"#),
+        "{text}"
     );
 }
 
@@ -412,4 +416,36 @@ fn nested_payment_inside_the_rules() {
         "pay_batch",
         json!({"payment": {"iban": "DE89370400440532013000", "amount": 100}}),
     ));
+}
+
+#[test]
+fn scan_off_runs_every_registered_tool() {
+    let f = fx_with(|p| p["description_scan"] = json!("off"));
+    let mut s = session();
+    for t in ["poison_ignore", "poison_exfil", "poison_hidden"] {
+        allowed(f.call(&mut s, t, json!({})));
+    }
+}
+
+#[test]
+fn the_same_held_call_keeps_one_approval() {
+    let f = fx();
+    let mut s = session();
+    let args = json!({"payee": "landlord", "amount": 75});
+    let (a, _) = f.call(&mut s, "transfer", args.clone());
+    let (b, _) = f.call(&mut s, "transfer", args.clone());
+    assert_eq!(a.verdict.approval_id, b.verdict.approval_id);
+    assert!(
+        b.verdict
+            .message
+            .contains(b.verdict.approval_id.as_deref().unwrap())
+    );
+    assert_eq!(f.engine.pending().len(), 1);
+    let (c, _) = f.call(
+        &mut s,
+        "transfer",
+        json!({"payee": "landlord", "amount": 76}),
+    );
+    assert_ne!(a.verdict.approval_id, c.verdict.approval_id);
+    assert_eq!(f.engine.pending().len(), 2);
 }

@@ -55,6 +55,16 @@ fn warnings(p: &Policy) -> Vec<String> {
                 t.name
             ));
         }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for arg in t.args.keys().filter(|a| !a.starts_with('/')) {
+                if !props.contains_key(arg) {
+                    out.push(format!(
+                        "tool {}: rule for argument `{arg}`, which its input_schema does not list (a typo leaves the real argument unchecked)",
+                        t.name
+                    ));
+                }
+            }
+        }
         for f in scan::scan(&t.description, &schema) {
             out.push(format!(
                 "tool {}: description scan: {} in {}: \"{}\"",
@@ -174,9 +184,15 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    let tmp = path.with_extension("json.pin-tmp");
+    // Replaced atomically, through a symlink to the real file, keeping its permissions.
+    let real =
+        std::fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
+    let perms = std::fs::metadata(&real)?.permissions();
+    let tmp = real.with_extension("json.pin-tmp");
     std::fs::write(&tmp, &out).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+    std::fs::set_permissions(&tmp, perms)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, &real).with_context(|| format!("replacing {}", real.display()))?;
     println!("{}: {changed} fingerprint(s) pinned", path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -65,6 +65,28 @@ impl Approvals {
         Ok(())
     }
 
+    /// The id of a pending, unexpired approval for exactly this call.
+    pub fn find_pending(
+        &self,
+        session: &str,
+        tool: &str,
+        args_sha256: &str,
+        reasons: &[String],
+        now: u64,
+    ) -> Option<String> {
+        self.map
+            .values()
+            .find(|a| {
+                a.state == ApprovalState::Pending
+                    && now <= a.expires_ms
+                    && a.session == session
+                    && a.tool == tool
+                    && a.args_sha256 == args_sha256
+                    && a.reasons == reasons
+            })
+            .map(|a| a.id.clone())
+    }
+
     pub fn pending(&self, now: u64) -> Vec<Approval> {
         let mut v: Vec<Approval> = self
             .map

@@ -221,8 +221,8 @@ impl std::fmt::Debug for Credentials {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub verdict: Verdict,
-    /// The tool's output (credentials redacted; strings fenced when untrusted); None unless
-    /// the handler ran and succeeded.
+    /// The tool's output (credentials redacted; one fenced text block when untrusted); None
+    /// unless the handler ran and succeeded.
     pub output: Option<Value>,
     /// The handler's error (redacted and fenced like output).
     pub error: Option<String>,
@@ -289,6 +289,8 @@ pub struct Engine {
     cred_values: BTreeMap<String, Result<String, String>>,
     approvals: Mutex<approval::Approvals>,
     warnings: Vec<String>,
+    /// Secrets whose source could not be read: egress cannot be checked for them.
+    missing_secrets: Vec<String>,
     /// The registered tools' names, for the `not_allowlisted` message.
     tool_list: String,
 }
@@ -361,6 +363,7 @@ impl Engine {
         let mut all = Vec::new();
         let mut cred_list = Vec::new();
         let mut cred_values = BTreeMap::new();
+        let mut missing_secrets = Vec::new();
         // A value shorter than MIN_SECRET_LEN would match everywhere: not looked for.
         let min = crate::policy::tools::MIN_SECRET_LEN;
         let short = |v: &str| v.chars().count() < min;
@@ -370,7 +373,12 @@ impl Engine {
                     "secret {name} not checked: shorter than {min} characters"
                 )),
                 Ok(v) => all.push((name.clone(), v)),
-                Err(e) => warnings.push(format!("secret {name} not checked: {e}")),
+                Err(e) => {
+                    warnings.push(format!(
+                        "secret {name} cannot be loaded ({e}): every sends_out call is denied"
+                    ));
+                    missing_secrets.push(name.clone());
+                }
             }
         }
         for (name, src) in &policy.credentials {
@@ -410,6 +418,7 @@ impl Engine {
             clock,
             audit,
             warnings,
+            missing_secrets,
         })
     }
 
@@ -455,6 +464,36 @@ impl Engine {
     /// its fingerprint is compared with the pin. A change blocks the tool (`rug_pull`) until
     /// a person re-pins it; going back to the pinned definition does not unblock it.
     pub fn register(&self, d: &ToolDefinition) -> Registration {
+        let result = self.register_inner(d);
+        // A blocked definition is a security event: recorded (the tool stays blocked even
+        // if the record cannot be written).
+        let (reason, detail) = match &result {
+            Registration::RugPull { pinned, got } => (
+                Reason::RugPull,
+                json!({"event": "register", "pinned": pinned, "got": got}),
+            ),
+            Registration::Flagged(kinds) => (
+                Reason::DescriptionScan,
+                json!({"event": "register", "findings": kinds}),
+            ),
+            _ => return result,
+        };
+        if let Some(audit) = &self.audit {
+            let rec = AuditRecord {
+                session: "-".into(),
+                tool: Some(d.name.clone()),
+                decision: Decision::Deny,
+                reason: reason.code(),
+                detail,
+            };
+            if let Ok(mut a) = audit.lock() {
+                let _ = a.append(rec);
+            }
+        }
+        result
+    }
+
+    fn register_inner(&self, d: &ToolDefinition) -> Registration {
         let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
         let Some(t) = tools.get_mut(&d.name) else {
             return Registration::NotInPolicy;
@@ -529,6 +568,16 @@ impl Engine {
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
 
         if verdict.decision == Decision::Hold && verdict.approval_id.is_none() {
+            // The same call held again while its approval is pending: the same id.
+            verdict.approval_id = self.lock_approvals().find_pending(
+                &s.id,
+                &call.tool,
+                &digest,
+                &verdict.hold_reasons,
+                now,
+            );
+        }
+        if verdict.decision == Decision::Hold && verdict.approval_id.is_none() {
             match fence::random_hex(16) {
                 Ok(id) => {
                     let ttl = self.policy.approval_ttl_ms();
@@ -545,14 +594,19 @@ impl Engine {
                         },
                         now,
                     );
-                    verdict.message = format!(
-                        "{} Approval id: {id}. A person must approve it; then repeat the same call with this approval id.",
-                        verdict.message
-                    );
                     verdict.approval_id = Some(id);
                 }
                 Err(e) => verdict = Verdict::deny(Reason::CheckError, e),
             }
+        }
+        if verdict.decision == Decision::Hold
+            && let Some(id) = &verdict.approval_id
+            && !verdict.message.contains(id.as_str())
+        {
+            verdict.message = format!(
+                "{} Approval id: {id}. A person must approve it; then repeat the same call with this approval id.",
+                verdict.message
+            );
         }
         if verdict.reason == Reason::Approved {
             let id = call.approval.as_deref().unwrap_or_default();
@@ -905,6 +959,15 @@ impl Engine {
         }
         // 9. egress: secrets, Rule of Two
         let sends_out = tool.has(Label::SendsOut);
+        if sends_out && !self.missing_secrets.is_empty() {
+            return Err(Verdict::deny(
+                R::CheckError,
+                format!(
+                    "secret(s) {} could not be loaded, so what `{name}` sends cannot be checked",
+                    self.missing_secrets.join(", ")
+                ),
+            ));
+        }
         let set = if sends_out {
             &self.all_secrets
         } else {
@@ -932,9 +995,8 @@ impl Engine {
                 TrifectaMode::Hold => hold.push("trifecta".to_owned()),
             }
         }
-        // 10. rules
-        let mut rule_msg = None;
-        let mut worst = None;
+        // 10. rules: the most restrictive matching decision wins; none = the tool's default
+        let mut worst: Option<&CRule> = None;
         for r in &self.rules {
             if !glob_match_str(&r.rule.tool, name) {
                 continue;
@@ -942,34 +1004,32 @@ impl Engine {
             let all = r.rule.decision == RuleDecision::Allow;
             if r.when.iter().all(|(k, c)| c.matches(arg_ref(args, k), all)) {
                 matched.push(r.rule.id.clone());
-                if worst.is_none_or(|w| r.rule.decision > w) {
-                    worst = Some(r.rule.decision);
-                    rule_msg = r.rule.message.clone().map(|m| (r.rule.id.clone(), m));
+                if worst.is_none_or(|w| r.rule.decision > w.rule.decision) {
+                    worst = Some(r);
                 }
                 if r.rule.decision == RuleDecision::Hold {
                     hold.push(format!("rule:{}", r.rule.id));
                 }
             }
         }
-        let rule_text = |default: String| match &rule_msg {
-            Some((id, m)) => format!("{m} (rule {id})"),
-            None => default,
-        };
-        match worst {
-            Some(RuleDecision::Deny) => {
-                let id = matched.last().cloned().unwrap_or_default();
-                let mut v = Verdict::deny(
-                    R::ArgRule,
-                    rule_text(format!("refused by policy rule `{id}`")),
-                );
+        // The message of the deciding hold or deny rule, when it has one.
+        let rule_msg = worst
+            .filter(|w| w.rule.decision != RuleDecision::Allow)
+            .and_then(|w| Some(format!("{} (rule {})", w.rule.message.as_ref()?, w.rule.id)));
+        match worst.map(|w| (w.rule.decision, &w.rule.id)) {
+            Some((RuleDecision::Deny, id)) => {
+                let msg = rule_msg
+                    .clone()
+                    .unwrap_or_else(|| format!("refused by policy rule `{id}`"));
+                let mut v = Verdict::deny(R::ArgRule, msg);
                 v.matched_rules = matched;
                 return Err(v);
             }
             None if tool.def.default == DefaultDecision::Hold => hold.push("default:hold".into()),
             _ => {}
         }
-        // 12 (checked before 11 so that an approval is never spent on a call that fails):
-        // the credentials the tool needs must be available.
+        // 11. the credentials the tool needs are available (before the approval, so that an
+        // approval is never spent on a call that cannot run)
         for c in &tool.def.credentials {
             if !matches!(self.cred_values.get(c), Some(Ok(_))) {
                 let mut v = Verdict::deny(
@@ -980,7 +1040,7 @@ impl Engine {
                 return Err(v);
             }
         }
-        // 11. hold = approval
+        // 12. hold = approval
         let mut v = Verdict {
             decision: Decision::Allow,
             reason: R::Allowed,
@@ -992,11 +1052,15 @@ impl Engine {
         if v.hold_reasons.is_empty() {
             return Ok(v);
         }
-        let why = rule_text(format!("held for approval ({})", v.hold_reasons.join(", ")));
+        let why = format!(
+            "Reasons: {}.{}",
+            v.hold_reasons.join(", "),
+            rule_msg.map(|m| format!(" {m}.")).unwrap_or_default()
+        );
         let Some(id) = &call.approval else {
             v.decision = Decision::Hold;
             v.reason = R::ApprovalRequired;
-            v.message = format!("`{name}` needs a person's approval: {why}.");
+            v.message = format!("`{name}` is held for a person's approval. {why}");
             return Ok(v);
         };
         let approvals = self.lock_approvals();
@@ -1033,7 +1097,7 @@ impl Engine {
                 v.reason = R::ApprovalRequired;
                 v.approval_id = Some(id.clone());
                 v.message =
-                    format!("`{name}` is still waiting for a person's approval (id {id}): {why}.");
+                    format!("`{name}` is still waiting for a person's approval (id {id}). {why}");
                 Ok(v)
             }
             ApprovalState::Approved => {

@@ -84,6 +84,9 @@ fn both(p: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Longest path the kernel opens (Linux `PATH_MAX`, with its NUL).
+const PATH_MAX: usize = 4096;
+
 /// Most entries looked at below one protected directory when indexing hard links.
 pub const PROTECTED_INDEX_CAP: usize = 100_000;
 
@@ -173,6 +176,9 @@ impl SandboxView {
         if raw.is_empty() || raw.contains('\0') {
             return Err("empty path or NUL byte".into());
         }
+        if raw.len() >= PATH_MAX {
+            return Err(format!("path longer than {PATH_MAX} bytes"));
+        }
         let p = Path::new(raw);
         let abs = if p.is_absolute() {
             p.to_path_buf()
@@ -191,8 +197,19 @@ impl SandboxView {
             return Some(x.clone());
         }
         let m = std::fs::metadata(p).ok()?;
-        if self.protected_ids.contains(&(m.dev(), m.ino())) {
+        let id = (m.dev(), m.ino());
+        if self.protected_ids.contains(&id) {
             return Some(p.to_path_buf());
+        }
+        // A file with several names not seen at start: linked since. Look again.
+        if m.is_file() && m.nlink() > 1 {
+            let mut ids = HashSet::new();
+            for x in &self.protected {
+                index_protected(x, &mut ids);
+                if ids.contains(&id) {
+                    return Some(x.clone());
+                }
+            }
         }
         None
     }

@@ -84,9 +84,9 @@ pub fn check_analysis(
         return Err((
             Reason::Shell,
             format!(
-                "`{name}`: forbidden argument(s) {} for `{}`",
-                a.forbidden.join(", "),
-                a.program
+                "`{name}`: `{}` is refused: {}",
+                a.program,
+                a.forbidden.join("; ")
             ),
         ));
     }
