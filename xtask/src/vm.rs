@@ -155,15 +155,26 @@ pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
         println!("guest| {line}");
         log.push_str(&line);
         log.push('\n');
-        if let Some(rest) = line.strip_prefix("test ") {
-            if rest.ends_with("... ok") {
-                s.passed += 1;
-            } else if rest.ends_with("FAILED") || rest.ends_with("ignored") {
-                s.failed += 1;
-            }
-        }
-        if line.starts_with("test result: ") {
+        // The harness's own summary, e.g. "test result: ok. 12 passed; 0 failed; 0 ignored; ..."
+        if let Some(rest) = line.strip_prefix("test result: ") {
             result_line = true;
+            for part in rest.split(';') {
+                let part = part
+                    .trim()
+                    .trim_start_matches("ok. ")
+                    .trim_start_matches("FAILED. ");
+                let n = |word: &str| {
+                    part.strip_suffix(word)
+                        .and_then(|n| n.trim().parse::<u32>().ok())
+                };
+                if let Some(n) = n(" passed") {
+                    s.passed += n;
+                } else if let Some(n) = n(" failed") {
+                    s.failed += n;
+                } else if let Some(n) = n(" ignored") {
+                    s.failed += n; // an ignored kernel test is a failure here
+                }
+            }
         }
         if let Some(code) = line.strip_prefix("GUEST-EXIT ") {
             guest_exit = code.trim().parse::<i32>().ok();
