@@ -618,3 +618,80 @@ fn agent_cannot_weaken_its_own_confinement() {
         }
     }
 }
+
+#[test]
+fn sigusr1_locks_all_egress_down() {
+    let _ = env_kind();
+    let dir = Scratch::new("lockdown");
+    let (allowed, allowed_rx) = listener("127.0.0.1:0");
+    let policy = write_policy(
+        &dir,
+        best_effort(serde_json::json!([{"cidr": "127.0.0.1/32", "port": allowed}])),
+    );
+    let audit = dir.path("audit.jsonl");
+    let go = dir.path("go");
+    let to = format!("127.0.0.1:{allowed}");
+    let mut child = Command::new(gatewayd())
+        .arg("run")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(agent())
+        .args([
+            "send",
+            &to,
+            "before",
+            "+",
+            "pid",
+            "+",
+            "waitfile",
+            go.to_str().unwrap(),
+            "+",
+            "send",
+            &to,
+            "after",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert_eq!(
+        allowed_rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+        b"before"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGUSR1,
+    )
+    .unwrap();
+    // The switch is recorded once it is set; only then let the agent try again.
+    let mut recorded = false;
+    for _ in 0..250 {
+        if std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .contains("\"egress_lockdown\"")
+        {
+            recorded = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(recorded, "no egress_lockdown record");
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("FAIL send: Operation not permitted"),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(allowed_rx.recv_timeout(Duration::from_millis(300)).is_err());
+    let k: Vec<_> = records(&audit)
+        .into_iter()
+        .filter(|r| r["source"] == "kernel")
+        .collect();
+    assert_eq!(k.len(), 1);
+    assert_eq!(k[0]["reason"], "egress_lockdown");
+    assert_eq!(k[0]["hook"], "cgroup/connect4");
+}

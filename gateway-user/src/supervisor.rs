@@ -4,7 +4,8 @@
 //! (refusing to start when the policy requires a piece this kernel lacks) → record the
 //! session start and the tier reached → spawn the agent, which moves itself into the cgroup
 //! before exec and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
-//! SIGQUIT → on exit: drain kernel events, kill what is left in the cgroup, detach, remove
+//! SIGQUIT; SIGUSR1 turns all of the agent's egress off for the rest of the session (the
+//! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel events, kill what is left in the cgroup, detach, remove
 //! the cgroup, record the session end. The agent's exit code passes through (128 + signal
 //! when it was killed by one).
 use std::{
@@ -163,7 +164,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         })?
     };
 
-    let status = spawn_and_wait(&opts.agent, &cgroup).await;
+    let status = spawn_and_wait(&opts.agent, &cgroup, &handle, &audit, &session).await;
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
     drop(handle);
@@ -221,10 +222,27 @@ enum SpawnError {
     Wait(std::io::Error),
 }
 
+/// Signals gatewayd forwards to the agent.
+const FORWARDED: [fn() -> SignalKind; 4] = [
+    SignalKind::interrupt,
+    SignalKind::terminate,
+    SignalKind::hangup,
+    SignalKind::quit,
+];
+
 async fn spawn_and_wait(
     agent: &[String],
     cgroup: &AgentCgroup,
+    kernel: &kernel::task::Handle,
+    audit: &SharedAudit,
+    session: &str,
 ) -> Result<std::process::ExitStatus, SpawnError> {
+    // Registered before the agent exists, so no signal finds gatewayd without its handler.
+    let mut sigs = Vec::new();
+    for kind in FORWARDED.map(|k| k()) {
+        sigs.push((kind, signal(kind).map_err(SpawnError::Spawn)?));
+    }
+    let mut lockdown = signal(SignalKind::user_defined1()).map_err(SpawnError::Spawn)?;
     let mut cmd = tokio::process::Command::new(&agent[0]);
     cmd.args(&agent[1..]);
     let enter = cgroup.enter_fn();
@@ -245,17 +263,6 @@ async fn spawn_and_wait(
     }
     let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;
     let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
-    let mut sigs = Vec::new();
-    for kind in [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-        SignalKind::quit(),
-    ] {
-        if let Ok(s) = signal(kind) {
-            sigs.push((kind, s));
-        }
-    }
     loop {
         let forward = async {
             let futs = sigs
@@ -268,6 +275,19 @@ async fn spawn_and_wait(
             Some(kind) = forward => {
                 if let (Some(pid), Ok(sig)) = (pid, nix::sys::signal::Signal::try_from(kind.as_raw_value())) {
                     let _ = nix::sys::signal::kill(pid, sig);
+                }
+            }
+            Some(()) = lockdown.recv() => {
+                // The operator's switch: deny all egress of the agent's cgroup from now on.
+                let result = kernel.lockdown(true).await;
+                let mut entry = info(session, "egress_lockdown", json!({
+                    "trigger": "SIGUSR1",
+                    "error": result.as_ref().err().map(|e| e.to_string()),
+                    "message": "all egress of the agent's cgroup is denied from now on",
+                }));
+                entry.decision = Decision::Deny;
+                if let Err(e) = append(audit, entry) {
+                    eprintln!("gatewayd: audit write failed for the egress lockdown: {e}");
                 }
             }
         }

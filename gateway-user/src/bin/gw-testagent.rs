@@ -14,6 +14,7 @@
 //! gw-testagent mount DIR                  # mount a tmpfs on DIR (and unmount it)
 //! gw-testagent killparent SIG             # send SIG to our parent (gatewayd)
 //! gw-testagent ptraceparent               # PTRACE_SEIZE our parent (and detach)
+//! gw-testagent waitfile PATH             # wait (up to 30 s) until PATH exists
 //! gw-testagent sleep SECS
 //! gw-testagent exit CODE                  # exit now with CODE
 //! ```
@@ -83,6 +84,16 @@ fn run(action: &[String]) -> Result<String, String> {
         "cgroup" => std::fs::read_to_string("/proc/self/cgroup")
             .map(|s| s.trim().replace('\n', " "))
             .map_err(|e| e.to_string()),
+        "waitfile" => {
+            let path = std::path::Path::new(arg(1)?);
+            for _ in 0..3000 {
+                if path.exists() {
+                    return Ok(format!("{} exists", path.display()));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(format!("{} did not appear", path.display()))
+        }
         "sleep" => {
             let secs: f64 = arg(1)?
                 .parse()
