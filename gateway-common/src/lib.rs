@@ -9,6 +9,8 @@
 pub const MAX_EGRESS_RULES: u32 = 64;
 /// Capacity of the `PROTECTED` hash map (protected files and directories, by inode).
 pub const MAX_PROTECTED: u32 = 4096;
+/// Capacity of the `EXEC` hash map (binaries the agent may execute, by inode).
+pub const MAX_EXEC: u32 = 1024;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
 /// protected ancestor. A deeper file is denied (`REASON_UNRESOLVABLE`): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
@@ -23,6 +25,7 @@ pub const EV_BPF: u32 = 6;
 pub const EV_MOUNT: u32 = 7;
 pub const EV_PTRACE: u32 = 8;
 pub const EV_KILL: u32 = 9;
+pub const EV_EXEC: u32 = 10;
 
 /// Reason codes carried by kernel events (mapped to audit reason strings in userspace).
 /// The opened file is, or lies under, a protected path.
@@ -36,6 +39,8 @@ pub const REASON_UNRESOLVABLE: u32 = 4;
 /// The agent tried to weaken its own confinement: `bpf()`, `mount()`, ptrace, signalling
 /// gatewayd, or writing to a cgroup file (e.g. moving itself out of its cgroup).
 pub const REASON_SELF_PROTECTION: u32 = 5;
+/// The executed file is not in the policy's exec allowlist.
+pub const REASON_EXEC_NOT_ALLOWED: u32 = 6;
 
 /// Address families as the kernel numbers them.
 pub const AF_INET: u32 = 2;
@@ -84,6 +89,9 @@ pub struct Config {
     pub cgroup_level: u32,
     /// gatewayd's own tgid: the agent may not signal or ptrace it.
     pub daemon_tgid: u32,
+    /// 1 when `EXEC` is an allowlist (the policy lists binaries); 0 leaves exec unrestricted.
+    pub exec_enforced: u32,
+    pub _pad: u32,
     /// offsetof(struct file, f_path) + offsetof(struct path, dentry)
     pub off_file_dentry: u64,
     /// offsetof(struct dentry, d_parent)
@@ -102,6 +110,8 @@ pub struct Config {
     pub off_file_mode: u64,
     /// offsetof(struct task_struct, tgid)
     pub off_task_tgid: u64,
+    /// offsetof(struct linux_binprm, file)
+    pub off_bprm_file: u64,
 }
 
 /// Key of the `PROTECTED` map: a file or directory by identity, not by name.
@@ -136,7 +146,7 @@ const _: () = {
     assert!(core::mem::size_of::<Event>() == 80);
     assert!(core::mem::offset_of!(Event, cgroup_id) == 16);
     assert!(core::mem::offset_of!(Event, addr) == 48);
-    assert!(core::mem::size_of::<Config>() == 88);
+    assert!(core::mem::size_of::<Config>() == 104);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<EgressRule>() == 40);
 };

@@ -5,6 +5,8 @@
 //!   dentry chain. Anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is denied.
 //!   Opening any cgroup file for writing is denied too (the agent may not move itself out of
 //!   its cgroup or change cgroup settings).
+//! - `bprm_check_security` (BPF LSM): inside the agent's cgroup, when the policy lists
+//!   binaries, deny executing anything else (matched by inode).
 //! - `bpf`, `sb_mount`, `ptrace_access_check`, `task_kill` (BPF LSM, self-protection): inside
 //!   the agent's cgroup, deny every `bpf()` and `mount()`, every ptrace attach and any ptrace
 //!   read access to gatewayd, and any signal to gatewayd.
@@ -25,12 +27,12 @@ use aya_ebpf::{
     programs::{LsmContext, SockAddrContext},
 };
 use gateway_common::{
-    AF_INET, AF_INET6, Config, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_KILL, EV_MOUNT,
-    EV_PTRACE, EV_SENDMSG4, EV_SENDMSG6, Event, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH,
-    REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_PROTECTED_PATH,
-    REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
+    AF_INET, AF_INET6, Config, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_EXEC, EV_FILE_OPEN, EV_KILL,
+    EV_MOUNT, EV_PTRACE, EV_SENDMSG4, EV_SENDMSG6, Event, InodeKey, MAX_EGRESS_RULES,
+    MAX_PATH_DEPTH, REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED,
+    REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
 };
-use maps::{DROPPED, EGRESS, EVENTS, PROTECTED, STATE};
+use maps::{DROPPED, EGRESS, EVENTS, EXEC, PROTECTED, STATE};
 
 const EPERM: i32 = 1;
 /// cgroup sock_addr programs: 1 lets the call through, 0 fails it with EPERM.
@@ -43,6 +45,8 @@ static CONFIG: Global<Config> = Global::new(Config {
     cgroup_id: 0,
     cgroup_level: 0,
     daemon_tgid: 0,
+    exec_enforced: 0,
+    _pad: 0,
     off_file_dentry: 0,
     off_dentry_parent: 0,
     off_dentry_inode: 0,
@@ -52,6 +56,7 @@ static CONFIG: Global<Config> = Global::new(Config {
     off_sb_magic: 0,
     off_file_mode: 0,
     off_task_tgid: 0,
+    off_bprm_file: 0,
 });
 
 const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
@@ -191,6 +196,59 @@ fn protected_ancestor(cfg: &Config, file: *const u8, ev: &mut Event) -> Result<b
         dentry = parent;
     }
     Err(())
+}
+
+// --------------------------------------------------------------------------------------------
+// BPF LSM: bprm_check_security (exec allowlist)
+// --------------------------------------------------------------------------------------------
+
+/// LSM_HOOK(int, 0, bprm_check_security, struct linux_binprm *bprm): arg 1 = earlier verdict.
+/// Runs for the executed file and again for a script's interpreter.
+#[lsm(hook = "bprm_check_security")]
+pub fn bprm_check_security(ctx: LsmContext) -> i32 {
+    match try_bprm_check(&ctx) {
+        Ok(ret) | Err(ret) => ret,
+    }
+}
+
+fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
+    let earlier: i32 = ctx.arg(1);
+    if earlier != 0 {
+        return Ok(earlier);
+    }
+    let cfg = CONFIG.load();
+    if cfg.exec_enforced == 0 || !in_agent_cgroup(&cfg) {
+        return Ok(0);
+    }
+    let bprm: *const u8 = ctx.arg(0);
+    let mut ev = empty_event(EV_EXEC, REASON_UNRESOLVABLE);
+    let key = exec_key(&cfg, bprm).map_err(|()| {
+        emit(ev);
+        -EPERM
+    })?;
+    if EXEC.get_ptr(&key).is_some() {
+        return Ok(0);
+    }
+    ev.reason = REASON_EXEC_NOT_ALLOWED;
+    ev.ino = key.ino;
+    ev.dev = key.dev as u32;
+    emit(ev);
+    Err(-EPERM)
+}
+
+/// Identity of the file being executed.
+#[inline(always)]
+fn exec_key(cfg: &Config, bprm: *const u8) -> Result<InodeKey, ()> {
+    let file: *const u8 = read(bprm, cfg.off_bprm_file)?;
+    let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
+    let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
+    let ino: u64 = read(inode, cfg.off_inode_ino)?;
+    let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
+    let dev: u32 = read(sb, cfg.off_sb_dev)?;
+    Ok(InodeKey {
+        dev: u64::from(dev),
+        ino,
+    })
 }
 
 // --------------------------------------------------------------------------------------------

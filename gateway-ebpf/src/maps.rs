@@ -4,7 +4,9 @@ use aya_ebpf::{
     macros::map,
     maps::{Array, HashMap, PerCpuArray, RingBuf},
 };
-use gateway_common::{EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_PROTECTED, STATE_SLOTS};
+use gateway_common::{
+    EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED, STATE_SLOTS,
+};
 
 /// Denials, one [`gateway_common::Event`] each, read by the daemon and written to the audit log.
 #[map]
@@ -17,6 +19,10 @@ pub static DROPPED: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 /// Protected files and directories by (kernel dev_t, inode). Value unused (1).
 #[map]
 pub static PROTECTED: HashMap<InodeKey, u32> = HashMap::with_max_entries(MAX_PROTECTED, 0);
+
+/// Binaries the agent may execute, by (kernel dev_t, inode), when `CONFIG.exec_enforced`.
+#[map]
+pub static EXEC: HashMap<InodeKey, u32> = HashMap::with_max_entries(MAX_EXEC, 0);
 
 /// Allowed destinations, filled densely from slot 0; the first slot with `family == 0` ends
 /// the list.

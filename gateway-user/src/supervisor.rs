@@ -42,6 +42,10 @@ pub enum RunError {
     Wait(std::io::Error),
     #[error("no agent command given")]
     NoAgent,
+    #[error(
+        "refusing to start the agent: `{agent}` ({resolved}) is not in the policy's exec allowlist (sandbox.exec), so the kernel would refuse to run it"
+    )]
+    AgentNotInExec { agent: String, resolved: String },
 }
 
 /// What `gatewayd run` was asked to do.
@@ -98,6 +102,35 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         cgroup.id(),
         cgroup.level(),
     );
+    if spec.exec_enforced {
+        let resolved = resolve_program(&program);
+        let key = resolved
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|md| gateway_common::InodeKey {
+                dev: kernel::spec::kernel_dev(std::os::unix::fs::MetadataExt::dev(&md)),
+                ino: std::os::unix::fs::MetadataExt::ino(&md),
+            });
+        if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
+            let resolved = resolved
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "not found".into());
+            let mut entry = info(
+                &session,
+                "exec_not_allowed",
+                json!({
+                    "agent": opts.agent, "resolved": resolved,
+                    "message": "the agent's own program is not in the policy's exec allowlist; it was not started",
+                }),
+            );
+            entry.decision = Decision::Deny;
+            append(&audit, entry)?;
+            return Err(RunError::AgentNotInExec {
+                agent: program,
+                resolved,
+            });
+        }
+    }
     let layer = match KernelLayer::load(&spec) {
         Ok(l) => l,
         Err(e) => {
@@ -215,6 +248,21 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         tier,
         kernel_denials: denials.load(std::sync::atomic::Ordering::Relaxed),
     })
+}
+
+/// Where `execvp` would find `program`: itself when it contains a `/`, else the first
+/// executable match on `$PATH`.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return std::fs::canonicalize(program).ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| {
+            nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::X_OK).is_ok() && p.is_file()
+        })
+        .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
 enum SpawnError {

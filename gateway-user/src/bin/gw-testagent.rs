@@ -9,6 +9,7 @@
 //! gw-testagent write PATH                 # create PATH (a marker that the agent ran)
 //! gw-testagent pid                        # print this process's pid
 //! gw-testagent cgroup                     # print this process's cgroup
+//! gw-testagent run PROGRAM [ARGS]        # run another program (up to the next `+`)
 //! gw-testagent bpf                        # bpf(BPF_MAP_CREATE) a tiny array map
 //! gw-testagent escape PROCS_FILE          # write "0" to a cgroup.procs (leave our cgroup)
 //! gw-testagent mount DIR                  # mount a tmpfs on DIR (and unmount it)
@@ -102,6 +103,13 @@ fn run(action: &[String]) -> Result<String, String> {
             Ok(format!("slept {secs}s"))
         }
         "bpf" => bpf_map_create(),
+        "run" => {
+            let st = std::process::Command::new(arg(1)?)
+                .args(&action[2..])
+                .status()
+                .map_err(|e| e.to_string())?;
+            Ok(format!("{} exited with {st}", arg(1).unwrap_or("")))
+        }
         "escape" => std::fs::write(arg(1)?, b"0")
             .map(|()| format!("moved into {}", arg(1).unwrap_or("")))
             .map_err(|e| e.to_string()),

@@ -2,9 +2,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use gateway_common::{
-    AF_INET, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_FILE_OPEN, EV_KILL, EV_MOUNT, EV_PTRACE,
+    AF_INET, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_EXEC, EV_FILE_OPEN, EV_KILL, EV_MOUNT, EV_PTRACE,
     EV_SENDMSG4, EV_SENDMSG6, Event, REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED,
-    REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE,
+    REASON_EXEC_NOT_ALLOWED, REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE,
 };
 use serde_json::json;
 
@@ -41,6 +41,7 @@ pub fn hook_name(kind: u32) -> &'static str {
         EV_MOUNT => "lsm/sb_mount",
         EV_PTRACE => "lsm/ptrace_access_check",
         EV_KILL => "lsm/task_kill",
+        EV_EXEC => "lsm/bprm_check_security",
         _ => "unknown",
     }
 }
@@ -52,6 +53,7 @@ pub fn reason_name(reason: u32) -> &'static str {
         REASON_EGRESS_LOCKDOWN => "egress_lockdown",
         REASON_UNRESOLVABLE => "unresolvable",
         REASON_SELF_PROTECTION => "self_protection",
+        REASON_EXEC_NOT_ALLOWED => "exec_not_allowed",
         _ => "unknown",
     }
 }
@@ -84,6 +86,14 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
                 "writing to cgroup files is denied: the agent may not leave or reconfigure its cgroup",
             _ =>
                 "the kernel could not resolve this file's path within its depth limit, so the open is denied",
+        });
+    } else if ev.kind == EV_EXEC {
+        detail["ino"] = json!(ev.ino);
+        detail["dev"] = json!(format!("{}:{}", ev.dev >> 20, ev.dev & 0xfffff));
+        detail["message"] = json!(match ev.reason {
+            REASON_EXEC_NOT_ALLOWED =>
+                "executing this file is denied: it is not in the policy's exec allowlist",
+            _ => "the kernel could not identify the executed file, so the exec is denied",
         });
     } else if matches!(ev.kind, EV_BPF | EV_MOUNT | EV_PTRACE | EV_KILL) {
         if matches!(ev.kind, EV_PTRACE | EV_KILL) {
@@ -155,6 +165,8 @@ mod tests {
                     ino: 77,
                 },
             }],
+            exec: vec![],
+            exec_enforced: false,
             egress: vec![],
             require: true,
         }
@@ -205,6 +217,25 @@ mod tests {
         );
         let d = describe(&ev(EV_FILE_OPEN, REASON_SELF_PROTECTION), &spec());
         assert!(d.detail["message"].as_str().unwrap().contains("cgroup"));
+    }
+
+    #[test]
+    fn exec_denial() {
+        let mut e = ev(EV_EXEC, REASON_EXEC_NOT_ALLOWED);
+        e.ino = 5;
+        e.dev = (8 << 20) | 2;
+        let d = describe(&e, &spec());
+        assert_eq!(
+            (d.hook, d.reason),
+            ("lsm/bprm_check_security", "exec_not_allowed")
+        );
+        assert_eq!(d.detail["dev"], "8:2");
+        assert!(
+            d.detail["message"]
+                .as_str()
+                .unwrap()
+                .contains("exec allowlist")
+        );
     }
 
     #[test]

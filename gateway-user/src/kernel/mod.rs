@@ -101,12 +101,18 @@ type LsmSpec = (
     &'static str,
     &'static [(u32, &'static str)],
 );
-const LSM_PROGRAMS: [LsmSpec; 5] = [
+const LSM_PROGRAMS: [LsmSpec; 6] = [
     (
         "file_open",
         "lsm/file_open",
         "open() of protected files and directories; writes to cgroup files",
         &[(1, "file_open")],
+    ),
+    (
+        "bprm_check_security",
+        "lsm/bprm_check_security",
+        "exec of binaries outside the policy's exec allowlist",
+        &[(1, "bprm_check_security")],
     ),
     (
         "bpf",
@@ -176,6 +182,8 @@ impl KernelLayer {
             cgroup_id: spec.cgroup_id,
             cgroup_level: spec.cgroup_level,
             daemon_tgid: std::process::id(),
+            exec_enforced: u32::from(spec.exec_enforced),
+            _pad: 0,
             off_file_dentry: kbtf.member_offset("file", "f_path")?
                 + kbtf.member_offset("path", "dentry")?,
             off_dentry_parent: kbtf.member_offset("dentry", "d_parent")?,
@@ -186,12 +194,18 @@ impl KernelLayer {
             off_sb_magic: kbtf.member_offset("super_block", "s_magic")?,
             off_file_mode: kbtf.member_offset("file", "f_mode")?,
             off_task_tgid: kbtf.member_offset("task_struct", "tgid")?,
+            off_bprm_file: kbtf.member_offset("linux_binprm", "file")?,
         };
         let mut ebpf = EbpfLoader::new()
             .override_global("CONFIG", &cfg, true)
             .load(OBJECT)
             .map_err(|e| KernelError::Object(format!("{e:#}")))?;
-        fill_maps(&mut ebpf, &spec.protected_keys(), &spec.egress)?;
+        fill_maps(
+            &mut ebpf,
+            &spec.protected_keys(),
+            &spec.exec_keys(),
+            &spec.egress,
+        )?;
 
         let mut layer = KernelLayer {
             ebpf,
@@ -348,17 +362,18 @@ fn program_error(e: aya::programs::ProgramError) -> String {
 fn fill_maps(
     ebpf: &mut Ebpf,
     protected: &[InodeKey],
+    exec: &[InodeKey],
     egress: &[EgressRule],
 ) -> Result<(), KernelError> {
-    {
+    for (name, keys) in [("PROTECTED", protected), ("EXEC", exec)] {
         let mut map: HashMap<_, InodeKey, u32> =
-            HashMap::try_from(ebpf.map_mut("PROTECTED").ok_or(KernelError::Map {
-                map: "PROTECTED",
+            HashMap::try_from(ebpf.map_mut(name).ok_or(KernelError::Map {
+                map: name,
                 answer: "missing".into(),
             })?)
-            .map_err(map_err("PROTECTED"))?;
-        for key in protected {
-            map.insert(key, 1, 0).map_err(map_err("PROTECTED"))?;
+            .map_err(map_err(name))?;
+        for key in keys {
+            map.insert(key, 1, 0).map_err(map_err(name))?;
         }
     }
     let mut map: Array<_, EgressRule> =
@@ -397,6 +412,8 @@ pub fn probe(
         cgroup_id,
         cgroup_level,
         protected: Vec::new(),
+        exec: Vec::new(),
+        exec_enforced: false,
         egress: Vec::new(),
         require: false,
     };

@@ -23,6 +23,10 @@ pub struct KernelSpec {
     pub cgroup_id: u64,
     pub cgroup_level: u32,
     pub protected: Vec<ProtectedInode>,
+    /// Binaries the agent may execute; enforced only when `exec_enforced`.
+    pub exec: Vec<ProtectedInode>,
+    /// The policy lists binaries (`sandbox.exec` non-empty): exec is an allowlist.
+    pub exec_enforced: bool,
     pub egress: Vec<EgressRule>,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
@@ -65,22 +69,33 @@ impl KernelSpec {
         cgroup_level: u32,
     ) -> (KernelSpec, Vec<SpecWarning>) {
         let mut warnings = Vec::new();
-        let mut protected = Vec::new();
-        for path in &policy.sandbox.protected {
-            match std::fs::metadata(path) {
-                Ok(md) => protected.push(ProtectedInode {
-                    path: path.clone(),
-                    key: InodeKey {
-                        dev: kernel_dev(md.dev()),
-                        ino: md.ino(),
-                    },
-                }),
-                Err(e) => warnings.push(SpecWarning {
-                    path: path.clone(),
-                    message: format!("protected path not protected by the kernel: {e}"),
-                }),
+        let mut resolve = |paths: &[PathBuf], what: &str| -> Vec<ProtectedInode> {
+            let mut out = Vec::new();
+            for path in paths {
+                match std::fs::metadata(path) {
+                    Ok(md) => out.push(ProtectedInode {
+                        path: path.clone(),
+                        key: InodeKey {
+                            dev: kernel_dev(md.dev()),
+                            ino: md.ino(),
+                        },
+                    }),
+                    Err(e) => warnings.push(SpecWarning {
+                        path: path.clone(),
+                        message: format!("{what}: {e}"),
+                    }),
+                }
             }
-        }
+            out
+        };
+        let protected = resolve(
+            &policy.sandbox.protected,
+            "protected path not protected by the kernel",
+        );
+        let exec = resolve(
+            &policy.sandbox.exec,
+            "exec allowlist entry not allowed by the kernel",
+        );
         let egress = policy
             .network
             .egress
@@ -95,6 +110,8 @@ impl KernelSpec {
             cgroup_id,
             cgroup_level,
             protected,
+            exec_enforced: !policy.sandbox.exec.is_empty(),
+            exec,
             egress,
             require: policy.kernel == KernelMode::Require,
         };
@@ -103,6 +120,18 @@ impl KernelSpec {
 
     pub fn protected_keys(&self) -> Vec<InodeKey> {
         self.protected.iter().map(|p| p.key).collect()
+    }
+
+    pub fn exec_keys(&self) -> Vec<InodeKey> {
+        self.exec.iter().map(|p| p.key).collect()
+    }
+
+    /// The exec allowlist entry with this inode, if any.
+    pub fn exec_path(&self, dev: u64, ino: u64) -> Option<&PathBuf> {
+        self.exec
+            .iter()
+            .find(|p| p.key.ino == ino && p.key.dev == dev)
+            .map(|p| &p.path)
     }
 
     /// The protected path with this inode, for audit details.
