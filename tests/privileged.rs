@@ -468,12 +468,17 @@ fn best_effort_records_the_tier_reached() {
         .unwrap();
     match kind {
         Where::Host => {
+            // No BPF LSM here: Landlock stands in for the file sandbox (tier 2).
             assert!(tier.starts_with('2'), "{tier}");
             assert!(lsm.contains("Operation not permitted"), "{lsm}");
+            let landlock = recs[0]["detail"]["kernel"]["landlock"].as_str().unwrap();
+            assert!(landlock.starts_with("applied"), "{landlock}");
             assert!(
-                out.status.success(),
-                "tier 2: the file is not protected by the kernel"
+                stdout(&out).contains("FAIL read: Permission denied"),
+                "{}",
+                stdout(&out)
             );
+            assert_eq!(out.status.code(), Some(1));
         }
         Where::Guest => {
             assert!(tier.starts_with('1'), "{tier}");
@@ -602,10 +607,60 @@ fn agent_cannot_weaken_its_own_confinement() {
             }
         }
         Where::Host => {
-            // Tier 2: no BPF LSM, so no self-protection in the kernel (a documented gap).
-            let out = run_agent(&policy, &audit, &["bpf"]);
-            assert!(stdout(&out).contains("OK bpf"), "{}", stdout(&out));
+            // Tier 2: no BPF LSM. Landlock keeps the agent out of cgroup files, forbids mount
+            // and ptrace outside its domain and (ABI >= 6) signals to gatewayd; bpf() is the
+            // documented gap.
+            let parent_procs = gatewayd::cgroup::cgroup2_mount()
+                .unwrap()
+                .join("gatewayd/cgroup.procs");
+            let mnt = dir.path("mnt");
+            std::fs::create_dir_all(&mnt).unwrap();
+            let out = run_agent(
+                &policy,
+                &audit,
+                &[
+                    "bpf",
+                    "+",
+                    "escape",
+                    parent_procs.to_str().unwrap(),
+                    "+",
+                    "cgroup",
+                    "+",
+                    "mount",
+                    mnt.to_str().unwrap(),
+                    "+",
+                    "killparent",
+                    "15",
+                    "+",
+                    "ptraceparent",
+                ],
+            );
+            let text = stdout(&out);
+            assert!(text.contains("OK bpf"), "{text}");
+            assert!(text.contains("FAIL escape: Permission denied"), "{text}");
+            assert!(
+                text.contains(" 0::/gatewayd/run-"),
+                "the agent left its cgroup:\n{text}"
+            );
+            assert!(
+                text.contains("FAIL mount: Operation not permitted"),
+                "{text}"
+            );
+            assert!(
+                text.contains("FAIL ptraceparent: Operation not permitted"),
+                "{text}"
+            );
             let start = &records(&audit)[0];
+            if start["detail"]["kernel"]["landlock"]
+                .as_str()
+                .unwrap()
+                .contains("signals scoped")
+            {
+                assert!(
+                    text.contains("FAIL killparent: Operation not permitted"),
+                    "{text}"
+                );
+            }
             for p in [
                 "lsm/bpf",
                 "lsm/sb_mount",
@@ -756,8 +811,12 @@ fn exec_allowlist() {
             assert_eq!(k[0]["reason"], "exec_not_allowed");
         }
         Where::Host => {
-            // Tier 2: no kernel exec allowlist (a documented gap); the start record says so.
-            assert!(lines[0].starts_with("OK run"), "{text}");
+            // Tier 2: Landlock's EXECUTE right stands in for the exec allowlist; it has no
+            // event channel, so there is no kernel record.
+            assert!(
+                lines[0].starts_with("FAIL run: Permission denied"),
+                "{text}"
+            );
             let start = &records(&audit)[0];
             let state = start["detail"]["kernel"]["lsm/bprm_check_security"]
                 .as_str()
@@ -765,4 +824,78 @@ fn exec_allowlist() {
             assert!(state.starts_with("not loaded"), "{state}");
         }
     }
+}
+
+#[test]
+fn landlock_stands_in_without_bpf_lsm() {
+    let kind = env_kind();
+    let dir = Scratch::new("landlock");
+    let (secret, inner, other, link) = protected_fixture(&dir);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [secret, dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let read = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "read",
+            &read(&secret),
+            "+",
+            "read",
+            &read(&inner),
+            "+",
+            "read",
+            &read(&link),
+            "+",
+            "read",
+            &read(&other),
+            "+",
+            "read",
+            &read(&audit),
+        ],
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    let start = &records(&audit)[0];
+    let landlock = start["detail"]["kernel"]["landlock"].as_str();
+    match kind {
+        Where::Host => {
+            assert!(
+                landlock.is_some_and(|s| s.starts_with("applied")),
+                "{landlock:?}"
+            );
+            for (i, what) in [
+                "protected file",
+                "file under a protected directory",
+                "hard link to a protected file",
+            ]
+            .iter()
+            .enumerate()
+            {
+                assert!(
+                    lines[i].starts_with("FAIL read: Permission denied"),
+                    "{what}: {text}"
+                );
+            }
+        }
+        Where::Guest => {
+            assert_eq!(landlock, None, "tier 1 does not need Landlock");
+            assert!(
+                lines[..3]
+                    .iter()
+                    .all(|l| l.starts_with("FAIL read: Operation not permitted")),
+                "{text}"
+            );
+        }
+    }
+    assert!(lines[3].starts_with("OK read"), "unprotected file: {text}");
+    assert!(
+        lines[4].starts_with("FAIL read"),
+        "the audit log is protected too: {text}"
+    );
 }

@@ -1,16 +1,53 @@
-//! Landlock, probed by asking the kernel (the `landlock_create_ruleset` version query), not by
-//! reading a file.
+//! Landlock: the file fallback when BPF LSM is missing (tier 2).
+//!
+//! Landlock is an allowlist of file hierarchies, so "everything except the protected paths"
+//! is approximated, as DESIGN.md says: starting from `/`, every entry that does not lead to a
+//! protected path gets a rule for its whole hierarchy; an entry that does lead to one is
+//! descended into instead; a protected path gets no rule. Consequences (written in
+//! docs/KERNEL.md): the ancestors of a protected path cannot be listed, and entries created in
+//! them after start-up (e.g. a new file directly in `/tmp` when `/tmp/x/.ssh` is protected)
+//! are out of reach; a hard link to a protected file made before start-up, in an allowed
+//! directory, is readable.
+//!
+//! Read-only trees (the cgroup filesystem, so the agent cannot move itself out of its cgroup)
+//! get read rights only. With an exec allowlist, `EXECUTE` is granted on the listed binaries
+//! alone. From ABI 6 the domain is also scoped for signals (the agent cannot signal
+//! gatewayd); Landlock itself forbids a sandboxed process to ptrace anything outside its
+//! domain and to mount.
+//!
+//! The ruleset is built in gatewayd (files opened `O_PATH`), and the agent's child process
+//! applies it with `landlock_restrict_self` right before exec ([`Ruleset::restrict_fn`]).
+use std::{
+    collections::BTreeMap,
+    ffi::CString,
+    os::{
+        fd::{AsRawFd, FromRawFd, OwnedFd},
+        unix::{ffi::OsStrExt, fs::MetadataExt},
+    },
+    path::{Path, PathBuf},
+};
 
-/// The Landlock ABI version this kernel offers, or the reason there is none.
+// Access rights (include/uapi/linux/landlock.h).
+const EXECUTE: u64 = 1 << 0;
+const WRITE_FILE: u64 = 1 << 1;
+const READ_FILE: u64 = 1 << 2;
+const READ_DIR: u64 = 1 << 3;
+const TRUNCATE: u64 = 1 << 14;
+const IOCTL_DEV: u64 = 1 << 15;
+const SCOPE_SIGNAL: u64 = 1 << 1;
+const CREATE_RULESET_VERSION: libc::c_uint = 1;
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// The Landlock ABI version this kernel offers, or the reason there is none. Asked of the
+/// kernel (the `landlock_create_ruleset` version query), not read from a file.
 pub fn abi_version() -> Result<u32, String> {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: the version query takes no attribute pointer and returns an int.
     let v = unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,
             std::ptr::null::<u8>(),
             0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
+            CREATE_RULESET_VERSION,
         )
     };
     if v < 0 {
@@ -22,4 +59,313 @@ pub fn abi_version() -> Result<u32, String> {
         });
     }
     Ok(v as u32)
+}
+
+/// Every filesystem right this ABI knows.
+fn all_fs_rights(abi: u32) -> u64 {
+    let mut r = (1 << 13) - 1; // ABI 1: EXECUTE ..= MAKE_SYM
+    if abi >= 2 {
+        r |= 1 << 13; // REFER
+    }
+    if abi >= 3 {
+        r |= TRUNCATE;
+    }
+    if abi >= 5 {
+        r |= IOCTL_DEV;
+    }
+    r
+}
+
+/// Rights that make sense on a non-directory.
+fn file_rights(abi: u32) -> u64 {
+    all_fs_rights(abi) & (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    #[error("Landlock is unavailable: {0}")]
+    Unavailable(String),
+    #[error("Landlock {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// What the ruleset should allow, from the policy.
+#[derive(Debug, Clone, Default)]
+pub struct FsPolicy {
+    /// No rights at all under these (files or directories).
+    pub protected: Vec<PathBuf>,
+    /// Read rights only under these.
+    pub read_only: Vec<PathBuf>,
+    /// When not empty, the only files that may be executed.
+    pub exec: Vec<PathBuf>,
+}
+
+/// A built ruleset, ready for the agent's child to apply.
+#[derive(Debug)]
+pub struct Ruleset {
+    fd: OwnedFd,
+    pub abi: u32,
+    /// How many rules it holds (for the audit record).
+    pub rules: usize,
+    /// Whether signals out of the domain are blocked (ABI >= 6).
+    pub scoped_signals: bool,
+    protected_inodes: Vec<(u64, u64)>,
+}
+
+/// Rights for one path in the allow-everything-else expansion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Special {
+    Protected,
+    ReadOnly,
+}
+
+fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect()
+}
+
+impl Ruleset {
+    /// Builds the ruleset for `policy`. Paths that do not exist are skipped (the kernel
+    /// layer's start record lists them as warnings already).
+    pub fn build(policy: &FsPolicy) -> Result<Ruleset, LandlockError> {
+        let abi = abi_version().map_err(LandlockError::Unavailable)?;
+        let all = all_fs_rights(abi);
+        let exec_listed = !policy.exec.is_empty();
+        let scoped = if abi >= 6 { SCOPE_SIGNAL } else { 0 };
+        // struct landlock_ruleset_attr { handled_access_fs, handled_access_net, scoped }
+        let attr = [all, 0, scoped];
+        let size = match abi {
+            1..=3 => 8,
+            4 | 5 => 16,
+            _ => 24,
+        };
+        // SAFETY: attr outlives the call; size covers only the fields this ABI knows.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                attr.as_ptr(),
+                size as usize,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Err(LandlockError::Unavailable(
+                std::io::Error::last_os_error().to_string(),
+            ));
+        }
+        // SAFETY: a fresh fd owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let mut rs = Ruleset {
+            fd,
+            abi,
+            rules: 0,
+            scoped_signals: scoped != 0,
+            protected_inodes: Vec::new(),
+        };
+        // Landlock ties a file rule to the inode, so a rule on a hard link of a protected
+        // file would open the protected file too: such entries get no rule.
+        rs.protected_inodes = canonical(&policy.protected)
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| (m.dev(), m.ino()))
+            .collect();
+        let mut special = BTreeMap::new();
+        for p in canonical(&policy.read_only) {
+            special.insert(p, Special::ReadOnly);
+        }
+        for p in canonical(&policy.protected) {
+            special.insert(p, Special::Protected);
+        }
+        let strip = if exec_listed { EXECUTE } else { 0 };
+        rs.expand(Path::new("/"), &special, all & !strip)?;
+        // The kernel opens a dynamic binary's ELF interpreter (PT_INTERP) for execution
+        // too, so it needs EXECUTE as well (see docs/KERNEL.md for what that allows).
+        let mut exec = canonical(&policy.exec);
+        let interps: Vec<PathBuf> = exec.iter().filter_map(|b| elf_interpreter(b)).collect();
+        exec.extend(canonical(&interps));
+        exec.sort();
+        exec.dedup();
+        for bin in exec {
+            if !special.keys().any(|p| bin.starts_with(p)) {
+                rs.add(&bin, EXECUTE | READ_FILE)?;
+            }
+        }
+        Ok(rs)
+    }
+
+    /// Grants `rights` on everything under `dir` except the special paths, which are
+    /// descended into or handled by their kind.
+    fn expand(
+        &mut self,
+        dir: &Path,
+        special: &BTreeMap<PathBuf, Special>,
+        rights: u64,
+    ) -> Result<(), LandlockError> {
+        if let Some(kind) = special.get(dir) {
+            if *kind == Special::ReadOnly {
+                self.add(dir, rights & (READ_FILE | READ_DIR))?;
+            }
+            return Ok(());
+        }
+        if !special.keys().any(|p| p.starts_with(dir)) {
+            return self.add(dir, rights);
+        }
+        let entries = std::fs::read_dir(dir).map_err(|source| LandlockError::Io {
+            op: "read_dir",
+            path: dir.to_owned(),
+            source,
+        })?;
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_symlink() {
+                continue; // its target is reached through its own hierarchy
+            }
+            if ft.is_dir() {
+                self.expand(&path, special, rights)?;
+            } else if special.get(&path) != Some(&Special::Protected)
+                && !std::fs::symlink_metadata(&path)
+                    .is_ok_and(|m| self.protected_inodes.contains(&(m.dev(), m.ino())))
+            {
+                let r = if special.get(&path) == Some(&Special::ReadOnly) {
+                    READ_FILE
+                } else {
+                    rights
+                };
+                self.add(&path, r & file_rights(self.abi))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, path: &Path, rights: u64) -> Result<(), LandlockError> {
+        let io = |op, source| LandlockError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        };
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io("path", std::io::ErrorKind::InvalidInput.into()))?;
+        // SAFETY: valid NUL-terminated path.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            // Vanished since read_dir (a temp file): nothing to allow.
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return Ok(());
+            }
+            return Err(io("open", e));
+        }
+        // SAFETY: fresh fd.
+        let parent = unsafe { OwnedFd::from_raw_fd(fd) };
+        // struct landlock_path_beneath_attr { u64 allowed_access; s32 parent_fd; } __packed
+        let mut attr = [0u8; 12];
+        attr[..8].copy_from_slice(&rights.to_ne_bytes());
+        attr[8..].copy_from_slice(&parent.as_raw_fd().to_ne_bytes());
+        // SAFETY: attr is the packed 12-byte struct the kernel expects.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.fd.as_raw_fd(),
+                RULE_PATH_BENEATH,
+                attr.as_ptr(),
+                0,
+            )
+        };
+        if r != 0 {
+            return Err(io("add_rule", std::io::Error::last_os_error()));
+        }
+        self.rules += 1;
+        Ok(())
+    }
+
+    /// A closure for `Command::pre_exec`: no new privileges, then restrict the child to the
+    /// ruleset. Only async-signal-safe syscalls.
+    pub fn restrict_fn(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
+        let fd = self.fd.as_raw_fd();
+        move || {
+            // SAFETY: plain syscalls on an fd inherited across fork (valid until exec).
+            unsafe {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The PT_INTERP path of a 64-bit little-endian ELF file, if it has one.
+pub fn elf_interpreter(path: &Path) -> Option<PathBuf> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut eh = [0u8; 64];
+    f.read_exact(&mut eh).ok()?;
+    if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+    let u64_at = |b: &[u8], o: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[o..o + 8]);
+        u64::from_le_bytes(x)
+    };
+    let (phoff, phentsize, phnum) = (u64_at(&eh, 32), u16_at(&eh, 54) as usize, u16_at(&eh, 56));
+    if phentsize < 56 {
+        return None;
+    }
+    for i in 0..u64::from(phnum.min(64)) {
+        let mut ph = vec![0u8; phentsize];
+        f.seek(SeekFrom::Start(phoff + i * phentsize as u64)).ok()?;
+        f.read_exact(&mut ph).ok()?;
+        if u32::from_le_bytes([ph[0], ph[1], ph[2], ph[3]]) != 3 {
+            continue; // not PT_INTERP
+        }
+        let (off, size) = (u64_at(&ph, 8), u64_at(&ph, 32).min(4096) as usize);
+        let mut name = vec![0u8; size];
+        f.seek(SeekFrom::Start(off)).ok()?;
+        f.read_exact(&mut name).ok()?;
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        return Some(PathBuf::from(std::ffi::OsStr::from_bytes(&name[..end])));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rights_grow_with_the_abi() {
+        assert_eq!(all_fs_rights(1), 0x1fff);
+        assert_eq!(all_fs_rights(2), 0x3fff);
+        assert_eq!(all_fs_rights(5), 0xffff);
+        assert_eq!(file_rights(1), EXECUTE | WRITE_FILE | READ_FILE);
+    }
+
+    #[test]
+    fn finds_the_elf_interpreter() {
+        let exe = std::env::current_exe().unwrap();
+        let interp = elf_interpreter(&exe).expect("a dynamic test binary has PT_INTERP");
+        assert!(
+            interp.to_string_lossy().contains("ld-linux"),
+            "{}",
+            interp.display()
+        );
+        assert!(elf_interpreter(Path::new("/etc/hostname")).is_none());
+    }
 }

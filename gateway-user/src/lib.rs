@@ -10,7 +10,7 @@
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
 //! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
 //! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
-//! - [`landlock`] — Landlock ABI probe
+//! - [`landlock`] — Landlock: ABI probe and the tier-2 file/exec ruleset
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!

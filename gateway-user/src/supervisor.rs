@@ -22,6 +22,7 @@ use crate::{
     cgroup::AgentCgroup,
     clock::{Clock, SystemClock},
     kernel::{self, KernelLayer, KernelSpec},
+    landlock,
     policy::Policy,
 };
 
@@ -33,10 +34,10 @@ pub enum RunError {
     Cgroup(#[from] crate::cgroup::CgroupError),
     #[error("refusing to start the agent: {0}")]
     Kernel(#[from] kernel::KernelError),
-    #[error("cannot start the agent `{agent}`: {source}")]
+    #[error("cannot start the agent `{agent}`: {error}")]
     Spawn {
         agent: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("waiting for the agent: {0}")]
     Wait(std::io::Error),
@@ -96,8 +97,15 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let audit: SharedAudit = Arc::new(Mutex::new(AuditLog::open(&opts.audit_path, clock.clone())?));
 
     let cgroup = AgentCgroup::create(&session)?;
+    // The policy and the audit log are protected paths too (self-protection).
+    let mut policy = opts.policy.clone();
+    for own in [&opts.policy_path, &opts.audit_path] {
+        if let Ok(p) = std::fs::canonicalize(own) {
+            policy.sandbox.protected.push(p);
+        }
+    }
     let (spec, warnings) = KernelSpec::from_policy(
-        &opts.policy,
+        &policy,
         cgroup.path().to_owned(),
         cgroup.id(),
         cgroup.level(),
@@ -147,8 +155,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             return Err(e.into());
         }
     };
-    let tier = layer.tier();
-    let pieces: serde_json::Map<String, serde_json::Value> = layer
+    let mut tier = layer.tier();
+    let mut pieces: serde_json::Map<String, serde_json::Value> = layer
         .status()
         .iter()
         .map(|s| {
@@ -158,6 +166,39 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             )
         })
         .collect();
+    // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
+    let ruleset = if tier == kernel::Tier::CgroupOnly {
+        let fs = landlock::FsPolicy {
+            protected: policy.sandbox.protected.clone(),
+            read_only: vec![PathBuf::from("/sys/fs/cgroup")],
+            exec: policy.sandbox.exec.clone(),
+        };
+        match landlock::Ruleset::build(&fs) {
+            Ok(rs) => {
+                pieces.insert(
+                    "landlock".into(),
+                    json!(format!(
+                        "applied (ABI {}, {} rules{})",
+                        rs.abi,
+                        rs.rules,
+                        if rs.scoped_signals {
+                            ", signals scoped"
+                        } else {
+                            ""
+                        }
+                    )),
+                );
+                tier = kernel::Tier::CgroupLandlock;
+                Some(rs)
+            }
+            Err(e) => {
+                pieces.insert("landlock".into(), json!(format!("not applied: {e}")));
+                None
+            }
+        }
+    } else {
+        None
+    };
     append(
         &audit,
         info(
@@ -197,7 +238,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         })?
     };
 
-    let status = spawn_and_wait(&opts.agent, &cgroup, &handle, &audit, &session).await;
+    let restrict = ruleset.as_ref().map(|rs| rs.restrict_fn());
+    let status = spawn_and_wait(&opts.agent, &cgroup, restrict, &handle, &audit, &session).await;
+    drop(ruleset);
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
     drop(handle);
@@ -206,9 +249,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let removed = cgroup.remove();
 
     let status = status.map_err(|e| match e {
-        SpawnError::Spawn(source) => RunError::Spawn {
+        SpawnError::Spawn(error) => RunError::Spawn {
             agent: program.clone(),
-            source,
+            error,
         },
         SpawnError::Wait(e) => RunError::Wait(e),
     });
@@ -281,6 +324,7 @@ const FORWARDED: [fn() -> SignalKind; 4] = [
 async fn spawn_and_wait(
     agent: &[String],
     cgroup: &AgentCgroup,
+    restrict: Option<impl Fn() -> std::io::Result<()> + Send + Sync + 'static>,
     kernel: &kernel::task::Handle,
     audit: &SharedAudit,
     session: &str,
@@ -306,7 +350,12 @@ async fn spawn_and_wait(
             if libc::getppid() != parent.as_raw() {
                 libc::_exit(137);
             }
-            enter()
+            enter()?;
+            // After entering the cgroup: Landlock then forbids writing cgroup files.
+            match &restrict {
+                Some(r) => r(),
+                None => Ok(()),
+            }
         });
     }
     let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;

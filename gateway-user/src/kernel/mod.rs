@@ -67,6 +67,8 @@ pub struct PieceStatus {
 pub enum Tier {
     /// BPF LSM and cgroup programs: everything.
     Full,
+    /// cgroup programs, and Landlock for files and exec (set by the supervisor).
+    CgroupLandlock,
     /// cgroup programs only (egress); no file or exec enforcement in the kernel.
     CgroupOnly,
     /// Nothing attached.
@@ -77,6 +79,9 @@ impl Tier {
     pub fn as_str(self) -> &'static str {
         match self {
             Tier::Full => "1 (bpf-lsm + cgroup)",
+            Tier::CgroupLandlock => {
+                "2 (cgroup egress + Landlock files/exec; no BPF LSM, so no bpf() denial)"
+            }
             Tier::CgroupOnly => {
                 "2 (cgroup egress only; no kernel file enforcement or self-protection)"
             }
@@ -351,7 +356,7 @@ fn program_error(e: aya::programs::ProgramError) -> String {
         let log = verifier_log.to_string();
         if log.trim().is_empty() {
             return format!(
-                "{io_error} (empty verifier log: the kernel refuses this program type)"
+                "{io_error} (empty verifier log: refused before verification, as kernels that do not permit this program type do)"
             );
         }
         return format!("{io_error}; verifier log:\n{log}");
