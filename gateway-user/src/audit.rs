@@ -43,7 +43,6 @@ use nix::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 
@@ -149,9 +148,7 @@ impl Record {
 
     /// SHA-256 (lowercase hex) of the canonical JSON of the record without `hash`.
     pub fn compute_hash(&self) -> String {
-        hex(&Sha256::digest(
-            canonical_json(&self.to_value(false)).as_bytes(),
-        ))
+        sha256_hex(canonical_json(&self.to_value(false)).as_bytes())
     }
 
     /// The line as written to the file, without the trailing newline.
@@ -160,52 +157,8 @@ impl Record {
     }
 }
 
-/// Canonical JSON: keys sorted at every depth, no whitespace.
-pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, val)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::from(k.as_str()).to_string());
-                out.push(':');
-                write_canonical(val, out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, val) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(val, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    s
-}
+pub use crate::canonical::canonical_json;
+use crate::canonical::sha256_hex;
 
 /// `ms` since the Unix epoch as RFC 3339 UTC with milliseconds: `2023-11-14T22:13:20.123Z`.
 pub fn rfc3339_ms(ms: u64) -> String {
@@ -765,7 +718,7 @@ mod tests {
         // The hash is SHA-256 of the canonical record without `hash`.
         let mut v: Value = serde_json::from_str(&ls[0]).expect("value");
         v.as_object_mut().expect("object").remove("hash");
-        assert_eq!(hex(&Sha256::digest(canonical_json(&v).as_bytes())), r1.hash);
+        assert_eq!(sha256_hex(canonical_json(&v).as_bytes()), r1.hash);
     }
 
     #[cfg(unix)]

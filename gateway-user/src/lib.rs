@@ -6,6 +6,7 @@
 //! - [`engine`]   — the tool-call decision engine (order of checks in `docs/DESIGN` terms)
 //! - [`shell`]    — shell command lines parsed to argv without a shell, and what they touch
 //! - [`audit`]    — the hash-chained JSON Lines audit log and its verifier
+//! - [`canonical`] — canonical JSON and SHA-256 hex, shared by the audit chain and fingerprints
 //! - [`clock`]    — injected time (every check reads time through a [`clock::Clock`])
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
 //! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
@@ -16,6 +17,7 @@
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
 pub mod audit;
+pub mod canonical;
 pub mod cgroup;
 pub mod clock;
 pub mod engine;
