@@ -533,6 +533,11 @@ fn doctor_reports_what_this_kernel_enforces() {
     }
     assert_eq!(v["eBPF object + ring buffer"]["ok"], true);
     assert_eq!(v["lsm/file_open"]["ok"], kind == Where::Guest, "{v}");
+    let tier = v["tier"].as_str().unwrap();
+    match kind {
+        Where::Guest => assert!(tier.starts_with("1 "), "{tier}"),
+        Where::Host => assert!(tier.starts_with("2 (cgroup egress + Landlock"), "{tier}"),
+    }
 }
 
 #[test]

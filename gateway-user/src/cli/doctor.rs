@@ -49,10 +49,12 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             cg.remove()?;
         }
     }
-    rows.push((
-        "landlock".into(),
-        landlock::abi_version().map(|v| format!("ABI {v}")),
-    ));
+    let abi = landlock::abi_version();
+    if tier == kernel::Tier::CgroupOnly && abi.is_ok() {
+        // What `gatewayd run` does without BPF LSM: Landlock for files, exec, self-protection.
+        tier = kernel::Tier::CgroupLandlock;
+    }
+    rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
         rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
     }
