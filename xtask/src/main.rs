@@ -5,7 +5,8 @@
 //! - `test`:  fmt, clippy, unit/integration tests, privileged host tests, the QEMU guest suite
 //! - `vm`:    only the QEMU guest suite
 //! - `demo`:  a scripted agent without and with `gatewayd run`
-//! - `bench`: the decision benchmark
+//! - `bench`: the decision benchmark and the kernel layer's syscall overhead
+mod bench;
 mod demo;
 mod setup;
 mod test;
@@ -33,7 +34,7 @@ enum Cmd {
     Vm,
     /// The demo: an agent that steals a protected file, without and with gatewayd.
     Demo,
-    /// Decision and audit-append benchmark.
+    /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead.
     Bench,
 }
 
@@ -51,9 +52,6 @@ fn main() -> anyhow::Result<()> {
             vm::run_suite(&env, &bins).map(|_| ())
         }
         Cmd::Demo => demo::run(),
-        Cmd::Bench => {
-            let env = setup::setup()?;
-            util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])
-        }
+        Cmd::Bench => bench::run(),
     }
 }

@@ -16,6 +16,8 @@
 //! gw-testagent killparent SIG             # send SIG to our parent (gatewayd)
 //! gw-testagent ptraceparent               # PTRACE_SEIZE our parent (and detach)
 //! gw-testagent waitfile PATH             # wait (up to 30 s) until PATH exists
+//! gw-testagent openloop PATH N           # open+close PATH N times, print ns per open
+//! gw-testagent connectloop IP:PORT N     # N TCP connects, print ns per connect
 //! gw-testagent sleep SECS
 //! gw-testagent exit CODE                  # exit now with CODE
 //! ```
@@ -94,6 +96,19 @@ fn run(action: &[String]) -> Result<String, String> {
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(format!("{} did not appear", path.display()))
+        }
+        "openloop" | "connectloop" => {
+            let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
+            let t0 = std::time::Instant::now();
+            for _ in 0..n {
+                if action[0] == "openloop" {
+                    std::fs::File::open(arg(1)?).map_err(|e| e.to_string())?;
+                } else {
+                    TcpStream::connect(addr(arg(1)?)?).map_err(|e| e.to_string())?;
+                }
+            }
+            let per = t0.elapsed().as_nanos() / u128::from(n.max(1));
+            Ok(format!("{n} in a row, {per} ns each"))
         }
         "sleep" => {
             let secs: f64 = arg(1)?

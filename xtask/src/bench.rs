@@ -1,0 +1,102 @@
+//! `cargo xtask bench`: the decision benchmark (gateway layer), then the cost the kernel
+//! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
+//! run bare and under `gatewayd run`, reported as ratios measured in one run.
+use std::{net::TcpListener, process::Command};
+
+use anyhow::{Context as _, bail};
+
+use crate::{setup, util};
+
+fn per_op(out: &std::process::Output) -> anyhow::Result<f64> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("OK "))
+        .with_context(|| format!("agent output: {text}"))?;
+    line.split_whitespace()
+        .rev()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("no figure in `{line}`"))
+}
+
+/// A loopback listener that waits for each client's FIN before closing (so TIME_WAIT stays
+/// on the client side); returns its port.
+fn listener() -> anyhow::Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let port = l.local_addr()?.port();
+    std::thread::spawn(move || {
+        for mut c in l.incoming().flatten() {
+            let _ = std::io::Read::read_to_end(&mut c, &mut Vec::new());
+        }
+    });
+    Ok(port)
+}
+
+pub fn run() -> anyhow::Result<()> {
+    let env = setup::setup()?;
+    util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
+    let bins = util::build_release(&env)?;
+    let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("data.txt");
+    let secret = dir.join("secret.txt");
+    std::fs::write(&file, "x")?;
+    std::fs::write(&secret, "s")?;
+    let policy = dir.join("policy.json");
+    std::fs::write(
+        &policy,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [secret]},
+            "network": {"egress": [{"cidr": "127.0.0.1/32"}]}})
+        .to_string(),
+    )?;
+    let audit = dir.join("audit.jsonl");
+    let file = file.to_str().unwrap_or("").to_string();
+    // Each run gets a fresh listener: TIME_WAIT left by a previous run towards the same
+    // address and port would stall some SYNs for a second and swamp the figures.
+    let args = |what: &str| -> anyhow::Result<[String; 3]> {
+        Ok(match what {
+            "open()" => ["openloop".into(), file.clone(), "200000".into()],
+            _ => [
+                "connectloop".into(),
+                format!("127.0.0.1:{}", listener()?),
+                "1000".into(),
+            ],
+        })
+    };
+    println!("\nkernel layer overhead on the agent's own syscalls (this kernel; best of 3 each):");
+    let mut tier = String::new();
+    for what in ["open()", "connect()"] {
+        let (mut bare, mut under) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            bare = bare.min(per_op(
+                &Command::new(&bins.testagent).args(args(what)?).output()?,
+            )?);
+            let out = Command::new(&bins.gatewayd)
+                .args(["run", "--policy"])
+                .arg(&policy)
+                .arg("--audit")
+                .arg(&audit)
+                .arg("--")
+                .arg(&bins.testagent)
+                .args(args(what)?)
+                .output()?;
+            if !out.status.success() {
+                bail!("under gatewayd: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            under = under.min(per_op(&out)?);
+        }
+        println!(
+            "  {what:<10} bare {bare:>8.0} ns   under gatewayd {under:>8.0} ns   ratio {:.2}",
+            under / bare
+        );
+    }
+    if let Some(first) = std::fs::read_to_string(&audit)?.lines().next() {
+        let v: serde_json::Value = serde_json::from_str(first)?;
+        tier = v["detail"]["tier"].as_str().unwrap_or("?").to_string();
+    }
+    println!("  (tier under gatewayd: {tier})");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
