@@ -76,6 +76,14 @@ fn append(audit: &SharedAudit, entry: Entry) -> Result<(), crate::audit::AuditEr
     log.append(entry).map(|_| ())
 }
 
+/// A gateway record of something refused on the agent's behalf (not a tool call).
+fn denial(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
+    Entry {
+        decision: Decision::Deny,
+        ..info(session, reason, detail)
+    }
+}
+
 fn info(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
     Entry {
         source: Source::Gateway,
@@ -114,16 +122,12 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         let resolved = resolve_program(&program);
         let key = resolved
             .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map(|md| gateway_common::InodeKey {
-                dev: kernel::spec::kernel_dev(std::os::unix::fs::MetadataExt::dev(&md)),
-                ino: std::os::unix::fs::MetadataExt::ino(&md),
-            });
+            .and_then(|p| kernel::spec::inode_key(p).ok());
         if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
             let resolved = resolved
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "not found".into());
-            let mut entry = info(
+            let entry = denial(
                 &session,
                 "exec_not_allowed",
                 json!({
@@ -131,7 +135,6 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "message": "the agent's own program is not in the policy's exec allowlist; it was not started",
                 }),
             );
-            entry.decision = Decision::Deny;
             append(&audit, entry)?;
             return Err(RunError::AgentNotInExec {
                 agent: program,
@@ -142,7 +145,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let layer = match KernelLayer::load(&spec) {
         Ok(l) => l,
         Err(e) => {
-            let mut entry = info(
+            let entry = denial(
                 &session,
                 "kernel_unavailable",
                 json!({
@@ -150,7 +153,6 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "message": "the policy requires kernel enforcement this kernel cannot give; the agent was not started",
                 }),
             );
-            entry.decision = Decision::Deny;
             append(&audit, entry)?;
             return Err(e.into());
         }
@@ -168,34 +170,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         .collect();
     // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
     let ruleset = if tier == kernel::Tier::CgroupOnly {
-        let fs = landlock::FsPolicy {
-            protected: policy.sandbox.protected.clone(),
-            read_only: vec![PathBuf::from("/sys/fs/cgroup")],
-            exec: policy.sandbox.exec.clone(),
-        };
-        match landlock::Ruleset::build(&fs) {
-            Ok(rs) => {
-                pieces.insert(
-                    "landlock".into(),
-                    json!(format!(
-                        "applied (ABI {}, {} rules{})",
-                        rs.abi,
-                        rs.rules,
-                        if rs.scoped_signals {
-                            ", signals scoped"
-                        } else {
-                            ""
-                        }
-                    )),
-                );
-                tier = kernel::Tier::CgroupLandlock;
-                Some(rs)
-            }
-            Err(e) => {
-                pieces.insert("landlock".into(), json!(format!("not applied: {e}")));
-                None
-            }
+        let rs = landlock_fallback(&policy, &mut pieces);
+        if rs.is_some() {
+            tier = kernel::Tier::CgroupLandlock;
         }
+        rs
     } else {
         None
     };
@@ -293,6 +272,34 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     })
 }
 
+/// Builds the tier-2 Landlock ruleset and notes the outcome in `pieces` (the start record).
+fn landlock_fallback(
+    policy: &Policy,
+    pieces: &mut serde_json::Map<String, serde_json::Value>,
+) -> Option<landlock::Ruleset> {
+    let fs = landlock::FsPolicy {
+        protected: policy.sandbox.protected.clone(),
+        read_only: vec![PathBuf::from("/sys/fs/cgroup")],
+        exec: policy.sandbox.exec.clone(),
+    };
+    match landlock::Ruleset::build(&fs) {
+        Ok(rs) => {
+            let signals = if rs.scoped_signals {
+                ", signals scoped"
+            } else {
+                ""
+            };
+            let state = format!("applied (ABI {}, {} rules{signals})", rs.abi, rs.rules);
+            pieces.insert("landlock".into(), json!(state));
+            Some(rs)
+        }
+        Err(e) => {
+            pieces.insert("landlock".into(), json!(format!("not applied: {e}")));
+            None
+        }
+    }
+}
+
 /// Where `execvp` would find `program`: itself when it contains a `/`, else the first
 /// executable match on `$PATH`.
 fn resolve_program(program: &str) -> Option<PathBuf> {
@@ -377,12 +384,11 @@ async fn spawn_and_wait(
             Some(()) = lockdown.recv() => {
                 // The operator's switch: deny all egress of the agent's cgroup from now on.
                 let result = kernel.lockdown(true).await;
-                let mut entry = info(session, "egress_lockdown", json!({
+                let entry = denial(session, "egress_lockdown", json!({
                     "trigger": "SIGUSR1",
                     "error": result.as_ref().err().map(|e| e.to_string()),
                     "message": "all egress of the agent's cgroup is denied from now on",
                 }));
-                entry.decision = Decision::Deny;
                 if let Err(e) = append(audit, entry) {
                     eprintln!("gatewayd: audit write failed for the egress lockdown: {e}");
                 }

@@ -45,6 +45,15 @@ pub fn kernel_dev(st_dev: u64) -> u64 {
     (u64::from(major) << 20) | u64::from(minor)
 }
 
+/// The kernel's identity of the file at `path` (symlinks followed).
+pub fn inode_key(path: &std::path::Path) -> std::io::Result<InodeKey> {
+    let md = std::fs::metadata(path)?;
+    Ok(InodeKey {
+        dev: kernel_dev(md.dev()),
+        ino: md.ino(),
+    })
+}
+
 /// One egress rule from an allowlist entry; host-only entries have no kernel form.
 pub fn egress_rule(cidr: &Cidr, port: Option<u16>) -> EgressRule {
     EgressRule {
@@ -72,13 +81,10 @@ impl KernelSpec {
         let mut resolve = |paths: &[PathBuf], what: &str| -> Vec<ProtectedInode> {
             let mut out = Vec::new();
             for path in paths {
-                match std::fs::metadata(path) {
-                    Ok(md) => out.push(ProtectedInode {
+                match inode_key(path) {
+                    Ok(key) => out.push(ProtectedInode {
                         path: path.clone(),
-                        key: InodeKey {
-                            dev: kernel_dev(md.dev()),
-                            ino: md.ino(),
-                        },
+                        key,
                     }),
                     Err(e) => warnings.push(SpecWarning {
                         path: path.clone(),
