@@ -24,6 +24,14 @@ mkdir -p /root
 /gatewayd doctor
 /privileged --test-threads=1 2>&1
 echo "GUEST-EXIT $?"
+# Kernel-layer cost on open() at tier 1 (BPF LSM file_open walk), bare vs under gatewayd.
+# Under TCG absolute figures mean little; the ratio is the figure.
+mkdir -p /tmp/bench/a/b/c/d && echo x > /tmp/bench/a/b/c/d/f && echo s > /tmp/bench/secret
+echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]}}' > /tmp/bench/p.json
+for i in 1 2 3; do
+  echo "BENCH bare $(/gw-testagent openloop /tmp/bench/a/b/c/d/f 20000)"
+  echo "BENCH under $(/gatewayd run --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent openloop /tmp/bench/a/b/c/d/f 20000 2>/dev/null)"
+done
 poweroff -f
 "#;
 
@@ -110,6 +118,24 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     Ok(())
 }
 
+/// Prints the best bare and under-gatewayd `open()` figures from the guest and their ratio.
+fn report_bench(lines: &[String]) {
+    let best = |which: &str| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(which))
+            .filter_map(|l| l.split_whitespace().rev().nth(2)?.parse::<f64>().ok())
+            .fold(f64::MAX, f64::min)
+    };
+    let (bare, under) = (best("bare "), best("under "));
+    if bare < f64::MAX && under < f64::MAX {
+        println!(
+            "guest bench: open() of a 6-deep path, bare {bare:.0} ns, under gatewayd (tier 1) {under:.0} ns, ratio {:.2} (TCG: the ratio is the figure)",
+            under / bare
+        );
+    }
+}
+
 /// Boots the guest, runs the privileged suite inside it, and fails unless every test passed
 /// (none skipped, none ignored, at least one ran).
 pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
@@ -150,9 +176,13 @@ pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
     let mut guest_exit = None;
     let mut result_line = false;
     let mut log = String::new();
+    let mut bench = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap_or_default().replace('\r', "");
         println!("guest| {line}");
+        if let Some(rest) = line.strip_prefix("BENCH ") {
+            bench.push(rest.to_string());
+        }
         log.push_str(&line);
         log.push('\n');
         // The harness's own summary, e.g. "test result: ok. 12 passed; 0 failed; 0 ignored; ..."
@@ -186,6 +216,7 @@ pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
         "TIME {:7.1} s  QEMU guest suite ({status})",
         t0.elapsed().as_secs_f64()
     );
+    report_bench(&bench);
     println!("guest: {} passed, {} failed", s.passed, s.failed);
     match guest_exit {
         None => bail!("the guest did not finish the suite (see target/vm/console.log)"),
