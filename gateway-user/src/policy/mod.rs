@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod locate;
 pub mod tools;
 pub use tools::{
     ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
@@ -132,8 +133,13 @@ pub enum PolicyError {
         column: usize,
         message: String,
     },
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
 }
 
 impl Policy {
@@ -154,9 +160,14 @@ impl Policy {
             column: e.column(),
             message: e.to_string(),
         })?;
-        policy.validate().map_err(|message| PolicyError::Invalid {
-            path: path.to_owned(),
-            message,
+        policy.validate().map_err(|message| {
+            let (line, column) = locate::locate(text, &message).unwrap_or((1, 1));
+            PolicyError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                message,
+            }
         })?;
         Ok(policy)
     }
@@ -243,6 +254,24 @@ mod tests {
     fn relative_protected_path_is_refused() {
         let e = parse(r#"{"version": 1, "sandbox": {"protected": ["etc/shadow"]}}"#).unwrap_err();
         assert!(e.to_string().contains("sandbox.protected[0]"), "{e}");
+    }
+
+    #[test]
+    fn semantic_error_points_at_its_line() {
+        let text =
+            "{\n  \"version\": 1,\n  \"sandbox\": {\n    \"protected\": [\"/ok\", \"rel\"]\n  }\n}";
+        match parse(text).unwrap_err() {
+            PolicyError::Invalid {
+                line,
+                column,
+                message,
+                ..
+            } => {
+                assert_eq!((line, column), (4, 26), "{message}");
+                assert!(message.starts_with("sandbox.protected[1]"), "{message}");
+            }
+            other => panic!("unexpected {other}"),
+        }
     }
 
     #[test]
