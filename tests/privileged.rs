@@ -301,23 +301,25 @@ fn start_sleeper(dir: &Scratch, policy: serde_json::Value) -> (std::process::Chi
 }
 
 #[test]
-fn sigterm_is_forwarded_to_the_agent() {
+fn sigterm_and_sigint_are_forwarded_to_the_agent() {
     let _ = env_kind();
-    let dir = Scratch::new("sigterm");
-    let (mut child, agent_pid) = start_sleeper(&dir, best_effort(serde_json::json!([])));
-    assert!(pid_alive(agent_pid));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
+    for sig in [
         nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(
-        status.code(),
-        Some(128 + 15),
-        "agent killed by SIGTERM -> 143"
-    );
-    assert!(!pid_alive(agent_pid));
+        nix::sys::signal::Signal::SIGINT,
+    ] {
+        let dir = Scratch::new(&format!("sig{}", sig as i32));
+        let (mut child, agent_pid) = start_sleeper(&dir, best_effort(serde_json::json!([])));
+        assert!(pid_alive(agent_pid));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(128 + sig as i32),
+            "agent killed by {sig} -> 128 + {}",
+            sig as i32
+        );
+        assert!(!pid_alive(agent_pid));
+    }
 }
 
 #[test]
