@@ -870,3 +870,92 @@ fn landlock_stands_in_without_bpf_lsm() {
         "the audit log is protected too: {text}"
     );
 }
+
+#[test]
+fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
+    let kind = env_kind();
+    let dir = Scratch::new("modify");
+    let (secret, inner, other, _link) = protected_fixture(&dir);
+    let vault = dir.path("vault");
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [secret, vault]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let moved = dir.path("moved");
+    let into_vault = vault.join("planted");
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "rm",
+            &s(&secret),
+            "+",
+            "rm",
+            &s(&inner),
+            "+",
+            "mv",
+            &s(&secret),
+            &s(&moved),
+            "+",
+            "mv",
+            &s(&other),
+            &s(&into_vault),
+            "+",
+            "mv",
+            &s(&other),
+            &s(&secret),
+            "+",
+            "truncate",
+            &s(&secret),
+            "+",
+            "truncate",
+            &s(&other),
+        ],
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 7, "{text}");
+    let how = match kind {
+        Where::Guest => "Operation not permitted",
+        Where::Host => "Permission denied",
+    };
+    for (i, line) in lines[..6].iter().enumerate() {
+        assert!(
+            line.starts_with("FAIL") && line.contains(how),
+            "action {i} was not denied with `{how}`:\n{text}"
+        );
+    }
+    assert!(
+        lines[6].starts_with("OK truncate"),
+        "an unprotected file: {text}"
+    );
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
+    assert_eq!(std::fs::read_to_string(&inner).unwrap(), "key");
+    if kind == Where::Guest {
+        let hooks: Vec<String> = records(&audit)
+            .iter()
+            .filter(|r| r["source"] == "kernel")
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r["hook"].as_str().unwrap(),
+                    r["reason"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            hooks,
+            [
+                "lsm/inode_unlink protected_path",
+                "lsm/inode_unlink protected_path",
+                "lsm/inode_rename protected_path",
+                "lsm/inode_rename protected_path",
+                "lsm/inode_rename protected_path",
+                "lsm/inode_setattr protected_path",
+            ]
+        );
+    }
+}

@@ -26,6 +26,10 @@ pub const EV_MOUNT: u32 = 7;
 pub const EV_PTRACE: u32 = 8;
 pub const EV_KILL: u32 = 9;
 pub const EV_EXEC: u32 = 10;
+pub const EV_UNLINK: u32 = 11;
+pub const EV_RMDIR: u32 = 12;
+pub const EV_RENAME: u32 = 13;
+pub const EV_SETATTR: u32 = 14;
 
 /// Reason codes carried by kernel events (mapped to audit reason strings in userspace).
 /// The opened file is, or lies under, a protected path.

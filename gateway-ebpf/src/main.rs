@@ -5,6 +5,8 @@
 //!   dentry chain. Anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is denied.
 //!   Opening any cgroup file for writing is denied too (the agent may not move itself out of
 //!   its cgroup or change cgroup settings).
+//! - `inode_unlink`, `inode_rmdir`, `inode_rename`, `inode_setattr` (BPF LSM): the same
+//!   protected paths may not be deleted, renamed, replaced, moved into, truncated or chmod'ed.
 //! - `bprm_check_security` (BPF LSM): inside the agent's cgroup, when the policy lists
 //!   binaries, deny executing anything else (matched by inode).
 //! - `bpf`, `sb_mount`, `ptrace_access_check`, `task_kill` (BPF LSM, self-protection): inside
@@ -28,9 +30,10 @@ use aya_ebpf::{
 };
 use gateway_common::{
     AF_INET, AF_INET6, Config, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_EXEC, EV_FILE_OPEN, EV_KILL,
-    EV_MOUNT, EV_PTRACE, EV_SENDMSG4, EV_SENDMSG6, Event, InodeKey, MAX_EGRESS_RULES,
-    MAX_PATH_DEPTH, REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED,
-    REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
+    EV_MOUNT, EV_PTRACE, EV_RENAME, EV_RMDIR, EV_SENDMSG4, EV_SENDMSG6, EV_SETATTR, EV_UNLINK,
+    Event, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH, REASON_EGRESS_LOCKDOWN,
+    REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED, REASON_PROTECTED_PATH,
+    REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
 };
 use maps::{DROPPED, EGRESS, EVENTS, EXEC, PROTECTED, STATE};
 
@@ -168,11 +171,22 @@ fn writes_cgroupfs(cfg: &Config, file: *const u8) -> Result<bool, ()> {
 /// Err: something could not be read or the path is deeper than `MAX_PATH_DEPTH`.
 #[inline(always)]
 fn protected_ancestor(cfg: &Config, file: *const u8, ev: &mut Event) -> Result<bool, ()> {
-    let mut dentry: *const u8 = read(file, cfg.off_file_dentry)?;
+    let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
+    protected_dentry(cfg, dentry, ev)
+}
+
+/// The same walk from a dentry. A negative dentry (a name that does not exist yet, e.g. a
+/// rename target) has no inode of its own: the walk starts at its parent.
+#[inline(always)]
+fn protected_dentry(cfg: &Config, mut dentry: *const u8, ev: &mut Event) -> Result<bool, ()> {
     for depth in 0..MAX_PATH_DEPTH {
         let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
         if inode.is_null() {
-            return Err(());
+            if depth > 0 {
+                return Err(());
+            }
+            dentry = read(dentry, cfg.off_dentry_parent)?;
+            continue;
         }
         let ino: u64 = read(inode, cfg.off_inode_ino)?;
         let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
@@ -196,6 +210,74 @@ fn protected_ancestor(cfg: &Config, file: *const u8, ev: &mut Event) -> Result<b
         dentry = parent;
     }
     Err(())
+}
+
+// --------------------------------------------------------------------------------------------
+// BPF LSM: changes to protected entries without opening them
+// --------------------------------------------------------------------------------------------
+
+/// Denies the hook when any of the dentries is, or lies under, a protected path.
+#[inline(always)]
+fn deny_protected(earlier: i32, kind: u32, dentries: [*const u8; 2]) -> i32 {
+    if earlier != 0 {
+        return earlier;
+    }
+    let cfg = CONFIG.load();
+    if !in_agent_cgroup(&cfg) {
+        return 0;
+    }
+    for d in dentries {
+        if d.is_null() {
+            continue;
+        }
+        let mut ev = empty_event(kind, REASON_UNRESOLVABLE);
+        match protected_dentry(&cfg, d, &mut ev) {
+            Ok(false) => {}
+            Ok(true) => {
+                ev.reason = REASON_PROTECTED_PATH;
+                emit(ev);
+                return -EPERM;
+            }
+            Err(()) => {
+                emit(ev);
+                return -EPERM;
+            }
+        }
+    }
+    0
+}
+
+/// LSM_HOOK(int, 0, inode_unlink, struct inode *dir, struct dentry *dentry)
+#[lsm(hook = "inode_unlink")]
+pub fn inode_unlink(ctx: LsmContext) -> i32 {
+    deny_protected(ctx.arg(2), EV_UNLINK, [ctx.arg(1), core::ptr::null()])
+}
+
+/// LSM_HOOK(int, 0, inode_rmdir, struct inode *dir, struct dentry *dentry)
+#[lsm(hook = "inode_rmdir")]
+pub fn inode_rmdir(ctx: LsmContext) -> i32 {
+    deny_protected(ctx.arg(2), EV_RMDIR, [ctx.arg(1), core::ptr::null()])
+}
+
+/// LSM_HOOK(int, 0, inode_rename, struct inode *old_dir, struct dentry *old_dentry,
+///          struct inode *new_dir, struct dentry *new_dentry): the source, and the target
+/// (replacing a protected file, or moving something into a protected directory).
+#[lsm(hook = "inode_rename")]
+pub fn inode_rename(ctx: LsmContext) -> i32 {
+    deny_protected(ctx.arg(4), EV_RENAME, [ctx.arg(1), ctx.arg(3)])
+}
+
+/// LSM_HOOK(int, 0, inode_setattr, struct dentry *dentry, struct iattr *attr) (kernels < 6.3)
+#[lsm(hook = "inode_setattr")]
+pub fn inode_setattr2(ctx: LsmContext) -> i32 {
+    deny_protected(ctx.arg(2), EV_SETATTR, [ctx.arg(0), core::ptr::null()])
+}
+
+/// LSM_HOOK(int, 0, inode_setattr, struct mnt_idmap *idmap, struct dentry *dentry,
+///          struct iattr *attr): chmod, chown, truncate, utimes.
+#[lsm(hook = "inode_setattr")]
+pub fn inode_setattr3(ctx: LsmContext) -> i32 {
+    deny_protected(ctx.arg(3), EV_SETATTR, [ctx.arg(1), core::ptr::null()])
 }
 
 // --------------------------------------------------------------------------------------------

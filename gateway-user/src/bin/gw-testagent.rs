@@ -7,6 +7,9 @@
 //! gw-testagent exfil PATH HOST:PORT       # read PATH, send its contents (what a hijacked agent does)
 //! gw-testagent udp HOST:PORT TEXT         # unconnected UDP sendto
 //! gw-testagent write PATH                 # create PATH (a marker that the agent ran)
+//! gw-testagent rm PATH                    # unlink PATH
+//! gw-testagent mv FROM TO                 # rename FROM to TO
+//! gw-testagent truncate PATH              # truncate PATH to 0 bytes without opening it
 //! gw-testagent pid                        # print this process's pid
 //! gw-testagent cgroup                     # print this process's cgroup
 //! gw-testagent run PROGRAM [ARGS]        # run another program (up to the next `+`)
@@ -83,6 +86,20 @@ fn run(action: &[String]) -> Result<String, String> {
         "write" => std::fs::write(arg(1)?, b"ran\n")
             .map(|()| format!("wrote {}", arg(1).unwrap_or("")))
             .map_err(|e| e.to_string()),
+        "rm" => std::fs::remove_file(arg(1)?)
+            .map(|()| format!("removed {}", arg(1).unwrap_or("")))
+            .map_err(|e| e.to_string()),
+        "mv" => std::fs::rename(arg(1)?, arg(2)?)
+            .map(|()| format!("renamed {}", arg(1).unwrap_or("")))
+            .map_err(|e| e.to_string()),
+        "truncate" => {
+            let c = std::ffi::CString::new(arg(1)?).map_err(|e| e.to_string())?;
+            // SAFETY: a valid NUL-terminated path.
+            if unsafe { libc::truncate(c.as_ptr(), 0) } != 0 {
+                return Err(std::io::Error::last_os_error().to_string());
+            }
+            Ok(format!("truncated {}", arg(1).unwrap_or("")))
+        }
         "pid" => Ok(format!("pid {}", std::process::id())),
         "cgroup" => std::fs::read_to_string("/proc/self/cgroup")
             .map(|s| s.trim().replace('\n', " "))

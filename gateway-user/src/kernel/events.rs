@@ -3,8 +3,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use gateway_common::{
     AF_INET, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_EXEC, EV_FILE_OPEN, EV_KILL, EV_MOUNT, EV_PTRACE,
-    EV_SENDMSG4, EV_SENDMSG6, Event, REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED,
-    REASON_EXEC_NOT_ALLOWED, REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE,
+    EV_RENAME, EV_RMDIR, EV_SENDMSG4, EV_SENDMSG6, EV_SETATTR, EV_UNLINK, Event,
+    REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED,
+    REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE,
 };
 use serde_json::json;
 
@@ -42,6 +43,10 @@ pub fn hook_name(kind: u32) -> &'static str {
         EV_PTRACE => "lsm/ptrace_access_check",
         EV_KILL => "lsm/task_kill",
         EV_EXEC => "lsm/bprm_check_security",
+        EV_UNLINK => "lsm/inode_unlink",
+        EV_RMDIR => "lsm/inode_rmdir",
+        EV_RENAME => "lsm/inode_rename",
+        EV_SETATTR => "lsm/inode_setattr",
         _ => "unknown",
     }
 }
@@ -70,7 +75,10 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
     let hook = hook_name(ev.kind);
     let reason = reason_name(ev.reason);
     let mut detail = json!({ "pid": ev.pid, "comm": comm, "cgroup_id": ev.cgroup_id });
-    if ev.kind == EV_FILE_OPEN {
+    if matches!(
+        ev.kind,
+        EV_FILE_OPEN | EV_UNLINK | EV_RMDIR | EV_RENAME | EV_SETATTR
+    ) {
         detail["ino"] = json!(ev.ino);
         detail["dev"] = json!(format!("{}:{}", ev.dev >> 20, ev.dev & 0xfffff));
         if ev.reason == REASON_PROTECTED_PATH {
@@ -80,12 +88,14 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             }
         }
         detail["message"] = json!(match ev.reason {
-            REASON_PROTECTED_PATH =>
+            REASON_PROTECTED_PATH if ev.kind == EV_FILE_OPEN =>
                 "opening a protected file (or a file under a protected directory) is denied by the kernel",
+            REASON_PROTECTED_PATH =>
+                "deleting, renaming, replacing or changing a protected path (or anything under a protected directory) is denied by the kernel",
             REASON_SELF_PROTECTION =>
                 "writing to cgroup files is denied: the agent may not leave or reconfigure its cgroup",
             _ =>
-                "the kernel could not resolve this file's path within its depth limit, so the open is denied",
+                "the kernel could not resolve this file's path within its depth limit, so the operation is denied",
         });
     } else if ev.kind == EV_EXEC {
         detail["ino"] = json!(ev.ino);

@@ -106,12 +106,36 @@ type LsmSpec = (
     &'static str,
     &'static [(u32, &'static str)],
 );
-const LSM_PROGRAMS: [LsmSpec; 6] = [
+const LSM_PROGRAMS: [LsmSpec; 10] = [
     (
         "file_open",
         "lsm/file_open",
         "open() of protected files and directories; writes to cgroup files",
         &[(1, "file_open")],
+    ),
+    (
+        "inode_unlink",
+        "lsm/inode_unlink",
+        "deleting protected files",
+        &[(2, "inode_unlink")],
+    ),
+    (
+        "inode_rmdir",
+        "lsm/inode_rmdir",
+        "removing protected directories",
+        &[(2, "inode_rmdir")],
+    ),
+    (
+        "inode_rename",
+        "lsm/inode_rename",
+        "renaming, replacing or moving into protected paths",
+        &[(4, "inode_rename")],
+    ),
+    (
+        "inode_setattr",
+        "lsm/inode_setattr",
+        "truncate, chmod, chown, utimes of protected paths",
+        &[(2, "inode_setattr2"), (3, "inode_setattr3")],
     ),
     (
         "bprm_check_security",
