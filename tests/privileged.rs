@@ -959,3 +959,42 @@ fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
         );
     }
 }
+
+#[test]
+fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
+    let kind = env_kind();
+    let dir = Scratch::new("deep");
+    let (secret, ..) = protected_fixture(&dir);
+    let mut deep = dir.path("d");
+    for i in 0..gateway_common::MAX_PATH_DEPTH {
+        deep.push(format!("{i}"));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let file = deep.join("f");
+    std::fs::write(&file, "deep").unwrap();
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(&policy, &audit, &["read", file.to_str().unwrap()]);
+    let text = stdout(&out);
+    match kind {
+        Where::Guest => {
+            // The ancestor walk cannot reach the filesystem root within its limit: fail closed.
+            assert!(
+                text.starts_with("FAIL read: Operation not permitted"),
+                "{text}"
+            );
+            let k: Vec<_> = records(&audit)
+                .into_iter()
+                .filter(|r| r["source"] == "kernel")
+                .collect();
+            assert_eq!(k.len(), 1, "{k:?}");
+            assert_eq!(k[0]["hook"], "lsm/file_open");
+            assert_eq!(k[0]["reason"], "unresolvable");
+        }
+        // Landlock matches hierarchies and has no depth limit.
+        Where::Host => assert!(text.starts_with("OK read"), "{text}"),
+    }
+}
