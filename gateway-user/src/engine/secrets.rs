@@ -108,6 +108,8 @@ fn variants(v: &str) -> Vec<(String, bool)> {
 #[derive(Debug, Default)]
 pub struct SecretSet {
     re: Option<Regex>,
+    /// The matcher could not be built: fail closed.
+    broken: bool,
     by_form: HashMap<String, String>,
     names: Vec<String>,
 }
@@ -116,6 +118,20 @@ impl SecretSet {
     /// `items`: (name, value). Values shorter than 8 characters are ignored by the caller's
     /// validation; empty values are skipped here.
     pub fn new(items: &[(String, String)]) -> SecretSet {
+        Self::with_builder(items, |pattern| {
+            regex::RegexBuilder::new(pattern)
+                .size_limit(1 << 28)
+                .build()
+        })
+    }
+
+    /// Builds the set with `build` compiling the matcher. If it cannot be built (e.g. huge
+    /// secret values), the set fails closed: every string counts as holding a secret and is
+    /// redacted whole.
+    fn with_builder(
+        items: &[(String, String)],
+        build: impl Fn(&str) -> Result<Regex, regex::Error>,
+    ) -> SecretSet {
         let mut by_form = HashMap::new();
         let mut alts = Vec::new();
         for (name, value) in items {
@@ -135,20 +151,24 @@ impl SecretSet {
         }
         // Longest first so the leftmost match is the most complete form.
         alts.sort_by_key(|a| std::cmp::Reverse(a.len()));
-        let re = if alts.is_empty() {
-            None
+        let (re, broken) = if alts.is_empty() {
+            (None, false)
         } else {
-            Some(Regex::new(&alts.join("|")).expect("escaped literals"))
+            match build(&alts.join("|")) {
+                Ok(re) => (Some(re), false),
+                Err(_) => (None, true),
+            }
         };
         SecretSet {
             re,
+            broken,
             by_form,
             names: items.iter().map(|(n, _)| n.clone()).collect(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.re.is_none()
+        self.re.is_none() && !self.broken
     }
 
     pub fn names(&self) -> &[String] {
@@ -166,6 +186,9 @@ impl SecretSet {
     /// The name of a secret found in `s` in any form: as it is, URL-decoded, or with
     /// whitespace removed (wrapped base64).
     pub fn find(&self, s: &str) -> Option<String> {
+        if self.broken {
+            return Some("secret (the secret matcher could not be built; failing closed)".into());
+        }
         let re = self.re.as_ref()?;
         let hit = |t: &str| re.find(t).map(|m| self.name_of(m.as_str()).to_owned());
         if let Some(n) = hit(s) {
@@ -186,6 +209,7 @@ impl SecretSet {
     /// `s` with every form of every secret replaced by `[REDACTED:name]`.
     pub fn scrub<'a>(&self, s: &'a str) -> Cow<'a, str> {
         match &self.re {
+            None if self.broken => Cow::Owned("[REDACTED:secrets]".into()),
             None => Cow::Borrowed(s),
             Some(re) => re.replace_all(s, |c: &regex::Captures| {
                 format!("[REDACTED:{}]", self.name_of(&c[0]))
@@ -255,6 +279,18 @@ pub fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_matcher_that_cannot_be_built_fails_closed() {
+        let s = SecretSet::with_builder(&[("big".into(), "0123456789abcdef".into())], |_| {
+            Regex::new(&String::from("(")) // an unclosed group: the build fails
+        });
+        assert!(!s.is_empty());
+        assert!(s.find("nothing secret here").is_some());
+        assert_eq!(s.scrub("nothing secret here"), "[REDACTED:secrets]");
+        let ok = SecretSet::new(&[("big".into(), "0123456789abcdef".into())]);
+        assert!(ok.find("nothing secret here").is_none());
+    }
 
     #[test]
     fn base64_matches_known_vectors() {
