@@ -85,17 +85,14 @@ pub struct Event {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Config {
-    /// cgroup v2 id (inode number of the directory) of the agent's cgroup.
+    /// cgroup v2 id (inode number of the directory) of the agent's cgroup (for events; the
+    /// LSM programs test membership with the `AGENT` cgroup array, which also covers the
+    /// agent's sub-cgroups and works inside cgroup namespaces).
     pub cgroup_id: u64,
-    /// Depth of that cgroup below the v2 root; LSM programs compare
-    /// `bpf_get_current_ancestor_cgroup_id(cgroup_level)` with `cgroup_id`, so the agent's
-    /// child cgroups are covered too.
-    pub cgroup_level: u32,
     /// gatewayd's own tgid: the agent may not signal or ptrace it.
     pub daemon_tgid: u32,
     /// 1 when `EXEC` is an allowlist (the policy lists binaries); 0 leaves exec unrestricted.
     pub exec_enforced: u32,
-    pub _pad: u32,
     /// offsetof(struct file, f_path) + offsetof(struct path, dentry)
     pub off_file_dentry: u64,
     /// offsetof(struct dentry, d_parent)
@@ -150,7 +147,7 @@ const _: () = {
     assert!(core::mem::size_of::<Event>() == 80);
     assert!(core::mem::offset_of!(Event, cgroup_id) == 16);
     assert!(core::mem::offset_of!(Event, addr) == 48);
-    assert!(core::mem::size_of::<Config>() == 104);
+    assert!(core::mem::size_of::<Config>() == 96);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<EgressRule>() == 40);
 };

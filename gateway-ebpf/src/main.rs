@@ -22,8 +22,8 @@ mod maps;
 use aya_ebpf::{
     Global,
     helpers::{
-        bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_current_comm,
-        bpf_get_current_pid_tgid, bpf_probe_read_kernel,
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_probe_read_kernel,
     },
     macros::{cgroup_sock_addr, lsm},
     programs::{LsmContext, SockAddrContext},
@@ -35,7 +35,7 @@ use gateway_common::{
     REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED, REASON_PROTECTED_PATH,
     REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
 };
-use maps::{DROPPED, EGRESS, EVENTS, EXEC, PROTECTED, STATE};
+use maps::{AGENT, DROPPED, EGRESS, EVENTS, EXEC, PROTECTED, STATE};
 
 const EPERM: i32 = 1;
 /// cgroup sock_addr programs: 1 lets the call through, 0 fails it with EPERM.
@@ -46,10 +46,8 @@ const SOCK_DENY: i32 = 0;
 #[unsafe(no_mangle)]
 static CONFIG: Global<Config> = Global::new(Config {
     cgroup_id: 0,
-    cgroup_level: 0,
     daemon_tgid: 0,
     exec_enforced: 0,
-    _pad: 0,
     off_file_dentry: 0,
     off_dentry_parent: 0,
     off_dentry_inode: 0,
@@ -108,11 +106,11 @@ pub fn file_open(ctx: LsmContext) -> i32 {
     }
 }
 
-/// Whether the current task is in the agent's cgroup or one of its descendants.
+/// Whether the current task is in the agent's cgroup or one of its descendants
+/// (`bpf_current_task_under_cgroup` against the cgroup userspace put in `AGENT[0]`).
 #[inline(always)]
-fn in_agent_cgroup(cfg: &Config) -> bool {
-    let id = unsafe { bpf_get_current_ancestor_cgroup_id(cfg.cgroup_level as i32) };
-    id == cfg.cgroup_id
+fn in_agent_cgroup(_cfg: &Config) -> bool {
+    AGENT.current_task_under_cgroup(0).unwrap_or(false)
 }
 
 #[inline(always)]

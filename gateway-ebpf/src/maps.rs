@@ -2,11 +2,16 @@
 //! starts (see `gateway-user/src/kernel/`), and flips `STATE` at run time.
 use aya_ebpf::{
     macros::map,
-    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    maps::{Array, CgroupArray, HashMap, PerCpuArray, RingBuf},
 };
 use gateway_common::{
     EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED, STATE_SLOTS,
 };
+
+/// The agent's cgroup (slot 0, a directory fd set by userspace): the BPF LSM programs act
+/// only for tasks under it.
+#[map]
+pub static AGENT: CgroupArray = CgroupArray::with_max_entries(1, 0);
 
 /// Denials, one [`gateway_common::Event`] each, read by the daemon and written to the audit log.
 #[map]

@@ -1,6 +1,6 @@
 //! The agent's cgroup v2: found, created, entered by the child before it execs, killed and
 //! removed. A cgroup's id, as `bpf_get_current_cgroup_id()` sees it, is the inode number of
-//! its directory; its level is its depth below the v2 root.
+//! its directory.
 use std::{
     ffi::CString,
     fs,
@@ -51,7 +51,6 @@ pub fn cgroup2_mount() -> Result<PathBuf, CgroupError> {
 pub struct AgentCgroup {
     path: PathBuf,
     id: u64,
-    level: u32,
     procs: CString,
 }
 
@@ -75,10 +74,6 @@ impl AgentCgroup {
         let path = parent.join(name);
         fs::create_dir(&path).map_err(io("mkdir", &path))?;
         let id = fs::metadata(&path).map_err(io("stat", &path))?.ino();
-        let level = path
-            .strip_prefix(&root)
-            .map(|p| p.components().count() as u32)
-            .unwrap_or(0);
         let procs =
             CString::new(path.join("cgroup.procs").as_os_str().as_bytes()).map_err(|_| {
                 CgroupError::Io {
@@ -87,12 +82,7 @@ impl AgentCgroup {
                     source: std::io::ErrorKind::InvalidInput.into(),
                 }
             })?;
-        Ok(AgentCgroup {
-            path,
-            id,
-            level,
-            procs,
-        })
+        Ok(AgentCgroup { path, id, procs })
     }
 
     pub fn path(&self) -> &Path {
@@ -102,11 +92,6 @@ impl AgentCgroup {
     /// The cgroup id the kernel programs compare against.
     pub fn id(&self) -> u64 {
         self.id
-    }
-
-    /// Depth below the v2 root (for `bpf_get_current_ancestor_cgroup_id`).
-    pub fn level(&self) -> u32 {
-        self.level
     }
 
     /// Moves the calling process into this cgroup. Only async-signal-safe calls (open, write,

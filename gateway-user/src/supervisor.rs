@@ -112,12 +112,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             policy.sandbox.protected.push(p);
         }
     }
-    let (spec, warnings) = KernelSpec::from_policy(
-        &policy,
-        cgroup.path().to_owned(),
-        cgroup.id(),
-        cgroup.level(),
-    );
+    let (spec, warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned(), cgroup.id());
     if spec.exec_enforced {
         let resolved = resolve_program(&program);
         let key = resolved

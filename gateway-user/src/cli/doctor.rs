@@ -30,7 +30,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 "cgroup v2".into(),
                 Ok(format!("{} (id {})", cg.path().display(), cg.id())),
             ));
-            match kernel::probe(cg.path(), cg.id(), cg.level()) {
+            match kernel::probe(cg.path(), cg.id()) {
                 Err(e) => rows.push(("eBPF object + ring buffer".into(), Err(e.to_string()))),
                 Ok(layer) => {
                     rows.push((

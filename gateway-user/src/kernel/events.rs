@@ -167,7 +167,6 @@ mod tests {
         KernelSpec {
             cgroup_dir: "/x".into(),
             cgroup_id: 9,
-            cgroup_level: 1,
             protected: vec![super::super::spec::ProtectedInode {
                 path: "/home/u/.ssh".into(),
                 key: gateway_common::InodeKey {

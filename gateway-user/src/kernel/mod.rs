@@ -18,7 +18,7 @@ use std::{fs::File, path::Path};
 
 use aya::{
     Btf, Ebpf, EbpfLoader, include_bytes_aligned,
-    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
+    maps::{Array, CgroupArray, HashMap, MapData, PerCpuArray, RingBuf},
     programs::{CgroupAttachMode, CgroupSockAddr, Lsm},
 };
 use gateway_common::{Config, EgressRule, InodeKey, STATE_EGRESS_LOCKDOWN};
@@ -209,10 +209,8 @@ impl KernelLayer {
         let kbtf = btf::KernelBtf::from_sys_fs()?;
         let cfg = Config {
             cgroup_id: spec.cgroup_id,
-            cgroup_level: spec.cgroup_level,
             daemon_tgid: std::process::id(),
             exec_enforced: u32::from(spec.exec_enforced),
-            _pad: 0,
             off_file_dentry: kbtf.member_offset("file", "f_path")?
                 + kbtf.member_offset("path", "dentry")?,
             off_dentry_parent: kbtf.member_offset("dentry", "d_parent")?,
@@ -229,8 +227,13 @@ impl KernelLayer {
             .override_global("CONFIG", &cfg, true)
             .load(OBJECT)
             .map_err(|e| KernelError::Object(format!("{e:#}")))?;
+        let cgroup = File::open(&spec.cgroup_dir).map_err(|source| KernelError::Cgroup {
+            path: spec.cgroup_dir.display().to_string(),
+            source,
+        })?;
         fill_maps(
             &mut ebpf,
+            &cgroup,
             &spec.protected_keys(),
             &spec.exec_keys(),
             &spec.egress,
@@ -253,10 +256,6 @@ impl KernelLayer {
                 .and_then(|name| layer.attach_lsm(hook, name));
             layer.record(program, enforces, res, spec.require)?;
         }
-        let cgroup = File::open(&spec.cgroup_dir).map_err(|source| KernelError::Cgroup {
-            path: spec.cgroup_dir.display().to_string(),
-            source,
-        })?;
         for (name, program, enforces) in SOCK_PROGRAMS {
             let res = layer.attach_sock(name, &cgroup);
             layer.record(program, enforces, res, spec.require)?;
@@ -390,10 +389,19 @@ fn program_error(e: aya::programs::ProgramError) -> String {
 
 fn fill_maps(
     ebpf: &mut Ebpf,
+    cgroup: &File,
     protected: &[InodeKey],
     exec: &[InodeKey],
     egress: &[EgressRule],
 ) -> Result<(), KernelError> {
+    let mut agent = CgroupArray::try_from(ebpf.map_mut("AGENT").ok_or(KernelError::Map {
+        map: "AGENT",
+        answer: "missing".into(),
+    })?)
+    .map_err(map_err("AGENT"))?;
+    agent
+        .set(0, std::os::fd::AsRawFd::as_raw_fd(cgroup), 0)
+        .map_err(map_err("AGENT"))?;
     for (name, keys) in [("PROTECTED", protected), ("EXEC", exec)] {
         let mut map: HashMap<_, InodeKey, u32> =
             HashMap::try_from(ebpf.map_mut(name).ok_or(KernelError::Map {
@@ -431,15 +439,10 @@ pub fn has_object() -> bool {
 /// For `doctor`: load the object into a throwaway cgroup-free configuration and report which
 /// programs this kernel accepts (loaded, not attached, for the LSM one; attached to `cgroup`
 /// for the sock_addr ones).
-pub fn probe(
-    cgroup_dir: &Path,
-    cgroup_id: u64,
-    cgroup_level: u32,
-) -> Result<KernelLayer, KernelError> {
+pub fn probe(cgroup_dir: &Path, cgroup_id: u64) -> Result<KernelLayer, KernelError> {
     let spec = KernelSpec {
         cgroup_dir: cgroup_dir.to_owned(),
         cgroup_id,
-        cgroup_level,
         protected: Vec::new(),
         exec: Vec::new(),
         exec_enforced: false,

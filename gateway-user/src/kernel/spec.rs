@@ -21,7 +21,6 @@ pub struct ProtectedInode {
 pub struct KernelSpec {
     pub cgroup_dir: PathBuf,
     pub cgroup_id: u64,
-    pub cgroup_level: u32,
     pub protected: Vec<ProtectedInode>,
     /// Binaries the agent may execute; enforced only when `exec_enforced`.
     pub exec: Vec<ProtectedInode>,
@@ -75,7 +74,6 @@ impl KernelSpec {
         policy: &Policy,
         cgroup_dir: PathBuf,
         cgroup_id: u64,
-        cgroup_level: u32,
     ) -> (KernelSpec, Vec<SpecWarning>) {
         let mut warnings = Vec::new();
         let mut resolve = |paths: &[PathBuf], what: &str| -> Vec<ProtectedInode> {
@@ -114,7 +112,6 @@ impl KernelSpec {
         let spec = KernelSpec {
             cgroup_dir,
             cgroup_id,
-            cgroup_level,
             protected,
             exec_enforced: !policy.sandbox.exec.is_empty(),
             exec,
@@ -172,7 +169,7 @@ mod tests {
             secret.display()
         );
         let p = Policy::parse(&text, Path::new("t")).unwrap();
-        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into(), 7, 2);
+        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into(), 7);
         assert!(!spec.require);
         assert_eq!(spec.protected.len(), 1);
         assert_eq!(warnings.len(), 1);
