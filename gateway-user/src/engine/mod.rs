@@ -655,7 +655,8 @@ impl Engine {
         }
         s.spent = s.spent.saturating_add(tool.def.cost);
         for l in &tool.def.labels {
-            *s.actions.entry(*l).or_default() += 1;
+            let n = s.actions.entry(*l).or_default();
+            *n = n.saturating_add(1);
         }
         s.legs.private |= tool.has(Label::ReadsPrivate);
         s.legs.egress |= tool.has(Label::SendsOut);
@@ -903,7 +904,7 @@ impl Engine {
             if recent.len() >= r.max as usize {
                 let wait = recent
                     .first()
-                    .map(|t| (t + window).saturating_sub(now))
+                    .map(|t| t.saturating_add(window).saturating_sub(now))
                     .unwrap_or(0);
                 return Err(Verdict::deny(
                     R::RateLimit,
@@ -1197,9 +1198,36 @@ impl AuditSink for crate::audit::AuditLog {
 
 #[cfg(test)]
 mod tests {
+    use std::{path::Path, sync::Arc};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::ManualClock;
+
     #[test]
     fn engine_is_shared_across_threads() {
         fn check<T: Send + Sync>() {}
         check::<super::Engine>();
+    }
+
+    /// A window of u64::MAX seconds (the policy allows any `window_s` > 0): the retry time
+    /// saturates instead of overflowing, and the call is denied.
+    #[test]
+    fn rate_limit_with_a_huge_window_denies_without_overflow() {
+        let text = r#"{"version": 1, "tools": [{"name": "t"}],
+            "limits": {"rate": [{"tool": "t", "max": 1, "window_s": 18446744073709551615}]}}"#;
+        let policy = Policy::parse(text, Path::new("p.json")).unwrap();
+        let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+        let e = Engine::new(Arc::new(policy), clock, None).unwrap();
+        let mut s = Session::new("s", "u", &[]);
+        let call = ToolCall::new("t", json!({}));
+        assert!(
+            e.call(&mut s, &call, |_, _| Ok(json!(1)))
+                .verdict
+                .is_allow()
+        );
+        let v = e.decide(&s, &call);
+        assert_eq!((v.decision, v.reason), (Decision::Deny, Reason::RateLimit));
     }
 }
