@@ -998,3 +998,49 @@ fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
         Where::Host => assert!(text.starts_with("OK read"), "{text}"),
     }
 }
+
+#[test]
+fn children_in_sub_cgroups_are_still_confined() {
+    let kind = env_kind();
+    let dir = Scratch::new("subcg");
+    let (secret, _, other, _) = protected_fixture(&dir);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "subread",
+            secret.to_str().unwrap(),
+            "+",
+            "subread",
+            other.to_str().unwrap(),
+        ],
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    match kind {
+        Where::Guest => {
+            // The child runs in a cgroup below the agent's: the LSM programs still apply.
+            assert!(
+                lines[0].starts_with("FAIL subread: child in")
+                    && lines[0].contains("Operation not permitted"),
+                "{text}"
+            );
+            assert!(lines[1].starts_with("OK subread"), "{text}");
+        }
+        Where::Host => {
+            // Landlock makes the cgroup filesystem read-only: no sub-cgroup at all.
+            for l in &lines {
+                assert!(
+                    l.starts_with("FAIL subread: mkdir") && l.contains("Permission denied"),
+                    "{text}"
+                );
+            }
+        }
+    }
+}

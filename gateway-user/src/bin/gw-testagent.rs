@@ -21,6 +21,8 @@
 //! gw-testagent waitfile PATH             # wait (up to 30 s) until PATH exists
 //! gw-testagent openloop PATH N           # open+close PATH N times, print ns per open
 //! gw-testagent connectloop IP:PORT N     # N TCP connects, print ns per connect
+//! gw-testagent subread PATH              # make a sub-cgroup of ours, start a child in it
+//!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
 //! gw-testagent sleep SECS
 //! gw-testagent exit CODE                  # exit now with CODE
 //! ```
@@ -127,6 +129,7 @@ fn run(action: &[String]) -> Result<String, String> {
             let per = t0.elapsed().as_nanos() / u128::from(n.max(1));
             Ok(format!("{n} in a row, {per} ns each"))
         }
+        "subread" => subcgroup_read(arg(1)?),
         "sleep" => {
             let secs: f64 = arg(1)?
                 .parse()
@@ -190,6 +193,72 @@ fn run(action: &[String]) -> Result<String, String> {
             Ok("seized and released the parent".into())
         }
         other => Err(format!("unknown action {other}")),
+    }
+}
+
+/// Creates `<our cgroup>/sub`, starts a child directly in it with `clone3(CLONE_INTO_CGROUP)`
+/// (no write to any cgroup file), and has the child open `path`.
+fn subcgroup_read(path: &str) -> Result<String, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+    let rel = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("no cgroup v2 line")?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+    let mount = info
+        .lines()
+        .find_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            (post.split_whitespace().next() == Some("cgroup2"))
+                .then(|| pre.split_whitespace().nth(4))?
+        })
+        .ok_or("no cgroup2 mount")?;
+    let sub = format!("{mount}{rel}/sub");
+    std::fs::create_dir(&sub).map_err(|e| format!("mkdir {sub}: {e}"))?;
+    let dir = std::fs::File::open(&sub).map_err(|e| format!("open {sub}: {e}"))?;
+    let target = std::ffi::CString::new(path).map_err(|e| e.to_string())?;
+    // struct clone_args { flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
+    //                     tls, set_tid, set_tid_size, cgroup } (11 x u64)
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    let mut args = [0u64; 11];
+    args[0] = CLONE_INTO_CGROUP;
+    args[4] = libc::SIGCHLD as u64;
+    args[10] = std::os::fd::AsRawFd::as_raw_fd(&dir) as u64;
+    // SAFETY: clone3 without a new stack behaves like fork; the child only makes raw syscalls
+    // and _exits.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            args.as_ptr(),
+            std::mem::size_of_val(&args),
+        )
+    };
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        let _ = std::fs::remove_dir(&sub);
+        return Err(format!("clone3 into {sub}: {e}"));
+    }
+    if pid == 0 {
+        // SAFETY: async-signal-safe calls only.
+        unsafe {
+            let fd = libc::open(target.as_ptr(), libc::O_RDONLY);
+            libc::_exit(if fd >= 0 {
+                0
+            } else {
+                *libc::__errno_location()
+            });
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid as i32, &mut status, 0) };
+    let _ = std::fs::remove_dir(&sub);
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(format!("a child in {sub} read {path}")),
+        errno => Err(format!(
+            "child in {sub}: {}",
+            std::io::Error::from_raw_os_error(errno)
+        )),
     }
 }
 
