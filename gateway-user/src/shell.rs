@@ -81,7 +81,13 @@ pub enum ShellError {
     Nul,
     #[error("empty command")]
     Empty,
+    #[error("{0} arguments: more than the {MAX_ARGS} a command may have here")]
+    TooManyArgs(usize),
 }
+
+/// The most arguments [`analyze`] looks at; a longer command is refused (the analysis is
+/// quadratic in the number of file operands, and no tool call needs thousands).
+pub const MAX_ARGS: usize = 1024;
 
 /// Splits a command line into argv like POSIX sh would for simple commands: single quotes,
 /// double quotes (with `\"` `\\` `\$` `` \` `` escapes), backslash escapes, whitespace.
@@ -266,6 +272,9 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
     };
     if program.is_empty() {
         return Err(ShellError::Empty);
+    }
+    if argv.len() > MAX_ARGS {
+        return Err(ShellError::TooManyArgs(argv.len()));
     }
     if argv.iter().any(|a| a.contains('\0')) {
         return Err(ShellError::Nul);
@@ -1930,6 +1939,18 @@ fn interpreter(args: &[String], spec: &Spec, acc: &mut Acc) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_many_arguments_are_refused() {
+        let mut argv = vec!["cat".to_string()];
+        argv.extend((0..MAX_ARGS).map(|i| format!("f{i}")));
+        assert_eq!(
+            analyze(&argv).unwrap_err(),
+            ShellError::TooManyArgs(MAX_ARGS + 1)
+        );
+        argv.pop();
+        assert_eq!(analyze(&argv).unwrap().reads.len(), MAX_ARGS - 1);
+    }
 
     fn sp(line: &str) -> Vec<String> {
         split(line, true).unwrap_or_else(|e| panic!("split {line:?}: {e}"))
