@@ -210,6 +210,22 @@ pub enum AuditError {
     Write { path: PathBuf, error: io::Error },
     #[error("audit log {path} is poisoned by an earlier write failure; no record can be appended")]
     Poisoned { path: PathBuf },
+    #[error(
+        "record detail nested deeper than {MAX_DETAIL_DEPTH} levels: not written (it could not be read back)"
+    )]
+    TooDeep,
+}
+
+/// Deepest `detail` nesting a record may have: serde_json refuses to read back values nested
+/// deeper than 128, which would make the log unverifiable; such an entry is refused instead.
+pub const MAX_DETAIL_DEPTH: usize = 64;
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// An audit file open for appending, holding its exclusive lock.
@@ -304,6 +320,9 @@ impl AuditLog {
             return Err(AuditError::Poisoned {
                 path: self.path.clone(),
             });
+        }
+        if depth(&entry.detail) > MAX_DETAIL_DEPTH {
+            return Err(AuditError::TooDeep);
         }
         let Some(seq) = self.last_seq.checked_add(1) else {
             self.poisoned = true;
@@ -1102,6 +1121,22 @@ mod tests {
         );
         assert!(err.to_string().contains("broken at seq 3"), "{err}");
         assert_eq!(fs::read(&path).expect("read"), before, "file untouched");
+    }
+
+    #[test]
+    fn too_deep_detail_is_refused_and_the_log_stays_usable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _) = make_log(&dir, 2);
+        let mut log = AuditLog::open(&path, clock()).expect("open");
+        let mut deep = Value::Null;
+        for _ in 0..=MAX_DETAIL_DEPTH {
+            deep = Value::Array(vec![deep]);
+        }
+        let mut e = entry(3);
+        e.detail = deep;
+        assert!(matches!(log.append(e), Err(AuditError::TooDeep)));
+        log.append(entry(3)).expect("the next record is written");
+        assert_eq!(verify(&path, None).expect("verifies").records, 3);
     }
 
     #[test]
