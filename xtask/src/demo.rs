@@ -29,6 +29,14 @@ fn receiver(addr: &str) -> anyhow::Result<(u16, mpsc::Receiver<Vec<u8>>)> {
     Ok((port, rx))
 }
 
+/// Each line of `bytes` behind `prefix`.
+fn indent(prefix: &str, bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(|l| format!("{prefix}{l}\n"))
+        .collect()
+}
+
 fn received(rx: &mpsc::Receiver<Vec<u8>>) -> Vec<String> {
     std::thread::sleep(Duration::from_millis(200));
     rx.try_iter()
@@ -94,13 +102,7 @@ pub fn run() -> anyhow::Result<()> {
 
     println!("\n=== 1. without gatewayd");
     let out = Command::new(&bins.testagent).args(&script).output()?;
-    print!(
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| format!("    agent| {l}\n"))
-            .collect::<String>()
-    );
+    print!("{}", indent("    agent| ", &out.stdout));
     show(
         &format!("attacker 127.0.0.1:{attacker}"),
         &received(&attacker_rx),
@@ -117,20 +119,8 @@ pub fn run() -> anyhow::Result<()> {
         .arg(&bins.testagent)
         .args(&script)
         .output()?;
-    print!(
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| format!("    agent| {l}\n"))
-            .collect::<String>()
-    );
-    print!(
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    );
+    print!("{}", indent("    agent| ", &out.stdout));
+    print!("{}", indent("    ", &out.stderr));
     let stolen = received(&attacker_rx);
     show("attacker", &stolen);
     show("allowed API", &received(&api_rx));

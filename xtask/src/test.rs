@@ -45,21 +45,10 @@ fn cargo_test(
     for line in BufReader::new(out).lines() {
         let line = line.unwrap_or_default();
         println!("{line}");
-        if let Some(rest) = line.strip_prefix("test result: ") {
-            let num = |word: &str| -> u32 {
-                rest.split(';')
-                    .find_map(|part| {
-                        part.trim()
-                            .trim_start_matches("ok. ")
-                            .trim_start_matches("FAILED. ")
-                            .strip_suffix(word)
-                    })
-                    .and_then(|n| n.trim().parse().ok())
-                    .unwrap_or(0)
-            };
-            total.passed += num(" passed");
-            total.failed += num(" failed");
-            total.ignored += num(" ignored");
+        if let Some((passed, failed, ignored)) = util::test_result_counts(&line) {
+            total.passed += passed;
+            total.failed += failed;
+            total.ignored += ignored;
         }
     }
     let status = child.wait()?;
@@ -118,17 +107,7 @@ pub fn all() -> anyhow::Result<()> {
     cargo_test(
         &env,
         "privileged host tests",
-        &[
-            "--release",
-            "-p",
-            "gateway-user",
-            "--features",
-            "privileged-tests",
-            "--test",
-            "privileged",
-            "--",
-            "--test-threads=1",
-        ],
+        &[&util::PRIVILEGED_TESTS[..], &["--", "--test-threads=1"]].concat(),
         &[("GATEWAYD_TEST_ENV", "host")],
         &mut total,
     )?;

@@ -84,3 +84,32 @@ pub fn build_release(env: &Env) -> anyhow::Result<Bins> {
         testagent: dir.join("gw-testagent"),
     })
 }
+
+/// `cargo test` arguments that select the privileged test binary (release, with its feature).
+pub const PRIVILEGED_TESTS: [&str; 7] = [
+    "--release",
+    "-p",
+    "gateway-user",
+    "--features",
+    "privileged-tests",
+    "--test",
+    "privileged",
+];
+
+/// Counts from a libtest summary line, `test result: ok. 12 passed; 0 failed; 1 ignored; ...`:
+/// (passed, failed, ignored); `None` for any other line.
+pub fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {
+    let rest = line.strip_prefix("test result: ")?;
+    let num = |word: &str| -> u32 {
+        rest.split(';')
+            .find_map(|part| {
+                part.trim()
+                    .trim_start_matches("ok. ")
+                    .trim_start_matches("FAILED. ")
+                    .strip_suffix(word)
+            })
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Some((num(" passed"), num(" failed"), num(" ignored")))
+}

@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use crate::util::{Bins, Env, workspace_root};
+use crate::util::{self, Bins, Env, workspace_root};
 
 const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -45,18 +45,9 @@ pub struct Summary {
 /// Builds the privileged test binary (release) and returns its path.
 fn build_test_binary(env: &Env) -> anyhow::Result<PathBuf> {
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "test",
-            "--release",
-            "-p",
-            "gateway-user",
-            "--features",
-            "privileged-tests",
-            "--test",
-            "privileged",
-            "--no-run",
-            "--message-format=json",
-        ])
+        .arg("test")
+        .args(util::PRIVILEGED_TESTS)
+        .args(["--no-run", "--message-format=json"])
         .current_dir(workspace_root())
         .env("PATH", env.path_var())
         .env_remove("GATEWAYD_EBPF_STUB")
@@ -186,25 +177,10 @@ pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
         log.push_str(&line);
         log.push('\n');
         // The harness's own summary, e.g. "test result: ok. 12 passed; 0 failed; 0 ignored; ..."
-        if let Some(rest) = line.strip_prefix("test result: ") {
+        if let Some((passed, failed, ignored)) = util::test_result_counts(&line) {
             result_line = true;
-            for part in rest.split(';') {
-                let part = part
-                    .trim()
-                    .trim_start_matches("ok. ")
-                    .trim_start_matches("FAILED. ");
-                let n = |word: &str| {
-                    part.strip_suffix(word)
-                        .and_then(|n| n.trim().parse::<u32>().ok())
-                };
-                if let Some(n) = n(" passed") {
-                    s.passed += n;
-                } else if let Some(n) = n(" failed") {
-                    s.failed += n;
-                } else if let Some(n) = n(" ignored") {
-                    s.failed += n; // an ignored kernel test is a failure here
-                }
-            }
+            s.passed += passed;
+            s.failed += failed + ignored; // an ignored kernel test is a failure here
         }
         if let Some(code) = line.strip_prefix("GUEST-EXIT ") {
             guest_exit = code.trim().parse::<i32>().ok();
