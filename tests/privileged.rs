@@ -1044,3 +1044,34 @@ fn children_in_sub_cgroups_are_still_confined() {
         }
     }
 }
+
+#[test]
+fn a_burst_of_denials_loses_no_count() {
+    let _ = env_kind();
+    let dir = Scratch::new("burst");
+    let (port, _rx) = listener("127.0.0.1:0");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    const N: u64 = 5000;
+    let out = run_agent(
+        &policy,
+        &audit,
+        &["tryconnect", &format!("127.0.0.1:{port}"), &N.to_string()],
+    );
+    assert!(
+        stdout(&out).contains(&format!("{N} attempts, {N} failed")),
+        "{}",
+        stdout(&out)
+    );
+    // Every denial is either its own record or counted in the `events_dropped` record.
+    let recs = records(&audit);
+    let kernel = recs.iter().filter(|r| r["source"] == "kernel").count() as u64;
+    let dropped = recs
+        .iter()
+        .find(|r| r["reason"] == "events_dropped")
+        .map_or(0, |r| r["detail"]["count"].as_u64().unwrap());
+    assert_eq!(kernel + dropped, N, "{kernel} records + {dropped} dropped");
+    let end = recs.last().unwrap();
+    assert_eq!(end["detail"]["kernel_denials"].as_u64(), Some(kernel));
+    assert!(verify(&audit).status.success());
+}

@@ -23,6 +23,7 @@
 //! gw-testagent connectloop IP:PORT N     # N TCP connects, print ns per connect
 //! gw-testagent subread PATH              # make a sub-cgroup of ours, start a child in it
 //!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
+//! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
 //! gw-testagent sleep SECS
 //! gw-testagent exit CODE                  # exit now with CODE
 //! ```
@@ -128,6 +129,12 @@ fn run(action: &[String]) -> Result<String, String> {
             }
             let per = t0.elapsed().as_nanos() / u128::from(n.max(1));
             Ok(format!("{n} in a row, {per} ns each"))
+        }
+        "tryconnect" => {
+            let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
+            let to = addr(arg(1)?)?;
+            let failed = (0..n).filter(|_| TcpStream::connect(to).is_err()).count();
+            Ok(format!("{n} attempts, {failed} failed"))
         }
         "subread" => subcgroup_read(arg(1)?),
         "sleep" => {
