@@ -186,19 +186,13 @@ fn protected_dentry(cfg: &Config, mut dentry: *const u8, ev: &mut Event) -> Resu
             dentry = read(dentry, cfg.off_dentry_parent)?;
             continue;
         }
-        let ino: u64 = read(inode, cfg.off_inode_ino)?;
-        let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
-        let dev: u32 = read(sb, cfg.off_sb_dev)?;
+        let key = inode_key(cfg, inode)?;
         if depth == 0 {
-            ev.ino = ino;
-            ev.dev = dev;
+            ev.ino = key.ino;
+            ev.dev = key.dev as u32;
         }
-        let key = InodeKey {
-            dev: u64::from(dev),
-            ino,
-        };
         if PROTECTED.get_ptr(&key).is_some() {
-            ev.matched_ino = ino;
+            ev.matched_ino = key.ino;
             return Ok(true);
         }
         let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
@@ -321,7 +315,12 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
 fn exec_key(cfg: &Config, bprm: *const u8) -> Result<InodeKey, ()> {
     let file: *const u8 = read(bprm, cfg.off_bprm_file)?;
     let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
-    let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
+    inode_key(cfg, read(dentry, cfg.off_dentry_inode)?)
+}
+
+/// An inode's identity: (kernel dev_t of its superblock, inode number).
+#[inline(always)]
+fn inode_key(cfg: &Config, inode: *const u8) -> Result<InodeKey, ()> {
     let ino: u64 = read(inode, cfg.off_inode_ino)?;
     let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
     let dev: u32 = read(sb, cfg.off_sb_dev)?;

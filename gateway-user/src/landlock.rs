@@ -170,7 +170,8 @@ impl Ruleset {
         };
         // Landlock ties a file rule to the inode, so a rule on a hard link of a protected
         // file would open the protected file too: such entries get no rule.
-        rs.protected_inodes = canonical(&policy.protected)
+        let protected = canonical(&policy.protected);
+        rs.protected_inodes = protected
             .iter()
             .filter_map(|p| std::fs::metadata(p).ok())
             .map(|m| (m.dev(), m.ino()))
@@ -179,7 +180,7 @@ impl Ruleset {
         for p in canonical(&policy.read_only) {
             special.insert(p, Special::ReadOnly);
         }
-        for p in canonical(&policy.protected) {
+        for p in protected {
             special.insert(p, Special::Protected);
         }
         let strip = if exec_listed { EXECUTE } else { 0 };

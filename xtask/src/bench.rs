@@ -13,11 +13,7 @@ fn per_op(out: &std::process::Output) -> anyhow::Result<f64> {
         .lines()
         .find(|l| l.starts_with("OK "))
         .with_context(|| format!("agent output: {text}"))?;
-    line.split_whitespace()
-        .rev()
-        .nth(2)
-        .and_then(|n| n.parse().ok())
-        .with_context(|| format!("no figure in `{line}`"))
+    util::ns_each(line).with_context(|| format!("no figure in `{line}`"))
 }
 
 /// A loopback listener for the connect loop; returns its port. It has a deep backlog and

@@ -113,3 +113,8 @@ pub fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {
     };
     Some((num(" passed"), num(" failed"), num(" ignored")))
 }
+
+/// The figure of a `gw-testagent openloop/connectloop` line (`OK ...: N in a row, X ns each`).
+pub fn ns_each(line: &str) -> Option<f64> {
+    line.split_whitespace().rev().nth(2)?.parse().ok()
+}

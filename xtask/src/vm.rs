@@ -115,7 +115,7 @@ fn report_bench(lines: &[String]) {
         lines
             .iter()
             .filter(|l| l.starts_with(which))
-            .filter_map(|l| l.split_whitespace().rev().nth(2)?.parse::<f64>().ok())
+            .filter_map(|l| util::ns_each(l))
             .fold(f64::MAX, f64::min)
     };
     let (bare, under) = (best("bare "), best("under "));

@@ -31,6 +31,11 @@ pub fn parse(item: &[u8]) -> Option<Event> {
     Some(unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<Event>()) })
 }
 
+/// A kernel `dev_t` (`MAJOR << 20 | MINOR`) as `major:minor`.
+fn major_minor(dev: u32) -> String {
+    format!("{}:{}", dev >> 20, dev & 0xfffff)
+}
+
 pub fn hook_name(kind: u32) -> &'static str {
     match kind {
         EV_FILE_OPEN => "lsm/file_open",
@@ -80,7 +85,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         EV_FILE_OPEN | EV_UNLINK | EV_RMDIR | EV_RENAME | EV_SETATTR
     ) {
         detail["ino"] = json!(ev.ino);
-        detail["dev"] = json!(format!("{}:{}", ev.dev >> 20, ev.dev & 0xfffff));
+        detail["dev"] = json!(major_minor(ev.dev));
         if ev.reason == REASON_PROTECTED_PATH {
             detail["protected_ino"] = json!(ev.matched_ino);
             if let Some(p) = spec.protected_path(u64::from(ev.dev), ev.matched_ino) {
@@ -99,7 +104,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         });
     } else if ev.kind == EV_EXEC {
         detail["ino"] = json!(ev.ino);
-        detail["dev"] = json!(format!("{}:{}", ev.dev >> 20, ev.dev & 0xfffff));
+        detail["dev"] = json!(major_minor(ev.dev));
         detail["message"] = json!(match ev.reason {
             REASON_EXEC_NOT_ALLOWED =>
                 "executing this file is denied: it is not in the policy's exec allowlist",

@@ -129,14 +129,6 @@ impl KernelSpec {
         self.exec.iter().map(|p| p.key).collect()
     }
 
-    /// The exec allowlist entry with this inode, if any.
-    pub fn exec_path(&self, dev: u64, ino: u64) -> Option<&PathBuf> {
-        self.exec
-            .iter()
-            .find(|p| p.key.ino == ino && p.key.dev == dev)
-            .map(|p| &p.path)
-    }
-
     /// The protected path with this inode, for audit details.
     pub fn protected_path(&self, dev: u64, ino: u64) -> Option<&PathBuf> {
         self.protected
