@@ -5,7 +5,7 @@
 //! One record per line, each line the canonical JSON of the record followed by `\n`:
 //! - `seq` starts at 1 and grows by one; `prev` is the `hash` of the previous record, 64 zeros
 //!   ([`GENESIS`]) for the first;
-//! - `ts` is RFC 3339 UTC with milliseconds, from the injected [`Clock`];
+//! - `ts` is RFC 3339 UTC with milliseconds, from the injected [`Clock`](crate::clock::Clock);
 //! - `tool` (gateway records) and `hook` (kernel records) are omitted when absent;
 //! - `hash` = lowercase hex SHA-256 of the canonical JSON of the record without `hash`.
 //!
@@ -31,10 +31,11 @@
 //! concurrent append shows up at worst as a partial last line.
 //!
 //! # Layout
-//! - [`record`]: what a line holds ([`Record`], [`Entry`], [`Source`], [`Decision`]), its
+//! - `record.rs`: what a line holds ([`Record`], [`Entry`], [`Source`], [`Decision`]), its
 //!   canonical form and hash, and the timestamp format;
-//! - [`log`]: [`AuditLog`], the locked, append-only writer (write + fdatasync, poisoning);
-//! - [`verify`](mod@verify): the chain verifier ([`verify()`], [`VerifyError`]).
+//! - `log.rs`: [`AuditLog`], the locked, append-only writer (write + fdatasync, poisoning);
+//! - `verify.rs`: the chain verifier ([`verify()`], [`VerifyError`]);
+//! - `tests.rs`: the writer and the verifier together.
 mod log;
 mod record;
 mod verify;

@@ -49,7 +49,7 @@ impl Decision {
     }
 }
 
-/// What a caller appends; [`AuditLog::append`] adds `seq`, `prev`, `ts` and `hash`.
+/// What a caller appends; [`AuditLog::append`](super::AuditLog::append) adds `seq`, `prev`, `ts` and `hash`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub source: Source,
