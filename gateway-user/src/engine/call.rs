@@ -90,7 +90,7 @@ impl Engine {
         F: FnOnce(&Value, &Credentials) -> Result<Value, String>,
     {
         let now = self.clock.now_ms();
-        let (mut verdict, args) = checks::run(self, s, call, now);
+        let (mut verdict, args) = checks::run(self, s, call, Some(now));
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
         approval_hold::settle(self, s, call, &mut verdict, &digest, now);
         verdict.message = self.secrets.all.scrub(&verdict.message).into_owned();

@@ -110,7 +110,7 @@ impl Engine {
 
     /// One decision, no side effects: nothing is counted, recorded or held (dry run).
     pub fn decide(&self, s: &Session, call: &ToolCall) -> Verdict {
-        let (mut v, _) = checks::run(self, s, call, self.clock.now_ms());
+        let (mut v, _) = checks::run(self, s, call, None);
         if v.reason != Reason::Allowed {
             // An allow message names only the registered tool.
             v.message = self.secrets.all.scrub(&v.message).into_owned();

@@ -26,6 +26,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         v.message = format!("`{name}` is held for a person's approval. {why}");
         return Err(v);
     };
+    let now = cx.now();
     let approvals = cx.engine.lock_approvals();
     let fail = |m: &str, v: Verdict| {
         let mut d = Verdict::deny(
@@ -39,7 +40,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let Some(a) = approvals.get(id) else {
         return fail("unknown, expired or already used", v);
     };
-    if cx.now > a.expires_ms {
+    if now > a.expires_ms {
         return fail("expired", v);
     }
     let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&cx.args).as_bytes());

@@ -22,9 +22,10 @@ fn rates<'p>(
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
-    let (s, policy, now) = (cx.session, &*cx.engine.policy, cx.now);
+    let (s, policy) = (cx.session, &*cx.engine.policy);
     let name = &tool.def.name;
     for (i, r, window) in rates(policy, name) {
+        let now = cx.now();
         let recent = s.recent_calls(i, now, window);
         if recent.count >= r.max as usize {
             let wait = recent

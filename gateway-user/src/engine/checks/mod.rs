@@ -55,7 +55,9 @@ pub(super) struct Ctx<'e, 'c> {
     engine: &'e Engine,
     session: &'e Session,
     call: &'c ToolCall,
-    now: u64,
+    /// The time of the call: given by `Engine::call`, read from the clock on first use
+    /// otherwise.
+    now: Option<u64>,
     /// The registry; `None` when its lock is poisoned.
     tools: Option<&'e HashMap<String, Tool>>,
     /// The tool called, once the registry check found it.
@@ -83,6 +85,11 @@ impl<'e, 'c> Ctx<'e, 'c> {
                 "internal: a check ran before the registry check",
             )
         })
+    }
+
+    fn now(&mut self) -> u64 {
+        let clock = &self.engine.clock;
+        *self.now.get_or_insert_with(|| clock.now_ms())
     }
 
     /// A deny, naming the rules matched so far.
@@ -116,13 +123,13 @@ impl<'e, 'c> Ctx<'e, 'c> {
     }
 }
 
-/// Runs [`PIPELINE`] on a call at time `now`: the verdict, and the arguments as checked.
-/// No side effects.
+/// Runs [`PIPELINE`] on a call at time `now` (None: read the clock when a check needs it):
+/// the verdict, and the arguments as checked. No side effects.
 pub(super) fn run<'c>(
     engine: &Engine,
     session: &Session,
     call: &'c ToolCall,
-    now: u64,
+    now: Option<u64>,
 ) -> (Verdict, Cow<'c, Value>) {
     let tools = engine.tools.read();
     let mut cx = Ctx {
