@@ -250,8 +250,6 @@ pub struct EngineError(String);
 
 struct Tool {
     def: ToolDef,
-    /// The input schema in force (the policy's, or `{"type": "object"}`).
-    schema: Value,
     /// The pinned fingerprint (the policy's, or computed from the policy's definition).
     pin: String,
     /// The fingerprint of the definition last registered.
@@ -336,7 +334,6 @@ impl Engine {
                 t.name.clone(),
                 Tool {
                     def: t.clone(),
-                    schema,
                     pin,
                     current,
                     findings,
@@ -845,7 +842,7 @@ impl Engine {
         if !args.is_object() {
             return Err(Verdict::deny(R::ArgRule, "arguments must be a JSON object"));
         }
-        args::schema_check(&tool.schema, args, "arguments")
+        args::schema_check(&tool.def, args, "arguments")
             .map_err(|m| Verdict::deny(R::ArgRule, m))?;
         // Canonical forms of path values: (argument, array index, value).
         let mut canon: Vec<(&str, Option<usize>, Value)> = Vec::new();
