@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use gatewayd::{cgroup::AgentCgroup, kernel, landlock};
 
+use super::out::outln;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the result as one JSON object.
@@ -70,15 +72,15 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             })
             .chain([("tier".to_string(), serde_json::json!(tier.as_str()))])
             .collect();
-        println!("{}", serde_json::Value::Object(obj));
+        outln!("{}", serde_json::Value::Object(obj))?;
     } else {
         for (k, v) in &rows {
             match v {
-                Ok(s) => println!("  ok    {k:<28} {s}"),
-                Err(e) => println!("  NO    {k:<28} {}", e.replace('\n', "\n        ")),
+                Ok(s) => outln!("  ok    {k:<28} {s}")?,
+                Err(e) => outln!("  NO    {k:<28} {}", e.replace('\n', "\n        "))?,
             }
         }
-        println!("enforcement tier: {}", tier.as_str());
+        outln!("enforcement tier: {}", tier.as_str())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod audit;
 mod check;
 mod doctor;
+mod out;
 mod policy;
 mod run;
 
@@ -36,6 +37,7 @@ enum Command {
 
 /// Runs the chosen subcommand. Errors are printed as one chain of causes; exit code 2
 /// means gatewayd itself failed (bad input, refused start), distinct from an agent's code.
+/// Output never panics: a reader that goes away early ends the output quietly ([`out`]).
 pub fn dispatch(cli: Cli) -> ExitCode {
     let res = match cli.command {
         Command::Run(a) => run::exec(a),
@@ -47,7 +49,7 @@ pub fn dispatch(cli: Cli) -> ExitCode {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gatewayd: error: {e:#}");
+            out::errln!("gatewayd: error: {}", out::chain(&e));
             ExitCode::from(2)
         }
     }
