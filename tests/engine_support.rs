@@ -20,7 +20,7 @@ use gatewayd::{
 };
 use serde_json::{Value, json};
 
-pub const ALL_SCOPES: &[&str] = &[
+pub(crate) const ALL_SCOPES: &[&str] = &[
     "files:read",
     "files:write",
     "files:delete",
@@ -33,7 +33,7 @@ pub const ALL_SCOPES: &[&str] = &[
 
 /// Records in memory; `fail` makes every append fail.
 #[derive(Default)]
-pub struct MemAudit {
+pub(crate) struct MemAudit {
     pub records: Vec<AuditRecord>,
     pub fail: bool,
 }
@@ -48,7 +48,7 @@ impl AuditSink for MemAudit {
     }
 }
 
-pub struct Fx {
+pub(crate) struct Fx {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
     pub engine: Engine,
@@ -62,7 +62,7 @@ fn write(p: &Path, s: &str) {
 }
 
 /// The directory tree every test sees.
-pub fn make_tree(root: &Path) {
+pub(crate) fn make_tree(root: &Path) {
     write(
         &root.join("work/notes.txt"),
         "meeting notes: ship on friday\nTODO: call the bank\n",
@@ -99,18 +99,18 @@ pub fn make_tree(root: &Path) {
 }
 
 /// The fixture policy text pointed at `root`.
-pub fn policy_value(root: &Path) -> Value {
+pub(crate) fn policy_value(root: &Path) -> Value {
     let text =
         include_str!("fixtures/engine_policy.json").replace("@ROOT@", root.to_str().unwrap());
     serde_json::from_str(&text).unwrap()
 }
 
-pub fn fx() -> Fx {
+pub(crate) fn fx() -> Fx {
     fx_with(|_| {})
 }
 
 /// A fixture whose policy `edit` changed first.
-pub fn fx_with(edit: impl FnOnce(&mut Value)) -> Fx {
+pub(crate) fn fx_with(edit: impl FnOnce(&mut Value)) -> Fx {
     let dir = tempfile::tempdir().unwrap();
     let root = fs::canonicalize(dir.path()).unwrap();
     make_tree(&root);
@@ -129,22 +129,22 @@ pub fn fx_with(edit: impl FnOnce(&mut Value)) -> Fx {
     }
 }
 
-pub fn session() -> Session {
+pub(crate) fn session() -> Session {
     Session::new("s1", "alice", ALL_SCOPES)
 }
 
 impl Fx {
-    pub fn p(&self, rel: &str) -> String {
+    pub(crate) fn p(&self, rel: &str) -> String {
         self.root.join(rel).to_string_lossy().into_owned()
     }
 
     /// Calls a tool whose handler returns `{"ok": true}`; also returns whether it ran.
-    pub fn call(&self, s: &mut Session, tool: &str, args: Value) -> (Outcome, bool) {
+    pub(crate) fn call(&self, s: &mut Session, tool: &str, args: Value) -> (Outcome, bool) {
         self.call_full(s, ToolCall::new(tool, args), json!({"ok": true}))
     }
 
     /// Calls a tool whose handler returns `output`.
-    pub fn call_out(
+    pub(crate) fn call_out(
         &self,
         s: &mut Session,
         tool: &str,
@@ -154,7 +154,12 @@ impl Fx {
         self.call_full(s, ToolCall::new(tool, args), output)
     }
 
-    pub fn call_full(&self, s: &mut Session, call: ToolCall, output: Value) -> (Outcome, bool) {
+    pub(crate) fn call_full(
+        &self,
+        s: &mut Session,
+        call: ToolCall,
+        output: Value,
+    ) -> (Outcome, bool) {
         let ran = Cell::new(false);
         let out = self
             .engine
@@ -165,14 +170,14 @@ impl Fx {
         (out, ran.get())
     }
 
-    pub fn records(&self) -> usize {
+    pub(crate) fn records(&self) -> usize {
         self.audit.lock().unwrap().records.len()
     }
 }
 
 /// Asserts a refusal: decision, reason code, and that the handler never ran.
 #[track_caller]
-pub fn refused(r: (Outcome, bool), decision: Decision, reason: Reason) -> Outcome {
+pub(crate) fn refused(r: (Outcome, bool), decision: Decision, reason: Reason) -> Outcome {
     let (o, ran) = r;
     assert_eq!(
         (o.verdict.decision, o.verdict.reason),
@@ -187,13 +192,13 @@ pub fn refused(r: (Outcome, bool), decision: Decision, reason: Reason) -> Outcom
 }
 
 #[track_caller]
-pub fn denied(r: (Outcome, bool), reason: Reason) -> Outcome {
+pub(crate) fn denied(r: (Outcome, bool), reason: Reason) -> Outcome {
     refused(r, Decision::Deny, reason)
 }
 
 /// Asserts the handler ran.
 #[track_caller]
-pub fn allowed(r: (Outcome, bool)) -> Outcome {
+pub(crate) fn allowed(r: (Outcome, bool)) -> Outcome {
     let (o, ran) = r;
     assert_eq!(
         o.verdict.decision,
@@ -209,7 +214,7 @@ pub fn allowed(r: (Outcome, bool)) -> Outcome {
 
 /// With `GATEWAYD_COUNT_DIR` set, each asserted call is tallied in a file there (for the
 /// suite counts in reports).
-pub fn count_call(kind: &str) {
+pub(crate) fn count_call(kind: &str) {
     if let Some(dir) = std::env::var_os("GATEWAYD_COUNT_DIR") {
         use std::io::Write;
         let p = Path::new(&dir).join(kind);

@@ -197,25 +197,25 @@ pub struct Config {
     pub daemon_tgid: u32,
     /// 1 when `EXEC` is an allowlist (the policy lists binaries); 0 leaves exec unrestricted.
     pub exec_enforced: u32,
-    /// offsetof(struct file, f_path) + offsetof(struct path, dentry)
+    /// offsetof(struct file, `f_path`) + offsetof(struct path, dentry)
     pub off_file_dentry: u64,
-    /// offsetof(struct dentry, d_parent)
+    /// offsetof(struct dentry, `d_parent`)
     pub off_dentry_parent: u64,
-    /// offsetof(struct dentry, d_inode)
+    /// offsetof(struct dentry, `d_inode`)
     pub off_dentry_inode: u64,
-    /// offsetof(struct inode, i_ino)
+    /// offsetof(struct inode, `i_ino`)
     pub off_inode_ino: u64,
-    /// offsetof(struct inode, i_sb)
+    /// offsetof(struct inode, `i_sb`)
     pub off_inode_sb: u64,
-    /// offsetof(struct super_block, s_dev)
+    /// offsetof(struct `super_block`, `s_dev`)
     pub off_sb_dev: u64,
-    /// offsetof(struct super_block, s_magic)
+    /// offsetof(struct `super_block`, `s_magic`)
     pub off_sb_magic: u64,
-    /// offsetof(struct file, f_mode)
+    /// offsetof(struct file, `f_mode`)
     pub off_file_mode: u64,
-    /// offsetof(struct task_struct, tgid)
+    /// offsetof(struct `task_struct`, tgid)
     pub off_task_tgid: u64,
-    /// offsetof(struct linux_binprm, file)
+    /// offsetof(struct `linux_binprm`, file)
     pub off_bprm_file: u64,
 }
 

@@ -130,9 +130,10 @@ impl AgentCgroup {
     }
 
     fn is_empty(&self) -> bool {
-        fs::read_to_string(self.path.join("cgroup.events"))
-            .map(|s| s.lines().any(|l| l.trim() == "populated 0"))
-            .unwrap_or_else(|_| self.pids().is_empty())
+        fs::read_to_string(self.path.join("cgroup.events")).map_or_else(
+            |_| self.pids().is_empty(),
+            |s| s.lines().any(|l| l.trim() == "populated 0"),
+        )
     }
 
     /// Kills what is left and removes the directory (children first).

@@ -310,7 +310,7 @@ impl Ruleset {
     }
 }
 
-/// The PT_INTERP path of a 64-bit little-endian ELF file, if it has one.
+/// The `PT_INTERP` path of a 64-bit little-endian ELF file, if it has one.
 pub fn elf_interpreter(path: &Path) -> Option<PathBuf> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(path).ok()?;

@@ -28,3 +28,8 @@ pub mod policy;
 pub mod shell;
 pub mod shutdown;
 pub mod supervisor;
+
+// Dependencies of the `gatewayd` binary's command line (src/cli): Cargo has no binary-only
+// dependencies, and the library itself never uses them.
+use anyhow as _;
+use clap as _;

@@ -65,8 +65,8 @@ impl Cidr {
     /// Whether `ip` lies inside this network (an IPv4-mapped IPv6 address counts as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-            v4 => v4,
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 @ IpAddr::V4(_) => v4,
         };
         if ip.is_ipv4() != self.addr.is_ipv4() {
             return false;

@@ -79,7 +79,9 @@ pub struct RunOutcome {
 type SharedAudit = Arc<Mutex<AuditLog>>;
 
 fn append(audit: &SharedAudit, entry: Entry) -> Result<(), crate::audit::AuditError> {
-    let mut log = audit.lock().unwrap_or_else(|p| p.into_inner());
+    let mut log = audit
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     log.append(entry).map(|_| ())
 }
 
@@ -151,9 +153,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             .as_ref()
             .and_then(|p| kernel::spec::inode_key(p).ok());
         if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
-            let resolved = resolved
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "not found".into());
+            let resolved = resolved.map_or_else(|| "not found".into(), |p| p.display().to_string());
             let entry = denial(
                 &session,
                 "exec_not_allowed",
@@ -232,7 +232,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         })?
     };
 
-    let restrict = ruleset.as_ref().map(|rs| rs.restrict_fn());
+    let restrict = ruleset.as_ref().map(super::landlock::Ruleset::restrict_fn);
     let status = spawn_and_wait(&opts.agent, &cgroup, restrict, &handle, &records, &session).await;
     drop(ruleset);
     let dropped = handle.drain().await;
@@ -276,7 +276,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             "session_end",
             json!({
                 "exit_code": exit_code,
-                "error": status.as_ref().err().map(|e| e.to_string()),
+                "error": status.as_ref().err().map(std::string::ToString::to_string),
                 "kernel_denials": denials.load(std::sync::atomic::Ordering::Relaxed),
                 "cleanup": kill.and(removed).err().map(|e| e.to_string()),
             }),
@@ -389,7 +389,7 @@ async fn spawn_and_wait(
         let forward = async {
             let futs = sigs
                 .iter_mut()
-                .map(|(k, s)| Box::pin(async move { s.recv().await.map(|_| *k) }));
+                .map(|(k, s)| Box::pin(async move { s.recv().await.map(|()| *k) }));
             futures_select_all(futs).await
         };
         tokio::select! {
@@ -424,7 +424,7 @@ where
 {
     let mut futs: Vec<_> = futs.collect();
     std::future::poll_fn(move |cx| {
-        for f in futs.iter_mut() {
+        for f in &mut futs {
             if let std::task::Poll::Ready(v) = f.as_mut().poll(cx) {
                 return std::task::Poll::Ready(v);
             }

@@ -19,7 +19,7 @@ fn per_op(out: &std::process::Output) -> anyhow::Result<f64> {
 /// A loopback listener for the connect loop; returns its port. It has a deep backlog and
 /// accepts as fast as it can (a full backlog drops SYNs, which costs a 1 s retransmit and
 /// swamps the figures), and keeps
-/// the last 64 connections open, so the client closes first and TIME_WAIT stays on the
+/// the last 64 connections open, so the client closes first and `TIME_WAIT` stays on the
 /// client side, where the kernel's port choice avoids it.
 fn listener() -> anyhow::Result<u16> {
     let l = TcpListener::bind("127.0.0.1:0")?;
@@ -39,7 +39,7 @@ fn listener() -> anyhow::Result<u16> {
     Ok(port)
 }
 
-pub fn run() -> anyhow::Result<()> {
+pub(crate) fn run() -> anyhow::Result<()> {
     let env = setup::setup()?;
     util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
     let bins = util::build_release(&env)?;

@@ -57,7 +57,7 @@ fn show(label: &str, got: &[String]) {
     }
 }
 
-pub fn run() -> anyhow::Result<()> {
+pub(crate) fn run() -> anyhow::Result<()> {
     let env = setup::setup()?;
     let bins = util::build_release(&env)?;
     let root = util::workspace_root();

@@ -13,7 +13,7 @@ use crate::util::{Env, cache_dir, run};
 const APT_PACKAGES: [&str; 2] = ["qemu-system-x86", "cpio"];
 const BPF_LINKER: &str = "0.13.0";
 
-pub fn setup() -> anyhow::Result<Env> {
+pub(crate) fn setup() -> anyhow::Result<Env> {
     let cache = cache_dir()?;
     std::fs::create_dir_all(&cache).with_context(|| format!("mkdir {}", cache.display()))?;
     apt_packages()?;
@@ -132,15 +132,14 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<PathBuf> {
 /// static busybox, unpacked under `dir`. Downloads are kept; a cached version is reused.
 fn guest(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir)?;
-    let version = match kernel_package() {
-        Ok(v) => v,
-        Err(_) => {
-            run(
-                "apt-get update",
-                Command::new("apt-get").args(["update", "-qq"]),
-            )?;
-            kernel_package()?
-        }
+    let version = if let Ok(v) = kernel_package() {
+        v
+    } else {
+        run(
+            "apt-get update",
+            Command::new("apt-get").args(["update", "-qq"]),
+        )?;
+        kernel_package()?
     };
     let kdir = dir.join(&version);
     let busybox = dir.join("busybox/bin/busybox");

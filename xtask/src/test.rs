@@ -66,7 +66,7 @@ fn host_tier() -> String {
     std::env::var("GATEWAYD_EXPECT_TIER").unwrap_or_else(|_| "2".into())
 }
 
-pub fn all() -> anyhow::Result<()> {
+pub(crate) fn all() -> anyhow::Result<()> {
     let t0 = Instant::now();
     let env = setup::setup()?;
     util::run(

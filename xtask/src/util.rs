@@ -8,7 +8,7 @@ use std::{
 use anyhow::{Context as _, bail};
 
 /// Where downloads and built tools are cached across runs and clones.
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn cache_dir() -> anyhow::Result<PathBuf> {
     if let Some(d) = std::env::var_os("GATEWAYD_CACHE") {
         return Ok(PathBuf::from(d));
     }
@@ -16,16 +16,15 @@ pub fn cache_dir() -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".cache/gatewayd"))
 }
 
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// What setup produced and every later step needs.
 #[derive(Debug, Clone)]
-pub struct Env {
+pub(crate) struct Env {
     /// Folder holding `bpf-linker`, put first on PATH for cargo.
     pub tools_bin: PathBuf,
     /// Guest kernel image.
@@ -35,7 +34,7 @@ pub struct Env {
 }
 
 impl Env {
-    pub fn path_var(&self) -> std::ffi::OsString {
+    pub(crate) fn path_var(&self) -> std::ffi::OsString {
         let mut p = self.tools_bin.clone().into_os_string();
         if let Some(old) = std::env::var_os("PATH") {
             p.push(":");
@@ -46,7 +45,7 @@ impl Env {
 }
 
 /// Runs a command, printing it and its wall time; fails on a non-zero exit.
-pub fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
+pub(crate) fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
     let t0 = Instant::now();
     println!(">>> {label}");
     let status = cmd
@@ -60,7 +59,7 @@ pub fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 /// Runs `cargo ARGS` in the workspace with bpf-linker on PATH.
-pub fn cargo(env: &Env, args: &[&str]) -> anyhow::Result<()> {
+pub(crate) fn cargo(env: &Env, args: &[&str]) -> anyhow::Result<()> {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.args(args)
         .current_dir(workspace_root())
@@ -71,12 +70,12 @@ pub fn cargo(env: &Env, args: &[&str]) -> anyhow::Result<()> {
 
 /// The release binaries the tests, the guest and the demo use.
 #[derive(Debug, Clone)]
-pub struct Bins {
+pub(crate) struct Bins {
     pub gatewayd: PathBuf,
     pub testagent: PathBuf,
 }
 
-pub fn build_release(env: &Env) -> anyhow::Result<Bins> {
+pub(crate) fn build_release(env: &Env) -> anyhow::Result<Bins> {
     cargo(env, &["build", "--release", "-p", "gateway-user", "--bins"])?;
     let dir = workspace_root().join("target/release");
     Ok(Bins {
@@ -86,7 +85,7 @@ pub fn build_release(env: &Env) -> anyhow::Result<Bins> {
 }
 
 /// `cargo test` arguments that select the privileged test binary (release, with its feature).
-pub const PRIVILEGED_TESTS: [&str; 7] = [
+pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
     "--release",
     "-p",
     "gateway-user",
@@ -98,7 +97,7 @@ pub const PRIVILEGED_TESTS: [&str; 7] = [
 
 /// Counts from a libtest summary line, `test result: ok. 12 passed; 0 failed; 1 ignored; ...`:
 /// (passed, failed, ignored); `None` for any other line.
-pub fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {
+pub(crate) fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {
     let rest = line.strip_prefix("test result: ")?;
     let num = |word: &str| -> u32 {
         rest.split(';')
@@ -115,6 +114,6 @@ pub fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {
 }
 
 /// The figure of a `gw-testagent openloop/connectloop` line (`OK ...: N in a row, X ns each`).
-pub fn ns_each(line: &str) -> Option<f64> {
+pub(crate) fn ns_each(line: &str) -> Option<f64> {
     line.split_whitespace().rev().nth(2)?.parse().ok()
 }

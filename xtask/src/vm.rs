@@ -38,7 +38,7 @@ poweroff -f
 
 /// Guest results.
 #[derive(Debug, Default)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub passed: u32,
     pub failed: u32,
 }
@@ -130,7 +130,7 @@ fn report_bench(lines: &[String]) {
 
 /// Boots the guest, runs the privileged suite inside it, and fails unless every test passed
 /// (none skipped, none ignored, at least one ran).
-pub fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
+pub(crate) fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
     let test_bin = build_test_binary(env)?;
     let work = workspace_root().join("target/vm");
     std::fs::create_dir_all(&work)?;

@@ -47,7 +47,7 @@ pub enum AuditError {
     TooDeep,
 }
 
-/// Deepest `detail` nesting a record may have: serde_json refuses to read back values nested
+/// Deepest `detail` nesting a record may have: `serde_json` refuses to read back values nested
 /// deeper than 128, which would make the log unverifiable; such an entry is refused instead.
 pub const MAX_DETAIL_DEPTH: usize = 64;
 

@@ -11,7 +11,7 @@ use gatewayd::audit;
 use super::out::outln;
 
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(super) enum Command {
     /// Check the hash chain; names the first broken record.
     Verify {
         file: PathBuf,
@@ -21,7 +21,7 @@ pub enum Command {
     },
 }
 
-pub fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
+pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Verify { file, anchor } => verify(file, anchor),
     }

@@ -13,7 +13,7 @@ use gatewayd::{
 use super::out::{errln, outln};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     #[arg(long)]
     policy: PathBuf,
     /// The tool call as JSON: {"tool": "...", "arguments": {...}}
@@ -36,7 +36,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
     let call: ToolCall = serde_json::from_str(&args.call)
         .context("--call: expected {\"tool\": NAME, \"arguments\": {...}}")?;

@@ -13,13 +13,13 @@ use gatewayd::{
 use super::out::outln;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
 }
 
-pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<(String, Result<String, String>)> = Vec::new();
     let uname = nix::sys::utsname::uname()?;
     let release = uname.release().to_string_lossy().into_owned();

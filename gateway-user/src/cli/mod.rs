@@ -14,7 +14,7 @@ mod run;
 /// gatewayd: an AI agent behind two doors — a tool-call gateway and kernel enforcement.
 #[derive(Debug, Parser)]
 #[command(name = "gatewayd", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -38,7 +38,7 @@ enum Command {
 /// Runs the chosen subcommand. Errors are printed as one chain of causes; exit code 2
 /// means gatewayd itself failed (bad input, refused start), distinct from an agent's code.
 /// Output never panics: a reader that goes away early ends the output quietly ([`out`]).
-pub fn dispatch(cli: Cli) -> ExitCode {
+pub(crate) fn dispatch(cli: Cli) -> ExitCode {
     let res = match cli.command {
         Command::Run(a) => run::exec(a),
         Command::Doctor(a) => doctor::exec(a),

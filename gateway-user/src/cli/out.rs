@@ -11,7 +11,7 @@ use std::{
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 
 /// Writes one line to stdout. A broken pipe is not an error; other write errors are.
-pub fn line(args: fmt::Arguments) -> io::Result<()> {
+pub(super) fn line(args: fmt::Arguments) -> io::Result<()> {
     if STDOUT_GONE.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -26,7 +26,7 @@ pub fn line(args: fmt::Arguments) -> io::Result<()> {
 }
 
 /// Writes one line to stderr. A failure is ignored: there is nowhere left to report it.
-pub fn err_line(args: fmt::Arguments) {
+pub(super) fn err_line(args: fmt::Arguments) {
     let mut err = io::stderr().lock();
     let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
 }
@@ -49,7 +49,7 @@ pub(crate) use {errln, outln};
 
 /// An error and its causes on one line, each cause left out when the text before it already
 /// says it (errors here often include their source's text in their own).
-pub fn chain(e: &anyhow::Error) -> String {
+pub(super) fn chain(e: &anyhow::Error) -> String {
     let mut text = e.to_string();
     for cause in e.chain().skip(1) {
         let c = cause.to_string();

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::out::{errln, outln};
 
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub(super) enum Command {
     /// Parse and check a policy file; errors carry line and column.
     Validate { policy: PathBuf },
     /// Rewrite the tools' pinned fingerprints from their current definitions, printing what
@@ -31,7 +31,7 @@ pub enum Command {
     },
 }
 
-pub fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
+pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Validate { policy } => {
             let p = Policy::load(&policy)?;
@@ -104,15 +104,13 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
         }
     };
     let root = spans::parse(&text)?;
-    let tools = match root.member("tools") {
-        Some(spans::Node {
-            kind: spans::Kind::Array(items),
-            ..
-        }) => items,
-        _ => {
-            outln!("{}: no tools to pin", path.display())?;
-            return Ok(ExitCode::SUCCESS);
-        }
+    let Some(spans::Node {
+        kind: spans::Kind::Array(tools),
+        ..
+    }) = root.member("tools")
+    else {
+        outln!("{}: no tools to pin", path.display())?;
+        return Ok(ExitCode::SUCCESS);
     };
     let mut edits: Vec<Edit> = Vec::new();
     let mut changed = 0;

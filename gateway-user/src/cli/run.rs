@@ -7,7 +7,7 @@ use gatewayd::{policy::Policy, supervisor};
 use super::out::errln;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// Policy file (JSON).
     #[arg(long)]
     policy: PathBuf,
@@ -19,7 +19,7 @@ pub struct Args {
     agent: Vec<String>,
 }
 
-pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
     // Current-thread runtime on the main thread: the agent's PR_SET_PDEATHSIG is tied to the
     // thread that forked it, which must live as long as gatewayd does.

@@ -39,17 +39,14 @@ fn readable_path(at: &str, v: &Value, pointer: &str) -> String {
     let mut here = Some(v);
     for seg in pointer.split('/').skip(1) {
         let seg = seg.replace("~1", "/").replace("~0", "~");
-        match here {
-            Some(Value::Array(a)) => {
-                let i = seg.parse::<usize>().ok();
-                here = i.and_then(|i| a.get(i));
-                out.push_str(&format!("[{seg}]"));
-            }
-            _ => {
-                here = here.and_then(|h| h.get(&seg));
-                out.push('.');
-                out.push_str(&seg);
-            }
+        if let Some(Value::Array(a)) = here {
+            let i = seg.parse::<usize>().ok();
+            here = i.and_then(|i| a.get(i));
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            here = here.and_then(|h| h.get(&seg));
+            out.push('.');
+            out.push_str(&seg);
         }
     }
     out
@@ -73,7 +70,7 @@ impl CArg {
         })
     }
 
-    /// The value-level constraints (prefix, glob, regex, forbid, enum, min, max, max_len).
+    /// The value-level constraints (prefix, glob, regex, forbid, enum, min, max, `max_len`).
     /// `v` is one scalar: a string (for paths, the canonical path) or a number.
     pub fn check_scalar(&self, name: &str, v: &Value) -> Result<(), String> {
         let r = &self.rule;

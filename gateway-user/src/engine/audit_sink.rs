@@ -59,7 +59,10 @@ impl Engine {
             .map(|m| m.keys().collect())
             .unwrap_or_default();
         let findings: Vec<String> = if self.policy.description_scan == ScanMode::Warn {
-            let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+            let tools = self
+                .tools
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             tools
                 .get(&call.tool)
                 .map(|t| t.findings.iter().map(|f| f.kind.to_owned()).collect())

@@ -38,6 +38,7 @@ impl ToolCall {
         }
     }
 
+    #[must_use]
     pub fn with_approval(mut self, id: &str) -> ToolCall {
         self.approval = Some(id.to_owned());
         self
@@ -106,7 +107,10 @@ impl Engine {
         }
 
         // Allowed: count it, mark the legs, run it.
-        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        let tools = self
+            .tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(tool) = tools.get(&call.tool) else {
             return Outcome::refused(Verdict::deny(Reason::CheckError, "tool vanished"));
         };

@@ -136,7 +136,9 @@ impl Engine {
     }
 
     fn lock_approvals(&self) -> std::sync::MutexGuard<'_, approval::Approvals> {
-        self.approvals.lock().unwrap_or_else(|e| e.into_inner())
+        self.approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -155,7 +157,7 @@ mod tests {
         check::<super::Engine>();
     }
 
-    /// A window of u64::MAX seconds (the policy allows any `window_s` > 0): the retry time
+    /// A window of `u64::MAX` seconds (the policy allows any `window_s` > 0): the retry time
     /// saturates instead of overflowing, and the call is denied.
     #[test]
     fn rate_limit_with_a_huge_window_denies_without_overflow() {

@@ -46,7 +46,7 @@ pub(super) struct Tool {
 }
 
 impl Tool {
-    pub fn has(&self, l: Label) -> bool {
+    pub(super) fn has(&self, l: Label) -> bool {
         self.def.labels.contains(&l)
     }
 
@@ -109,7 +109,10 @@ pub(super) fn tool_list(policy: &Policy) -> String {
 impl Engine {
     /// The fingerprint each registered tool has now: (name, pinned, current).
     pub fn fingerprints(&self) -> Vec<(String, String, String)> {
-        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        let tools = self
+            .tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut v: Vec<_> = tools
             .values()
             .map(|t| (t.def.name.clone(), t.pin.clone(), t.current.clone()))
@@ -152,13 +155,16 @@ impl Engine {
     }
 
     fn register_inner(&self, d: &ToolDefinition) -> Registration {
-        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        let mut tools = self
+            .tools
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(t) = tools.get_mut(&d.name) else {
             return Registration::NotInPolicy;
         };
         let got = fingerprint::fingerprint(&d.name, &d.description, &d.input_schema);
         if t.current == t.pin {
-            t.current = got.clone();
+            t.current.clone_from(&got);
         }
         if self.policy.description_scan != ScanMode::Off {
             let f = scan::scan(&d.description, &d.input_schema);

@@ -26,7 +26,7 @@ fn too_short(v: &str) -> bool {
 
 impl SecretStore {
     /// Resolves every source; what cannot be used is reported in `warnings`.
-    pub fn load(policy: &Policy, warnings: &mut Vec<String>) -> SecretStore {
+    pub(super) fn load(policy: &Policy, warnings: &mut Vec<String>) -> SecretStore {
         let min = MIN_SECRET_LEN;
         let mut all = Vec::new();
         let mut cred_list = Vec::new();
@@ -70,7 +70,7 @@ impl SecretStore {
     }
 
     /// Adds a secret: looked for from the next call on.
-    pub fn add(&mut self, name: &str, value: &str) -> Result<(), SecretError> {
+    pub(super) fn add(&mut self, name: &str, value: &str) -> Result<(), SecretError> {
         if too_short(value) {
             return Err(SecretError::TooShort {
                 name: name.to_owned(),
@@ -83,7 +83,7 @@ impl SecretStore {
     }
 
     /// The value of credential `name`, when it could be read.
-    pub fn credential(&self, name: &str) -> Option<&str> {
+    pub(super) fn credential(&self, name: &str) -> Option<&str> {
         match self.cred_values.get(name) {
             Some(Ok(v)) => Some(v),
             _ => None,

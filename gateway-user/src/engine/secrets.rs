@@ -11,9 +11,9 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 pub fn base64(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
+        let n = u32::from(c[0]) << 16
+            | u32::from(*c.get(1).unwrap_or(&0)) << 8
+            | u32::from(*c.get(2).unwrap_or(&0));
         for i in 0..4 {
             if i <= c.len() {
                 out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -173,8 +173,7 @@ impl SecretSet {
         self.by_form
             .get(m)
             .or_else(|| self.by_form.get(&m.to_ascii_lowercase()))
-            .map(String::as_str)
-            .unwrap_or("secret")
+            .map_or("secret", String::as_str)
     }
 
     /// The name of a secret found in `s` in any form: as it is, URL-decoded, or with

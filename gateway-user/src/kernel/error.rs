@@ -96,7 +96,7 @@ impl KernelError {
             } => {
                 let log = verifier_log.to_string();
                 if log.trim().is_empty() {
-                    format!("{io_error}{}", EMPTY_LOG_NOTE)
+                    format!("{io_error}{EMPTY_LOG_NOTE}")
                 } else {
                     format!("{io_error}; verifier log:\n{log}")
                 }

@@ -225,8 +225,7 @@ impl KernelLayer {
             .map("DROPPED")
             .and_then(|m| PerCpuArray::<_, u64>::try_from(m).ok())
             .and_then(|a| a.get(&0, 0).ok())
-            .map(|v| v.iter().sum())
-            .unwrap_or(0)
+            .map_or(0, |v| v.iter().sum())
     }
 
     /// Takes the ring buffer out, for the task that reads it.

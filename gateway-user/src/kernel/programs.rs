@@ -20,7 +20,7 @@ pub enum Attach {
         /// (parameter count, program name in the object)
         by_params: &'static [(u32, &'static str)],
     },
-    /// A cgroup sock_addr program (its attach type comes from its section), attached to the
+    /// A cgroup `sock_addr` program (its attach type comes from its section), attached to the
     /// agent's cgroup without `BPF_F_ALLOW_OVERRIDE`.
     SockAddr { object: &'static str },
 }
@@ -343,7 +343,7 @@ mod tests {
         assert!(PROGRAMS[first_sock..].iter().all(|p| !p.is_lsm()));
     }
 
-    /// Programs in the embedded eBPF object, by name: "lsm" or "sock_addr".
+    /// Programs in the embedded eBPF object, by name: "lsm" or "`sock_addr`".
     fn object_programs() -> BTreeMap<String, &'static str> {
         use aya_obj::ProgramSection;
         let obj = aya_obj::Object::parse(super::super::OBJECT).expect("the eBPF object parses");
@@ -363,7 +363,7 @@ mod tests {
     }
 
     /// Runs against the real object in `cargo xtask test` (which builds without the stub).
-    /// A stub build has nothing to compare: it passes only when GATEWAYD_EBPF_STUB says the
+    /// A stub build has nothing to compare: it passes only when `GATEWAYD_EBPF_STUB` says the
     /// stub was meant.
     #[test]
     fn the_table_and_the_ebpf_object_name_the_same_programs() {

@@ -60,7 +60,7 @@ pub fn egress_rule(cidr: &Cidr, port: Option<u16>) -> EgressRule {
         } else {
             AF_INET6
         },
-        port: port.map(u32::from).unwrap_or(0),
+        port: port.map_or(0, u32::from),
         addr: cidr.addr_bytes(),
         mask: cidr.mask_bytes(),
     }
@@ -141,7 +141,7 @@ mod tests {
     fn kernel_dev_encoding() {
         // userspace makedev(8, 1) -> kernel MKDEV(8, 1) = 8 << 20 | 1
         assert_eq!(kernel_dev(libc::makedev(8, 1)), (8 << 20) | 1);
-        assert_eq!(kernel_dev(libc::makedev(259, 300)), (259 << 20) | 300);
+        assert_eq!(kernel_dev(libc::makedev(259, 300)), (259 << 20) | 0x12c);
     }
 
     #[test]

@@ -75,7 +75,7 @@ where
     let join = tokio::spawn(async move {
         let mut out = Sink {
             spec: &spec,
-            sink: &sink,
+            tx: &sink,
             wrap: &mut wrap,
         };
         loop {
@@ -108,7 +108,7 @@ where
 /// Where decoded denials go.
 struct Sink<'a, T, F> {
     spec: &'a KernelSpec,
-    sink: &'a mpsc::Sender<T>,
+    tx: &'a mpsc::Sender<T>,
     wrap: &'a mut F,
 }
 
@@ -123,7 +123,7 @@ impl<T, F: FnMut(events::Denial) -> T> Sink<'_, T, F> {
             };
             if let Some(ev) = ev {
                 let item = (self.wrap)(events::describe(&ev, self.spec));
-                let _ = self.sink.send(item).await;
+                let _ = self.tx.send(item).await;
             }
         }
     }

@@ -26,26 +26,31 @@ impl JsonPath {
         JsonPath::default()
     }
 
+    #[must_use]
     pub fn with(&self, seg: Seg) -> JsonPath {
         let mut p = self.clone();
         p.0.push(seg);
         p
     }
 
+    #[must_use]
     pub fn key(&self, key: impl Into<String>) -> JsonPath {
         self.with(Seg::Key(key.into()))
     }
 
+    #[must_use]
     pub fn index(&self, i: usize) -> JsonPath {
         self.with(Seg::Index(i))
     }
 
+    #[must_use]
     pub fn named(&self, i: usize, name: impl Into<String>) -> JsonPath {
         self.with(Seg::Named(i, name.into()))
     }
 
     /// This path extended by the segments of a JSON Pointer (`/properties/a~1b/0`), taken as
     /// keys: the locator also reads a numeric key as an array index.
+    #[must_use]
     pub fn pointer(&self, pointer: &str) -> JsonPath {
         let mut p = self.clone();
         for s in pointer.split('/').skip(1) {

@@ -31,7 +31,7 @@ pub enum KernelMode {
     BestEffort,
 }
 
-/// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (file_open).
+/// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (`file_open`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sandbox {

@@ -1,9 +1,9 @@
-//! Byte spans of the values in a JSON text, for what serde_json forgets after parsing: where a
+//! Byte spans of the values in a JSON text, for what `serde_json` forgets after parsing: where a
 //! value named by a [`JsonPath`] sits (the line and column of a validation error), and where
 //! to splice a new member value so that `gatewayd policy pin` leaves the file's formatting
 //! and key order alone.
 //!
-//! The text has always been parsed by serde_json first, so this walker only needs to find
+//! The text has always been parsed by `serde_json` first, so this walker only needs to find
 //! boundaries; it still refuses malformed input with an error instead of panicking.
 use super::error::{JsonPath, Seg};
 

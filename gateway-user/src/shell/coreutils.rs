@@ -5,8 +5,9 @@
 use super::{
     findings::Findings,
     options::{
-        Effect, OptionTable, RUNS_ANOTHER_COMMAND, ValueSyntax::*, long_option, option,
-        parse_options, short_option,
+        Effect, OptionTable, RUNS_ANOTHER_COMMAND,
+        ValueSyntax::{AttachedOnly, Flag, Required},
+        long_option, option, parse_options, short_option,
     },
 };
 

@@ -114,10 +114,10 @@ pub(super) const fn short_option(short: char, value: ValueSyntax, effect: Effect
 impl OptionSpec {
     /// How forbidden findings name it: `-f` when it has a short form, else `--file`.
     fn display(&self) -> String {
-        if self.short != '\0' {
-            format!("-{}", self.short)
-        } else {
+        if self.short == '\0' {
             format!("--{}", self.long)
+        } else {
+            format!("-{}", self.short)
         }
     }
 }

@@ -30,8 +30,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         if recent.count >= r.max as usize {
             let wait = recent
                 .first_ms
-                .map(|t| t.saturating_add(window).saturating_sub(now))
-                .unwrap_or(0);
+                .map_or(0, |t| t.saturating_add(window).saturating_sub(now));
             let message = format!(
                 "rate limit: at most {} calls of `{}` per {} s; retry in {} s",
                 r.max,

@@ -6,18 +6,15 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let Some(tools) = cx.tools else {
         return Err(cx.deny(Reason::CheckError, "registry lock poisoned"));
     };
-    match tools.get(&cx.call.tool) {
-        Some(tool) => {
-            cx.tool = Some(tool);
-            Ok(())
-        }
-        None => {
-            let message = format!(
-                "tool `{}` is not in the registry; registered tools: {}",
-                cx.call.tool.chars().take(100).collect::<String>(),
-                cx.engine.tool_list
-            );
-            Err(cx.deny(Reason::NotAllowlisted, message))
-        }
+    if let Some(tool) = tools.get(&cx.call.tool) {
+        cx.tool = Some(tool);
+        Ok(())
+    } else {
+        let message = format!(
+            "tool `{}` is not in the registry; registered tools: {}",
+            cx.call.tool.chars().take(100).collect::<String>(),
+            cx.engine.tool_list
+        );
+        Err(cx.deny(Reason::NotAllowlisted, message))
     }
 }
