@@ -1,7 +1,7 @@
 //! Landlock: the file fallback when BPF LSM is missing (tier 2).
 //!
 //! Landlock is an allowlist of file hierarchies, so "everything except the protected paths"
-//! is approximated, as DESIGN.md says: starting from `/`, every entry that does not lead to a
+//! is approximated (docs/KERNEL.md, "Tier 2"): starting from `/`, every entry that does not lead to a
 //! protected path gets a rule for its whole hierarchy; an entry that does lead to one is
 //! descended into instead; a protected path gets no rule. Consequences (written in
 //! docs/KERNEL.md): the ancestors of a protected path cannot be listed, and entries created in

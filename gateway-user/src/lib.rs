@@ -1,6 +1,9 @@
 //! gatewayd: a gateway between an AI agent and its tools, enforced twice — by this daemon on
 //! every tool call, and by eBPF programs on every syscall of the agent's cgroup.
 //!
+//! How the pieces fit, the two data flows and where to add a check, a kernel hook or a
+//! command: `docs/ARCHITECTURE.md`.
+//!
 //! Module map:
 //! - [`policy`]   — the policy file: shapes, loading, validation (single source of truth)
 //! - [`engine`]   — the tool-call decision engine (one module per check, run in the order of `engine/checks`)
