@@ -440,6 +440,24 @@ impl Engine {
         Ok(())
     }
 
+    /// Adds a secret for one session only (a token minted for it): its calls that send data
+    /// out are checked against it, and it is scrubbed from that session's records.
+    pub fn add_session_secret(
+        &self,
+        s: &mut Session,
+        name: &str,
+        value: &str,
+    ) -> Result<(), String> {
+        if value.chars().count() < crate::policy::tools::MIN_SECRET_LEN {
+            return Err(format!(
+                "secret {name}: shorter than {} characters",
+                crate::policy::tools::MIN_SECRET_LEN
+            ));
+        }
+        s.add_secret(name, value);
+        Ok(())
+    }
+
     /// Problems found at start-up that do not stop the engine (unresolved secrets).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -531,6 +549,7 @@ impl Engine {
         if v.reason != Reason::Allowed {
             // An allow message names only the registered tool.
             v.message = self.all_secrets.scrub(&v.message).into_owned();
+            v.message = s.secrets.scrub(&v.message).into_owned();
         }
         v
     }
@@ -615,6 +634,7 @@ impl Engine {
             }
         }
         verdict.message = self.all_secrets.scrub(&verdict.message).into_owned();
+        verdict.message = s.secrets.scrub(&verdict.message).into_owned();
 
         if let Err(e) = self.record(s, call, &verdict, &digest) {
             return Outcome {
@@ -660,18 +680,41 @@ impl Engine {
         }
         s.legs.private |= tool.has(Label::ReadsPrivate);
         s.legs.egress |= tool.has(Label::SendsOut);
-        let untrusted = tool.has(Label::UntrustedOutput);
         let mut creds = Credentials::default();
         for c in &tool.def.credentials {
             if let Some(Ok(v)) = self.cred_values.get(c) {
                 creds.0.insert(c.clone(), v.clone());
             }
         }
-        let name = tool.def.name.clone();
         drop(tools);
 
         let result = handler(&args, &creds);
         drop(creds);
+        let (output, error) = self.finish(s, &call.tool, result);
+        Outcome {
+            verdict,
+            output,
+            error,
+        }
+    }
+
+    /// What follows the handler of an allowed call (also for a call a client ran itself
+    /// after [`Engine::call`] allowed it): credentials redacted from the output or error;
+    /// for an `untrusted_output` tool (or one not in the registry) the untrusted leg is set,
+    /// the text is remembered for the echo check and returned in one fenced block.
+    pub fn finish(
+        &self,
+        s: &mut Session,
+        tool: &str,
+        result: Result<Value, String>,
+    ) -> (Option<Value>, Option<String>) {
+        let (untrusted, name) = {
+            let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+            match tools.get(tool) {
+                Some(t) => (t.has(Label::UntrustedOutput), t.def.name.clone()),
+                None => (true, self.all_secrets.scrub(tool).into_owned()),
+            }
+        };
         let words = self.policy.echo_words();
         let nonce = if untrusted {
             fence::random_hex(12).ok()
@@ -708,11 +751,7 @@ impl Engine {
                 error = Some(e);
             }
         }
-        Outcome {
-            verdict,
-            output,
-            error,
-        }
+        (output, error)
     }
 
     fn record(
@@ -751,6 +790,7 @@ impl Engine {
             "scan_findings": findings,
         });
         self.all_secrets.scrub_value(&mut detail);
+        s.secrets.scrub_value(&mut detail);
         let rec = AuditRecord {
             session: self.all_secrets.scrub(&s.id).into_owned(),
             tool: Some(self.all_secrets.scrub(&call.tool).into_owned()),
@@ -974,7 +1014,11 @@ impl Engine {
         } else {
             &self.creds
         };
-        if let Some(secret) = texts.iter().find_map(|t| set.find(t)) {
+        let session_set = sends_out.then_some(&s.secrets);
+        if let Some(secret) = texts
+            .iter()
+            .find_map(|t| set.find(t).or_else(|| session_set?.find(t)))
+        {
             return Err(Verdict::deny(
                 R::SecretEgress,
                 format!(

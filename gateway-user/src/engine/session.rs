@@ -5,6 +5,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
+use super::secrets::SecretSet;
 use crate::policy::Label;
 
 /// Most N-word sequences of untrusted output remembered per session; past this, older
@@ -43,6 +44,9 @@ pub struct Session {
     pub(crate) rate: HashMap<usize, VecDeque<u64>>,
     pub(crate) spent: u64,
     pub(crate) actions: BTreeMap<Label, u32>,
+    /// Secrets registered for this session alone (`Engine::add_session_secret`).
+    pub(crate) secrets: SecretSet,
+    secret_items: Vec<(String, String)>,
 }
 
 impl Session {
@@ -56,7 +60,21 @@ impl Session {
             rate: HashMap::new(),
             spent: 0,
             actions: BTreeMap::new(),
+            secrets: SecretSet::default(),
+            secret_items: Vec::new(),
         }
+    }
+
+    /// Adds a secret value that only this session's calls are checked against (the
+    /// caller has checked its length).
+    pub(crate) fn add_secret(&mut self, name: &str, value: &str) {
+        self.secret_items.push((name.to_owned(), value.to_owned()));
+        self.secrets = SecretSet::new(&self.secret_items);
+    }
+
+    /// The names of the secrets registered for this session.
+    pub fn secret_names(&self) -> &[String] {
+        self.secrets.names()
     }
 
     pub fn legs(&self) -> Legs {
