@@ -17,7 +17,9 @@
 //! # Durability (fsync policy)
 //! [`AuditLog::append`] writes the whole line with one `write_all` on an `O_APPEND` descriptor
 //! and then calls `fdatasync`; it returns the record only after both succeeded, so a decision
-//! the caller returns has its record on disk. No group commit: one sync per record. When a new
+//! the caller returns has its record on disk. [`AuditLog::append_batch`] writes several records
+//! with one `write_all` and one `fdatasync` (group commit: [`writer::AuditWriter`] batches
+//! concurrent decisions on a thread of its own). When a new
 //! file is created, its directory is synced too, so the file itself survives a crash.
 //! If the write or the sync fails, `append` returns `Err` and the log becomes *poisoned*: every
 //! later `append` fails without touching the file. Callers deny (`audit_unavailable`). A failed
@@ -45,6 +47,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::clock::Clock;
+
+pub mod writer;
 
 /// `prev` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -316,38 +320,57 @@ impl AuditLog {
     /// Appends one record and returns it only after it is durable (write + fdatasync).
     /// Any failure poisons the log: this and every later call return `Err`.
     pub fn append(&mut self, entry: Entry) -> Result<Record, AuditError> {
+        let mut recs = self.append_batch(vec![entry])?;
+        recs.pop().ok_or(AuditError::Poisoned {
+            path: self.path.clone(),
+        })
+    }
+
+    /// Appends records in order with one `write_all` and one `fdatasync` (group commit);
+    /// returns them only after all are durable. An entry nested too deep refuses the whole
+    /// batch (nothing written, the log stays usable); a write or sync failure poisons the log.
+    pub fn append_batch(&mut self, entries: Vec<Entry>) -> Result<Vec<Record>, AuditError> {
         if self.poisoned {
             return Err(AuditError::Poisoned {
                 path: self.path.clone(),
             });
         }
-        if depth(&entry.detail) > MAX_DETAIL_DEPTH {
+        if entries.iter().any(|e| depth(&e.detail) > MAX_DETAIL_DEPTH) {
             return Err(AuditError::TooDeep);
         }
-        let Some(seq) = self.last_seq.checked_add(1) else {
-            self.poisoned = true;
-            return Err(AuditError::Poisoned {
-                path: self.path.clone(),
-            });
-        };
-        let mut rec = Record {
-            seq,
-            prev: self.head.clone().unwrap_or_else(|| GENESIS.to_string()),
-            ts: rfc3339_ms(self.clock.now_ms()),
-            source: entry.source,
-            session: entry.session,
-            tool: entry.tool,
-            hook: entry.hook,
-            decision: entry.decision,
-            reason: entry.reason,
-            detail: entry.detail,
-            hash: String::new(),
-        };
-        rec.hash = rec.compute_hash();
-        let mut line = rec.canonical_line();
-        line.push('\n');
+        let ts = rfc3339_ms(self.clock.now_ms());
+        let (mut seq, mut head) = (self.last_seq, self.head.clone());
+        let mut recs = Vec::with_capacity(entries.len());
+        let mut buf = String::new();
+        for entry in entries {
+            let Some(next) = seq.checked_add(1) else {
+                self.poisoned = true;
+                return Err(AuditError::Poisoned {
+                    path: self.path.clone(),
+                });
+            };
+            seq = next;
+            let mut rec = Record {
+                seq,
+                prev: head.unwrap_or_else(|| GENESIS.to_string()),
+                ts: ts.clone(),
+                source: entry.source,
+                session: entry.session,
+                tool: entry.tool,
+                hook: entry.hook,
+                decision: entry.decision,
+                reason: entry.reason,
+                detail: entry.detail,
+                hash: String::new(),
+            };
+            rec.hash = rec.compute_hash();
+            buf.push_str(&rec.canonical_line());
+            buf.push('\n');
+            head = Some(rec.hash.clone());
+            recs.push(rec);
+        }
         let mut f: &File = &self.file;
-        if let Err(error) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
+        if let Err(error) = f.write_all(buf.as_bytes()).and_then(|()| f.sync_data()) {
             self.poisoned = true;
             return Err(AuditError::Write {
                 path: self.path.clone(),
@@ -355,8 +378,8 @@ impl AuditLog {
             });
         }
         self.last_seq = seq;
-        self.head = Some(rec.hash.clone());
-        Ok(rec)
+        self.head = head;
+        Ok(recs)
     }
 
     /// Hash of the last record: the anchor to keep elsewhere. `None` for an empty log.
