@@ -141,6 +141,11 @@ impl Gateway {
         &self.engine
     }
 
+    /// The audit writer the gateway records through (None: no audit).
+    pub fn audit(&self) -> Option<&WriterHandle> {
+        self.audit.as_ref()
+    }
+
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
     }
