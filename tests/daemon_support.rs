@@ -160,8 +160,14 @@ pub struct AgentRelay {
 }
 
 impl AgentRelay {
+    /// In `/gatewayd/NAME-PID` (PID: this test process's).
     pub fn spawn(socket: &Path, name: &str) -> AgentRelay {
-        let cgroup = AgentCgroup::create(&format!("{name}-{}", std::process::id())).unwrap();
+        Self::spawn_exact(socket, &format!("{name}-{}", std::process::id()))
+    }
+
+    /// In `/gatewayd/NAME`.
+    pub fn spawn_exact(socket: &Path, name: &str) -> AgentRelay {
+        let cgroup = AgentCgroup::create(name).unwrap();
         let enter = cgroup.enter_fn();
         let mut cmd = Command::new("/usr/bin/python3");
         cmd.args(["-c", RELAY])

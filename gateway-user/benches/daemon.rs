@@ -5,8 +5,9 @@
 use std::{
     path::{Path, PathBuf},
     sync::{
-        Arc, Barrier, mpsc,
+        Arc, Barrier,
         atomic::{AtomicBool, AtomicU64, Ordering},
+        mpsc,
     },
     time::{Duration, Instant},
 };
