@@ -7,6 +7,7 @@
 //! - [`sessions`] — open sessions (one async mutex each) and the agent-cgroup registry
 //! - [`gateway`]  — [`Gateway`]: every method as an async function of (caller, params);
 //!   the Rule-of-Two hook ([`TripHook`])
+//! - [`operator`] — the operator's methods: approvals, the session list
 //! - [`dispatch`] — one request line to one response line
 //! - [`server`]   — accept loop, connections, graceful shutdown
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
@@ -23,6 +24,7 @@ use serde_json::json;
 pub mod client;
 pub mod dispatch;
 pub mod gateway;
+pub mod operator;
 pub mod peer;
 pub mod protocol;
 pub mod server;
