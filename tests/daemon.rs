@@ -182,6 +182,16 @@ fn session_secrets_stop_egress_for_that_session_only() {
         json!({"body": "here: tok-4242-abcd"}),
     );
     assert_eq!(r["decision"], "allow");
+    // Scrubbed from the session's messages and records (a refused path names the path).
+    let r = decide(
+        &mut c,
+        "a",
+        "read_file",
+        json!({"path": "/nonexistent/tok-4242-abcd"}),
+    );
+    assert_eq!(r["decision"], "deny");
+    let msg = r["message"].as_str().unwrap();
+    assert!(msg.contains("[REDACTED:tok]"), "{msg}");
     let log = std::fs::read_to_string(d.audit.as_ref().unwrap()).unwrap();
     assert!(
         !log.contains("tok-4242-abcd"),
