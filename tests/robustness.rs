@@ -701,7 +701,10 @@ fn cheap_sandbox(p: &Policy, root: &Path) -> bool {
 
 /// A short script on an engine built from a policy: every tool, several times (rate limits,
 /// budget, action limits, holds and approvals).
-fn script(policy: Policy, input: &dyn Debug) {
+/// Runs a script of calls on an engine built from `policy`; returns how many calls reached
+/// the engine (0 when the engine could not be built), so callers can assert that the
+/// mutated policies were exercised, not just parsed.
+fn script(policy: Policy, input: &dyn Debug) -> usize {
     let names: Vec<String> = policy
         .tools
         .iter()
@@ -713,9 +716,10 @@ fn script(policy: Policy, input: &dyn Debug) {
         Engine::new(Arc::new(policy), clock.clone(), None)
     });
     let Ok(engine) = engine else {
-        return;
+        return 0;
     };
     let mut s = session();
+    let calls = Cell::new(0usize);
     guard("engine script", input, || {
         // Four rounds 1 ms apart (the fixture's rate limit is 3 per minute), then an hour.
         for step in [1, 1, 1, 3_600_000] {
@@ -727,6 +731,7 @@ fn script(policy: Policy, input: &dyn Debug) {
                     Ok(json!({"text": "ok"}))
                 });
                 assert_eq!(ran.get(), o.verdict.is_allow(), "{name}");
+                calls.set(calls.get() + 1);
                 if o.verdict.decision == Decision::Hold
                     && let Some(id) = &o.verdict.approval_id
                 {
@@ -739,6 +744,7 @@ fn script(policy: Policy, input: &dyn Debug) {
             clock.advance_ms(step);
         }
     });
+    calls.get()
 }
 
 fn fixture_root() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -759,7 +765,7 @@ fn policy_parse_never_panics_on_mutated_policies() {
     let demo = include_bytes!("../policies/demo.json").to_vec();
     let bases = [fixture, example, demo];
     let mut r = Rng::new(3);
-    let (n, mut parsed, mut engines) = (3000, 0, 0);
+    let (n, mut parsed, mut engines, mut calls) = (3000, 0, 0, 0);
     for i in 0..n {
         let base = &bases[i % bases.len()];
         let bytes = mutate(&mut r, base);
@@ -771,12 +777,23 @@ fn policy_parse_never_panics_on_mutated_policies() {
         if let Ok(p) = res {
             parsed += 1;
             if i % 4 == 0 && cheap_sandbox(&p, &root) {
-                engines += 1;
-                script(p, &shown);
+                let c = script(p, &shown);
+                engines += usize::from(c > 0);
+                calls += c;
             }
         }
     }
-    eprintln!("robustness policy: {parsed} of {n} mutants parsed, {engines} engines run");
+    eprintln!(
+        "robustness policy: {parsed} of {n} mutants parsed, {engines} engines ran {calls} calls"
+    );
+    // The mutations must leave enough policies intact to exercise the parser's success path
+    // and the engine, or this test exercises nothing.
+    assert!(parsed >= n / 20, "only {parsed} of {n} mutants parsed");
+    assert!(
+        engines >= 10,
+        "only {engines} mutated policies reached the engine"
+    );
+    assert!(calls >= 100, "only {calls} calls reached an engine");
     report("policy", n, t);
 }
 
@@ -791,7 +808,8 @@ fn policy_numbers_at_their_extremes() {
         .into_bytes();
     let (nums, _) = tokens(&fixture);
     let orig = |a: usize, e: usize| String::from_utf8_lossy(&fixture[a..e]).into_owned();
-    let mut n = 0;
+    let (mut n, mut parsed, mut calls) = (0, 0, 0);
+    assert!(!nums.is_empty(), "the fixture has no numbers to replace");
     for &(a, e) in &nums {
         for v in EXTREME_NUMBERS {
             let mut b = fixture.clone();
@@ -801,13 +819,18 @@ fn policy_numbers_at_their_extremes() {
             if let Ok(p) = guard("Policy::parse", &text, || {
                 Policy::parse(&text, Path::new("fuzz.json"))
             }) {
-                script(
+                parsed += 1;
+                calls += script(
                     p,
                     &format!("number `{}` at byte {a} replaced by {v}", orig(a, e)),
                 );
             }
         }
     }
+    eprintln!("robustness policy numbers: {parsed} of {n} parsed, {calls} calls");
+    // Extreme numbers are mostly accepted (limits, windows, costs): they must reach the engine.
+    assert!(parsed >= n / 4, "only {parsed} of {n} policies parsed");
+    assert!(calls >= 100, "only {calls} calls reached an engine");
     report("policy numbers", n, t);
 }
 
@@ -823,7 +846,7 @@ fn policy_strings_at_their_extremes() {
         .into_bytes();
     let (_, strs) = tokens(&fixture);
     let mut r = Rng::new(7);
-    let (n, mut parsed) = (1000, 0);
+    let (n, mut parsed, mut calls) = (1000, 0, 0);
     for _ in 0..n {
         let (a, e) = r.pick(&strs);
         let mut b = fixture.clone();
@@ -835,11 +858,13 @@ fn policy_strings_at_their_extremes() {
         }) {
             parsed += 1;
             if parsed % 10 == 0 && cheap_sandbox(&p, &root) {
-                script(p, &shown);
+                calls += script(p, &shown);
             }
         }
     }
-    eprintln!("robustness policy strings: {parsed} of {n} parsed");
+    eprintln!("robustness policy strings: {parsed} of {n} parsed, {calls} calls");
+    assert!(parsed >= n / 10, "only {parsed} of {n} policies parsed");
+    assert!(calls >= 50, "only {calls} calls reached an engine");
     report("policy strings", n, t);
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Module map:
 //! - [`policy`]   — the policy file: shapes, loading, validation (single source of truth)
-//! - [`engine`]   — the tool-call decision engine (order of checks in `docs/DESIGN` terms)
+//! - [`engine`]   — the tool-call decision engine (one module per check, run in the order of `engine/checks`)
 //! - [`shell`]    — shell command lines parsed to argv without a shell, and what they touch
 //! - [`audit`]    — the hash-chained JSON Lines audit log, its verifier, and the daemon's
 //!   group-commit writer thread (`audit::writer`)

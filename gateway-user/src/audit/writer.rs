@@ -16,7 +16,7 @@ use std::{
 
 use tokio::sync::watch;
 
-use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, depth};
+use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, log::depth};
 
 /// Why a record is not (or will not be) durable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -331,18 +331,12 @@ impl crate::engine::AuditSink for DeferredSink {
 
 /// An engine record as a `source: gateway` entry.
 pub fn gateway_entry(r: crate::engine::AuditRecord) -> Entry {
-    use super::{Decision as D, Source};
-    use crate::engine::Decision;
     Entry {
-        source: Source::Gateway,
+        source: super::Source::Gateway,
         session: r.session,
         tool: r.tool,
         hook: None,
-        decision: match r.decision {
-            Decision::Allow => D::Allow,
-            Decision::Hold => D::Hold,
-            Decision::Deny => D::Deny,
-        },
+        decision: r.decision,
         reason: r.reason.to_owned(),
         detail: r.detail,
     }
@@ -361,7 +355,7 @@ mod tests {
             session: "s".into(),
             tool: Some("t".into()),
             hook: None,
-            decision: super::super::Decision::Allow,
+            decision: crate::audit::Decision::Allow,
             reason: "allowed".into(),
             detail: json!({"i": i}),
         }

@@ -78,7 +78,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(match v.decision {
         Decision::Allow => ExitCode::SUCCESS,
-        Decision::Deny => ExitCode::from(1),
+        // `Info` marks audit records that are not decisions; a verdict never carries it, and
+        // if one did it would not allow.
+        Decision::Deny | Decision::Info => ExitCode::from(1),
         Decision::Hold => ExitCode::from(3),
     })
 }

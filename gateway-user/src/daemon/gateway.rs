@@ -329,7 +329,7 @@ impl Gateway {
         let mut st = slot.state.lock().await;
         self.engine
             .add_session_secret(&mut st.session, &p.name, &p.value)
-            .map_err(RpcError::params)?;
+            .map_err(|e| RpcError::params(e.to_string()))?;
         self.note(
             &p.session,
             AD::Info,

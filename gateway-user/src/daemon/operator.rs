@@ -82,7 +82,7 @@ impl Gateway {
                 legs: s.legs(),
                 tripped: s.legs().tripped(),
                 spent: s.spent(),
-                secrets: s.secret_names().to_vec(),
+                secrets: s.secret_names(),
             });
         }
         Ok(out)
@@ -118,7 +118,7 @@ impl Gateway {
         } else {
             self.engine.reject(&p.id)
         };
-        r.map_err(|e| RpcError::new(code::APPROVAL, e))?;
+        r.map_err(|e| RpcError::new(code::APPROVAL, e.to_string()))?;
         let (reason, state) = if approve {
             ("approval_granted", "approved")
         } else {

@@ -2,6 +2,8 @@
 //! the reasons of the hold; single use; with a time-to-live.
 use std::collections::HashMap;
 
+use super::error::ApprovalError;
+
 /// Where an approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -50,16 +52,16 @@ impl Approvals {
     }
 
     /// Sets the state of a pending approval that has not expired.
-    pub fn set(&mut self, id: &str, state: ApprovalState, now: u64) -> Result<(), String> {
+    pub fn set(&mut self, id: &str, state: ApprovalState, now: u64) -> Result<(), ApprovalError> {
         let a = self
             .map
             .get_mut(id)
-            .ok_or_else(|| format!("no approval with id {id}"))?;
+            .ok_or_else(|| ApprovalError::Unknown(id.to_owned()))?;
         if a.state != ApprovalState::Pending {
-            return Err(format!("approval {id} was already decided"));
+            return Err(ApprovalError::AlreadyDecided(id.to_owned()));
         }
         if now > a.expires_ms {
-            return Err(format!("approval {id} has expired"));
+            return Err(ApprovalError::Expired(id.to_owned()));
         }
         a.state = state;
         Ok(())

@@ -111,7 +111,6 @@ pub struct SecretSet {
     /// The matcher could not be built: fail closed.
     broken: bool,
     by_form: HashMap<String, String>,
-    names: Vec<String>,
 }
 
 impl SecretSet {
@@ -163,16 +162,11 @@ impl SecretSet {
             re,
             broken,
             by_form,
-            names: items.iter().map(|(n, _)| n.clone()).collect(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.re.is_none() && !self.broken
-    }
-
-    pub fn names(&self) -> &[String] {
-        &self.names
     }
 
     fn name_of(&self, m: &str) -> &str {

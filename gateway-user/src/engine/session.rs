@@ -25,27 +25,28 @@ pub struct Legs {
 
 impl Legs {
     /// Untrusted input and private data both seen: from here on, data could leave under an
-    /// attacker's direction (the kernel layer may cut the session's egress).
+    /// attacker's direction (the daemon's trip hook cuts the session's kernel egress).
     pub fn tripped(&self) -> bool {
         self.untrusted && self.private
     }
 }
 
 /// One agent session. `user` and `scopes` come from the application that authenticated the
-/// caller, never from a model's arguments.
+/// caller, never from a model's arguments. The engine reads and updates the rest through the
+/// methods below, each next to the check that owns it (engine/checks/).
 #[derive(Debug)]
 pub struct Session {
     pub id: String,
     pub user: String,
     pub scopes: BTreeSet<String>,
-    pub(crate) legs: Legs,
+    legs: Legs,
     echo: HashSet<u64>,
-    /// Allowed-call times (ms) per rate-limit entry.
-    pub(crate) rate: HashMap<usize, VecDeque<u64>>,
-    pub(crate) spent: u64,
-    pub(crate) actions: BTreeMap<Label, u32>,
+    /// Allowed-call times per rate-limit entry (its index in `limits.rate`).
+    rate: HashMap<usize, CallTimes>,
+    spent: u64,
+    actions: BTreeMap<Label, u32>,
     /// Secrets registered for this session alone (`Engine::add_session_secret`).
-    pub(crate) secrets: SecretSet,
+    secrets: SecretSet,
     secret_items: Vec<(String, String)>,
 }
 
@@ -67,14 +68,20 @@ impl Session {
 
     /// Adds a secret value that only this session's calls are checked against (the
     /// caller has checked its length).
-    pub(crate) fn add_secret(&mut self, name: &str, value: &str) {
+    pub(super) fn add_secret(&mut self, name: &str, value: &str) {
         self.secret_items.push((name.to_owned(), value.to_owned()));
         self.secrets = SecretSet::new(&self.secret_items);
     }
 
+    /// This session's own secrets (looked for on its `sends_out` calls, scrubbed from its
+    /// messages and records).
+    pub(super) fn secrets(&self) -> &SecretSet {
+        &self.secrets
+    }
+
     /// The names of the secrets registered for this session.
-    pub fn secret_names(&self) -> &[String] {
-        self.secrets.names()
+    pub fn secret_names(&self) -> Vec<String> {
+        self.secret_items.iter().map(|(n, _)| n.clone()).collect()
     }
 
     pub fn legs(&self) -> Legs {
@@ -89,6 +96,46 @@ impl Session {
     /// Marks the private-data leg (the application knows the session read private data).
     pub fn mark_private(&mut self) {
         self.legs.private = true;
+    }
+
+    /// Marks the egress leg (a `sends_out` tool ran).
+    pub(crate) fn mark_egress(&mut self) {
+        self.legs.egress = true;
+    }
+
+    /// Marks the untrusted leg without remembering any text.
+    pub(crate) fn mark_untrusted(&mut self) {
+        self.legs.untrusted = true;
+    }
+
+    /// The allowed calls rate-limit entry `entry` counted inside the window of `window_ms`
+    /// ending at `now`.
+    pub(crate) fn recent_calls(&self, entry: usize, now: u64, window_ms: u64) -> Recent {
+        self.rate
+            .get(&entry)
+            .map(|t| t.recent(now, window_ms))
+            .unwrap_or_default()
+    }
+
+    /// Counts an allowed call at `now` for rate-limit entry `entry`.
+    pub(crate) fn count_call(&mut self, entry: usize, now: u64, window_ms: u64) {
+        self.rate.entry(entry).or_default().push(now, window_ms);
+    }
+
+    /// Adds an allowed call's cost to the budget spent.
+    pub(crate) fn spend(&mut self, cost: u64) {
+        self.spent = self.spent.saturating_add(cost);
+    }
+
+    /// Allowed calls with `label` so far.
+    pub(crate) fn actions(&self, label: Label) -> u32 {
+        self.actions.get(&label).copied().unwrap_or(0)
+    }
+
+    /// Counts an allowed call with `label`.
+    pub(crate) fn count_action(&mut self, label: Label) {
+        let n = self.actions.entry(label).or_default();
+        *n = n.saturating_add(1);
     }
 
     /// Remembers untrusted text: its N-word sequences, and the untrusted leg.
@@ -119,6 +166,47 @@ impl Session {
     }
 }
 
+/// What a rate-limit window holds: how many allowed calls, and the time of the first of them
+/// (in the order they were counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Recent {
+    pub count: usize,
+    pub first_ms: Option<u64>,
+}
+
+/// The times (ms) of the allowed calls one rate-limit entry counted, in the order counted. The
+/// one place the rate window is computed: a call at `t` is inside the window of `window_ms`
+/// ending at `now` when `now - t < window_ms` (saturating, so a clock that went back keeps it).
+#[derive(Debug, Default)]
+struct CallTimes(VecDeque<u64>);
+
+impl CallTimes {
+    fn inside(t: u64, now: u64, window_ms: u64) -> bool {
+        now.saturating_sub(t) < window_ms
+    }
+
+    fn recent(&self, now: u64, window_ms: u64) -> Recent {
+        let mut r = Recent::default();
+        for &t in self.0.iter().filter(|t| Self::inside(**t, now, window_ms)) {
+            r.count += 1;
+            r.first_ms.get_or_insert(t);
+        }
+        r
+    }
+
+    /// Adds `now`, first forgetting the oldest times that have left the window.
+    fn push(&mut self, now: u64, window_ms: u64) {
+        while self
+            .0
+            .front()
+            .is_some_and(|t| !Self::inside(*t, now, window_ms))
+        {
+            self.0.pop_front();
+        }
+        self.0.push_back(now);
+    }
+}
+
 /// Words normalised for case and spacing: whitespace-separated tokens, lower-cased, with
 /// punctuation around them dropped (so a URL or a path stays one word).
 fn words(text: &str) -> Vec<String> {
@@ -140,6 +228,35 @@ fn shingle(w: &[String]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_window_counts_only_calls_inside_it() {
+        let mut s = Session::new("s", "u", &[]);
+        for t in [1_000, 5_000, 9_000] {
+            s.count_call(0, t, 10_000);
+        }
+        let r = |s: &Session, now| s.recent_calls(0, now, 10_000);
+        assert_eq!(
+            r(&s, 9_000),
+            Recent {
+                count: 3,
+                first_ms: Some(1_000)
+            }
+        );
+        // At 11 000 the call at 1 000 has left the window (11 000 - 1 000 is not < 10 000).
+        assert_eq!(
+            r(&s, 11_000),
+            Recent {
+                count: 2,
+                first_ms: Some(5_000)
+            }
+        );
+        assert_eq!(r(&s, 30_000), Recent::default());
+        assert_eq!(s.recent_calls(1, 9_000, 10_000), Recent::default());
+        // Counting forgets what has left the window.
+        s.count_call(0, 15_500, 10_000);
+        assert_eq!(s.rate[&0].0, [9_000, 15_500]);
+    }
 
     #[test]
     fn echo_is_normalised() {

@@ -1,0 +1,237 @@
+//! The writer: one [`AuditLog`] per file, holding its exclusive lock; every append is written
+//! whole and synced before it returns, and any failure poisons the log.
+use std::{
+    fs::{File, OpenOptions},
+    io::{self, BufReader, Seek, SeekFrom, Write},
+    os::unix::fs::{OpenOptionsExt, PermissionsExt},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use nix::{
+    errno::Errno,
+    fcntl::{Flock, FlockArg},
+};
+use serde_json::Value;
+
+use super::{
+    record::{Entry, GENESIS, Record, rfc3339_ms},
+    verify::{VerifyError, check_chain},
+};
+use crate::clock::Clock;
+
+/// Why the log cannot be opened or appended to.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("cannot {op} {path}: {error}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        error: io::Error,
+    },
+    #[error("{path} is not a regular file")]
+    NotRegular { path: PathBuf },
+    #[error("{path} is writable by group or others (mode {mode:o}); make it 0600")]
+    Permissions { path: PathBuf, mode: u32 },
+    #[error("{path} is locked by another writer (another gatewayd?); one writer per audit file")]
+    Locked { path: PathBuf },
+    #[error("{path} does not verify, refusing to append to a broken chain: broken at {error}")]
+    Broken { path: PathBuf, error: VerifyError },
+    #[error("cannot write the audit record to {path}: {error}; the log is now closed for writing")]
+    Write { path: PathBuf, error: io::Error },
+    #[error("audit log {path} is poisoned by an earlier write failure; no record can be appended")]
+    Poisoned { path: PathBuf },
+    #[error(
+        "record detail nested deeper than {MAX_DETAIL_DEPTH} levels: not written (it could not be read back)"
+    )]
+    TooDeep,
+}
+
+/// Deepest `detail` nesting a record may have: serde_json refuses to read back values nested
+/// deeper than 128, which would make the log unverifiable; such an entry is refused instead.
+pub const MAX_DETAIL_DEPTH: usize = 64;
+
+pub(super) fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// An audit file open for appending, holding its exclusive lock.
+pub struct AuditLog {
+    path: PathBuf,
+    pub(super) file: Flock<File>,
+    clock: Arc<dyn Clock>,
+    last_seq: u64,
+    head: Option<String>,
+    poisoned: bool,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .field("last_seq", &self.last_seq)
+            .field("head", &self.head)
+            .field("poisoned", &self.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditLog {
+    /// Opens (creating if absent, mode 0600) an audit file for appending. An existing file is
+    /// verified to continue `seq` and `prev`; if it does not verify, the open is refused with
+    /// an error naming the first broken seq (never append to a broken chain). Refuses a file
+    /// another writer has locked, a non-regular file, and a group- or world-writable file.
+    pub fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<AuditLog, AuditError> {
+        let io_err = |op: &'static str| {
+            move |error: io::Error| AuditError::Io {
+                op,
+                path: path.to_path_buf(),
+                error,
+            }
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io_err("open"))?;
+        let meta = file.metadata().map_err(io_err("stat"))?;
+        if !meta.is_file() {
+            return Err(AuditError::NotRegular {
+                path: path.to_path_buf(),
+            });
+        }
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o022 != 0 {
+            return Err(AuditError::Permissions {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        let file = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+            if errno == Errno::EWOULDBLOCK {
+                AuditError::Locked {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                io_err("lock")(io::Error::from(errno))
+            }
+        })?;
+        // Verified through the locked descriptor: nobody appends between the check and us.
+        (&*file).seek(SeekFrom::Start(0)).map_err(io_err("read"))?;
+        let report = check_chain(BufReader::new(&*file), path, None).map_err(|e| match e {
+            VerifyError::Io { error, .. } => io_err("read")(error),
+            other => AuditError::Broken {
+                path: path.to_path_buf(),
+                error: other,
+            },
+        })?;
+        if meta.len() == 0 {
+            sync_parent_dir(path).map_err(io_err("sync the directory of"))?;
+        }
+        Ok(AuditLog {
+            path: path.to_path_buf(),
+            file,
+            clock,
+            last_seq: report.records,
+            head: report.head,
+            poisoned: false,
+        })
+    }
+
+    /// Appends one record and returns it only after it is durable (write + fdatasync).
+    /// Any failure poisons the log: this and every later call return `Err`.
+    pub fn append(&mut self, entry: Entry) -> Result<Record, AuditError> {
+        let mut recs = self.append_batch(vec![entry])?;
+        recs.pop().ok_or(AuditError::Poisoned {
+            path: self.path.clone(),
+        })
+    }
+
+    /// Appends records in order with one `write_all` and one `fdatasync` (group commit);
+    /// returns them only after all are durable. An entry nested too deep refuses the whole
+    /// batch (nothing written, the log stays usable); a write or sync failure poisons the log.
+    pub fn append_batch(&mut self, entries: Vec<Entry>) -> Result<Vec<Record>, AuditError> {
+        if self.poisoned {
+            return Err(AuditError::Poisoned {
+                path: self.path.clone(),
+            });
+        }
+        if entries.iter().any(|e| depth(&e.detail) > MAX_DETAIL_DEPTH) {
+            return Err(AuditError::TooDeep);
+        }
+        let ts = rfc3339_ms(self.clock.now_ms());
+        let (mut seq, mut head) = (self.last_seq, self.head.clone());
+        let mut recs = Vec::with_capacity(entries.len());
+        let mut buf = String::new();
+        for entry in entries {
+            let Some(next) = seq.checked_add(1) else {
+                self.poisoned = true;
+                return Err(AuditError::Poisoned {
+                    path: self.path.clone(),
+                });
+            };
+            seq = next;
+            let mut rec = Record {
+                seq,
+                prev: head.unwrap_or_else(|| GENESIS.to_string()),
+                ts: ts.clone(),
+                source: entry.source,
+                session: entry.session,
+                tool: entry.tool,
+                hook: entry.hook,
+                decision: entry.decision,
+                reason: entry.reason,
+                detail: entry.detail,
+                hash: String::new(),
+            };
+            rec.hash = rec.compute_hash();
+            buf.push_str(&rec.canonical_line());
+            buf.push('\n');
+            head = Some(rec.hash.clone());
+            recs.push(rec);
+        }
+        let mut f: &File = &self.file;
+        if let Err(error) = f.write_all(buf.as_bytes()).and_then(|()| f.sync_data()) {
+            self.poisoned = true;
+            return Err(AuditError::Write {
+                path: self.path.clone(),
+                error,
+            });
+        }
+        self.last_seq = seq;
+        self.head = head;
+        Ok(recs)
+    }
+
+    /// Hash of the last record: the anchor to keep elsewhere. `None` for an empty log.
+    pub fn head(&self) -> Option<&str> {
+        self.head.as_deref()
+    }
+
+    /// `seq` of the last record (0 for an empty log).
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,149 @@
+//! One line of the audit log: the record, what callers append, and the canonical form and
+//! hash the chain is built on (the format is described in the module above).
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use crate::canonical::canonical_json;
+use crate::canonical::sha256_hex;
+
+/// `prev` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Which layer made the decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Gateway,
+    Kernel,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Gateway => "gateway",
+            Source::Kernel => "kernel",
+        }
+    }
+}
+
+/// What was decided, by the tool-call engine (`Allow`, `Hold`, `Deny`: a call's
+/// [`Verdict`](crate::engine::Verdict)) or by the kernel layer; `Info` for records that are not
+/// decisions (session start, tier reached). Serialised as `allow|deny|hold|info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Allow,
+    Deny,
+    Hold,
+    Info,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::Hold => "hold",
+            Decision::Info => "info",
+        }
+    }
+}
+
+/// What a caller appends; [`AuditLog::append`](super::AuditLog::append) adds `seq`, `prev`, `ts` and `hash`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub source: Source,
+    pub session: String,
+    /// Gateway records: the tool name.
+    pub tool: Option<String>,
+    /// Kernel records: the program's hook, e.g. `lsm/file_open`, `cgroup/connect4`.
+    pub hook: Option<String>,
+    pub decision: Decision,
+    /// Reason code, e.g. `sandbox`, `egress_not_allowed`, `session_start`.
+    pub reason: String,
+    /// An object with specifics. Digests, never secret values.
+    pub detail: Value,
+}
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub seq: u64,
+    pub prev: String,
+    pub ts: String,
+    pub source: Source,
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
+    pub decision: Decision,
+    pub reason: String,
+    pub detail: Value,
+    pub hash: String,
+}
+
+impl Record {
+    /// The record as a JSON object; `hash` included or not.
+    pub(super) fn to_value(&self, with_hash: bool) -> Value {
+        let mut m = Map::new();
+        m.insert("seq".into(), self.seq.into());
+        m.insert("prev".into(), self.prev.clone().into());
+        m.insert("ts".into(), self.ts.clone().into());
+        m.insert("source".into(), self.source.as_str().into());
+        m.insert("session".into(), self.session.clone().into());
+        if let Some(t) = &self.tool {
+            m.insert("tool".into(), t.clone().into());
+        }
+        if let Some(h) = &self.hook {
+            m.insert("hook".into(), h.clone().into());
+        }
+        m.insert("decision".into(), self.decision.as_str().into());
+        m.insert("reason".into(), self.reason.clone().into());
+        m.insert("detail".into(), self.detail.clone());
+        if with_hash {
+            m.insert("hash".into(), self.hash.clone().into());
+        }
+        Value::Object(m)
+    }
+
+    /// SHA-256 (lowercase hex) of the canonical JSON of the record without `hash`.
+    pub fn compute_hash(&self) -> String {
+        sha256_hex(canonical_json(&self.to_value(false)).as_bytes())
+    }
+
+    /// The line as written to the file, without the trailing newline.
+    pub fn canonical_line(&self) -> String {
+        canonical_json(&self.to_value(true))
+    }
+}
+
+/// `ms` since the Unix epoch as RFC 3339 UTC with milliseconds: `2023-11-14T22:13:20.123Z`.
+pub fn rfc3339_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, sod) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60,
+        ms % 1000
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant's `civil_from_days`, for non-negative day counts).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}

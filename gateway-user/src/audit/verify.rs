@@ -1,0 +1,255 @@
+//! The verifier: reads a log back, checks every line is a canonical record whose hash
+//! matches, that `seq` and `prev` form one chain, and, given an anchor, that it is in it.
+use std::{
+    fs::File,
+    io::{self, BufRead, BufReader},
+    path::{Path, PathBuf},
+};
+
+use serde::Deserialize;
+
+use super::record::{GENESIS, Record};
+
+/// An intact log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub records: u64,
+    /// Hash of the last record; `None` for an empty log.
+    pub head: Option<String>,
+    /// Where the anchor was found, when one was given.
+    pub anchored: Option<Anchored>,
+}
+
+/// The record whose hash is the anchor, and how many records were appended after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchored {
+    pub seq: u64,
+    pub following: u64,
+}
+
+/// Why a log does not verify. Every variant but `Io`, `NotRegular` and `BadAnchor` is a broken
+/// chain ([`VerifyError::is_broken`]); its message starts with `seq S:` or `line L:`.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("cannot read {path}: {error}")]
+    Io { path: PathBuf, error: io::Error },
+    #[error("{path} is not a regular file")]
+    NotRegular { path: PathBuf },
+    #[error("anchor `{0}` is not a record hash (64 hex digits)")]
+    BadAnchor(String),
+    #[error("line {line}: not a valid audit record (expected seq {seq}): {why}")]
+    Malformed { line: u64, seq: u64, why: String },
+    #[error(
+        "seq {seq}: partial record at line {line} (no final newline): a write was cut short \
+         (crash mid-append?); cut the partial line after checking it"
+    )]
+    PartialLine { seq: u64, line: u64 },
+    #[error("seq {seq}: record edited: its hash does not match its content (line {line})")]
+    Edited { seq: u64, line: u64 },
+    #[error(
+        "seq {seq}: record re-encoded: its content matches its hash but the line is not in the \
+         canonical form the writer produces (line {line})"
+    )]
+    NotCanonical { seq: u64, line: u64 },
+    #[error("seq {seq}: {} deleted: line {line} holds seq {found}", missing(*seq, *found))]
+    Deleted { seq: u64, line: u64, found: u64 },
+    #[error("seq {seq}: records reordered: {}", reordered(*line, *found, *later_line))]
+    Reordered {
+        seq: u64,
+        line: u64,
+        found: u64,
+        later_line: Option<u64>,
+    },
+    #[error(
+        "seq {seq}: prev does not link to the hash of the record before it (line {line}): \
+         the previous record was rewritten with a recomputed hash, or records were replaced"
+    )]
+    BrokenLink { seq: u64, line: u64 },
+    #[error(
+        "seq {seq}: anchor not found: log truncated or rewritten (the {records} records form a \
+         valid chain, head {}, but none has the anchor hash: records after seq {records} were \
+         removed, or the whole log was replaced)",
+        head.as_deref().unwrap_or("none")
+    )]
+    AnchorNotFound {
+        seq: u64,
+        records: u64,
+        head: Option<String>,
+    },
+}
+
+fn missing(seq: u64, found: u64) -> String {
+    if found == seq + 1 {
+        format!("record {seq}")
+    } else {
+        format!("records {seq} to {}", found.saturating_sub(1))
+    }
+}
+
+fn reordered(line: u64, found: u64, later_line: Option<u64>) -> String {
+    match later_line {
+        Some(l) => format!("line {line} holds seq {found}, the expected record is at line {l}"),
+        None => format!("line {line} holds seq {found}: seq goes backwards (moved or duplicated)"),
+    }
+}
+
+impl VerifyError {
+    /// A broken chain (as opposed to a file that cannot be read or a bad anchor argument).
+    pub fn is_broken(&self) -> bool {
+        !matches!(
+            self,
+            VerifyError::Io { .. } | VerifyError::NotRegular { .. } | VerifyError::BadAnchor(_)
+        )
+    }
+
+    /// The first broken seq, when the error names one.
+    pub fn seq(&self) -> Option<u64> {
+        match self {
+            VerifyError::Io { .. } | VerifyError::NotRegular { .. } | VerifyError::BadAnchor(_) => {
+                None
+            }
+            VerifyError::Malformed { seq, .. }
+            | VerifyError::PartialLine { seq, .. }
+            | VerifyError::Edited { seq, .. }
+            | VerifyError::NotCanonical { seq, .. }
+            | VerifyError::Deleted { seq, .. }
+            | VerifyError::Reordered { seq, .. }
+            | VerifyError::BrokenLink { seq, .. }
+            | VerifyError::AnchorNotFound { seq, .. } => Some(*seq),
+        }
+    }
+}
+
+/// Verifies the whole chain of `path`, and with `anchor` (a head hash kept elsewhere) that the
+/// chain contains that record. Names the first broken seq (or line, for unparseable lines).
+pub fn verify(path: &Path, anchor: Option<&str>) -> Result<VerifyReport, VerifyError> {
+    let anchor = match anchor {
+        Some(a) if a.len() == 64 && a.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Some(a.to_ascii_lowercase())
+        }
+        Some(a) => return Err(VerifyError::BadAnchor(a.to_string())),
+        None => None,
+    };
+    let io_err = |error| VerifyError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(VerifyError::NotRegular {
+            path: path.to_path_buf(),
+        });
+    }
+    check_chain(BufReader::new(file), path, anchor.as_deref())
+}
+
+fn parse_line(bytes: &[u8]) -> Result<(&str, Record), String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let rec = serde_json::from_str::<Record>(text).map_err(|e| e.to_string())?;
+    Ok((text, rec))
+}
+
+pub(super) fn check_chain<R: BufRead>(
+    mut r: R,
+    path: &Path,
+    anchor: Option<&str>,
+) -> Result<VerifyReport, VerifyError> {
+    let io_err = |error| VerifyError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let mut buf = Vec::new();
+    let mut line = 0u64;
+    let mut last_seq = 0u64;
+    let mut head: Option<String> = None;
+    let mut anchor_seq = None;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf).map_err(io_err)? == 0 {
+            break;
+        }
+        line += 1;
+        let seq = last_seq + 1;
+        if buf.pop() != Some(b'\n') {
+            return Err(VerifyError::PartialLine { seq, line });
+        }
+        let (text, rec) =
+            parse_line(&buf).map_err(|why| VerifyError::Malformed { line, seq, why })?;
+        if rec.compute_hash() != rec.hash {
+            return Err(VerifyError::Edited { seq, line });
+        }
+        if rec.canonical_line() != text {
+            return Err(VerifyError::NotCanonical { seq, line });
+        }
+        if rec.seq < seq {
+            return Err(VerifyError::Reordered {
+                seq,
+                line,
+                found: rec.seq,
+                later_line: None,
+            });
+        }
+        if rec.seq > seq {
+            return Err(match find_seq(&mut r, seq, line).map_err(io_err)? {
+                Some(l) => VerifyError::Reordered {
+                    seq,
+                    line,
+                    found: rec.seq,
+                    later_line: Some(l),
+                },
+                None => VerifyError::Deleted {
+                    seq,
+                    line,
+                    found: rec.seq,
+                },
+            });
+        }
+        if rec.prev != head.as_deref().unwrap_or(GENESIS) {
+            return Err(VerifyError::BrokenLink { seq, line });
+        }
+        if anchor == Some(rec.hash.as_str()) {
+            anchor_seq = Some(seq);
+        }
+        last_seq = seq;
+        head = Some(rec.hash);
+    }
+    let anchored = match (anchor, anchor_seq) {
+        (None, _) => None,
+        (Some(_), Some(s)) => Some(Anchored {
+            seq: s,
+            following: last_seq - s,
+        }),
+        (Some(_), None) => {
+            return Err(VerifyError::AnchorNotFound {
+                seq: last_seq + 1,
+                records: last_seq,
+                head,
+            });
+        }
+    };
+    Ok(VerifyReport {
+        records: last_seq,
+        head,
+        anchored,
+    })
+}
+
+/// After a seq gap: the line number at which record `seq` appears later, if it does
+/// (reordering rather than deletion). Unparseable lines are skipped here.
+fn find_seq<R: BufRead>(r: &mut R, seq: u64, mut line: u64) -> io::Result<Option<u64>> {
+    #[derive(Deserialize)]
+    struct SeqOnly {
+        seq: u64,
+    }
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(None);
+        }
+        line += 1;
+        if serde_json::from_slice::<SeqOnly>(&buf).is_ok_and(|s| s.seq == seq) {
+            return Ok(Some(line));
+        }
+    }
+}

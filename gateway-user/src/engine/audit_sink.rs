@@ -1,0 +1,96 @@
+//! Where the engine's records go: one [`AuditRecord`] per call, and per blocked definition,
+//! to an [`AuditSink`] (the hash-chained [`AuditLog`](crate::audit::AuditLog) in the daemon).
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{Decision, Engine, Session, ToolCall, Verdict};
+use crate::policy::ScanMode;
+
+/// One audit record as the engine writes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditRecord {
+    pub session: String,
+    pub tool: Option<String>,
+    pub decision: Decision,
+    pub reason: &'static str,
+    pub detail: Value,
+}
+
+/// Where audit records go; `append` returns once the record is durable.
+pub trait AuditSink: Send {
+    fn append(&mut self, record: AuditRecord) -> Result<(), String>;
+}
+
+/// The engine's records go to the hash-chained log as `source: gateway` entries.
+impl AuditSink for crate::audit::AuditLog {
+    fn append(&mut self, r: AuditRecord) -> Result<(), String> {
+        use crate::audit::{Entry, Source};
+        let entry = Entry {
+            source: Source::Gateway,
+            session: r.session,
+            tool: r.tool,
+            hook: None,
+            decision: r.decision,
+            reason: r.reason.to_owned(),
+            detail: r.detail,
+        };
+        crate::audit::AuditLog::append(self, entry)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Engine {
+    /// The call's one record: argument names and digest (never values), the verdict, the
+    /// legs; every string scrubbed of secrets. Ok when the sink has it (or there is none).
+    pub(super) fn record(
+        &self,
+        s: &Session,
+        call: &ToolCall,
+        v: &Verdict,
+        digest: &str,
+    ) -> Result<(), String> {
+        let Some(audit) = &self.audit else {
+            return Ok(());
+        };
+        let arg_names: Vec<&String> = call
+            .arguments
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        let findings: Vec<String> = if self.policy.description_scan == ScanMode::Warn {
+            let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+            tools
+                .get(&call.tool)
+                .map(|t| t.findings.iter().map(|f| f.kind.to_owned()).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let secrets = &self.secrets.all;
+        let mut detail = json!({
+            "user": s.user,
+            "args_sha256": digest,
+            "arg_names": arg_names,
+            "message": v.message,
+            "matched_rules": v.matched_rules,
+            "hold_reasons": v.hold_reasons,
+            "approval_id": v.approval_id.as_deref().or(call.approval.as_deref()),
+            "legs": s.legs(),
+            "scan_findings": findings,
+        });
+        secrets.scrub_value(&mut detail);
+        s.secrets().scrub_value(&mut detail);
+        let rec = AuditRecord {
+            session: secrets.scrub(&s.id).into_owned(),
+            tool: Some(secrets.scrub(&call.tool).into_owned()),
+            decision: v.decision,
+            reason: v.reason.code(),
+            detail,
+        };
+        audit
+            .lock()
+            .map_err(|_| "audit lock poisoned".to_string())?
+            .append(rec)
+    }
+}

@@ -1,0 +1,191 @@
+//! A tool call as the agent asks for it, and its full path through [`Engine::call`]: the
+//! checks, the approval, one durable audit record, what an allowed call counts and marks,
+//! credential injection, the handler, and its output redacted and fenced.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    Engine, Reason, Session, Verdict,
+    checks::{self, approval_hold, credentials, limits, rule_of_two, untrusted_echo},
+    fence, fingerprint,
+};
+use crate::policy::Label;
+
+/// A tool call as the agent asked for it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// The id of an approval, when repeating a held call after a person approved it.
+    #[serde(default)]
+    pub approval: Option<String>,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+impl ToolCall {
+    pub fn new(tool: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            tool: tool.to_owned(),
+            arguments,
+            approval: None,
+        }
+    }
+
+    pub fn with_approval(mut self, id: &str) -> ToolCall {
+        self.approval = Some(id.to_owned());
+        self
+    }
+}
+
+/// Credentials handed to a tool's handler; never shown to the model.
+#[derive(Default)]
+pub struct Credentials(pub(super) BTreeMap<String, String>);
+
+impl Credentials {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// What [`Engine::call`] returns.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    /// The tool's output (credentials redacted; one fenced text block when untrusted); None
+    /// unless the handler ran and succeeded.
+    pub output: Option<Value>,
+    /// The handler's error (redacted and fenced like output).
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    fn refused(verdict: Verdict) -> Outcome {
+        Outcome {
+            verdict,
+            output: None,
+            error: None,
+        }
+    }
+}
+
+impl Engine {
+    /// The full path of a call: every check, approval, credential injection, the handler
+    /// (only on allow), output redaction and fencing, and exactly one audit record, written
+    /// before the handler runs. If the record cannot be written the call is denied.
+    pub fn call<F>(&self, s: &mut Session, call: &ToolCall, handler: F) -> Outcome
+    where
+        F: FnOnce(&Value, &Credentials) -> Result<Value, String>,
+    {
+        let now = self.clock.now_ms();
+        let (mut verdict, args) = checks::run(self, s, call, Some(now));
+        let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
+        approval_hold::settle(self, s, call, &mut verdict, &digest, now);
+        verdict.message = self.secrets.all.scrub(&verdict.message).into_owned();
+        verdict.message = s.secrets().scrub(&verdict.message).into_owned();
+
+        if let Err(e) = self.record(s, call, &verdict, &digest) {
+            return Outcome::refused(Verdict::deny(
+                Reason::AuditUnavailable,
+                format!("the audit record could not be written ({e}); nothing was run"),
+            ));
+        }
+        if !verdict.is_allow() {
+            return Outcome::refused(verdict);
+        }
+
+        // Allowed: count it, mark the legs, run it.
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        let Some(tool) = tools.get(&call.tool) else {
+            return Outcome::refused(Verdict::deny(Reason::CheckError, "tool vanished"));
+        };
+        limits::count(&self.policy, s, tool, now);
+        rule_of_two::mark_legs(s, tool);
+        let untrusted = tool.has(Label::UntrustedOutput);
+        let creds = credentials::inject(self, tool);
+        let name = tool.def.name.clone();
+        drop(tools);
+
+        let result = handler(&args, &creds);
+        drop(creds);
+        let (output, error) = self.finish_output(s, &name, untrusted, result);
+        Outcome {
+            verdict,
+            output,
+            error,
+        }
+    }
+
+    /// What follows the handler of an allowed call, for a call its caller ran itself after
+    /// [`Engine::call`] allowed it (the daemon's `call/output`): credentials redacted; for
+    /// an `untrusted_output` tool (or one not in the registry) the untrusted leg is set, the
+    /// text remembered for the echo check and returned in one fenced block.
+    pub fn finish(
+        &self,
+        s: &mut Session,
+        tool: &str,
+        result: Result<Value, String>,
+    ) -> (Option<Value>, Option<String>) {
+        let (untrusted, name) = {
+            let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+            match tools.get(tool) {
+                Some(t) => (t.has(Label::UntrustedOutput), t.def.name.clone()),
+                None => (true, self.secrets.all.scrub(tool).into_owned()),
+            }
+        };
+        self.finish_output(s, &name, untrusted, result)
+    }
+
+    /// The handler's result as the model gets it: credentials redacted; from an untrusted
+    /// tool, remembered for the echo check and fenced in a nonce-tagged block.
+    fn finish_output(
+        &self,
+        s: &mut Session,
+        tool: &str,
+        untrusted: bool,
+        result: Result<Value, String>,
+    ) -> (Option<Value>, Option<String>) {
+        let nonce = if untrusted {
+            fence::random_hex(12).ok()
+        } else {
+            None
+        };
+        let result = match result {
+            Ok(mut v) => {
+                self.secrets.creds.scrub_value(&mut v);
+                Ok(v)
+            }
+            Err(e) => Err(self.secrets.creds.scrub(&e).into_owned()),
+        };
+        if !untrusted {
+            return match result {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e)),
+            };
+        }
+        untrusted_echo::remember(s, &result, self.policy.echo_words());
+        match (result, &nonce) {
+            (Ok(v), Some(n)) => (Some(fence::fence_value(&v, tool, n)), None),
+            (Ok(_), None) => (
+                Some(Value::String(
+                    "[untrusted output withheld: no nonce]".into(),
+                )),
+                None,
+            ),
+            (Err(e), Some(n)) => (None, Some(fence::fence_text(&e, tool, n))),
+            (Err(_), None) => (None, Some("[untrusted error withheld: no nonce]".into())),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! A call that anything asked to hold waits for a person (`approval_required`); repeated with
+//! the id of an approval, it runs when that approval is granted, unexpired, and for exactly
+//! this session, tool, canonical arguments and hold reasons (`approved`), and is refused
+//! otherwise (`approval_denied`). [`settle`] issues approval ids and spends approvals.
+use super::{Ctx, Step};
+use crate::engine::{
+    Approval, ApprovalState, Decision, Engine, Reason, Session, ToolCall, Verdict, fence,
+    fingerprint,
+};
+
+pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
+    if cx.hold.is_empty() {
+        return Ok(());
+    }
+    let rule_msg = cx.rule_msg.take();
+    let mut v = cx.allow()?;
+    let name = &cx.tool()?.def.name;
+    let why = format!(
+        "Reasons: {}.{}",
+        v.hold_reasons.join(", "),
+        rule_msg.map(|m| format!(" {m}.")).unwrap_or_default()
+    );
+    let Some(id) = &cx.call.approval else {
+        v.decision = Decision::Hold;
+        v.reason = Reason::ApprovalRequired;
+        v.message = format!("`{name}` is held for a person's approval. {why}");
+        return Err(v);
+    };
+    let now = cx.now();
+    let approvals = cx.engine.lock_approvals();
+    let fail = |m: &str, v: Verdict| {
+        let mut d = Verdict::deny(
+            Reason::ApprovalDenied,
+            format!("approval {id}: {m}; the call is refused"),
+        );
+        d.matched_rules = v.matched_rules;
+        d.hold_reasons = v.hold_reasons;
+        Err(d)
+    };
+    let Some(a) = approvals.get(id) else {
+        return fail("unknown, expired or already used", v);
+    };
+    if now > a.expires_ms {
+        return fail("expired", v);
+    }
+    let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&cx.args).as_bytes());
+    if a.session != cx.session.id
+        || a.tool != *name
+        || a.args_sha256 != digest
+        || a.reasons != v.hold_reasons
+    {
+        return fail(
+            "it was given for a different session, tool, arguments or reasons",
+            v,
+        );
+    }
+    match a.state {
+        ApprovalState::Rejected => fail("rejected by a person", v),
+        ApprovalState::Pending => {
+            v.decision = Decision::Hold;
+            v.reason = Reason::ApprovalRequired;
+            v.approval_id = Some(id.clone());
+            v.message =
+                format!("`{name}` is still waiting for a person's approval (id {id}). {why}");
+            Err(v)
+        }
+        ApprovalState::Approved => {
+            v.reason = Reason::Approved;
+            v.message = format!("`{name}` allowed by approval {id}");
+            Err(v)
+        }
+    }
+}
+
+/// After the checks, in `Engine::call`: a held call gets an approval id (the pending one of
+/// the same call, or a new one; no randomness = `check_error`) and the message names it; an
+/// approval that allowed the call is spent (a second use is `approval_denied`).
+pub(in crate::engine) fn settle(
+    engine: &Engine,
+    s: &Session,
+    call: &ToolCall,
+    verdict: &mut Verdict,
+    digest: &str,
+    now: u64,
+) {
+    if verdict.decision == Decision::Hold && verdict.approval_id.is_none() {
+        // The same call held again while its approval is pending: the same id.
+        verdict.approval_id = engine.lock_approvals().find_pending(
+            &s.id,
+            &call.tool,
+            digest,
+            &verdict.hold_reasons,
+            now,
+        );
+    }
+    if verdict.decision == Decision::Hold && verdict.approval_id.is_none() {
+        match fence::random_hex(16) {
+            Ok(id) => {
+                let ttl = engine.policy.approval_ttl_ms();
+                engine.lock_approvals().insert(
+                    Approval {
+                        id: id.clone(),
+                        session: s.id.clone(),
+                        tool: call.tool.clone(),
+                        args_sha256: digest.to_owned(),
+                        reasons: verdict.hold_reasons.clone(),
+                        created_ms: now,
+                        expires_ms: now.saturating_add(ttl),
+                        state: ApprovalState::Pending,
+                    },
+                    now,
+                );
+                verdict.approval_id = Some(id);
+            }
+            Err(e) => *verdict = Verdict::deny(Reason::CheckError, e),
+        }
+    }
+    if verdict.decision == Decision::Hold
+        && let Some(id) = &verdict.approval_id
+        && !verdict.message.contains(id.as_str())
+    {
+        verdict.message = format!(
+            "{} Approval id: {id}. A person must approve it; then repeat the same call with this approval id.",
+            verdict.message
+        );
+    }
+    if verdict.reason == Reason::Approved {
+        let id = call.approval.as_deref().unwrap_or_default();
+        if engine.lock_approvals().take(id).is_none() {
+            *verdict = Verdict::deny(Reason::ApprovalDenied, "the approval was already used");
+        }
+    }
+}

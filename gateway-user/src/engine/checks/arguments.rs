@@ -1,0 +1,117 @@
+//! The arguments: a JSON object, valid against the tool's input schema, and every argument
+//! rule holds (`arg_rule`). Path values are resolved and checked against the sandbox, URLs
+//! against the egress allowlist (`sandbox`), command lines against the shell rule (`shell`).
+//! A path's canonical form replaces its value: rules and the handler see that.
+use serde_json::Value;
+
+use super::{Ctx, Step, arg_ref};
+use crate::engine::{Engine, Reason, Verdict, args, sandbox, shellcheck};
+
+pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
+    let tool = cx.tool()?;
+    if !cx.args.is_object() {
+        return Err(cx.deny(Reason::ArgRule, "arguments must be a JSON object"));
+    }
+    if let Err(m) = args::schema_check(&tool.schema, &cx.args, "arguments") {
+        return Err(cx.deny(Reason::ArgRule, m));
+    }
+    // Canonical forms of path values: (argument, array index, value).
+    let mut canon: Vec<(&str, Option<usize>, Value)> = Vec::new();
+    for (arg, c) in &tool.args {
+        let Some(v) = arg_ref(&cx.args, arg) else {
+            if c.rule.required {
+                return Err(cx.deny(Reason::ArgRule, format!("`{arg}` is required")));
+            }
+            continue;
+        };
+        // An array: every element is checked (an empty one has nothing to check).
+        match v {
+            Value::Array(a) => {
+                for (i, item) in a.iter().enumerate() {
+                    if let Some(n) = check_value(cx.engine, arg, c, item)? {
+                        canon.push((arg, Some(i), n));
+                    }
+                }
+            }
+            x => {
+                if let Some(n) = check_value(cx.engine, arg, c, x)? {
+                    canon.push((arg, None, n));
+                }
+            }
+        }
+    }
+    if !canon.is_empty() {
+        let a = cx.args.to_mut();
+        for (k, i, n) in canon {
+            let slot = arg_mut(a, k).and_then(|v| match i {
+                Some(i) => v.get_mut(i),
+                None => Some(v),
+            });
+            if let Some(slot) = slot {
+                *slot = n;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One argument value (one element of an array); for a path, returns its canonical form,
+/// which replaces the value.
+fn check_value(
+    engine: &Engine,
+    arg: &str,
+    c: &args::CArg,
+    v: &Value,
+) -> Result<Option<Value>, Verdict> {
+    use Reason as R;
+    if let Some(access) = c.rule.path {
+        let raw = v
+            .as_str()
+            .ok_or_else(|| Verdict::deny(R::ArgRule, format!("`{arg}` must be a path string")))?
+            .to_owned();
+        let real = engine.sandbox.resolve(&raw).map_err(|m| {
+            Verdict::deny(R::Sandbox, format!("`{arg}`: path cannot be resolved: {m}"))
+        })?;
+        engine
+            .sandbox
+            .check(&raw, &real, access)
+            .map_err(|m| Verdict::deny(R::Sandbox, format!("`{arg}`: {m}")))?;
+        let real = Value::String(real.to_string_lossy().into_owned());
+        c.check_scalar(arg, &real)
+            .map_err(|m| Verdict::deny(R::ArgRule, m))?;
+        return Ok(Some(real));
+    } else if c.rule.url {
+        let raw = v
+            .as_str()
+            .ok_or_else(|| Verdict::deny(R::ArgRule, format!("`{arg}` must be a URL string")))?;
+        let d = sandbox::parse_url(raw)
+            .map_err(|m| Verdict::deny(R::ArgRule, format!("`{arg}`: {m}")))?;
+        if !engine.egress.allows(&d) {
+            return Err(Verdict::deny(
+                R::Sandbox,
+                format!(
+                    "`{arg}`: destination {}:{} is not in the network egress allowlist",
+                    d.host, d.port
+                ),
+            ));
+        }
+    } else if let Some(rule) = &c.rule.shell {
+        let line = v.as_str().ok_or_else(|| {
+            Verdict::deny(R::ArgRule, format!("`{arg}` must be a command string"))
+        })?;
+        shellcheck::check(&engine.sandbox, rule, arg, line)
+            .map_err(|(r, m)| Verdict::deny(r, m))?;
+    }
+    c.check_scalar(arg, v)
+        .map_err(|m| Verdict::deny(R::ArgRule, m))?;
+    Ok(None)
+}
+
+/// Like [`arg_ref`], for writing.
+fn arg_mut<'a>(args: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    if key.starts_with('/') {
+        args.pointer_mut(key)
+    } else {
+        args.get_mut(key)
+    }
+}

@@ -1,0 +1,79 @@
+//! Rate, budget and action limits (`rate_limit`, `budget`, `action_limit`). Only allowed calls
+//! are counted ([`count`], after the audit record): a denied call costs nothing.
+use super::{Ctx, Step};
+use crate::{
+    engine::{Reason, Session, registry::Tool},
+    policy::{Policy, RateLimit, glob_match_str},
+};
+
+/// The rate-limit entries that cover `tool`: (index in `limits.rate`, entry, window in ms).
+fn rates<'p>(
+    policy: &'p Policy,
+    tool: &'p str,
+) -> impl Iterator<Item = (usize, &'p RateLimit, u64)> {
+    policy
+        .limits
+        .rate
+        .iter()
+        .enumerate()
+        .filter(move |(_, r)| glob_match_str(&r.tool, tool))
+        .map(|(i, r)| (i, r, r.window_s.saturating_mul(1000)))
+}
+
+pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
+    let tool = cx.tool()?;
+    let (s, policy) = (cx.session, &*cx.engine.policy);
+    let name = &tool.def.name;
+    for (i, r, window) in rates(policy, name) {
+        let now = cx.now();
+        let recent = s.recent_calls(i, now, window);
+        if recent.count >= r.max as usize {
+            let wait = recent
+                .first_ms
+                .map(|t| t.saturating_add(window).saturating_sub(now))
+                .unwrap_or(0);
+            let message = format!(
+                "rate limit: at most {} calls of `{}` per {} s; retry in {} s",
+                r.max,
+                r.tool,
+                r.window_s,
+                wait.div_ceil(1000)
+            );
+            return Err(cx.deny(Reason::RateLimit, message));
+        }
+    }
+    if let Some(b) = policy
+        .limits
+        .budget
+        .filter(|b| s.spent().saturating_add(tool.def.cost) > *b)
+    {
+        let message = format!(
+            "session budget exhausted: {} of {b} units spent, `{name}` costs {}",
+            s.spent(),
+            tool.def.cost
+        );
+        return Err(cx.deny(Reason::Budget, message));
+    }
+    for l in &tool.def.labels {
+        let done = s.actions(*l);
+        if let Some(max) = policy.limits.actions.get(l).filter(|m| done >= **m) {
+            let message = format!(
+                "at most {max} `{}` call(s) per session; the limit is reached",
+                l.as_str()
+            );
+            return Err(cx.deny(Reason::ActionLimit, message));
+        }
+    }
+    Ok(())
+}
+
+/// Counts an allowed call: its rate windows, its cost, its labels.
+pub(in crate::engine) fn count(policy: &Policy, s: &mut Session, tool: &Tool, now: u64) {
+    for (i, _, window) in rates(policy, &tool.def.name) {
+        s.count_call(i, now, window);
+    }
+    s.spend(tool.def.cost);
+    for l in &tool.def.labels {
+        s.count_action(*l);
+    }
+}

@@ -1,0 +1,111 @@
+//! What the analysis of one command has found so far: the files it reads and writes, the
+//! trees it walks, and its forbidden options. Every command family records into a
+//! [`Findings`]; [`Findings::into_analysis`] turns it into the public [`CommandAnalysis`].
+use std::path::{Path, PathBuf};
+
+use super::CommandAnalysis;
+
+/// The findings of one command, each path recorded once, in the order first seen.
+pub(super) struct Findings {
+    /// The command's name (the file name of argv\[0\]), the prefix of forbidden findings.
+    command: String,
+    reads: Vec<PathBuf>,
+    writes: Vec<PathBuf>,
+    recursive_roots: Vec<PathBuf>,
+    forbidden: Vec<String>,
+    /// A walk may follow symbolic links out of its roots.
+    pub(super) follows_symlinks: bool,
+}
+
+/// Adds `path` to `paths` unless it is there already.
+fn push_unique(paths: &mut Vec<PathBuf>, path: &Path) {
+    if !paths.iter().any(|p| p == path) {
+        paths.push(path.to_path_buf());
+    }
+}
+
+/// An operand or option value that can name a file: not empty, not `-` (stdin/stdout), not a
+/// URL.
+fn names_file(path: &Path) -> bool {
+    let s = path.as_os_str();
+    !s.is_empty() && s != "-" && !path.to_string_lossy().contains("://")
+}
+
+/// `paths`, or the working directory `.` when there are none (what walkers default to).
+pub(super) fn or_working_dir(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        paths
+    }
+}
+
+impl Findings {
+    /// Nothing found yet for the command named `command`.
+    pub(super) fn new(command: &str) -> Findings {
+        Findings {
+            command: command.to_string(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            recursive_roots: Vec::new(),
+            forbidden: Vec::new(),
+            follows_symlinks: false,
+        }
+    }
+
+    /// The command reads `path` (when it names a file).
+    pub(super) fn read(&mut self, path: &Path) {
+        if names_file(path) {
+            push_unique(&mut self.reads, path);
+        }
+    }
+
+    /// The command writes, deletes or changes `path` (when it names a file).
+    pub(super) fn write(&mut self, path: &Path) {
+        if names_file(path) {
+            push_unique(&mut self.writes, path);
+        }
+    }
+
+    /// The command walks the tree at `path` recursively, which is also a read.
+    pub(super) fn walk(&mut self, path: &Path) {
+        if names_file(path) {
+            self.read(path);
+            push_unique(&mut self.recursive_roots, path);
+        }
+    }
+
+    /// [`Findings::walk`] when `recursive`, else [`Findings::read`].
+    pub(super) fn read_or_walk(&mut self, path: &Path, recursive: bool) {
+        if recursive {
+            self.walk(path);
+        } else {
+            self.read(path);
+        }
+    }
+
+    /// `what` (an option, a subcommand or the command itself) is forbidden because `why`.
+    /// Recorded as `command what: why`, or `command: why` for the command itself.
+    pub(super) fn forbid(&mut self, what: &str, why: &str) {
+        let finding = if what == self.command {
+            format!("{what}: {why}")
+        } else {
+            format!("{} {what}: {why}", self.command)
+        };
+        if !self.forbidden.contains(&finding) {
+            self.forbidden.push(finding);
+        }
+    }
+
+    /// The public analysis of `program` (argv\[0\] as written).
+    pub(super) fn into_analysis(self, program: &str) -> CommandAnalysis {
+        CommandAnalysis {
+            program: program.to_string(),
+            reads: self.reads,
+            writes: self.writes,
+            recursive_roots: self.recursive_roots,
+            forbidden: self.forbidden,
+            follows_symlinks: self.follows_symlinks,
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Shell command lines parsed to argv without a shell, and what a command touches.
+//!
+//! Pure parsing and command knowledge, no policy: [`split()`] turns a line into argv the way
+//! POSIX `sh` would for a simple command (refusing everything a shell would interpret beyond
+//! quoting when the line will run through one), and [`analyze`] says which files the command
+//! reads and writes, which trees it walks, and which of its arguments are forbidden because
+//! they run another command or write where a reader should not. The engine resolves every
+//! path (they stay as written: relative paths are relative to the command's working dir) and
+//! checks them against the sandbox.
+//!
+//! # Module map
+//! - `mod.rs` (here): the public API ([`split()`], [`analyze`], [`CommandAnalysis`],
+//!   [`ShellError`], [`MAX_ARGS`]) and the table that sends each command to its family.
+//! - `split`: the tokeniser, a line to argv the way `sh` would, refusing what a shell would
+//!   interpret.
+//! - `options`: the getopt-like option parser and the option tables' vocabulary (what an
+//!   option's value is and what the option does to paths).
+//! - `findings`: what the analysis has found so far (reads, writes, walks, forbidden).
+//! - One file per command family, each with its option tables and its tests:
+//!   `coreutils` (readers such as `cat head sort less uniq diff`, the text filters `sed awk`,
+//!   and the reading of unknown commands), `grep` (`grep rg`), `walk` (`find ls du tree`),
+//!   `tar`, `file_ops` (`cp mv rm chmod chown chgrp`), `git`, `interpreters` (`python node
+//!   perl ruby`, shells, and programs that run another command).
+//!
+//! # Option syntax
+//! Short options may be combined (`-rf .env`, `-Rn`); an option's value may be attached
+//! (`-fF`) or the next word (`-f F`); long options take `--opt=value` or `--opt value` and may
+//! be abbreviated to a unique prefix, as GNU getopt allows; options may follow operands (GNU
+//! permutation) except for interpreters, which stop at the script; `--` ends options. An
+//! unknown short option is taken as a flag (so the next word stays an operand, the cautious
+//! reading); the value of an unknown `--opt=value` is taken as a read.
+//!
+//! # Command knowledge
+//! Commands are known by the file name of argv\[0\] (`/usr/bin/grep` is `grep`).
+//!
+//! | command | reads | recursive roots | writes | forbidden |
+//! |---|---|---|---|---|
+//! | `cat tac nl more wc head tail less` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `uniq IN OUT`'s OUT | `--files0-from` (`wc sort md5sum…`), `file -f` (names from a file), `sort --compress-program`, `less +CMD` (start-up commands, `!` runs a shell) |
+//! | `grep egrep fgrep rgrep` | files after the PATTERN (first operand unless `-e`/`-f`); `-f/--file`, `--exclude-from` | with `-r -R --recursive --dereference-recursive -d recurse`, or `rgrep`: the files, default `.` | — | — |
+//! | `rg` | `-f/--file`, `--ignore-file` | always: operands after the pattern (all of them with `--files`), default `.` | — | `--pre`, `--hostname-bin` (run a program) |
+//! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files | each start point, default `.` | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` |
+//! | `ls` | operands, default `.` | with `-R`: operands, default `.` | — | — |
+//! | `du tree` | `du -X/--exclude-from` | always: operands, default `.` (`tree --fromfile`: none) | `tree -o` | `du --files0-from` |
+//! | `diff` | operands, `-X/--exclude-from`, `--from-file/--to-file` | with `-r`: operands | — | `--diff-program` |
+//! | `sed` | files after the SCRIPT (first operand unless `-e`/`-f`); `-f` | — | with `-i`: the files | `-i/--in-place` |
+//! | `awk gawk mawk nawk` | files after the PROGRAM (unless `-f/-e/-E`); `-f -E -i` files | — | `-o -p -d` files | `-l/--load` (shared library) |
+//! | `tar` (also old style `tar xf a`) | `-f` archive unless creating; `-X`; `-c/-r/-u` operands (under `-C`) | `-c/-r/-u` operands unless `--no-recursion`; `-d` the dir | `-c/-r/-u/--delete` archive; `-x`: the dir (`-C` or `.`); `--index-file` | `--to-command --checkpoint-action -I/--use-compress-program -F/--info-script/--new-volume-script --rsh-command --rmt-command -T/--files-from`, `-x -P`, remote archive `host:file` |
+//! | `cp` | sources | sources with `-r -R -a` | destination (last operand or `-t DIR`) | — |
+//! | `mv` | sources | — | sources and destination | — |
+//! | `rm` | — | operands with `-r -R` | operands | — |
+//! | `chmod chown chgrp` | `--reference` file | operands with `-R` | operands after MODE/OWNER | — |
+//! | `git` | every operand (and the path of `REV:PATH`), `--git-dir --work-tree`, `-F/--file`; relative to `-C` | `grep --no-index/--untracked`: `.` | `-o/--output/--output-directory` | `-c KEY=V` (except `color.*`, `core.quotepath`, `advice.*`), `--config-env`, `--exec-path=`, `--upload-pack -u --receive-pack --exec`, `rebase -x`, `clone/init --template`, `clone -c/--config`, `grep -O`, `ext::`/`fd::` URLs, `config` except reads, subcommands `filter-branch daemon instaweb shell mergetool difftool send-email`, `submodule foreach`, `bisect run` |
+//! | `python* node nodejs perl* ruby` | every operand (script and its arguments) | — | — | inline code (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`), in-place edits (`perl/ruby -i`) |
+//! | shells `sh bash dash zsh ksh mksh fish csh tcsh busybox` | — | — | — | always (runs commands the gateway cannot see) |
+//! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command") |
+//! | anything else | every operand and `--opt=value` value, except `-` and URLs | — | — | — |
+//!
+//! A directory in `writes` (tar's extraction dir, cp's target dir) means anything below it
+//! may be written. `follows_symlinks` is set for `grep -R`, `rg -L`, `find -L/-follow`,
+//! `ls/du/cp -L`, `tree -l`, `tar -h`, `chmod -L`: a walk that may leave its root.
+//!
+//! # Limits
+//! - No shell runs, so aliases, functions and `$PATH` lookups do not exist here; the engine
+//!   checks argv\[0\] against the exec allowlist.
+//! - Unknown commands get the generic reading above: an option we do not know that takes a
+//!   value makes that value look like an operand (over-reading, never under-reading, unless an
+//!   option is wrongly listed as taking a value).
+//! - Programs inside arguments are not analysed: `sed` scripts (`e`, `w`, `r` commands), `awk`
+//!   programs (`system()`, `getline`, `>`), interpreter scripts, `less`'s interactive `!cmd`,
+//!   git hooks and repository config (`core.fsmonitor`, `core.pager` in `.git/config`). The
+//!   allowlist and the sandbox (protecting `.git/config` and hooks) must cover these.
+//! - `git` operands are all taken as reads, revisions included (harmless relative names);
+//!   `git config KEY` (an implicit get) is forbidden like a set.
+use std::path::PathBuf;
+
+mod coreutils;
+mod file_ops;
+mod findings;
+mod git;
+mod grep;
+mod interpreters;
+mod options;
+mod split;
+mod tar;
+#[cfg(test)]
+mod test_support;
+mod walk;
+
+pub use split::split;
+
+use findings::Findings;
+
+/// Why a line or argv cannot be analysed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellError {
+    /// A character a shell would interpret, in a line that runs through one.
+    #[error("`{ch}` at byte {pos} {what}: refused because the line runs through a shell")]
+    Metachar {
+        /// The character.
+        ch: char,
+        /// Its byte offset in the line.
+        pos: usize,
+        /// What a shell would do with it (`separates commands`, `is a glob pattern`, …).
+        what: &'static str,
+    },
+    /// A quote that is never closed.
+    #[error("unterminated {quote} quote starting at byte {pos}")]
+    Unterminated {
+        /// `single` or `double`.
+        quote: &'static str,
+        /// Byte offset of the opening quote.
+        pos: usize,
+    },
+    /// A lone backslash ends the line (it would escape nothing).
+    #[error("backslash at the end of the line")]
+    TrailingBackslash,
+    /// A leading `NAME=value` word, which a shell takes as a variable for the command.
+    #[error(
+        "`{0}=` before the command sets a variable for it: refused because the line runs \
+         through a shell"
+    )]
+    Assignment(String),
+    /// A NUL byte, which no argv can hold.
+    #[error("NUL byte in the command")]
+    Nul,
+    /// No program to run.
+    #[error("empty command")]
+    Empty,
+    /// More than [`MAX_ARGS`] words.
+    #[error("{0} arguments: more than the {MAX_ARGS} a command may have here")]
+    TooManyArgs(usize),
+}
+
+/// The most arguments [`analyze`] looks at; a longer command is refused (the analysis is
+/// quadratic in the number of file operands, and no tool call needs thousands).
+pub const MAX_ARGS: usize = 1024;
+
+/// What a command touches, as far as the policy cares. Paths are as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandAnalysis {
+    /// argv\[0\] as written.
+    pub program: String,
+    /// File operands and file-valued options the command reads. Every recursive root is
+    /// listed here too.
+    pub reads: Vec<PathBuf>,
+    /// Files the command writes, deletes or changes (a directory: anything below it).
+    pub writes: Vec<PathBuf>,
+    /// Directories walked recursively.
+    pub recursive_roots: Vec<PathBuf>,
+    /// Forbidden options or programs found, each as `what: why`.
+    pub forbidden: Vec<String>,
+    /// The walk follows symbolic links, so it may leave its roots.
+    pub follows_symlinks: bool,
+}
+
+/// Says what `argv` reads, writes and walks, and which of its options are forbidden.
+/// See the module documentation for each command's knowledge.
+pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
+    let Some(program) = argv.first() else {
+        return Err(ShellError::Empty);
+    };
+    if program.is_empty() {
+        return Err(ShellError::Empty);
+    }
+    if argv.len() > MAX_ARGS {
+        return Err(ShellError::TooManyArgs(argv.len()));
+    }
+    if argv.iter().any(|a| a.contains('\0')) {
+        return Err(ShellError::Nul);
+    }
+    let name = program.rsplit('/').next().unwrap_or(program.as_str());
+    let args = &argv[1..];
+    let mut findings = Findings::new(name);
+    let found = &mut findings;
+    match name {
+        "grep" | "egrep" | "fgrep" => grep::grep(args, false, found),
+        "rgrep" => grep::grep(args, true, found),
+        "rg" => grep::ripgrep(args, found),
+        "find" => walk::find(args, found),
+        "ls" => walk::ls(args, found),
+        "du" => walk::walk_operands(args, &walk::DU, found),
+        "tree" => walk::walk_operands(args, &walk::TREE, found),
+        "diff" => coreutils::diff(args, found),
+        "sed" => coreutils::script_then_files(args, &coreutils::SED, found),
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            coreutils::script_then_files(args, &coreutils::AWK, found);
+        }
+        "tar" => tar::tar(args, found),
+        "cp" => file_ops::copy_or_move(args, file_ops::Transfer::Copy, found),
+        "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found),
+        "rm" => file_ops::rm(args, found),
+        "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found),
+        "uniq" => coreutils::uniq(args, found),
+        "less" => coreutils::less(args, found),
+        "git" => git::git(args, found),
+        "node" | "nodejs" => interpreters::interpreter(args, &interpreters::NODE, found),
+        "ruby" => interpreters::interpreter(args, &interpreters::RUBY, found),
+        n if n.starts_with("python") => {
+            interpreters::interpreter(args, &interpreters::PYTHON, found);
+        }
+        n if n.starts_with("perl") => interpreters::interpreter(args, &interpreters::PERL, found),
+        n if interpreters::SHELLS.contains(&n) => interpreters::shell(n, args, found),
+        n if interpreters::COMMAND_RUNNERS.contains(&n) => {
+            found.forbid(n, "runs another command");
+        }
+        n => coreutils::read_operands(n, args, found),
+    }
+    Ok(findings.into_analysis(program))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_many_arguments_are_refused() {
+        let mut argv = vec!["cat".to_string()];
+        argv.extend((0..MAX_ARGS).map(|i| format!("f{i}")));
+        assert_eq!(
+            analyze(&argv).unwrap_err(),
+            ShellError::TooManyArgs(MAX_ARGS + 1)
+        );
+        argv.pop();
+        assert_eq!(analyze(&argv).unwrap().reads.len(), MAX_ARGS - 1);
+    }
+
+    #[test]
+    fn analyze_errors() {
+        assert_eq!(analyze(&[]), Err(ShellError::Empty));
+        assert_eq!(analyze(&[String::new()]), Err(ShellError::Empty));
+        assert_eq!(
+            analyze(&["cat".into(), "a\0b".into()]),
+            Err(ShellError::Nul)
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! tar: what it reads and writes depends on its mode (create, extract, list, …); options
+//! that run programs are forbidden, and so is a remote `host:file` archive. The old style
+//! `tar xzf a.tgz` bundle is rewritten as separate short options first.
+use std::path::{Path, PathBuf};
+
+use super::{
+    findings::Findings,
+    options::{
+        Effect, OptionTable, RUNS_ANOTHER_COMMAND,
+        ValueSyntax::{Flag, Required},
+        long_option, option, parse_options,
+    },
+};
+
+/// What tar does with its archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TarMode {
+    /// `-c`: writes a new archive from the operands.
+    Create,
+    /// `-x`: writes the members below the `-C` directory.
+    Extract,
+    /// `-t`: reads the archive only.
+    List,
+    /// `-r -u -A`: reads the archive and adds the operands to it.
+    Append,
+    /// `-d`: compares the archive with the `-C` directory.
+    Diff,
+    /// `--delete`: rewrites the archive.
+    Delete,
+}
+
+/// tar: the mode, the archive, `-C`, and the options that run programs or read lists.
+const TAR: OptionTable = OptionTable::gnu(&[
+    option('c', "create", Flag, Effect::TarMode(TarMode::Create)),
+    option('x', "extract", Flag, Effect::TarMode(TarMode::Extract)),
+    long_option("get", Flag, Effect::TarMode(TarMode::Extract)),
+    option('t', "list", Flag, Effect::TarMode(TarMode::List)),
+    option('r', "append", Flag, Effect::TarMode(TarMode::Append)),
+    option('u', "update", Flag, Effect::TarMode(TarMode::Append)),
+    option('A', "catenate", Flag, Effect::TarMode(TarMode::Append)),
+    long_option("concatenate", Flag, Effect::TarMode(TarMode::Append)),
+    option('d', "diff", Flag, Effect::TarMode(TarMode::Diff)),
+    long_option("compare", Flag, Effect::TarMode(TarMode::Diff)),
+    long_option("delete", Flag, Effect::TarMode(TarMode::Delete)),
+    option('f', "file", Required, Effect::Archive),
+    option('T', "files-from", Required, Effect::NamesFrom),
+    option('X', "exclude-from", Required, Effect::Read),
+    option('C', "directory", Required, Effect::ChangeDir),
+    option('I', "use-compress-program", Required, RUNS_ANOTHER_COMMAND),
+    option('F', "info-script", Required, RUNS_ANOTHER_COMMAND),
+    long_option("new-volume-script", Required, RUNS_ANOTHER_COMMAND),
+    long_option("to-command", Required, RUNS_ANOTHER_COMMAND),
+    long_option("checkpoint-action", Required, RUNS_ANOTHER_COMMAND),
+    long_option("rsh-command", Required, RUNS_ANOTHER_COMMAND),
+    long_option("rmt-command", Required, RUNS_ANOTHER_COMMAND),
+    option('g', "listed-incremental", Required, Effect::ReadWrite),
+    long_option("volno-file", Required, Effect::ReadWrite),
+    long_option("index-file", Required, Effect::Write),
+    option('N', "newer", Required, Effect::DateOrFile),
+    long_option("after-date", Required, Effect::DateOrFile),
+    long_option("newer-mtime", Required, Effect::DateOrFile),
+    long_option("mtime", Required, Effect::DateOrFile),
+    option('P', "absolute-names", Flag, Effect::AbsoluteNames),
+    option('h', "dereference", Flag, Effect::FollowSymlinks),
+    long_option("no-recursion", Flag, Effect::NoRecursion),
+    long_option("recursion", Flag, Effect::None),
+    option('b', "blocking-factor", Required, Effect::None),
+    option('H', "format", Required, Effect::None),
+    option('K', "starting-file", Required, Effect::None),
+    option('L', "tape-length", Required, Effect::None),
+    option('V', "label", Required, Effect::None),
+    long_option("exclude", Required, Effect::None),
+    long_option("transform", Required, Effect::None),
+    long_option("xform", Required, Effect::None),
+    long_option("owner", Required, Effect::None),
+    long_option("group", Required, Effect::None),
+    long_option("mode", Required, Effect::None),
+    long_option("suffix", Required, Effect::None),
+    long_option("strip-components", Required, Effect::None),
+    long_option("record-size", Required, Effect::None),
+    long_option("exclude-tag", Required, Effect::None),
+    long_option("exclude-tag-under", Required, Effect::None),
+    long_option("exclude-tag-all", Required, Effect::None),
+    long_option("owner-map", Required, Effect::Read),
+    long_option("group-map", Required, Effect::Read),
+    long_option("force-local", Flag, Effect::None),
+]);
+
+/// Old style `tar xvf a.tar ...`: the first word is a bundle of letters whose values are the
+/// following words, in order. Rewritten as separate short options (`-x -v -f a.tar ...`).
+fn unbundle(args: &[String]) -> Vec<String> {
+    let mut normal: Vec<String> = Vec::with_capacity(args.len() + 4);
+    let mut rest = args.iter();
+    if let Some(bundle) = args
+        .first()
+        .filter(|a| !a.is_empty() && !a.starts_with('-'))
+    {
+        rest.next();
+        for letter in bundle.chars() {
+            normal.push(format!("-{letter}"));
+            if TAR.short(letter).is_some_and(|o| o.value == Required)
+                && let Some(value) = rest.next()
+            {
+                normal.push(value.clone());
+            }
+        }
+    }
+    normal.extend(rest.cloned());
+    normal
+}
+
+/// GNU tar treats `host:file` as a remote archive and runs rsh/ssh to reach it.
+fn is_remote(archive: &str) -> bool {
+    archive
+        .split_once(':')
+        .is_some_and(|(host, _)| !host.contains('/'))
+}
+
+/// tar: the archive is read unless created, written when created, appended to or deleted
+/// from; created and appended operands are walked (under `-C`), extraction writes below `-C`.
+pub(super) fn tar(args: &[String], findings: &mut Findings) {
+    let args = unbundle(args);
+    let parsed = parse_options(&args, &TAR, findings);
+    let force_local = args.iter().any(|a| a == "--force-local");
+    if parsed.archive.is_some_and(is_remote) && !force_local {
+        findings.forbid("-f", "remote archive (tar runs a remote shell to reach it)");
+    }
+    let mode = parsed.tar_mode;
+    if let Some(archive) = parsed.archive.map(Path::new) {
+        if mode != Some(TarMode::Create) {
+            findings.read(archive);
+        }
+        if matches!(
+            mode,
+            Some(TarMode::Create | TarMode::Append | TarMode::Delete)
+        ) {
+            findings.write(archive);
+        }
+    }
+    // The directory members are extracted to or compared with.
+    let here = parsed.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    match mode {
+        Some(TarMode::Create | TarMode::Append) => {
+            for operand in &parsed.operands {
+                findings.read_or_walk(&operand.path(), !parsed.no_recursion);
+            }
+        }
+        Some(TarMode::Extract) => {
+            findings.write(&here);
+            if parsed.absolute_names {
+                findings.forbid("-P", "extracts to absolute paths, outside the working dir");
+            }
+        }
+        Some(TarMode::Diff) => findings.walk(&here),
+        Some(TarMode::List | TarMode::Delete) | None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use crate::shell::test_support::{clean, forbidden, paths};
+
+    #[test]
+    fn tar_modes() {
+        let a = clean("tar -xf a.tar");
+        assert_eq!(a.reads, paths(&["a.tar"]));
+        assert_eq!(a.writes, paths(&["."]));
+        let a = clean("tar xzf a.tgz -C out");
+        assert_eq!(a.reads, paths(&["a.tgz"]), "old-style bundle");
+        assert_eq!(a.writes, paths(&["out"]));
+        let a = clean("tar -tvf a.tar");
+        assert_eq!((a.reads, a.writes), (paths(&["a.tar"]), vec![]));
+        let a = clean("tar -czf out.tgz src README");
+        assert_eq!(a.writes, paths(&["out.tgz"]));
+        assert_eq!(a.recursive_roots, paths(&["src", "README"]));
+        let a = clean("tar -cf out.tar -C /etc shadow");
+        assert_eq!(
+            a.recursive_roots,
+            paths(&["/etc/shadow"]),
+            "operands are under -C"
+        );
+        let a = clean("tar cfX out.tar excl src");
+        assert_eq!(a.writes, paths(&["out.tar"]));
+        assert!(
+            a.reads.contains(&PathBuf::from("excl")) && a.reads.contains(&PathBuf::from("src"))
+        );
+        assert!(forbidden("tar -xf a.tar --to-command=sh").contains("--to-command"));
+        assert!(
+            forbidden("tar -cf a.tar --checkpoint=1 --checkpoint-action=exec=id x")
+                .contains("--checkpoint-action")
+        );
+        assert!(forbidden("tar -I ./evil -xf a.tar").contains("-I"));
+        assert!(forbidden("tar --use-compress-program=./evil -xf a.tar").contains("-I"));
+        assert!(forbidden("tar -cf a.tar -T list").contains("-T"));
+        assert!(forbidden("tar -xPf a.tar").contains("-P"));
+        assert!(forbidden("tar -xf host:a.tar").contains("remote archive"));
+        assert!(clean("tar -xf ./dir/a:b.tar").forbidden.is_empty());
+        assert!(clean("tar --force-local -xf c:a.tar").forbidden.is_empty());
+    }
+}
