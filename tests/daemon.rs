@@ -435,7 +435,8 @@ fn the_trip_hook_runs_before_the_tripping_decision_is_answered() {
 
 #[test]
 fn the_chain_continues_across_restarts() {
-    let audit = tempfile::tempdir().unwrap().keep().join("audit.jsonl");
+    let audit_dir = tempfile::tempdir().unwrap();
+    let audit = audit_dir.path().join("audit.jsonl");
     let clock = Arc::new(gatewayd::clock::SystemClock);
     for round in 0..2 {
         let d = Daemon::start_with(daemon_support::policy, Some(audit.clone()), clock.clone());

@@ -169,7 +169,8 @@ fn the_documented_exchanges_replay_byte_for_byte() {
     }
     let (policy, blocks) = parse_doc();
     let policy: Value = serde_json::from_str(&policy).unwrap();
-    let audit = tempfile::tempdir().unwrap().keep().join("audit.jsonl");
+    let audit_dir = tempfile::tempdir().unwrap();
+    let audit = audit_dir.path().join("audit.jsonl");
     let d = Daemon::start_with(
         move |_| policy,
         Some(audit),

@@ -44,6 +44,8 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub audit: Option<PathBuf>,
     pub gw: Arc<Gateway>,
+    /// Where `start` puts the audit log (removed with the daemon).
+    audit_dir: Option<tempfile::TempDir>,
     trigger: Trigger,
     thread: Option<JoinHandle<Result<Head, DaemonError>>>,
 }
@@ -95,6 +97,7 @@ impl Daemon {
             socket,
             audit,
             gw,
+            audit_dir: None,
             trigger,
             thread: Some(thread),
         }
@@ -102,8 +105,11 @@ impl Daemon {
 
     /// The standard policy, audit in the daemon's directory, the system clock.
     pub fn start() -> Daemon {
-        let audit = tempfile::tempdir().unwrap().keep().join("audit.jsonl");
-        Self::start_with(policy, Some(audit), Arc::new(gatewayd::clock::SystemClock))
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let mut d = Self::start_with(policy, Some(audit), Arc::new(gatewayd::clock::SystemClock));
+        d.audit_dir = Some(dir);
+        d
     }
 
     pub fn root(&self) -> PathBuf {
