@@ -136,6 +136,8 @@ fn slow_and_silent_clients_do_not_hold_up_others() {
 
 #[test]
 fn a_thousand_idle_connections_and_the_daemon_still_answers() {
+    // Both ends live in this process: 2,000 descriptors and more.
+    gatewayd::daemon::raise_fd_limit();
     let d = Daemon::start();
     let idle: Vec<UnixStream> = (0..1000)
         .map(|_| UnixStream::connect(&d.socket).unwrap())

@@ -31,7 +31,7 @@ pub struct Args {
 }
 
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    raise_fd_limit();
+    daemon::raise_fd_limit();
     let gid = socket::group_id(&args.group)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -80,19 +80,4 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         head.hash.as_deref().unwrap_or("(empty log)")
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Many clients need many descriptors: the soft limit goes up to the hard one.
-fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit on a local struct; failure leaves the limit as it was.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
 }
