@@ -255,3 +255,86 @@ fn unloadable_secret_denies_egress() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// Runs gatewayd with stdout (or stderr) a pipe whose reading end is already closed, so the
+/// first write fails with EPIPE: what `gatewayd … | head -0` does.
+fn gatewayd_into_closed_pipe(args: &[&str], close_stderr: bool) -> (Option<i32>, String) {
+    let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
+    drop(read_end);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayd"));
+    cmd.args(args)
+        .env("DEPLOY_KEY", "dk_live_example_0000000000")
+        .env("DB_PASSWORD", "example-db-password-0000");
+    if close_stderr {
+        cmd.stderr(std::process::Stdio::from(write_end));
+    } else {
+        cmd.stdout(std::process::Stdio::from(write_end));
+    }
+    let out = cmd.output().expect("run gatewayd");
+    let text = if close_stderr {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    (
+        out.status.code(),
+        String::from_utf8_lossy(text).into_owned(),
+    )
+}
+
+#[test]
+fn a_reader_that_went_away_ends_the_output_quietly() {
+    let ex = example();
+    // the exit code stays the command's own: allow 0, deny 1, valid 0
+    for (args, code) in [
+        (
+            vec![
+                "check",
+                "--policy",
+                &ex,
+                "--call",
+                r#"{"tool": "search_web", "arguments": {"query": "rust"}}"#,
+            ],
+            0,
+        ),
+        (
+            vec![
+                "check",
+                "--json",
+                "--policy",
+                &ex,
+                "--call",
+                r#"{"tool": "curl", "arguments": {}}"#,
+            ],
+            1,
+        ),
+        (vec!["policy", "validate", &ex], 0),
+    ] {
+        let (got, stderr) = gatewayd_into_closed_pipe(&args, false);
+        assert_eq!(got, Some(code), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+    // an error message into a closed stderr: still exit code 2, not a panic (101)
+    let (got, stdout) =
+        gatewayd_into_closed_pipe(&["policy", "validate", "/nonexistent.json"], true);
+    assert_eq!(got, Some(2), "{stdout}");
+}
+
+#[test]
+fn validate_warns_about_schema_keywords_no_draft_defines() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("typo.json");
+    std::fs::write(
+        &p,
+        r#"{"version": 1, "tools": [{"name": "t", "input_schema": {"type": "object",
+        "properties": {"name": {"type": "string", "maxLenght": 8}}}}]}"#,
+    )
+    .unwrap();
+    let (code, out, err) = gatewayd(&["policy", "validate", p.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("warning: tool t: input_schema keyword `maxLenght` is not a keyword"),
+        "{out}"
+    );
+}

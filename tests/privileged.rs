@@ -1,32 +1,50 @@
 //! Privileged tests of the kernel layer, against a real kernel: the host's (cgroup egress,
-//! cgroup lifecycle, fail-closed refusal without BPF LSM) and, inside the QEMU guest booting
-//! Debian's kernel, the same file plus BPF LSM `file_open` denials.
+//! cgroup lifecycle, fail-closed refusal without BPF LSM, Landlock in its place) and, inside
+//! the QEMU guest booting Debian's kernel, the same file plus the BPF LSM denials.
 //!
-//! `GATEWAYD_TEST_ENV` must say where we are (`host` or `guest`): an unset value fails the
-//! run rather than silently skipping anything. Needs root, cgroup v2 and BPF.
-//! Run by `cargo xtask test`.
+//! Tests branch on the tier `gatewayd doctor --json` reports (1: BPF LSM, 2: cgroup +
+//! Landlock; any other tier fails them), and `GATEWAYD_EXPECT_TIER` says which tier the
+//! environment must have: unset, that test fails rather than anything being skipped.
+//! Needs root, cgroup v2 and BPF. Run by `cargo xtask test`.
 use std::{
     io::Read as _,
     net::{TcpListener, UdpSocket},
     path::{Path, PathBuf},
     process::{Command, Output},
-    sync::mpsc,
+    sync::{OnceLock, mpsc},
     time::Duration,
 };
 
+/// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Where {
-    Host,
-    Guest,
+enum Tier {
+    /// 1: BPF LSM + cgroup programs.
+    BpfLsm,
+    /// 2: cgroup programs + Landlock.
+    Landlock,
 }
 
-fn env_kind() -> Where {
-    match std::env::var("GATEWAYD_TEST_ENV").as_deref() {
-        Ok("host") => Where::Host,
-        Ok("guest") => Where::Guest,
-        other => panic!(
-            "GATEWAYD_TEST_ENV must be `host` or `guest` (got {other:?}); run `cargo xtask test`"
-        ),
+/// `gatewayd doctor --json`, as run once for this test binary.
+fn doctor() -> &'static serde_json::Value {
+    static DOCTOR: OnceLock<serde_json::Value> = OnceLock::new();
+    DOCTOR.get_or_init(|| {
+        let out = Command::new(gatewayd())
+            .args(["doctor", "--json"])
+            .output()
+            .expect("spawn gatewayd doctor");
+        assert!(out.status.success(), "gatewayd doctor: {}", out.status);
+        serde_json::from_slice(&out.stdout).expect("doctor --json prints one JSON object")
+    })
+}
+
+/// The tier of this environment, as `gatewayd doctor` finds it.
+fn tier() -> Tier {
+    use gatewayd::kernel::Tier as T;
+    let v = doctor();
+    match v["tier"].as_u64() {
+        Some(n) if n == u64::from(T::Full.level()) => Tier::BpfLsm,
+        Some(n) if n == u64::from(T::CgroupLandlock.level()) => Tier::Landlock,
+        _ => panic!("these tests need tier 1 or 2; gatewayd doctor reports {v}"),
     }
 }
 
@@ -132,7 +150,7 @@ fn best_effort(egress: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn egress_outside_allowlist_is_denied_and_audited() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("egress");
     let (allowed, allowed_rx) = listener("127.0.0.1:0");
     let (denied, denied_rx) = listener("127.0.0.1:0");
@@ -186,7 +204,7 @@ fn egress_outside_allowlist_is_denied_and_audited() {
 
 #[test]
 fn ipv6_and_udp_egress_are_denied() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("egress6");
     let (port6, rx6) = listener("[::1]:0");
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -225,7 +243,7 @@ fn ipv6_and_udp_egress_are_denied() {
 
 #[test]
 fn agent_runs_in_its_own_cgroup_which_is_removed_after() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("cgroup");
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
@@ -244,7 +262,7 @@ fn agent_runs_in_its_own_cgroup_which_is_removed_after() {
 
 #[test]
 fn exit_code_passes_through() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("exit");
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
@@ -302,7 +320,7 @@ fn start_sleeper(dir: &Scratch, policy: serde_json::Value) -> (std::process::Chi
 
 #[test]
 fn sigterm_and_sigint_are_forwarded_to_the_agent() {
-    let _ = env_kind();
+    let _ = tier();
     for sig in [
         nix::sys::signal::Signal::SIGTERM,
         nix::sys::signal::Signal::SIGINT,
@@ -324,7 +342,7 @@ fn sigterm_and_sigint_are_forwarded_to_the_agent() {
 
 #[test]
 fn agent_dies_when_gatewayd_dies() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("pdeath");
     let (mut child, agent_pid) = start_sleeper(&dir, best_effort(serde_json::json!([])));
     assert!(pid_alive(agent_pid));
@@ -355,7 +373,7 @@ fn protected_fixture(dir: &Scratch) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
 
 #[test]
 fn require_mode_and_file_open() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("require");
     let (secret, inner, other, link) = protected_fixture(&dir);
     let marker = dir.path("agent-ran");
@@ -386,8 +404,8 @@ fn require_mode_and_file_open() {
         ],
     );
     let recs = records(&audit);
-    match kind {
-        Where::Host => {
+    match tier {
+        Tier::Landlock => {
             // This kernel refuses BPF LSM programs: the agent must not start.
             assert_eq!(out.status.code(), Some(2));
             let err = String::from_utf8_lossy(&out.stderr);
@@ -401,7 +419,7 @@ fn require_mode_and_file_open() {
             assert_eq!(recs[0]["reason"], "kernel_unavailable");
             assert_eq!(recs[0]["decision"], "deny");
         }
-        Where::Guest => {
+        Tier::BpfLsm => {
             assert!(marker.exists());
             let text = stdout(&out);
             let lines: Vec<&str> = text.lines().filter(|l| l.contains("read")).collect();
@@ -438,7 +456,7 @@ fn require_mode_and_file_open() {
 
 #[test]
 fn protected_files_stay_readable_outside_the_agent_cgroup() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("outside");
     let (secret, ..) = protected_fixture(&dir);
     let (mut child, _pid) = start_sleeper(
@@ -453,7 +471,7 @@ fn protected_files_stay_readable_outside_the_agent_cgroup() {
 
 #[test]
 fn best_effort_records_the_tier_reached() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("tier");
     let (secret, ..) = protected_fixture(&dir);
     let policy = write_policy(
@@ -464,14 +482,16 @@ fn best_effort_records_the_tier_reached() {
     let out = run_agent(&policy, &audit, &["read", secret.to_str().unwrap()]);
     let recs = records(&audit);
     assert_eq!(recs[0]["reason"], "session_start");
-    let tier = recs[0]["detail"]["tier"].as_str().unwrap();
+    let recorded = recs[0]["detail"]["tier"].as_str().unwrap();
     let lsm = recs[0]["detail"]["kernel"]["lsm/file_open"]
         .as_str()
         .unwrap();
-    match kind {
-        Where::Host => {
+    let level = recs[0]["detail"]["tier_level"].as_u64();
+    assert_eq!(level, doctor()["tier"].as_u64(), "run and doctor agree");
+    match tier {
+        Tier::Landlock => {
             // No BPF LSM here: Landlock stands in for the file sandbox (tier 2).
-            assert!(tier.starts_with('2'), "{tier}");
+            assert!(recorded.starts_with('2'), "{recorded}");
             assert!(lsm.contains("Operation not permitted"), "{lsm}");
             let landlock = recs[0]["detail"]["kernel"]["landlock"].as_str().unwrap();
             assert!(landlock.starts_with("applied"), "{landlock}");
@@ -482,8 +502,8 @@ fn best_effort_records_the_tier_reached() {
             );
             assert_eq!(out.status.code(), Some(1));
         }
-        Where::Guest => {
-            assert!(tier.starts_with('1'), "{tier}");
+        Tier::BpfLsm => {
+            assert!(recorded.starts_with('1'), "{recorded}");
             assert_eq!(lsm, "attached");
             assert_eq!(out.status.code(), Some(1));
         }
@@ -492,7 +512,7 @@ fn best_effort_records_the_tier_reached() {
 
 #[test]
 fn tampered_audit_log_is_detected() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("tamper");
     let (denied, _rx) = listener("127.0.0.1:0");
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
@@ -517,14 +537,22 @@ fn tampered_audit_log_is_detected() {
 }
 
 #[test]
+fn the_environment_has_the_tier_it_expects() {
+    let want: u64 = std::env::var("GATEWAYD_EXPECT_TIER")
+        .expect(
+            "GATEWAYD_EXPECT_TIER must say which tier this environment has (cargo xtask test \
+             sets it: 2 on the host, 1 in the guest)",
+        )
+        .parse()
+        .expect("GATEWAYD_EXPECT_TIER is a tier number");
+    let v = doctor();
+    assert_eq!(v["tier"].as_u64(), Some(want), "{v}");
+}
+
+#[test]
 fn doctor_reports_what_this_kernel_enforces() {
-    let kind = env_kind();
-    let out = Command::new(gatewayd())
-        .args(["doctor", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tier = tier();
+    let v = doctor();
     for p in [
         "cgroup/connect4",
         "cgroup/connect6",
@@ -534,17 +562,34 @@ fn doctor_reports_what_this_kernel_enforces() {
         assert_eq!(v[p]["ok"], true, "{p}: {v}");
     }
     assert_eq!(v["eBPF object + ring buffer"]["ok"], true);
-    assert_eq!(v["lsm/file_open"]["ok"], kind == Where::Guest, "{v}");
-    let tier = v["tier"].as_str().unwrap();
-    match kind {
-        Where::Guest => assert!(tier.starts_with("1 "), "{tier}"),
-        Where::Host => assert!(tier.starts_with("2 (cgroup egress + Landlock"), "{tier}"),
+    // One row per program of the table, and nothing the table lacks.
+    for p in &gatewayd::kernel::PROGRAMS {
+        assert!(v[p.name]["ok"].is_boolean(), "{}: {v}", p.name);
+    }
+    let lsm_rows = v
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("lsm/"))
+        .count();
+    assert_eq!(
+        lsm_rows,
+        gatewayd::kernel::PROGRAMS
+            .iter()
+            .filter(|p| p.is_lsm())
+            .count()
+    );
+    assert_eq!(v["lsm/file_open"]["ok"], tier == Tier::BpfLsm, "{v}");
+    let text = v["tier_text"].as_str().unwrap();
+    match tier {
+        Tier::BpfLsm => assert!(text.starts_with("1 "), "{text}"),
+        Tier::Landlock => assert!(text.starts_with("2 (cgroup egress + Landlock"), "{text}"),
     }
 }
 
 #[test]
 fn agent_cannot_weaken_its_own_confinement() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("selfprot");
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
@@ -587,8 +632,8 @@ fn agent_cannot_weaken_its_own_confinement() {
     denied("mount", "Operation not permitted");
     denied("ptraceparent", "Operation not permitted");
     let start = &records(&audit)[0];
-    match kind {
-        Where::Guest => {
+    match tier {
+        Tier::BpfLsm => {
             for action in ["bpf", "escape", "killparent"] {
                 denied(action, "Operation not permitted");
             }
@@ -619,7 +664,7 @@ fn agent_cannot_weaken_its_own_confinement() {
                 assert_eq!((h.0.as_str(), h.1.as_str()), (w, "self_protection"));
             }
         }
-        Where::Host => {
+        Tier::Landlock => {
             // Tier 2: no BPF LSM. Landlock keeps the agent out of cgroup files, forbids mount
             // and ptrace outside its domain and (ABI >= 6) signals to gatewayd; bpf() is the
             // documented gap.
@@ -647,7 +692,7 @@ fn agent_cannot_weaken_its_own_confinement() {
 
 #[test]
 fn sigusr1_locks_all_egress_down() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("lockdown");
     let (allowed, allowed_rx) = listener("127.0.0.1:0");
     let policy = write_policy(
@@ -724,7 +769,7 @@ fn sigusr1_locks_all_egress_down() {
 
 #[test]
 fn exec_allowlist() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("exec");
     let me = std::fs::canonicalize(agent()).unwrap();
     let audit = dir.path("audit.jsonl");
@@ -767,8 +812,8 @@ fn exec_allowlist() {
         lines[1].starts_with("OK run"),
         "a listed binary runs: {text}"
     );
-    match kind {
-        Where::Guest => {
+    match tier {
+        Tier::BpfLsm => {
             assert!(
                 lines[0].starts_with("FAIL run: Operation not permitted"),
                 "{text}"
@@ -781,7 +826,7 @@ fn exec_allowlist() {
             assert_eq!(k[0]["hook"], "lsm/bprm_check_security");
             assert_eq!(k[0]["reason"], "exec_not_allowed");
         }
-        Where::Host => {
+        Tier::Landlock => {
             // Tier 2: Landlock's EXECUTE right stands in for the exec allowlist; it has no
             // event channel, so there is no kernel record.
             assert!(
@@ -799,7 +844,7 @@ fn exec_allowlist() {
 
 #[test]
 fn landlock_stands_in_without_bpf_lsm() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("landlock");
     let (secret, inner, other, link) = protected_fixture(&dir);
     let policy = write_policy(
@@ -834,8 +879,8 @@ fn landlock_stands_in_without_bpf_lsm() {
     assert_eq!(lines.len(), 5, "{text}");
     let start = &records(&audit)[0];
     let landlock = start["detail"]["kernel"]["landlock"].as_str();
-    match kind {
-        Where::Host => {
+    match tier {
+        Tier::Landlock => {
             assert!(
                 landlock.is_some_and(|s| s.starts_with("applied")),
                 "{landlock:?}"
@@ -854,7 +899,7 @@ fn landlock_stands_in_without_bpf_lsm() {
                 );
             }
         }
-        Where::Guest => {
+        Tier::BpfLsm => {
             assert_eq!(landlock, None, "tier 1 does not need Landlock");
             assert!(
                 lines[..3]
@@ -873,7 +918,7 @@ fn landlock_stands_in_without_bpf_lsm() {
 
 #[test]
 fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("modify");
     let (secret, inner, other, _link) = protected_fixture(&dir);
     let vault = dir.path("vault");
@@ -918,9 +963,9 @@ fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 7, "{text}");
-    let how = match kind {
-        Where::Guest => "Operation not permitted",
-        Where::Host => "Permission denied",
+    let how = match tier {
+        Tier::BpfLsm => "Operation not permitted",
+        Tier::Landlock => "Permission denied",
     };
     for (i, line) in lines[..6].iter().enumerate() {
         assert!(
@@ -934,7 +979,7 @@ fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
     );
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
     assert_eq!(std::fs::read_to_string(&inner).unwrap(), "key");
-    if kind == Where::Guest {
+    if tier == Tier::BpfLsm {
         let hooks: Vec<String> = records(&audit)
             .iter()
             .filter(|r| r["source"] == "kernel")
@@ -962,7 +1007,7 @@ fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
 
 #[test]
 fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("deep");
     let (secret, ..) = protected_fixture(&dir);
     let mut deep = dir.path("d");
@@ -979,8 +1024,8 @@ fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
     let audit = dir.path("audit.jsonl");
     let out = run_agent(&policy, &audit, &["read", file.to_str().unwrap()]);
     let text = stdout(&out);
-    match kind {
-        Where::Guest => {
+    match tier {
+        Tier::BpfLsm => {
             // The ancestor walk cannot reach the filesystem root within its limit: fail closed.
             assert!(
                 text.starts_with("FAIL read: Operation not permitted"),
@@ -995,13 +1040,13 @@ fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
             assert_eq!(k[0]["reason"], "unresolvable");
         }
         // Landlock matches hierarchies and has no depth limit.
-        Where::Host => assert!(text.starts_with("OK read"), "{text}"),
+        Tier::Landlock => assert!(text.starts_with("OK read"), "{text}"),
     }
 }
 
 #[test]
 fn children_in_sub_cgroups_are_still_confined() {
-    let kind = env_kind();
+    let tier = tier();
     let dir = Scratch::new("subcg");
     let (secret, _, other, _) = protected_fixture(&dir);
     let policy = write_policy(
@@ -1023,8 +1068,8 @@ fn children_in_sub_cgroups_are_still_confined() {
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
-    match kind {
-        Where::Guest => {
+    match tier {
+        Tier::BpfLsm => {
             // The child runs in a cgroup below the agent's: the LSM programs still apply.
             assert!(
                 lines[0].starts_with("FAIL subread: child in")
@@ -1033,7 +1078,7 @@ fn children_in_sub_cgroups_are_still_confined() {
             );
             assert!(lines[1].starts_with("OK subread"), "{text}");
         }
-        Where::Host => {
+        Tier::Landlock => {
             // Landlock makes the cgroup filesystem read-only: no sub-cgroup at all.
             for l in &lines {
                 assert!(
@@ -1047,7 +1092,7 @@ fn children_in_sub_cgroups_are_still_confined() {
 
 #[test]
 fn a_burst_of_denials_loses_no_count() {
-    let _ = env_kind();
+    let _ = tier();
     let dir = Scratch::new("burst");
     let (port, _rx) = listener("127.0.0.1:0");
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));

@@ -12,69 +12,177 @@ pub const MAX_PROTECTED: u32 = 4096;
 /// Capacity of the `EXEC` hash map (binaries the agent may execute, by inode).
 pub const MAX_EXEC: u32 = 1024;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
-/// protected ancestor. A deeper file is denied (`REASON_UNRESOLVABLE`): fail closed.
+/// protected ancestor. A deeper file is denied ([`Reason::Unresolvable`]): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
 
-/// Event kinds: which program produced an [`Event`].
-pub const EV_FILE_OPEN: u32 = 1;
-pub const EV_CONNECT4: u32 = 2;
-pub const EV_CONNECT6: u32 = 3;
-pub const EV_SENDMSG4: u32 = 4;
-pub const EV_SENDMSG6: u32 = 5;
-pub const EV_BPF: u32 = 6;
-pub const EV_MOUNT: u32 = 7;
-pub const EV_PTRACE: u32 = 8;
-pub const EV_KILL: u32 = 9;
-pub const EV_EXEC: u32 = 10;
-pub const EV_UNLINK: u32 = 11;
-pub const EV_RMDIR: u32 = 12;
-pub const EV_RENAME: u32 = 13;
-pub const EV_SETATTR: u32 = 14;
+/// Which program produced an [`Event`] (`Event::kind`). The eBPF programs write
+/// `kind as u32`; userspace reads it back with `EventKind::try_from`, which refuses codes it
+/// does not know. gateway-user's program table (`kernel/programs.rs`) maps each kind to its
+/// program.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    FileOpen = 1,
+    Connect4 = 2,
+    Connect6 = 3,
+    SendMsg4 = 4,
+    SendMsg6 = 5,
+    Bpf = 6,
+    Mount = 7,
+    Ptrace = 8,
+    Kill = 9,
+    Exec = 10,
+    Unlink = 11,
+    Rmdir = 12,
+    Rename = 13,
+    Setattr = 14,
+}
 
-/// Reason codes carried by kernel events (mapped to audit reason strings in userspace).
-/// The opened file is, or lies under, a protected path.
-pub const REASON_PROTECTED_PATH: u32 = 1;
-/// The destination is not in the policy's egress allowlist.
-pub const REASON_EGRESS_NOT_ALLOWED: u32 = 2;
-/// The session tripped the Rule of Two: all egress is denied.
-pub const REASON_EGRESS_LOCKDOWN: u32 = 3;
-/// The program could not read what it needed to decide (or the path was too deep): deny.
-pub const REASON_UNRESOLVABLE: u32 = 4;
-/// The agent tried to weaken its own confinement: `bpf()`, `mount()`, ptrace, signalling
-/// gatewayd, or writing to a cgroup file (e.g. moving itself out of its cgroup).
-pub const REASON_SELF_PROTECTION: u32 = 5;
-/// The executed file is not in the policy's exec allowlist.
-pub const REASON_EXEC_NOT_ALLOWED: u32 = 6;
+impl EventKind {
+    /// Every kind, in code order.
+    pub const ALL: [EventKind; 14] = [
+        EventKind::FileOpen,
+        EventKind::Connect4,
+        EventKind::Connect6,
+        EventKind::SendMsg4,
+        EventKind::SendMsg6,
+        EventKind::Bpf,
+        EventKind::Mount,
+        EventKind::Ptrace,
+        EventKind::Kill,
+        EventKind::Exec,
+        EventKind::Unlink,
+        EventKind::Rmdir,
+        EventKind::Rename,
+        EventKind::Setattr,
+    ];
+}
+
+/// A code no variant has; carries the raw value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownCode(pub u32);
+
+impl TryFrom<u32> for EventKind {
+    type Error = UnknownCode;
+    fn try_from(code: u32) -> Result<Self, UnknownCode> {
+        EventKind::ALL
+            .into_iter()
+            .find(|k| *k as u32 == code)
+            .ok_or(UnknownCode(code))
+    }
+}
+
+/// Why a program denied (`Event::reason`), written as `reason as u32`; userspace reads it
+/// back with `Reason::try_from` and records [`Reason::name`] as the audit `reason`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The file is, or lies under, a protected path.
+    ProtectedPath = 1,
+    /// The destination is not in the policy's egress allowlist.
+    EgressNotAllowed = 2,
+    /// The session tripped the Rule of Two: all egress is denied.
+    EgressLockdown = 3,
+    /// The program could not read what it needed to decide (or the path was too deep): deny.
+    Unresolvable = 4,
+    /// The agent tried to weaken its own confinement: `bpf()`, `mount()`, ptrace, signalling
+    /// gatewayd, or writing to a cgroup file (e.g. moving itself out of its cgroup).
+    SelfProtection = 5,
+    /// The executed file is not in the policy's exec allowlist.
+    ExecNotAllowed = 6,
+}
+
+impl Reason {
+    /// Every reason, in code order.
+    pub const ALL: [Reason; 6] = [
+        Reason::ProtectedPath,
+        Reason::EgressNotAllowed,
+        Reason::EgressLockdown,
+        Reason::Unresolvable,
+        Reason::SelfProtection,
+        Reason::ExecNotAllowed,
+    ];
+
+    /// The audit record's `reason` value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Reason::ProtectedPath => "protected_path",
+            Reason::EgressNotAllowed => "egress_not_allowed",
+            Reason::EgressLockdown => "egress_lockdown",
+            Reason::Unresolvable => "unresolvable",
+            Reason::SelfProtection => "self_protection",
+            Reason::ExecNotAllowed => "exec_not_allowed",
+        }
+    }
+}
+
+impl TryFrom<u32> for Reason {
+    type Error = UnknownCode;
+    fn try_from(code: u32) -> Result<Self, UnknownCode> {
+        Reason::ALL
+            .into_iter()
+            .find(|r| *r as u32 == code)
+            .ok_or(UnknownCode(code))
+    }
+}
 
 /// Address families as the kernel numbers them.
 pub const AF_INET: u32 = 2;
 pub const AF_INET6: u32 = 10;
 
-/// One kernel decision, sent to userspace through the `EVENTS` ring buffer.
+/// One kernel decision, sent to userspace through the `EVENTS` ring buffer. Every field has
+/// one meaning; a field a program has nothing for stays 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
-    /// `EV_*`
+    /// [`EventKind`] `as u32`.
     pub kind: u32,
-    /// `REASON_*`
+    /// [`Reason`] `as u32`.
     pub reason: u32,
-    /// Thread-group id (what userspace calls the pid).
+    /// Thread-group id of the denied task (what userspace calls the pid).
     pub pid: u32,
-    /// `AF_INET` / `AF_INET6` for network events, 0 otherwise.
-    pub family: u32,
+    /// Network events: `AF_INET` / `AF_INET6` of the destination.
+    pub dst_family: u32,
+    /// cgroup v2 id of the denied task's cgroup.
     pub cgroup_id: u64,
-    /// file_open: inode number of the opened file.
-    pub ino: u64,
-    /// file_open: inode number of the protected ancestor that matched (may equal `ino`).
-    pub matched_ino: u64,
-    /// file_open: kernel `dev_t` (`MAJOR << 20 | MINOR`) of the file's superblock.
-    pub dev: u32,
+    /// File and exec events: inode number of the file the operation is on.
+    pub file_ino: u64,
+    /// File events denied as `ProtectedPath`: inode number of the protected path that matched
+    /// (the file itself or an ancestor directory).
+    pub protected_ino: u64,
+    /// File and exec events: kernel `dev_t` (`MAJOR << 20 | MINOR`) of the file's superblock.
+    pub file_dev: u32,
     /// Network events: destination port, host byte order.
-    pub port: u32,
+    pub dst_port: u32,
     /// Network events: destination address, network byte order (IPv4 in the first 4 bytes).
-    pub addr: [u8; 16],
-    /// `comm` of the task.
+    pub dst_addr: [u8; 16],
+    /// `comm` of the denied task.
     pub comm: [u8; 16],
+    /// ptrace and signal events: tgid of the task acted on.
+    pub target_pid: u32,
+    /// Signal events: the signal number.
+    pub signal: u32,
+}
+
+impl Event {
+    /// An event of `kind` for `reason`, every other field 0.
+    pub const fn new(kind: EventKind, reason: Reason) -> Event {
+        Event {
+            kind: kind as u32,
+            reason: reason as u32,
+            pid: 0,
+            dst_family: 0,
+            cgroup_id: 0,
+            file_ino: 0,
+            protected_ino: 0,
+            file_dev: 0,
+            dst_port: 0,
+            dst_addr: [0; 16],
+            comm: [0; 16],
+            target_pid: 0,
+            signal: 0,
+        }
+    }
 }
 
 /// Load-time configuration, written into the `CONFIG` global (.rodata) with
@@ -85,10 +193,6 @@ pub struct Event {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Config {
-    /// cgroup v2 id (inode number of the directory) of the agent's cgroup (for events; the
-    /// LSM programs test membership with the `AGENT` cgroup array, which also covers the
-    /// agent's sub-cgroups and works inside cgroup namespaces).
-    pub cgroup_id: u64,
     /// gatewayd's own tgid: the agent may not signal or ptrace it.
     pub daemon_tgid: u32,
     /// 1 when `EXEC` is an allowlist (the policy lists binaries); 0 leaves exec unrestricted.
@@ -144,10 +248,14 @@ pub const STATE_EGRESS_LOCKDOWN: u32 = 0;
 pub const STATE_SLOTS: u32 = 4;
 
 const _: () = {
-    assert!(core::mem::size_of::<Event>() == 80);
+    assert!(core::mem::size_of::<Event>() == 88);
     assert!(core::mem::offset_of!(Event, cgroup_id) == 16);
-    assert!(core::mem::offset_of!(Event, addr) == 48);
-    assert!(core::mem::size_of::<Config>() == 96);
+    assert!(core::mem::offset_of!(Event, dst_addr) == 48);
+    assert!(core::mem::offset_of!(Event, comm) == 64);
+    assert!(core::mem::offset_of!(Event, target_pid) == 80);
+    assert!(core::mem::offset_of!(Event, signal) == 84);
+    assert!(core::mem::size_of::<Config>() == 88);
+    assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<EgressRule>() == 40);
 };

@@ -14,6 +14,9 @@
 //!   read access to gatewayd, and any signal to gatewayd.
 //! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the agent's
 //!   cgroup): deny destinations outside `EGRESS`, and everything while `STATE` says lockdown.
+//!
+//! Userspace knows each of these through its program table (`gateway-user/src/kernel/
+//! programs.rs`); a test there fails when a program here is missing from it, or the reverse.
 #![no_std]
 #![no_main]
 
@@ -29,11 +32,8 @@ use aya_ebpf::{
     programs::{LsmContext, SockAddrContext},
 };
 use gateway_common::{
-    AF_INET, AF_INET6, Config, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_EXEC, EV_FILE_OPEN, EV_KILL,
-    EV_MOUNT, EV_PTRACE, EV_RENAME, EV_RMDIR, EV_SENDMSG4, EV_SENDMSG6, EV_SETATTR, EV_UNLINK,
-    Event, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH, REASON_EGRESS_LOCKDOWN,
-    REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED, REASON_PROTECTED_PATH,
-    REASON_SELF_PROTECTION, REASON_UNRESOLVABLE, STATE_EGRESS_LOCKDOWN,
+    AF_INET, AF_INET6, Config, Event, EventKind, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH,
+    Reason, STATE_EGRESS_LOCKDOWN,
 };
 use maps::{AGENT, DROPPED, EGRESS, EVENTS, EXEC, PROTECTED, STATE};
 
@@ -43,9 +43,9 @@ const SOCK_ALLOW: i32 = 1;
 const SOCK_DENY: i32 = 0;
 
 /// Written by userspace at load time (`EbpfLoader::override_global("CONFIG", ..)`).
+// SAFETY: `CONFIG` is the one symbol of that name in the object; userspace finds it by name.
 #[unsafe(no_mangle)]
 static CONFIG: Global<Config> = Global::new(Config {
-    cgroup_id: 0,
     daemon_tgid: 0,
     exec_enforced: 0,
     off_file_dentry: 0,
@@ -69,28 +69,15 @@ const PTRACE_MODE_ATTACH: u32 = 0x2;
 #[inline(always)]
 fn emit(mut ev: Event) {
     ev.pid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // SAFETY: a helper without arguments, callable from every program type used here.
     ev.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
     ev.comm = bpf_get_current_comm().unwrap_or([0; 16]);
     if EVENTS.output::<Event>(&ev, 0).is_err() {
         if let Some(n) = DROPPED.get_ptr_mut(0) {
+            // SAFETY: a non-null pointer from a map lookup points at this CPU's slot of a
+            // u64 array and stays valid for the rest of the program run.
             unsafe { *n += 1 };
         }
-    }
-}
-
-const fn empty_event(kind: u32, reason: u32) -> Event {
-    Event {
-        kind,
-        reason,
-        pid: 0,
-        family: 0,
-        cgroup_id: 0,
-        ino: 0,
-        matched_ino: 0,
-        dev: 0,
-        port: 0,
-        addr: [0; 16],
-        comm: [0; 16],
     }
 }
 
@@ -109,12 +96,16 @@ pub fn file_open(ctx: LsmContext) -> i32 {
 /// Whether the current task is in the agent's cgroup or one of its descendants
 /// (`bpf_current_task_under_cgroup` against the cgroup userspace put in `AGENT[0]`).
 #[inline(always)]
-fn in_agent_cgroup(_cfg: &Config) -> bool {
+fn in_agent_cgroup() -> bool {
     AGENT.current_task_under_cgroup(0).unwrap_or(false)
 }
 
+/// Reads a `T` at `base + off` in kernel memory; an unreadable address is an `Err`.
 #[inline(always)]
 fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
+    // SAFETY: bpf_probe_read_kernel copies into a local and fails (instead of faulting) on a
+    // bad address; the pointer is never dereferenced directly. `T` is a plain integer or
+    // pointer here, valid for any bit pattern.
     unsafe { bpf_probe_read_kernel(base.wrapping_add(off as usize) as *const T) }.map_err(|_| ())
 }
 
@@ -124,22 +115,22 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         return Ok(earlier);
     }
     let cfg = CONFIG.load();
-    if !in_agent_cgroup(&cfg) {
+    if !in_agent_cgroup() {
         return Ok(0);
     }
     let file: *const u8 = ctx.arg(0);
-    let mut ev = empty_event(EV_FILE_OPEN, REASON_UNRESOLVABLE);
+    let mut ev = Event::new(EventKind::FileOpen, Reason::Unresolvable);
     match protected_ancestor(&cfg, file, &mut ev) {
         Ok(false) => {
             if writes_cgroupfs(&cfg, file).unwrap_or(true) {
-                ev.reason = REASON_SELF_PROTECTION;
+                ev.reason = Reason::SelfProtection as u32;
                 emit(ev);
                 return Err(-EPERM);
             }
             Ok(0)
         }
         Ok(true) => {
-            ev.reason = REASON_PROTECTED_PATH;
+            ev.reason = Reason::ProtectedPath as u32;
             emit(ev);
             Err(-EPERM)
         }
@@ -188,11 +179,11 @@ fn protected_dentry(cfg: &Config, mut dentry: *const u8, ev: &mut Event) -> Resu
         }
         let key = inode_key(cfg, inode)?;
         if depth == 0 {
-            ev.ino = key.ino;
-            ev.dev = key.dev as u32;
+            ev.file_ino = key.ino;
+            ev.file_dev = key.dev as u32;
         }
         if PROTECTED.get_ptr(&key).is_some() {
-            ev.matched_ino = key.ino;
+            ev.protected_ino = key.ino;
             return Ok(true);
         }
         let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
@@ -210,23 +201,23 @@ fn protected_dentry(cfg: &Config, mut dentry: *const u8, ev: &mut Event) -> Resu
 
 /// Denies the hook when any of the dentries is, or lies under, a protected path.
 #[inline(always)]
-fn deny_protected(earlier: i32, kind: u32, dentries: [*const u8; 2]) -> i32 {
+fn deny_protected(earlier: i32, kind: EventKind, dentries: [*const u8; 2]) -> i32 {
     if earlier != 0 {
         return earlier;
     }
     let cfg = CONFIG.load();
-    if !in_agent_cgroup(&cfg) {
+    if !in_agent_cgroup() {
         return 0;
     }
     for d in dentries {
         if d.is_null() {
             continue;
         }
-        let mut ev = empty_event(kind, REASON_UNRESOLVABLE);
+        let mut ev = Event::new(kind, Reason::Unresolvable);
         match protected_dentry(&cfg, d, &mut ev) {
             Ok(false) => {}
             Ok(true) => {
-                ev.reason = REASON_PROTECTED_PATH;
+                ev.reason = Reason::ProtectedPath as u32;
                 emit(ev);
                 return -EPERM;
             }
@@ -242,13 +233,21 @@ fn deny_protected(earlier: i32, kind: u32, dentries: [*const u8; 2]) -> i32 {
 /// LSM_HOOK(int, 0, inode_unlink, struct inode *dir, struct dentry *dentry)
 #[lsm(hook = "inode_unlink")]
 pub fn inode_unlink(ctx: LsmContext) -> i32 {
-    deny_protected(ctx.arg(2), EV_UNLINK, [ctx.arg(1), core::ptr::null()])
+    deny_protected(
+        ctx.arg(2),
+        EventKind::Unlink,
+        [ctx.arg(1), core::ptr::null()],
+    )
 }
 
 /// LSM_HOOK(int, 0, inode_rmdir, struct inode *dir, struct dentry *dentry)
 #[lsm(hook = "inode_rmdir")]
 pub fn inode_rmdir(ctx: LsmContext) -> i32 {
-    deny_protected(ctx.arg(2), EV_RMDIR, [ctx.arg(1), core::ptr::null()])
+    deny_protected(
+        ctx.arg(2),
+        EventKind::Rmdir,
+        [ctx.arg(1), core::ptr::null()],
+    )
 }
 
 /// LSM_HOOK(int, 0, inode_rename, struct inode *old_dir, struct dentry *old_dentry,
@@ -256,20 +255,28 @@ pub fn inode_rmdir(ctx: LsmContext) -> i32 {
 /// (replacing a protected file, or moving something into a protected directory).
 #[lsm(hook = "inode_rename")]
 pub fn inode_rename(ctx: LsmContext) -> i32 {
-    deny_protected(ctx.arg(4), EV_RENAME, [ctx.arg(1), ctx.arg(3)])
+    deny_protected(ctx.arg(4), EventKind::Rename, [ctx.arg(1), ctx.arg(3)])
 }
 
 /// LSM_HOOK(int, 0, inode_setattr, struct dentry *dentry, struct iattr *attr) (kernels < 6.3)
 #[lsm(hook = "inode_setattr")]
 pub fn inode_setattr2(ctx: LsmContext) -> i32 {
-    deny_protected(ctx.arg(2), EV_SETATTR, [ctx.arg(0), core::ptr::null()])
+    deny_protected(
+        ctx.arg(2),
+        EventKind::Setattr,
+        [ctx.arg(0), core::ptr::null()],
+    )
 }
 
 /// LSM_HOOK(int, 0, inode_setattr, struct mnt_idmap *idmap, struct dentry *dentry,
 ///          struct iattr *attr): chmod, chown, truncate, utimes.
 #[lsm(hook = "inode_setattr")]
 pub fn inode_setattr3(ctx: LsmContext) -> i32 {
-    deny_protected(ctx.arg(3), EV_SETATTR, [ctx.arg(1), core::ptr::null()])
+    deny_protected(
+        ctx.arg(3),
+        EventKind::Setattr,
+        [ctx.arg(1), core::ptr::null()],
+    )
 }
 
 // --------------------------------------------------------------------------------------------
@@ -291,11 +298,11 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
         return Ok(earlier);
     }
     let cfg = CONFIG.load();
-    if cfg.exec_enforced == 0 || !in_agent_cgroup(&cfg) {
+    if cfg.exec_enforced == 0 || !in_agent_cgroup() {
         return Ok(0);
     }
     let bprm: *const u8 = ctx.arg(0);
-    let mut ev = empty_event(EV_EXEC, REASON_UNRESOLVABLE);
+    let mut ev = Event::new(EventKind::Exec, Reason::Unresolvable);
     let key = exec_key(&cfg, bprm).map_err(|()| {
         emit(ev);
         -EPERM
@@ -303,9 +310,9 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     if EXEC.get_ptr(&key).is_some() {
         return Ok(0);
     }
-    ev.reason = REASON_EXEC_NOT_ALLOWED;
-    ev.ino = key.ino;
-    ev.dev = key.dev as u32;
+    ev.reason = Reason::ExecNotAllowed as u32;
+    ev.file_ino = key.ino;
+    ev.file_dev = key.dev as u32;
     emit(ev);
     Err(-EPERM)
 }
@@ -338,14 +345,14 @@ fn inode_key(cfg: &Config, inode: *const u8) -> Result<InodeKey, ()> {
 /// BPF LSM programs that ran before this one (the argument after the hook's parameters):
 /// passed through untouched, so a denial by someone else is never turned into an allow.
 #[inline(always)]
-fn deny_agent(earlier: i32, kind: u32) -> i32 {
+fn deny_agent(earlier: i32, kind: EventKind) -> i32 {
     if earlier != 0 {
         return earlier;
     }
-    if !in_agent_cgroup(&CONFIG.load()) {
+    if !in_agent_cgroup() {
         return 0;
     }
-    emit(empty_event(kind, REASON_SELF_PROTECTION));
+    emit(Event::new(kind, Reason::SelfProtection));
     -EPERM
 }
 
@@ -356,20 +363,20 @@ fn deny_agent(earlier: i32, kind: u32) -> i32 {
 /// LSM_HOOK(int, 0, bpf, int cmd, union bpf_attr *attr, unsigned int size) (kernels < 6.16)
 #[lsm(hook = "bpf")]
 pub fn bpf3(ctx: LsmContext) -> i32 {
-    deny_agent(ctx.arg(3), EV_BPF)
+    deny_agent(ctx.arg(3), EventKind::Bpf)
 }
 
 /// LSM_HOOK(int, 0, bpf, int cmd, union bpf_attr *attr, unsigned int size, bool kernel)
 #[lsm(hook = "bpf")]
 pub fn bpf4(ctx: LsmContext) -> i32 {
-    deny_agent(ctx.arg(4), EV_BPF)
+    deny_agent(ctx.arg(4), EventKind::Bpf)
 }
 
 /// LSM_HOOK(int, 0, sb_mount, const char *dev_name, const struct path *path,
 ///          const char *type, unsigned long flags, void *data)
 #[lsm(hook = "sb_mount")]
 pub fn sb_mount(ctx: LsmContext) -> i32 {
-    deny_agent(ctx.arg(5), EV_MOUNT)
+    deny_agent(ctx.arg(5), EventKind::Mount)
 }
 
 /// LSM_HOOK(int, 0, ptrace_access_check, struct task_struct *child, unsigned int mode):
@@ -378,7 +385,7 @@ pub fn sb_mount(ctx: LsmContext) -> i32 {
 pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
     let cfg = CONFIG.load();
     let earlier: i32 = ctx.arg(2);
-    if earlier != 0 || !in_agent_cgroup(&cfg) {
+    if earlier != 0 || !in_agent_cgroup() {
         return earlier;
     }
     let child: *const u8 = ctx.arg(0);
@@ -387,8 +394,8 @@ pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
     if mode & PTRACE_MODE_ATTACH == 0 && tgid != cfg.daemon_tgid {
         return 0;
     }
-    let mut ev = empty_event(EV_PTRACE, REASON_SELF_PROTECTION);
-    ev.ino = u64::from(tgid);
+    let mut ev = Event::new(EventKind::Ptrace, Reason::SelfProtection);
+    ev.target_pid = tgid;
     emit(ev);
     -EPERM
 }
@@ -399,7 +406,7 @@ pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
 pub fn task_kill(ctx: LsmContext) -> i32 {
     let cfg = CONFIG.load();
     let earlier: i32 = ctx.arg(4);
-    if earlier != 0 || !in_agent_cgroup(&cfg) {
+    if earlier != 0 || !in_agent_cgroup() {
         return earlier;
     }
     let target: *const u8 = ctx.arg(0);
@@ -407,9 +414,9 @@ pub fn task_kill(ctx: LsmContext) -> i32 {
     if tgid != cfg.daemon_tgid {
         return 0;
     }
-    let mut ev = empty_event(EV_KILL, REASON_SELF_PROTECTION);
-    ev.ino = u64::from(tgid);
-    ev.port = ctx.arg::<i32>(2) as u32;
+    let mut ev = Event::new(EventKind::Kill, Reason::SelfProtection);
+    ev.target_pid = tgid;
+    ev.signal = ctx.arg::<i32>(2) as u32;
     emit(ev);
     -EPERM
 }
@@ -453,24 +460,26 @@ fn halves(b: &[u8; 16]) -> (u64, u64) {
 
 /// The shared decision of the four sock_addr programs.
 #[inline(always)]
-fn sock_decide(kind: u32, family: u32, addr: [u8; 16], port: u32) -> i32 {
+fn sock_decide(kind: EventKind, family: u32, addr: [u8; 16], port: u32) -> i32 {
     let lockdown = STATE.get(STATE_EGRESS_LOCKDOWN).is_some_and(|v| *v != 0);
     let reason = if lockdown {
-        REASON_EGRESS_LOCKDOWN
+        Reason::EgressLockdown
     } else if egress_allowed(family, &addr, port) {
         return SOCK_ALLOW;
     } else {
-        REASON_EGRESS_NOT_ALLOWED
+        Reason::EgressNotAllowed
     };
-    let mut ev = empty_event(kind, reason);
-    ev.family = family;
-    ev.addr = addr;
-    ev.port = port;
+    let mut ev = Event::new(kind, reason);
+    ev.dst_family = family;
+    ev.dst_addr = addr;
+    ev.dst_port = port;
     emit(ev);
     SOCK_DENY
 }
 
-fn sock_v4(ctx: &SockAddrContext, kind: u32) -> i32 {
+fn sock_v4(ctx: &SockAddrContext, kind: EventKind) -> i32 {
+    // SAFETY: the kernel hands every cgroup sock_addr program a valid `bpf_sock_addr` context
+    // for the duration of the run; it is only read.
     let sa = unsafe { &*ctx.sock_addr };
     let mut addr = [0u8; 16];
     addr[..4].copy_from_slice(&sa.user_ip4.to_ne_bytes());
@@ -482,7 +491,8 @@ fn sock_v4(ctx: &SockAddrContext, kind: u32) -> i32 {
     )
 }
 
-fn sock_v6(ctx: &SockAddrContext, kind: u32) -> i32 {
+fn sock_v6(ctx: &SockAddrContext, kind: EventKind) -> i32 {
+    // SAFETY: as in `sock_v4`: a valid, read-only context for the duration of the run.
     let sa = unsafe { &*ctx.sock_addr };
     let port = u32::from(u16::from_be(sa.user_port as u16));
     let w = [
@@ -505,22 +515,22 @@ fn sock_v6(ctx: &SockAddrContext, kind: u32) -> i32 {
 
 #[cgroup_sock_addr(connect4)]
 pub fn connect4(ctx: SockAddrContext) -> i32 {
-    sock_v4(&ctx, EV_CONNECT4)
+    sock_v4(&ctx, EventKind::Connect4)
 }
 
 #[cgroup_sock_addr(connect6)]
 pub fn connect6(ctx: SockAddrContext) -> i32 {
-    sock_v6(&ctx, EV_CONNECT6)
+    sock_v6(&ctx, EventKind::Connect6)
 }
 
 #[cgroup_sock_addr(sendmsg4)]
 pub fn sendmsg4(ctx: SockAddrContext) -> i32 {
-    sock_v4(&ctx, EV_SENDMSG4)
+    sock_v4(&ctx, EventKind::SendMsg4)
 }
 
 #[cgroup_sock_addr(sendmsg6)]
 pub fn sendmsg6(ctx: SockAddrContext) -> i32 {
-    sock_v6(&ctx, EV_SENDMSG6)
+    sock_v6(&ctx, EventKind::SendMsg6)
 }
 
 #[cfg(not(test))]
@@ -529,6 +539,8 @@ fn panic(_info: &core::panic::PanicInfo) -> ! {
     loop {}
 }
 
+// SAFETY: the kernel reads the program license from the `license` section by this name;
+// nothing else in the object uses either.
 #[unsafe(link_section = "license")]
 #[unsafe(no_mangle)]
 static LICENSE: [u8; 4] = *b"GPL\0";

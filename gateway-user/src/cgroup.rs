@@ -94,13 +94,8 @@ impl AgentCgroup {
         self.id
     }
 
-    /// Moves the calling process into this cgroup. Only async-signal-safe calls (open, write,
-    /// close), so it may run in a forked child before exec (`Command::pre_exec`).
-    pub fn enter_self(&self) -> std::io::Result<()> {
-        enter(&self.procs)
-    }
-
-    /// A closure for `Command::pre_exec` that moves the forked child into this cgroup.
+    /// A closure for `Command::pre_exec` that moves the forked child into this cgroup. Only
+    /// async-signal-safe calls (open, write, close), so it may run between fork and exec.
     pub fn enter_fn(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let procs = self.procs.clone();
         move || enter(&procs)

@@ -8,6 +8,9 @@
 //! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel events, kill what is left in the cgroup, detach, remove
 //! the cgroup, record the session end. The agent's exit code passes through (128 + signal
 //! when it was killed by one).
+//!
+//! While the agent runs, the runtime only forwards signals and reads kernel events: audit
+//! records go through [`audit_writer`], which appends (and fsyncs) off the runtime.
 use std::{
     os::unix::process::ExitStatusExt as _,
     path::PathBuf,
@@ -15,13 +18,17 @@ use std::{
 };
 
 use serde_json::json;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::{
+    signal::unix::{SignalKind, signal},
+    sync::mpsc,
+    task::JoinHandle,
+};
 
 use crate::{
     audit::{AuditLog, Decision, Entry, Source},
     cgroup::AgentCgroup,
     clock::{Clock, SystemClock},
-    kernel::{self, KernelLayer, KernelSpec},
+    kernel::{self, KernelLayer, KernelSpec, Tier},
     landlock,
     policy::Policy,
 };
@@ -32,7 +39,7 @@ pub enum RunError {
     Audit(#[from] crate::audit::AuditError),
     #[error("agent cgroup: {0}")]
     Cgroup(#[from] crate::cgroup::CgroupError),
-    #[error("refusing to start the agent: {0}")]
+    #[error("refusing to start the agent")]
     Kernel(#[from] kernel::KernelError),
     #[error("cannot start the agent `{agent}`: {error}")]
     Spawn {
@@ -64,7 +71,7 @@ pub struct RunOutcome {
     /// The agent's exit code (128 + signal number when a signal ended it).
     pub exit_code: i32,
     /// Enforcement tier reached.
-    pub tier: kernel::Tier,
+    pub tier: Tier,
     /// Kernel denials recorded.
     pub kernel_denials: u64,
 }
@@ -74,6 +81,31 @@ type SharedAudit = Arc<Mutex<AuditLog>>;
 fn append(audit: &SharedAudit, entry: Entry) -> Result<(), crate::audit::AuditError> {
     let mut log = audit.lock().unwrap_or_else(|p| p.into_inner());
     log.append(entry).map(|_| ())
+}
+
+/// Entries the writer may hold before senders wait (the kernel task then leaves events in
+/// the kernel's ring buffer, which counts what it cannot hold).
+const AUDIT_QUEUE: usize = 1024;
+
+/// Appends the entries sent to it, in order, on a blocking-pool thread, so an append's
+/// fsync never stalls the runtime that forwards signals. The task ends, with everything
+/// written, once every sender is dropped. A failed write loses that record (the kernel has
+/// already decided) and is reported on stderr.
+fn audit_writer(audit: SharedAudit) -> (mpsc::Sender<Entry>, JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<Entry>(AUDIT_QUEUE);
+    let join = tokio::task::spawn_blocking(move || {
+        while let Some(entry) = rx.blocking_recv() {
+            let what = format!(
+                "{} {}",
+                entry.hook.as_deref().unwrap_or("gateway"),
+                entry.reason
+            );
+            if let Err(e) = append(&audit, entry) {
+                eprintln!("gatewayd: audit write failed for {what}: {e}");
+            }
+        }
+    });
+    (tx, join)
 }
 
 /// A gateway record of something refused on the agent's behalf (not a tool call).
@@ -112,7 +144,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             policy.sandbox.protected.push(p);
         }
     }
-    let (spec, warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned(), cgroup.id());
+    let (spec, warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned());
     if spec.exec_enforced {
         let resolved = resolve_program(&program);
         let key = resolved
@@ -144,7 +176,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 &session,
                 "kernel_unavailable",
                 json!({
-                    "agent": opts.agent, "policy": opts.policy_path, "error": e.to_string(),
+                    "agent": opts.agent, "policy": opts.policy_path, "error": kernel::chain(&e),
                     "message": "the policy requires kernel enforcement this kernel cannot give; the agent was not started",
                 }),
             );
@@ -152,27 +184,18 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             return Err(e.into());
         }
     };
-    let mut tier = layer.tier();
     let mut pieces: serde_json::Map<String, serde_json::Value> = layer
         .status()
         .iter()
-        .map(|s| {
-            (
-                s.program.to_string(),
-                json!(s.result.as_ref().map(|()| "attached").unwrap_or_else(|e| e)),
-            )
-        })
+        .map(|s| (s.program.name.to_string(), json!(s.state())))
         .collect();
     // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
-    let ruleset = if tier == kernel::Tier::CgroupOnly {
-        let rs = landlock_fallback(&policy, &mut pieces);
-        if rs.is_some() {
-            tier = kernel::Tier::CgroupLandlock;
-        }
-        rs
+    let ruleset = if Tier::resolve(layer.status(), true) == Tier::CgroupLandlock {
+        landlock_fallback(&policy, &mut pieces)
     } else {
         None
     };
+    let tier = Tier::resolve(layer.status(), ruleset.is_some());
     append(
         &audit,
         info(
@@ -183,6 +206,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "policy": opts.policy_path,
                 "cgroup": cgroup.path(),
                 "tier": tier.as_str(),
+                "tier_level": tier.level(),
                 "kernel": pieces,
                 "warnings": warnings.iter().map(|w| format!("{}: {}", w.path.display(), w.message)).collect::<Vec<_>>(),
             }),
@@ -190,13 +214,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     )?;
 
     let denials = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (records, writer) = audit_writer(audit.clone());
     let (handle, kernel_task) = {
-        let audit = audit.clone();
         let session = session.clone();
         let denials = denials.clone();
-        kernel::task::spawn(layer, spec, move |d| {
+        kernel::task::spawn(layer, spec, records.clone(), move |d| {
             denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let entry = Entry {
+            Entry {
                 source: Source::Kernel,
                 session: session.clone(),
                 tool: None,
@@ -204,16 +228,12 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 decision: Decision::Deny,
                 reason: d.reason.to_string(),
                 detail: d.detail,
-            };
-            // The kernel has already denied; a failed write only loses the record.
-            if let Err(e) = append(&audit, entry) {
-                eprintln!("gatewayd: audit write failed for a kernel denial: {e}");
             }
         })?
     };
 
     let restrict = ruleset.as_ref().map(|rs| rs.restrict_fn());
-    let status = spawn_and_wait(&opts.agent, &cgroup, restrict, &handle, &audit, &session).await;
+    let status = spawn_and_wait(&opts.agent, &cgroup, restrict, &handle, &records, &session).await;
     drop(ruleset);
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
@@ -221,6 +241,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let layer = kernel_task.await.ok();
     drop(layer); // detaches every program, now that nothing runs in the cgroup
     let removed = cgroup.remove();
+    // Every sender is gone once the kernel task has ended: wait until all is written.
+    drop(records);
+    let _ = writer.await;
 
     let status = status.map_err(|e| match e {
         SpawnError::Spawn(error) => RunError::Spawn {
@@ -328,7 +351,7 @@ async fn spawn_and_wait(
     cgroup: &AgentCgroup,
     restrict: Option<impl Fn() -> std::io::Result<()> + Send + Sync + 'static>,
     kernel: &kernel::task::Handle,
-    audit: &SharedAudit,
+    records: &mpsc::Sender<Entry>,
     session: &str,
 ) -> Result<std::process::ExitStatus, SpawnError> {
     // Registered before the agent exists, so no signal finds gatewayd without its handler.
@@ -381,11 +404,11 @@ async fn spawn_and_wait(
                 let result = kernel.lockdown(true).await;
                 let entry = denial(session, "egress_lockdown", json!({
                     "trigger": "SIGUSR1",
-                    "error": result.as_ref().err().map(|e| e.to_string()),
+                    "error": result.as_ref().err().map(|e| kernel::chain(e)),
                     "message": "all egress of the agent's cgroup is denied from now on",
                 }));
-                if let Err(e) = append(audit, entry) {
-                    eprintln!("gatewayd: audit write failed for the egress lockdown: {e}");
+                if records.send(entry).await.is_err() {
+                    eprintln!("gatewayd: the audit writer has stopped; the egress lockdown is not recorded");
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! The QEMU guest suite: Debian's kernel (BPF LSM active) under TCG, a busybox initramfs
 //! carrying gatewayd, the test agent and the privileged test binary, which runs as PID 1's
-//! child with `GATEWAYD_TEST_ENV=guest`. Results are read back from the serial console.
+//! child with `GATEWAYD_EXPECT_TIER=1` (BPF LSM must work there). Results are read back from
+//! the serial console.
 use std::{
     io::{BufRead as _, BufReader},
     path::{Path, PathBuf},
@@ -19,7 +20,7 @@ mount -t tmpfs tmpfs /tmp; mount -t securityfs securityfs /sys/kernel/security
 mount -t cgroup2 cgroup2 /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf
 ip link set lo up
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
-export GATEWAYD_TEST_ENV=guest GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent HOME=/root PATH=/bin TMPDIR=/tmp
+export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent HOME=/root PATH=/bin TMPDIR=/tmp
 mkdir -p /root
 /gatewayd doctor
 /privileged --test-threads=1 2>&1

@@ -8,6 +8,8 @@ use std::{path::PathBuf, process::ExitCode};
 use anyhow::Context as _;
 use gatewayd::audit;
 
+use super::out::outln;
+
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Check the hash chain; names the first broken record.
@@ -36,11 +38,11 @@ fn verify(file: PathBuf, anchor: Option<String>) -> anyhow::Result<ExitCode> {
                     a.seq, a.following
                 ));
             }
-            println!("{line}");
+            outln!("{line}")?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.is_broken() => {
-            println!("BROKEN at {e}");
+            outln!("BROKEN at {e}")?;
             Ok(ExitCode::from(1))
         }
         Err(e) => Err(e).with_context(|| format!("audit verify {}", file.display())),

@@ -10,6 +10,8 @@ use gatewayd::{
     policy::Policy,
 };
 
+use super::out::{errln, outln};
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[arg(long)]
@@ -58,22 +60,22 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     let v = engine.decide(&session, &call);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        println!("decision: {}", v.decision.as_str());
-        println!("reason:   {}", v.reason.code());
-        println!("message:  {}", v.message);
+        outln!("decision: {}", v.decision.as_str())?;
+        outln!("reason:   {}", v.reason.code())?;
+        outln!("message:  {}", v.message)?;
         let rules = if v.matched_rules.is_empty() {
             "(none)".to_string()
         } else {
             v.matched_rules.join(", ")
         };
-        println!("rules:    {rules}");
+        outln!("rules:    {rules}")?;
         if !v.hold_reasons.is_empty() {
-            println!("held for: {}", v.hold_reasons.join(", "));
+            outln!("held for: {}", v.hold_reasons.join(", "))?;
         }
         for w in engine.warnings() {
-            eprintln!("note: {w}");
+            errln!("note: {w}");
         }
     }
     Ok(match v.decision {

@@ -1,8 +1,16 @@
 //! `gatewayd doctor`: which enforcement pieces work on this kernel, found by loading and
 //! attaching gatewayd's own programs (to an empty throwaway cgroup), not by reading a file.
+//! `--json` gives one object: a row per piece (`{"ok": bool, "detail": text}`), `tier` (the
+//! tier's number, see `kernel::Tier::level`) and `tier_text` (the same in words).
 use std::process::ExitCode;
 
-use gatewayd::{cgroup::AgentCgroup, kernel, landlock};
+use gatewayd::{
+    cgroup::AgentCgroup,
+    kernel::{self, Tier},
+    landlock,
+};
+
+use super::out::outln;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,7 +30,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .map(|_| "/sys/kernel/btf/vmlinux".into())
             .map_err(|e| e.to_string()),
     ));
-    let mut tier = kernel::Tier::None;
+    let abi = landlock::abi_version();
+    let mut tier = Tier::None;
     match AgentCgroup::create(&format!("doctor-{}", std::process::id())) {
         Err(e) => rows.push(("cgroup v2".into(), Err(e.to_string()))),
         Ok(cg) => {
@@ -30,29 +39,26 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 "cgroup v2".into(),
                 Ok(format!("{} (id {})", cg.path().display(), cg.id())),
             ));
-            match kernel::probe(cg.path(), cg.id()) {
-                Err(e) => rows.push(("eBPF object + ring buffer".into(), Err(e.to_string()))),
+            match kernel::probe(cg.path()) {
+                Err(e) => rows.push(("eBPF object + ring buffer".into(), Err(kernel::chain(&e)))),
                 Ok(layer) => {
                     rows.push((
                         "eBPF object + ring buffer".into(),
                         Ok("loaded (maps created)".into()),
                     ));
                     for s in layer.status() {
-                        rows.push((
-                            s.program.into(),
-                            s.result.clone().map(|()| format!("works: {}", s.enforces)),
-                        ));
+                        let row = match &s.result {
+                            Ok(()) => Ok(format!("works: denies {}", s.program.enforces)),
+                            Err(_) => Err(s.state()),
+                        };
+                        rows.push((s.program.name.into(), row));
                     }
-                    tier = layer.tier();
+                    // As `gatewayd run` decides it: without BPF LSM, Landlock stands in.
+                    tier = Tier::resolve(layer.status(), abi.is_ok());
                 }
             }
             cg.remove()?;
         }
-    }
-    let abi = landlock::abi_version();
-    if tier == kernel::Tier::CgroupOnly && abi.is_ok() {
-        // What `gatewayd run` does without BPF LSM: Landlock for files, exec, self-protection.
-        tier = kernel::Tier::CgroupLandlock;
     }
     rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
@@ -68,17 +74,20 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 };
                 (k.clone(), v)
             })
-            .chain([("tier".to_string(), serde_json::json!(tier.as_str()))])
+            .chain([
+                ("tier".to_string(), serde_json::json!(tier.level())),
+                ("tier_text".to_string(), serde_json::json!(tier.as_str())),
+            ])
             .collect();
-        println!("{}", serde_json::Value::Object(obj));
+        outln!("{}", serde_json::Value::Object(obj))?;
     } else {
         for (k, v) in &rows {
             match v {
-                Ok(s) => println!("  ok    {k:<28} {s}"),
-                Err(e) => println!("  NO    {k:<28} {}", e.replace('\n', "\n        ")),
+                Ok(s) => outln!("  ok    {k:<28} {s}")?,
+                Err(e) => outln!("  NO    {k:<28} {}", e.replace('\n', "\n        "))?,
             }
         }
-        println!("enforcement tier: {}", tier.as_str());
+        outln!("enforcement tier: {}", tier.as_str())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod check;
 mod doctor;
+mod out;
 mod policy;
 mod run;
 mod serve;
@@ -64,6 +65,7 @@ impl Conn {
 
 /// Runs the chosen subcommand. Errors are printed as one chain of causes; exit code 2
 /// means gatewayd itself failed (bad input, refused start), distinct from an agent's code.
+/// Output never panics: a reader that goes away early ends the output quietly ([`out`]).
 pub fn dispatch(cli: Cli) -> ExitCode {
     let res = match cli.command {
         Command::Run(a) => run::exec(a),
@@ -78,7 +80,7 @@ pub fn dispatch(cli: Cli) -> ExitCode {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gatewayd: error: {e:#}");
+            out::errln!("gatewayd: error: {}", out::chain(&e));
             ExitCode::from(2)
         }
     }

@@ -8,9 +8,14 @@ use std::{
 use anyhow::{Context, bail};
 use gatewayd::{
     engine::{ToolDefinition, fingerprint, scan},
-    policy::Policy,
+    policy::{
+        Policy, schema,
+        spans::{self, Edit},
+    },
 };
 use serde_json::Value;
+
+use super::out::{errln, outln};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -31,9 +36,9 @@ pub fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
         Command::Validate { policy } => {
             let p = Policy::load(&policy)?;
             for w in warnings(&p) {
-                println!("warning: {w}");
+                outln!("warning: {w}")?;
             }
-            println!("{}: valid", policy.display());
+            outln!("{}: valid", policy.display())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Pin { policy, from } => pin(&policy, from.as_deref()),
@@ -65,6 +70,12 @@ fn warnings(p: &Policy) -> Vec<String> {
                 }
             }
         }
+        for k in schema::unknown_keywords(&schema) {
+            out.push(format!(
+                "tool {}: input_schema keyword `{k}` is not a keyword of its JSON Schema draft, so it constrains nothing",
+                t.name
+            ));
+        }
         for f in scan::scan(&t.description, &schema) {
             out.push(format!(
                 "tool {}: description scan: {} in {}: \"{}\"",
@@ -95,15 +106,15 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
     let root = spans::parse(&text)?;
     let tools = match root.member("tools") {
         Some(spans::Node {
-            kind: spans::Kind::Arr(items),
+            kind: spans::Kind::Array(items),
             ..
         }) => items,
         _ => {
-            println!("{}: no tools to pin", path.display());
+            outln!("{}: no tools to pin", path.display())?;
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
     let mut changed = 0;
     for (t, node) in policy.tools.iter().zip(tools) {
         let (desc, schema) = match defs.get(&t.name) {
@@ -118,66 +129,54 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
         let fp = fingerprint::fingerprint(&t.name, &desc, &schema);
         if let Some(d) = defs.get(&t.name) {
             if d.description != t.description {
-                node.set(
-                    &text,
-                    &mut edits,
-                    "description",
-                    serde_json::to_string(&desc)?,
-                );
-                println!(
+                edits.extend(node.set_member(&text, "description", serde_json::to_string(&desc)?));
+                outln!(
                     "{}: description updated from {}",
                     t.name,
                     from.unwrap_or(path).display()
-                );
+                )?;
             }
             if Some(&d.input_schema) != t.input_schema.as_ref() {
-                node.set(
+                edits.extend(node.set_member(
                     &text,
-                    &mut edits,
                     "input_schema",
                     serde_json::to_string(&schema)?,
-                );
-                println!("{}: input_schema updated", t.name);
+                ));
+                outln!("{}: input_schema updated", t.name)?;
             }
         }
         for f in scan::scan(&desc, &schema) {
-            eprintln!(
+            errln!(
                 "warning: {}: description scan: {} in {}: \"{}\"",
-                t.name, f.kind, f.place, f.excerpt
+                t.name,
+                f.kind,
+                f.place,
+                f.excerpt
             );
         }
         match &t.fingerprint {
-            Some(old) if *old == fp => println!("{}: unchanged {fp}", t.name),
+            Some(old) if *old == fp => outln!("{}: unchanged {fp}", t.name)?,
             old => {
                 changed += 1;
-                println!(
+                outln!(
                     "{}: {} -> {fp}",
                     t.name,
                     old.as_deref().unwrap_or("(not pinned)")
-                );
-                node.set(
-                    &text,
-                    &mut edits,
-                    "fingerprint",
-                    serde_json::to_string(&fp)?,
-                );
+                )?;
+                edits.extend(node.set_member(&text, "fingerprint", serde_json::to_string(&fp)?));
             }
         }
     }
     for name in defs.keys() {
         if !policy.tools.iter().any(|t| t.name == *name) {
-            println!("{name}: offered by the server but not in the policy (stays refused)");
+            outln!("{name}: offered by the server but not in the policy (stays refused)")?;
         }
     }
     if edits.is_empty() {
-        println!("{}: nothing to change", path.display());
+        outln!("{}: nothing to change", path.display())?;
         return Ok(ExitCode::SUCCESS);
     }
-    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-    let mut out = text.clone();
-    for (start, end, with) in edits {
-        out.replace_range(start..end, &with);
-    }
+    let out = spans::apply(&text, edits);
     if let Err(e) = Policy::parse(&out, path) {
         bail!(
             "the rewritten policy would not load ({e}); {} left as it was",
@@ -193,161 +192,6 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
     std::fs::set_permissions(&tmp, perms)?;
     std::fs::File::open(&tmp)?.sync_all()?;
     std::fs::rename(&tmp, &real).with_context(|| format!("replacing {}", real.display()))?;
-    println!("{}: {changed} fingerprint(s) pinned", path.display());
+    outln!("{}: {changed} fingerprint(s) pinned", path.display())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A JSON parser that keeps byte spans, so `pin` edits the file in place and leaves its
-/// formatting and key order alone. The text has already been validated by serde.
-mod spans {
-    use anyhow::{Result, bail};
-
-    pub enum Kind {
-        /// Members: key, key start, value.
-        Obj(Vec<(String, usize, Node)>),
-        Arr(Vec<Node>),
-        Scalar,
-    }
-
-    pub struct Node {
-        pub start: usize,
-        pub end: usize,
-        pub kind: Kind,
-    }
-
-    impl Node {
-        pub fn member(&self, key: &str) -> Option<&Node> {
-            match &self.kind {
-                Kind::Obj(m) => m.iter().find(|(k, _, _)| k == key).map(|(_, _, n)| n),
-                _ => None,
-            }
-        }
-
-        /// Queues an edit that sets `key` to the JSON text `value` in this object: replaces
-        /// the value, or inserts the member before the first one with its indentation.
-        pub fn set(
-            &self,
-            text: &str,
-            edits: &mut Vec<(usize, usize, String)>,
-            key: &str,
-            value: String,
-        ) {
-            let Kind::Obj(members) = &self.kind else {
-                return;
-            };
-            if let Some(n) = self.member(key) {
-                edits.push((n.start, n.end, value));
-                return;
-            }
-            let key = serde_json::to_string(key).unwrap_or_default();
-            match members.first() {
-                Some((_, kstart, _)) => {
-                    let line = text[..*kstart].rfind('\n').map_or(0, |i| i + 1);
-                    let indent = &text[line..*kstart];
-                    let sep = if indent.trim().is_empty() {
-                        format!("\n{indent}")
-                    } else {
-                        " ".into()
-                    };
-                    edits.push((*kstart, *kstart, format!("{key}: {value},{sep}")));
-                }
-                None => edits.push((self.start + 1, self.end - 1, format!("{key}: {value}"))),
-            }
-        }
-    }
-
-    struct P<'a> {
-        b: &'a [u8],
-        t: &'a str,
-        i: usize,
-    }
-
-    pub fn parse(text: &str) -> Result<Node> {
-        let mut p = P {
-            b: text.as_bytes(),
-            t: text,
-            i: 0,
-        };
-        p.value()
-    }
-
-    impl P<'_> {
-        fn ws(&mut self) {
-            while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
-                self.i += 1;
-            }
-        }
-
-        fn string(&mut self) -> Result<String> {
-            let start = self.i;
-            self.i += 1;
-            while self.i < self.b.len() && self.b[self.i] != b'"' {
-                self.i += if self.b[self.i] == b'\\' { 2 } else { 1 };
-            }
-            self.i += 1;
-            Ok(serde_json::from_str(
-                &self.t[start..self.i.min(self.b.len())],
-            )?)
-        }
-
-        fn value(&mut self) -> Result<Node> {
-            self.ws();
-            let start = self.i;
-            let kind = match self.b.get(self.i) {
-                Some(b'{') => {
-                    self.i += 1;
-                    let mut m = Vec::new();
-                    loop {
-                        self.ws();
-                        match self.b.get(self.i) {
-                            Some(b'}') => break,
-                            Some(b',') => self.i += 1,
-                            Some(b'"') => {
-                                let kstart = self.i;
-                                let k = self.string()?;
-                                self.ws();
-                                self.i += 1; // ':'
-                                let v = self.value()?;
-                                m.push((k, kstart, v));
-                            }
-                            _ => bail!("malformed object at byte {}", self.i),
-                        }
-                    }
-                    self.i += 1;
-                    Kind::Obj(m)
-                }
-                Some(b'[') => {
-                    self.i += 1;
-                    let mut a = Vec::new();
-                    loop {
-                        self.ws();
-                        match self.b.get(self.i) {
-                            Some(b']') => break,
-                            Some(b',') => self.i += 1,
-                            Some(_) => a.push(self.value()?),
-                            None => bail!("unterminated array"),
-                        }
-                    }
-                    self.i += 1;
-                    Kind::Arr(a)
-                }
-                Some(b'"') => {
-                    self.string()?;
-                    Kind::Scalar
-                }
-                Some(_) => {
-                    while self.i < self.b.len() && !b",]} \t\r\n".contains(&self.b[self.i]) {
-                        self.i += 1;
-                    }
-                    Kind::Scalar
-                }
-                None => bail!("unexpected end of policy"),
-            };
-            Ok(Node {
-                start,
-                end: self.i,
-                kind,
-            })
-        }
-    }
 }

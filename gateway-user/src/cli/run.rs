@@ -4,6 +4,8 @@ use std::{path::PathBuf, process::ExitCode};
 use anyhow::Context as _;
 use gatewayd::{policy::Policy, supervisor};
 
+use super::out::errln;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Policy file (JSON).
@@ -31,7 +33,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         audit_path: args.audit.clone(),
         agent: args.agent,
     }))?;
-    eprintln!(
+    errln!(
         "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",
         outcome.exit_code,
         outcome.tier.as_str(),

@@ -66,7 +66,7 @@ pub async fn run(
                 }
                 Err(e) => {
                     // Out of descriptors or memory: wait a little instead of spinning.
-                    log::warn!("accept: {e}");
+                    eprintln!("gatewayd: accept: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -78,8 +78,8 @@ pub async fn run(
     })
     .await;
     if drained.is_err() {
-        log::warn!(
-            "{} connection(s) still busy after {:?}: closed",
+        eprintln!(
+            "gatewayd: {} connection(s) still busy after {:?}: closed",
             tasks.len(),
             opts.grace
         );
@@ -151,7 +151,7 @@ impl Connection {
         let peer = match Peer::of(&stream) {
             Ok(p) => p,
             Err(e) => {
-                log::warn!("peer credentials: {e}");
+                eprintln!("gatewayd: peer credentials: {e}");
                 return;
             }
         };

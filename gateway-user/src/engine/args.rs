@@ -1,110 +1,58 @@
-//! Arguments: a JSON Schema subset, per-argument rules, and rule conditions.
+//! Arguments: the tool's input schema, per-argument rules, and rule conditions.
 use regex::Regex;
 use serde_json::Value;
 
-use crate::policy::{ArgRule, Cond, glob_match_str};
+use crate::policy::{ArgRule, Cond, ToolDef, glob_match_str};
 
-/// Checks `v` against the supported subset of JSON Schema: `type`, `properties`, `required`,
-/// `additionalProperties` (boolean), `items`, `enum`, `const`, `minimum`, `maximum`,
-/// `minLength`, `maxLength`, `maxItems`. Other keywords are annotations and ignored.
-pub fn schema_check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
-    let Some(s) = schema.as_object() else {
+/// Longest schema-failure text put into a message for the model.
+const MAX_SCHEMA_MESSAGE: usize = 200;
+
+/// Checks the call's arguments `v` (named `at` in messages) against `tool`'s input schema,
+/// compiled when the policy loaded (`crate::policy::schema`: every keyword of the schema's
+/// draft holds). The message names the failing keyword and where in the arguments it failed,
+/// and does not repeat the argument's value.
+pub fn schema_check(tool: &ToolDef, v: &Value, at: &str) -> Result<(), String> {
+    let schema = tool.arg_schema().map_err(|e| {
+        format!(
+            "the input schema of tool `{}` does not compile ({e}); every call is refused",
+            tool.name
+        )
+    })?;
+    let Err(e) = schema.validator().validate(v) else {
         return Ok(());
     };
-    if let Some(t) = s.get("type") {
-        let types: Vec<&str> = match t {
-            Value::String(x) => vec![x.as_str()],
-            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-            _ => vec![],
-        };
-        if !types.iter().any(|t| type_ok(t, v)) {
-            return Err(format!("`{at}` must be of type {}", types.join(" or ")));
-        }
+    let mut what = e.masked_with("the value").to_string();
+    if what.chars().count() > MAX_SCHEMA_MESSAGE {
+        what = what.chars().take(MAX_SCHEMA_MESSAGE).collect::<String>() + "…";
     }
-    if let Some(Value::Array(e)) = s
-        .get("enum")
-        .filter(|e| !e.as_array().is_some_and(|e| e.contains(v)))
-    {
-        return Err(format!("`{at}` must be one of {}", Value::Array(e.clone())));
-    }
-    if let Some(c) = s.get("const").filter(|c| *c != v) {
-        return Err(format!("`{at}` must be {c}"));
-    }
-    if let Some(n) = v.as_f64() {
-        if s.get("minimum")
-            .and_then(Value::as_f64)
-            .is_some_and(|m| n < m)
-        {
-            return Err(format!("`{at}` is below the schema minimum"));
-        }
-        if s.get("maximum")
-            .and_then(Value::as_f64)
-            .is_some_and(|m| n > m)
-        {
-            return Err(format!("`{at}` is above the schema maximum"));
-        }
-    }
-    if let Some(st) = v.as_str() {
-        let n = st.chars().count() as u64;
-        if s.get("maxLength")
-            .and_then(Value::as_u64)
-            .is_some_and(|m| n > m)
-        {
-            return Err(format!("`{at}` is longer than the schema allows"));
-        }
-        if s.get("minLength")
-            .and_then(Value::as_u64)
-            .is_some_and(|m| n < m)
-        {
-            return Err(format!("`{at}` is shorter than the schema allows"));
-        }
-    }
-    if let Some(a) = v.as_array() {
-        if s.get("maxItems")
-            .and_then(Value::as_u64)
-            .is_some_and(|m| a.len() as u64 > m)
-        {
-            return Err(format!("`{at}` has more items than the schema allows"));
-        }
-        if let Some(items) = s.get("items") {
-            for (i, x) in a.iter().enumerate() {
-                schema_check(items, x, &format!("{at}[{i}]"))?;
-            }
-        }
-    }
-    if let Some(o) = v.as_object() {
-        let props = s.get("properties").and_then(Value::as_object);
-        if let Some(Value::Array(req)) = s.get("required") {
-            for r in req.iter().filter_map(Value::as_str) {
-                if !o.contains_key(r) {
-                    return Err(format!("`{at}.{r}` is required"));
-                }
-            }
-        }
-        for (k, x) in o {
-            match props.and_then(|p| p.get(k)) {
-                Some(ps) => schema_check(ps, x, &format!("{at}.{k}"))?,
-                None if s.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                    return Err(format!("`{at}.{k}` is not an argument of this tool"));
-                }
-                None => {}
-            }
-        }
-    }
-    Ok(())
+    Err(format!(
+        "`{}`: {what} (input schema keyword `{}` at {})",
+        readable_path(at, v, e.instance_path().as_str()),
+        e.kind().keyword(),
+        e.schema_path().as_str()
+    ))
 }
 
-fn type_ok(t: &str, v: &Value) -> bool {
-    match t {
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "number" => v.is_number(),
-        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
-        "boolean" => v.is_boolean(),
-        "null" => v.is_null(),
-        _ => false,
+/// A JSON Pointer into `v` written as `at.key[3].key`.
+fn readable_path(at: &str, v: &Value, pointer: &str) -> String {
+    let mut out = at.to_owned();
+    let mut here = Some(v);
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        match here {
+            Some(Value::Array(a)) => {
+                let i = seg.parse::<usize>().ok();
+                here = i.and_then(|i| a.get(i));
+                out.push_str(&format!("[{seg}]"));
+            }
+            _ => {
+                here = here.and_then(|h| h.get(&seg));
+                out.push('.');
+                out.push_str(&seg);
+            }
+        }
     }
+    out
 }
 
 /// An argument rule with its regexes compiled.
@@ -285,11 +233,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn tool(schema: Value) -> ToolDef {
+        serde_json::from_value(json!({"name": "t", "input_schema": schema})).unwrap()
+    }
+
     #[test]
     fn schema_subset() {
-        let s = json!({"type": "object", "required": ["to"], "additionalProperties": false,
+        let s = tool(
+            json!({"type": "object", "required": ["to"], "additionalProperties": false,
             "properties": {"to": {"type": "string"}, "n": {"type": "integer", "maximum": 5},
-                           "tags": {"type": "array", "items": {"type": "string"}}}});
+                           "tags": {"type": "array", "items": {"type": "string"}}}}),
+        );
         assert!(schema_check(&s, &json!({"to": "a", "n": 3, "tags": ["x"]}), "args").is_ok());
         for bad in [
             json!({"n": 1}),
@@ -302,6 +256,34 @@ mod tests {
         ] {
             assert!(schema_check(&s, &bad, "args").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn schema_messages_name_keyword_and_place_not_the_value() {
+        let s = tool(json!({"properties": {"list": {"type": "array",
+            "items": {"type": "object", "properties": {"a/b": {"pattern": "^ok$"}}}}}}));
+        let secret = "hunter2-do-not-echo";
+        let m = schema_check(&s, &json!({"list": [{}, {"a/b": secret}]}), "arguments").unwrap_err();
+        assert!(m.starts_with("`arguments.list[1].a/b`: "), "{m}");
+        assert!(m.contains("keyword `pattern`"), "{m}");
+        assert!(
+            m.contains("/properties/list/items/properties/a~1b/pattern"),
+            "{m}"
+        );
+        assert!(!m.contains(secret), "{m}");
+        // a long schema-side text is cut
+        let long: Vec<String> = (0..200).map(|i| format!("value-{i}")).collect();
+        let s = tool(json!({"properties": {"x": {"enum": long}}}));
+        let m = schema_check(&s, &json!({"x": "nope"}), "arguments").unwrap_err();
+        assert!(m.chars().count() < MAX_SCHEMA_MESSAGE + 120, "{m}");
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_refuses_every_call() {
+        // Policy::parse refuses such a tool; a ToolDef that skipped it still fails closed.
+        let s = tool(json!({"properties": {"x": {"$ref": "https://schemas.example.test/x"}}}));
+        let m = schema_check(&s, &json!({}), "arguments").unwrap_err();
+        assert!(m.contains("does not compile"), "{m}");
     }
 
     #[test]

@@ -37,8 +37,6 @@ pub enum Registration {
 /// One policy tool, compiled.
 pub(super) struct Tool {
     pub def: ToolDef,
-    /// The input schema in force (the policy's, or `{"type": "object"}`).
-    pub schema: Value,
     /// The pinned fingerprint (the policy's, or computed from the policy's definition).
     pub pin: String,
     /// The fingerprint of the definition last registered.
@@ -78,7 +76,6 @@ impl Tool {
             .collect::<Result<_, _>>()?;
         Ok(Tool {
             def: t.clone(),
-            schema,
             pin,
             current,
             findings,

@@ -1,6 +1,7 @@
 //! A small reader for the running kernel's BTF (`/sys/kernel/btf/vmlinux`): just enough to
-//! find struct member offsets. Rust eBPF has no CO-RE field relocations, so the programs get
-//! these offsets as load-time constants instead.
+//! find struct member offsets and hook signatures. Rust eBPF has no CO-RE field relocations,
+//! so the programs get these offsets as load-time constants instead. The file is read once
+//! per start; [`KernelBtf::to_aya`] hands the same bytes to aya for loading the programs.
 use std::path::Path;
 
 /// Why an offset could not be found. Every read of the blob is bounds-checked.
@@ -15,6 +16,10 @@ pub enum BtfError {
     Malformed(&'static str),
     #[error("struct {0} has no member {1} in the kernel's BTF")]
     NoMember(String, String),
+    #[error("function {0} is not in the kernel's BTF")]
+    NoFunction(String),
+    #[error("aya cannot parse the kernel's BTF")]
+    Aya(#[source] aya::BtfError),
 }
 
 const KIND_STRUCT: u32 = 4;
@@ -136,10 +141,12 @@ impl KernelBtf {
             let info = self.u32(self.pos[proto] + 4)?;
             return Ok(info & 0xffff);
         }
-        Err(BtfError::NoMember(
-            name.into(),
-            "(function not found)".into(),
-        ))
+        Err(BtfError::NoFunction(name.into()))
+    }
+
+    /// The same BTF parsed by aya, for loading BPF LSM programs (which attach by BTF id).
+    pub fn to_aya(&self) -> Result<aya::Btf, BtfError> {
+        aya::Btf::parse(&self.data, aya::Endianness::default()).map_err(BtfError::Aya)
     }
 
     /// `offsetof(struct <name>, <member>)`, looking through anonymous members.
@@ -191,6 +198,14 @@ mod tests {
         assert!(btf.member_offset("file", "no_such_member").is_err());
         assert_eq!(btf.func_param_count("bpf_lsm_file_open").unwrap(), 1);
         assert_eq!(btf.func_param_count("bpf_lsm_task_kill").unwrap(), 4);
-        assert!(btf.func_param_count("no_such_function").is_err());
+        assert!(matches!(
+            btf.func_param_count("no_such_function"),
+            Err(BtfError::NoFunction(_))
+        ));
+        let aya = btf.to_aya().unwrap();
+        assert!(
+            aya.id_by_type_name_kind("bpf_lsm_file_open", aya_obj::btf::BtfKind::Func)
+                .is_ok()
+        );
     }
 }

@@ -1,22 +1,23 @@
-//! Kernel denials as the audit log records them.
+//! Kernel denials as the audit log records them. What each event means comes from the
+//! program table ([`super::programs`]); codes this gatewayd does not know are recorded as
+//! `unknown` with their raw value, never dropped and never a panic.
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use gateway_common::{
-    AF_INET, EV_BPF, EV_CONNECT4, EV_CONNECT6, EV_EXEC, EV_FILE_OPEN, EV_KILL, EV_MOUNT, EV_PTRACE,
-    EV_RENAME, EV_RMDIR, EV_SENDMSG4, EV_SENDMSG6, EV_SETATTR, EV_UNLINK, Event,
-    REASON_EGRESS_LOCKDOWN, REASON_EGRESS_NOT_ALLOWED, REASON_EXEC_NOT_ALLOWED,
-    REASON_PROTECTED_PATH, REASON_SELF_PROTECTION, REASON_UNRESOLVABLE,
-};
+use gateway_common::{AF_INET, Event, EventKind, Reason};
 use serde_json::json;
 
-use super::KernelSpec;
+use super::{
+    KernelSpec,
+    programs::{Payload, Program},
+};
 
 /// A decoded kernel denial.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Denial {
-    /// Program, e.g. `lsm/file_open` (the audit record's `hook`).
+    /// Program, e.g. `lsm/file_open` (the audit record's `hook`); `unknown` for an event kind
+    /// gatewayd does not know.
     pub hook: &'static str,
-    /// Reason code (the audit record's `reason`).
+    /// Reason code (the audit record's `reason`); `unknown` for a code gatewayd does not know.
     pub reason: &'static str,
     /// Specifics (the audit record's `detail`).
     pub detail: serde_json::Value,
@@ -27,7 +28,8 @@ pub fn parse(item: &[u8]) -> Option<Event> {
     if item.len() < size_of::<Event>() {
         return None;
     }
-    // SAFETY: Event is repr(C) plain data; length checked; read_unaligned copes with alignment.
+    // SAFETY: Event is repr(C) plain data (integers and byte arrays: every bit pattern is
+    // valid); the length is checked; read_unaligned copes with alignment.
     Some(unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<Event>()) })
 }
 
@@ -36,37 +38,8 @@ fn major_minor(dev: u32) -> String {
     format!("{}:{}", dev >> 20, dev & 0xfffff)
 }
 
-pub fn hook_name(kind: u32) -> &'static str {
-    match kind {
-        EV_FILE_OPEN => "lsm/file_open",
-        EV_CONNECT4 => "cgroup/connect4",
-        EV_CONNECT6 => "cgroup/connect6",
-        EV_SENDMSG4 => "cgroup/sendmsg4",
-        EV_SENDMSG6 => "cgroup/sendmsg6",
-        EV_BPF => "lsm/bpf",
-        EV_MOUNT => "lsm/sb_mount",
-        EV_PTRACE => "lsm/ptrace_access_check",
-        EV_KILL => "lsm/task_kill",
-        EV_EXEC => "lsm/bprm_check_security",
-        EV_UNLINK => "lsm/inode_unlink",
-        EV_RMDIR => "lsm/inode_rmdir",
-        EV_RENAME => "lsm/inode_rename",
-        EV_SETATTR => "lsm/inode_setattr",
-        _ => "unknown",
-    }
-}
-
-pub fn reason_name(reason: u32) -> &'static str {
-    match reason {
-        REASON_PROTECTED_PATH => "protected_path",
-        REASON_EGRESS_NOT_ALLOWED => "egress_not_allowed",
-        REASON_EGRESS_LOCKDOWN => "egress_lockdown",
-        REASON_UNRESOLVABLE => "unresolvable",
-        REASON_SELF_PROTECTION => "self_protection",
-        REASON_EXEC_NOT_ALLOWED => "exec_not_allowed",
-        _ => "unknown",
-    }
-}
+/// Said when a program reports a reason the table does not list for it.
+const UNLISTED_REASON: &str = "the kernel denied this operation";
 
 /// Decodes an event into what the audit log records, naming the protected path when the
 /// matched inode is one of the spec's.
@@ -77,72 +50,59 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         .position(|&b| b == 0)
         .unwrap_or(ev.comm.len());
     let comm = String::from_utf8_lossy(&ev.comm[..comm_len]).into_owned();
-    let hook = hook_name(ev.kind);
-    let reason = reason_name(ev.reason);
     let mut detail = json!({ "pid": ev.pid, "comm": comm, "cgroup_id": ev.cgroup_id });
-    if matches!(
-        ev.kind,
-        EV_FILE_OPEN | EV_UNLINK | EV_RMDIR | EV_RENAME | EV_SETATTR
-    ) {
-        detail["ino"] = json!(ev.ino);
-        detail["dev"] = json!(major_minor(ev.dev));
-        if ev.reason == REASON_PROTECTED_PATH {
-            detail["protected_ino"] = json!(ev.matched_ino);
-            if let Some(p) = spec.protected_path(u64::from(ev.dev), ev.matched_ino) {
+    let reason = Reason::try_from(ev.reason).ok();
+    if reason.is_none() {
+        detail["reason_code"] = json!(ev.reason);
+    }
+    let Some(program) = EventKind::try_from(ev.kind)
+        .ok()
+        .and_then(Program::for_event)
+    else {
+        detail["kind"] = json!(ev.kind);
+        detail["message"] =
+            json!("the kernel denied an operation of a kind this gatewayd does not know");
+        return Denial {
+            hook: "unknown",
+            reason: reason.map_or("unknown", Reason::name),
+            detail,
+        };
+    };
+    match program.payload {
+        Payload::File | Payload::Exec => {
+            detail["ino"] = json!(ev.file_ino);
+            detail["dev"] = json!(major_minor(ev.file_dev));
+        }
+        Payload::Target | Payload::Signal => detail["target_pid"] = json!(ev.target_pid),
+        Payload::Nothing | Payload::Destination => {}
+    }
+    match program.payload {
+        Payload::File if reason == Some(Reason::ProtectedPath) => {
+            detail["protected_ino"] = json!(ev.protected_ino);
+            if let Some(p) = spec.protected_path(u64::from(ev.file_dev), ev.protected_ino) {
                 detail["protected_path"] = json!(p.display().to_string());
             }
         }
-        detail["message"] = json!(match ev.reason {
-            REASON_PROTECTED_PATH if ev.kind == EV_FILE_OPEN =>
-                "opening a protected file (or a file under a protected directory) is denied by the kernel",
-            REASON_PROTECTED_PATH =>
-                "deleting, renaming, replacing or changing a protected path (or anything under a protected directory) is denied by the kernel",
-            REASON_SELF_PROTECTION =>
-                "writing to cgroup files is denied: the agent may not leave or reconfigure its cgroup",
-            _ =>
-                "the kernel could not resolve this file's path within its depth limit, so the operation is denied",
-        });
-    } else if ev.kind == EV_EXEC {
-        detail["ino"] = json!(ev.ino);
-        detail["dev"] = json!(major_minor(ev.dev));
-        detail["message"] = json!(match ev.reason {
-            REASON_EXEC_NOT_ALLOWED =>
-                "executing this file is denied: it is not in the policy's exec allowlist",
-            _ => "the kernel could not identify the executed file, so the exec is denied",
-        });
-    } else if matches!(ev.kind, EV_BPF | EV_MOUNT | EV_PTRACE | EV_KILL) {
-        if matches!(ev.kind, EV_PTRACE | EV_KILL) {
-            detail["target_pid"] = json!(ev.ino);
+        Payload::Signal => detail["signal"] = json!(ev.signal),
+        Payload::Destination => {
+            let ip = if ev.dst_family == AF_INET {
+                let a = ev.dst_addr;
+                IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+            } else {
+                IpAddr::V6(Ipv6Addr::from(ev.dst_addr))
+            };
+            detail["addr"] = json!(ip.to_string());
+            detail["port"] = json!(ev.dst_port);
         }
-        if ev.kind == EV_KILL {
-            detail["signal"] = json!(ev.port);
-        }
-        detail["message"] = json!(match ev.kind {
-            EV_BPF =>
-                "bpf() is denied inside the agent's cgroup: the agent may not touch the kernel layer",
-            EV_MOUNT => "mount() is denied inside the agent's cgroup",
-            EV_PTRACE =>
-                "ptrace attach, and any ptrace access to gatewayd, is denied inside the agent's cgroup",
-            _ => "the agent may not signal gatewayd",
-        });
-    } else {
-        let ip = if ev.family == AF_INET {
-            IpAddr::V4(Ipv4Addr::new(
-                ev.addr[0], ev.addr[1], ev.addr[2], ev.addr[3],
-            ))
-        } else {
-            IpAddr::V6(Ipv6Addr::from(ev.addr))
-        };
-        detail["addr"] = json!(ip.to_string());
-        detail["port"] = json!(ev.port);
-        detail["message"] = json!(match ev.reason {
-            REASON_EGRESS_LOCKDOWN => "all egress is denied: this session tripped the Rule of Two",
-            _ => "this destination is not in the policy's egress allowlist",
-        });
+        _ => {}
     }
+    let message = reason
+        .and_then(|r| program.message(r))
+        .unwrap_or(UNLISTED_REASON);
+    detail["message"] = json!(message);
     Denial {
-        hook,
-        reason,
+        hook: program.name,
+        reason: reason.map_or("unknown", Reason::name),
         detail,
     }
 }
@@ -152,26 +112,18 @@ mod tests {
     use super::*;
     use gateway_common::AF_INET6;
 
-    fn ev(kind: u32, reason: u32) -> Event {
+    fn ev(kind: EventKind, reason: Reason) -> Event {
         Event {
-            kind,
-            reason,
             pid: 42,
-            family: 0,
             cgroup_id: 9,
-            ino: 0,
-            matched_ino: 0,
-            dev: 0,
-            port: 0,
-            addr: [0; 16],
             comm: *b"curl\0\0\0\0\0\0\0\0\0\0\0\0",
+            ..Event::new(kind, reason)
         }
     }
 
     fn spec() -> KernelSpec {
         KernelSpec {
             cgroup_dir: "/x".into(),
-            cgroup_id: 9,
             protected: vec![super::super::spec::ProtectedInode {
                 path: "/home/u/.ssh".into(),
                 key: gateway_common::InodeKey {
@@ -188,10 +140,10 @@ mod tests {
 
     #[test]
     fn file_denial_names_the_protected_path() {
-        let mut e = ev(EV_FILE_OPEN, REASON_PROTECTED_PATH);
-        e.ino = 100;
-        e.matched_ino = 77;
-        e.dev = (8 << 20) | 1;
+        let mut e = ev(EventKind::FileOpen, Reason::ProtectedPath);
+        e.file_ino = 100;
+        e.protected_ino = 77;
+        e.file_dev = (8 << 20) | 1;
         let d = describe(&e, &spec());
         assert_eq!((d.hook, d.reason), ("lsm/file_open", "protected_path"));
         assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
@@ -201,16 +153,16 @@ mod tests {
 
     #[test]
     fn connect_denials_decode_addresses() {
-        let mut e = ev(EV_CONNECT4, REASON_EGRESS_NOT_ALLOWED);
-        e.family = AF_INET;
-        e.addr[..4].copy_from_slice(&[10, 1, 2, 3]);
-        e.port = 443;
+        let mut e = ev(EventKind::Connect4, Reason::EgressNotAllowed);
+        e.dst_family = AF_INET;
+        e.dst_addr[..4].copy_from_slice(&[10, 1, 2, 3]);
+        e.dst_port = 443;
         let d = describe(&e, &spec());
         assert_eq!(d.detail["addr"], "10.1.2.3");
         assert_eq!(d.detail["port"], 443);
-        let mut e = ev(EV_SENDMSG6, REASON_EGRESS_LOCKDOWN);
-        e.family = AF_INET6;
-        e.addr[15] = 1;
+        let mut e = ev(EventKind::SendMsg6, Reason::EgressLockdown);
+        e.dst_family = AF_INET6;
+        e.dst_addr[15] = 1;
         let d = describe(&e, &spec());
         assert_eq!((d.hook, d.reason), ("cgroup/sendmsg6", "egress_lockdown"));
         assert_eq!(d.detail["addr"], "::1");
@@ -218,26 +170,26 @@ mod tests {
 
     #[test]
     fn self_protection_denials() {
-        let d = describe(&ev(EV_BPF, REASON_SELF_PROTECTION), &spec());
+        let d = describe(&ev(EventKind::Bpf, Reason::SelfProtection), &spec());
         assert_eq!((d.hook, d.reason), ("lsm/bpf", "self_protection"));
-        let mut e = ev(EV_KILL, REASON_SELF_PROTECTION);
-        e.ino = 1234;
-        e.port = 9;
+        let mut e = ev(EventKind::Kill, Reason::SelfProtection);
+        e.target_pid = 1234;
+        e.signal = 9;
         let d = describe(&e, &spec());
         assert_eq!(d.hook, "lsm/task_kill");
         assert_eq!(
             (d.detail["target_pid"].as_u64(), d.detail["signal"].as_u64()),
             (Some(1234), Some(9))
         );
-        let d = describe(&ev(EV_FILE_OPEN, REASON_SELF_PROTECTION), &spec());
+        let d = describe(&ev(EventKind::FileOpen, Reason::SelfProtection), &spec());
         assert!(d.detail["message"].as_str().unwrap().contains("cgroup"));
     }
 
     #[test]
     fn exec_denial() {
-        let mut e = ev(EV_EXEC, REASON_EXEC_NOT_ALLOWED);
-        e.ino = 5;
-        e.dev = (8 << 20) | 2;
+        let mut e = ev(EventKind::Exec, Reason::ExecNotAllowed);
+        e.file_ino = 5;
+        e.file_dev = (8 << 20) | 2;
         let d = describe(&e, &spec());
         assert_eq!(
             (d.hook, d.reason),
@@ -255,5 +207,44 @@ mod tests {
     #[test]
     fn short_item_is_not_an_event() {
         assert!(parse(&[0u8; 10]).is_none());
+    }
+
+    #[test]
+    fn unknown_codes_are_recorded_not_dropped() {
+        let mut e = ev(EventKind::Bpf, Reason::SelfProtection);
+        e.kind = 999;
+        let d = describe(&e, &spec());
+        assert_eq!((d.hook, d.reason), ("unknown", "self_protection"));
+        assert_eq!(d.detail["kind"], 999);
+        let mut e = ev(EventKind::Connect4, Reason::EgressLockdown);
+        e.reason = 77;
+        let d = describe(&e, &spec());
+        assert_eq!((d.hook, d.reason), ("cgroup/connect4", "unknown"));
+        assert_eq!(d.detail["reason_code"], 77);
+        assert_eq!(d.detail["message"], UNLISTED_REASON);
+    }
+
+    #[test]
+    fn every_program_and_reason_it_lists_has_its_message() {
+        for p in &crate::kernel::PROGRAMS {
+            for (reason, message) in p.messages {
+                let d = describe(&ev(p.event, *reason), &spec());
+                assert_eq!((d.hook, d.reason), (p.name, reason.name()));
+                assert_eq!(d.detail["message"], *message);
+            }
+        }
+    }
+
+    #[test]
+    fn an_item_round_trips_through_parse() {
+        let mut e = ev(EventKind::Ptrace, Reason::SelfProtection);
+        e.target_pid = 31337;
+        // SAFETY: Event is repr(C) plain data without padding (asserted in gateway-common).
+        let bytes: [u8; size_of::<Event>()] = unsafe { std::mem::transmute(e) };
+        let back = parse(&bytes).unwrap();
+        let d = describe(&back, &spec());
+        assert_eq!(d.hook, "lsm/ptrace_access_check");
+        assert_eq!(d.detail["target_pid"], 31337);
+        assert_eq!(d.detail["comm"], "curl");
     }
 }

@@ -20,7 +20,6 @@ pub struct ProtectedInode {
 #[derive(Debug, Clone)]
 pub struct KernelSpec {
     pub cgroup_dir: PathBuf,
-    pub cgroup_id: u64,
     pub protected: Vec<ProtectedInode>,
     /// Binaries the agent may execute; enforced only when `exec_enforced`.
     pub exec: Vec<ProtectedInode>,
@@ -70,11 +69,7 @@ pub fn egress_rule(cidr: &Cidr, port: Option<u16>) -> EgressRule {
 impl KernelSpec {
     /// Derives the spec for one agent cgroup. Protected paths are resolved to inodes now:
     /// a path that does not exist yet cannot be protected by identity and is reported.
-    pub fn from_policy(
-        policy: &Policy,
-        cgroup_dir: PathBuf,
-        cgroup_id: u64,
-    ) -> (KernelSpec, Vec<SpecWarning>) {
+    pub fn from_policy(policy: &Policy, cgroup_dir: PathBuf) -> (KernelSpec, Vec<SpecWarning>) {
         let mut warnings = Vec::new();
         let mut resolve = |paths: &[PathBuf], what: &str| -> Vec<ProtectedInode> {
             let mut out = Vec::new();
@@ -111,7 +106,6 @@ impl KernelSpec {
             .collect();
         let spec = KernelSpec {
             cgroup_dir,
-            cgroup_id,
             protected,
             exec_enforced: !policy.sandbox.exec.is_empty(),
             exec,
@@ -161,7 +155,7 @@ mod tests {
             secret.display()
         );
         let p = Policy::parse(&text, Path::new("t")).unwrap();
-        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into(), 7);
+        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into());
         assert!(!spec.require);
         assert_eq!(spec.protected.len(), 1);
         assert_eq!(warnings.len(), 1);

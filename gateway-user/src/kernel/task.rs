@@ -1,6 +1,11 @@
 //! The one task that owns the kernel layer (the `Ebpf` handle and the ring buffer). Other
 //! tasks talk to it through a [`Handle`]; when every handle is gone it hands the layer back,
 //! so the caller decides when the programs detach (after the agent is dead).
+//!
+//! The task does no blocking I/O: each denial goes into a bounded channel whose receiver
+//! (the audit writer) runs off the runtime. When the writer falls behind, the task waits on
+//! the channel without blocking the runtime, and the kernel's ring buffer absorbs the excess
+//! or counts it as dropped.
 use aya::maps::{MapData, RingBuf};
 use tokio::{
     io::unix::AsyncFd,
@@ -35,12 +40,11 @@ impl Handle {
         self.tx
             .send(Command::Lockdown { on, reply })
             .await
-            .map_err(|_| KernelError::Object("kernel task has stopped".into()))?;
-        rx.await
-            .map_err(|_| KernelError::Object("kernel task has stopped".into()))?
+            .map_err(|_| KernelError::TaskStopped)?;
+        rx.await.map_err(|_| KernelError::TaskStopped)?
     }
 
-    /// Waits until every pending event has been handed to the callback.
+    /// Waits until every pending event has been sent to the sink.
     pub async fn drain(&self) -> u64 {
         let (reply, rx) = oneshot::channel();
         if self.tx.send(Command::Drain { reply }).await.is_err() {
@@ -50,37 +54,35 @@ impl Handle {
     }
 }
 
-/// Starts the owning task. `on_denial` is called for every kernel denial, in order.
-pub fn spawn<F>(
+/// Starts the owning task. Every kernel denial, in order, is turned into a `T` by `wrap` and
+/// sent to `sink` (a sink that has gone away loses the records, not the denials).
+pub fn spawn<T, F>(
     mut layer: KernelLayer,
     spec: KernelSpec,
-    mut on_denial: F,
+    sink: mpsc::Sender<T>,
+    mut wrap: F,
 ) -> Result<(Handle, JoinHandle<KernelLayer>), KernelError>
 where
-    F: FnMut(events::Denial) + Send + 'static,
+    T: Send + 'static,
+    F: FnMut(events::Denial) -> T + Send + 'static,
 {
     let ring = layer.take_events()?;
     // SAFETY: the ring buffer owns its fd and the AsyncFd owns the ring buffer, so the fd
     // stays open for as long as it is registered.
     let mut fd = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
-        .map_err(|e| KernelError::Map {
-            map: "EVENTS",
-            answer: e.to_string(),
-        })?;
+        .map_err(|e| KernelError::EventsPoll(e.into_parts().1))?;
     let (tx, mut rx) = mpsc::channel(16);
     let join = tokio::spawn(async move {
-        let mut read_all = |ring: &mut RingBuf<MapData>| {
-            while let Some(item) = ring.next() {
-                if let Some(ev) = events::parse(&item) {
-                    on_denial(events::describe(&ev, &spec));
-                }
-            }
+        let mut out = Sink {
+            spec: &spec,
+            sink: &sink,
+            wrap: &mut wrap,
         };
         loop {
             tokio::select! {
                 guard = fd.readable_mut() => match guard {
                     Ok(mut g) => {
-                        read_all(g.get_inner_mut());
+                        out.read_all(g.get_inner_mut()).await;
                         g.clear_ready();
                     }
                     Err(_) => break,
@@ -91,14 +93,38 @@ where
                         let _ = reply.send(layer.set_lockdown(on));
                     }
                     Some(Command::Drain { reply }) => {
-                        read_all(fd.get_mut());
+                        out.read_all(fd.get_mut()).await;
                         let _ = reply.send(layer.dropped());
                     }
                 },
             }
         }
-        read_all(fd.get_mut());
+        out.read_all(fd.get_mut()).await;
         layer
     });
     Ok((Handle { tx }, join))
+}
+
+/// Where decoded denials go.
+struct Sink<'a, T, F> {
+    spec: &'a KernelSpec,
+    sink: &'a mpsc::Sender<T>,
+    wrap: &'a mut F,
+}
+
+impl<T, F: FnMut(events::Denial) -> T> Sink<'_, T, F> {
+    /// Sends every event now in the ring buffer, in order.
+    async fn read_all(&mut self, ring: &mut RingBuf<MapData>) {
+        loop {
+            // The item borrows the ring buffer: copy the event out before awaiting.
+            let ev = match ring.next() {
+                None => return,
+                Some(item) => events::parse(&item),
+            };
+            if let Some(ev) = ev {
+                let item = (self.wrap)(events::describe(&ev, self.spec));
+                let _ = self.sink.send(item).await;
+            }
+        }
+    }
 }

@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-mod locate;
+mod error;
+pub mod schema;
+pub mod spans;
 pub mod tools;
+mod validate;
+pub use error::{JsonPath, PolicyError, Seg, ValidationError};
 pub use tools::{
     ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
     ScanMode, SecretSource, ShellRule, ToolDef, TrifectaMode, glob_match_str,
@@ -118,30 +122,6 @@ pub struct Policy {
     pub credentials: std::collections::BTreeMap<String, SecretSource>,
 }
 
-/// Why a policy could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    #[error("cannot read policy {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error("{path}:{line}:{column}: {message}")]
-    Invalid {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-}
-
 impl Policy {
     /// Reads, parses and validates a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
@@ -160,54 +140,16 @@ impl Policy {
             column: e.column(),
             message: e.to_string(),
         })?;
-        policy.validate().map_err(|message| {
-            let (line, column) = locate::locate(text, &message).unwrap_or((1, 1));
+        policy.validate().map_err(|source| {
+            let (line, column) = spans::locate(text, source.path()).unwrap_or((1, 1));
             PolicyError::Invalid {
                 path: path.to_owned(),
                 line,
                 column,
-                message,
+                source,
             }
         })?;
         Ok(policy)
-    }
-
-    /// Semantic checks serde cannot express.
-    fn validate(&self) -> Result<(), String> {
-        if self.version != 1 {
-            return Err(format!(
-                "unsupported policy version {} (only 1 exists)",
-                self.version
-            ));
-        }
-        for (i, e) in self.network.egress.iter().enumerate() {
-            match (&e.cidr, &e.host) {
-                (None, None) => {
-                    return Err(format!("network.egress[{i}]: needs `cidr` or `host`"));
-                }
-                (Some(c), _) => {
-                    crate::net::Cidr::parse(c)
-                        .map_err(|m| format!("network.egress[{i}].cidr: {m}"))?;
-                }
-                _ => {}
-            }
-        }
-        for (field, paths) in [
-            ("readable", &self.sandbox.readable),
-            ("writable", &self.sandbox.writable),
-            ("protected", &self.sandbox.protected),
-            ("exec", &self.sandbox.exec),
-        ] {
-            for (i, p) in paths.iter().enumerate() {
-                if !p.is_absolute() {
-                    return Err(format!(
-                        "sandbox.{field}[{i}]: `{}` is not an absolute path",
-                        p.display()
-                    ));
-                }
-            }
-        }
-        tools::validate(self)
     }
 
     /// Consecutive words of untrusted output an argument may not repeat.
@@ -264,9 +206,10 @@ mod tests {
             PolicyError::Invalid {
                 line,
                 column,
-                message,
+                source,
                 ..
             } => {
+                let message = source.to_string();
                 assert_eq!((line, column), (4, 26), "{message}");
                 assert!(message.starts_with("sandbox.protected[1]"), "{message}");
             }

@@ -5,6 +5,8 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::schema::{ArgSchema, CompiledSchema, SchemaError};
+
 /// What a tool does, as far as the session's taint and the action limits care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -122,7 +124,8 @@ pub struct ToolDef {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// JSON Schema of the arguments; absent = `{"type": "object"}`.
+    /// JSON Schema of the arguments; absent = `{"type": "object"}`. Compiled once (see
+    /// [`ToolDef::arg_schema`]); not to be changed after that.
     #[serde(default)]
     pub input_schema: Option<serde_json::Value>,
     /// `sha256:HEX` over name, description and canonical schema; absent = pinned from this
@@ -149,6 +152,17 @@ pub struct ToolDef {
     /// Skip the untrusted-echo check for this tool (e.g. a note-taking tool).
     #[serde(default)]
     pub echo_ok: bool,
+    /// `input_schema`, compiled.
+    #[serde(skip)]
+    compiled: CompiledSchema,
+}
+
+impl ToolDef {
+    /// The compiled input schema (compiled on the first call; [`super::Policy::parse`]
+    /// makes that call for every tool, so a schema that does not compile is a policy error).
+    pub fn arg_schema(&self) -> Result<&ArgSchema, &SchemaError> {
+        self.compiled.get(self.input_schema.as_ref())
+    }
 }
 
 fn one() -> u64 {
@@ -311,105 +325,6 @@ fn glob_match<T: PartialEq + Copy + From<u8>>(g: &[T], t: &[T]) -> bool {
     g[gi..].iter().all(|&c| c == star)
 }
 
-fn check_regex(at: &str, re: &str) -> Result<(), String> {
-    regex::Regex::new(re)
-        .map(|_| ())
-        .map_err(|e| format!("{at}: bad regex: {e}"))
-}
-
-fn check_source(at: &str, s: &SecretSource) -> Result<(), String> {
-    let n = [s.env.is_some(), s.file.is_some(), s.value.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
-    if n != 1 {
-        return Err(format!("{at}: needs exactly one of `env`, `file`, `value`"));
-    }
-    if s.value
-        .as_ref()
-        .is_some_and(|v| v.chars().count() < MIN_SECRET_LEN)
-    {
-        return Err(format!(
-            "{at}: value shorter than {MIN_SECRET_LEN} characters"
-        ));
-    }
-    Ok(())
-}
-
-/// The gateway-layer checks of [`super::Policy::validate`].
-pub(super) fn validate(p: &super::Policy) -> Result<(), String> {
-    let mut names = std::collections::BTreeSet::new();
-    for (i, t) in p.tools.iter().enumerate() {
-        let at = format!("tools[{i}] ({})", t.name);
-        if t.name.is_empty() || !names.insert(t.name.as_str()) {
-            return Err(format!("{at}: empty or duplicate tool name"));
-        }
-        if t.input_schema.as_ref().is_some_and(|s| !s.is_object()) {
-            return Err(format!("{at}.input_schema: must be an object"));
-        }
-        if let Some(f) = &t.fingerprint {
-            let hex = f.strip_prefix("sha256:").unwrap_or("");
-            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!(
-                    "{at}.fingerprint: expected `sha256:` and 64 hex digits"
-                ));
-            }
-        }
-        for c in &t.credentials {
-            if !p.credentials.contains_key(c) {
-                return Err(format!("{at}.credentials: `{c}` is not in `credentials`"));
-            }
-        }
-        for (arg, r) in &t.args {
-            let at = format!("{at}.args.{arg}");
-            if let Some(re) = &r.regex {
-                check_regex(&at, re)?;
-            }
-            for re in &r.forbid {
-                check_regex(&at, re)?;
-            }
-            if matches!((r.min, r.max), (Some(lo), Some(hi)) if lo > hi) {
-                return Err(format!("{at}: min > max"));
-            }
-            let kinds = [r.path.is_some(), r.url, r.shell.is_some()];
-            if kinds.iter().filter(|b| **b).count() > 1 {
-                return Err(format!("{at}: at most one of `path`, `url`, `shell`"));
-            }
-        }
-    }
-    let mut ids = std::collections::BTreeSet::new();
-    for (i, r) in p.rules.iter().enumerate() {
-        let at = format!("rules[{i}] ({})", r.id);
-        if r.id.is_empty() || !ids.insert(r.id.as_str()) {
-            return Err(format!("{at}: empty or duplicate rule id"));
-        }
-        for (arg, c) in &r.when {
-            if let Some(re) = &c.regex {
-                check_regex(&format!("{at}.when.{arg}"), re)?;
-            }
-        }
-    }
-    for (i, r) in p.limits.rate.iter().enumerate() {
-        if r.max == 0 || r.window_s == 0 {
-            return Err(format!(
-                "limits.rate[{i}]: `max` and `window_s` must be > 0"
-            ));
-        }
-    }
-    if p.untrusted_echo_words == Some(0) || p.untrusted_echo_words.is_some_and(|n| n > 64) {
-        return Err("untrusted_echo_words: must be 1..=64".into());
-    }
-    if p.approval_ttl_s == Some(0) {
-        return Err("approval_ttl_s: must be > 0".into());
-    }
-    for (kind, map) in [("secrets", &p.secrets), ("credentials", &p.credentials)] {
-        for (name, s) in map {
-            check_source(&format!("{kind}.{name}"), s)?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,60 +397,6 @@ mod tests {
         ] {
             assert_eq!(props(at), keys(&v), "schema at `{at}`");
         }
-    }
-
-    #[test]
-    fn gateway_fields_are_validated() {
-        let bad = |extra: &str, needle: &str| {
-            let text = format!(r#"{{"version": 1, {extra}}}"#);
-            let e = super::super::Policy::parse(&text, std::path::Path::new("p.json"))
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains(needle), "{extra}: {e}");
-        };
-        bad(
-            r#""tools": [{"name": "a"}, {"name": "a"}]"#,
-            "duplicate tool name",
-        );
-        bad(
-            r#""tools": [{"name": "a", "args": {"x": {"regex": "("}}}]"#,
-            "bad regex",
-        );
-        bad(
-            r#""tools": [{"name": "a", "credentials": ["nope"]}]"#,
-            "is not in `credentials`",
-        );
-        bad(
-            r#""tools": [{"name": "a", "args": {"x": {"min": 5, "max": 1}}}]"#,
-            "min > max",
-        );
-        bad(
-            r#""tools": [{"name": "a", "args": {"x": {"path": "read", "url": true}}}]"#,
-            "at most one",
-        );
-        bad(
-            r#""tools": [{"name": "a", "fingerprint": "md5:00"}]"#,
-            "fingerprint",
-        );
-        bad(r#""tools": [{"name": "a", "lables": []}]"#, "unknown field");
-        bad(
-            r#""rules": [{"id": "r", "tool": "*", "decision": "maybe"}]"#,
-            "unknown variant",
-        );
-        bad(
-            r#""rules": [{"id": "r", "tool": "*", "decision": "deny"}, {"id": "r", "tool": "x", "decision": "deny"}]"#,
-            "duplicate rule id",
-        );
-        bad(
-            r#""limits": {"rate": [{"tool": "*", "max": 0, "window_s": 1}]}"#,
-            "limits.rate[0]",
-        );
-        bad(r#""untrusted_echo_words": 0"#, "untrusted_echo_words");
-        bad(r#""secrets": {"k": {"value": "short"}}"#, "shorter than 8");
-        bad(
-            r#""secrets": {"k": {"env": "A", "value": "longenough"}}"#,
-            "exactly one",
-        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     if !cx.args.is_object() {
         return Err(cx.deny(Reason::ArgRule, "arguments must be a JSON object"));
     }
-    if let Err(m) = args::schema_check(&tool.schema, &cx.args, "arguments") {
+    if let Err(m) = args::schema_check(&tool.def, &cx.args, "arguments") {
         return Err(cx.deny(Reason::ArgRule, m));
     }
     // Canonical forms of path values: (argument, array index, value).

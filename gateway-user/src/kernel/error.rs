@@ -1,0 +1,176 @@
+//! Why the kernel layer failed, one variant per failure a caller can act on. aya's errors
+//! stay attached as sources, so the kernel's own answer (errno, verifier log) is never lost:
+//! print the whole chain with [`chain`].
+use std::path::PathBuf;
+
+use aya::{maps::MapError, programs::ProgramError};
+
+use super::btf::BtfError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("this gatewayd was built without its kernel programs (GATEWAYD_EBPF_STUB=1)")]
+    Stub,
+    #[error(transparent)]
+    Btf(#[from] BtfError),
+    #[error("loading the eBPF object failed")]
+    Object(#[source] aya::EbpfError),
+    #[error("kernel program {program}: `{object}` is not in the eBPF object")]
+    ProgramMissing {
+        program: &'static str,
+        object: &'static str,
+    },
+    #[error("kernel program {program}: its hook is not in the kernel's BTF")]
+    HookNotInBtf {
+        program: &'static str,
+        #[source]
+        source: BtfError,
+    },
+    #[error(
+        "kernel program {program}: this kernel's `{hook}` hook has {params} parameters, a signature gatewayd does not know"
+    )]
+    UnknownSignature {
+        program: &'static str,
+        hook: &'static str,
+        params: u32,
+    },
+    #[error(
+        "kernel program {program} could not be loaded{}",
+        empty_log_note(source)
+    )]
+    Load {
+        program: &'static str,
+        #[source]
+        source: ProgramError,
+    },
+    #[error("kernel program {program} could not be attached")]
+    Attach {
+        program: &'static str,
+        #[source]
+        source: ProgramError,
+    },
+    #[error("map {map} is not in the eBPF object")]
+    MapMissing { map: &'static str },
+    #[error("map {map}")]
+    Map {
+        map: &'static str,
+        #[source]
+        source: MapError,
+    },
+    #[error("{rules} egress rules, the kernel map holds {capacity}")]
+    TooManyEgressRules { rules: usize, capacity: u32 },
+    #[error("cannot open cgroup {}", path.display())]
+    Cgroup {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot watch the EVENTS ring buffer")]
+    EventsPoll(#[source] std::io::Error),
+    #[error("the kernel task has stopped")]
+    TaskStopped,
+}
+
+impl KernelError {
+    /// For a program that did not make it: the step it failed at (`found`, `loaded`,
+    /// `attached`), as the `session_start` record and `doctor` show it.
+    pub fn stage(&self) -> &'static str {
+        match self {
+            KernelError::ProgramMissing { .. } => "found",
+            KernelError::Attach { .. } => "attached",
+            _ => "loaded",
+        }
+    }
+
+    /// The kernel's answer for a program that did not make it: the errno and verifier log
+    /// of a refused load (one line when the log is empty), else the chain of causes.
+    pub fn answer(&self) -> String {
+        match self {
+            KernelError::Load {
+                source:
+                    ProgramError::LoadError {
+                        io_error,
+                        verifier_log,
+                    },
+                ..
+            } => {
+                let log = verifier_log.to_string();
+                if log.trim().is_empty() {
+                    format!("{io_error}{}", EMPTY_LOG_NOTE)
+                } else {
+                    format!("{io_error}; verifier log:\n{log}")
+                }
+            }
+            KernelError::Load { source, .. } | KernelError::Attach { source, .. } => chain(source),
+            KernelError::HookNotInBtf { source, .. } => chain(source),
+            other => chain(other),
+        }
+    }
+}
+
+const EMPTY_LOG_NOTE: &str = " (empty verifier log: refused before verification, as kernels that do not permit this program type do)";
+
+/// A note for a load the kernel refused without a verifier log: that is how kernels answer
+/// a program type they do not permit (BPF LSM on this project's CI host), not a verifier
+/// rejection.
+fn empty_log_note(e: &ProgramError) -> &'static str {
+    match e {
+        ProgramError::LoadError { verifier_log, .. }
+            if verifier_log.to_string().trim().is_empty() =>
+        {
+            EMPTY_LOG_NOTE
+        }
+        _ => "",
+    }
+}
+
+/// An error and every source under it, joined with `: ` (what `{:#}` prints for anyhow).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_keeps_the_kernels_answer() {
+        let e = KernelError::Cgroup {
+            path: "/sys/fs/cgroup/x".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        };
+        let text = chain(&e);
+        assert!(
+            text.starts_with("cannot open cgroup /sys/fs/cgroup/x: "),
+            "{text}"
+        );
+        assert!(text.contains("No such file or directory"), "{text}");
+    }
+
+    #[test]
+    fn an_empty_verifier_log_is_explained_and_the_errno_kept() {
+        let e = KernelError::Load {
+            program: "lsm/file_open",
+            source: ProgramError::LoadError {
+                io_error: std::io::Error::from_raw_os_error(libc::EPERM),
+                verifier_log: aya_obj::VerifierLog::new(String::new()),
+            },
+        };
+        let text = chain(&e);
+        assert!(text.contains("lsm/file_open"), "{text}");
+        assert!(text.contains("empty verifier log"), "{text}");
+        assert!(text.contains("Operation not permitted"), "{text}");
+        assert_eq!(e.stage(), "loaded");
+        assert_eq!(
+            e.answer(),
+            format!("Operation not permitted (os error 1){EMPTY_LOG_NOTE}")
+        );
+    }
+}

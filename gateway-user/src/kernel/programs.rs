@@ -1,0 +1,390 @@
+//! The one table of gatewayd's kernel programs. Everything else is derived from it: the
+//! loader attaches [`PROGRAMS`] in order, the event describer names and explains a denial by
+//! its [`EventKind`], `doctor` lists one row per entry, and docs/KERNEL.md's program table
+//! mirrors it (a test compares the two, and another compares it with the programs in the
+//! eBPF object).
+//!
+//! Adding a kernel hook: write the program in gateway-ebpf, give it an [`EventKind`] in
+//! gateway-common, add its entry here, and paste the row the KERNEL.md test prints.
+use gateway_common::{EventKind, Reason};
+
+/// How a program is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    /// A BPF LSM hook, attached globally; the program acts only inside the agent's cgroup.
+    /// The object may carry one program per parameter count the hook has had across kernels
+    /// (its "earlier verdict" argument comes right after the parameters, at a constant
+    /// offset): the loader picks the one matching this kernel's BTF.
+    Lsm {
+        hook: &'static str,
+        /// (parameter count, program name in the object)
+        by_params: &'static [(u32, &'static str)],
+    },
+    /// A cgroup sock_addr program (its attach type comes from its section), attached to the
+    /// agent's cgroup without `BPF_F_ALLOW_OVERRIDE`.
+    SockAddr { object: &'static str },
+}
+
+/// What a denial's audit `detail` carries beyond `pid`, `comm` and `cgroup_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// `ino`, `dev`, and for `protected_path` the protected inode and its path.
+    File,
+    /// `ino` and `dev` of the executed file.
+    Exec,
+    /// Nothing more.
+    Nothing,
+    /// `target_pid`.
+    Target,
+    /// `target_pid` and `signal`.
+    Signal,
+    /// `addr` and `port` of the destination.
+    Destination,
+}
+
+/// One kernel program as gatewayd knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Program {
+    /// Name in audit records (`hook`), `doctor` and the `session_start` record.
+    pub name: &'static str,
+    pub attach: Attach,
+    /// The kind its events carry (one program per kind).
+    pub event: EventKind,
+    pub payload: Payload,
+    /// What it denies inside the agent's cgroup, in one line (`doctor`, KERNEL.md).
+    pub enforces: &'static str,
+    /// Every reason it denies with, and the message the audit record gives the model.
+    pub messages: &'static [(Reason, &'static str)],
+}
+
+const UNRESOLVABLE: (Reason, &str) = (
+    Reason::Unresolvable,
+    "the kernel could not resolve this file's path within its depth limit, so the operation is denied",
+);
+const CHANGE_PROTECTED: (Reason, &str) = (
+    Reason::ProtectedPath,
+    "deleting, renaming, replacing or changing a protected path (or anything under a protected directory) is denied by the kernel",
+);
+const NOT_ALLOWED: (Reason, &str) = (
+    Reason::EgressNotAllowed,
+    "this destination is not in the policy's egress allowlist",
+);
+const LOCKDOWN: (Reason, &str) = (
+    Reason::EgressLockdown,
+    "all egress is denied: this session tripped the Rule of Two",
+);
+const EGRESS: &[(Reason, &str)] = &[NOT_ALLOWED, LOCKDOWN];
+
+/// Every program, in the order the loader attaches them (BPF LSM first).
+pub static PROGRAMS: [Program; 14] = [
+    Program {
+        name: "lsm/file_open",
+        attach: Attach::Lsm {
+            hook: "file_open",
+            by_params: &[(1, "file_open")],
+        },
+        event: EventKind::FileOpen,
+        payload: Payload::File,
+        enforces: "open() of a protected file or of anything under a protected directory; opening any cgroup file for writing (the agent may not leave its cgroup)",
+        messages: &[
+            (
+                Reason::ProtectedPath,
+                "opening a protected file (or a file under a protected directory) is denied by the kernel",
+            ),
+            (
+                Reason::SelfProtection,
+                "writing to cgroup files is denied: the agent may not leave or reconfigure its cgroup",
+            ),
+            UNRESOLVABLE,
+        ],
+    },
+    Program {
+        name: "lsm/inode_unlink",
+        attach: Attach::Lsm {
+            hook: "inode_unlink",
+            by_params: &[(2, "inode_unlink")],
+        },
+        event: EventKind::Unlink,
+        payload: Payload::File,
+        enforces: "deleting a protected file or anything under a protected directory",
+        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_rmdir",
+        attach: Attach::Lsm {
+            hook: "inode_rmdir",
+            by_params: &[(2, "inode_rmdir")],
+        },
+        event: EventKind::Rmdir,
+        payload: Payload::File,
+        enforces: "removing a protected directory or one under a protected directory",
+        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_rename",
+        attach: Attach::Lsm {
+            hook: "inode_rename",
+            by_params: &[(4, "inode_rename")],
+        },
+        event: EventKind::Rename,
+        payload: Payload::File,
+        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory",
+        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_setattr",
+        attach: Attach::Lsm {
+            hook: "inode_setattr",
+            by_params: &[(2, "inode_setattr2"), (3, "inode_setattr3")],
+        },
+        event: EventKind::Setattr,
+        payload: Payload::File,
+        enforces: "truncate, chmod, chown and utimes of a protected path or anything under it",
+        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/bprm_check_security",
+        attach: Attach::Lsm {
+            hook: "bprm_check_security",
+            by_params: &[(1, "bprm_check_security")],
+        },
+        event: EventKind::Exec,
+        payload: Payload::Exec,
+        enforces: "executing a file not in sandbox.exec, when it lists binaries (matched by inode; a script and its interpreter are checked separately)",
+        messages: &[
+            (
+                Reason::ExecNotAllowed,
+                "executing this file is denied: it is not in the policy's exec allowlist",
+            ),
+            (
+                Reason::Unresolvable,
+                "the kernel could not identify the executed file, so the exec is denied",
+            ),
+        ],
+    },
+    Program {
+        name: "lsm/bpf",
+        attach: Attach::Lsm {
+            hook: "bpf",
+            by_params: &[(3, "bpf3"), (4, "bpf4")],
+        },
+        event: EventKind::Bpf,
+        payload: Payload::Nothing,
+        enforces: "every bpf() call",
+        messages: &[(
+            Reason::SelfProtection,
+            "bpf() is denied inside the agent's cgroup: the agent may not touch the kernel layer",
+        )],
+    },
+    Program {
+        name: "lsm/sb_mount",
+        attach: Attach::Lsm {
+            hook: "sb_mount",
+            by_params: &[(5, "sb_mount")],
+        },
+        event: EventKind::Mount,
+        payload: Payload::Nothing,
+        enforces: "every mount()",
+        messages: &[(
+            Reason::SelfProtection,
+            "mount() is denied inside the agent's cgroup",
+        )],
+    },
+    Program {
+        name: "lsm/ptrace_access_check",
+        attach: Attach::Lsm {
+            hook: "ptrace_access_check",
+            by_params: &[(2, "ptrace_access_check")],
+        },
+        event: EventKind::Ptrace,
+        payload: Payload::Target,
+        enforces: "every ptrace attach (also process_vm_writev, /proc/PID/mem), and any ptrace access to gatewayd",
+        messages: &[(
+            Reason::SelfProtection,
+            "ptrace attach, and any ptrace access to gatewayd, is denied inside the agent's cgroup",
+        )],
+    },
+    Program {
+        name: "lsm/task_kill",
+        attach: Attach::Lsm {
+            hook: "task_kill",
+            by_params: &[(4, "task_kill")],
+        },
+        event: EventKind::Kill,
+        payload: Payload::Signal,
+        enforces: "signals to gatewayd",
+        messages: &[(Reason::SelfProtection, "the agent may not signal gatewayd")],
+    },
+    Program {
+        name: "cgroup/connect4",
+        attach: Attach::SockAddr { object: "connect4" },
+        event: EventKind::Connect4,
+        payload: Payload::Destination,
+        enforces: "IPv4 connect() outside the egress allowlist; all of it in lockdown",
+        messages: EGRESS,
+    },
+    Program {
+        name: "cgroup/connect6",
+        attach: Attach::SockAddr { object: "connect6" },
+        event: EventKind::Connect6,
+        payload: Payload::Destination,
+        enforces: "IPv6 connect() outside the egress allowlist (an IPv4-mapped address is judged as IPv4); all of it in lockdown",
+        messages: EGRESS,
+    },
+    Program {
+        name: "cgroup/sendmsg4",
+        attach: Attach::SockAddr { object: "sendmsg4" },
+        event: EventKind::SendMsg4,
+        payload: Payload::Destination,
+        enforces: "unconnected UDP sendto()/sendmsg() to IPv4 destinations outside the egress allowlist; all of it in lockdown",
+        messages: EGRESS,
+    },
+    Program {
+        name: "cgroup/sendmsg6",
+        attach: Attach::SockAddr { object: "sendmsg6" },
+        event: EventKind::SendMsg6,
+        payload: Payload::Destination,
+        enforces: "unconnected UDP sendto()/sendmsg() to IPv6 destinations outside the egress allowlist; all of it in lockdown",
+        messages: EGRESS,
+    },
+];
+
+impl Program {
+    /// The program producing events of `kind`.
+    pub fn for_event(kind: EventKind) -> Option<&'static Program> {
+        PROGRAMS.iter().find(|p| p.event == kind)
+    }
+
+    pub fn is_lsm(&self) -> bool {
+        matches!(self.attach, Attach::Lsm { .. })
+    }
+
+    /// The message for a denial with `reason`, when this program denies for that reason.
+    pub fn message(&self, reason: Reason) -> Option<&'static str> {
+        self.messages
+            .iter()
+            .find(|(r, _)| *r == reason)
+            .map(|(_, m)| *m)
+    }
+
+    /// Names of this entry's programs in the eBPF object.
+    pub fn object_programs(&self) -> Vec<&'static str> {
+        match self.attach {
+            Attach::Lsm { by_params, .. } => by_params.iter().map(|(_, name)| *name).collect(),
+            Attach::SockAddr { object } => vec![object],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// This entry's row in docs/KERNEL.md's program table.
+    fn doc_row(p: &Program) -> String {
+        let attach = match p.attach {
+            Attach::Lsm { hook, by_params } if by_params.len() > 1 => {
+                let names: Vec<String> = by_params.iter().map(|(_, n)| format!("`{n}`")).collect();
+                format!(
+                    "BPF LSM `{hook}` ({}, by the hook's parameter count)",
+                    names.join(" or ")
+                )
+            }
+            Attach::Lsm { hook, .. } => format!("BPF LSM `{hook}`"),
+            Attach::SockAddr { object } => format!("cgroup sock_addr `{object}`"),
+        };
+        let reasons: Vec<String> = p
+            .messages
+            .iter()
+            .map(|(r, _)| format!("`{}`", r.name()))
+            .collect();
+        format!(
+            "| `{}` | {attach} | {} | {} |",
+            p.name,
+            p.enforces,
+            reasons.join(", ")
+        )
+    }
+
+    #[test]
+    fn kernel_md_lists_every_program_of_the_table() {
+        let doc = include_str!("../../../docs/KERNEL.md");
+        let rows: Vec<&str> = doc
+            .lines()
+            .filter(|l| l.starts_with("| `lsm/") || l.starts_with("| `cgroup/"))
+            .collect();
+        let want: Vec<String> = PROGRAMS.iter().map(doc_row).collect();
+        assert_eq!(
+            rows,
+            want,
+            "docs/KERNEL.md's program table must mirror PROGRAMS; its rows should be:\n{}",
+            want.join("\n")
+        );
+    }
+
+    #[test]
+    fn one_program_per_event_kind_and_every_reason_has_a_message() {
+        for kind in EventKind::ALL {
+            let n = PROGRAMS.iter().filter(|p| p.event == kind).count();
+            assert_eq!(n, 1, "{kind:?} is produced by {n} programs");
+        }
+        let mut names: Vec<&str> = PROGRAMS.iter().map(|p| p.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), PROGRAMS.len(), "program names are unique");
+        for p in &PROGRAMS {
+            assert!(!p.messages.is_empty(), "{}", p.name);
+            assert!(!p.object_programs().is_empty(), "{}", p.name);
+        }
+        // The loader attaches BPF LSM first, then the cgroup programs.
+        let first_sock = PROGRAMS.iter().position(|p| !p.is_lsm()).unwrap();
+        assert!(PROGRAMS[first_sock..].iter().all(|p| !p.is_lsm()));
+    }
+
+    /// Programs in the embedded eBPF object, by name: "lsm" or "sock_addr".
+    fn object_programs() -> BTreeMap<String, &'static str> {
+        use aya_obj::ProgramSection;
+        let obj = aya_obj::Object::parse(super::super::OBJECT).expect("the eBPF object parses");
+        obj.programs
+            .iter()
+            .map(|(name, p)| {
+                let kind = match p.section {
+                    ProgramSection::Lsm { .. } => "lsm",
+                    ProgramSection::CgroupSockAddr { .. } => "sock_addr",
+                    ref other => {
+                        panic!("{name}: a program of a kind the table has no attach for: {other:?}")
+                    }
+                };
+                (name.clone(), kind)
+            })
+            .collect()
+    }
+
+    /// Runs against the real object in `cargo xtask test` (which builds without the stub).
+    /// A stub build has nothing to compare: it passes only when GATEWAYD_EBPF_STUB says the
+    /// stub was meant.
+    #[test]
+    fn the_table_and_the_ebpf_object_name_the_same_programs() {
+        if super::super::OBJECT.is_empty() {
+            assert!(
+                std::env::var_os("GATEWAYD_EBPF_STUB").is_some(),
+                "this build carries no eBPF object but GATEWAYD_EBPF_STUB is not set: \
+                 the program table cannot be checked against the object"
+            );
+            eprintln!("stub build (GATEWAYD_EBPF_STUB set): no eBPF object to compare");
+            return;
+        }
+        let table: BTreeMap<String, &str> = PROGRAMS
+            .iter()
+            .flat_map(|p| {
+                let kind = if p.is_lsm() { "lsm" } else { "sock_addr" };
+                p.object_programs()
+                    .into_iter()
+                    .map(move |n| (n.to_string(), kind))
+            })
+            .collect();
+        assert_eq!(object_programs(), table);
+    }
+}
