@@ -8,7 +8,7 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
-use daemon_support::{AgentRelay, Daemon, can_use_cgroups, records};
+use daemon_support::{AgentRelay, Daemon, records, require_cgroups};
 use gatewayd::daemon::{
     TripHook, TrippedSession,
     client::{Client, ClientError},
@@ -257,9 +257,7 @@ fn unknown_sessions_and_malformed_params_are_errors() {
 
 #[test]
 fn a_session_is_refused_to_another_cgroup_and_the_refusal_is_audited() {
-    if !can_use_cgroups() {
-        return;
-    }
+    require_cgroups();
     let d = Daemon::start();
     let mut agent = AgentRelay::spawn(&d.socket, "dtest-owner");
     let r = agent.call("session/open", json!({"session": "mine", "user": "bob"}));
@@ -298,9 +296,7 @@ fn a_session_is_refused_to_another_cgroup_and_the_refusal_is_audited() {
 
 #[test]
 fn only_an_operator_outside_agent_cgroups_approves_and_the_approval_is_single_use() {
-    if !can_use_cgroups() {
-        return;
-    }
+    require_cgroups();
     let d = Daemon::start();
     let mut agent = AgentRelay::spawn(&d.socket, "dtest-approve");
     agent.call("session/open", json!({"session": "s", "user": "bob"}));

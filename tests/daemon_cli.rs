@@ -8,7 +8,7 @@ use std::{
     process::{Command, Output},
 };
 
-use daemon_support::{AgentRelay, Daemon, can_use_cgroups};
+use daemon_support::{AgentRelay, Daemon, require_cgroups};
 use serde_json::{Value, json};
 
 fn gatewayd(args: &[&str], socket: &std::path::Path) -> Command {
@@ -56,9 +56,7 @@ fn repeat(agent: &mut AgentRelay, name: &str, body: &str, id: &str) -> Value {
 
 #[test]
 fn an_operator_lists_and_approves_and_an_agent_cannot() {
-    if !can_use_cgroups() {
-        return;
-    }
+    require_cgroups();
     let d = Daemon::start();
     let (mut agent, id) = held(&d, "cli-approve", "hello");
     let out = gatewayd(&["approvals", "list"], &d.socket)
@@ -107,9 +105,7 @@ fn an_operator_lists_and_approves_and_an_agent_cannot() {
 
 #[test]
 fn an_operator_denies_and_the_call_stays_refused() {
-    if !can_use_cgroups() {
-        return;
-    }
+    require_cgroups();
     let d = Daemon::start();
     let (mut agent, id) = held(&d, "cli-deny", "bye");
     let out = gatewayd(&["approvals", "deny", &id], &d.socket)

@@ -7,7 +7,7 @@ mod daemon_support;
 
 use std::{collections::HashMap, path::Path, sync::Arc};
 
-use daemon_support::{AgentRelay, Daemon, can_use_cgroups};
+use daemon_support::{AgentRelay, Daemon, require_cgroups};
 use gatewayd::{clock::ManualClock, daemon::dispatch::METHODS};
 use regex::Regex;
 use serde_json::{Value, json};
@@ -164,9 +164,7 @@ fn every_method_has_schemas_and_an_example() {
 
 #[test]
 fn the_documented_exchanges_replay_byte_for_byte() {
-    if !can_use_cgroups() {
-        return;
-    }
+    require_cgroups();
     let (policy, blocks) = parse_doc();
     let policy: Value = serde_json::from_str(&policy).unwrap();
     let audit_dir = tempfile::tempdir().unwrap();
