@@ -173,6 +173,9 @@ impl AgentRelay {
 
     /// In `/gatewayd/NAME`.
     pub fn spawn_exact(socket: &Path, name: &str) -> AgentRelay {
+        // One left by a run that was killed (empty by now): rmdir refuses a busy one.
+        let mount = gatewayd::cgroup::cgroup2_mount().unwrap();
+        let _ = std::fs::remove_dir(mount.join("gatewayd").join(name));
         let cgroup = AgentCgroup::create(name).unwrap();
         let enter = cgroup.enter_fn();
         let mut cmd = Command::new("/usr/bin/python3");
