@@ -8,7 +8,8 @@
 //! - [`policy`]   — the policy file: shapes, loading, validation (single source of truth)
 //! - [`engine`]   — the tool-call decision engine (one module per check, run in the order of `engine/checks`)
 //! - [`shell`]    — shell command lines parsed to argv without a shell, and what they touch
-//! - [`audit`]    — the hash-chained JSON Lines audit log and its verifier
+//! - [`audit`]    — the hash-chained JSON Lines audit log, its verifier, and the daemon's
+//!   group-commit writer thread (`audit::writer`)
 //! - [`canonical`] — canonical JSON and SHA-256 hex, shared by the audit chain and fingerprints
 //! - [`clock`]    — injected time (every check reads time through a [`clock::Clock`])
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
@@ -16,6 +17,8 @@
 //! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
 //! - [`landlock`] — Landlock: ABI probe and the tier-2 file/exec ruleset
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
+//! - [`daemon`]   — `gatewayd serve`: sessions of many agents over a Unix socket
+//!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
@@ -23,6 +26,7 @@ pub mod audit;
 pub mod canonical;
 pub mod cgroup;
 pub mod clock;
+pub mod daemon;
 pub mod engine;
 pub mod kernel;
 pub mod landlock;

@@ -1,4 +1,5 @@
-//! `cargo xtask bench`: the decision benchmark (gateway layer), then the cost the kernel
+//! `cargo xtask bench`: the decision benchmark (gateway layer), the daemon benchmark (socket
+//! round trip, durable decisions per second at 1/8/64 clients), then the cost the kernel
 //! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
 //! run bare and under `gatewayd run`, reported as ratios measured in one run.
 use std::{net::TcpListener, process::Command};
@@ -42,6 +43,7 @@ fn listener() -> anyhow::Result<u16> {
 pub(crate) fn run() -> anyhow::Result<()> {
     let env = setup::setup()?;
     util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
+    util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "daemon"])?;
     let bins = util::build_release(&env)?;
     let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

@@ -51,7 +51,7 @@ pub enum AuditError {
 /// deeper than 128, which would make the log unverifiable; such an entry is refused instead.
 pub const MAX_DETAIL_DEPTH: usize = 64;
 
-fn depth(v: &Value) -> usize {
+pub(super) fn depth(v: &Value) -> usize {
     match v {
         Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
         Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
@@ -147,38 +147,57 @@ impl AuditLog {
     /// Appends one record and returns it only after it is durable (write + fdatasync).
     /// Any failure poisons the log: this and every later call return `Err`.
     pub fn append(&mut self, entry: Entry) -> Result<Record, AuditError> {
+        let mut recs = self.append_batch(vec![entry])?;
+        recs.pop().ok_or(AuditError::Poisoned {
+            path: self.path.clone(),
+        })
+    }
+
+    /// Appends records in order with one `write_all` and one `fdatasync` (group commit);
+    /// returns them only after all are durable. An entry nested too deep refuses the whole
+    /// batch (nothing written, the log stays usable); a write or sync failure poisons the log.
+    pub fn append_batch(&mut self, entries: Vec<Entry>) -> Result<Vec<Record>, AuditError> {
         if self.poisoned {
             return Err(AuditError::Poisoned {
                 path: self.path.clone(),
             });
         }
-        if depth(&entry.detail) > MAX_DETAIL_DEPTH {
+        if entries.iter().any(|e| depth(&e.detail) > MAX_DETAIL_DEPTH) {
             return Err(AuditError::TooDeep);
         }
-        let Some(seq) = self.last_seq.checked_add(1) else {
-            self.poisoned = true;
-            return Err(AuditError::Poisoned {
-                path: self.path.clone(),
-            });
-        };
-        let mut rec = Record {
-            seq,
-            prev: self.head.clone().unwrap_or_else(|| GENESIS.to_string()),
-            ts: rfc3339_ms(self.clock.now_ms()),
-            source: entry.source,
-            session: entry.session,
-            tool: entry.tool,
-            hook: entry.hook,
-            decision: entry.decision,
-            reason: entry.reason,
-            detail: entry.detail,
-            hash: String::new(),
-        };
-        rec.hash = rec.compute_hash();
-        let mut line = rec.canonical_line();
-        line.push('\n');
+        let ts = rfc3339_ms(self.clock.now_ms());
+        let (mut seq, mut head) = (self.last_seq, self.head.clone());
+        let mut recs = Vec::with_capacity(entries.len());
+        let mut buf = String::new();
+        for entry in entries {
+            let Some(next) = seq.checked_add(1) else {
+                self.poisoned = true;
+                return Err(AuditError::Poisoned {
+                    path: self.path.clone(),
+                });
+            };
+            seq = next;
+            let mut rec = Record {
+                seq,
+                prev: head.unwrap_or_else(|| GENESIS.to_string()),
+                ts: ts.clone(),
+                source: entry.source,
+                session: entry.session,
+                tool: entry.tool,
+                hook: entry.hook,
+                decision: entry.decision,
+                reason: entry.reason,
+                detail: entry.detail,
+                hash: String::new(),
+            };
+            rec.hash = rec.compute_hash();
+            buf.push_str(&rec.canonical_line());
+            buf.push('\n');
+            head = Some(rec.hash.clone());
+            recs.push(rec);
+        }
         let mut f: &File = &self.file;
-        if let Err(error) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
+        if let Err(error) = f.write_all(buf.as_bytes()).and_then(|()| f.sync_data()) {
             self.poisoned = true;
             return Err(AuditError::Write {
                 path: self.path.clone(),
@@ -186,8 +205,8 @@ impl AuditLog {
             });
         }
         self.last_seq = seq;
-        self.head = Some(rec.hash.clone());
-        Ok(rec)
+        self.head = head;
+        Ok(recs)
     }
 
     /// Hash of the last record: the anchor to keep elsewhere. `None` for an empty log.

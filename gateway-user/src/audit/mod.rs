@@ -17,8 +17,9 @@
 //! # Durability (fsync policy)
 //! [`AuditLog::append`] writes the whole line with one `write_all` on an `O_APPEND` descriptor
 //! and then calls `fdatasync`; it returns the record only after both succeeded, so a decision
-//! the caller returns has its record on disk. No group commit: one sync per record. When a new
-//! file is created, its directory is synced too, so the file itself survives a crash.
+//! the caller returns has its record on disk. [`AuditLog::append_batch`] writes several records
+//! with one `write_all` and one `fdatasync` (group commit: [`writer::AuditWriter`] batches
+//! concurrent decisions on a thread of its own). When a new file is created, its directory is synced too, so the file itself survives a crash.
 //! If the write or the sync fails, `append` returns `Err` and the log becomes *poisoned*: every
 //! later `append` fails without touching the file. Callers deny (`audit_unavailable`). A failed
 //! write may leave a partial last line; [`verify`] then reports it and [`AuditLog::open`]
@@ -35,10 +36,12 @@
 //!   canonical form and hash, and the timestamp format;
 //! - `log.rs`: [`AuditLog`], the locked, append-only writer (write + fdatasync, poisoning);
 //! - `verify.rs`: the chain verifier ([`verify()`], [`VerifyError`]);
+//! - `writer.rs`: the daemon's one writer thread, group commit ([`writer::AuditWriter`]);
 //! - `tests.rs`: the writer and the verifier together.
 mod log;
 mod record;
 mod verify;
+pub mod writer;
 
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,18 @@
 //! Command line: one module per subcommand, each with its `Args` and an `exec` function
 //! returning the process exit code.
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
+mod approvals;
 mod audit;
 mod check;
 mod doctor;
 mod out;
 mod policy;
 mod run;
+mod serve;
+mod sessions;
 
 /// gatewayd: an AI agent behind two doors — a tool-call gateway and kernel enforcement.
 #[derive(Debug, Parser)]
@@ -33,6 +36,31 @@ enum Command {
     /// Policy tools.
     #[command(subcommand)]
     Policy(policy::Command),
+    /// The daemon for a host: many agents' sessions over a Unix socket.
+    Serve(serve::Args),
+    /// Held calls waiting for a person (talks to the daemon).
+    #[command(subcommand)]
+    Approvals(approvals::Command),
+    /// The daemon's open sessions.
+    #[command(subcommand)]
+    Sessions(sessions::Command),
+}
+
+/// Where the operator commands find the daemon.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Conn {
+    /// The daemon's socket [default: $`GATEWAYD_SOCKET`, else /run/gatewayd/gatewayd.sock]
+    #[arg(long)]
+    socket: Option<PathBuf>,
+}
+
+impl Conn {
+    fn socket(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .or_else(|| std::env::var_os("GATEWAYD_SOCKET").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("/run/gatewayd/gatewayd.sock"))
+    }
 }
 
 /// Runs the chosen subcommand. Errors are printed as one chain of causes; exit code 2
@@ -45,6 +73,9 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Audit(c) => audit::exec(c),
         Command::Check(a) => check::exec(a),
         Command::Policy(c) => policy::exec(c),
+        Command::Serve(a) => serve::exec(a),
+        Command::Approvals(c) => approvals::exec(c),
+        Command::Sessions(c) => sessions::exec(c),
     };
     match res {
         Ok(code) => code,

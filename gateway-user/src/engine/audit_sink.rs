@@ -83,6 +83,7 @@ impl Engine {
             "scan_findings": findings,
         });
         secrets.scrub_value(&mut detail);
+        s.secrets().scrub_value(&mut detail);
         let rec = AuditRecord {
             session: secrets.scrub(&s.id).into_owned(),
             tool: Some(secrets.scrub(&call.tool).into_owned()),

@@ -95,6 +95,7 @@ impl Engine {
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
         approval_hold::settle(self, s, call, &mut verdict, &digest, now);
         verdict.message = self.secrets.all.scrub(&verdict.message).into_owned();
+        verdict.message = s.secrets().scrub(&verdict.message).into_owned();
 
         if let Err(e) = self.record(s, call, &verdict, &digest) {
             return Outcome::refused(Verdict::deny(
@@ -129,6 +130,29 @@ impl Engine {
             output,
             error,
         }
+    }
+
+    /// What follows the handler of an allowed call, for a call its caller ran itself after
+    /// [`Engine::call`] allowed it (the daemon's `call/output`): credentials redacted; for
+    /// an `untrusted_output` tool (or one not in the registry) the untrusted leg is set, the
+    /// text remembered for the echo check and returned in one fenced block.
+    pub fn finish(
+        &self,
+        s: &mut Session,
+        tool: &str,
+        result: Result<Value, String>,
+    ) -> (Option<Value>, Option<String>) {
+        let (untrusted, name) = {
+            let tools = self
+                .tools
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match tools.get(tool) {
+                Some(t) => (t.has(Label::UntrustedOutput), t.def.name.clone()),
+                None => (true, self.secrets.all.scrub(tool).into_owned()),
+            }
+        };
+        self.finish_output(s, &name, untrusted, result)
     }
 
     /// The handler's result as the model gets it: credentials redacted; from an untrusted

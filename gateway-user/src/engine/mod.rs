@@ -94,6 +94,20 @@ impl Engine {
         self.secrets.add(name, value)
     }
 
+    /// Adds a secret for one session only (a token minted for it): its calls that send data
+    /// out are checked against it, and it is scrubbed from that session's messages and
+    /// records.
+    pub fn add_session_secret(
+        &self,
+        s: &mut Session,
+        name: &str,
+        value: &str,
+    ) -> Result<(), SecretError> {
+        secret_store::check_len(name, value)?;
+        s.add_secret(name, value);
+        Ok(())
+    }
+
     /// Problems found at start-up that do not stop the engine (unresolved secrets).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -114,6 +128,7 @@ impl Engine {
         if v.reason != Reason::Allowed {
             // An allow message names only the registered tool.
             v.message = self.secrets.all.scrub(&v.message).into_owned();
+            v.message = s.secrets().scrub(&v.message).into_owned();
         }
         v
     }

@@ -24,6 +24,17 @@ fn too_short(v: &str) -> bool {
     v.chars().count() < MIN_SECRET_LEN
 }
 
+/// A secret added at run time must be long enough to be looked for.
+pub(super) fn check_len(name: &str, value: &str) -> Result<(), SecretError> {
+    if too_short(value) {
+        return Err(SecretError::TooShort {
+            name: name.to_owned(),
+            min: MIN_SECRET_LEN,
+        });
+    }
+    Ok(())
+}
+
 impl SecretStore {
     /// Resolves every source; what cannot be used is reported in `warnings`.
     pub(super) fn load(policy: &Policy, warnings: &mut Vec<String>) -> SecretStore {
@@ -71,12 +82,7 @@ impl SecretStore {
 
     /// Adds a secret: looked for from the next call on.
     pub(super) fn add(&mut self, name: &str, value: &str) -> Result<(), SecretError> {
-        if too_short(value) {
-            return Err(SecretError::TooShort {
-                name: name.to_owned(),
-                min: MIN_SECRET_LEN,
-            });
-        }
+        check_len(name, value)?;
         self.items.push((name.to_owned(), value.to_owned()));
         self.all = SecretSet::new(&self.items);
         Ok(())

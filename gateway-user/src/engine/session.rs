@@ -5,6 +5,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
+use super::secrets::SecretSet;
 use crate::policy::Label;
 
 /// Most N-word sequences of untrusted output remembered per session; past this, older
@@ -22,6 +23,14 @@ pub struct Legs {
     pub egress: bool,
 }
 
+impl Legs {
+    /// Untrusted input and private data both seen: from here on, data could leave under an
+    /// attacker's direction (the daemon's trip hook cuts the session's kernel egress).
+    pub fn tripped(&self) -> bool {
+        self.untrusted && self.private
+    }
+}
+
 /// One agent session. `user` and `scopes` come from the application that authenticated the
 /// caller, never from a model's arguments. The engine reads and updates the rest through the
 /// methods below, each next to the check that owns it (engine/checks/).
@@ -36,6 +45,9 @@ pub struct Session {
     rate: HashMap<usize, CallTimes>,
     spent: u64,
     actions: BTreeMap<Label, u32>,
+    /// Secrets registered for this session alone (`Engine::add_session_secret`).
+    secrets: SecretSet,
+    secret_items: Vec<(String, String)>,
 }
 
 impl Session {
@@ -49,7 +61,27 @@ impl Session {
             rate: HashMap::new(),
             spent: 0,
             actions: BTreeMap::new(),
+            secrets: SecretSet::default(),
+            secret_items: Vec::new(),
         }
+    }
+
+    /// Adds a secret value that only this session's calls are checked against (the
+    /// caller has checked its length).
+    pub(super) fn add_secret(&mut self, name: &str, value: &str) {
+        self.secret_items.push((name.to_owned(), value.to_owned()));
+        self.secrets = SecretSet::new(&self.secret_items);
+    }
+
+    /// This session's own secrets (looked for on its `sends_out` calls, scrubbed from its
+    /// messages and records).
+    pub(super) fn secrets(&self) -> &SecretSet {
+        &self.secrets
+    }
+
+    /// The names of the secrets registered for this session.
+    pub fn secret_names(&self) -> Vec<String> {
+        self.secret_items.iter().map(|(n, _)| n.clone()).collect()
     }
 
     pub fn legs(&self) -> Legs {

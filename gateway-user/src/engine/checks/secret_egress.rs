@@ -21,7 +21,13 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     } else {
         &secrets.creds
     };
-    if let Some(secret) = cx.arg_texts().iter().find_map(|t| set.find(t)) {
+    // The session's own secrets, on calls that send data out.
+    let own = sends_out.then(|| cx.session.secrets());
+    if let Some(secret) = cx
+        .arg_texts()
+        .iter()
+        .find_map(|t| set.find(t).or_else(|| own?.find(t)))
+    {
         return Err(cx.deny(
             Reason::SecretEgress,
             format!(

@@ -1,0 +1,184 @@
+//! The daemon through its socket: round trip of one decision (p50/p99; audit off, and on
+//! with a durable record per decision), and throughput of durable decisions with 1, 8 and 64
+//! concurrent clients (each its own connection and session; group commit shares syncs).
+//! `cargo bench -p gateway-user --bench daemon` (also run by `cargo xtask bench`).
+// Binaries, tests and benches see every dependency of the package; the lint guards the
+// library's own list (gateway-user/src/lib.rs).
+#![allow(unused_crate_dependencies)]
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        Arc, Barrier,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        mpsc,
+    },
+    time::{Duration, Instant},
+};
+
+use gatewayd::{
+    clock::SystemClock,
+    daemon::{self, Gateway, ServeOptions, ServerOptions, client::Client},
+    shutdown,
+};
+use serde_json::json;
+
+/// A daemon on its own runtime thread (two workers, as many as this machine has cores).
+struct Running {
+    gw: Arc<Gateway>,
+    trigger: shutdown::Trigger,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(dir: &Path, audit: Option<PathBuf>) -> Running {
+        let policy = dir.join("policy.json");
+        std::fs::write(
+            &policy,
+            json!({"version": 1, "tools": [{"name": "noop", "description": "Does nothing.", "cost": 0}]})
+                .to_string(),
+        )
+        .unwrap();
+        let opts = ServeOptions {
+            policy,
+            socket: dir.join("bench.sock"),
+            audit,
+            gid: 0,
+            agent_cgroups: Vec::new(),
+            clock: Arc::new(SystemClock),
+            server: ServerOptions::default(),
+        };
+        let (trigger, sd) = shutdown::channel();
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(daemon::serve(opts, sd, |gw| tx.send(gw.clone()).unwrap()))
+                .unwrap();
+        });
+        Running {
+            gw: rx.recv().unwrap(),
+            trigger,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.trigger.fire();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn session(sock: &Path, id: &str) -> Client {
+    let mut c = Client::connect(sock).unwrap();
+    c.call("session/open", json!({"session": id, "user": "bench"}))
+        .unwrap();
+    c
+}
+
+const DECIDE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"call/decide","params":{"session":"rt","call":{"tool":"noop","arguments":{}}}}"#;
+
+fn round_trip(sock: &Path, n: usize) -> (u64, u64) {
+    let mut c = session(sock, "rt");
+    for _ in 0..n / 10 {
+        c.raw(DECIDE).unwrap();
+    }
+    let mut ns: Vec<u64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            let a = c.raw(DECIDE).unwrap();
+            let e = t.elapsed().as_nanos() as u64;
+            assert!(a.contains("\"allow\""), "{a}");
+            e
+        })
+        .collect();
+    ns.sort_unstable();
+    let pct = |p: f64| ns[((ns.len() as f64 - 1.0) * p) as usize];
+    (pct(0.50), pct(0.99))
+}
+
+/// Durable decisions per second with `clients` connections deciding in a loop.
+fn throughput(sock: &Path, clients: usize, run: Duration) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(clients + 1));
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let (sock, stop, done, start) =
+                (sock.to_owned(), stop.clone(), done.clone(), start.clone());
+            std::thread::spawn(move || {
+                let id = format!("tp{clients}-{i}");
+                let mut c = session(&sock, &id);
+                let req = DECIDE.replace("\"rt\"", &format!("\"{id}\""));
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    c.raw(&req).unwrap();
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    let before = done.load(Ordering::Relaxed);
+    std::thread::sleep(run);
+    let n = done.load(Ordering::Relaxed) - before;
+    let secs = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    n as f64 / secs
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    println!("gatewayd daemon benchmark: one decision per request over the Unix socket");
+
+    let off = root.join("off");
+    std::fs::create_dir(&off).unwrap();
+    let d = Running::start(&off, None);
+    let (p50, p99) = round_trip(&off.join("bench.sock"), 50_000);
+    println!(
+        "  round trip, audit off:            p50 {:>8.1} us  p99 {:>8.1} us",
+        p50 as f64 / 1e3,
+        p99 as f64 / 1e3
+    );
+    drop(d);
+
+    let on = root.join("on");
+    std::fs::create_dir(&on).unwrap();
+    let d = Running::start(&on, Some(on.join("audit.jsonl")));
+    let sock = on.join("bench.sock");
+    let (p50, p99) = round_trip(&sock, 500);
+    println!(
+        "  round trip, durable audit:        p50 {:>8.1} us  p99 {:>8.1} us",
+        p50 as f64 / 1e3,
+        p99 as f64 / 1e3
+    );
+    for clients in [1, 8, 64] {
+        let stats0 =
+            d.gw.audit()
+                .map(gatewayd::audit::writer::WriterHandle::stats)
+                .unwrap_or_default();
+        let rate = throughput(&sock, clients, Duration::from_secs(3));
+        let stats1 =
+            d.gw.audit()
+                .map(gatewayd::audit::writer::WriterHandle::stats)
+                .unwrap_or_default();
+        let batches = (stats1.0 - stats0.0).max(1);
+        println!(
+            "  durable decisions, {clients:>2} client(s): {rate:>9.0} /s  ({:.1} records per fdatasync)",
+            (stats1.1 - stats0.1) as f64 / batches as f64
+        );
+    }
+    drop(d);
+    let rep = gatewayd::audit::verify(&on.join("audit.jsonl"), None).unwrap();
+    println!("  audit log verifies: {} records", rep.records);
+}

@@ -1,0 +1,84 @@
+//! A small blocking client of the daemon's protocol: the operator CLI, the tests and the
+//! benchmark use it; front ends (the MCP proxy, the hooks) can too.
+use std::{
+    io::{self, BufRead, BufReader, Write},
+    os::unix::net::UnixStream,
+    path::Path,
+};
+
+use serde_json::{Value, json};
+
+use super::protocol::RpcError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to {path}: {source}")]
+    Connect { path: String, source: io::Error },
+    #[error("talking to the daemon: {0}")]
+    Io(#[from] io::Error),
+    #[error("the daemon closed the connection")]
+    Closed,
+    #[error("unreadable answer from the daemon: {0}")]
+    Malformed(String),
+    #[error("{0}")]
+    Rpc(RpcError),
+}
+
+/// One connection; requests are answered in order.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    next_id: u64,
+    line: String,
+}
+
+impl Client {
+    pub fn connect(path: &Path) -> Result<Client, ClientError> {
+        let s = UnixStream::connect(path).map_err(|source| ClientError::Connect {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(Client {
+            reader: BufReader::new(s.try_clone()?),
+            writer: s,
+            next_id: 1,
+            line: String::new(),
+        })
+    }
+
+    /// Sends one line as it is and reads one answer line (without its newline).
+    pub fn raw(&mut self, line: &str) -> Result<String, ClientError> {
+        let mut out = Vec::with_capacity(line.len() + 1);
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+        self.writer.write_all(&out)?;
+        self.line.clear();
+        if self.reader.read_line(&mut self.line)? == 0 {
+            return Err(ClientError::Closed);
+        }
+        Ok(self.line.trim_end_matches('\n').to_owned())
+    }
+
+    /// Calls `method`; the result, or the daemon's error as [`ClientError::Rpc`].
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let answer = self.raw(&req.to_string())?;
+        let mut v: Value =
+            serde_json::from_str(&answer).map_err(|e| ClientError::Malformed(e.to_string()))?;
+        if v.get("id") != Some(&json!(id)) {
+            return Err(ClientError::Malformed(format!(
+                "answer to another id: {answer}"
+            )));
+        }
+        if let Some(e) = v.get_mut("error") {
+            let e: RpcError = serde_json::from_value(e.take())
+                .map_err(|e| ClientError::Malformed(e.to_string()))?;
+            return Err(ClientError::Rpc(e));
+        }
+        v.get_mut("result")
+            .map(Value::take)
+            .ok_or(ClientError::Malformed(answer))
+    }
+}

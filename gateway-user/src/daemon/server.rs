@@ -1,0 +1,233 @@
+//! The socket server (after tokio's mini-redis): [`run`] accepts connections until the
+//! [`Shutdown`] fires, each connection in a task of its own; on shutdown it stops accepting,
+//! lets every connection finish the request it is handling (the answer is sent), closes the
+//! idle ones, and waits for them up to a grace period.
+use std::{io, sync::Arc, time::Duration};
+
+use tokio::{
+    io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader},
+    net::{UnixListener, UnixStream},
+    task::JoinSet,
+};
+
+use super::{
+    dispatch,
+    gateway::Gateway,
+    peer::Peer,
+    protocol::{MAX_LINE, RpcError, code, response},
+};
+use crate::shutdown::Shutdown;
+
+/// How the server behaves under load and at the end.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Connections open at once; one more is answered with an error and closed.
+    pub max_connections: usize,
+    /// How long a connection may take to accept an answer before it is dropped.
+    pub write_timeout: Duration,
+    /// How long shutdown waits for connections to finish their request.
+    pub grace: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_connections: 8192,
+            write_timeout: Duration::from_secs(10),
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Serves `gw` on `listener` until `shutdown` fires, then drains (see the module docs).
+pub async fn run(
+    listener: UnixListener,
+    gw: Arc<Gateway>,
+    mut shutdown: Shutdown,
+    opts: ServerOptions,
+) {
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = shutdown.recv() => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            res = listener.accept() => match res {
+                Ok((stream, _)) => {
+                    if tasks.len() >= opts.max_connections {
+                        tokio::spawn(refuse(stream));
+                        continue;
+                    }
+                    let conn = Connection {
+                        gw: gw.clone(),
+                        shutdown: shutdown.clone(),
+                        write_timeout: opts.write_timeout,
+                    };
+                    tasks.spawn(conn.serve(stream));
+                }
+                Err(e) => {
+                    // Out of descriptors or memory: wait a little instead of spinning.
+                    eprintln!("gatewayd: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(opts.grace, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        eprintln!(
+            "gatewayd: {} connection(s) still busy after {:?}: closed",
+            tasks.len(),
+            opts.grace
+        );
+        tasks.shutdown().await;
+    }
+}
+
+async fn refuse(mut stream: UnixStream) {
+    let line = response(
+        &serde_json::Value::Null,
+        Err(RpcError::new(code::LIMIT, "too many connections")),
+    );
+    let _ = tokio::time::timeout(
+        Duration::from_secs(1),
+        stream.write_all(format!("{line}\n").as_bytes()),
+    )
+    .await;
+}
+
+struct Connection {
+    gw: Arc<Gateway>,
+    shutdown: Shutdown,
+    write_timeout: Duration,
+}
+
+/// What reading one line gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadLine {
+    Line,
+    /// End of stream (a last line without a newline is returned as `Line` first).
+    Eof,
+    /// Longer than the limit: the connection cannot be resynchronised.
+    TooLong,
+}
+
+/// Reads one line (without its newline) into `buf`, never holding more than `max` bytes.
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<ReadLine> {
+    buf.clear();
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            return Ok(if buf.is_empty() {
+                ReadLine::Eof
+            } else {
+                ReadLine::Line
+            });
+        }
+        let (take, done) = match avail.iter().position(|b| *b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        if buf.len() + take + usize::from(done) > max {
+            return Ok(ReadLine::TooLong);
+        }
+        buf.extend_from_slice(&avail[..take]);
+        r.consume(take + usize::from(done));
+        if done {
+            return Ok(ReadLine::Line);
+        }
+    }
+}
+
+impl Connection {
+    async fn serve(mut self, stream: UnixStream) {
+        let peer = match Peer::of(&stream) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("gatewayd: peer credentials: {e}");
+                return;
+            }
+        };
+        let (r, mut w) = stream.into_split();
+        let mut r = BufReader::with_capacity(64 * 1024, r);
+        let mut buf = Vec::new();
+        loop {
+            let read = tokio::select! {
+                read = read_line(&mut r, &mut buf, MAX_LINE) => read,
+                () = self.shutdown.recv() => return,
+            };
+            let answer = match read {
+                Ok(ReadLine::Line) => {
+                    if buf.last() == Some(&b'\r') {
+                        buf.pop();
+                    }
+                    if buf.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    // Not raced against shutdown: a request being handled is finished.
+                    dispatch::handle_line(&self.gw, &peer, &buf).await
+                }
+                Ok(ReadLine::TooLong) => Some(response(
+                    &serde_json::Value::Null,
+                    Err(RpcError::new(
+                        code::INVALID_REQUEST,
+                        format!("message longer than {MAX_LINE} bytes; closing the connection"),
+                    )),
+                )),
+                Ok(ReadLine::Eof) | Err(_) => return,
+            };
+            if let Some(mut line) = answer {
+                line.push('\n');
+                let sent =
+                    tokio::time::timeout(self.write_timeout, w.write_all(line.as_bytes())).await;
+                if !matches!(sent, Ok(Ok(()))) {
+                    return;
+                }
+            }
+            if matches!(read, Ok(ReadLine::TooLong)) {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_bounded() {
+        let data = b"abc\r\nxyz\n0123456789\nlast".to_vec();
+        let mut r = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            ReadLine::Line
+        );
+        assert_eq!(buf, b"abc\r");
+        assert_eq!(
+            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            ReadLine::Line
+        );
+        assert_eq!(buf, b"xyz");
+        assert_eq!(
+            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            ReadLine::TooLong
+        );
+        assert!(buf.len() <= 8);
+        let mut r = BufReader::new(&b"last"[..]);
+        assert_eq!(
+            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            ReadLine::Line
+        );
+        assert_eq!(buf, b"last");
+        assert_eq!(read_line(&mut r, &mut buf, 8).await.unwrap(), ReadLine::Eof);
+    }
+}
