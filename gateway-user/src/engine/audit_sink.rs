@@ -24,17 +24,7 @@ pub trait AuditSink: Send {
 /// The engine's records go to the hash-chained log as `source: gateway` entries.
 impl AuditSink for crate::audit::AuditLog {
     fn append(&mut self, r: AuditRecord) -> Result<(), String> {
-        use crate::audit::{Entry, Source};
-        let entry = Entry {
-            source: Source::Gateway,
-            session: r.session,
-            tool: r.tool,
-            hook: None,
-            decision: r.decision,
-            reason: r.reason.to_owned(),
-            detail: r.detail,
-        };
-        crate::audit::AuditLog::append(self, entry)
+        crate::audit::AuditLog::append(self, crate::audit::writer::gateway_entry(r))
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
