@@ -1058,6 +1058,79 @@ fn shell_line_that_cannot_be_parsed() {
     shell_denied(&f, &mut s, "run_shell", "", Reason::CheckError);
 }
 
+#[test]
+fn shell_options_the_tables_do_not_know() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "cat --unknown-opt notes.txt",
+        "cat -Z notes.txt",
+        "grep --no-such-flag TODO notes.txt",
+        "grep -rQ TODO src",
+        "ls --frobnicate src",
+        "find src -frobnicate",
+        "head --lines-from-end 2 notes.txt",
+        "wc --files0-from-stdin notes.txt",
+    ] {
+        shell_denied(&f, &mut s, "run_shell", cmd, Reason::Shell);
+    }
+    let (o, _) = f.call(
+        &mut s,
+        "run_shell",
+        json!({"command": "cat --unknown-opt notes.txt"}),
+    );
+    assert!(
+        o.verdict
+            .message
+            .contains("`cat` has no option `--unknown-opt` that the gateway knows"),
+        "{}",
+        o.verdict.message
+    );
+}
+
+#[test]
+fn uris_in_place_of_paths() {
+    let f = fx();
+    let mut s = session();
+    let env = format!("file://{}", f.p("work/.env"));
+    let key = format!("file://localhost{}", f.p("home/.ssh/id%5Frsa"));
+    for path in [
+        env.clone(),
+        key,
+        format!("file://{}", f.p("outside/data.txt")),
+        "file://evil.test/etc/passwd".to_string(),
+        "https://api.search.test/notes.txt".to_string(),
+    ] {
+        denied(
+            f.call(&mut s, "read_file", json!({"path": path})),
+            Reason::Sandbox,
+        );
+    }
+    denied(
+        f.call(
+            &mut s,
+            "write_file",
+            json!({"path": format!("file://{}", f.p("work/out/keep/x")), "content": "x"}),
+        ),
+        Reason::Sandbox,
+    );
+    // cat opens its operands as paths: a URI there is refused, whatever it names.
+    shell_denied(
+        &f,
+        &mut s,
+        "run_shell",
+        &format!("cat {env}"),
+        Reason::Shell,
+    );
+    shell_denied(
+        &f,
+        &mut s,
+        "run_shell",
+        "cat file:///etc/passwd",
+        Reason::Shell,
+    );
+}
+
 // ---- the audit log the engine writes ----
 
 /// An engine writing to a real hash-chained log; runs a few calls (one of them leaking a

@@ -402,6 +402,54 @@ fn allowlisted_commands_inside_the_workspace() {
 }
 
 #[test]
+fn shallow_finds_and_known_options() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        // `.` contains the protected `.env`; these do not walk below `.`.
+        "find . -maxdepth 0",
+        "find -maxdepth 0 -type d",
+        "find . -maxdepth 1 -name '*.txt'",
+        "find . -maxdepth 1 -type f -newer notes.txt",
+        "ls -la --group-directories-first src",
+        "grep -rn --include=*.rs TODO src",
+        "grep -2 -i --color=never ship notes.txt",
+        "head -5 notes.txt",
+        "cat -A --number notes.txt",
+        "wc -lw notes.txt",
+    ] {
+        allowed(f.call(&mut s, "run_shell", json!({"command": cmd})));
+    }
+}
+
+#[test]
+fn file_uris_as_path_arguments() {
+    let f = fx();
+    let mut s = session();
+    let seen = std::cell::RefCell::new(String::new());
+    let uri = format!("file://{}", f.p("work/notes%2Etxt"));
+    let o = f.engine.call(
+        &mut s,
+        &ToolCall::new("read_file", json!({"path": uri})),
+        |a, _| {
+            *seen.borrow_mut() = a["path"].as_str().unwrap().to_string();
+            Ok(json!("ok"))
+        },
+    );
+    assert!(o.verdict.is_allow(), "{}", o.verdict.message);
+    assert_eq!(
+        *seen.borrow(),
+        f.p("work/notes.txt"),
+        "the handler gets the path"
+    );
+    allowed(f.call(
+        &mut s,
+        "write_file",
+        json!({"path": format!("file://localhost{}", f.p("work/out/u.txt")), "content": "x"}),
+    ));
+}
+
+#[test]
 fn warn_mode_runs_flagged_tools_and_records_findings() {
     let f = fx_with(|p| p["description_scan"] = json!("warn"));
     let mut s = session();

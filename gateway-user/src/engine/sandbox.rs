@@ -9,6 +9,7 @@ use std::{
 use crate::{
     net::Cidr,
     policy::{Network, PathAccess, Sandbox},
+    shell::uri::{self, Uri},
 };
 
 /// Canonical form of `p` (absolute): the real path when it exists; otherwise the real path of
@@ -171,8 +172,23 @@ impl SandboxView {
         }
     }
 
-    /// Canonical form of a path argument; relative paths are taken from `sandbox.root`.
+    /// Canonical form of a tool's path argument: [`SandboxView::resolve_path`] of the path
+    /// itself, or of the path a local `file://` URI names (percent-decoded). A URI of
+    /// another scheme, or a `file://` URI naming another host, is no path: error.
     pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+        match uri::parse(raw) {
+            Ok(None) => self.resolve_path(raw),
+            Ok(Some(Uri::File(path))) => self.resolve_path(&path.to_string_lossy()),
+            Ok(Some(Uri::Other(scheme))) => Err(format!(
+                "`{raw}` is a `{scheme}:` URL, not a path (only local `file://` URIs name files)"
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Canonical form of a path as written (a URI is a relative path here: shell commands
+    /// open their arguments literally); relative paths are taken from `sandbox.root`.
+    pub fn resolve_path(&self, raw: &str) -> Result<PathBuf, String> {
         if raw.is_empty() || raw.contains('\0') {
             return Err("empty path or NUL byte".into());
         }
@@ -410,6 +426,37 @@ mod tests {
         assert!(!ok("https://docs.rs.evil/"));
         assert!(ok("http://10.1.2.3/"));
         assert!(!ok("http://11.1.2.3/"));
+    }
+
+    #[test]
+    fn file_uris_resolve_to_their_path() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::write(base.join("a b.txt"), "x").unwrap();
+        let view = SandboxView {
+            root: Some(base.clone()),
+            ..SandboxView::default()
+        };
+        let uri = format!("file://{}/a%20b.txt", base.display());
+        assert_eq!(view.resolve(&uri).unwrap(), base.join("a b.txt"));
+        let localhost = format!("file://localhost{}/a%20b.txt", base.display());
+        assert_eq!(view.resolve(&localhost).unwrap(), base.join("a b.txt"));
+        // As written (what a shell command opens): a relative path under the root.
+        assert_eq!(
+            view.resolve_path("file:///etc/passwd").unwrap(),
+            base.join("file:/etc/passwd")
+        );
+        let remote = view.resolve("file://evil.example/etc/passwd").unwrap_err();
+        assert!(remote.contains("host `evil.example`"), "{remote}");
+        let url = view.resolve("https://example.com/x").unwrap_err();
+        assert!(url.contains("`https:` URL, not a path"), "{url}");
+        assert!(view.resolve("file:///a%zz").is_err());
+        assert!(view.resolve("file:///a%00b").is_err());
+        assert_eq!(
+            view.resolve("notes.txt").unwrap(),
+            base.join("notes.txt"),
+            "plain paths as before"
+        );
     }
 
     #[test]

@@ -10,11 +10,14 @@ use crate::{
 };
 
 /// Parses and analyses `line`. Err: (reason, message). A refused metacharacter or
-/// assignment is a `shell` denial; a line that cannot be parsed is a `check_error`.
+/// assignment, and an option a known command's table does not know, are `shell` denials; a
+/// line that cannot be parsed is a `check_error`.
 fn analyze_line(line: &str, through_shell: bool) -> Result<CommandAnalysis, (Reason, String)> {
     let map = |e: ShellError| {
         let r = match e {
-            ShellError::Metachar { .. } | ShellError::Assignment(_) => Reason::Shell,
+            ShellError::Metachar { .. }
+            | ShellError::Assignment(_)
+            | ShellError::UnknownOption { .. } => Reason::Shell,
             _ => Reason::CheckError,
         };
         (r, format!("command line refused: {e}"))
@@ -23,8 +26,11 @@ fn analyze_line(line: &str, through_shell: bool) -> Result<CommandAnalysis, (Rea
     shell::analyze(&argv).map_err(map)
 }
 
+/// The canonical form of a path the analysis found (as the command opens it: a word that
+/// looks like a URI is a relative path to `cat`; URIs a program reads as such were turned
+/// into their paths by the analysis).
 fn resolve(sb: &SandboxView, p: &Path) -> Result<PathBuf, (Reason, String)> {
-    sb.resolve(&p.to_string_lossy()).map_err(|m| {
+    sb.resolve_path(&p.to_string_lossy()).map_err(|m| {
         (
             Reason::Sandbox,
             format!("command path cannot be resolved: {m}"),
@@ -40,7 +46,7 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
         None => sb.exec.clone(),
     };
     if program.contains('/') {
-        let Ok(real) = sb.resolve(program) else {
+        let Ok(real) = sb.resolve_path(program) else {
             return false;
         };
         listed.iter().any(|l| {

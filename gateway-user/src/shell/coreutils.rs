@@ -1,141 +1,42 @@
 //! Readers and text filters, coreutils and the like: `cat head tail sort wc cut stat file …`
 //! read their operands, `less` and `uniq` may write a file, `diff` may walk, `sed` and `awk`
 //! take a script first. Also the reading of commands nobody knows: every operand is read.
+//! Their option tables are in `coreutils_tables`.
 
 use super::{
+    ShellError,
+    coreutils_tables::{DIFF, LESS, READERS, UNIQ},
     findings::Findings,
-    options::{
-        Effect, OptionTable, RUNS_ANOTHER_COMMAND,
-        ValueSyntax::{AttachedOnly, Flag, Required},
-        long_option, option, parse_options, short_option,
-    },
+    options::{OptionTable, parse_options},
 };
 
-/// Commands this module does not know: no option is known to take a value.
-const UNKNOWN: OptionTable = OptionTable::gnu(&[]);
-
-/// Simple readers, by command name: every operand is read. Only the options that take a value
-/// or touch a file are listed (an unknown short option is read as a flag).
-const READERS: &[(&[&str], OptionTable)] = &[
-    (&["cat"], OptionTable::gnu(&[])),
-    (
-        &["tac"],
-        OptionTable::gnu(&[option('s', "separator", Required, Effect::None)]),
-    ),
-    (
-        &["nl"],
-        OptionTable::gnu(&[
-            option('b', "body-numbering", Required, Effect::None),
-            option('d', "section-delimiter", Required, Effect::None),
-            option('f', "footer-numbering", Required, Effect::None),
-            option('h', "header-numbering", Required, Effect::None),
-            option('i', "line-increment", Required, Effect::None),
-            option('l', "join-blank-lines", Required, Effect::None),
-            option('n', "number-format", Required, Effect::None),
-            option('s', "number-separator", Required, Effect::None),
-            option('v', "starting-line-number", Required, Effect::None),
-            option('w', "number-width", Required, Effect::None),
-        ]),
-    ),
-    (
-        &["more"],
-        OptionTable::gnu(&[option('n', "lines", Required, Effect::None)]),
-    ),
-    (
-        &["head", "tail"],
-        OptionTable::gnu(&[
-            option('n', "lines", Required, Effect::None),
-            option('c', "bytes", Required, Effect::None),
-            option('s', "sleep-interval", Required, Effect::None),
-            long_option("pid", Required, Effect::None),
-            long_option("max-unchanged-stats", Required, Effect::None),
-            long_option("follow", AttachedOnly, Effect::None),
-        ]),
-    ),
-    (
-        &["wc", "md5sum", "sha1sum", "sha256sum", "sha512sum"],
-        OptionTable::gnu(&[long_option("files0-from", Required, Effect::NamesFrom)]),
-    ),
-    (
-        &["sort"],
-        OptionTable::gnu(&[
-            option('k', "key", Required, Effect::None),
-            option('o', "output", Required, Effect::Write),
-            option('t', "field-separator", Required, Effect::None),
-            option('S', "buffer-size", Required, Effect::None),
-            option('T', "temporary-directory", Required, Effect::None),
-            long_option("files0-from", Required, Effect::NamesFrom),
-            long_option("compress-program", Required, RUNS_ANOTHER_COMMAND),
-            long_option("random-source", Required, Effect::Read),
-            long_option("parallel", Required, Effect::None),
-            long_option("batch-size", Required, Effect::None),
-            long_option("sort", Required, Effect::None),
-        ]),
-    ),
-    (
-        &["cut"],
-        OptionTable::gnu(&[
-            option('b', "bytes", Required, Effect::None),
-            option('c', "characters", Required, Effect::None),
-            option('f', "fields", Required, Effect::None),
-            option('d', "delimiter", Required, Effect::None),
-            long_option("output-delimiter", Required, Effect::None),
-        ]),
-    ),
-    (
-        &["stat"],
-        OptionTable::gnu(&[
-            option('c', "format", Required, Effect::None),
-            long_option("printf", Required, Effect::None),
-            option('L', "dereference", Flag, Effect::None),
-        ]),
-    ),
-    (
-        &["file"],
-        OptionTable::gnu(&[
-            option('m', "magic-file", Required, Effect::Read),
-            option('f', "files-from", Required, Effect::NamesFrom),
-            option('F', "separator", Required, Effect::None),
-            option('e', "exclude", Required, Effect::None),
-            option('P', "parameter", Required, Effect::None),
-        ]),
-    ),
-];
+/// Commands nobody knows: options are taken cautiously, and every operand and
+/// `--opt=value` value is an argument that may be a path (or a URI).
+const UNKNOWN: OptionTable = OptionTable::lenient();
 
 /// Reads every operand of `command`, with its table from [`READERS`] (or none, for a
-/// command nobody knows). Unknown `--opt=value` values are reads too.
-pub(super) fn read_operands(command: &str, args: &[String], findings: &mut Findings) {
-    let table = READERS
-        .iter()
-        .find(|(names, _)| names.contains(&command))
-        .map_or(&UNKNOWN, |(_, table)| table);
-    let parsed = parse_options(args, table, findings);
+/// command nobody knows, whose URI operands are URIs and not paths).
+pub(super) fn read_operands(
+    command: &str,
+    args: &[String],
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let known = READERS.iter().find(|(names, _)| names.contains(&command));
+    let table = known.map_or(&UNKNOWN, |(_, table)| table);
+    let parsed = parse_options(args, table, findings)?;
     for operand in &parsed.operands {
-        findings.read(&operand.path());
+        if known.is_some() {
+            findings.read(&operand.path());
+        } else {
+            findings.read_argument(operand.word, &operand.path());
+        }
     }
+    Ok(())
 }
 
-/// less: the log file options write, the lesskey and tag files are read.
-const LESS: OptionTable = OptionTable::gnu(&[
-    option('b', "buffers", Required, Effect::None),
-    option('h', "max-back-scroll", Required, Effect::None),
-    option('j', "jump-target", Required, Effect::None),
-    option('k', "lesskey-file", Required, Effect::Read),
-    option('o', "log-file", Required, Effect::Write),
-    option('O', "LOG-FILE", Required, Effect::Write),
-    option('p', "pattern", Required, Effect::None),
-    option('P', "prompt", Required, Effect::None),
-    option('t', "tag", Required, Effect::None),
-    option('T', "tag-file", Required, Effect::Read),
-    option('x', "tabs", Required, Effect::None),
-    option('y', "max-forw-scroll", Required, Effect::None),
-    option('z', "window", Required, Effect::None),
-    option('#', "shift", Required, Effect::None),
-]);
-
 /// less: `+CMD` operands run less commands at start-up, and `!` there runs a shell.
-pub(super) fn less(args: &[String], findings: &mut Findings) {
-    let parsed = parse_options(args, &LESS, findings);
+pub(super) fn less(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &LESS, findings)?;
     for operand in &parsed.operands {
         if operand.word.starts_with('+') {
             findings.forbid(
@@ -146,113 +47,56 @@ pub(super) fn less(args: &[String], findings: &mut Findings) {
             findings.read(&operand.path());
         }
     }
+    Ok(())
 }
 
-/// uniq: only value-taking options.
-const UNIQ: OptionTable = OptionTable::gnu(&[
-    option('f', "skip-fields", Required, Effect::None),
-    option('s', "skip-chars", Required, Effect::None),
-    option('w', "check-chars", Required, Effect::None),
-    long_option("all-repeated", AttachedOnly, Effect::None),
-    long_option("group", AttachedOnly, Effect::None),
-]);
-
 /// `uniq [INPUT [OUTPUT]]`: the second operand is written.
-pub(super) fn uniq(args: &[String], findings: &mut Findings) {
-    let parsed = parse_options(args, &UNIQ, findings);
+pub(super) fn uniq(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &UNIQ, findings)?;
     if let Some(input) = parsed.operands.first() {
         findings.read(&input.path());
     }
     for output in parsed.operands.iter().skip(1) {
         findings.write(&output.path());
     }
+    Ok(())
 }
 
-/// diff: `-r` walks the operands; `--diff-program` runs one.
-const DIFF: OptionTable = OptionTable::gnu(&[
-    option('C', "context", Required, Effect::None),
-    option('U', "unified", Required, Effect::None),
-    option('F', "show-function-line", Required, Effect::None),
-    option('I', "ignore-matching-lines", Required, Effect::None),
-    option('x', "exclude", Required, Effect::None),
-    option('X', "exclude-from", Required, Effect::Read),
-    option('S', "starting-file", Required, Effect::None),
-    option('L', "label", Required, Effect::None),
-    option('D', "ifdef", Required, Effect::None),
-    option('W', "width", Required, Effect::None),
-    option('r', "recursive", Flag, Effect::Recursive),
-    long_option("from-file", Required, Effect::Read),
-    long_option("to-file", Required, Effect::Read),
-    long_option("diff-program", Required, RUNS_ANOTHER_COMMAND),
-    long_option("color", AttachedOnly, Effect::None),
-    long_option("palette", Required, Effect::None),
-    long_option("tabsize", Required, Effect::None),
-    long_option("horizon-lines", Required, Effect::None),
-    long_option("line-format", Required, Effect::None),
-    long_option("old-line-format", Required, Effect::None),
-    long_option("new-line-format", Required, Effect::None),
-    long_option("unchanged-line-format", Required, Effect::None),
-    long_option("old-group-format", Required, Effect::None),
-    long_option("new-group-format", Required, Effect::None),
-    long_option("changed-group-format", Required, Effect::None),
-    long_option("unchanged-group-format", Required, Effect::None),
-]);
-
-/// diff: the operands are read, or walked with `-r`.
-pub(super) fn diff(args: &[String], findings: &mut Findings) {
-    let parsed = parse_options(args, &DIFF, findings);
+/// diff: the operands are read, or walked with `-r`, which follows symbolic links unless
+/// `--no-dereference` is given.
+pub(super) fn diff(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &DIFF, findings)?;
+    if parsed.recursive && !args.iter().any(|a| a == "--no-dereference") {
+        findings.follows_symlinks = true;
+    }
     for operand in &parsed.operands {
         findings.read_or_walk(&operand.path(), parsed.recursive);
     }
+    Ok(())
 }
-
-/// sed: `-e` gives the script, `-f` reads it; `-i` edits in place (forbidden).
-pub(super) const SED: OptionTable = OptionTable::gnu(&[
-    option('e', "expression", Required, Effect::Pattern),
-    option('f', "file", Required, Effect::PatternFile),
-    option('l', "line-length", Required, Effect::None),
-    option('i', "in-place", AttachedOnly, Effect::InPlace),
-    option('s', "separate", Flag, Effect::None),
-    long_option("sandbox", Flag, Effect::None),
-    long_option("silent", Flag, Effect::None),
-]);
-
-/// awk: `-f/-E` read the program, `-o -p -d` write; `-l` loads a shared library.
-pub(super) const AWK: OptionTable = OptionTable::gnu(&[
-    option('f', "file", Required, Effect::PatternFile),
-    option('E', "exec", Required, Effect::PatternFile),
-    option('e', "source", Required, Effect::Pattern),
-    option('i', "include", Required, Effect::Read),
-    option(
-        'l',
-        "load",
-        Required,
-        Effect::Forbid("loads a shared library"),
-    ),
-    option('v', "assign", Required, Effect::None),
-    option('F', "field-separator", Required, Effect::None),
-    short_option('W', Required, Effect::None),
-    option('o', "pretty-print", AttachedOnly, Effect::Write),
-    option('p', "profile", AttachedOnly, Effect::Write),
-    option('d', "dump-variables", AttachedOnly, Effect::Write),
-    option('L', "lint", AttachedOnly, Effect::None),
-]);
 
 /// sed, awk: the first operand is the script unless one was given by option; the rest are
 /// files read (written too with sed -i).
-pub(super) fn script_then_files(args: &[String], table: &OptionTable, findings: &mut Findings) {
-    let parsed = parse_options(args, table, findings);
+pub(super) fn script_then_files(
+    args: &[String],
+    table: &OptionTable,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let parsed = parse_options(args, table, findings)?;
     for file in parsed.after_pattern() {
         findings.read(&file.path());
         if parsed.in_place {
             findings.write(&file.path());
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::shell::test_support::{analyze_line, clean, forbidden, paths};
+    use crate::shell::test_support::{
+        analyze_line, clean, forbidden, named, paths, unknown_option,
+    };
 
     #[test]
     fn cat_reads_every_operand() {
@@ -319,5 +163,70 @@ mod tests {
             paths(&["16", "id_rsa"]),
             "unknown options are flags"
         );
+    }
+
+    #[test]
+    fn unknown_options_are_refused_naming_the_command() {
+        assert_eq!(unknown_option("cat --unknown x"), named("cat", "--unknown"));
+        assert_eq!(unknown_option("cat -nZ x"), named("cat", "-Z"));
+        assert_eq!(
+            unknown_option("sort --reverse --frob x"),
+            named("sort", "--frob")
+        );
+        assert_eq!(
+            unknown_option("sed --frob s/a/b/ f"),
+            named("sed", "--frob")
+        );
+        assert_eq!(unknown_option("less -+S f"), named("less", "-+"));
+        assert_eq!(unknown_option("uniq --frob a"), named("uniq", "--frob"));
+        assert_eq!(unknown_option("diff --frob a b"), named("diff", "--frob"));
+        // Abbreviations of one option, and `-NUM` where the tool takes a count, are known.
+        assert_eq!(clean("cat --squeeze x").reads, paths(&["x"]));
+        assert_eq!(clean("head -5 x").reads, paths(&["x"]));
+        assert_eq!(clean("tail -n +2 -f x").reads, paths(&["x"]));
+        assert_eq!(unknown_option("cat -5 x"), named("cat", "-5"));
+        // A command nobody knows keeps the cautious reading of its options.
+        assert_eq!(
+            clean("frob --weird -xyz --in=data.txt out").reads,
+            paths(&["data.txt", "out"])
+        );
+    }
+
+    #[test]
+    fn options_that_touch_files() {
+        assert_eq!(
+            clean("sort -T /tmp/s -o out in").writes,
+            paths(&["/tmp/s", "out"])
+        );
+        assert!(forbidden("md5sum -c sums.md5").contains("md5sum -c: checks the files"));
+        assert!(forbidden("sha256sum --check sums").contains("-c/--check"));
+        assert!(forbidden("file -C -m magic").contains("file -C"));
+        assert!(forbidden("wc --files0-from=list").contains("--files0-from"));
+        assert!(forbidden("awk -W exec prog.awk f").contains("awk -W"));
+        assert!(forbidden("awk -Wsprintf=9,exec f").contains("awk -W"));
+        assert_eq!(clean("awk -W version").reads, paths(&[]));
+        assert_eq!(clean("mawk -W random=3 1 f").reads, paths(&["f"]));
+        assert!(forbidden("gawk --load=./x.so 1 f").contains("-l/--load"));
+        let a = clean("diff -r a b");
+        assert!(
+            a.follows_symlinks,
+            "diff -r follows links unless told not to"
+        );
+        assert_eq!(a.recursive_roots, paths(&["a", "b"]));
+        assert!(!clean("diff -r --no-dereference a b").follows_symlinks);
+    }
+
+    #[test]
+    fn uris_where_paths_are_expected() {
+        let f = forbidden("cat file:///etc/passwd");
+        assert!(f.contains("cat file:///etc/passwd: is a URI"), "{f}");
+        assert!(forbidden("grep -f https://x.test/p a").contains("is a URI"));
+        assert!(forbidden("sort -o file:///tmp/o in").contains("is a URI"));
+        // Not a URI: a path with `://` inside, read as written.
+        assert_eq!(clean("cat a/b://c").reads, paths(&["a/b://c"]));
+        // A command nobody knows may take URIs: a local file URI is its path.
+        let a = clean("jq . file:///etc/sh%61dow file://localhost/x https://h/y");
+        assert_eq!(a.reads, paths(&[".", "/etc/shadow", "/x"]));
+        assert!(forbidden("jq . file://evil.test/etc/passwd").contains("host `evil.test`"));
     }
 }

@@ -3,32 +3,38 @@
 use std::path::{Path, PathBuf};
 
 use super::{
+    ShellError,
     findings::Findings,
     options::{
         Effect, OptionTable,
-        ValueSyntax::{AttachedOnly, Flag, Required},
-        Words, long_option, option, parse_options, short_option, split_attached,
+        ValueSyntax::{Flag, Required},
+        long_option, option, parse_options, short_option,
     },
 };
 
-/// cp, mv: `-t` names the destination directory; `-r -R -a` copy trees.
-const CP_MV: OptionTable = OptionTable::gnu(&[
+/// cp: `-t` names the destination directory; `-r -R -a` copy trees.
+pub(super) const CP: OptionTable = OptionTable::gnu(&[
     option('t', "target-directory", Required, Effect::TargetDir),
-    option('S', "suffix", Required, Effect::None),
     option('r', "recursive", Flag, Effect::Recursive),
     short_option('R', Flag, Effect::Recursive),
     option('a', "archive", Flag, Effect::Recursive),
     option('L', "dereference", Flag, Effect::FollowSymlinks),
-    long_option("no-preserve", Required, Effect::None),
-    long_option("sparse", Required, Effect::None),
-    long_option("reflink", AttachedOnly, Effect::None),
-    long_option("backup", AttachedOnly, Effect::None),
-    long_option("preserve", AttachedOnly, Effect::None),
-    long_option("update", AttachedOnly, Effect::None),
-    long_option("context", AttachedOnly, Effect::None),
-    long_option("no-target-directory", Flag, Effect::None),
-    long_option("no-dereference", Flag, Effect::None),
-]);
+])
+.inert(
+    "--attributes-only --backup[=] -b --copy-contents -d -f --force -i --interactive -H -l \
+     --link -n --no-clobber -P --no-dereference -p --preserve[=] --no-preserve= --parents \
+     --reflink[=] --remove-destination --sparse= --strip-trailing-slashes -s --symbolic-link \
+     -S= --suffix= -T --no-target-directory -u --update[=] -v --verbose -x --one-file-system \
+     -Z --context[=] --help --version",
+);
+
+/// mv: `-t` names the destination directory.
+pub(super) const MV: OptionTable =
+    OptionTable::gnu(&[option('t', "target-directory", Required, Effect::TargetDir)]).inert(
+        "--backup[=] -b -f --force -i --interactive -n --no-clobber --strip-trailing-slashes -S= \
+     --suffix= -T --no-target-directory -u --update[=] -v --verbose -Z --context --help \
+     --version",
+    );
 
 /// Whether the sources stay (cp) or go (mv).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +45,16 @@ pub(super) enum Transfer {
 
 /// cp (sources read, walked with -r) and mv (sources read and removed); the destination is the
 /// last operand, or the `-t` directory.
-pub(super) fn copy_or_move(args: &[String], transfer: Transfer, findings: &mut Findings) {
-    let parsed = parse_options(args, &CP_MV, findings);
+pub(super) fn copy_or_move(
+    args: &[String],
+    transfer: Transfer,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let table = match transfer {
+        Transfer::Copy => &CP,
+        Transfer::Move => &MV,
+    };
+    let parsed = parse_options(args, table, findings)?;
     let (sources, destination) = match (parsed.target_dir, parsed.operands.split_last()) {
         (Some(dir), _) => (&parsed.operands[..], Some(PathBuf::from(dir))),
         (None, Some((last, init))) if !init.is_empty() => (init, Some(last.path())),
@@ -58,6 +72,7 @@ pub(super) fn copy_or_move(args: &[String], transfer: Transfer, findings: &mut F
     if let Some(destination) = destination {
         findings.write(&destination);
     }
+    Ok(())
 }
 
 /// A file the command changes: written, and walked first when the change is recursive.
@@ -69,82 +84,78 @@ fn change(path: &Path, recursive: bool, findings: &mut Findings) {
 }
 
 /// rm: `-r -R` remove trees.
-const RM: OptionTable = OptionTable::gnu(&[
+pub(super) const RM: OptionTable = OptionTable::gnu(&[
     option('r', "recursive", Flag, Effect::Recursive),
     short_option('R', Flag, Effect::Recursive),
-    long_option("interactive", AttachedOnly, Effect::None),
-    long_option("preserve-root", AttachedOnly, Effect::None),
-]);
+])
+.inert(
+    "-f --force -i -I --interactive[=] --one-file-system --no-preserve-root \
+     --preserve-root[=] -d --dir -v --verbose --help --version",
+);
 
 /// rm: every operand is written (removed), and walked with `-r`.
-pub(super) fn rm(args: &[String], findings: &mut Findings) {
-    let parsed = parse_options(args, &RM, findings);
+pub(super) fn rm(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &RM, findings)?;
     for operand in &parsed.operands {
         change(&operand.path(), parsed.recursive, findings);
     }
+    Ok(())
 }
 
-/// A chmod MODE that looks like an option (`-w`, `-x`, `-rwx`): its letters after the `-`.
-fn is_symbolic_mode(letters: &str) -> bool {
-    letters
-        .chars()
-        .all(|c| "rwxXstugoa+-=,01234567".contains(c))
+/// chmod: `--reference` gives the MODE from a file; `-R` changes trees.
+pub(super) const CHMOD: OptionTable = OptionTable::gnu(&[
+    long_option("reference", Required, Effect::PatternFile),
+    option('R', "recursive", Flag, Effect::Recursive),
+])
+.inert(
+    "-c --changes -f --silent --quiet -v --verbose --no-preserve-root --preserve-root --help \
+     --version",
+)
+.dash_operand(is_symbolic_mode);
+
+/// chown, chgrp: `--reference` gives the owner from a file; `-R` changes trees, following
+/// links with `-L` or `--dereference`.
+pub(super) const CHOWN: OptionTable = OptionTable::gnu(&[
+    long_option("reference", Required, Effect::PatternFile),
+    option('R', "recursive", Flag, Effect::Recursive),
+    short_option('L', Flag, Effect::FollowSymlinks),
+    long_option("dereference", Flag, Effect::FollowSymlinks),
+])
+.inert(
+    "-c --changes -f --silent --quiet -v --verbose -h --no-dereference --from= \
+     --no-preserve-root --preserve-root -H -P --help --version",
+);
+
+/// A chmod MODE that looks like an option (`-w`, `-x`, `-rwx`, not `--`).
+fn is_symbolic_mode(word: &str) -> bool {
+    word.strip_prefix('-').is_some_and(|letters| {
+        !letters.is_empty()
+            && !letters.starts_with('-')
+            && letters
+                .chars()
+                .all(|c| "rwxXstugoa+-=,01234567".contains(c))
+    })
 }
 
 /// chmod, chown, chgrp: the first operand is the MODE/OWNER unless `--reference` is given;
 /// with `is_chmod`, a word like `-w` or `-x` is chmod's MODE, not an option. The files are
 /// written, and walked with `-R`.
-pub(super) fn change_attributes(args: &[String], is_chmod: bool, findings: &mut Findings) {
-    let mut recursive = false;
-    let mut reference = false;
-    let mut operands: Vec<&str> = Vec::new();
-    let mut options_done = false;
-    let mut words = Words::new(args);
-    while let Some(word) = words.next() {
-        if options_done || word == "-" || !word.starts_with('-') {
-            operands.push(word);
-        } else if word == "--" {
-            options_done = true;
-        } else if let Some(body) = word.strip_prefix("--") {
-            let (name, attached) = split_attached(body);
-            let abbreviates = |long: &str| !name.is_empty() && long.starts_with(name);
-            if abbreviates("reference") {
-                reference = true;
-                if let Some(file) = words.value(attached) {
-                    findings.read(Path::new(file));
-                }
-            } else if abbreviates("from") && attached.is_none() {
-                words.next(); // its CURRENT_OWNER:CURRENT_GROUP
-            } else if abbreviates("recursive") {
-                recursive = true;
-            } else if name == "dereference" {
-                findings.follows_symlinks = true;
-            }
-        } else if is_chmod && is_symbolic_mode(&word[1..]) {
-            operands.push(word);
-        } else {
-            for c in word[1..].chars() {
-                match c {
-                    'R' => recursive = true,
-                    'L' => findings.follows_symlinks = true,
-                    _ => {}
-                }
-            }
-        }
+pub(super) fn change_attributes(
+    args: &[String],
+    is_chmod: bool,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let table = if is_chmod { &CHMOD } else { &CHOWN };
+    let parsed = parse_options(args, table, findings)?;
+    for file in parsed.after_pattern() {
+        change(&file.path(), parsed.recursive, findings);
     }
-    let files = if reference {
-        &operands[..]
-    } else {
-        operands.get(1..).unwrap_or(&[])
-    };
-    for file in files {
-        change(Path::new(file), recursive, findings);
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::shell::test_support::{clean, paths};
+    use crate::shell::test_support::{clean, named, paths, unknown_option};
 
     #[test]
     fn cp_mv_rm_chmod() {
@@ -173,5 +184,22 @@ mod tests {
         assert_eq!(clean("chmod -w f").writes, paths(&["f"]), "-w is a mode");
         assert_eq!(clean("chmod --reference=r f").writes, paths(&["f"]));
         assert_eq!(clean("chown root: f").writes, paths(&["f"]));
+    }
+
+    #[test]
+    fn unknown_options_and_the_owner_options() {
+        assert_eq!(unknown_option("cp --frob a b"), named("cp", "--frob"));
+        assert_eq!(unknown_option("mv -r a b"), named("mv", "-r"));
+        assert_eq!(unknown_option("rm -rfQ d"), named("rm", "-Q"));
+        assert_eq!(
+            unknown_option("chmod --frob 600 f"),
+            named("chmod", "--frob")
+        );
+        // chmod's `-rwx` MODE is no option; after `--` neither is `-w`.
+        assert_eq!(clean("chmod -rwx f").writes, paths(&["f"]));
+        assert_eq!(clean("chmod -R -- -w d").writes, paths(&["d"]));
+        assert_eq!(clean("chown --from=a:b root f").writes, paths(&["f"]));
+        assert!(clean("chown -R --dereference u d").follows_symlinks);
+        assert_eq!(clean("chgrp --reference=r f").reads, paths(&["r"]));
     }
 }

@@ -3,7 +3,10 @@
 //! [`Findings`]; [`Findings::into_analysis`] turns it into the public [`CommandAnalysis`].
 use std::path::{Path, PathBuf};
 
-use super::CommandAnalysis;
+use super::{
+    CommandAnalysis,
+    uri::{self, Uri},
+};
 
 /// The findings of one command, each path recorded once, in the order first seen.
 pub(super) struct Findings {
@@ -22,13 +25,6 @@ fn push_unique(paths: &mut Vec<PathBuf>, path: &Path) {
     if !paths.iter().any(|p| p == path) {
         paths.push(path.to_path_buf());
     }
-}
-
-/// An operand or option value that can name a file: not empty, not `-` (stdin/stdout), not a
-/// URL.
-fn names_file(path: &Path) -> bool {
-    let s = path.as_os_str();
-    !s.is_empty() && s != "-" && !path.to_string_lossy().contains("://")
 }
 
 /// `paths`, or the working directory `.` when there are none (what walkers default to).
@@ -53,25 +49,65 @@ impl Findings {
         }
     }
 
+    /// The command's name (the file name of argv\[0\]).
+    pub(super) fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Whether `path`, a path the command opens, names a file: not empty, not `-`
+    /// (stdin/stdout). A URI is forbidden: the command takes paths, and would open the URI
+    /// as a relative path, not the file it names.
+    fn names_file(&mut self, path: &Path) -> bool {
+        let s = path.as_os_str();
+        if s.is_empty() || s == "-" {
+            return false;
+        }
+        let text = path.to_string_lossy();
+        if uri::scheme(&text).is_some() {
+            let why = format!(
+                "is a URI, and `{}` takes paths (it would open it as a relative path): give \
+                 the path itself",
+                self.command
+            );
+            self.forbid(&text, &why);
+            return false;
+        }
+        true
+    }
+
     /// The command reads `path` (when it names a file).
     pub(super) fn read(&mut self, path: &Path) {
-        if names_file(path) {
+        if self.names_file(path) {
             push_unique(&mut self.reads, path);
         }
     }
 
     /// The command writes, deletes or changes `path` (when it names a file).
     pub(super) fn write(&mut self, path: &Path) {
-        if names_file(path) {
+        if self.names_file(path) {
             push_unique(&mut self.writes, path);
         }
     }
 
     /// The command walks the tree at `path` recursively, which is also a read.
     pub(super) fn walk(&mut self, path: &Path) {
-        if names_file(path) {
-            self.read(path);
+        if self.names_file(path) {
+            push_unique(&mut self.reads, path);
             push_unique(&mut self.recursive_roots, path);
+        }
+    }
+
+    /// The command reads `word`, an argument it may take as a URI as well as a path (an
+    /// interpreter's script arguments, git's repository URLs, any argument of a command
+    /// nobody knows): a local `file://` URI is read as the path it names, another URI is
+    /// no file, `file://host/...` is forbidden; any other word is read as `path` (the word
+    /// under the command's `-C` directory, if any).
+    pub(super) fn read_argument(&mut self, word: &str, path: &Path) {
+        match uri::parse(word) {
+            Ok(None) => self.read(path),
+            Ok(Some(Uri::File(path))) => self.read(&path),
+            Ok(Some(Uri::Other(_))) => {}
+            Err(e) => self.forbid(word, &e.to_string()),
         }
     }
 

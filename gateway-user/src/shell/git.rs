@@ -1,64 +1,36 @@
-//! git: global options (`-C`, `-c`, `--git-dir`…), then a subcommand whose options are read
-//! from one table for all subcommands. Configuration, hooks and transports that can run
-//! commands are forbidden; every operand is taken as a read, and so is the path of
-//! `REV:PATH`.
+//! git: global options (`-C`, `-c`, `--git-dir`…), then a subcommand the gateway knows, whose
+//! options are read from its own table (`git_tables`, `git_verbs`, `git_shared`). Options,
+//! configuration, hooks and transports that can run commands are forbidden; every operand
+//! is taken as a read (a `file://` URL as its path, other URLs as no file), and so is the
+//! path of `REV:PATH`; the paths `mv`, `rm`, `restore`, `init`, `clone` and `worktree add`
+//! change are writes.
 use std::path::{Path, PathBuf};
 
 use super::{
+    ShellError,
     findings::Findings,
+    git_tables::{SUBCOMMANDS, Sub, Verbs},
     options::{
-        Effect, OptionTable, RUNS_ANOTHER_COMMAND,
-        ValueSyntax::{AttachedOnly, Required},
-        Words, long_option, option, parse_options, relative_to, short_option, split_attached,
+        Long, OptionTable,
+        ValueSyntax::{Flag, Required},
+        Words, parse_options, relative_to, split_attached,
     },
 };
 
-/// The options of git's subcommands, one table for all: the file-valued ones and those
-/// that run a program.
-const GIT_SUBCOMMAND: OptionTable = OptionTable::gnu(&[
-    option('m', "message", Required, Effect::None),
-    option('n', "max-count", Required, Effect::None),
-    option('b', "branch", Required, Effect::None),
-    short_option('B', Required, Effect::None),
-    option('X', "strategy-option", Required, Effect::None),
-    option('F', "file", Required, Effect::Read),
-    option('o', "output-directory", Required, Effect::Write),
-    long_option("output", Required, Effect::Write),
-    long_option("pathspec-from-file", Required, Effect::Read),
-    long_option("reference", Required, Effect::Read),
-    long_option("separate-git-dir", Required, Effect::Write),
-    long_option("template", Required, Effect::Read),
-    long_option("upload-pack", Required, RUNS_ANOTHER_COMMAND),
-    long_option("receive-pack", Required, RUNS_ANOTHER_COMMAND),
-    long_option("exec", Required, RUNS_ANOTHER_COMMAND),
-    long_option(
-        "config",
-        Required,
-        Effect::Forbid("configuration can run commands"),
-    ),
-    long_option("author", Required, Effect::None),
-    long_option("committer", Required, Effect::None),
-    long_option("grep", Required, Effect::None),
-    long_option("since", Required, Effect::None),
-    long_option("until", Required, Effect::None),
-    long_option("after", Required, Effect::None),
-    long_option("before", Required, Effect::None),
-    long_option("date", Required, Effect::None),
-    long_option("depth", Required, Effect::None),
-    long_option("origin", Required, Effect::None),
-    long_option("onto", Required, Effect::None),
-    long_option("strategy", Required, Effect::None),
-    long_option("format", AttachedOnly, Effect::None),
-    long_option("pretty", AttachedOnly, Effect::None),
-    long_option("color", AttachedOnly, Effect::None),
-    long_option("abbrev", AttachedOnly, Effect::None),
-    long_option("decorate", AttachedOnly, Effect::None),
-    long_option(
-        "open-files-in-pager",
-        AttachedOnly,
-        Effect::Forbid("runs a pager command"),
-    ),
-]);
+/// git's global options (git.c takes them only exactly as written, one per word). Those
+/// that name a directory or configuration (`-C -c --config-env --exec-path= --git-dir
+/// --work-tree`) are handled by [`global_options`] before the table is looked at.
+pub(super) const GLOBAL: OptionTable = OptionTable::gnu(&[]).inert(
+    "-C= -c= --config-env= --exec-path[=] --git-dir= --work-tree= -v --version -h --help \
+     --html-path --man-path --info-path -p --paginate -P --no-pager \
+     --no-replace-objects --no-lazy-fetch --no-optional-locks --no-advice --bare \
+     --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-pathspecs \
+     --namespace= --super-prefix= --list-cmds= --attr-source=",
+);
+
+/// Why a subcommand (or a subcommand's verb) the gateway does not know is forbidden.
+const UNKNOWN_SUBCOMMAND: &str = "is not a git subcommand the gateway knows (aliases and external \
+     git-* programs run what the analysis cannot see)";
 
 /// Subcommands that run other commands.
 const GIT_FORBIDDEN_SUBCOMMANDS: &[&str] = &[
@@ -82,11 +54,21 @@ fn git_config_ok(kv: &str) -> bool {
     key.starts_with("color.") || key.starts_with("advice.") || key == "core.quotepath"
 }
 
-/// `git [GLOBAL OPTIONS] SUBCOMMAND [ARGS]`: see the module documentation.
-pub(super) fn git(args: &[String], findings: &mut Findings) {
-    // The `-C` directory, which later relative paths are under.
+/// The refusal of an unknown global option.
+fn unknown_global(word: &str) -> ShellError {
+    ShellError::UnknownOption {
+        command: "git".into(),
+        option: word.split_once('=').map_or(word, |(name, _)| name).into(),
+    }
+}
+
+/// The global options before the subcommand: returns the `-C` directory, under which later
+/// relative paths are.
+fn global_options(
+    words: &mut Words,
+    findings: &mut Findings,
+) -> Result<Option<PathBuf>, ShellError> {
     let mut dir: Option<PathBuf> = None;
-    let mut words = Words::new(args);
     while let Some(word) = words.peek().filter(|w| w.starts_with('-')) {
         words.next();
         let (name, attached) = split_attached(word);
@@ -117,34 +99,157 @@ pub(super) fn git(args: &[String], findings: &mut Findings) {
                     findings.read(&relative_to(dir.as_deref(), d));
                 }
             }
-            "--namespace" | "--super-prefix" | "--list-cmds" | "--attr-source" => {
-                words.value(attached);
+            _ => {
+                let option = if let Some(long) = name.strip_prefix("--") {
+                    match GLOBAL.long(long) {
+                        Long::Known(o) if o.long == long => o,
+                        _ => return Err(unknown_global(word)),
+                    }
+                } else {
+                    let mut letters = name[1..].chars();
+                    match (letters.next().and_then(|c| GLOBAL.short(c)), letters.next()) {
+                        (Some(o), None) => o,
+                        _ => return Err(unknown_global(word)),
+                    }
+                };
+                if option.value == Required && attached.is_none() {
+                    words.next();
+                }
             }
-            _ => {}
         }
     }
+    Ok(dir)
+}
+
+/// The index of a verb in `args`: the first word that is neither an option of `before` nor
+/// the value of one.
+fn verb_index(args: &[String], before: &OptionTable) -> usize {
+    let mut i = 0;
+    while let Some(word) = args.get(i).filter(|w| w.starts_with('-') && *w != "-") {
+        if word == "--" {
+            break;
+        }
+        let takes_next = match word.strip_prefix("--") {
+            Some(body) => {
+                let (name, attached) = split_attached(body);
+                attached.is_none()
+                    && matches!(before.long(name), Long::Known(o) if o.value == Required)
+            }
+            None => word[1..]
+                .char_indices()
+                .find_map(|(at, c)| {
+                    let o = before.short(c)?;
+                    (o.value != Flag)
+                        .then(|| o.value == Required && at + c.len_utf8() == word.len() - 1)
+                })
+                .unwrap_or(false),
+        };
+        i += 1 + usize::from(takes_next);
+    }
+    i
+}
+
+/// The table and arguments of a subcommand with verbs: the options before the verb are
+/// parsed with `verbs.before`; returns the verb (`None` when there is none) and the table
+/// and arguments after it.
+fn choose_verb<'a>(
+    sub: &str,
+    verbs: &'static Verbs,
+    args: &'a [String],
+    findings: &mut Findings,
+) -> Result<(Option<&'a str>, &'static OptionTable, &'a [String]), ShellError> {
+    let at = verb_index(args, verbs.before);
+    parse_options(&args[..at], verbs.before, findings).map_err(|e| in_subcommand(e, sub))?;
+    let rest = &args[at..];
+    let known = |name: &str| verbs.verbs.iter().find(|(v, _)| *v == name);
+    let first = rest.first().map(String::as_str).filter(|w| *w != "--");
+    let default = verbs.default.and_then(known);
+    match (first, first.and_then(known), default) {
+        (_, Some((verb, table)), _) => Ok((Some(verb), table, &rest[1..])),
+        (None, None, Some((_, table))) => Ok((None, table, rest)),
+        (Some(_), None, Some((_, table))) if verbs.word_is_default_operand => {
+            Ok((None, table, rest))
+        }
+        (None, None, None) => Ok((None, verbs.before, rest)),
+        (Some(word), None, _) => {
+            findings.forbid(&format!("{sub} {word}"), UNKNOWN_SUBCOMMAND);
+            Ok((None, verbs.before, &rest[rest.len()..]))
+        }
+    }
+}
+
+/// `e`, an unknown option of subcommand `sub`, named `git SUB`.
+fn in_subcommand(e: ShellError, sub: &str) -> ShellError {
+    match e {
+        ShellError::UnknownOption { command, option } => ShellError::UnknownOption {
+            command: format!("{command} {sub}"),
+            option,
+        },
+        other => other,
+    }
+}
+
+/// Which operands a subcommand writes (changes, creates, removes), by position.
+fn written_operands(sub: &str, verb: Option<&str>, count: usize) -> std::ops::Range<usize> {
+    match (sub, verb) {
+        ("mv" | "rm" | "restore" | "init", _) => 0..count,
+        ("clone", _) => 1.min(count)..count.min(2),
+        ("worktree", Some("add")) => 0..count.min(1),
+        _ => 0..0,
+    }
+}
+
+/// `git [GLOBAL OPTIONS] SUBCOMMAND [ARGS]`: see the module documentation.
+pub(super) fn git(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let mut words = Words::new(args);
+    let dir = global_options(&mut words, findings)?;
     let Some(subcommand) = words.next() else {
-        return;
+        return Ok(());
     };
     let rest = words.rest();
     forbid_what_runs_commands(subcommand, rest, findings);
-    let parsed = parse_options(rest, &GIT_SUBCOMMAND, findings);
-    if subcommand == "grep" && rest.iter().any(|a| a == "--no-index" || a == "--untracked") {
-        findings.walk(dir.as_deref().unwrap_or(Path::new(".")));
+    if GIT_FORBIDDEN_SUBCOMMANDS.contains(&subcommand) {
+        return Ok(());
     }
-    for operand in &parsed.operands {
+    let Some((_, sub)) = SUBCOMMANDS.iter().find(|(name, _)| *name == subcommand) else {
+        findings.forbid(subcommand, UNKNOWN_SUBCOMMAND);
+        return Ok(());
+    };
+    let (verb, table, rest) = match sub {
+        Sub::Table(table) => (None, *table, rest),
+        Sub::Verbs(verbs) => choose_verb(subcommand, verbs, rest, findings)?,
+    };
+    let parsed = parse_options(rest, table, findings).map_err(|e| in_subcommand(e, subcommand))?;
+    let here = dir.as_deref().unwrap_or(Path::new("."));
+    if subcommand == "grep" && parsed.recursive {
+        findings.walk(here); // grep --no-index/--untracked: the working directory
+    }
+    let written = written_operands(subcommand, verb, parsed.operands.len());
+    for (i, operand) in parsed.operands.iter().enumerate() {
         let word = operand.word;
-        if word.starts_with(":/") || word.contains("://") {
+        if word.starts_with(":/") {
+            continue; // a commit by message, `:/fix`
+        }
+        let path = relative_to(dir.as_deref(), word);
+        if written.contains(&i) {
+            findings.read_argument(word, &path);
+            findings.write(&path);
             continue;
         }
-        findings.read(&relative_to(dir.as_deref(), word));
+        if parsed.recursive {
+            findings.walk(&path); // diff/grep --no-index
+            continue;
+        }
+        findings.read_argument(word, &path);
         // REV:PATH names a file (as of a revision).
-        if let Some((_, path)) = word.split_once(':')
-            && !path.is_empty()
+        if super::uri::scheme(word).is_none()
+            && let Some((_, file)) = word.split_once(':')
+            && !file.is_empty()
         {
-            findings.read(&relative_to(dir.as_deref(), path));
+            findings.read(&relative_to(dir.as_deref(), file));
         }
     }
+    Ok(())
 }
 
 /// The subcommands, and the subcommand arguments `rest`, that run other commands.
@@ -209,7 +314,7 @@ fn forbid_what_runs_commands(sub: &str, rest: &[String], findings: &mut Findings
 mod tests {
     use std::path::PathBuf;
 
-    use crate::shell::test_support::{clean, forbidden};
+    use crate::shell::test_support::{clean, forbidden, named, unknown_option};
 
     #[test]
     fn git_paths_and_forbidden_options() {
@@ -251,5 +356,82 @@ mod tests {
         assert!(forbidden("git grep -Oevil x").contains("-O"));
         assert!(forbidden("git difftool").contains("difftool"));
         assert!(clean("git add -u").forbidden.is_empty());
+    }
+
+    #[test]
+    fn git_subcommands_and_options_are_known_or_refused() {
+        assert!(forbidden("git frobnicate").contains("git frobnicate: is not a git subcommand"));
+        assert!(forbidden("git stash frob").contains("git stash frob: is not a git subcommand"));
+        assert_eq!(unknown_option("git log --frob"), named("git log", "--frob"));
+        assert_eq!(unknown_option("git --frob status"), named("git", "--frob"));
+        assert_eq!(
+            unknown_option("git --git-d=x status"),
+            named("git", "--git-d")
+        );
+        assert_eq!(
+            unknown_option("git remote add -Q o u"),
+            named("git remote", "-Q")
+        );
+        for line in [
+            "git log -3 --oneline --no-decorate --stat",
+            "git log -n 2 --format=%H --since=yesterday",
+            "git show --stat HEAD",
+            "git status --porcelain=v2 -uno",
+            "git commit --no-verify --no-edit -m msg",
+            "git diff --cached --name-only",
+            "git stash -p",
+            "git stash list --oneline",
+            "git stash show -p 'stash@{0}'",
+            "git reflog -5",
+            "git remote -v show origin",
+            "git notes --ref=r add -m x",
+            "git worktree list --porcelain",
+            "git config --get user.name",
+            "git rev-parse --show-toplevel --abbrev-ref HEAD",
+        ] {
+            clean(line);
+        }
+    }
+
+    #[test]
+    fn git_options_and_operands_that_touch_files() {
+        let a = clean("git log -L 1,5:src/a.rs");
+        assert!(a.reads.contains(&PathBuf::from("src/a.rs")));
+        // git takes `--no-ind` for `--no-index` and `--untr` for `--untracked`.
+        for line in [
+            "git grep --no-ind x",
+            "git grep --untr x",
+            "git grep --no-index x",
+        ] {
+            let a = clean(line);
+            assert!(
+                a.recursive_roots.contains(&PathBuf::from(".")),
+                "{line}: {a:?}"
+            );
+        }
+        let a = clean("git diff --no-index a b");
+        assert_eq!(a.recursive_roots, [PathBuf::from("a"), PathBuf::from("b")]);
+        let a = clean("git mv a b");
+        assert_eq!(a.writes, [PathBuf::from("a"), PathBuf::from("b")]);
+        assert_eq!(clean("git rm -r --cached d").writes, [PathBuf::from("d")]);
+        assert_eq!(
+            clean("git worktree add ../w main").writes,
+            [PathBuf::from("../w")]
+        );
+        let a = clean("git clone file:///srv/r%20x dst");
+        assert_eq!(a.reads, [PathBuf::from("/srv/r x"), PathBuf::from("dst")]);
+        assert_eq!(a.writes, [PathBuf::from("dst")]);
+        let a = clean("git clone https://example.test/r.git");
+        assert!(a.reads.is_empty() && a.writes.is_empty(), "{a:?}");
+        assert!(forbidden("git clone file://h/r d").contains("host `h`"));
+        assert!(forbidden("git add --pathspec-from-file=list").contains("--pathspec-from-file"));
+        assert!(forbidden("git apply --unsafe-paths p.diff").contains("--unsafe-paths"));
+        assert!(forbidden("git help --web log").contains("-w/--web"));
+        assert!(forbidden("git archive --exec=x HEAD").contains("--exec"));
+        assert!(
+            clean("git archive -o out.tar --add-file=extra HEAD")
+                .writes
+                .contains(&PathBuf::from("out.tar"))
+        );
     }
 }

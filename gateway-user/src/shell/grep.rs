@@ -2,49 +2,45 @@
 //! operands are files read, or trees walked (`grep -r`, `rgrep`, and `rg` always).
 
 use super::{
+    ShellError,
     findings::{Findings, or_working_dir},
     options::{
         Effect, OptionTable, RUNS_ANOTHER_COMMAND,
-        ValueSyntax::{AttachedOnly, Flag, Required},
+        ValueSyntax::{Flag, Required},
         long_option, option, parse_options, paths_of,
     },
 };
 
-/// grep: `-e` gives the pattern, `-f` reads it; `-r`, `-R` and `-d recurse` walk.
-const GREP: OptionTable = OptionTable::gnu(&[
+/// grep (GNU grep 3.8, and `-y`, the old `-i`): `-e` gives the pattern, `-f` reads it;
+/// `-r`, `-R` and `-d recurse` walk.
+pub(super) const GREP: OptionTable = OptionTable::gnu(&[
     option('e', "regexp", Required, Effect::Pattern),
     option('f', "file", Required, Effect::PatternFile),
-    option('m', "max-count", Required, Effect::None),
-    option('A', "after-context", Required, Effect::None),
-    option('B', "before-context", Required, Effect::None),
-    option('C', "context", Required, Effect::None),
     option('d', "directories", Required, Effect::RecursiveIf("recurse")),
-    option('D', "devices", Required, Effect::None),
     option('r', "recursive", Flag, Effect::Recursive),
     option('R', "dereference-recursive", Flag, Effect::FollowSymlinks),
-    long_option("include", Required, Effect::None),
-    long_option("exclude", Required, Effect::None),
     long_option("exclude-from", Required, Effect::Read),
-    long_option("exclude-dir", Required, Effect::None),
-    long_option("label", Required, Effect::None),
-    long_option("binary-files", Required, Effect::None),
-    long_option("color", AttachedOnly, Effect::None),
-    long_option("colour", AttachedOnly, Effect::None),
-    long_option("files-with-matches", Flag, Effect::None),
-    long_option("files-without-match", Flag, Effect::None),
-    long_option("fixed-strings", Flag, Effect::None),
-    long_option("line-buffered", Flag, Effect::None),
-    long_option("line-number", Flag, Effect::None),
-    long_option("line-regexp", Flag, Effect::None),
-    long_option("null", Flag, Effect::None),
-    long_option("null-data", Flag, Effect::None),
-    long_option("context-separator", Required, Effect::None),
-]);
+])
+.inert(
+    "-E --extended-regexp -F --fixed-strings -G --basic-regexp -P --perl-regexp -i \
+     --ignore-case --no-ignore-case -y -w --word-regexp -x --line-regexp -z --null-data -s \
+     --no-messages -v --invert-match -V --version --help -m= --max-count= -b --byte-offset -n \
+     --line-number --line-buffered -H --with-filename -h --no-filename --label= -o \
+     --only-matching -q --quiet --silent --binary-files= -a --text -I -D= --devices= \
+     --include= --exclude= --exclude-dir= -L --files-without-match -l --files-with-matches -c \
+     --count -T --initial-tab -Z --null -B= --before-context= -A= --after-context= -C= \
+     --context= --group-separator= --no-group-separator --color[=] --colour[=] -U --binary",
+)
+.numeric();
 
 /// grep, egrep, fgrep, and rgrep (`always_recursive`): files after the pattern are read, or
 /// walked (default `.`) when recursive.
-pub(super) fn grep(args: &[String], always_recursive: bool, findings: &mut Findings) {
-    let parsed = parse_options(args, &GREP, findings);
+pub(super) fn grep(
+    args: &[String],
+    always_recursive: bool,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &GREP, findings)?;
     // -R / --dereference-recursive: recursive and following links.
     let recursive = always_recursive || parsed.recursive || findings.follows_symlinks;
     let files = paths_of(parsed.after_pattern());
@@ -57,67 +53,68 @@ pub(super) fn grep(args: &[String], always_recursive: bool, findings: &mut Findi
             findings.read(&file);
         }
     }
+    Ok(())
 }
 
-/// rg: `--files` takes no pattern; `--pre` and `--hostname-bin` run programs.
-const RG: OptionTable = OptionTable::gnu(&[
+/// rg (ripgrep 14; not installed here, so taken from its flag definitions): `--files` takes
+/// no pattern; `--pre` and `--hostname-bin` run programs. Every flag has a `--no-` form.
+pub(super) const RG: OptionTable = OptionTable::gnu(&[
     option('e', "regexp", Required, Effect::Pattern),
     option('f', "file", Required, Effect::PatternFile),
-    option('g', "glob", Required, Effect::None),
-    long_option("iglob", Required, Effect::None),
-    option('t', "type", Required, Effect::None),
-    option('T', "type-not", Required, Effect::None),
-    long_option("type-add", Required, Effect::None),
-    long_option("type-clear", Required, Effect::None),
-    option('m', "max-count", Required, Effect::None),
-    option('A', "after-context", Required, Effect::None),
-    option('B', "before-context", Required, Effect::None),
-    option('C', "context", Required, Effect::None),
-    option('j', "threads", Required, Effect::None),
-    option('M', "max-columns", Required, Effect::None),
-    option('E', "encoding", Required, Effect::None),
-    option('r', "replace", Required, Effect::None),
-    option('d', "max-depth", Required, Effect::None),
     option('L', "follow", Flag, Effect::FollowSymlinks),
     long_option("files", Flag, Effect::NoPattern),
     long_option("type-list", Flag, Effect::NoPattern),
-    long_option("max-filesize", Required, Effect::None),
     long_option("ignore-file", Required, Effect::Read),
     long_option(
         "pre",
         Required,
         Effect::Forbid("runs a preprocessor command on every file"),
     ),
-    long_option("pre-glob", Required, Effect::None),
     long_option("hostname-bin", Required, RUNS_ANOTHER_COMMAND),
-    long_option("sort", Required, Effect::None),
-    long_option("sortr", Required, Effect::None),
-    long_option("path-separator", Required, Effect::None),
-    long_option("colors", Required, Effect::None),
-    long_option("color", Required, Effect::None),
-    long_option("context-separator", Required, Effect::None),
-    long_option("field-match-separator", Required, Effect::None),
-    long_option("field-context-separator", Required, Effect::None),
-    long_option("dfa-size-limit", Required, Effect::None),
-    long_option("regex-size-limit", Required, Effect::None),
-    long_option("engine", Required, Effect::None),
-    long_option("generate", Required, Effect::None),
-    long_option("hyperlink-format", Required, Effect::None),
-]);
+])
+.inert(
+    "-A= --after-context= --auto-hybrid-regex --no-auto-hybrid-regex -B= --before-context= \
+     --binary --no-binary --block-buffered --no-block-buffered -b --byte-offset \
+     --no-byte-offset -s --case-sensitive --color= --colors= --column --no-column -C= \
+     --context= --context-separator= --no-context-separator -c --count --count-matches \
+     --crlf --no-crlf --debug --dfa-size-limit= -E= --encoding= --no-encoding --engine= \
+     --field-context-separator= --field-match-separator= -l --files-with-matches \
+     --files-without-match -F --fixed-strings --no-fixed-strings --no-follow --generate= -g= \
+     --glob= --glob-case-insensitive --no-glob-case-insensitive --heading --no-heading -h \
+     --help -. --hidden --no-hidden --hyperlink-format= --iglob= -i --ignore-case \
+     --ignore-file-case-insensitive --no-ignore-file-case-insensitive --include-zero \
+     --no-include-zero -v --invert-match --no-invert-match --json --no-json --line-buffered \
+     --no-line-buffered -n --line-number -N --no-line-number -x --line-regexp -M= \
+     --max-columns= --max-columns-preview --no-max-columns-preview -m= --max-count= -d= \
+     --max-depth= --maxdepth= --max-filesize= --mmap --no-mmap -U --multiline --no-multiline \
+     --multiline-dotall --no-multiline-dotall --no-config --no-ignore --ignore \
+     --no-ignore-dot --ignore-dot --no-ignore-exclude --ignore-exclude --no-ignore-files \
+     --ignore-files --no-ignore-global --ignore-global --no-ignore-messages --ignore-messages \
+     --no-ignore-parent --ignore-parent --no-ignore-vcs --ignore-vcs --no-messages --messages \
+     --no-pcre2-unicode --pcre2-unicode --no-require-git --require-git --no-unicode --unicode \
+     -0 --null --null-data --one-file-system --no-one-file-system -o --only-matching \
+     --path-separator= --passthru --passthrough -P --pcre2 --no-pcre2 --pcre2-version --no-pre \
+     --pre-glob= -p --pretty -q --quiet --regex-size-limit= -r= --replace= -z --search-zip \
+     --no-search-zip -S --smart-case --sort-files --no-sort-files --sort= --sortr= --stats \
+     --no-stats --stop-on-nonmatch -a --text --no-text -j= --threads= --trace --trim --no-trim \
+     -t= --type= --type-add= --type-clear= -T= --type-not= -u --unrestricted -V --version \
+     --vimgrep -H --with-filename -I --no-filename -w --word-regexp",
+);
 
 /// rg: always walks the operands after the pattern (default `.`).
-pub(super) fn ripgrep(args: &[String], findings: &mut Findings) {
-    let parsed = parse_options(args, &RG, findings);
+pub(super) fn ripgrep(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &RG, findings)?;
     for root in or_working_dir(paths_of(parsed.after_pattern())) {
         findings.walk(&root);
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use crate::shell::test_support::{clean, forbidden, paths};
+    use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
 
     #[test]
     fn grep_pattern_and_files() {
@@ -223,5 +220,24 @@ mod tests {
         assert_eq!(a.recursive_roots, paths(&["src"]));
         assert!(forbidden("rg --pre ./evil x").contains("--pre"));
         assert!(clean("rg -L x").follows_symlinks);
+    }
+
+    #[test]
+    fn unknown_grep_options_are_refused() {
+        assert_eq!(
+            unknown_option("grep --no-such-flag x f"),
+            named("grep", "--no-such-flag")
+        );
+        assert_eq!(unknown_option("egrep -rQ x d"), named("egrep", "-Q"));
+        assert_eq!(unknown_option("rg --frob x"), named("rg", "--frob"));
+        assert_eq!(
+            clean("grep -2 -in x f").reads,
+            paths(&["f"]),
+            "-NUM is context"
+        );
+        assert_eq!(
+            clean("rg --no-follow -. x d").recursive_roots,
+            paths(&["d"])
+        );
     }
 }

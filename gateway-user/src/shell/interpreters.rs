@@ -2,10 +2,11 @@
 //! in-place edits are forbidden and whose script and its arguments are reads; shells, always
 //! forbidden; and programs that run another command (`xargs env sudo …`), always forbidden.
 use super::{
+    ShellError,
     findings::Findings,
     options::{
         Effect, OptionTable,
-        ValueSyntax::{AttachedDigits, AttachedOnly, Required},
+        ValueSyntax::{AttachedDigits, AttachedOnly, Flag, Required},
         long_option, option, parse_options, short_option,
     },
 };
@@ -13,74 +14,156 @@ use super::{
 /// The reason an interpreter's inline-code option is forbidden.
 const RUNS_INLINE_CODE: Effect = Effect::Forbid("runs inline code");
 
-/// python*: `-c` runs inline code; `-m` names a module.
+/// python* (`CPython` 3.11 to 3.13): `-c` runs inline code; `-m` names a module, and the words
+/// after it are the module's.
 pub(super) const PYTHON: OptionTable = OptionTable::until_first_operand(&[
     short_option('c', Required, RUNS_INLINE_CODE),
-    short_option('m', Required, Effect::None),
-    short_option('W', Required, Effect::None),
-    short_option('X', Required, Effect::None),
-    long_option("check-hash-based-pycs", Required, Effect::None),
-]);
+    short_option('m', Required, Effect::EndsOptions),
+])
+.inert(
+    "-b -B -d -E -h -? --help -i -I -O -P -q -R -s -S -u -v -V --version -W= -x -X= \
+     --check-hash-based-pycs= --help-env --help-xoptions --help-all",
+);
 
-/// node: `-e` and `-p` run inline code (`-c` is a syntax check).
+/// The reason node's inspector options are forbidden.
+const OPENS_A_DEBUGGER: Effect =
+    Effect::Forbid("opens a debugger port, through which whoever connects runs code");
+
+/// The reason node's options that write files in the working directory are forbidden.
+const WRITES_DIAGNOSTICS: Effect =
+    Effect::Forbid("writes profiles or snapshots in the working directory");
+
+/// node (20): `-e` and `-p` run inline code (`-c` is a syntax check); the inspector opens a
+/// port; profilers, reports and logs write files. Boolean options have `--no-` forms.
 pub(super) const NODE: OptionTable = OptionTable::until_first_operand(&[
     option('e', "eval", Required, RUNS_INLINE_CODE),
     option('p', "print", Required, RUNS_INLINE_CODE),
-    option('r', "require", Required, Effect::None),
-    long_option("import", Required, Effect::None),
+    option('r', "require", Required, Effect::Read),
+    long_option("import", Required, Effect::Read),
+    long_option("loader", Required, Effect::Read),
+    long_option("experimental-loader", Required, Effect::Read),
     long_option("env-file", Required, Effect::Read),
-    long_option("input-type", Required, Effect::None),
-    long_option("loader", Required, Effect::None),
-    long_option("experimental-loader", Required, Effect::None),
-    long_option("conditions", Required, Effect::None),
-    long_option("title", Required, Effect::None),
-]);
+    long_option("env-file-if-exists", Required, Effect::Read),
+    long_option("experimental-policy", Required, Effect::Read),
+    long_option("icu-data-dir", Required, Effect::Read),
+    long_option("openssl-config", Required, Effect::Read),
+    long_option("snapshot-blob", Required, Effect::Read),
+    long_option("watch-path", Required, Effect::Read),
+    long_option("inspect", AttachedOnly, OPENS_A_DEBUGGER),
+    long_option("inspect-brk", AttachedOnly, OPENS_A_DEBUGGER),
+    long_option("inspect-wait", AttachedOnly, OPENS_A_DEBUGGER),
+    long_option("inspect-port", Required, OPENS_A_DEBUGGER),
+    long_option("debug-port", Required, OPENS_A_DEBUGGER),
+    long_option("build-snapshot", Flag, WRITES_DIAGNOSTICS),
+    long_option("build-snapshot-config", Required, WRITES_DIAGNOSTICS),
+    long_option("experimental-sea-config", Required, WRITES_DIAGNOSTICS),
+    long_option("cpu-prof", Flag, WRITES_DIAGNOSTICS),
+    long_option("heap-prof", Flag, WRITES_DIAGNOSTICS),
+    long_option("prof", Flag, WRITES_DIAGNOSTICS),
+    long_option("heapsnapshot-near-heap-limit", Required, WRITES_DIAGNOSTICS),
+    long_option("heapsnapshot-signal", Required, WRITES_DIAGNOSTICS),
+    long_option("cpu-prof-dir", Required, Effect::Write),
+    long_option("cpu-prof-name", Required, Effect::Write),
+    long_option("heap-prof-dir", Required, Effect::Write),
+    long_option("heap-prof-name", Required, Effect::Write),
+    long_option("diagnostic-dir", Required, Effect::Write),
+    long_option("report-directory", Required, Effect::Write),
+    long_option("report-dir", Required, Effect::Write),
+    long_option("report-filename", Required, Effect::Write),
+    long_option("redirect-warnings", Required, Effect::Write),
+    long_option("tls-keylog", Required, Effect::Write),
+    long_option("trace-event-file-pattern", Required, Effect::Write),
+    long_option("test-reporter-destination", Required, Effect::Write),
+])
+.inert(
+    "--abort-on-uncaught-exception --allow-addons --allow-child-process --allow-fs-read= \
+     --allow-fs-write= --allow-wasi --allow-worker -c --check --completion-bash -C= \
+     --conditions= --cpu-prof-interval= --disable-proto= --disable-warning= \
+     --disable-wasm-trap-handler --disallow-code-generation-from-strings \
+     --dns-result-order= --enable-etw-stack-walking --enable-fips --enable-source-maps \
+     --experimental-default-type= --experimental-eventsource \
+     --experimental-import-meta-resolve --experimental-network-imports \
+     --experimental-network-inspection --experimental-permission \
+     --experimental-print-required-tla --experimental-test-coverage \
+     --experimental-test-module-mocks --experimental-vm-modules \
+     --experimental-wasm-modules --experimental-websocket --expose-gc --force-context-aware \
+     --force-fips --force-node-api-uncaught-exceptions-policy --frozen-intrinsics \
+     --heap-prof-interval= -h --help --huge-max-old-generation-size --input-type= \
+     --insecure-http-parser --inspect-publish-uid= -i --interactive \
+     --interpreted-frames-native-stack --jitless --max-http-header-size= \
+     --network-family-autoselection-attempt-timeout= --no-addons --no-deprecation \
+     --no-experimental-detect-module --no-experimental-fetch \
+     --no-experimental-global-customevent --no-experimental-global-webcrypto \
+     --no-experimental-repl-await --no-experimental-require-module \
+     --no-extra-info-on-fatal-exception --no-force-async-hooks-checks \
+     --no-global-search-paths --enable-network-family-autoselection \
+     --no-network-family-autoselection --no-warnings --node-memory-debug \
+     --openssl-legacy-provider --openssl-shared-config --pending-deprecation \
+     --policy-integrity= --preserve-symlinks --preserve-symlinks-main --prof-process \
+     --report-compact --report-exclude-network --report-on-fatalerror --report-on-signal \
+     --report-signal= --report-uncaught-exception --secure-heap= --secure-heap-min= --test \
+     --test-concurrency= --test-force-exit --test-name-pattern= --test-only \
+     --test-reporter= --test-shard= --test-timeout= --throw-deprecation --title= \
+     --tls-cipher-list= --tls-max-v1.2 --tls-max-v1.3 --tls-min-v1.0 --tls-min-v1.1 \
+     --tls-min-v1.2 --tls-min-v1.3 --trace-atomics-wait --trace-deprecation \
+     --trace-event-categories= --trace-exit --trace-promises --trace-require-module= \
+     --trace-sigint --trace-sync-io --trace-tls --trace-uncaught --trace-warnings \
+     --track-heap-objects --unhandled-rejections= --use-bundled-ca --use-largepages= \
+     --use-openssl-ca --v8-options --v8-pool-size= -v --version --watch \
+     --watch-preserve-output --zero-fill-buffers",
+)
+.negatable();
 
-/// perl*: `-e -E` run inline code, `-i` edits in place; `-l -0 -C` take attached digits.
+/// perl* (5.36): `-e -E` run inline code, `-i` edits in place; `-l -0` take attached digits,
+/// `-C -D -d -V -x -F -m -M` the rest of their word.
 pub(super) const PERL: OptionTable = OptionTable::until_first_operand(&[
     short_option('e', Required, RUNS_INLINE_CODE),
     short_option('E', Required, RUNS_INLINE_CODE),
     short_option('I', Required, Effect::Read),
     short_option('i', AttachedOnly, Effect::InPlace),
-    short_option('M', AttachedOnly, Effect::None),
-    short_option('m', AttachedOnly, Effect::None),
     short_option('l', AttachedDigits, Effect::None),
     short_option('0', AttachedDigits, Effect::None),
-    short_option('F', AttachedOnly, Effect::None),
-    short_option('x', AttachedOnly, Effect::None),
-    short_option('C', AttachedDigits, Effect::None),
-    short_option('d', AttachedOnly, Effect::None),
-    short_option('D', AttachedOnly, Effect::None),
-]);
+    short_option('C', AttachedOnly, Effect::None),
+])
+.inert(
+    "-a -c -d[=] -D[=] -f -F[=] -m[=] -M[=] -n -p -s -S -t -T -u -U -v -V[=] -w -W -x[=] -X \
+     -h --help --version",
+);
 
-/// ruby: `-e` runs inline code, `-i` edits in place, `-C` changes directory.
+/// ruby (3.x; not installed here, taken from `ruby --help`): `-e` runs inline code, `-i`
+/// edits in place, `-C` changes directory.
 pub(super) const RUBY: OptionTable = OptionTable::until_first_operand(&[
     short_option('e', Required, RUNS_INLINE_CODE),
     short_option('I', Required, Effect::Read),
-    short_option('r', Required, Effect::None),
     short_option('C', Required, Effect::ChangeDir),
-    option('E', "encoding", Required, Effect::None),
     short_option('i', AttachedOnly, Effect::InPlace),
-    short_option('F', AttachedOnly, Effect::None),
-    short_option('x', AttachedOnly, Effect::None),
     short_option('0', AttachedDigits, Effect::None),
     short_option('W', AttachedDigits, Effect::None),
-    long_option("external-encoding", Required, Effect::None),
-    long_option("internal-encoding", Required, Effect::None),
-    long_option("enable", Required, Effect::None),
-    long_option("disable", Required, Effect::None),
-]);
+])
+.inert(
+    "-r= -E= --encoding= -F[=] -x[=] -a -c -d --debug -h --help -l -n -p -s -S -v --verbose \
+     -w -y --yydebug --copyright --version --external-encoding= --internal-encoding= \
+     --enable= --disable= --dump= --backtrace-limit= --crash-report= --parser= --jit --yjit \
+     --rjit",
+);
 
 /// Interpreters: options stop at the script; the script and its arguments are all reads
-/// (and writes, with an in-place edit).
-pub(super) fn interpreter(args: &[String], table: &OptionTable, findings: &mut Findings) {
-    let parsed = parse_options(args, table, findings);
+/// (and writes, with an in-place edit). An argument may be a URI for the script.
+pub(super) fn interpreter(
+    args: &[String],
+    table: &OptionTable,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let parsed = parse_options(args, table, findings)?;
     for operand in &parsed.operands {
-        findings.read(&operand.path());
         if parsed.in_place {
+            findings.read(&operand.path());
             findings.write(&operand.path());
+        } else {
+            findings.read_argument(operand.word, &operand.path());
         }
     }
+    Ok(())
 }
 
 /// Shells: they run commands the gateway cannot see, whatever their arguments.
@@ -109,7 +192,7 @@ pub(super) fn shell(name: &str, args: &[String], findings: &mut Findings) {
 mod tests {
     use std::path::PathBuf;
 
-    use crate::shell::test_support::{clean, forbidden, paths};
+    use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
 
     #[test]
     fn interpreters_inline_code() {
@@ -160,5 +243,31 @@ mod tests {
         assert!(forbidden("eval x").contains("eval"));
         assert!(forbidden("timeout 5 cat a").contains("timeout"));
         assert!(forbidden("sudo cat /etc/shadow").contains("sudo"));
+    }
+
+    #[test]
+    fn interpreter_options_are_known_or_refused() {
+        assert_eq!(unknown_option("python3 -Z x.py"), named("python3", "-Z"));
+        assert_eq!(
+            unknown_option("node --frob app.js"),
+            named("node", "--frob")
+        );
+        assert_eq!(unknown_option("perl -Q x.pl"), named("perl", "-Q"));
+        // After `-m MODULE` the words are the module's.
+        let a = clean("python3 -B -m pytest -k name --frob tests");
+        assert!(a.reads.contains(&PathBuf::from("tests")));
+        assert!(
+            clean("node --no-warnings --enable-source-maps app.js")
+                .forbidden
+                .is_empty()
+        );
+        assert!(forbidden("node --inspect=0.0.0.0:9229 app.js").contains("--inspect"));
+        assert!(forbidden("node --cpu-prof app.js").contains("--cpu-prof"));
+        assert!(
+            forbidden("perl -CSD -e 1").contains("perl -e"),
+            "-C takes its word"
+        );
+        let a = clean("python3 file:///srv/t.py file://localhost/x");
+        assert_eq!(a.reads, paths(&["/srv/t.py", "/x"]));
     }
 }

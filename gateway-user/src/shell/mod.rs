@@ -13,77 +13,134 @@
 //!   [`ShellError`], [`MAX_ARGS`]) and the table that sends each command to its family.
 //! - `split`: the tokeniser, a line to argv the way `sh` would, refusing what a shell would
 //!   interpret.
-//! - `options`: the getopt-like option parser and the option tables' vocabulary (what an
-//!   option's value is and what the option does to paths).
+//! - `option_table`: the option tables' vocabulary (how an option takes its value, what it
+//!   does to paths) and the lookup of an option as written; `options`: the getopt-like
+//!   parser that reads a command's words with its table.
 //! - `findings`: what the analysis has found so far (reads, writes, walks, forbidden).
-//! - One file per command family, each with its option tables and its tests:
-//!   `coreutils` (readers such as `cat head sort less uniq diff`, the text filters `sed awk`,
-//!   and the reading of unknown commands), `grep` (`grep rg`), `walk` (`find ls du tree`),
-//!   `tar`, `file_ops` (`cp mv rm chmod chown chgrp`), `git`, `interpreters` (`python node
-//!   perl ruby`, shells, and programs that run another command).
+//! - [`uri`]: which words are URIs, and the path a `file://` URI names (shared with the
+//!   sandbox's `path` arguments).
+//! - One file per command family, each with its tests: `coreutils` (readers such as `cat
+//!   head sort less uniq diff`, the text filters `sed awk`, and the reading of unknown
+//!   commands; tables in `coreutils_tables`), `grep` (`grep rg`), `walk` (`find ls du tree`),
+//!   `tar`, `file_ops` (`cp mv rm chmod chown chgrp`), `git` (tables in `git_tables`,
+//!   `git_verbs`, `git_shared`), `interpreters` (`python node perl ruby`, shells, and
+//!   programs that run another command).
+//! - Tests only: `help_check` proves the tables complete against the installed tools' own
+//!   help, read by `help_columns` and `help_formats`.
 //!
 //! # Option syntax
 //! Short options may be combined (`-rf .env`, `-Rn`); an option's value may be attached
 //! (`-fF`) or the next word (`-f F`); long options take `--opt=value` or `--opt value` and may
 //! be abbreviated to a unique prefix, as GNU getopt allows; options may follow operands (GNU
-//! permutation) except for interpreters, which stop at the script; `--` ends options. An
-//! unknown short option is taken as a flag (so the next word stays an operand, the cautious
-//! reading); the value of an unknown `--opt=value` is taken as a read.
+//! permutation) except for interpreters, which stop at the script (python also at `-m
+//! MODULE`); `--` ends options. `-NUM` is a count where the tool takes one (`head -5`, `grep
+//! -2`, `git log -3`); git and node accept `--no-NAME` for a known `--NAME` (and `--NAME` for
+//! a known `--no-NAME`), as a flag without effect.
+//!
+//! **A known command's table is complete and strict**: it lists every option of the tool
+//! (GNU coreutils 9.1, grep 3.8, findutils 4.9, tar 1.34, diffutils 3.8, sed 4.9, file 5.44,
+//! less 590, util-linux more, mawk 1.3.4, git 2.39 and 2.47 for the subcommands it lists,
+//! python 3.11, perl 5.36, node 20; gawk 5, rg 14, tree 2 and ruby 3 from their
+//! documentation), with its value syntax, and an option the table does not know is refused
+//! ([`ShellError::UnknownOption`], naming the command and the option): a table that meets an
+//! option it does not know does not guess what it reads, writes or runs. An abbreviation of
+//! several options that differ is refused by the tool itself (getopt: ambiguous), unless
+//! the tool knows fewer options than the table: the analysis applies every candidate's
+//! effect, with the attached value only (the cautious reading). For git, an abbreviation of
+//! a real name comes before one of a negation (`--no-ind` is `--no-index`, as git reads it). Commands nobody knows keep the cautious
+//! reading of every option: a short option is a flag (so the next word stays an operand),
+//! the value of `--opt=value` an argument.
+//!
+//! # URIs
+//! A word `scheme://…` (RFC 3986 scheme) where a command takes a path is forbidden: the
+//! command would open it as a relative path, not the file it names (`cat file:///etc/passwd`
+//! opens `./file:/etc/passwd`). Where a program may take a URI (operands of commands nobody
+//! knows and of interpreters, git's operands), a local `file://` URI (no host, or
+//! `localhost`) is read as its percent-decoded path, `file://host/…` is forbidden, and any
+//! other URI is no file.
 //!
 //! # Command knowledge
 //! Commands are known by the file name of argv\[0\] (`/usr/bin/grep` is `grep`).
 //!
 //! | command | reads | recursive roots | writes | forbidden |
 //! |---|---|---|---|---|
-//! | `cat tac nl more wc head tail less` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `uniq IN OUT`'s OUT | `--files0-from` (`wc sort md5sum…`), `file -f` (names from a file), `sort --compress-program`, `less +CMD` (start-up commands, `!` runs a shell) |
+//! | `cat tac nl more wc head tail less` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `sort -T` (temporary files), `uniq IN OUT`'s OUT | `--files0-from` (`wc sort`), `file -f` (names from a file), `md5sum… -c` (checks the files a list names), `file -C` (writes a compiled magic file), `sort --compress-program`, `less +CMD` (start-up commands, `!` runs a shell) |
 //! | `grep egrep fgrep rgrep` | files after the PATTERN (first operand unless `-e`/`-f`); `-f/--file`, `--exclude-from` | with `-r -R --recursive --dereference-recursive -d recurse`, or `rgrep`: the files, default `.` | — | — |
 //! | `rg` | `-f/--file`, `--ignore-file` | always: operands after the pattern (all of them with `--files`), default `.` | — | `--pre`, `--hostname-bin` (run a program) |
-//! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files | each start point, default `.` | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` |
+//! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files; with `-maxdepth 0` or `1`: the start points | each start point, default `.` (none with `-maxdepth 0` or `1`) | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` |
 //! | `ls` | operands, default `.` | with `-R`: operands, default `.` | — | — |
-//! | `du tree` | `du -X/--exclude-from` | always: operands, default `.` (`tree --fromfile`: none) | `tree -o` | `du --files0-from` |
-//! | `diff` | operands, `-X/--exclude-from`, `--from-file/--to-file` | with `-r`: operands | — | `--diff-program` |
+//! | `du tree` | `du -X/--exclude-from`; `tree --gitfile --infofile --hintro --houtro` | always: operands, default `.` (`tree --fromfile/--fromtabfile`: none) | `tree -o` | `du --files0-from`, `tree -R` (writes a file in every directory) |
+//! | `diff` | operands, `-X/--exclude-from`, `--from-file/--to-file` | with `-r`: operands (following links unless `--no-dereference`) | — | `--diff-program` |
 //! | `sed` | files after the SCRIPT (first operand unless `-e`/`-f`); `-f` | — | with `-i`: the files | `-i/--in-place` |
-//! | `awk gawk mawk nawk` | files after the PROGRAM (unless `-f/-e/-E`); `-f -E -i` files | — | `-o -p -d` files | `-l/--load` (shared library) |
-//! | `tar` (also old style `tar xf a`) | `-f` archive unless creating; `-X`; `-c/-r/-u` operands (under `-C`) | `-c/-r/-u` operands unless `--no-recursion`; `-d` the dir | `-c/-r/-u/--delete` archive; `-x`: the dir (`-C` or `.`); `--index-file` | `--to-command --checkpoint-action -I/--use-compress-program -F/--info-script/--new-volume-script --rsh-command --rmt-command -T/--files-from`, `-x -P`, remote archive `host:file` |
+//! | `awk gawk mawk nawk` | files after the PROGRAM (unless `-f/-e/-E`); `-f -E -i` files | — | `-o -p -d` files | `-l/--load` (shared library), `-D/--debug`, `-W` words other than mawk's `version dump help usage interactive posix_space random= sprintf=` and gawk's flags |
+//! | `tar` (also old style `tar xf a`) | `-f` archive unless creating; `-X`, `--owner-map --group-map`; `-c/-r/-u` operands and `--add-file` (under `-C`) | `-c/-r/-u` operands unless `--no-recursion`; `-d` the dir | `-c/-r/-u/--delete` archive; `-x`: the dir (`-C` or `.`); `--one-top-level`, `--index-file`, `-g`, `--volno-file` | `--to-command --checkpoint-action -I/--use-compress-program -F/--info-script/--new-volume-script --rsh-command --rmt-command -T/--files-from --remove-files`, `-x -P`, remote archive `host:file` |
 //! | `cp` | sources | sources with `-r -R -a` | destination (last operand or `-t DIR`) | — |
 //! | `mv` | sources | — | sources and destination | — |
 //! | `rm` | — | operands with `-r -R` | operands | — |
 //! | `chmod chown chgrp` | `--reference` file | operands with `-R` | operands after MODE/OWNER | — |
-//! | `git` | every operand (and the path of `REV:PATH`), `--git-dir --work-tree`, `-F/--file`; relative to `-C` | `grep --no-index/--untracked`: `.` | `-o/--output/--output-directory` | `-c KEY=V` (except `color.*`, `core.quotepath`, `advice.*`), `--config-env`, `--exec-path=`, `--upload-pack -u --receive-pack --exec`, `rebase -x`, `clone/init --template`, `clone -c/--config`, `grep -O`, `ext::`/`fd::` URLs, `config` except reads, subcommands `filter-branch daemon instaweb shell mergetool difftool send-email`, `submodule foreach`, `bisect run` |
-//! | `python* node nodejs perl* ruby` | every operand (script and its arguments) | — | — | inline code (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`), in-place edits (`perl/ruby -i`) |
+//! | `git` | every operand (a `file://` URL as its path, other URLs none; the path of `REV:PATH`), `--git-dir --work-tree`, the file options (`commit -F/-t`, `log -L RANGE:FILE`, `blame --contents -S`, `clone --reference`, `ls-files -X`, `diff -O`, …); relative to `-C` | `grep --no-index/--untracked`: `.`; `diff --no-index`: the operands | `--output`, `format-patch -o`, `archive -o`, `clone/init --separate-git-dir`; the operands of `mv rm restore init`, `clone`'s directory, `worktree add`'s path | subcommands it does not list (aliases, `git-*` programs), `-c KEY=V` (except `color.*`, `core.quotepath`, `advice.*`), `--config-env`, `--exec-path=`, `--upload-pack -u --receive-pack --exec`, `rebase -x`, `clone/init --template`, `clone -c/--config`, `grep -O`, `apply --unsafe-paths`, `help --web/--info`, `--pathspec-from-file`, `ext::`/`fd::` URLs, `config` except reads, subcommands `filter-branch daemon instaweb shell mergetool difftool send-email`, `submodule foreach`, `bisect run` |
+//! | `python* node nodejs perl* ruby` | every operand (script and its arguments); `perl/ruby -I`, node's module and config files (`-r --import --env-file …`) | — | node's report, profile and log files (`--cpu-prof-dir --redirect-warnings …`) | inline code (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`), in-place edits (`perl/ruby -i`), node's inspector (`--inspect*`) and files written in the working directory (`--cpu-prof --heap-prof --prof --build-snapshot …`) |
 //! | shells `sh bash dash zsh ksh mksh fish csh tcsh busybox` | — | — | — | always (runs commands the gateway cannot see) |
 //! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command") |
 //! | anything else | every operand and `--opt=value` value, except `-` and URLs | — | — | — |
 //!
+//! git's subcommands are those of `git_tables::SUBCOMMANDS`: `add am apply archive bisect
+//! blame branch cat-file check-ignore checkout cherry-pick clean clone commit config
+//! describe diff fetch for-each-ref format-patch grep help init log ls-files ls-remote
+//! ls-tree merge merge-base mv notes pull push rebase reflog remote reset restore rev-list
+//! rev-parse revert rm shortlog show show-ref stash status submodule switch tag version
+//! worktree`; `notes reflog remote stash worktree` read the options of their verb.
+//!
 //! A directory in `writes` (tar's extraction dir, cp's target dir) means anything below it
 //! may be written. `follows_symlinks` is set for `grep -R`, `rg -L`, `find -L/-follow`,
-//! `ls/du/cp -L`, `tree -l`, `tar -h`, `chmod -L`: a walk that may leave its root.
+//! `ls/du/cp -L`, `tree -l`, `tar -h`, `chmod/chown -L`, `chown --dereference`, `diff -r`: a
+//! walk that may leave its root.
 //!
 //! # Limits
 //! - No shell runs, so aliases, functions and `$PATH` lookups do not exist here; the engine
 //!   checks argv\[0\] against the exec allowlist.
+//! - The tables are complete for the versions above, as `help_check` proves on a machine
+//!   that has them; another version's new options are refused until added (a false block,
+//!   never a guess), and an option another version dropped is still known. gawk, rg, tree
+//!   and ruby are not checked (not installed where the check runs); options no help prints
+//!   (hidden git options, V8's options to node) are refused.
 //! - Unknown commands get the generic reading above: an option we do not know that takes a
 //!   value makes that value look like an operand (over-reading, never under-reading, unless an
 //!   option is wrongly listed as taking a value).
 //! - Programs inside arguments are not analysed: `sed` scripts (`e`, `w`, `r` commands), `awk`
 //!   programs (`system()`, `getline`, `>`), interpreter scripts, `less`'s interactive `!cmd`,
-//!   git hooks and repository config (`core.fsmonitor`, `core.pager` in `.git/config`). The
-//!   allowlist and the sandbox (protecting `.git/config` and hooks) must cover these.
+//!   git hooks and repository config (`core.fsmonitor`, `core.pager`, diff drivers in
+//!   `.git/config`). The allowlist and the sandbox (protecting `.git/config` and hooks) must
+//!   cover these.
 //! - `git` operands are all taken as reads, revisions included (harmless relative names);
-//!   `git config KEY` (an implicit get) is forbidden like a set.
+//!   subcommands that rewrite the work tree (`checkout switch reset merge pull rebase stash
+//!   clean apply am cherry-pick revert`) write files the analysis does not list; `git config
+//!   KEY` (an implicit get) is forbidden like a set.
 use std::path::PathBuf;
 
 mod coreutils;
+mod coreutils_tables;
 mod file_ops;
 mod findings;
 mod git;
+mod git_shared;
+mod git_tables;
+mod git_verbs;
 mod grep;
+#[cfg(test)]
+mod help_check;
+#[cfg(test)]
+mod help_columns;
+#[cfg(test)]
+mod help_formats;
 mod interpreters;
+mod option_table;
 mod options;
 mod split;
 mod tar;
 #[cfg(test)]
 mod test_support;
+pub mod uri;
 mod walk;
 
 pub use split::split;
@@ -129,6 +186,18 @@ pub enum ShellError {
     /// More than [`MAX_ARGS`] words.
     #[error("{0} arguments: more than the {MAX_ARGS} a command may have here")]
     TooManyArgs(usize),
+    /// An option that the table of a known command does not know.
+    #[error(
+        "`{command}` has no option `{option}` that the gateway knows: refused, because what an \
+         unknown option reads, writes or runs cannot be checked (use the options `{command} \
+         --help` lists)"
+    )]
+    UnknownOption {
+        /// The command (`cat`, `git log`).
+        command: String,
+        /// The option as written, without its value (`--unknown`, `-Z`).
+        option: String,
+    },
 }
 
 /// The most arguments [`analyze`] looks at; a longer command is refused (the analysis is
@@ -173,37 +242,37 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
     let mut findings = Findings::new(name);
     let found = &mut findings;
     match name {
-        "grep" | "egrep" | "fgrep" => grep::grep(args, false, found),
-        "rgrep" => grep::grep(args, true, found),
-        "rg" => grep::ripgrep(args, found),
-        "find" => walk::find(args, found),
-        "ls" => walk::ls(args, found),
-        "du" => walk::walk_operands(args, &walk::DU, found),
-        "tree" => walk::walk_operands(args, &walk::TREE, found),
-        "diff" => coreutils::diff(args, found),
-        "sed" => coreutils::script_then_files(args, &coreutils::SED, found),
+        "grep" | "egrep" | "fgrep" => grep::grep(args, false, found)?,
+        "rgrep" => grep::grep(args, true, found)?,
+        "rg" => grep::ripgrep(args, found)?,
+        "find" => walk::find(args, found)?,
+        "ls" => walk::ls(args, found)?,
+        "du" => walk::walk_operands(args, &walk::DU, found)?,
+        "tree" => walk::walk_operands(args, &walk::TREE, found)?,
+        "diff" => coreutils::diff(args, found)?,
+        "sed" => coreutils::script_then_files(args, &coreutils_tables::SED, found)?,
         "awk" | "gawk" | "mawk" | "nawk" => {
-            coreutils::script_then_files(args, &coreutils::AWK, found);
+            coreutils::script_then_files(args, &coreutils_tables::AWK, found)?;
         }
-        "tar" => tar::tar(args, found),
-        "cp" => file_ops::copy_or_move(args, file_ops::Transfer::Copy, found),
-        "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found),
-        "rm" => file_ops::rm(args, found),
-        "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found),
-        "uniq" => coreutils::uniq(args, found),
-        "less" => coreutils::less(args, found),
-        "git" => git::git(args, found),
-        "node" | "nodejs" => interpreters::interpreter(args, &interpreters::NODE, found),
-        "ruby" => interpreters::interpreter(args, &interpreters::RUBY, found),
+        "tar" => tar::tar(args, found)?,
+        "cp" => file_ops::copy_or_move(args, file_ops::Transfer::Copy, found)?,
+        "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found)?,
+        "rm" => file_ops::rm(args, found)?,
+        "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found)?,
+        "uniq" => coreutils::uniq(args, found)?,
+        "less" => coreutils::less(args, found)?,
+        "git" => git::git(args, found)?,
+        "node" | "nodejs" => interpreters::interpreter(args, &interpreters::NODE, found)?,
+        "ruby" => interpreters::interpreter(args, &interpreters::RUBY, found)?,
         n if n.starts_with("python") => {
-            interpreters::interpreter(args, &interpreters::PYTHON, found);
+            interpreters::interpreter(args, &interpreters::PYTHON, found)?;
         }
-        n if n.starts_with("perl") => interpreters::interpreter(args, &interpreters::PERL, found),
+        n if n.starts_with("perl") => interpreters::interpreter(args, &interpreters::PERL, found)?,
         n if interpreters::SHELLS.contains(&n) => interpreters::shell(n, args, found),
         n if interpreters::COMMAND_RUNNERS.contains(&n) => {
             found.forbid(n, "runs another command");
         }
-        n => coreutils::read_operands(n, args, found),
+        n => coreutils::read_operands(n, args, found)?,
     }
     Ok(findings.into_analysis(program))
 }

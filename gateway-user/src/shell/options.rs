@@ -1,172 +1,14 @@
-//! The getopt-like option parser shared by the command families, and the vocabulary of their
-//! option tables: each known option says how it takes a value ([`ValueSyntax`]) and what it
-//! does to the command's paths ([`Effect`]). The syntax it accepts is in the module
-//! documentation of [`crate::shell`] ("Option syntax").
+//! The getopt-like option parser shared by the command families, which reads a command's
+//! words with its [`OptionTable`] (the tables' vocabulary is in `option_table`, re-exported
+//! here). The syntax it accepts is in the module documentation of [`crate::shell`] ("Option
+//! syntax").
 use std::path::{Path, PathBuf};
 
-use super::{findings::Findings, tar::TarMode};
-
-/// How an option takes its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ValueSyntax {
-    /// No value.
-    Flag,
-    /// A value, attached (`-fF`, `--file=F`) or the next word (`-f F`, `--file F`).
-    Required,
-    /// A value only when attached (`-i.bak`, `--in-place=.bak`).
-    AttachedOnly,
-    /// Only attached digits (`perl -l0 -0777`); the cluster goes on after them (`-lne`).
-    AttachedDigits,
-}
-
-/// What an option does to the command's paths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Effect {
-    /// No effect on paths.
-    None,
-    /// The value is a file that is read.
-    Read,
-    /// The value is a file that is written.
-    Write,
-    /// The value is a file read and rewritten.
-    ReadWrite,
-    /// The value is a file listing more operands: read, and forbidden (those are unseen).
-    NamesFrom,
-    /// The option is forbidden, for the reason given.
-    Forbid(&'static str),
-    /// Edits its operands in place: forbidden; operands are writes.
-    InPlace,
-    /// The command walks its operands recursively.
-    Recursive,
-    /// Recursive when the value abbreviates this word (`grep -d recurse`).
-    RecursiveIf(&'static str),
-    /// Cancels recursion (`tar --no-recursion`).
-    NoRecursion,
-    /// The walk follows symbolic links.
-    FollowSymlinks,
-    /// The value is the pattern/script/program, so no operand is.
-    Pattern,
-    /// The value is a file holding the pattern/script/program: read.
-    PatternFile,
-    /// No pattern at all: every operand is a path (`rg --files`).
-    NoPattern,
-    /// Target directory of cp/mv: written.
-    TargetDir,
-    /// Selects what tar does with its archive.
-    TarMode(TarMode),
-    /// The value is tar's archive.
-    Archive,
-    /// Later relative operands are under this directory (`tar -C`, `ruby -C`).
-    ChangeDir,
-    /// A date, or a file whose time is used when it looks like a path (`tar --newer`).
-    DateOrFile,
-    /// tar keeps the leading `/` of member names.
-    AbsoluteNames,
-    /// `tree --fromfile`: operands are listings, read, not walked.
-    OperandsAreListings,
-}
-
-/// The reason shared by every option that runs a program named in its value.
-pub(super) const RUNS_ANOTHER_COMMAND: Effect = Effect::Forbid("runs another command");
-
-/// One option a command knows.
-#[derive(Debug)]
-pub(super) struct OptionSpec {
-    /// The short form (`-f`); `'\0'`: none.
-    pub(super) short: char,
-    /// The long form without its dashes (`file`); `""`: none.
-    pub(super) long: &'static str,
-    /// How it takes its value.
-    pub(super) value: ValueSyntax,
-    /// What it does to the command's paths.
-    pub(super) effect: Effect,
-}
-
-/// An option with both a short and a long form.
-pub(super) const fn option(
-    short: char,
-    long: &'static str,
-    value: ValueSyntax,
-    effect: Effect,
-) -> OptionSpec {
-    OptionSpec {
-        short,
-        long,
-        value,
-        effect,
-    }
-}
-
-/// An option with only a long form.
-pub(super) const fn long_option(
-    long: &'static str,
-    value: ValueSyntax,
-    effect: Effect,
-) -> OptionSpec {
-    option('\0', long, value, effect)
-}
-
-/// An option with only a short form.
-pub(super) const fn short_option(short: char, value: ValueSyntax, effect: Effect) -> OptionSpec {
-    option(short, "", value, effect)
-}
-
-impl OptionSpec {
-    /// How forbidden findings name it: `-f` when it has a short form, else `--file`.
-    fn display(&self) -> String {
-        if self.short == '\0' {
-            format!("--{}", self.long)
-        } else {
-            format!("-{}", self.short)
-        }
-    }
-}
-
-/// The options one command knows, and where it accepts them.
-pub(super) struct OptionTable {
-    options: &'static [OptionSpec],
-    /// GNU permutation: options are recognised after operands too.
-    permute: bool,
-}
-
-impl OptionTable {
-    /// Options anywhere, before or after operands (GNU permutation).
-    pub(super) const fn gnu(options: &'static [OptionSpec]) -> OptionTable {
-        OptionTable {
-            options,
-            permute: true,
-        }
-    }
-
-    /// Options up to the first operand only (interpreters: the rest belongs to the script).
-    pub(super) const fn until_first_operand(options: &'static [OptionSpec]) -> OptionTable {
-        OptionTable {
-            options,
-            permute: false,
-        }
-    }
-
-    /// The long option `name` or the only one it abbreviates.
-    fn long(&self, name: &str) -> Option<&OptionSpec> {
-        let longs = || self.options.iter().filter(|o| !o.long.is_empty());
-        if let Some(exact) = longs().find(|o| o.long == name) {
-            return Some(exact);
-        }
-        if name.is_empty() {
-            return None;
-        }
-        let mut hits = longs().filter(|o| o.long.starts_with(name));
-        match (hits.next(), hits.next()) {
-            (Some(only), None) => Some(only),
-            _ => None,
-        }
-    }
-
-    /// The short option `c`.
-    pub(super) fn short(&self, c: char) -> Option<&OptionSpec> {
-        self.options.iter().find(|o| o.short == c)
-    }
-}
+pub(super) use super::option_table::{
+    Effect, Long, OptionSpec, OptionTable, RUNS_ANOTHER_COMMAND, ValueSyntax, long_option, option,
+    short_option,
+};
+use super::{ShellError, coreutils_tables, findings::Findings, tar::TarMode};
 
 /// `word` relative to `dir` (set by `-C`), or as written when there is none.
 pub(super) fn relative_to(dir: Option<&Path>, word: &str) -> PathBuf {
@@ -252,6 +94,8 @@ pub(super) struct ParsedArgs<'a> {
     pub(super) operands_are_listings: bool,
     /// The directory later operands are relative to (`-C`).
     pub(super) dir: Option<PathBuf>,
+    /// An option ended the options ([`Effect::EndsOptions`]): every later word is an operand.
+    pub(super) options_done: bool,
 }
 
 impl<'a> ParsedArgs<'a> {
@@ -271,44 +115,64 @@ impl<'a> ParsedArgs<'a> {
     }
 }
 
+/// The refusal of `option`, which the table of `findings`' command does not know.
+fn unknown(findings: &Findings, option: &str) -> ShellError {
+    ShellError::UnknownOption {
+        command: findings.command().to_owned(),
+        option: option.to_owned(),
+    }
+}
+
 /// Tokenizes `args` per `table`, records the common effects in `findings`, returns the rest.
+/// An option a strict table does not know is refused ([`ShellError::UnknownOption`]).
 pub(super) fn parse_options<'a>(
     args: &'a [String],
     table: &OptionTable,
     findings: &mut Findings,
-) -> ParsedArgs<'a> {
+) -> Result<ParsedArgs<'a>, ShellError> {
     let mut parsed = ParsedArgs::default();
     let mut words = Words::new(args);
-    let mut options_done = false;
     while let Some(word) = words.next() {
-        if options_done || word == "-" || !word.starts_with('-') {
+        let dash_operand = table.dash_operand.is_some_and(|f| f(word));
+        if parsed.options_done || word == "-" || !word.starts_with('-') || dash_operand {
             parsed.operands.push(Operand {
                 word,
                 dir: parsed.dir.clone(),
             });
             if !table.permute {
-                options_done = true;
+                parsed.options_done = true;
             }
             continue;
         }
         if word == "--" {
-            options_done = true;
+            parsed.options_done = true;
             continue;
         }
         if let Some(body) = word.strip_prefix("--") {
             let (name, attached) = split_attached(body);
             match table.long(name) {
-                Some(option) => {
+                Long::Known(option) => {
                     let value = match option.value {
                         ValueSyntax::Required => words.value(attached),
                         ValueSyntax::Flag => None,
                         ValueSyntax::AttachedOnly | ValueSyntax::AttachedDigits => attached,
                     };
-                    apply_effect(option, value, &mut parsed, findings);
+                    apply_effect(&option, value, true, &mut parsed, findings);
                 }
-                None => {
+                Long::Unknown if table.strict => {
+                    return Err(unknown(findings, &format!("--{name}")));
+                }
+                // Ambiguous: the tool refuses it, or (another version, hidden options) takes
+                // one of them: every one's effect, with the attached value only.
+                Long::Ambiguous(candidates) => {
+                    for option in &candidates {
+                        apply_effect(option, attached, true, &mut parsed, findings);
+                    }
+                }
+                // A command nobody knows: the cautious reading.
+                Long::Unknown => {
                     if let Some(value) = attached {
-                        findings.read(Path::new(value));
+                        findings.read_argument(value, &parsed.path(value));
                     }
                 }
             }
@@ -317,7 +181,14 @@ pub(super) fn parse_options<'a>(
         let mut cluster = &word[1..];
         while let Some(c) = cluster.chars().next() {
             cluster = &cluster[c.len_utf8()..];
+            if table.numeric && c.is_ascii_digit() {
+                cluster = cluster.trim_start_matches(|d: char| d.is_ascii_digit());
+                continue;
+            }
             let Some(option) = table.short(c) else {
+                if table.strict {
+                    return Err(unknown(findings, &format!("-{c}")));
+                }
                 continue;
             };
             let value = match option.value {
@@ -334,10 +205,13 @@ pub(super) fn parse_options<'a>(
                 ValueSyntax::Required if !cluster.is_empty() => Some(std::mem::take(&mut cluster)),
                 ValueSyntax::Required => words.next(),
             };
-            apply_effect(option, value, &mut parsed, findings);
+            apply_effect(&option, value, false, &mut parsed, findings);
+            if parsed.options_done {
+                break;
+            }
         }
     }
-    parsed
+    Ok(parsed)
 }
 
 /// The leading digits of `cluster`, the value of short option `option`, and what follows
@@ -351,13 +225,16 @@ fn split_digits(option: char, cluster: &str) -> (&str, &str) {
     cluster.split_at(end)
 }
 
-/// Records what `option` (with its `value`, if any) does.
+/// Records what `option` (with its `value`, if any; written in its long form when
+/// `long_written`) does.
 fn apply_effect<'a>(
     option: &OptionSpec,
     value: Option<&'a str>,
+    long_written: bool,
     parsed: &mut ParsedArgs<'a>,
     findings: &mut Findings,
 ) {
+    let name = || option.display(long_written);
     match option.effect {
         Effect::None => {}
         Effect::Read => {
@@ -381,14 +258,14 @@ fn apply_effect<'a>(
                 findings.read(&parsed.path(v));
             }
             findings.forbid(
-                &option.display(),
+                &name(),
                 "takes more file names from a file, which cannot be checked",
             );
         }
-        Effect::Forbid(why) => findings.forbid(&option.display(), why),
+        Effect::Forbid(why) => findings.forbid(&name(), why),
         Effect::InPlace => {
             parsed.in_place = true;
-            findings.forbid(&option.display(), "edits files in place");
+            findings.forbid(&name(), "edits files in place");
         }
         Effect::Recursive => parsed.recursive = true,
         Effect::RecursiveIf(word) => {
@@ -421,5 +298,103 @@ fn apply_effect<'a>(
         }
         Effect::AbsoluteNames => parsed.absolute_names = true,
         Effect::OperandsAreListings => parsed.operands_are_listings = true,
+        Effect::Operand => {
+            if let Some(word) = value {
+                parsed.operands.push(Operand {
+                    word,
+                    dir: parsed.dir.clone(),
+                });
+            }
+        }
+        Effect::EndsOptions => parsed.options_done = true,
+        Effect::AwkW => {
+            if !value.is_some_and(coreutils_tables::awk_w_is_inert) {
+                findings.forbid(
+                    &name(),
+                    "takes a word that may name a program file or run something; only \
+                     version, dump, help, usage, interactive, posix_space, random=, sprintf= \
+                     and the flags are allowed",
+                );
+            }
+        }
+        Effect::ReadAfterColon => {
+            if let Some((_, file)) = value.and_then(|v| v.rsplit_once(':')) {
+                findings.read(&parsed.path(file));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ValueSyntax::Required;
+
+    const T: OptionTable = OptionTable::gnu(&[
+        option('o', "output", Required, Effect::Write),
+        option('x', "exec", Required, RUNS_ANOTHER_COMMAND),
+        short_option('m', Required, Effect::EndsOptions),
+    ])
+    .inert("-v --verbose")
+    .numeric()
+    .dash_operand(|w| w == "-w");
+
+    fn parse(line: &str, table: &OptionTable) -> Result<(Vec<String>, Findings), ShellError> {
+        let args: Vec<String> = line.split_whitespace().map(String::from).collect();
+        let mut findings = Findings::new("t");
+        let parsed = parse_options(&args, table, &mut findings)?;
+        let operands = parsed.operands.iter().map(|o| o.word.to_owned()).collect();
+        Ok((operands, findings))
+    }
+
+    fn unknown(option: &str) -> ShellError {
+        ShellError::UnknownOption {
+            command: "t".into(),
+            option: option.into(),
+        }
+    }
+
+    #[test]
+    fn strict_tables_refuse_unknown_options() {
+        assert_eq!(parse("-vZ a", &T).err(), Some(unknown("-Z")));
+        assert_eq!(parse("a --frob=x", &T).err(), Some(unknown("--frob")));
+        assert_eq!(
+            parse("-- --frob -Z", &T).map(|(o, _)| o).ok(),
+            Some(vec!["--frob".into(), "-Z".into()])
+        );
+        assert_eq!(
+            parse("-12v -w a", &T).map(|(o, _)| o).ok(),
+            Some(vec!["-w".into(), "a".into()])
+        );
+        let lenient = OptionTable::lenient();
+        let (operands, findings) = parse("-Z --frob=v a", &lenient).expect("lenient");
+        assert_eq!(operands, ["a"]);
+        assert_eq!(findings.into_analysis("t").reads, [PathBuf::from("v")]);
+    }
+
+    #[test]
+    fn effects_and_their_names() {
+        let (operands, findings) = parse("-m mod -v --exec x a", &T).expect("parse");
+        assert_eq!(operands, ["-v", "--exec", "x", "a"], "-m ends the options");
+        assert!(findings.into_analysis("t").forbidden.is_empty());
+        let (_, findings) = parse("--exec=x -x y --out o", &T).expect("parse");
+        let a = findings.into_analysis("t");
+        assert_eq!(
+            a.forbidden,
+            [
+                "t -x/--exec: runs another command",
+                "t -x: runs another command"
+            ]
+        );
+        assert_eq!(a.writes, [PathBuf::from("o")]);
+        // `--ex` abbreviates `--exec` and `--extra`, which differ: each one's effect, with
+        // the attached value only.
+        const AMBIGUOUS: OptionTable = T.inert("--extra=");
+        let (operands, findings) = parse("--ex=v w", &AMBIGUOUS).expect("parse");
+        assert_eq!(operands, ["w"]);
+        assert_eq!(
+            findings.into_analysis("t").forbidden,
+            ["t -x/--exec: runs another command"]
+        );
     }
 }

@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{
+    ShellError,
     findings::Findings,
     options::{
         Effect, OptionTable, RUNS_ANOTHER_COMMAND,
-        ValueSyntax::{Flag, Required},
+        ValueSyntax::{AttachedOnly, Flag, Required},
         long_option, option, parse_options,
     },
 };
@@ -29,12 +30,14 @@ pub(super) enum TarMode {
     Delete,
 }
 
-/// tar: the mode, the archive, `-C`, and the options that run programs or read lists.
-const TAR: OptionTable = OptionTable::gnu(&[
+/// tar (GNU tar 1.34): the mode, the archive, `-C`, and the options that run programs,
+/// read lists or write files.
+pub(super) const TAR: OptionTable = OptionTable::gnu(&[
     option('c', "create", Flag, Effect::TarMode(TarMode::Create)),
     option('x', "extract", Flag, Effect::TarMode(TarMode::Extract)),
     long_option("get", Flag, Effect::TarMode(TarMode::Extract)),
     option('t', "list", Flag, Effect::TarMode(TarMode::List)),
+    long_option("test-label", Flag, Effect::TarMode(TarMode::List)),
     option('r', "append", Flag, Effect::TarMode(TarMode::Append)),
     option('u', "update", Flag, Effect::TarMode(TarMode::Append)),
     option('A', "catenate", Flag, Effect::TarMode(TarMode::Append)),
@@ -46,6 +49,7 @@ const TAR: OptionTable = OptionTable::gnu(&[
     option('T', "files-from", Required, Effect::NamesFrom),
     option('X', "exclude-from", Required, Effect::Read),
     option('C', "directory", Required, Effect::ChangeDir),
+    long_option("add-file", Required, Effect::Operand),
     option('I', "use-compress-program", Required, RUNS_ANOTHER_COMMAND),
     option('F', "info-script", Required, RUNS_ANOTHER_COMMAND),
     long_option("new-volume-script", Required, RUNS_ANOTHER_COMMAND),
@@ -53,9 +57,15 @@ const TAR: OptionTable = OptionTable::gnu(&[
     long_option("checkpoint-action", Required, RUNS_ANOTHER_COMMAND),
     long_option("rsh-command", Required, RUNS_ANOTHER_COMMAND),
     long_option("rmt-command", Required, RUNS_ANOTHER_COMMAND),
+    long_option(
+        "remove-files",
+        Flag,
+        Effect::Forbid("removes the files it archives"),
+    ),
     option('g', "listed-incremental", Required, Effect::ReadWrite),
     long_option("volno-file", Required, Effect::ReadWrite),
     long_option("index-file", Required, Effect::Write),
+    long_option("one-top-level", AttachedOnly, Effect::Write),
     option('N', "newer", Required, Effect::DateOrFile),
     long_option("after-date", Required, Effect::DateOrFile),
     long_option("newer-mtime", Required, Effect::DateOrFile),
@@ -63,28 +73,37 @@ const TAR: OptionTable = OptionTable::gnu(&[
     option('P', "absolute-names", Flag, Effect::AbsoluteNames),
     option('h', "dereference", Flag, Effect::FollowSymlinks),
     long_option("no-recursion", Flag, Effect::NoRecursion),
-    long_option("recursion", Flag, Effect::None),
-    option('b', "blocking-factor", Required, Effect::None),
-    option('H', "format", Required, Effect::None),
-    option('K', "starting-file", Required, Effect::None),
-    option('L', "tape-length", Required, Effect::None),
-    option('V', "label", Required, Effect::None),
-    long_option("exclude", Required, Effect::None),
-    long_option("transform", Required, Effect::None),
-    long_option("xform", Required, Effect::None),
-    long_option("owner", Required, Effect::None),
-    long_option("group", Required, Effect::None),
-    long_option("mode", Required, Effect::None),
-    long_option("suffix", Required, Effect::None),
-    long_option("strip-components", Required, Effect::None),
-    long_option("record-size", Required, Effect::None),
-    long_option("exclude-tag", Required, Effect::None),
-    long_option("exclude-tag-under", Required, Effect::None),
-    long_option("exclude-tag-all", Required, Effect::None),
     long_option("owner-map", Required, Effect::Read),
     long_option("group-map", Required, Effect::Read),
-    long_option("force-local", Flag, Effect::None),
-]);
+])
+.inert(
+    "--check-device -G --incremental --hole-detection= --ignore-failed-read --level= \
+     --no-check-device --no-seek -n --seek --occurrence[=] --sparse-version= -S --sparse \
+     --exclude= --exclude-backups --exclude-caches --exclude-caches-all \
+     --exclude-caches-under --exclude-ignore= --exclude-ignore-recursive= --exclude-tag= \
+     --exclude-tag-all= --exclude-tag-under= --exclude-vcs --exclude-vcs-ignores --no-null \
+     --no-unquote --no-verbatim-files-from --null --recursion --unquote \
+     --verbatim-files-from --anchored --ignore-case --no-anchored --no-ignore-case \
+     --no-wildcards --no-wildcards-match-slash --wildcards --wildcards-match-slash \
+     --keep-directory-symlink --keep-newer-files -k --keep-old-files --no-overwrite-dir \
+     --overwrite --overwrite-dir --recursive-unlink --skip-old-files -U --unlink-first -W \
+     --verify --ignore-command-error --no-ignore-command-error -O --to-stdout \
+     --atime-preserve[=] --clamp-mtime --delay-directory-restore --group= --mode= -m --touch \
+     --no-delay-directory-restore --no-same-owner --no-same-permissions --numeric-owner \
+     --owner= -p --preserve-permissions --same-permissions --same-owner --sort= -s \
+     --preserve-order --same-order --acls --no-acls --no-selinux --no-xattrs --selinux \
+     --xattrs --xattrs-exclude= --xattrs-include= --force-local -L= --tape-length= -M \
+     --multi-volume -b= --blocking-factor= -B --read-full-records -i --ignore-zeros \
+     --record-size= -H= --format= --old-archive --portability --pax-option= --posix -V= \
+     --label= -a --auto-compress -j --bzip2 -J --xz --lzip --lzma --lzop --no-auto-compress \
+     --zstd -z --gzip --gunzip --ungzip -Z --compress --uncompress --backup[=] \
+     --hard-dereference -K= --starting-file= --one-file-system --suffix= \
+     --strip-components= --transform= --xform= --checkpoint[=] --full-time -l --check-links \
+     --no-quote-chars= --quote-chars= --quoting-style= -R --block-number --show-defaults \
+     --show-omitted-dirs --show-snapshot-field-ranges --show-transformed-names \
+     --show-stored-names --totals[=] --utc -v --verbose --warning= -w --interactive \
+     --confirmation -o -? --help --restrict --usage --version",
+);
 
 /// Old style `tar xvf a.tar ...`: the first word is a bundle of letters whose values are the
 /// following words, in order. Rewritten as separate short options (`-x -v -f a.tar ...`).
@@ -118,9 +137,9 @@ fn is_remote(archive: &str) -> bool {
 
 /// tar: the archive is read unless created, written when created, appended to or deleted
 /// from; created and appended operands are walked (under `-C`), extraction writes below `-C`.
-pub(super) fn tar(args: &[String], findings: &mut Findings) {
+pub(super) fn tar(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let args = unbundle(args);
-    let parsed = parse_options(&args, &TAR, findings);
+    let parsed = parse_options(&args, &TAR, findings)?;
     let force_local = args.iter().any(|a| a == "--force-local");
     if parsed.archive.is_some_and(is_remote) && !force_local {
         findings.forbid("-f", "remote archive (tar runs a remote shell to reach it)");
@@ -154,13 +173,14 @@ pub(super) fn tar(args: &[String], findings: &mut Findings) {
         Some(TarMode::Diff) => findings.walk(&here),
         Some(TarMode::List | TarMode::Delete) | None => {}
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use crate::shell::test_support::{clean, forbidden, paths};
+    use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
 
     #[test]
     fn tar_modes() {
@@ -198,5 +218,24 @@ mod tests {
         assert!(forbidden("tar -xf host:a.tar").contains("remote archive"));
         assert!(clean("tar -xf ./dir/a:b.tar").forbidden.is_empty());
         assert!(clean("tar --force-local -xf c:a.tar").forbidden.is_empty());
+    }
+
+    #[test]
+    fn tar_options_are_known_or_refused() {
+        assert_eq!(
+            unknown_option("tar -xf a.tar --frob"),
+            named("tar", "--frob")
+        );
+        assert_eq!(unknown_option("tar xQf a.tar"), named("tar", "-Q"));
+        assert!(forbidden("tar -cf a.tar --remove-files src").contains("--remove-files"));
+        let a = clean("tar -cf a.tar --add-file=-odd src");
+        assert_eq!(a.recursive_roots, paths(&["-odd", "src"]));
+        let a = clean("tar -C out -xf a.tar --one-top-level=top");
+        assert_eq!(a.writes, paths(&["out/top", "out"]));
+        assert!(
+            clean("tar --exclude-vcs -czf a.tgz src")
+                .forbidden
+                .is_empty()
+        );
     }
 }

@@ -36,3 +36,17 @@ pub(super) fn clean(line: &str) -> CommandAnalysis {
     );
     a
 }
+
+/// The command and option of the [`super::ShellError::UnknownOption`] that `line` is
+/// refused with; panics when it is not refused so.
+pub(super) fn unknown_option(line: &str) -> (String, String) {
+    match analyze(&split_for_shell(line)) {
+        Err(super::ShellError::UnknownOption { command, option }) => (command, option),
+        other => panic!("{line:?} should be refused as an unknown option: {other:?}"),
+    }
+}
+
+/// `(command, option)` as [`unknown_option`] returns them.
+pub(super) fn named(command: &str, option: &str) -> (String, String) {
+    (command.to_owned(), option.to_owned())
+}
