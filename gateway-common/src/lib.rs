@@ -4,6 +4,7 @@
 //! eBPF programs write is exactly the one userspace reads. Flags are `u32`, never `bool`.
 //! The `user` feature adds `aya::Pod` so userspace can put these types in maps and globals.
 #![no_std]
+#![warn(missing_docs)]
 
 /// Number of slots in the `EGRESS` array map (destinations the agent may reach).
 pub const MAX_EGRESS_RULES: u32 = 64;
@@ -22,19 +23,33 @@ pub const MAX_PATH_DEPTH: u32 = 48;
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKind {
+    /// `lsm/file_open`: opening a protected file, or a cgroup file for writing.
     FileOpen = 1,
+    /// `cgroup/connect4`: IPv4 `connect()`.
     Connect4 = 2,
+    /// `cgroup/connect6`: IPv6 `connect()`.
     Connect6 = 3,
+    /// `cgroup/sendmsg4`: unconnected UDP send to an IPv4 destination.
     SendMsg4 = 4,
+    /// `cgroup/sendmsg6`: unconnected UDP send to an IPv6 destination.
     SendMsg6 = 5,
+    /// `lsm/bpf`: any `bpf()` call.
     Bpf = 6,
+    /// `lsm/sb_mount`: any `mount()`.
     Mount = 7,
+    /// `lsm/ptrace_access_check`: a ptrace attach, or any ptrace access to gatewayd.
     Ptrace = 8,
+    /// `lsm/task_kill`: a signal to gatewayd.
     Kill = 9,
+    /// `lsm/bprm_check_security`: executing a file outside the exec allowlist.
     Exec = 10,
+    /// `lsm/inode_unlink`: deleting a protected path.
     Unlink = 11,
+    /// `lsm/inode_rmdir`: removing a protected directory.
     Rmdir = 12,
+    /// `lsm/inode_rename`: renaming a protected path or moving into a protected directory.
     Rename = 13,
+    /// `lsm/inode_setattr`: truncate, chmod, chown or utimes of a protected path.
     Setattr = 14,
 }
 
@@ -126,8 +141,9 @@ impl TryFrom<u32> for Reason {
     }
 }
 
-/// Address families as the kernel numbers them.
+/// IPv4 address family, as the kernel numbers it.
 pub const AF_INET: u32 = 2;
+/// IPv6 address family, as the kernel numbers it.
 pub const AF_INET6: u32 = 10;
 
 /// One kernel decision, sent to userspace through the `EVENTS` ring buffer. Every field has
@@ -225,6 +241,7 @@ pub struct Config {
 pub struct InodeKey {
     /// Kernel `dev_t` of the superblock (`MAJOR << 20 | MINOR`), not userspace `st_dev`.
     pub dev: u64,
+    /// Inode number on that superblock.
     pub ino: u64,
 }
 

@@ -9,16 +9,23 @@ use std::{
     time::Duration,
 };
 
+/// Why an agent cgroup could not be found, created or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
+    /// `/proc/self/mountinfo` lists no cgroup2 mount.
     #[error("no cgroup v2 hierarchy is mounted (looked in /proc/self/mountinfo)")]
     NoCgroup2,
+    /// A file operation on a cgroup path failed.
     #[error("{op} {path}: {source}")]
     Io {
+        /// What was being done, e.g. `mkdir`.
         op: &'static str,
+        /// The path it was done on.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// Processes were still in the cgroup after it was killed; carries its path.
     #[error("cgroup {0} still has processes after kill")]
     Busy(PathBuf),
 }
@@ -85,6 +92,7 @@ impl AgentCgroup {
         Ok(AgentCgroup { path, id, procs })
     }
 
+    /// The cgroup's directory (absolute, under the cgroup2 mount).
     pub fn path(&self) -> &Path {
         &self.path
     }

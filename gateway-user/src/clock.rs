@@ -3,6 +3,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
 }
 
@@ -23,12 +24,15 @@ impl Clock for SystemClock {
 pub struct ManualClock(AtomicU64);
 
 impl ManualClock {
+    /// A clock reading `start_ms` until moved.
     pub fn new(start_ms: u64) -> Self {
         ManualClock(AtomicU64::new(start_ms))
     }
+    /// Moves the clock forward by `ms` milliseconds.
     pub fn advance_ms(&self, ms: u64) {
         self.0.fetch_add(ms, Ordering::SeqCst);
     }
+    /// Sets the clock to `ms` milliseconds since the epoch.
     pub fn set_ms(&self, ms: u64) {
         self.0.store(ms, Ordering::SeqCst);
     }

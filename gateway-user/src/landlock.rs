@@ -81,14 +81,20 @@ fn file_rights(abi: u32) -> u64 {
     all_fs_rights(abi) & (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV)
 }
 
+/// Why a Landlock ruleset could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum LandlockError {
+    /// This kernel offers no usable Landlock; says why.
     #[error("Landlock is unavailable: {0}")]
     Unavailable(String),
+    /// Adding a path to the ruleset failed.
     #[error("Landlock {op} {path}: {source}")]
     Io {
+        /// What was being done, e.g. `read_dir`.
         op: &'static str,
+        /// The path.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }
@@ -108,6 +114,7 @@ pub struct FsPolicy {
 #[derive(Debug)]
 pub struct Ruleset {
     fd: OwnedFd,
+    /// The Landlock ABI version the ruleset was built for.
     pub abi: u32,
     /// How many rules it holds (for the audit record).
     pub rules: usize,

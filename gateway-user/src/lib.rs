@@ -22,6 +22,8 @@
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
+#![warn(missing_docs)]
+
 pub mod audit;
 pub mod canonical;
 pub mod cgroup;

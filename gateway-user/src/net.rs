@@ -4,7 +4,9 @@ use std::net::IpAddr;
 /// An address with a prefix length: `10.0.0.0/8`, `::1/128`, or a bare address (full length).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cidr {
+    /// The network address; no bits set beyond `prefix`.
     pub addr: IpAddr,
+    /// Prefix length: 0..=32 for IPv4, 0..=128 for IPv6.
     pub prefix: u8,
 }
 

@@ -16,12 +16,14 @@ pub fn channel() -> (Trigger, Shutdown) {
 }
 
 impl Trigger {
+    /// Tells every [`Shutdown`] to stop; firing again does nothing more.
     pub fn fire(&self) {
         let _ = self.0.send(true);
     }
 }
 
 impl Shutdown {
+    /// Whether shutdown has been fired.
     pub fn is_shutdown(&self) -> bool {
         *self.0.borrow()
     }

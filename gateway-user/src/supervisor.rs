@@ -10,7 +10,7 @@
 //! when it was killed by one).
 //!
 //! While the agent runs, the runtime only forwards signals and reads kernel events: audit
-//! records go through [`audit_writer`], which appends (and fsyncs) off the runtime.
+//! records go through `audit_writer`, which appends (and fsyncs) off the runtime.
 use std::{
     os::unix::process::ExitStatusExt as _,
     path::PathBuf,
@@ -33,35 +33,54 @@ use crate::{
     policy::Policy,
 };
 
+/// Why `gatewayd run` did not start the agent, or lost track of it.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The audit log could not be opened or written.
     #[error("audit log: {0}")]
     Audit(#[from] crate::audit::AuditError),
+    /// The agent's cgroup could not be created.
     #[error("agent cgroup: {0}")]
     Cgroup(#[from] crate::cgroup::CgroupError),
+    /// A kernel program the policy requires did not load or attach.
     #[error("refusing to start the agent")]
     Kernel(#[from] kernel::KernelError),
+    /// The agent process could not be spawned.
     #[error("cannot start the agent `{agent}`: {error}")]
     Spawn {
+        /// The program, as given.
         agent: String,
+        /// The spawn error.
         error: std::io::Error,
     },
+    /// Waiting for the agent to exit failed.
     #[error("waiting for the agent: {0}")]
     Wait(std::io::Error),
+    /// The agent command line is empty.
     #[error("no agent command given")]
     NoAgent,
+    /// The policy's exec allowlist does not contain the agent's own program; nothing was started.
     #[error(
         "refusing to start the agent: `{agent}` ({resolved}) is not in the policy's exec allowlist (sandbox.exec), so the kernel would refuse to run it"
     )]
-    AgentNotInExec { agent: String, resolved: String },
+    AgentNotInExec {
+        /// The program, as given.
+        agent: String,
+        /// Its canonical path (looked up in `PATH` for a bare name), or `not found`.
+        resolved: String,
+    },
 }
 
 /// What `gatewayd run` was asked to do.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// The policy, already loaded.
     pub policy: Policy,
+    /// The policy file (protected from the agent).
     pub policy_path: PathBuf,
+    /// The audit log file (protected from the agent).
     pub audit_path: PathBuf,
+    /// The agent's command line: program and arguments.
     pub agent: Vec<String>,
 }
 

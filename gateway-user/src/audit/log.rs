@@ -23,24 +23,60 @@ use crate::clock::Clock;
 /// Why the log cannot be opened or appended to.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
+    /// An I/O operation on the log failed (at open, before any append).
     #[error("cannot {op} {path}: {error}")]
     Io {
+        /// What was being done, e.g. `open`, `lock`, `read`.
         op: &'static str,
+        /// The log file.
         path: PathBuf,
+        /// The I/O error.
         error: io::Error,
     },
+    /// The path exists but is not a regular file.
     #[error("{path} is not a regular file")]
-    NotRegular { path: PathBuf },
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The file is writable by group or others.
     #[error("{path} is writable by group or others (mode {mode:o}); make it 0600")]
-    Permissions { path: PathBuf, mode: u32 },
+    Permissions {
+        /// The log file.
+        path: PathBuf,
+        /// Its permission bits (`& 0o7777`).
+        mode: u32,
+    },
+    /// Another process holds the file's exclusive lock.
     #[error("{path} is locked by another writer (another gatewayd?); one writer per audit file")]
-    Locked { path: PathBuf },
+    Locked {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// The existing file does not verify; nothing is appended to it.
     #[error("{path} does not verify, refusing to append to a broken chain: broken at {error}")]
-    Broken { path: PathBuf, error: VerifyError },
+    Broken {
+        /// The log file.
+        path: PathBuf,
+        /// Where and how the chain is broken.
+        error: VerifyError,
+    },
+    /// An append's write or sync failed; the log is now poisoned.
     #[error("cannot write the audit record to {path}: {error}; the log is now closed for writing")]
-    Write { path: PathBuf, error: io::Error },
+    Write {
+        /// The log file.
+        path: PathBuf,
+        /// The I/O error.
+        error: io::Error,
+    },
+    /// An earlier write failed (or `seq` overflowed): the log accepts nothing more.
     #[error("audit log {path} is poisoned by an earlier write failure; no record can be appended")]
-    Poisoned { path: PathBuf },
+    Poisoned {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// An entry's `detail` nests deeper than [`MAX_DETAIL_DEPTH`]; nothing was written and the log
+    /// stays usable.
     #[error(
         "record detail nested deeper than {MAX_DETAIL_DEPTH} levels: not written (it could not be read back)"
     )]
@@ -219,10 +255,12 @@ impl AuditLog {
         self.last_seq
     }
 
+    /// Whether a failed write closed the log for appending.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
     }
 
+    /// The log file's path, as given to [`AuditLog::open`].
     pub fn path(&self) -> &Path {
         &self.path
     }

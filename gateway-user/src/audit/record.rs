@@ -13,11 +13,14 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
+    /// Decided by the daemon on a tool call.
     Gateway,
+    /// Decided by an eBPF program on a syscall.
     Kernel,
 }
 
 impl Source {
+    /// The serialised name: `gateway` or `kernel`.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Gateway => "gateway",
@@ -32,13 +35,18 @@ impl Source {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
+    /// The call may proceed.
     Allow,
+    /// The call or syscall was refused.
     Deny,
+    /// The call waits for an operator's approval.
     Hold,
+    /// Not a decision: a fact worth recording (session start, tier reached).
     Info,
 }
 
 impl Decision {
+    /// The serialised name: `allow`, `deny`, `hold` or `info`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
@@ -52,12 +60,15 @@ impl Decision {
 /// What a caller appends; [`AuditLog::append`](super::AuditLog::append) adds `seq`, `prev`, `ts` and `hash`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
+    /// Which layer decided.
     pub source: Source,
+    /// Id of the session the record belongs to.
     pub session: String,
     /// Gateway records: the tool name.
     pub tool: Option<String>,
     /// Kernel records: the program's hook, e.g. `lsm/file_open`, `cgroup/connect4`.
     pub hook: Option<String>,
+    /// What was decided.
     pub decision: Decision,
     /// Reason code, e.g. `sandbox`, `egress_not_allowed`, `session_start`.
     pub reason: String,
@@ -69,18 +80,30 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
+    /// Position in the chain, from 1.
     pub seq: u64,
+    /// `hash` of the previous record; [`GENESIS`] for the first.
     pub prev: String,
+    /// When appended: RFC 3339 UTC with milliseconds ([`rfc3339_ms`]).
     pub ts: String,
+    /// Which layer decided.
     pub source: Source,
+    /// Id of the session the record belongs to.
     pub session: String,
+    /// Gateway records: the tool name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Kernel records: the program's hook, e.g. `lsm/file_open`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<String>,
+    /// What was decided.
     pub decision: Decision,
+    /// Reason code, e.g. `sandbox`, `egress_not_allowed`, `session_start`.
     pub reason: String,
+    /// An object with specifics. Digests, never secret values.
     pub detail: Value,
+    /// Lowercase hex SHA-256 of the canonical JSON of the record without `hash`
+    /// ([`Record::compute_hash`]).
     pub hash: String,
 }
 

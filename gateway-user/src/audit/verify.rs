@@ -13,6 +13,7 @@ use super::record::{GENESIS, Record};
 /// An intact log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
+    /// Number of records in the chain.
     pub records: u64,
     /// Hash of the last record; `None` for an empty log.
     pub head: Option<String>,
@@ -23,7 +24,9 @@ pub struct VerifyReport {
 /// The record whose hash is the anchor, and how many records were appended after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Anchored {
+    /// Seq of the record whose hash is the anchor.
     pub seq: u64,
+    /// Number of records after it.
     pub following: u64,
 }
 
@@ -31,40 +34,97 @@ pub struct Anchored {
 /// chain ([`VerifyError::is_broken`]); its message starts with `seq S:` or `line L:`.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
+    /// The log could not be opened or read.
     #[error("cannot read {path}: {error}")]
-    Io { path: PathBuf, error: io::Error },
+    Io {
+        /// The log file.
+        path: PathBuf,
+        /// The I/O error.
+        error: io::Error,
+    },
+    /// The path exists but is not a regular file.
     #[error("{path} is not a regular file")]
-    NotRegular { path: PathBuf },
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The anchor argument is not 64 hex digits; carries it as given.
     #[error("anchor `{0}` is not a record hash (64 hex digits)")]
     BadAnchor(String),
+    /// A line is not UTF-8 or not a JSON audit record.
     #[error("line {line}: not a valid audit record (expected seq {seq}): {why}")]
-    Malformed { line: u64, seq: u64, why: String },
+    Malformed {
+        /// 1-based line number.
+        line: u64,
+        /// The seq expected on that line.
+        seq: u64,
+        /// The parse error.
+        why: String,
+    },
+    /// The last line has no final newline: an append was cut short.
     #[error(
         "seq {seq}: partial record at line {line} (no final newline): a write was cut short \
          (crash mid-append?); cut the partial line after checking it"
     )]
-    PartialLine { seq: u64, line: u64 },
+    PartialLine {
+        /// The seq expected on that line.
+        seq: u64,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// A record's hash does not match its content.
     #[error("seq {seq}: record edited: its hash does not match its content (line {line})")]
-    Edited { seq: u64, line: u64 },
+    Edited {
+        /// The seq expected on that line.
+        seq: u64,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// A record's hash matches its content but the line is not in canonical form.
     #[error(
         "seq {seq}: record re-encoded: its content matches its hash but the line is not in the \
          canonical form the writer produces (line {line})"
     )]
-    NotCanonical { seq: u64, line: u64 },
+    NotCanonical {
+        /// The seq expected on that line.
+        seq: u64,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// Seq jumps forward and the missing record is nowhere later in the log.
     #[error("seq {seq}: {} deleted: line {line} holds seq {found}", missing(*seq, *found))]
-    Deleted { seq: u64, line: u64, found: u64 },
+    Deleted {
+        /// The first missing seq.
+        seq: u64,
+        /// 1-based line number where the gap shows.
+        line: u64,
+        /// The seq that line holds.
+        found: u64,
+    },
+    /// Records are out of order: the expected one appears later, or seq goes backwards.
     #[error("seq {seq}: records reordered: {}", reordered(*line, *found, *later_line))]
     Reordered {
+        /// The seq expected on that line.
         seq: u64,
+        /// 1-based line number.
         line: u64,
+        /// The seq that line holds.
         found: u64,
+        /// Line where record `seq` appears later; `None` when seq went backwards.
         later_line: Option<u64>,
     },
+    /// A record's `prev` is not the hash of the record before it.
     #[error(
         "seq {seq}: prev does not link to the hash of the record before it (line {line}): \
          the previous record was rewritten with a recomputed hash, or records were replaced"
     )]
-    BrokenLink { seq: u64, line: u64 },
+    BrokenLink {
+        /// The seq of the record whose `prev` is wrong.
+        seq: u64,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// The chain is intact but no record has the anchor hash.
     #[error(
         "seq {seq}: anchor not found: log truncated or rewritten (the {records} records form a \
          valid chain, head {}, but none has the anchor hash: records after seq {records} were \
@@ -72,8 +132,11 @@ pub enum VerifyError {
         head.as_deref().unwrap_or("none")
     )]
     AnchorNotFound {
+        /// One past the last seq in the log.
         seq: u64,
+        /// Number of records in the (intact) chain.
         records: u64,
+        /// Hash of the last record; `None` for an empty log.
         head: Option<String>,
     },
 }

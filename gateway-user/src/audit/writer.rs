@@ -27,6 +27,8 @@ pub enum WriteError {
     /// The writer was closed before the record was submitted.
     #[error("audit writer closed")]
     Closed,
+    /// The entry's `detail` nests deeper than [`MAX_DETAIL_DEPTH`]; refused at submission, nothing
+    /// written.
     #[error(
         "record detail nested deeper than {MAX_DETAIL_DEPTH} levels: not written (it could not be read back)"
     )]
@@ -135,6 +137,7 @@ impl AuditWriter {
         })
     }
 
+    /// A new handle for submitting records to this writer and waiting for them.
     pub fn handle(&self) -> WriterHandle {
         WriterHandle {
             shared: self.shared.clone(),

@@ -10,16 +10,27 @@ use serde_json::{Value, json};
 
 use super::protocol::RpcError;
 
+/// Why a client request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The socket could not be connected to.
     #[error("cannot connect to {path}: {source}")]
-    Connect { path: String, source: io::Error },
+    Connect {
+        /// The socket path.
+        path: String,
+        /// The connect error.
+        source: io::Error,
+    },
+    /// Reading from or writing to the socket failed.
     #[error("talking to the daemon: {0}")]
     Io(#[from] io::Error),
+    /// The daemon closed the connection before answering.
     #[error("the daemon closed the connection")]
     Closed,
+    /// The answer is not a JSON-RPC response to this request.
     #[error("unreadable answer from the daemon: {0}")]
     Malformed(String),
+    /// The daemon answered with an error.
     #[error("{0}")]
     Rpc(RpcError),
 }
@@ -33,6 +44,7 @@ pub struct Client {
 }
 
 impl Client {
+    /// Connects to the daemon's socket at `path`.
     pub fn connect(path: &Path) -> Result<Client, ClientError> {
         let s = UnixStream::connect(path).map_err(|source| ClientError::Connect {
             path: path.display().to_string(),

@@ -33,25 +33,31 @@ use crate::{
 /// lockdown of the session's cgroup is wired here. An `Err` fails closed: the tripping
 /// call is refused and the hook is tried again on the session's next call.
 pub trait TripHook: Send + Sync {
+    /// Reacts to `session` tripping (the daemon locks its cgroup's egress); `Err` says why it
+    /// failed, and the tripping call is refused.
     fn session_tripped(&self, session: &TrippedSession<'_>) -> Result<(), String>;
 }
 
 /// The session that tripped.
 #[derive(Debug)]
 pub struct TrippedSession<'a> {
+    /// The session's id.
     pub id: &'a str,
     /// The cgroup that owns the session (the one whose egress to lock).
     pub cgroup: &'a str,
+    /// The legs it holds (both untrusted and private).
     pub legs: Legs,
 }
 
 /// What a gateway is built from.
 pub struct GatewayConfig {
+    /// The policy the engine is built from.
     pub policy: Policy,
     /// Paths no tool argument may touch (the policy file, the audit log, the socket).
     pub protect: Vec<PathBuf>,
     /// The audit writer; None only for tests and benchmarks.
     pub audit: Option<WriterHandle>,
+    /// The clock every decision and record reads.
     pub clock: Arc<dyn Clock>,
     /// The socket's group: root and its members are operators.
     pub operator_gid: u32,
@@ -71,6 +77,7 @@ pub struct Gateway {
 /// `call/decide`'s result: the verdict, and on allow what the caller needs to run the call.
 #[derive(Debug, Serialize)]
 pub struct DecideResult {
+    /// The engine's verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
     /// The arguments to run the call with (paths canonicalised); only on allow.
@@ -80,6 +87,7 @@ pub struct DecideResult {
     /// a caller inside an agent cgroup.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<BTreeMap<String, String>>,
+    /// The session's legs after the decision.
     pub legs: Legs,
 }
 
@@ -100,6 +108,7 @@ fn deny(reason: Reason, message: String, legs: Legs) -> DecideResult {
 }
 
 impl Gateway {
+    /// Builds the engine from the policy (protecting `cfg.protect` too); no sessions yet.
     pub fn new(cfg: GatewayConfig) -> Result<Gateway, EngineError> {
         let sink: Option<Arc<Mutex<dyn AuditSink>>> = cfg
             .audit
@@ -120,6 +129,7 @@ impl Gateway {
         })
     }
 
+    /// The decision engine.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -129,6 +139,7 @@ impl Gateway {
         self.audit.as_ref()
     }
 
+    /// The open sessions.
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
     }
@@ -228,6 +239,7 @@ impl Gateway {
         Ok(slot)
     }
 
+    /// `hello`: the protocol version, the server name and the line limit.
     pub fn hello(&self) -> Value {
         json!({"protocol": PROTOCOL_VERSION, "server": "gatewayd",
                "max_line": super::protocol::MAX_LINE})
@@ -293,6 +305,8 @@ impl Gateway {
         Ok(json!({"session": id, "protocol": PROTOCOL_VERSION, "attached": false}))
     }
 
+    /// `session/close`, by the session's owner cgroup: waits for a call in progress, forgets the
+    /// session and records it.
     pub async fn close(&self, peer: &Peer, p: params::SessionOnly) -> Result<Value, RpcError> {
         let slot = self.session_for(peer, &p.session, "session/close").await?;
         // Wait for a call in progress on it to finish.
@@ -305,6 +319,8 @@ impl Gateway {
         Ok(json!({"session": p.session, "closed": true}))
     }
 
+    /// `tools/register`: compares each definition with its pin and scans it; blocked ones are
+    /// recorded.
     pub async fn register(&self, peer: &Peer, p: params::Register) -> Result<Value, RpcError> {
         self.session_for(peer, &p.session, "tools/register").await?;
         let results: Vec<Value> = p
@@ -327,6 +343,7 @@ impl Gateway {
         Ok(json!({"tools": results}))
     }
 
+    /// `secrets/add`: a secret of this session alone (at least 8 characters); records its name.
     pub async fn add_secret(&self, peer: &Peer, p: params::Secret) -> Result<Value, RpcError> {
         let slot = self.session_for(peer, &p.session, "secrets/add").await?;
         let mut st = slot.state.lock().await;

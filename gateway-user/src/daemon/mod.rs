@@ -48,23 +48,31 @@ use crate::{
 /// Why the daemon could not start (or stop cleanly).
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
+    /// The policy could not be loaded.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// The engine could not be built from the policy.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The audit log could not be opened.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The socket could not be bound.
     #[error(transparent)]
     Socket(#[from] socket::SocketError),
+    /// The audit writer thread could not be spawned.
     #[error("cannot start the audit writer thread: {0}")]
     Thread(std::io::Error),
+    /// The audit writer failed while serving; carries its error.
     #[error("the audit log failed while the daemon ran: {0}")]
     AuditFailed(String),
 }
 
 /// What `gatewayd serve` runs with.
 pub struct ServeOptions {
+    /// The policy file.
     pub policy: PathBuf,
+    /// Where to bind the socket.
     pub socket: PathBuf,
     /// The audit log; None only for benchmarks and tests (decisions are then not recorded).
     pub audit: Option<PathBuf>,
@@ -72,7 +80,9 @@ pub struct ServeOptions {
     pub gid: u32,
     /// Extra agent cgroup subtrees (besides `/gatewayd`).
     pub agent_cgroups: Vec<String>,
+    /// The clock every decision and record reads.
     pub clock: Arc<dyn Clock>,
+    /// Connection limits and timeouts of the socket server.
     pub server: ServerOptions,
 }
 

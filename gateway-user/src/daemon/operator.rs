@@ -17,16 +17,27 @@ use crate::{
 /// One line of `session/list`.
 #[derive(Debug, Serialize)]
 pub struct SessionInfo {
+    /// The session id.
     pub session: String,
+    /// Who the agent acts for.
     pub user: String,
+    /// The session's scopes.
     pub scopes: Vec<String>,
+    /// The cgroup that owns the session.
     pub cgroup: String,
+    /// Pid of the process that opened it.
     pub pid: i32,
+    /// Uid of the process that opened it.
     pub uid: u32,
+    /// When it was opened, ms since the Unix epoch.
     pub created_ms: u64,
+    /// The Rule-of-Two legs touched so far.
     pub legs: Legs,
+    /// Whether both untrusted and private legs are held.
     pub tripped: bool,
+    /// Budget units spent by allowed calls.
     pub spent: u64,
+    /// Names of the session's own secrets (never values).
     pub secrets: Vec<String>,
 }
 
@@ -65,6 +76,7 @@ impl Gateway {
         ))
     }
 
+    /// `session/list` (operators only): every open session, oldest first.
     pub async fn sessions_list(&self, peer: &Peer) -> Result<Vec<SessionInfo>, RpcError> {
         self.require_operator(peer, "session/list").await?;
         let mut out = Vec::new();
@@ -88,6 +100,7 @@ impl Gateway {
         Ok(out)
     }
 
+    /// `approvals/list` (operators only): pending approvals, oldest first.
     pub async fn approvals_list(&self, peer: &Peer) -> Result<Vec<Approval>, RpcError> {
         self.require_operator(peer, "approvals/list").await?;
         Ok(self.engine.pending())

@@ -8,8 +8,11 @@ use serde::Serialize;
 /// One connection's caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Peer {
+    /// Process id at connect time (0 when the kernel did not give one).
     pub pid: i32,
+    /// Effective uid at connect time.
     pub uid: u32,
+    /// Effective gid at connect time.
     pub gid: u32,
     /// Supplementary groups (empty when they could not be read).
     #[serde(skip)]

@@ -13,10 +13,15 @@ pub const MAX_LINE: usize = 1 << 20;
 
 /// JSON-RPC error codes: the standard ones, and the daemon's own in -32000..-32099.
 pub mod code {
+    /// The line is not JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// Not a JSON-RPC 2.0 request object, a batch, or a line over [`MAX_LINE`](super::MAX_LINE).
     pub const INVALID_REQUEST: i64 = -32600;
+    /// No method has that name.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Missing or unknown fields, wrong types, or a value out of range.
     pub const INVALID_PARAMS: i64 = -32602;
+    /// A failure that should not happen.
     pub const INTERNAL: i64 = -32603;
     /// No open session with that id.
     pub const UNKNOWN_SESSION: i64 = -32001;
@@ -42,10 +47,14 @@ pub mod code {
 /// A request as read from a line. `id` absent = a notification (never answered).
 #[derive(Debug, Deserialize)]
 pub struct Request {
+    /// Must be `"2.0"`.
     pub jsonrpc: String,
+    /// A string or a number; absent for a notification.
     #[serde(default)]
     pub id: Option<Value>,
+    /// The method name, e.g. `call/decide`.
     pub method: String,
+    /// The method's parameters (an object); absent = `{}`.
     #[serde(default)]
     pub params: Option<Value>,
 }
@@ -54,11 +63,14 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message} (code {code})")]
 pub struct RpcError {
+    /// One of the [`code`] constants.
     pub code: i64,
+    /// What went wrong, for the client (and the model) to read.
     pub message: String,
 }
 
 impl RpcError {
+    /// An error with `code` and `message`.
     pub fn new(code: i64, message: impl Into<String>) -> RpcError {
         RpcError {
             code,
@@ -66,6 +78,7 @@ impl RpcError {
         }
     }
 
+    /// An `invalid_params` error.
     pub fn params(message: impl Into<String>) -> RpcError {
         RpcError::new(code::INVALID_PARAMS, message)
     }
@@ -88,6 +101,7 @@ pub mod params {
 
     use crate::engine::{ToolCall, ToolDefinition};
 
+    /// `session/open`.
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Open {
@@ -95,53 +109,74 @@ pub mod params {
         /// up by the daemon. Opening an id the caller's cgroup already opened attaches to it.
         #[serde(default)]
         pub session: Option<String>,
+        /// Who the agent acts for (1 to 256 bytes), from the application.
         pub user: String,
+        /// Scopes the session holds, from the application.
         #[serde(default)]
         pub scopes: Vec<String>,
     }
 
+    /// Methods that name only a session (`session/close`).
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct SessionOnly {
+        /// The session id.
         pub session: String,
     }
 
+    /// `tools/register`.
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Register {
+        /// The session id.
         pub session: String,
+        /// The definitions the tool server announced.
         pub tools: Vec<ToolDefinition>,
     }
 
+    /// `secrets/add`.
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Secret {
+        /// The session id.
         pub session: String,
+        /// The secret's name (recorded; the value never is).
         pub name: String,
+        /// The value, at least 8 characters.
         pub value: String,
     }
 
+    /// `call/decide`.
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Decide {
+        /// The session id.
         pub session: String,
+        /// The call the agent asks for.
         pub call: ToolCall,
     }
 
+    /// `call/output`: what the tool returned (`output` or `error`).
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Output {
+        /// The session id.
         pub session: String,
+        /// The tool that ran.
         pub tool: String,
+        /// Its output.
         #[serde(default)]
         pub output: Option<Value>,
+        /// Its error text.
         #[serde(default)]
         pub error: Option<String>,
     }
 
+    /// `approvals/approve` and `approvals/deny`.
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct ApprovalId {
+        /// The approval id.
         pub id: String,
     }
 }

@@ -108,6 +108,7 @@ struct Connection {
 /// What reading one line gave.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReadLine {
+    /// A whole line was read into the buffer.
     Line,
     /// End of stream (a last line without a newline is returned as `Line` first).
     Eof,

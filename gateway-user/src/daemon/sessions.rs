@@ -19,17 +19,22 @@ pub const AGENT_CGROUP_ROOT: &str = "/gatewayd";
 /// One open session.
 #[derive(Debug)]
 pub struct SessionSlot {
+    /// The session id.
     pub id: String,
     /// The cgroup that opened it: the only one that may use it.
     pub owner_cgroup: String,
+    /// Who opened it: pid, uid and gid at connect time.
     pub opener: Peer,
+    /// When it was opened, ms since the Unix epoch.
     pub created_ms: u64,
+    /// The engine's session state; held for the whole of one call.
     pub state: tokio::sync::Mutex<SessionState>,
 }
 
 /// What a session's calls change.
 #[derive(Debug)]
 pub struct SessionState {
+    /// The engine's per-session state.
     pub session: Session,
     /// The Rule-of-Two hook already ran for this session.
     pub trip_reported: bool,
@@ -40,15 +45,18 @@ pub struct SessionState {
 pub enum AddError {
     /// The id is taken (by the returned session).
     Exists(Arc<SessionSlot>),
+    /// [`MAX_SESSIONS`] sessions are open.
     Full,
 }
 
+/// The open sessions, by id.
 #[derive(Debug, Default)]
 pub struct Sessions {
     map: RwLock<HashMap<String, Arc<SessionSlot>>>,
 }
 
 impl Sessions {
+    /// The open session with this id.
     pub fn get(&self, id: &str) -> Option<Arc<SessionSlot>> {
         self.map
             .read()
@@ -57,6 +65,7 @@ impl Sessions {
             .cloned()
     }
 
+    /// Adds `slot`; refused when its id is taken or [`MAX_SESSIONS`] are open.
     pub fn add(&self, slot: SessionSlot) -> Result<Arc<SessionSlot>, AddError> {
         let mut m = self
             .map
@@ -73,6 +82,7 @@ impl Sessions {
         Ok(slot)
     }
 
+    /// Forgets the session with this id, returning it.
     pub fn remove(&self, id: &str) -> Option<Arc<SessionSlot>> {
         self.map
             .write()
@@ -115,6 +125,7 @@ impl Default for AgentCgroups {
 }
 
 impl AgentCgroups {
+    /// Adds an agent cgroup subtree, by its path below the cgroup v2 mount.
     pub fn add(&self, path: &str) {
         self.0
             .write()
@@ -122,6 +133,7 @@ impl AgentCgroups {
             .insert(path.to_owned());
     }
 
+    /// Removes a subtree added with [`AgentCgroups::add`].
     pub fn remove(&self, path: &str) {
         self.0
             .write()
@@ -138,6 +150,7 @@ impl AgentCgroups {
             .any(|root| is_within(cgroup, root))
     }
 
+    /// Every subtree, sorted.
     pub fn list(&self) -> Vec<String> {
         self.0
             .read()

@@ -9,20 +9,28 @@ use std::{
 /// Pending connections the kernel queues before `accept`.
 pub const BACKLOG: u32 = 4096;
 
+/// Why the socket could not be bound.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
+    /// A daemon is answering on the path.
     #[error(
         "{0} is in use by a running daemon (a connection to it succeeded); stop it first or choose another --socket"
     )]
     InUse(PathBuf),
+    /// The path exists and is not a socket.
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotSocket(PathBuf),
+    /// A file operation on the socket path failed.
     #[error("{op} {path}: {source}")]
     Io {
+        /// What was being done, e.g. `bind`.
         op: &'static str,
+        /// The socket path.
         path: PathBuf,
+        /// The I/O error.
         source: io::Error,
     },
+    /// The operators' group name is not in the group database.
     #[error("group `{0}` does not exist")]
     NoGroup(String),
 }

@@ -8,22 +8,33 @@ use super::error::ApprovalError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalState {
+    /// Waiting for a person.
     Pending,
+    /// Approved: the next identical call presenting the id is allowed, once.
     Approved,
+    /// Rejected: presenting the id denies.
     Rejected,
 }
 
 /// One held call.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Approval {
+    /// Random 128-bit id, lowercase hex: what a person approves or rejects.
     pub id: String,
+    /// Id of the session whose call was held.
     pub session: String,
+    /// The held tool.
     pub tool: String,
     /// SHA-256 of the canonical JSON of the arguments (after path canonicalisation).
     pub args_sha256: String,
+    /// Why the call was held (`trifecta`, `rule:ID`, `default:hold`); the approval covers exactly
+    /// these.
     pub reasons: Vec<String>,
+    /// When held, ms since the Unix epoch.
     pub created_ms: u64,
+    /// When it stops being usable, ms since the Unix epoch.
     pub expires_ms: u64,
+    /// Where it stands.
     pub state: ApprovalState,
 }
 
@@ -34,6 +45,8 @@ pub struct Approvals {
 }
 
 impl Approvals {
+    /// Adds `a`, first forgetting approvals expired for longer than their own lifetime (`now` in
+    /// ms).
     pub fn insert(&mut self, a: Approval, now: u64) {
         // Forget approvals expired for longer than their own lifetime: a later use of such
         // an id is "unknown", which is denied all the same.
@@ -42,6 +55,7 @@ impl Approvals {
         self.map.insert(a.id.clone(), a);
     }
 
+    /// The approval with this id, whatever its state.
     pub fn get(&self, id: &str) -> Option<&Approval> {
         self.map.get(id)
     }
@@ -89,6 +103,7 @@ impl Approvals {
             .map(|a| a.id.clone())
     }
 
+    /// Pending, unexpired approvals at `now` (ms), oldest first.
     pub fn pending(&self, now: u64) -> Vec<Approval> {
         let mut v: Vec<Approval> = self
             .map

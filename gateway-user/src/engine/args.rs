@@ -55,12 +55,14 @@ fn readable_path(at: &str, v: &Value, pointer: &str) -> String {
 /// An argument rule with its regexes compiled.
 #[derive(Debug)]
 pub struct CArg {
+    /// The rule as written in the policy.
     pub rule: ArgRule,
     regex: Option<Regex>,
     forbid: Vec<Regex>,
 }
 
 impl CArg {
+    /// Compiles `rule`'s `regex` and `forbid` patterns; errs with the regex error's text.
     pub fn new(rule: &ArgRule) -> Result<CArg, String> {
         let c = |r: &String| Regex::new(r).map_err(|e| e.to_string());
         Ok(CArg {
@@ -143,6 +145,7 @@ pub struct CCond {
 }
 
 impl CCond {
+    /// Compiles `c`'s `regex`; errs with the regex error's text.
     pub fn new(c: &Cond) -> Result<CCond, String> {
         Ok(CCond {
             regex: c

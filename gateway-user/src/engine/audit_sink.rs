@@ -9,15 +9,21 @@ use crate::policy::ScanMode;
 /// One audit record as the engine writes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditRecord {
+    /// Id of the session (secrets scrubbed); `-` for a tool definition's registration.
     pub session: String,
+    /// The tool called, or whose definition was registered.
     pub tool: Option<String>,
+    /// What was decided.
     pub decision: Decision,
+    /// The reason code ([`Reason::code`](super::Reason::code)).
     pub reason: &'static str,
+    /// An object with specifics: argument names and digest, never values; secrets scrubbed.
     pub detail: Value,
 }
 
 /// Where audit records go; `append` returns once the record is durable.
 pub trait AuditSink: Send {
+    /// Appends `record`; returns only once it is durable, or the error's text.
     fn append(&mut self, record: AuditRecord) -> Result<(), String>;
 }
 

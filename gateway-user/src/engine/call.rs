@@ -17,7 +17,9 @@ use crate::policy::Label;
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
+    /// Name of the tool to call.
     pub tool: String,
+    /// The arguments, a JSON object (`{}` when absent).
     #[serde(default = "empty_object")]
     pub arguments: Value,
     /// The id of an approval, when repeating a held call after a person approved it.
@@ -30,6 +32,7 @@ fn empty_object() -> Value {
 }
 
 impl ToolCall {
+    /// A call of `tool` with `arguments` and no approval.
     pub fn new(tool: &str, arguments: Value) -> ToolCall {
         ToolCall {
             tool: tool.to_owned(),
@@ -38,6 +41,7 @@ impl ToolCall {
         }
     }
 
+    /// This call presenting approval `id` (repeating a held call).
     #[must_use]
     pub fn with_approval(mut self, id: &str) -> ToolCall {
         self.approval = Some(id.to_owned());
@@ -50,6 +54,7 @@ impl ToolCall {
 pub struct Credentials(pub(super) BTreeMap<String, String>);
 
 impl Credentials {
+    /// The credential called `name`, if the tool was given it.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
     }
@@ -64,6 +69,7 @@ impl std::fmt::Debug for Credentials {
 /// What [`Engine::call`] returns.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The decision on the call.
     pub verdict: Verdict,
     /// The tool's output (credentials redacted; one fenced text block when untrusted); None
     /// unless the handler ran and succeeded.

@@ -7,13 +7,21 @@ pub enum EngineError {
     /// An argument rule of a tool cannot be compiled (e.g. a regex that does not parse).
     #[error("policy: tool {tool} arg {arg}: {reason}")]
     ArgRule {
+        /// The tool's name.
         tool: String,
+        /// The argument's name.
         arg: String,
+        /// Why it does not compile.
         reason: String,
     },
     /// A condition of a policy rule cannot be compiled.
     #[error("policy: rule {rule}: {reason}")]
-    RuleCondition { rule: String, reason: String },
+    RuleCondition {
+        /// The rule's id.
+        rule: String,
+        /// Why it does not compile.
+        reason: String,
+    },
 }
 
 /// Why a person's approval or rejection of a held call was not taken.
@@ -35,5 +43,10 @@ pub enum ApprovalError {
 pub enum SecretError {
     /// Too short to look for: it would match everywhere.
     #[error("secret {name}: shorter than {min} characters")]
-    TooShort { name: String, min: usize },
+    TooShort {
+        /// The secret's name.
+        name: String,
+        /// The shortest length accepted, in characters.
+        min: usize,
+    },
 }

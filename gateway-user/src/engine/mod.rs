@@ -113,6 +113,7 @@ impl Engine {
         &self.warnings
     }
 
+    /// The policy the engine was built from.
     pub fn policy(&self) -> &Policy {
         &self.policy
     }

@@ -14,9 +14,12 @@ use crate::policy::{Label, Policy, ScanMode, ToolDef};
 /// A tool definition as a tool server announces it (e.g. MCP `tools/list`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
 pub struct ToolDefinition {
+    /// The tool's name.
     pub name: String,
+    /// Its description, as shown to the model.
     #[serde(default)]
     pub description: String,
+    /// JSON Schema of its arguments (`{"type": "object"}` when absent).
     #[serde(default = "fingerprint::default_schema", alias = "inputSchema")]
     pub input_schema: Value,
 }
@@ -29,7 +32,12 @@ pub enum Registration {
     /// Not in the policy's registry: calls to it stay refused.
     NotInPolicy,
     /// Differs from the pin: the tool is blocked until re-pinned.
-    RugPull { pinned: String, got: String },
+    RugPull {
+        /// The pinned fingerprint (`sha256:HEX`).
+        pinned: String,
+        /// The announced definition's fingerprint.
+        got: String,
+    },
     /// The description scan flagged it (strict mode): the tool is blocked.
     Flagged(Vec<String>),
 }

@@ -128,6 +128,8 @@ fn index_protected(p: &Path, ids: &mut HashSet<(u64, u64)>) {
 /// The sandbox section, resolved once.
 #[derive(Debug, Default)]
 pub struct SandboxView {
+    /// `sandbox.root`, canonicalised (as written when it does not resolve); relative path arguments
+    /// start here.
     pub root: Option<PathBuf>,
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
@@ -139,6 +141,7 @@ pub struct SandboxView {
 }
 
 impl SandboxView {
+    /// Resolves the policy's paths (as written and canonicalised) and indexes protected inodes.
     pub fn new(s: &Sandbox) -> SandboxView {
         let root = s
             .root
@@ -271,7 +274,9 @@ impl SandboxView {
 /// A URL's destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dest {
+    /// Host name or address literal, lowercased, without a trailing dot or IPv6 brackets.
     pub host: String,
+    /// Port, the scheme's default when absent.
     pub port: u16,
 }
 
@@ -336,6 +341,7 @@ pub struct EgressView {
 }
 
 impl EgressView {
+    /// Parses the egress entries; a `cidr` that does not parse matches nothing.
     pub fn new(n: &Network) -> EgressView {
         EgressView {
             entries: n

@@ -165,6 +165,7 @@ impl SecretSet {
         }
     }
 
+    /// Whether there is nothing to look for (no values, and the matcher did not fail).
     pub fn is_empty(&self) -> bool {
         self.re.is_none() && !self.broken
     }

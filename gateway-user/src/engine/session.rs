@@ -36,8 +36,11 @@ impl Legs {
 /// methods below, each next to the check that owns it (engine/checks/).
 #[derive(Debug)]
 pub struct Session {
+    /// The session's id, as recorded in audit records.
     pub id: String,
+    /// Who the agent acts for, from the application.
     pub user: String,
+    /// Scopes the session holds, from the application.
     pub scopes: BTreeSet<String>,
     legs: Legs,
     echo: HashSet<u64>,
@@ -51,6 +54,7 @@ pub struct Session {
 }
 
 impl Session {
+    /// A fresh session: no legs touched, nothing counted, no secrets of its own.
     pub fn new(id: &str, user: &str, scopes: &[&str]) -> Session {
         Session {
             id: id.to_owned(),
@@ -84,6 +88,7 @@ impl Session {
         self.secret_items.iter().map(|(n, _)| n.clone()).collect()
     }
 
+    /// The Rule-of-Two legs touched so far.
     pub fn legs(&self) -> Legs {
         self.legs
     }

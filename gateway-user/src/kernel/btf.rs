@@ -7,17 +7,24 @@ use std::path::Path;
 /// Why an offset could not be found. Every read of the blob is bounds-checked.
 #[derive(Debug, thiserror::Error)]
 pub enum BtfError {
+    /// The BTF file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file.
         path: String,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The blob is not well-formed little-endian BTF; says what is wrong.
     #[error("kernel BTF is malformed: {0}")]
     Malformed(&'static str),
+    /// The struct (first) lacks the member (second), or the struct is absent.
     #[error("struct {0} has no member {1} in the kernel's BTF")]
     NoMember(String, String),
+    /// No function of this name.
     #[error("function {0} is not in the kernel's BTF")]
     NoFunction(String),
+    /// aya's own parser refused the blob.
     #[error("aya cannot parse the kernel's BTF")]
     Aya(#[source] aya::BtfError),
 }
@@ -41,6 +48,7 @@ impl KernelBtf {
         Self::from_file(Path::new("/sys/kernel/btf/vmlinux"))
     }
 
+    /// Reads BTF from a file (e.g. a saved `vmlinux` BTF).
     pub fn from_file(path: &Path) -> Result<Self, BtfError> {
         let data = std::fs::read(path).map_err(|source| BtfError::Read {
             path: path.display().to_string(),
@@ -56,6 +64,7 @@ impl KernelBtf {
             .ok_or(BtfError::Malformed("read past the end"))
     }
 
+    /// Indexes a raw BTF blob; refuses one that is not little-endian BTF or is cut short.
     pub fn parse(data: Vec<u8>) -> Result<Self, BtfError> {
         if data.len() < 24 || data[0..2] != [0x9f, 0xeb] {
             return Err(BtfError::Malformed("bad magic (not little-endian BTF)"));

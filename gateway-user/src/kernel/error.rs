@@ -7,66 +7,104 @@ use aya::{maps::MapError, programs::ProgramError};
 
 use super::btf::BtfError;
 
+/// Why the kernel layer could not be set up or driven.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
+    /// The binary was built with `GATEWAYD_EBPF_STUB=1` and carries no programs.
     #[error("this gatewayd was built without its kernel programs (GATEWAYD_EBPF_STUB=1)")]
     Stub,
+    /// The kernel's BTF could not be read or lacks an offset the programs need.
     #[error(transparent)]
     Btf(#[from] BtfError),
+    /// aya could not load the embedded eBPF object.
     #[error("loading the eBPF object failed")]
     Object(#[source] aya::EbpfError),
+    /// A program's object name is not in the eBPF object (a build mismatch).
     #[error("kernel program {program}: `{object}` is not in the eBPF object")]
     ProgramMissing {
+        /// The program's name, e.g. `lsm/file_open`.
         program: &'static str,
+        /// The object (function) name looked for.
         object: &'static str,
     },
+    /// The LSM hook a program attaches to is not in the kernel's BTF.
     #[error("kernel program {program}: its hook is not in the kernel's BTF")]
     HookNotInBtf {
+        /// The program's name.
         program: &'static str,
+        /// The BTF lookup's error.
         #[source]
         source: BtfError,
     },
+    /// The running kernel's hook has a parameter count no program variant is built for.
     #[error(
         "kernel program {program}: this kernel's `{hook}` hook has {params} parameters, a signature gatewayd does not know"
     )]
     UnknownSignature {
+        /// The program's name.
         program: &'static str,
+        /// The LSM hook.
         hook: &'static str,
+        /// Its parameter count in this kernel.
         params: u32,
     },
+    /// The kernel refused to load a program (verifier log in the source).
     #[error(
         "kernel program {program} could not be loaded{}",
         empty_log_note(source)
     )]
     Load {
+        /// The program's name.
         program: &'static str,
+        /// aya's error, with the verifier log.
         #[source]
         source: ProgramError,
     },
+    /// A loaded program could not be attached.
     #[error("kernel program {program} could not be attached")]
     Attach {
+        /// The program's name.
         program: &'static str,
+        /// aya's error.
         #[source]
         source: ProgramError,
     },
+    /// A map is not in the eBPF object (a build mismatch).
     #[error("map {map} is not in the eBPF object")]
-    MapMissing { map: &'static str },
+    MapMissing {
+        /// The map's name.
+        map: &'static str,
+    },
+    /// Reading or writing a map failed.
     #[error("map {map}")]
     Map {
+        /// The map's name.
         map: &'static str,
+        /// aya's error.
         #[source]
         source: MapError,
     },
+    /// The policy has more `cidr` egress entries than the `EGRESS` map holds.
     #[error("{rules} egress rules, the kernel map holds {capacity}")]
-    TooManyEgressRules { rules: usize, capacity: u32 },
+    TooManyEgressRules {
+        /// Rules to load (the policy's `cidr` entries).
+        rules: usize,
+        /// Slots in the map.
+        capacity: u32,
+    },
+    /// The agent's cgroup directory could not be opened to attach programs.
     #[error("cannot open cgroup {}", path.display())]
     Cgroup {
+        /// The cgroup directory.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The `EVENTS` ring buffer could not be registered with the async runtime.
     #[error("cannot watch the EVENTS ring buffer")]
     EventsPoll(#[source] std::io::Error),
+    /// The task owning the kernel layer has ended (see [`task`](super::task)).
     #[error("the kernel task has stopped")]
     TaskStopped,
 }

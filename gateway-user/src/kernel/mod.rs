@@ -37,6 +37,7 @@ static OBJECT: &[u8] = include_bytes_aligned!(concat!(env!("OUT_DIR"), "/gateway
 /// One program of [`PROGRAMS`] and whether this kernel took it.
 #[derive(Debug)]
 pub struct PieceStatus {
+    /// The program tried.
     pub program: &'static Program,
     /// `Ok` when loaded and attached; otherwise why not, with the kernel's answer.
     pub result: Result<(), KernelError>,

@@ -16,13 +16,17 @@ pub enum Attach {
     /// (its "earlier verdict" argument comes right after the parameters, at a constant
     /// offset): the loader picks the one matching this kernel's BTF.
     Lsm {
+        /// The LSM hook's name, e.g. `file_open` (BTF function `bpf_lsm_file_open`).
         hook: &'static str,
         /// (parameter count, program name in the object)
         by_params: &'static [(u32, &'static str)],
     },
     /// A cgroup `sock_addr` program (its attach type comes from its section), attached to the
     /// agent's cgroup without `BPF_F_ALLOW_OVERRIDE`.
-    SockAddr { object: &'static str },
+    SockAddr {
+        /// The program's name in the object.
+        object: &'static str,
+    },
 }
 
 /// What a denial's audit `detail` carries beyond `pid`, `comm` and `cgroup_id`.
@@ -47,9 +51,11 @@ pub enum Payload {
 pub struct Program {
     /// Name in audit records (`hook`), `doctor` and the `session_start` record.
     pub name: &'static str,
+    /// How it is attached.
     pub attach: Attach,
     /// The kind its events carry (one program per kind).
     pub event: EventKind,
+    /// What a denial's audit `detail` carries.
     pub payload: Payload,
     /// What it denies inside the agent's cgroup, in one line (`doctor`, KERNEL.md).
     pub enforces: &'static str,
@@ -255,6 +261,7 @@ impl Program {
         PROGRAMS.iter().find(|p| p.event == kind)
     }
 
+    /// Whether it is a BPF LSM program (as opposed to a cgroup program).
     pub fn is_lsm(&self) -> bool {
         matches!(self.attach, Attach::Lsm { .. })
     }

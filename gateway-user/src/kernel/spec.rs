@@ -12,19 +12,24 @@ use crate::{
 /// A protected path as the kernel sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtectedInode {
+    /// The path as the policy writes it.
     pub path: PathBuf,
+    /// Its kernel identity (kernel `dev_t`, inode), symlinks followed.
     pub key: InodeKey,
 }
 
 /// Everything [`super::KernelLayer::load`] needs.
 #[derive(Debug, Clone)]
 pub struct KernelSpec {
+    /// The agent's cgroup directory; the cgroup programs attach to it.
     pub cgroup_dir: PathBuf,
+    /// Protected paths that exist, resolved to inodes.
     pub protected: Vec<ProtectedInode>,
     /// Binaries the agent may execute; enforced only when `exec_enforced`.
     pub exec: Vec<ProtectedInode>,
     /// The policy lists binaries (`sandbox.exec` non-empty): exec is an allowlist.
     pub exec_enforced: bool,
+    /// Egress allowlist entries with an address (`cidr`); host-only entries have no kernel form.
     pub egress: Vec<EgressRule>,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
@@ -33,7 +38,9 @@ pub struct KernelSpec {
 /// Problems found while deriving the spec that do not stop it (recorded in the audit log).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecWarning {
+    /// The path the problem is about.
     pub path: PathBuf,
+    /// What the problem is.
     pub message: String,
 }
 
@@ -115,10 +122,12 @@ impl KernelSpec {
         (spec, warnings)
     }
 
+    /// The `PROTECTED` map's keys.
     pub fn protected_keys(&self) -> Vec<InodeKey> {
         self.protected.iter().map(|p| p.key).collect()
     }
 
+    /// The `EXEC` map's keys.
     pub fn exec_keys(&self) -> Vec<InodeKey> {
         self.exec.iter().map(|p| p.key).collect()
     }

@@ -20,12 +20,17 @@ use super::{KernelError, KernelLayer, KernelSpec, events};
 pub enum Command {
     /// Deny (or allow again) all egress of the agent's cgroup.
     Lockdown {
+        /// `true` denies all egress; `false` allows the allowlist again.
         on: bool,
+        /// Where the result goes.
         reply: oneshot::Sender<Result<(), KernelError>>,
     },
     /// Read every event still in the ring buffer, then reply with the count of events the
     /// kernel had to drop (ring buffer full).
-    Drain { reply: oneshot::Sender<u64> },
+    Drain {
+        /// Where the count of dropped events goes.
+        reply: oneshot::Sender<u64>,
+    },
 }
 
 /// A cloneable way to reach the owning task.
@@ -35,6 +40,8 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// Turns the egress lockdown of the agent's cgroup on or off; errs when the map write fails or
+    /// the task has stopped.
     pub async fn lockdown(&self, on: bool) -> Result<(), KernelError> {
         let (reply, rx) = oneshot::channel();
         self.tx

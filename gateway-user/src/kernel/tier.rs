@@ -2,6 +2,7 @@
 //! `gatewayd run`, `gatewayd doctor` and the tests.
 use super::{PieceStatus, programs::PROGRAMS};
 
+/// How much of the policy the kernel enforces for a session, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
     /// 1: BPF LSM and cgroup programs: everything.

@@ -26,6 +26,7 @@ impl JsonPath {
         JsonPath::default()
     }
 
+    /// This path extended by `seg`.
     #[must_use]
     pub fn with(&self, seg: Seg) -> JsonPath {
         let mut p = self.clone();
@@ -33,16 +34,19 @@ impl JsonPath {
         p
     }
 
+    /// This path extended by an object member.
     #[must_use]
     pub fn key(&self, key: impl Into<String>) -> JsonPath {
         self.with(Seg::Key(key.into()))
     }
 
+    /// This path extended by an array element.
     #[must_use]
     pub fn index(&self, i: usize) -> JsonPath {
         self.with(Seg::Index(i))
     }
 
+    /// This path extended by an array element shown with its name.
     #[must_use]
     pub fn named(&self, i: usize, name: impl Into<String>) -> JsonPath {
         self.with(Seg::Named(i, name.into()))
@@ -59,6 +63,7 @@ impl JsonPath {
         p
     }
 
+    /// The steps from the document root, outermost first.
     pub fn segments(&self) -> &[Seg] {
         &self.0
     }
@@ -86,18 +91,27 @@ impl fmt::Display for JsonPath {
 pub enum ValidationError {
     /// A value the policy does not allow.
     #[error("{at}: {message}")]
-    Value { at: JsonPath, message: String },
+    Value {
+        /// Where the value is.
+        at: JsonPath,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A regex (argument rule, rule condition) does not compile.
     #[error("{at}: bad regex: {source}")]
     Regex {
+        /// Where the regex is.
         at: JsonPath,
+        /// The compile error.
         #[source]
         source: regex::Error,
     },
     /// A tool's input schema does not compile; `at` names the failing part of the schema.
     #[error("{at}: {source}")]
     InputSchema {
+        /// Where in the policy the failing part of the schema is.
         at: JsonPath,
+        /// The compile error.
         #[source]
         source: SchemaError,
     },
@@ -124,25 +138,37 @@ impl ValidationError {
 /// Why a policy could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
+    /// The policy file could not be read.
     #[error("cannot read policy {path}: {source}")]
     Read {
+        /// The policy file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The file is not valid JSON or does not have the policy's shape.
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
+        /// The policy file.
         path: PathBuf,
+        /// 1-based line of the error.
         line: usize,
+        /// 1-based column of the error.
         column: usize,
+        /// The parser's message.
         message: String,
     },
     /// Parsed, but a semantic check failed; `line:column` is where [`ValidationError::path`]
     /// points in the file.
     #[error("{path}:{line}:{column}: {source}")]
     Invalid {
+        /// The policy file.
         path: PathBuf,
+        /// 1-based line of the offending value.
         line: usize,
+        /// 1-based column of the offending value.
         column: usize,
+        /// The failed check.
         source: ValidationError,
     },
 }

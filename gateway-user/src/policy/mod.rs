@@ -74,6 +74,7 @@ pub struct EgressEntry {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
+    /// Destinations the agent may reach; empty = none.
     #[serde(default)]
     pub egress: Vec<EgressEntry>,
 }
@@ -87,10 +88,13 @@ pub struct Policy {
     /// A name for the audit log.
     #[serde(default)]
     pub name: Option<String>,
+    /// Whether kernel enforcement is required or best effort.
     #[serde(default)]
     pub kernel: KernelMode,
+    /// What the agent may read, write and execute.
     #[serde(default)]
     pub sandbox: Sandbox,
+    /// The egress allowlist.
     #[serde(default)]
     pub network: Network,
     /// The tool registry: a tool not listed here is refused (`not_allowlisted`).

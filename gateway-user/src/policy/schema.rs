@@ -25,6 +25,7 @@ use serde_json::Value;
 pub struct SchemaError {
     /// Where in the schema, as a JSON Pointer (`""`: the schema as a whole).
     pub pointer: String,
+    /// The compiler's error.
     #[source]
     pub source: Arc<jsonschema::ValidationError<'static>>,
 }
@@ -70,6 +71,7 @@ impl ArgSchema {
             })
     }
 
+    /// The compiled validator.
     pub fn validator(&self) -> &jsonschema::Validator {
         &self.0
     }

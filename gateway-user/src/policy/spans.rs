@@ -11,20 +11,27 @@ use super::error::{JsonPath, Seg};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed JSON at byte {at}")]
 pub struct SpanError {
+    /// Byte offset where the walker stopped.
     pub at: usize,
 }
 
 /// One value and its byte span `start..end` in the text.
 #[derive(Debug)]
 pub struct Node {
+    /// Byte offset of the value's first character.
     pub start: usize,
+    /// Byte offset just past its last character.
     pub end: usize,
+    /// What the value is, with its children.
     pub kind: Kind,
 }
 
+/// What a [`Node`] holds.
 #[derive(Debug)]
 pub enum Kind {
+    /// An object, its members in text order.
     Object(Vec<Member>),
+    /// An array, its elements in order.
     Array(Vec<Node>),
     /// A string, number, boolean or null.
     Scalar,
@@ -33,16 +40,22 @@ pub enum Kind {
 /// An object member: its key, where the key's opening quote is, and its value.
 #[derive(Debug)]
 pub struct Member {
+    /// The decoded key.
     pub key: String,
+    /// Byte offset of the key's opening quote.
     pub key_start: usize,
+    /// The member's value.
     pub value: Node,
 }
 
 /// A replacement of `start..end` by `text`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
+    /// Byte offset of the first byte replaced.
     pub start: usize,
+    /// Byte offset just past the last byte replaced (`start` for an insertion).
     pub end: usize,
+    /// The replacement text.
     pub text: String,
 }
 

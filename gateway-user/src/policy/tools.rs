@@ -22,6 +22,7 @@ pub enum Label {
 }
 
 impl Label {
+    /// The policy file's spelling, e.g. `untrusted_output`.
     pub fn as_str(self) -> &'static str {
         match self {
             Label::UntrustedOutput => "untrusted_output",
@@ -36,8 +37,10 @@ impl Label {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DefaultDecision {
+    /// Run the call.
     #[default]
     Allow,
+    /// Hold the call for a person's approval.
     Hold,
 }
 
@@ -45,8 +48,11 @@ pub enum DefaultDecision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleDecision {
+    /// Allow the call (unless a more restrictive rule also matches).
     Allow,
+    /// Hold the call for a person's approval.
     Hold,
+    /// Refuse the call (`arg_rule`).
     Deny,
 }
 
@@ -110,6 +116,7 @@ pub struct ArgRule {
     /// Numeric bounds, inclusive.
     #[serde(default)]
     pub min: Option<f64>,
+    /// Numeric upper bound, inclusive.
     #[serde(default)]
     pub max: Option<f64>,
     /// Longest string accepted, in characters.
@@ -121,7 +128,9 @@ pub struct ArgRule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDef {
+    /// The name the agent calls the tool by; unique in the registry.
     pub name: String,
+    /// What the tool does, as shown to the model; scanned for injected instructions.
     #[serde(default)]
     pub description: String,
     /// JSON Schema of the arguments; absent = `{"type": "object"}`. Compiled once (see
@@ -135,6 +144,7 @@ pub struct ToolDef {
     /// Scopes the session must hold (all of them).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// What the tool does, for the session's taint and the action limits.
     #[serde(default)]
     pub labels: Vec<Label>,
     /// Per-argument rules, by argument name.
@@ -174,24 +184,34 @@ fn one() -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cond {
+    /// `false`: matches only when the argument is absent; `true`: only when present.
     #[serde(default)]
     pub present: Option<bool>,
+    /// Equal to this JSON value.
     #[serde(default)]
     pub equals: Option<serde_json::Value>,
+    /// Equal to one of these values.
     #[serde(default, rename = "enum")]
     pub one_of: Option<Vec<serde_json::Value>>,
+    /// Starts with this (paths: after canonicalisation, by component).
     #[serde(default)]
     pub prefix: Option<String>,
+    /// Matches this glob (`*` any run of characters, `?` one character).
     #[serde(default)]
     pub glob: Option<String>,
+    /// Matches this regex (unanchored).
     #[serde(default)]
     pub regex: Option<String>,
+    /// Greater than this number (a numeric string counts as its number).
     #[serde(default)]
     pub gt: Option<f64>,
+    /// Greater than or equal to this number.
     #[serde(default)]
     pub gte: Option<f64>,
+    /// Less than this number.
     #[serde(default)]
     pub lt: Option<f64>,
+    /// Less than or equal to this number.
     #[serde(default)]
     pub lte: Option<f64>,
 }
@@ -200,11 +220,14 @@ pub struct Cond {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
+    /// Unique name of the rule, shown in `matched_rules` and as `rule:ID` in holds.
     pub id: String,
     /// Tool name glob.
     pub tool: String,
+    /// Conditions by argument name (or JSON Pointer); all must hold.
     #[serde(default)]
     pub when: BTreeMap<String, Cond>,
+    /// What the rule decides when it matches.
     pub decision: RuleDecision,
     /// Shown to the model when this rule denies or holds.
     #[serde(default)]
@@ -215,14 +238,19 @@ pub struct Rule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
+    /// Tool name glob; the limit counts all matching tools together.
     pub tool: String,
+    /// Most calls allowed in any one window.
     pub max: u32,
+    /// Window length, in seconds.
     pub window_s: u64,
 }
 
+/// Per-session limits on allowed calls (`limits` in the policy).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
+    /// Sliding-window rate limits.
     #[serde(default)]
     pub rate: Vec<RateLimit>,
     /// Total budget units per session (tools' `cost`); absent = unlimited.
@@ -253,6 +281,7 @@ pub enum ScanMode {
     Strict,
     /// The tool works; every call's audit record carries the findings.
     Warn,
+    /// No scan.
     Off,
 }
 
