@@ -36,30 +36,46 @@ pub const SCHEMA: &str = include_str!("../../../policies/scenario.schema.json");
 /// Why scenarios could not be run (as opposed to a step that did not get what it expected).
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// A file cannot be read.
     #[error("{}: {source}", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
+    /// A file is not JSON, or not a scenario file (its schema): where and why.
     #[error("{}:{line}:{column}: {message}", path.display())]
     Invalid {
+        /// The file.
         path: PathBuf,
+        /// 1-based line of the offending value.
         line: usize,
+        /// 1-based column (in characters).
         column: usize,
+        /// What is wrong, after the JSON Pointer of the value.
         message: String,
     },
+    /// A `--var` that is not `NAME=VALUE`.
     #[error("`--var {0}`: expected NAME=VALUE with NAME of letters, digits and `_`")]
     Var(String),
+    /// A scenario's `policy_patch` does not apply, or the patched policy is invalid.
     #[error("{}: scenario `{scenario}`: {message}", path.display())]
     Scenario {
+        /// The scenario file.
         path: PathBuf,
+        /// The scenario's name.
         scenario: String,
+        /// What went wrong.
         message: String,
     },
+    /// The policy is invalid.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// The engine cannot be built from the policy.
     #[error("the engine cannot be built: {0}")]
     Engine(#[from] EngineError),
+    /// The `--audit` log cannot be opened.
     #[error("the audit log: {0}")]
     Audit(#[from] crate::audit::AuditError),
 }
@@ -71,8 +87,10 @@ pub struct ScenarioFile {
     /// Where its schema is (editors use it; the runner always uses its own).
     #[serde(default, rename = "$schema")]
     pub schema: Option<String>,
+    /// What the file is for (shown nowhere; for readers).
     #[serde(default)]
     pub description: Option<String>,
+    /// Its scenarios, run in order.
     pub scenarios: Vec<Scenario>,
 }
 
@@ -80,7 +98,9 @@ pub struct ScenarioFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Its name in the table.
     pub name: String,
+    /// What it shows (for readers).
     #[serde(default)]
     pub description: Option<String>,
     /// JSON Patch operations (RFC 6902: `add`, `replace`, `remove`) applied to the policy
@@ -94,6 +114,7 @@ pub struct Scenario {
     /// The clock at the start, in ms since the epoch (default 1,700,000,000,000).
     #[serde(default)]
     pub start_ms: Option<u64>,
+    /// Its steps, run in order.
     pub steps: Vec<Step>,
 }
 
@@ -101,7 +122,9 @@ pub struct Scenario {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSpec {
+    /// The session id steps name in `session`.
     pub id: String,
+    /// The session's user (default `alice`).
     #[serde(default = "default_user")]
     pub user: String,
     /// Default: every scope the policy names.
@@ -148,8 +171,10 @@ pub struct Step {
     /// A person rejects the approval id.
     #[serde(default)]
     pub reject: Option<String>,
+    /// The clock moves this many seconds.
     #[serde(default)]
     pub advance_s: Option<u64>,
+    /// The clock moves this many milliseconds.
     #[serde(default)]
     pub advance_ms: Option<u64>,
     /// From now on every audit append fails (true) or works again (false).
@@ -168,6 +193,7 @@ pub struct Step {
     /// For a call: keep the verdict's approval id as `$NAME`.
     #[serde(default)]
     pub save: Option<String>,
+    /// What the step expects (required for a call).
     #[serde(default)]
     pub expect: Option<Expect>,
 }
@@ -176,7 +202,9 @@ pub struct Step {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecretSpec {
+    /// Its name, in messages and records.
     pub name: String,
+    /// Its value (at least 8 characters, or the step is refused).
     pub value: String,
 }
 
@@ -184,9 +212,12 @@ pub struct SecretSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
+    /// The tool that ran.
     pub tool: String,
+    /// What it returned.
     #[serde(default)]
     pub output: Option<Value>,
+    /// Or the error it failed with.
     #[serde(default)]
     pub error: Option<String>,
 }
@@ -196,8 +227,10 @@ pub struct OutputSpec {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// `allow`, `deny` or `hold`.
     #[serde(default)]
     pub decision: Option<String>,
+    /// The reason code (docs/POLICY.md, "Reason codes").
     #[serde(default)]
     pub reason: Option<String>,
     /// A substring of the message.
@@ -206,8 +239,10 @@ pub struct Expect {
     /// Substrings the message must not hold.
     #[serde(default)]
     pub message_lacks: Vec<String>,
+    /// The verdict's hold reasons, exactly.
     #[serde(default)]
     pub hold_reasons: Option<Vec<String>>,
+    /// The verdict's matched rules, exactly.
     #[serde(default)]
     pub matched_rules: Option<Vec<String>>,
     /// The verdict's approval id is the one saved as this (`$last`, `$NAME`).
@@ -240,10 +275,13 @@ pub struct Expect {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LegsExpect {
+    /// Untrusted content seen.
     #[serde(default)]
     pub untrusted: Option<bool>,
+    /// Private data read.
     #[serde(default)]
     pub private: Option<bool>,
+    /// Data sent out.
     #[serde(default)]
     pub egress: Option<bool>,
 }

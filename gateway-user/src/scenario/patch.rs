@@ -8,11 +8,24 @@ use serde_json::Value;
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum PatchOp {
     /// Sets a member, or inserts into an array (`-` appends).
-    Add { path: String, value: Value },
+    Add {
+        /// A JSON Pointer.
+        path: String,
+        /// The new value.
+        value: Value,
+    },
     /// Sets a value that exists.
-    Replace { path: String, value: Value },
+    Replace {
+        /// A JSON Pointer.
+        path: String,
+        /// The new value.
+        value: Value,
+    },
     /// Removes a value that exists.
-    Remove { path: String },
+    Remove {
+        /// A JSON Pointer.
+        path: String,
+    },
 }
 
 /// The parent of `path` and the last token (unescaped).

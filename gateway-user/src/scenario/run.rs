@@ -42,12 +42,17 @@ pub const DEFAULT_START_MS: u64 = 1_700_000_000_000;
 /// One step's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
+    /// The scenario's name.
     pub scenario: String,
-    /// 1-based.
+    /// The step's number, 1-based.
     pub step: usize,
+    /// The step's name, or its action.
     pub label: String,
+    /// What it expected: `decision reason` for a call, the result for another action.
     pub expected: String,
+    /// What it got, then each expectation it missed.
     pub got: String,
+    /// It got everything it expected.
     pub pass: bool,
     /// For a call: the verdict's message (shown under a failing row).
     pub message: Option<String>,
