@@ -104,9 +104,18 @@ impl Daemon {
 
     /// The standard policy, audit in the daemon's directory, the system clock.
     pub(crate) fn start() -> Daemon {
+        Self::start_policy(policy)
+    }
+
+    /// `policy_of`'s policy, audit in a directory removed with the daemon, the system clock.
+    pub(crate) fn start_policy(policy_of: impl FnOnce(&Path) -> Value) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let audit = dir.path().join("audit.jsonl");
-        let mut d = Self::start_with(policy, Some(audit), Arc::new(gatewayd::clock::SystemClock));
+        let mut d = Self::start_with(
+            policy_of,
+            Some(audit),
+            Arc::new(gatewayd::clock::SystemClock),
+        );
         d.audit_dir = Some(dir);
         d
     }

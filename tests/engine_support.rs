@@ -61,6 +61,23 @@ fn write(p: &Path, s: &str) {
     fs::write(p, s).unwrap();
 }
 
+/// A private key (not a real one): its body lines are secrets of every session that starts
+/// with the protected files' values (docs/POLICY.md, "Secrets a session starts with").
+pub(crate) const ID_RSA: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\n\
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n\
+QyNTUxOQAAACBkZXBsb3kta2V5LWZvci10ZXN0cy1vbmx5LW5vdC1yZWFsAAAAJAAAAAAA\n\
+-----END OPENSSH PRIVATE KEY-----\n";
+
+/// A public key: public by design, never a secret.
+pub(crate) const ID_RSA_PUB: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGRlcGxveS1rZXktZm9yLXRlc3Rz alice@work\n";
+
+/// AWS credentials (the documented example keys).
+pub(crate) const AWS_CREDENTIALS: &str = "[default]\n\
+aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n\
+region = eu-north-1\n";
+
 /// The directory tree every test sees.
 pub(crate) fn make_tree(root: &Path) {
     write(
@@ -76,10 +93,9 @@ pub(crate) fn make_tree(root: &Path) {
         write(&root.join("work/out").join(f), "x\n");
     }
     write(&root.join("work/out/keep/ledger.txt"), "do not touch\n");
-    write(
-        &root.join("home/.ssh/id_rsa"),
-        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
-    );
+    write(&root.join("home/.ssh/id_rsa"), ID_RSA);
+    write(&root.join("home/.ssh/id_rsa.pub"), ID_RSA_PUB);
+    write(&root.join("home/.aws/credentials"), AWS_CREDENTIALS);
     write(&root.join("docs/guide.md"), "# Guide\n");
     write(&root.join("outside/data.txt"), "not in the sandbox\n");
     std::os::unix::fs::symlink(root.join("docs"), root.join("work/docs-link")).unwrap();

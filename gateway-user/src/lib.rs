@@ -19,6 +19,7 @@
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
 //! - [`daemon`]   — `gatewayd serve`: sessions of many agents over a Unix socket
 //!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
+//! - [`scenario`] — `gatewayd test`: policy tests as data, run on the real engine
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
@@ -34,6 +35,7 @@ pub mod kernel;
 pub mod landlock;
 pub mod net;
 pub mod policy;
+pub mod scenario;
 pub mod shell;
 pub mod shutdown;
 pub mod supervisor;

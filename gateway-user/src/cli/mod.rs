@@ -13,6 +13,7 @@ mod policy;
 mod run;
 mod serve;
 mod sessions;
+mod test;
 
 /// gatewayd: an AI agent behind two doors — a tool-call gateway and kernel enforcement.
 #[derive(Debug, Parser)]
@@ -44,6 +45,8 @@ enum Command {
     /// The daemon's open sessions.
     #[command(subcommand)]
     Sessions(sessions::Command),
+    /// Run policy scenarios (tests as data) on the real engine.
+    Test(test::Args),
 }
 
 /// Where the operator commands find the daemon.
@@ -76,6 +79,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Serve(a) => serve::exec(a),
         Command::Approvals(c) => approvals::exec(c),
         Command::Sessions(c) => sessions::exec(c),
+        Command::Test(a) => test::exec(a),
     };
     match res {
         Ok(code) => code,

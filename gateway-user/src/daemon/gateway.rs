@@ -252,12 +252,28 @@ impl Gateway {
     }
 
     /// Opens (or attaches to) a session owned by `owner_cgroup`: what a supervisor calls to
-    /// open its agent's session before the agent starts.
+    /// open its agent's session before the agent starts. The session starts with the secrets
+    /// of the protected files and of the environment `peer` started with
+    /// (`/proc/PID/environ`); a supervisor whose agent gets another environment passes it to
+    /// [`Gateway::open_with_env`].
     pub async fn open_for(
         &self,
         owner_cgroup: &str,
         peer: &Peer,
         p: params::Open,
+    ) -> Result<Value, RpcError> {
+        let env = super::peer::environ(peer.pid);
+        self.open_with_env(owner_cgroup, peer, p, env).await
+    }
+
+    /// [`Gateway::open_for`] with the agent's environment given (None: unknown, noted in the
+    /// `session_open` record); its credential-like values become the session's secrets.
+    pub async fn open_with_env(
+        &self,
+        owner_cgroup: &str,
+        peer: &Peer,
+        p: params::Open,
+        env: Option<Vec<(String, String)>>,
     ) -> Result<Value, RpcError> {
         if p.user.is_empty() || p.user.len() > 256 {
             return Err(RpcError::params("`user` must be 1 to 256 bytes"));
@@ -273,13 +289,20 @@ impl Gateway {
                 .map_err(|e| RpcError::new(code::INTERNAL, e))?,
         };
         let scopes: Vec<&str> = p.scopes.iter().map(String::as_str).collect();
+        let mut session = Session::new(&id, &p.user, &scopes);
+        // Reading the protected files is only worth it for a session that is new.
+        let (names, notes) = if self.sessions.get(&id).is_some() {
+            (Vec::new(), Vec::new())
+        } else {
+            self.engine.start_session(&mut session, env.as_deref())
+        };
         let slot = SessionSlot {
             id: id.clone(),
             owner_cgroup: owner_cgroup.to_owned(),
             opener: peer.clone(),
             created_ms: self.clock.now_ms(),
             state: tokio::sync::Mutex::new(SessionState {
-                session: Session::new(&id, &p.user, &scopes),
+                session,
                 trip_reported: false,
             }),
         };
@@ -296,8 +319,8 @@ impl Gateway {
                 return Err(RpcError::new(code::LIMIT, "too many open sessions"));
             }
         }
-        let detail =
-            json!({"user": p.user, "scopes": p.scopes, "peer": peer, "cgroup": owner_cgroup});
+        let detail = json!({"user": p.user, "scopes": p.scopes, "peer": peer, "cgroup": owner_cgroup,
+            "start_secrets": start_secrets_detail(&names, &notes)});
         if let Err(e) = self.note(&id, AD::Info, "session_open", detail).await {
             self.sessions.remove(&id);
             return Err(e);
@@ -438,7 +461,11 @@ impl Gateway {
 
     /// Runs the Rule-of-Two hook once, when the session's legs first trip; a failure is
     /// recorded and returned (the caller refuses what it was doing).
-    async fn after_change(&self, slot: &SessionSlot, st: &mut SessionState) -> Result<(), String> {
+    pub(super) async fn after_change(
+        &self,
+        slot: &SessionSlot,
+        st: &mut SessionState,
+    ) -> Result<(), String> {
         let legs = st.session.legs();
         if !legs.tripped() || st.trip_reported {
             return Ok(());
@@ -486,6 +513,13 @@ impl Gateway {
             .unwrap_or_default();
         json!({"seq": seq, "hash": hash})
     }
+}
+
+/// What the `session_open` record says of the secrets a session started with: how many, the
+/// first names (never values), and what could not be used.
+fn start_secrets_detail(names: &[String], notes: &[String]) -> Value {
+    const SHOWN: usize = 32;
+    json!({"count": names.len(), "names": &names[..names.len().min(SHOWN)], "notes": notes})
 }
 
 fn valid_id(id: &str) -> bool {

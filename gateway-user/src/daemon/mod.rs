@@ -8,6 +8,7 @@
 //! - [`gateway`]  — [`Gateway`]: every method as an async function of (caller, params);
 //!   the Rule-of-Two hook ([`TripHook`])
 //! - [`operator`] — the operator's methods: approvals, the session list
+//! - [`suspicion`] — kernel denials of protected files feed the sessions' Rule of Two
 //! - [`dispatch`] — one request line to one response line
 //! - [`server`]   — accept loop, connections, graceful shutdown
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
@@ -30,6 +31,7 @@ pub mod protocol;
 pub mod server;
 pub mod sessions;
 pub mod socket;
+pub mod suspicion;
 
 pub use gateway::{Gateway, GatewayConfig, TripHook, TrippedSession};
 pub use server::ServerOptions;

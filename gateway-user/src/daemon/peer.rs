@@ -60,6 +60,27 @@ impl Peer {
     }
 }
 
+/// The environment a process started with (`/proc/PID/environ`: `NAME=VALUE`, NUL
+/// separated); None when it cannot be read (pid 0, gone, another user's without privilege).
+pub fn environ(pid: i32) -> Option<Vec<(String, String)>> {
+    if pid <= 0 {
+        return None;
+    }
+    let bytes = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    Some(parse_environ(&bytes))
+}
+
+fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|kv| {
+            let kv = String::from_utf8_lossy(kv);
+            let (k, v) = kv.split_once('=')?;
+            (!k.is_empty()).then(|| (k.to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
 /// The path on the `0::` (cgroup v2) line.
 pub fn parse_cgroup(text: &str) -> Option<String> {
     text.lines()
@@ -107,6 +128,21 @@ mod tests {
         let s = "Name:\tx\nGroups:\t4 24 27 \nNSpid:\t1\n";
         assert_eq!(parse_groups(s), vec![4, 24, 27]);
         assert!(parse_groups("Name: x\n").is_empty());
+    }
+
+    #[test]
+    fn environ_is_split_on_nul() {
+        let env = parse_environ(b"A=1\0GITHUB_TOKEN=x=y\0=odd\0noequals\0");
+        assert_eq!(
+            env,
+            vec![
+                ("A".to_owned(), "1".to_owned()),
+                ("GITHUB_TOKEN".to_owned(), "x=y".to_owned())
+            ]
+        );
+        let own = environ(std::process::id() as i32).unwrap();
+        assert!(own.iter().any(|(k, _)| k == "PATH") || own.is_empty());
+        assert_eq!(environ(0), None);
     }
 
     #[test]

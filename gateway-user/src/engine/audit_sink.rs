@@ -80,9 +80,11 @@ impl Engine {
         });
         secrets.scrub_value(&mut detail);
         s.secrets().scrub_value(&mut detail);
+        // The session's own secrets too: a model can put one in a tool's name.
+        let scrub = |t: &str| s.secrets().scrub(&secrets.scrub(t)).into_owned();
         let rec = AuditRecord {
-            session: secrets.scrub(&s.id).into_owned(),
-            tool: Some(secrets.scrub(&call.tool).into_owned()),
+            session: scrub(&s.id),
+            tool: Some(scrub(&call.tool)),
             decision: v.decision,
             reason: v.reason.code(),
             detail,

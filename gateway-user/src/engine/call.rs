@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{
     Engine, Reason, Session, Verdict,
-    checks::{self, approval_hold, credentials, limits, rule_of_two, untrusted_echo},
+    checks::{self, approval_hold, credentials, limits, rule_of_two, suspicion, untrusted_echo},
     fence, fingerprint,
 };
 use crate::policy::Label;
@@ -110,6 +110,8 @@ impl Engine {
             ));
         }
         if !verdict.is_allow() {
+            // An attempt on a protected path or a secret counts toward the Rule of Two.
+            suspicion::after_denial(self, s, call, &verdict);
             return Outcome::refused(verdict);
         }
 

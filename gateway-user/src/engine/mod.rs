@@ -31,6 +31,7 @@ pub mod scan;
 mod secret_store;
 pub mod secrets;
 pub mod session;
+pub mod session_secrets;
 pub mod shellcheck;
 mod verdict;
 
@@ -106,6 +107,29 @@ impl Engine {
         secret_store::check_len(name, value)?;
         s.add_secret(name, value);
         Ok(())
+    }
+
+    /// Registers what session `s` starts with (docs/POLICY.md, "Secrets a session starts
+    /// with"): the values in the policy's protected files and the agent's credential-like
+    /// environment variables (`env`; None: it could not be read), as the policy's
+    /// `secrets_from_protected` and `secrets_from_env` say. Returns the names registered and
+    /// notes on what could not be used (never values).
+    pub fn start_session(
+        &self,
+        s: &mut Session,
+        env: Option<&[(String, String)]>,
+    ) -> (Vec<String>, Vec<String>) {
+        let got = session_secrets::secrets_from_protected(&self.policy, env);
+        s.add_start_secrets(&got.secrets);
+        let names = got.secrets.into_iter().map(|(n, _)| n).collect();
+        (names, got.notes)
+    }
+
+    /// A denied attempt on a protected path seen elsewhere (the kernel layer): applies the
+    /// policy's `suspicion` mode to the session, as a gateway denial of one would. Returns
+    /// whether the session's legs changed.
+    pub fn note_suspicion(&self, s: &mut Session) -> bool {
+        checks::suspicion::apply(self.policy.suspicion, s)
     }
 
     /// Problems found at start-up that do not stop the engine (unresolved secrets).

@@ -48,8 +48,10 @@ pub struct Session {
     rate: HashMap<usize, CallTimes>,
     spent: u64,
     actions: BTreeMap<Label, u32>,
-    /// Secrets registered for this session alone (`Engine::add_session_secret`).
+    /// Secrets registered for this session alone: those it started with
+    /// (`Engine::start_session`) and those added later (`Engine::add_session_secret`).
     secrets: SecretSet,
+    start_items: Vec<(String, String)>,
     secret_items: Vec<(String, String)>,
 }
 
@@ -66,6 +68,7 @@ impl Session {
             spent: 0,
             actions: BTreeMap::new(),
             secrets: SecretSet::default(),
+            start_items: Vec::new(),
             secret_items: Vec::new(),
         }
     }
@@ -74,7 +77,23 @@ impl Session {
     /// caller has checked its length).
     pub(super) fn add_secret(&mut self, name: &str, value: &str) {
         self.secret_items.push((name.to_owned(), value.to_owned()));
-        self.secrets = SecretSet::new(&self.secret_items);
+        self.rebuild_secrets();
+    }
+
+    /// Adds the secrets the session starts with (the caller has checked their lengths).
+    pub(super) fn add_start_secrets(&mut self, items: &[(String, String)]) {
+        self.start_items.extend_from_slice(items);
+        self.rebuild_secrets();
+    }
+
+    fn rebuild_secrets(&mut self) {
+        let all: Vec<(String, String)> = self
+            .start_items
+            .iter()
+            .chain(&self.secret_items)
+            .cloned()
+            .collect();
+        self.secrets = SecretSet::new(&all);
     }
 
     /// This session's own secrets (looked for on its `sends_out` calls, scrubbed from its
@@ -83,9 +102,15 @@ impl Session {
         &self.secrets
     }
 
-    /// The names of the secrets registered for this session.
+    /// The names of the secrets added to this session (`secrets/add`), not those it
+    /// started with.
     pub fn secret_names(&self) -> Vec<String> {
         self.secret_items.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The names of the secrets the session started with (protected files, environment).
+    pub fn start_secret_names(&self) -> Vec<String> {
+        self.start_items.iter().map(|(n, _)| n.clone()).collect()
     }
 
     /// The Rule-of-Two legs touched so far.

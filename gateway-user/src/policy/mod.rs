@@ -16,7 +16,7 @@ mod validate;
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
 pub use tools::{
     ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
-    ScanMode, SecretSource, ShellRule, ToolDef, TrifectaMode, glob_match_str,
+    ScanMode, SecretSource, ShellRule, SuspicionMode, ToolDef, TrifectaMode, glob_match_str,
 };
 
 /// What the policy accepts when the kernel cannot enforce everything it asks for.
@@ -124,6 +124,18 @@ pub struct Policy {
     /// Values injected into tools that name them; never shown to the model.
     #[serde(default)]
     pub credentials: std::collections::BTreeMap<String, SecretSource>,
+    /// At session start, register the values in small protected files as the session's
+    /// secrets (default true).
+    #[serde(default)]
+    pub secrets_from_protected: Option<bool>,
+    /// At session start, register the values of the agent's environment variables whose
+    /// names look like credentials as the session's secrets (default true).
+    #[serde(default)]
+    pub secrets_from_env: Option<bool>,
+    /// What a denied attempt on a protected path or a secret does to the session (default
+    /// `private`).
+    #[serde(default)]
+    pub suspicion: SuspicionMode,
 }
 
 impl Policy {
@@ -159,6 +171,16 @@ impl Policy {
     /// Consecutive words of untrusted output an argument may not repeat.
     pub fn echo_words(&self) -> usize {
         self.untrusted_echo_words.unwrap_or(6)
+    }
+
+    /// Whether sessions start with the values of the protected files as secrets.
+    pub fn secrets_from_protected(&self) -> bool {
+        self.secrets_from_protected.unwrap_or(true)
+    }
+
+    /// Whether sessions start with the agent's credential-like environment values as secrets.
+    pub fn secrets_from_env(&self) -> bool {
+        self.secrets_from_env.unwrap_or(true)
     }
 
     /// How long an approval stays usable, in milliseconds.

@@ -285,6 +285,21 @@ pub enum ScanMode {
     Off,
 }
 
+/// What a denied attempt on a protected path or a registered secret does to the session
+/// (docs/POLICY.md, "Suspicion").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuspicionMode {
+    /// It counts as private data read: the Rule of Two's private leg is set.
+    #[default]
+    Private,
+    /// It trips the session: both Rule-of-Two legs are set (the daemon's trip hook, the
+    /// kernel egress lockdown, runs).
+    Lockdown,
+    /// It changes nothing.
+    Off,
+}
+
 /// Where a secret or credential value comes from. Exactly one field.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

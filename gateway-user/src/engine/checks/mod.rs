@@ -26,6 +26,7 @@ pub(super) mod rules;
 pub(super) mod scopes;
 pub(super) mod secret_egress;
 pub(super) mod session;
+pub(super) mod suspicion;
 pub(super) mod untrusted_echo;
 
 /// What a check says: `Ok` = on to the next check; `Err` = this verdict ends the pipeline.
