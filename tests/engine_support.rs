@@ -31,6 +31,11 @@ pub(crate) const ALL_SCOPES: &[&str] = &[
     "payments",
 ];
 
+/// The fixture's deploy key (a secret) and SMTP password (a credential), as the attack suites
+/// look for them in arguments, outputs and audit records.
+pub(crate) const DEPLOY_KEY: &str = "dk_live_7Hq2Lm9XvR4tPz8W";
+pub(crate) const SMTP: &str = "smtp-pw-Zx81Qp07Lk";
+
 /// Records in memory; `fail` makes every append fail.
 #[derive(Default)]
 pub(crate) struct MemAudit {
