@@ -3,11 +3,13 @@
 //! - `setup`: installs every prerequisite, idempotently, into `~/.cache/gatewayd`
 //! - `build`: builds `gatewayd` with its embedded eBPF object
 //! - `test`:  fmt, clippy, unit/integration tests, privileged host tests, the QEMU guest suite
-//! - `vm`:    only the QEMU guest suite
+//!   on every Debian kernel line (`kernels::LINES`)
+//! - `vm`:    only the QEMU guest suite, on every line or on the one `--kernel` names
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark and the kernel layer's syscall overhead
 mod bench;
 mod demo;
+mod kernels;
 mod setup;
 mod test;
 mod util;
@@ -24,14 +26,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Install prerequisites (apt packages, rust-src, bpf-linker, guest kernel + busybox).
+    /// Install prerequisites (apt packages, rust-src, bpf-linker, guest kernels + busybox).
     Setup,
     /// Build gatewayd (release) with its kernel programs.
     Build,
     /// Everything: fmt, clippy, tests, privileged host tests, QEMU guest suite.
     Test,
-    /// Only the QEMU guest suite (BPF LSM).
-    Vm,
+    /// Only the QEMU guest suite (BPF LSM), on every kernel line or the one named.
+    Vm {
+        /// A kernel line (6.1, 6.12) or the path of a kernel image; default: every line.
+        #[arg(long)]
+        kernel: Option<String>,
+    },
     /// The demo: an agent that steals a protected file, without and with gatewayd.
     Demo,
     /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead.
@@ -40,16 +46,20 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
-        Cmd::Setup => setup::setup().map(|_| ()),
+        Cmd::Setup => {
+            let env = setup::setup()?;
+            kernels::select(&env, None).map(|_| ())
+        }
         Cmd::Build => {
             let env = setup::setup()?;
             util::build_release(&env).map(|_| ())
         }
         Cmd::Test => test::all(),
-        Cmd::Vm => {
+        Cmd::Vm { kernel } => {
             let env = setup::setup()?;
+            let kernels = kernels::select(&env, kernel.as_deref())?;
             let bins = util::build_release(&env)?;
-            vm::run_suite(&env, &bins).map(|_| ())
+            vm::run_suite(&env, &bins, &kernels).map(|_| ())
         }
         Cmd::Demo => demo::run(),
         Cmd::Bench => bench::run(),

@@ -1,6 +1,7 @@
 //! `cargo xtask setup`: every prerequisite, idempotently. Downloads and built tools live in
 //! `~/.cache/gatewayd` (or `$GATEWAYD_CACHE`) so clones and reruns share them; a second run
-//! only checks that each piece is there.
+//! only checks that each piece is there. The guest kernels are fetched by `kernels`, each
+//! when a guest first needs it (`cargo xtask setup` fetches every line).
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -19,16 +20,17 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
     apt_packages()?;
     rust_src()?;
     let tools_bin = bpf_linker(&cache)?;
-    let (vmlinuz, busybox) = guest(&cache.join("guest"))?;
+    let guest_dir = cache.join("guest");
+    let busybox = busybox(&guest_dir)?;
     println!("setup: ok (cache {})", cache.display());
     Ok(Env {
         tools_bin,
-        vmlinuz,
         busybox,
+        guest_dir,
     })
 }
 
-fn output(cmd: &mut Command) -> anyhow::Result<String> {
+pub(crate) fn output(cmd: &mut Command) -> anyhow::Result<String> {
     let out = cmd
         .output()
         .with_context(|| format!("cannot run {cmd:?}"))?;
@@ -128,65 +130,22 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
-/// The guest kernel (Debian's current cloud kernel, resolved from the metapackage) and a
-/// static busybox, unpacked under `dir`. Downloads are kept; a cached version is reused.
-fn guest(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
-    std::fs::create_dir_all(dir)?;
-    let version = if let Ok(v) = kernel_package() {
-        v
-    } else {
-        run(
-            "apt-get update",
-            Command::new("apt-get").args(["update", "-qq"]),
-        )?;
-        kernel_package()?
-    };
-    let kdir = dir.join(&version);
+/// A static busybox for the guest, unpacked under `dir`. The download is kept.
+fn busybox(dir: &Path) -> anyhow::Result<PathBuf> {
     let busybox = dir.join("busybox/bin/busybox");
-    let vmlinuz = find_vmlinuz(&kdir);
-    if let (Some(v), true) = (&vmlinuz, busybox.is_file()) {
-        return Ok((v.clone(), busybox));
-    }
-    let dl = dir.join("downloads");
-    std::fs::create_dir_all(&dl)?;
-    if vmlinuz.is_none() {
-        let pkg = format!("{version}-unsigned");
-        download_and_unpack(&dl, &pkg, &kdir)
-            .or_else(|_| download_and_unpack(&dl, &version, &kdir))?;
-    }
     if !busybox.is_file() {
+        let dl = dir.join("downloads");
+        std::fs::create_dir_all(&dl)?;
         download_and_unpack(&dl, "busybox-static", &dir.join("busybox"))?;
     }
-    let vmlinuz =
-        find_vmlinuz(&kdir).with_context(|| format!("no vmlinuz in {}", kdir.display()))?;
     if !busybox.is_file() {
         bail!("busybox-static did not provide {}", busybox.display());
     }
-    Ok((vmlinuz, busybox))
+    Ok(busybox)
 }
 
-/// `linux-image-6.1.0-NN-cloud-amd64`, from `linux-image-cloud-amd64`'s dependency.
-fn kernel_package() -> anyhow::Result<String> {
-    let deps = output(Command::new("apt-cache").args(["depends", "linux-image-cloud-amd64"]))?;
-    deps.lines()
-        .filter_map(|l| l.trim().strip_prefix("Depends: "))
-        .find(|p| p.starts_with("linux-image-"))
-        .map(|p| p.trim().to_string())
-        .context("linux-image-cloud-amd64 has no linux-image dependency")
-}
-
-fn find_vmlinuz(kdir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(kdir.join("boot"))
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
-        })
-}
-
-fn download_and_unpack(dl: &Path, pkg: &str, into: &Path) -> anyhow::Result<()> {
+/// `apt-get download PKG` into `dl` (unless a `.deb` of it is there) and `dpkg -x` into `into`.
+pub(crate) fn download_and_unpack(dl: &Path, pkg: &str, into: &Path) -> anyhow::Result<()> {
     let have = |prefix: &str| -> Option<PathBuf> {
         std::fs::read_dir(dl)
             .ok()?

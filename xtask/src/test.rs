@@ -9,7 +9,7 @@ use std::{
 use anyhow::{Context as _, bail};
 
 use crate::{
-    setup,
+    kernels, setup,
     util::{self, Env, workspace_root},
     vm,
 };
@@ -52,7 +52,7 @@ fn cargo_test(
         }
     }
     let status = child.wait()?;
-    println!("TIME {:7.1} s  {label}", t0.elapsed().as_secs_f64());
+    util::time(label, t0);
     if !status.success() {
         bail!("{label}: {status}");
     }
@@ -61,7 +61,7 @@ fn cargo_test(
 
 /// The tier the host run must reach (the privileged tests fail otherwise): 2 on the
 /// project's machines, whose kernel refuses BPF LSM programs (docs/KERNEL.md). A host that
-/// permits them runs `GATEWAYD_EXPECT_TIER=1 cargo xtask test`. The guest always expects 1.
+/// permits them runs `GATEWAYD_EXPECT_TIER=1 cargo xtask test`. Every guest expects 1.
 fn host_tier() -> String {
     std::env::var("GATEWAYD_EXPECT_TIER").unwrap_or_else(|_| "2".into())
 }
@@ -69,6 +69,8 @@ fn host_tier() -> String {
 pub(crate) fn all() -> anyhow::Result<()> {
     let t0 = Instant::now();
     let env = setup::setup()?;
+    let guests = kernels::select(&env, None)?;
+    util::time("setup (toolchain, guest kernels)", t0);
     util::run(
         "cargo fmt --check",
         Command::new("cargo")
@@ -118,13 +120,14 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &[("GATEWAYD_EXPECT_TIER", &host_tier())],
         &mut total,
     )?;
-    let guest = vm::run_suite(&env, &bins)?;
+    let guest = vm::run_suite(&env, &bins, &guests)?;
     total.passed += guest.passed;
     total.failed += guest.failed;
-    println!(
-        "TIME {:7.1} s  cargo xtask test (all)",
-        t0.elapsed().as_secs_f64()
-    );
+    util::time("cargo xtask test (all)", t0);
+    println!("\n=== time per stage ===");
+    for (label, secs) in util::time_recap() {
+        println!("{secs:7.1} s  {label}");
+    }
     if total.ignored > 0 {
         bail!(
             "{} test(s) were ignored: a skipped test is a failure here",

@@ -2,6 +2,7 @@
 use std::{
     path::{Path, PathBuf},
     process::Command,
+    sync::Mutex,
     time::Instant,
 };
 
@@ -27,10 +28,10 @@ pub(crate) fn workspace_root() -> PathBuf {
 pub(crate) struct Env {
     /// Folder holding `bpf-linker`, put first on PATH for cargo.
     pub tools_bin: PathBuf,
-    /// Guest kernel image.
-    pub vmlinuz: PathBuf,
     /// Static busybox for the guest.
     pub busybox: PathBuf,
+    /// Where guest kernels are downloaded and unpacked (`kernels`).
+    pub guest_dir: PathBuf,
 }
 
 impl Env {
@@ -44,6 +45,24 @@ impl Env {
     }
 }
 
+/// Every stage timed so far, in order, for the recap at the end of `cargo xtask test`.
+static TIMES: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+
+/// Prints `TIME <seconds> s  <label>` for a stage that started at `t0`, and keeps it for
+/// [`time_recap`].
+pub(crate) fn time(label: &str, t0: Instant) {
+    let secs = t0.elapsed().as_secs_f64();
+    println!("TIME {secs:7.1} s  {label}");
+    if let Ok(mut t) = TIMES.lock() {
+        t.push((label.to_string(), secs));
+    }
+}
+
+/// Every stage's time, in the order they ran.
+pub(crate) fn time_recap() -> Vec<(String, f64)> {
+    TIMES.lock().map(|t| t.clone()).unwrap_or_default()
+}
+
 /// Runs a command, printing it and its wall time; fails on a non-zero exit.
 pub(crate) fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
     let t0 = Instant::now();
@@ -51,7 +70,7 @@ pub(crate) fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
     let status = cmd
         .status()
         .with_context(|| format!("{label}: cannot start {cmd:?}"))?;
-    println!("TIME {:7.1} s  {label}", t0.elapsed().as_secs_f64());
+    time(label, t0);
     if !status.success() {
         bail!("{label}: {status}");
     }

@@ -1,7 +1,10 @@
-//! The QEMU guest suite: Debian's kernel (BPF LSM active) under TCG, a busybox initramfs
-//! carrying gatewayd, the test agent and the privileged test binary, which runs as PID 1's
-//! child with `GATEWAYD_EXPECT_TIER=1` (BPF LSM must work there). Results are read back from
-//! the serial console.
+//! The QEMU guest suite: each Debian kernel line (`kernels`, BPF LSM active) booted in turn
+//! under TCG with one busybox initramfs carrying gatewayd, the test agent and the privileged
+//! test binary, which runs as PID 1's child with `GATEWAYD_EXPECT_TIER=1` (BPF LSM must work
+//! there), then the kernel-layer benchmarks. Results are read back from the serial console
+//! (`report`) and printed per kernel.
+mod report;
+
 use std::{
     io::{BufRead as _, BufReader},
     path::{Path, PathBuf},
@@ -11,7 +14,11 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use crate::util::{self, Bins, Env, workspace_root};
+use crate::{
+    kernels::GuestKernel,
+    util::{self, Bins, Env, workspace_root},
+};
+use report::GuestRun;
 
 const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -22,21 +29,34 @@ ip link set lo up
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
 export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent HOME=/root PATH=/bin TMPDIR=/tmp
 mkdir -p /root
-/gatewayd doctor
+echo "STAGE doctor"
+echo "DOCTOR $(/gatewayd doctor --json)"
+echo "STAGE tests"
 /privileged --test-threads=1 2>&1
 echo "GUEST-EXIT $?"
-# Kernel-layer cost on open() at tier 1 (BPF LSM file_open walk), bare vs under gatewayd.
-# Under TCG absolute figures mean little; the ratio is the figure.
+echo "STAGE bench"
+# Kernel-layer cost at tier 1, bare vs under gatewayd (`report` reads
+# `BENCH <name> bare|under <agent output line>` and keeps the best of each). Each round runs
+# the loop 4 times in one agent, bare then under one gatewayd session (a gatewayd start loads
+# every program: seconds under TCG); 2 rounds. Under TCG absolute figures mean little; the
+# ratio is the figure. A benchmark is one `bench NAME AGENT-ARGS...` line.
 mkdir -p /tmp/bench/a/b/c/d && echo x > /tmp/bench/a/b/c/d/f && echo s > /tmp/bench/secret
 echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]}}' > /tmp/bench/p.json
-for i in 1 2 3; do
-  echo "BENCH bare $(/gw-testagent openloop /tmp/bench/a/b/c/d/f 20000)"
-  echo "BENCH under $(/gatewayd run --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent openloop /tmp/bench/a/b/c/d/f 20000 2>/dev/null)"
-done
+bench() {
+  name=$1; shift
+  loops="$*"; for i in 2 3 4; do loops="$loops + $*"; done
+  for round in 1 2; do
+    /gw-testagent $loops | sed "s|^|BENCH $name bare |"
+    /gatewayd run --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent $loops 2>/dev/null | sed "s|^|BENCH $name under |"
+  done
+}
+# open() of a 6-deep path: the BPF LSM file_open walk.
+bench "open()" openloop /tmp/bench/a/b/c/d/f 20000
+echo "STAGE poweroff"
 poweroff -f
 "#;
 
-/// Guest results.
+/// Guest results, over every kernel booted.
 #[derive(Debug, Default)]
 pub(crate) struct Summary {
     pub passed: u32,
@@ -55,12 +75,20 @@ fn build_test_binary(env: &Env) -> anyhow::Result<PathBuf> {
         .stderr(Stdio::inherit())
         .output()
         .context("cargo test --no-run")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let messages = || {
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    };
     if !out.status.success() {
+        // With JSON messages, the compiler's errors are on stdout: show them.
+        for m in messages().filter(|v| v["reason"] == "compiler-message") {
+            print!("{}", m["message"]["rendered"].as_str().unwrap_or(""));
+        }
         bail!("building the privileged test binary failed");
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    messages()
         .filter(|v| v["target"]["name"] == "privileged")
         .find_map(|v| v["executable"].as_str().map(PathBuf::from))
         .context("cargo did not report the privileged test executable")
@@ -110,35 +138,12 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     Ok(())
 }
 
-/// Prints the best bare and under-gatewayd `open()` figures from the guest and their ratio.
-fn report_bench(lines: &[String]) {
-    let best = |which: &str| {
-        lines
-            .iter()
-            .filter(|l| l.starts_with(which))
-            .filter_map(|l| util::ns_each(l))
-            .fold(f64::MAX, f64::min)
-    };
-    let (bare, under) = (best("bare "), best("under "));
-    if bare < f64::MAX && under < f64::MAX {
-        println!(
-            "guest bench: open() of a 6-deep path, bare {bare:.0} ns, under gatewayd (tier 1) {under:.0} ns, ratio {:.2} (TCG: the ratio is the figure)",
-            under / bare
-        );
-    }
-}
-
-/// Boots the guest, runs the privileged suite inside it, and fails unless every test passed
-/// (none skipped, none ignored, at least one ran).
-pub(crate) fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
-    let test_bin = build_test_binary(env)?;
-    let work = workspace_root().join("target/vm");
-    std::fs::create_dir_all(&work)?;
-    let initrd = work.join("initrd.cpio.gz");
-    initramfs(env, bins, &test_bin, &initrd)?;
+/// Boots `kernel` with `initrd` and reads the suite's results off its console (also kept in
+/// `target/vm/console-<kernel>.log`).
+fn boot(kernel: &GuestKernel, initrd: &Path, work: &Path) -> anyhow::Result<GuestRun> {
     println!(
-        ">>> QEMU guest suite ({}), console below",
-        env.vmlinuz.display()
+        ">>> QEMU guest suite, kernel {} ({}), console below",
+        kernel.name, kernel.source
     );
     let t0 = Instant::now();
     let mut child = Command::new("timeout")
@@ -155,50 +160,71 @@ pub(crate) fn run_suite(env: &Env, bins: &Bins) -> anyhow::Result<Summary> {
             "2",
         ])
         .args(["-nographic", "-no-reboot", "-kernel"])
-        .arg(&env.vmlinuz)
+        .arg(&kernel.vmlinuz)
         .arg("-initrd")
-        .arg(&initrd)
+        .arg(initrd)
         .args(["-append", "console=ttyS0 panic=-1 quiet"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
         .context("qemu-system-x86_64")?;
     let stdout = child.stdout.take().context("qemu stdout")?;
-    let mut s = Summary::default();
-    let mut guest_exit = None;
-    let mut result_line = false;
+    let mut run = GuestRun::new(kernel.clone());
     let mut log = String::new();
-    let mut bench = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap_or_default().replace('\r', "");
-        println!("guest| {line}");
-        if let Some(rest) = line.strip_prefix("BENCH ") {
-            bench.push(rest.to_string());
-        }
+        println!("guest {}| {line}", kernel.name);
         log.push_str(&line);
         log.push('\n');
-        // The harness's own summary, e.g. "test result: ok. 12 passed; 0 failed; 0 ignored; ..."
-        if let Some((passed, failed, ignored)) = util::test_result_counts(&line) {
-            result_line = true;
-            s.passed += passed;
-            s.failed += failed + ignored; // an ignored kernel test is a failure here
-        }
-        if let Some(code) = line.strip_prefix("GUEST-EXIT ") {
-            guest_exit = code.trim().parse::<i32>().ok();
-        }
+        run.take_line(&line);
     }
     let status = child.wait()?;
-    std::fs::write(work.join("console.log"), &log)?;
-    println!(
-        "TIME {:7.1} s  QEMU guest suite ({status})",
-        t0.elapsed().as_secs_f64()
+    run.finish();
+    let name = kernel.name.replace(['/', ' '], "_");
+    std::fs::write(work.join(format!("console-{name}.log")), &log)?;
+    util::time(
+        &format!("QEMU guest {} (all stages, {status})", kernel.name),
+        t0,
     );
-    report_bench(&bench);
-    println!("guest: {} passed, {} failed", s.passed, s.failed);
-    match guest_exit {
-        None => bail!("the guest did not finish the suite (see target/vm/console.log)"),
-        Some(code) if code != 0 || s.failed > 0 => bail!("guest suite failed (exit {code})"),
-        _ if !result_line || s.passed == 0 => bail!("the guest ran no tests"),
-        _ => Ok(s),
+    Ok(run)
+}
+
+/// Builds the guest image once, boots every kernel in turn, prints the results per kernel,
+/// and fails unless every kernel passed every test (none skipped, none ignored, at least one
+/// ran) and gave every benchmark figure.
+pub(crate) fn run_suite(
+    env: &Env,
+    bins: &Bins,
+    kernels: &[GuestKernel],
+) -> anyhow::Result<Summary> {
+    let t0 = Instant::now();
+    let test_bin = build_test_binary(env)?;
+    let work = workspace_root().join("target/vm");
+    std::fs::create_dir_all(&work)?;
+    let initrd = work.join("initrd.cpio.gz");
+    initramfs(env, bins, &test_bin, &initrd)?;
+    util::time("guest image (privileged test binary + initramfs)", t0);
+    let mut runs = Vec::new();
+    for k in kernels {
+        runs.push(boot(k, &initrd, &work)?);
     }
+    report::print(&runs);
+    let mut s = Summary::default();
+    let mut failed = Vec::new();
+    for r in &runs {
+        s.passed += r.passed;
+        s.failed += r.failed;
+        if let Err(why) = r.verdict() {
+            failed.push(format!("{}: {why}", r.kernel.name));
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "guest suite failed on {} of {} kernel(s) (see target/vm/console-*.log):\n  {}",
+            failed.len(),
+            runs.len(),
+            failed.join("\n  ")
+        );
+    }
+    Ok(s)
 }

@@ -1,7 +1,8 @@
 //! `gatewayd doctor`: which enforcement pieces work on this kernel, found by loading and
 //! attaching gatewayd's own programs (to an empty throwaway cgroup), not by reading a file.
 //! `--json` gives one object: a row per piece (`{"ok": bool, "detail": text}`), `tier` (the
-//! tier's number, see `kernel::Tier::level`) and `tier_text` (the same in words).
+//! tier's number, see `kernel::Tier::level`), `tier_text` (the same in words) and `features`
+//! (what this kernel supports that the tests and a user may branch on, see [`Features`]).
 use std::process::ExitCode;
 
 use gatewayd::{
@@ -23,14 +24,25 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<(String, Result<String, String>)> = Vec::new();
     let uname = nix::sys::utsname::uname()?;
     let release = uname.release().to_string_lossy().into_owned();
-    rows.push(("kernel".into(), Ok(release)));
+    rows.push(("kernel".into(), Ok(release.clone())));
+    let btf = kernel::btf::KernelBtf::from_sys_fs();
     rows.push((
         "kernel BTF".into(),
-        kernel::btf::KernelBtf::from_sys_fs()
+        btf.as_ref()
             .map(|_| "/sys/kernel/btf/vmlinux".into())
-            .map_err(|e| e.to_string()),
+            .map_err(ToString::to_string),
     ));
     let abi = landlock::abi_version();
+    let mut features = Features {
+        kernel_release: release,
+        bpf_lsm: false,
+        landlock_abi: abi.as_ref().ok().copied(),
+        cgroup_connect_unix: btf.as_ref().is_ok_and(|b| {
+            b.enum_value("bpf_attach_type", "BPF_CGROUP_UNIX_CONNECT")
+                .is_ok_and(|v| v.is_some())
+        }),
+    };
+    drop(btf);
     let mut tier = Tier::None;
     match AgentCgroup::create(&format!("doctor-{}", std::process::id())) {
         Err(e) => rows.push(("cgroup v2".into(), Err(e.to_string()))),
@@ -55,6 +67,10 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     }
                     // As `gatewayd run` decides it: without BPF LSM, Landlock stands in.
                     tier = Tier::resolve(layer.status(), abi.is_ok());
+                    features.bpf_lsm = layer
+                        .status()
+                        .iter()
+                        .any(|s| s.program.is_lsm() && s.result.is_ok());
                 }
             }
             cg.remove()?;
@@ -77,6 +93,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .chain([
                 ("tier".to_string(), serde_json::json!(tier.level())),
                 ("tier_text".to_string(), serde_json::json!(tier.as_str())),
+                ("features".to_string(), features.to_json()),
             ])
             .collect();
         outln!("{}", serde_json::Value::Object(obj))?;
@@ -88,6 +105,36 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         outln!("enforcement tier: {}", tier.as_str())?;
+        outln!("kernel features: {}", features.to_json())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What this kernel supports, for tests and users to branch on (`features` in `--json`).
+/// Each is found by asking the kernel, not by its version number.
+struct Features {
+    /// `uname -r`.
+    kernel_release: String,
+    /// One of gatewayd's BPF LSM programs loaded and attached here (the probe above).
+    bpf_lsm: bool,
+    /// The Landlock ABI the kernel answers the version query with; `None` without Landlock.
+    landlock_abi: Option<u32>,
+    /// The kernel's BTF has the `BPF_CGROUP_UNIX_CONNECT` attach type (`cgroup/connect_unix`
+    /// programs, Linux 6.7 and later).
+    cgroup_connect_unix: bool,
+}
+
+impl Features {
+    /// Landlock ABI 7 (Linux 6.15) added audit logging of Landlock denials.
+    const LANDLOCK_AUDIT_ABI: u32 = 7;
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kernel_release": self.kernel_release,
+            "bpf_lsm": self.bpf_lsm,
+            "landlock_abi": self.landlock_abi,
+            "landlock_audit": self.landlock_abi.is_some_and(|v| v >= Self::LANDLOCK_AUDIT_ABI),
+            "cgroup_connect_unix": self.cgroup_connect_unix,
+        })
+    }
 }

@@ -31,6 +31,8 @@ pub enum BtfError {
 
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
+const KIND_ENUM: u32 = 6;
+const KIND_ENUM64: u32 = 19;
 const KIND_FUNC_PROTO: u32 = 13;
 const KIND_FUNC: u32 = 12;
 
@@ -158,6 +160,37 @@ impl KernelBtf {
         aya::Btf::parse(&self.data, aya::Endianness::default()).map_err(BtfError::Aya)
     }
 
+    /// The value of enumerator `value` of `enum <name>` (e.g. `bpf_attach_type`,
+    /// `BPF_CGROUP_UNIX_CONNECT`), or `None` when this kernel's enum has no such
+    /// enumerator: what `doctor` probes kernel features with.
+    pub fn enum_value(&self, name: &str, value: &str) -> Result<Option<i64>, BtfError> {
+        for id in 1..self.pos.len() {
+            let p = self.pos[id];
+            let kind = self.kind(id)?;
+            if !matches!(kind, KIND_ENUM | KIND_ENUM64)
+                || self.name(self.u32(p)?) != name.as_bytes()
+            {
+                continue;
+            }
+            let vlen = (self.u32(p + 4)? & 0xffff) as usize;
+            let size = if kind == KIND_ENUM { 8 } else { 12 };
+            for i in 0..vlen {
+                let e = p + 12 + size * i;
+                if self.name(self.u32(e)?) != value.as_bytes() {
+                    continue;
+                }
+                let lo = self.u32(e + 4)?;
+                return Ok(Some(if kind == KIND_ENUM {
+                    i64::from(lo as i32)
+                } else {
+                    i64::from(lo) | (i64::from(self.u32(e + 8)?) << 32)
+                }));
+            }
+            // Another enum of this name may follow (a forward declaration has no values).
+        }
+        Ok(None)
+    }
+
     /// `offsetof(struct <name>, <member>)`, looking through anonymous members.
     pub fn member_offset(&self, name: &str, member: &str) -> Result<u64, BtfError> {
         for id in 1..self.pos.len() {
@@ -211,6 +244,17 @@ mod tests {
             btf.func_param_count("no_such_function"),
             Err(BtfError::NoFunction(_))
         ));
+        // enum bpf_attach_type has been in every BTF kernel; BPF_CGROUP_INET4_CONNECT is 10.
+        assert_eq!(
+            btf.enum_value("bpf_attach_type", "BPF_CGROUP_INET4_CONNECT")
+                .unwrap(),
+            Some(10)
+        );
+        assert_eq!(
+            btf.enum_value("bpf_attach_type", "NO_SUCH_VALUE").unwrap(),
+            None
+        );
+        assert_eq!(btf.enum_value("no_such_enum", "X").unwrap(), None);
         let aya = btf.to_aya().unwrap();
         assert!(
             aya.id_by_type_name_kind("bpf_lsm_file_open", aya_obj::btf::BtfKind::Func)

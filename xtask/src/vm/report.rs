@@ -1,0 +1,326 @@
+//! What one guest boot printed on its console, read line by line, and the per-kernel table
+//! `cargo xtask test` ends its guest stage with. The guest's `init` (vm.rs) marks its stages
+//! (`STAGE <name>`), prints `gatewayd doctor --json` (`DOCTOR <json>`), the test harness's
+//! output (with the tests' `KERNEL-NOTE` lines), `GUEST-EXIT <code>` and the benchmarks
+//! (`BENCH <name> bare|under <agent output>`).
+use std::time::Instant;
+
+use crate::{kernels::GuestKernel, util};
+
+/// Every bare and under-gatewayd figure of one benchmark, in ns per operation.
+#[derive(Debug)]
+pub(super) struct Bench {
+    pub name: String,
+    pub bare: Vec<f64>,
+    pub under: Vec<f64>,
+}
+
+impl Bench {
+    /// (best, median) of `v`.
+    fn stats(v: &[f64]) -> Option<(f64, f64)> {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        Some((*v.first()?, v[v.len() / 2]))
+    }
+
+    /// under / bare, of the best figures and of the medians.
+    pub(super) fn ratios(&self) -> Option<(f64, f64)> {
+        let (b, bm) = Self::stats(&self.bare)?;
+        let (u, um) = Self::stats(&self.under)?;
+        Some((u / b, um / bm))
+    }
+}
+
+/// One guest boot's results.
+#[derive(Debug)]
+pub(super) struct GuestRun {
+    pub kernel: GuestKernel,
+    /// `uname -r` in the guest.
+    pub release: Option<String>,
+    pub doctor: Option<serde_json::Value>,
+    pub passed: u32,
+    /// Failed and ignored tests (an ignored kernel test is a failure here).
+    pub failed: u32,
+    result_line: bool,
+    pub failures: Vec<String>,
+    pub notes: Vec<String>,
+    pub bench: Vec<Bench>,
+    guest_exit: Option<i32>,
+    stage: (String, Instant),
+    started: Instant,
+    /// Seconds from boot to the console closing.
+    seconds: f64,
+}
+
+impl GuestRun {
+    pub(super) fn new(kernel: GuestKernel) -> GuestRun {
+        GuestRun {
+            kernel,
+            release: None,
+            doctor: None,
+            passed: 0,
+            failed: 0,
+            result_line: false,
+            failures: Vec::new(),
+            notes: Vec::new(),
+            bench: Vec::new(),
+            guest_exit: None,
+            stage: ("boot".into(), Instant::now()),
+            started: Instant::now(),
+            seconds: 0.0,
+        }
+    }
+
+    fn end_stage(&mut self, next: &str) {
+        let (name, t0) = std::mem::replace(&mut self.stage, (next.into(), Instant::now()));
+        util::time(&format!("guest {}: {name}", self.kernel.name), t0);
+    }
+
+    /// Takes one console line.
+    pub(super) fn take_line(&mut self, line: &str) {
+        if let Some(next) = line.strip_prefix("STAGE ") {
+            self.end_stage(next.trim());
+        } else if let Some(at) = line.find("GUEST kernel ") {
+            // The first line after the firmware's, behind its terminal escapes.
+            let rest = &line[at + "GUEST kernel ".len()..];
+            self.release = rest.split(';').next().map(str::to_string);
+        } else if let Some(json) = line.strip_prefix("DOCTOR ") {
+            self.doctor = serde_json::from_str(json).ok();
+        } else if let Some(at) = line.find("KERNEL-NOTE ") {
+            // Written by the test itself, possibly after the harness's `test NAME ... `.
+            self.notes
+                .push(line[at + "KERNEL-NOTE ".len()..].to_string());
+        } else if let Some(code) = line.strip_prefix("GUEST-EXIT ") {
+            self.guest_exit = code.trim().parse().ok();
+        } else if let Some(rest) = line.strip_prefix("BENCH ") {
+            self.take_bench(rest);
+        } else if let Some((passed, failed, ignored)) = util::test_result_counts(line) {
+            // The harness's summary, e.g. "test result: ok. 12 passed; 0 failed; 0 ignored; ..."
+            self.result_line = true;
+            self.passed += passed;
+            self.failed += failed + ignored;
+        } else if let Some(name) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.strip_suffix(" ... FAILED"))
+        {
+            self.failures.push(name.to_string());
+        }
+    }
+
+    fn take_bench(&mut self, rest: &str) {
+        let mut parts = rest.splitn(3, ' ');
+        let (Some(name), Some(mode)) = (parts.next(), parts.next()) else {
+            return;
+        };
+        // Only an action that succeeded (`OK ...`) gives a figure.
+        let figure = parts
+            .next()
+            .filter(|out| out.starts_with("OK "))
+            .and_then(util::ns_each);
+        let b = if let Some(b) = self.bench.iter_mut().find(|b| b.name == name) {
+            b
+        } else {
+            self.bench.push(Bench {
+                name: name.into(),
+                bare: Vec::new(),
+                under: Vec::new(),
+            });
+            self.bench.last_mut().expect("just pushed")
+        };
+        if let Some(f) = figure {
+            if mode == "bare" {
+                b.bare.push(f);
+            } else {
+                b.under.push(f);
+            }
+        }
+    }
+
+    /// The console closed: the last stage ends.
+    pub(super) fn finish(&mut self) {
+        self.end_stage("");
+        self.seconds = self.started.elapsed().as_secs_f64();
+    }
+
+    /// The tier doctor reported in the guest.
+    fn tier(&self) -> Option<u64> {
+        self.doctor.as_ref()?["tier"].as_u64()
+    }
+
+    /// (attached, known) kernel programs in doctor's probe.
+    fn programs(&self) -> Option<(usize, usize)> {
+        let rows = self.doctor.as_ref()?.as_object()?;
+        let progs: Vec<_> = rows
+            .iter()
+            .filter(|(k, _)| k.starts_with("lsm/") || k.starts_with("cgroup/"))
+            .collect();
+        let ok = progs.iter().filter(|(_, v)| v["ok"] == true).count();
+        Some((ok, progs.len()))
+    }
+
+    /// Whether this kernel passed: every test, at least one, the guest finished the suite,
+    /// and every benchmark has both figures.
+    pub(super) fn verdict(&self) -> Result<(), String> {
+        match self.guest_exit {
+            None => return Err("the guest did not finish the suite".into()),
+            Some(code) if code != 0 || self.failed > 0 => {
+                return Err(format!(
+                    "{} test(s) failed (exit {code}): {}",
+                    self.failed,
+                    self.failures.join(", ")
+                ));
+            }
+            _ => {}
+        }
+        if !self.result_line || self.passed == 0 {
+            return Err("the guest ran no tests".into());
+        }
+        if self.bench.is_empty() {
+            return Err("no benchmark figures".into());
+        }
+        if let Some(b) = self.bench.iter().find(|b| b.ratios().is_none()) {
+            return Err(format!("benchmark {} gave no figure", b.name));
+        }
+        Ok(())
+    }
+}
+
+/// The per-kernel table: results, tier, programs, features, notes and benchmark figures.
+pub(super) fn print(runs: &[GuestRun]) {
+    println!("\n=== guest suite per kernel ===");
+    println!(
+        "{:<6} {:<28} {:<4} {:<8} {:<7} {:<7} {:>7}  verdict",
+        "kernel", "release", "tier", "programs", "passed", "failed", "time"
+    );
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+    for r in runs {
+        println!(
+            "{:<6} {:<28} {:<4} {:<8} {:<7} {:<7} {:>5.0} s  {}",
+            r.kernel.name,
+            opt(r.release.clone()),
+            opt(r.tier().map(|t| t.to_string())),
+            opt(r.programs().map(|(ok, all)| format!("{ok}/{all}"))),
+            r.passed,
+            r.failed,
+            r.seconds,
+            r.verdict()
+                .map_or_else(|e| format!("FAILED: {e}"), |()| "ok".into()),
+        );
+    }
+    println!("features (gatewayd doctor --json):");
+    for r in runs {
+        let f = r
+            .doctor
+            .as_ref()
+            .and_then(|d| d["features"].as_object())
+            .map(|f| {
+                f.iter()
+                    .filter(|(k, _)| *k != "kernel_release")
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+        println!("  {:<6} {}", r.kernel.name, opt(f));
+    }
+    println!("what a test asserted where a kernel lacks a feature (KERNEL-NOTE):");
+    for r in runs {
+        if r.notes.is_empty() {
+            println!(
+                "  {:<6} (none: every feature-dependent test ran as such)",
+                r.kernel.name
+            );
+        }
+        for n in &r.notes {
+            println!("  {:<6} {n}", r.kernel.name);
+        }
+    }
+    println!(
+        "bench (bare and under gatewayd, ns per operation: best and median of each; under TCG \
+         on a busy host the figures swing, the best-figure ratio is the figure):"
+    );
+    for r in runs {
+        for b in &r.bench {
+            let fig = |v: &[f64]| {
+                Bench::stats(v)
+                    .map_or_else(|| "?".into(), |(best, med)| format!("{best:.0}/{med:.0}"))
+            };
+            println!(
+                "  {:<6} {:<10} bare {:>14}  under {:>14}  ratio {}  (n={}/{})",
+                r.kernel.name,
+                b.name,
+                fig(&b.bare),
+                fig(&b.under),
+                b.ratios().map_or_else(
+                    || "?".into(),
+                    |(best, med)| format!("{best:.2} (median {med:.2})")
+                ),
+                b.bare.len(),
+                b.under.len(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_of(console: &str) -> GuestRun {
+        let mut r = GuestRun::new(GuestKernel {
+            name: "6.1".into(),
+            source: "linux-image-6.1.0-57-cloud-amd64".into(),
+            vmlinuz: "/nonexistent".into(),
+        });
+        for line in console.lines() {
+            r.take_line(line);
+        }
+        r.finish();
+        r
+    }
+
+    const PASSING: &str = "\u{1b}c\u{1b}[?7lGUEST kernel 6.1.0-57-cloud-amd64; lsm=bpf
+STAGE doctor
+DOCTOR {\"tier\":1,\"lsm/file_open\":{\"ok\":true},\"cgroup/connect4\":{\"ok\":false},\"kernel\":{\"ok\":true}}
+STAGE tests
+test features::x ... KERNEL-NOTE cgroup/connect_unix absent
+ok
+test result: ok. 22 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s
+GUEST-EXIT 0
+STAGE bench
+BENCH open() bare OK openloop: 20000 in a row, 200 ns each
+BENCH open() bare OK openloop: 20000 in a row, 100 ns each
+BENCH open() bare OK openloop: 20000 in a row, 300 ns each
+BENCH open() under OK openloop: 20000 in a row, 150 ns each
+BENCH open() under gatewayd: something went wrong
+STAGE poweroff";
+
+    #[test]
+    fn reads_a_passing_guest() {
+        let r = run_of(PASSING);
+        assert_eq!(r.release.as_deref(), Some("6.1.0-57-cloud-amd64"));
+        assert_eq!(r.tier(), Some(1));
+        assert_eq!(r.programs(), Some((1, 2)));
+        assert_eq!((r.passed, r.failed), (22, 0));
+        assert_eq!(r.notes, ["cgroup/connect_unix absent"]);
+        assert_eq!(r.bench.len(), 1);
+        assert_eq!(r.bench[0].name, "open()");
+        assert_eq!(r.bench[0].bare, [200.0, 100.0, 300.0]);
+        assert_eq!(r.bench[0].ratios(), Some((1.5, 0.75)));
+        assert_eq!(r.verdict(), Ok(()));
+    }
+
+    #[test]
+    fn a_failed_ignored_or_unfinished_guest_fails() {
+        let failed = PASSING.replace(
+            "ok. 22 passed; 0 failed; 0 ignored",
+            "FAILED. 21 passed; 1 failed; 0 ignored",
+        );
+        assert!(run_of(&failed).verdict().is_err());
+        let ignored = PASSING.replace("0 ignored", "1 ignored");
+        assert!(run_of(&ignored).verdict().is_err());
+        let cut = &PASSING[..PASSING.find("GUEST-EXIT").unwrap()];
+        assert!(run_of(cut).verdict().is_err());
+        let no_under = PASSING.replace("under OK", "under FAIL");
+        assert!(run_of(&no_under).verdict().is_err());
+    }
+}
