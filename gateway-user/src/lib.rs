@@ -19,10 +19,14 @@
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
 //! - [`daemon`]   — `gatewayd serve`: sessions of many agents over a Unix socket
 //!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
+//! - [`backend`]  — a front end's way to the gateway: the daemon's socket or an engine in
+//!   this process, both through the daemon's methods
+//! - [`mcp`]      — `gatewayd mcp`: the stdio MCP proxy, with a kernel profile per server
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
 pub mod audit;
+pub mod backend;
 pub mod canonical;
 pub mod cgroup;
 pub mod clock;
@@ -30,6 +34,7 @@ pub mod daemon;
 pub mod engine;
 pub mod kernel;
 pub mod landlock;
+pub mod mcp;
 pub mod net;
 pub mod policy;
 pub mod shell;

@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod check;
 mod doctor;
+mod mcp;
 mod out;
 mod policy;
 mod run;
@@ -38,6 +39,8 @@ enum Command {
     Policy(policy::Command),
     /// The daemon for a host: many agents' sessions over a Unix socket.
     Serve(serve::Args),
+    /// A stdio MCP proxy: a client on stdin/stdout, the tool server under its own profile.
+    Mcp(mcp::Args),
     /// Held calls waiting for a person (talks to the daemon).
     #[command(subcommand)]
     Approvals(approvals::Command),
@@ -74,6 +77,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Check(a) => check::exec(a),
         Command::Policy(c) => policy::exec(c),
         Command::Serve(a) => serve::exec(a),
+        Command::Mcp(a) => mcp::exec(a),
         Command::Approvals(c) => approvals::exec(c),
         Command::Sessions(c) => sessions::exec(c),
     };

@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod error;
+pub mod mcp;
 pub mod schema;
 pub mod spans;
 pub mod tools;
 mod validate;
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
+pub use mcp::{McpServer, ServerKernel};
 pub use tools::{
     ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
     ScanMode, SecretSource, ShellRule, ToolDef, TrifectaMode, glob_match_str,
@@ -120,6 +122,10 @@ pub struct Policy {
     /// Values injected into tools that name them; never shown to the model.
     #[serde(default)]
     pub credentials: std::collections::BTreeMap<String, SecretSource>,
+    /// Tool servers `gatewayd mcp --server NAME` may start, each with its program's pin and
+    /// its own kernel profile.
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, McpServer>,
 }
 
 impl Policy {
