@@ -88,26 +88,39 @@ pub(super) fn refused(decide: &Value, modern: bool) -> Value {
     r
 }
 
-/// What the gateway is given of a tool's result (`call/output`): its content and structured
-/// content.
+/// What the gateway is given of a tool's result (`call/output`): its text, when the result
+/// is text only (the common case, fenced as one block for an untrusted tool); otherwise its
+/// content and structured content as JSON.
 pub(super) fn output_payload(result: &Value) -> Value {
-    let mut p = json!({"content": result.get("content").cloned().unwrap_or(json!([]))});
-    if let Some(s) = result.get("structuredContent") {
-        p["structuredContent"] = s.clone();
+    let content = result.get("content").cloned().unwrap_or(json!([]));
+    let texts: Option<Vec<&str>> = content.as_array().and_then(|items| {
+        items
+            .iter()
+            .map(|c| (c["type"] == "text").then(|| c["text"].as_str()).flatten())
+            .collect()
+    });
+    match (texts, result.get("structuredContent")) {
+        (Some(t), None) => Value::String(t.join("\n")),
+        (_, s) => {
+            let mut p = json!({"content": content});
+            if let Some(s) = s {
+                p["structuredContent"] = s.clone();
+            }
+            p
+        }
     }
-    p
 }
 
-/// Puts the gateway's answer to `call/output` back into the tool's result: a redacted
-/// payload replaces content and structured content; a fenced text (an untrusted tool)
-/// becomes the only content, and structured content is dropped.
+/// Puts the gateway's answer to `call/output` back into the tool's result: a text (redacted,
+/// or fenced for an untrusted tool) becomes the only content; a redacted payload replaces
+/// content and structured content.
 pub(super) fn apply_output(result: &mut Value, answer: &Value) {
     let Some(obj) = result.as_object_mut() else {
         return;
     };
     match answer.get("output") {
-        Some(Value::String(fenced)) => {
-            obj.insert("content".into(), json!([{"type": "text", "text": fenced}]));
+        Some(Value::String(text)) => {
+            obj.insert("content".into(), json!([{"type": "text", "text": text}]));
             obj.remove("structuredContent");
         }
         Some(Value::Object(p)) => {
@@ -169,6 +182,16 @@ mod tests {
                 .contains("`sandbox`")
         );
         assert!(refused(&d, false).get("resultType").is_none());
+    }
+
+    #[test]
+    fn text_results_are_sent_as_text() {
+        let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]});
+        assert_eq!(output_payload(&r), json!("a\nb"));
+        let r = json!({"content": [{"type": "image", "data": "x"}]});
+        assert!(output_payload(&r).is_object());
+        let r = json!({"content": [{"type": "text", "text": "a"}], "structuredContent": {"a": 1}});
+        assert_eq!(output_payload(&r)["structuredContent"], json!({"a": 1}));
     }
 
     #[test]
