@@ -1,5 +1,5 @@
 //! `gatewayd mcp` with real components: the official filesystem server (npm) behind the
-//! proxy, driven by the Python MCP SDK client (PyPI `mcp`), both installed by
+//! proxy, driven by the Python MCP SDK client (`PyPI` `mcp`), both installed by
 //! `cargo xtask setup`; a rug-pull server of the project's own (Python SDK); the per-server
 //! kernel profile (Landlock allowlist, own cgroup) stopping the server when the gateway's
 //! check is removed; roots clamped.

@@ -21,6 +21,7 @@
 //!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
 //! - [`backend`]  — a front end's way to the gateway: the daemon's socket or an engine in
 //!   this process, both through the daemon's methods
+//! - [`hook`]     — `gatewayd hook`: Claude Code, Codex and Gemini CLI hook events
 //! - [`mcp`]      — `gatewayd mcp`: the stdio MCP proxy, with a kernel profile per server
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
@@ -32,6 +33,7 @@ pub mod cgroup;
 pub mod clock;
 pub mod daemon;
 pub mod engine;
+pub mod hook;
 pub mod kernel;
 pub mod landlock;
 pub mod mcp;

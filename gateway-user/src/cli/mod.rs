@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod check;
 mod doctor;
+mod hook;
 mod mcp;
 mod out;
 mod policy;
@@ -41,6 +42,8 @@ enum Command {
     Serve(serve::Args),
     /// A stdio MCP proxy: a client on stdin/stdout, the tool server under its own profile.
     Mcp(mcp::Args),
+    /// One agent-host hook event (Claude Code, Codex, Gemini CLI), answered in its format.
+    Hook(hook::Args),
     /// Held calls waiting for a person (talks to the daemon).
     #[command(subcommand)]
     Approvals(approvals::Command),
@@ -78,6 +81,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Policy(c) => policy::exec(c),
         Command::Serve(a) => serve::exec(a),
         Command::Mcp(a) => mcp::exec(a),
+        Command::Hook(a) => hook::exec(a),
         Command::Approvals(c) => approvals::exec(c),
         Command::Sessions(c) => sessions::exec(c),
     };
