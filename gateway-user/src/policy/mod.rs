@@ -12,6 +12,7 @@ mod error;
 pub mod mcp;
 pub mod schema;
 pub mod spans;
+pub mod starter;
 pub mod tools;
 mod validate;
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
