@@ -331,3 +331,34 @@ fn client_roots_cannot_widen_the_servers_trees() {
         "{rec}"
     );
 }
+
+/// The client configuration of docs/MCP.md, run as written (paths replaced).
+#[test]
+fn the_documented_client_configuration_runs() {
+    let doc = include_str!("../docs/MCP.md");
+    let start = doc.find("```json mcp-client\n").expect("mcp-client block") + 19;
+    let end = start + doc[start..].find("```").unwrap();
+    let cfg: Value = serde_json::from_str(&doc[start..end]).unwrap();
+    let entry = &cfg["mcpServers"]["filesystem"];
+    assert_eq!(entry["command"], "gatewayd");
+    let ws = Ws::new();
+    let policy = fs_policy(&ws, true, json!({"kernel": "off"}));
+    let path = pinned_policy(&ws, &policy, &[ws.s("")]);
+    let audit = ws.p("doc-audit.jsonl");
+    let mut command = vec![GATEWAYD.to_owned()];
+    for a in entry["args"].as_array().unwrap() {
+        let a = a.as_str().unwrap();
+        command.push(match a {
+            "/etc/gatewayd/policy.json" => path.display().to_string(),
+            "/var/log/gatewayd/mcp-fs.jsonl" => audit.display().to_string(),
+            "mcp-server-filesystem" => fs_server().display().to_string(),
+            "/home/me/project" => ws.s(""),
+            other => other.to_owned(),
+        });
+    }
+    let out = drive(&json!({"command": command, "mode": "auto", "steps": [
+        {"list": true}, {"call": "read_text_file", "args": {"path": ws.s("ws/a.txt")}}]}));
+    assert_eq!(out[0]["tools"].as_array().unwrap().len(), 3, "{out:?}");
+    assert_eq!(out[1]["isError"], false, "{out:?}");
+    assert!(reasons(&audit).contains(&("allow".into(), "allowed".into())));
+}
