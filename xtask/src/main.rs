@@ -7,6 +7,7 @@
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark and the kernel layer's syscall overhead
 mod bench;
+mod bench_hook;
 mod demo;
 mod setup;
 mod test;
