@@ -24,6 +24,9 @@ use std::{
     time::Duration,
 };
 
+#[path = "privileged_mcp.rs"]
+mod privileged_mcp;
+
 /// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tier {

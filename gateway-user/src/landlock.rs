@@ -110,6 +110,19 @@ pub struct FsPolicy {
     pub exec: Vec<PathBuf>,
 }
 
+/// What an allowlist ruleset allows ([`Ruleset::build_allowlist`]).
+#[derive(Debug, Clone, Default)]
+pub struct AllowPolicy {
+    /// Trees that may be read (and listed).
+    pub read: Vec<PathBuf>,
+    /// Trees that may be read and written.
+    pub write: Vec<PathBuf>,
+    /// Refused even inside `read` and `write`.
+    pub protected: Vec<PathBuf>,
+    /// When not empty, the only files that may be executed.
+    pub exec: Vec<PathBuf>,
+}
+
 /// A built ruleset, ready for the agent's child to apply.
 #[derive(Debug)]
 pub struct Ruleset {
@@ -205,6 +218,91 @@ impl Ruleset {
             }
         }
         Ok(rs)
+    }
+
+    /// An allowlist ruleset (a tool server's own profile, `gatewayd mcp`): nothing can be
+    /// opened outside `policy.read` (read rights) and `policy.write` (every right), and
+    /// nothing under `policy.protected` even inside them (the trees are expanded around
+    /// protected paths as in [`Ruleset::build`]). With `policy.exec` listed, only those
+    /// binaries (and their ELF interpreters) may be executed; otherwise whatever is
+    /// readable. Trees that do not exist are skipped.
+    pub fn build_allowlist(policy: &AllowPolicy) -> Result<Ruleset, LandlockError> {
+        let abi = abi_version().map_err(LandlockError::Unavailable)?;
+        let mut rs = Ruleset::create(abi)?;
+        let protected = canonical(&policy.protected);
+        rs.protected_inodes = protected
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| (m.dev(), m.ino()))
+            .collect();
+        let special: BTreeMap<PathBuf, Special> = protected
+            .iter()
+            .map(|p| (p.clone(), Special::Protected))
+            .collect();
+        let all = all_fs_rights(abi);
+        let exec = if policy.exec.is_empty() { EXECUTE } else { 0 };
+        let read = READ_FILE | READ_DIR | exec;
+        let write = all & !(EXECUTE & !exec);
+        for (trees, rights) in [(&policy.read, read), (&policy.write, write)] {
+            for tree in canonical(trees) {
+                if protected.iter().any(|p| tree.starts_with(p)) {
+                    continue;
+                }
+                let rights = if tree.is_dir() {
+                    rights
+                } else {
+                    rights & file_rights(abi)
+                };
+                rs.expand(&tree, &special, rights)?;
+            }
+        }
+        let mut bins = canonical(&policy.exec);
+        let interps: Vec<PathBuf> = bins.iter().filter_map(|b| elf_interpreter(b)).collect();
+        bins.extend(canonical(&interps));
+        bins.sort();
+        bins.dedup();
+        for bin in bins {
+            if !protected.iter().any(|p| bin.starts_with(p)) {
+                rs.add(&bin, EXECUTE | READ_FILE)?;
+            }
+        }
+        Ok(rs)
+    }
+
+    /// A ruleset that handles every filesystem right of `abi` (and scopes signals from ABI
+    /// 6), with no rule yet.
+    fn create(abi: u32) -> Result<Ruleset, LandlockError> {
+        let all = all_fs_rights(abi);
+        let scoped = if abi >= 6 { SCOPE_SIGNAL } else { 0 };
+        let attr = [all, 0, scoped];
+        let size = match abi {
+            1..=3 => 8,
+            4 | 5 => 16,
+            _ => 24,
+        };
+        // SAFETY: attr outlives the call; size covers only the fields this ABI knows.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                attr.as_ptr(),
+                size as usize,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Err(LandlockError::Unavailable(
+                std::io::Error::last_os_error().to_string(),
+            ));
+        }
+        // SAFETY: a fresh fd owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        Ok(Ruleset {
+            fd,
+            abi,
+            rules: 0,
+            scoped_signals: scoped != 0,
+            protected_inodes: Vec::new(),
+        })
     }
 
     /// Grants `rights` on everything under `dir` except the special paths, which are

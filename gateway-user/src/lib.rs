@@ -20,19 +20,26 @@
 //! - [`daemon`]   — `gatewayd serve`: sessions of many agents over a Unix socket
 //!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
 //! - [`scenario`] — `gatewayd test`: policy tests as data, run on the real engine
+//! - [`backend`]  — a front end's way to the gateway: the daemon's socket or an engine in
+//!   this process, both through the daemon's methods
+//! - [`hook`]     — `gatewayd hook`: Claude Code, Codex and Gemini CLI hook events
+//! - [`mcp`]      — `gatewayd mcp`: the stdio MCP proxy, with a kernel profile per server
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod backend;
 pub mod canonical;
 pub mod cgroup;
 pub mod clock;
 pub mod daemon;
 pub mod engine;
+pub mod hook;
 pub mod kernel;
 pub mod landlock;
+pub mod mcp;
 pub mod net;
 pub mod policy;
 pub mod scenario;

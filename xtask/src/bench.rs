@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: the decision benchmark (gateway layer), the daemon benchmark (socket
 //! round trip, durable decisions per second at 1/8/64 clients), then the cost the kernel
 //! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
-//! run bare and under `gatewayd run`, reported as ratios measured in one run.
+//! run bare and under `gatewayd run`, reported as ratios measured in one run; and one
+//! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`).
 use std::{net::TcpListener, process::Command};
 
 use anyhow::{Context as _, bail};
@@ -105,6 +106,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         tier = v["detail"]["tier"].as_str().unwrap_or("?").to_string();
     }
     println!("  (tier under gatewayd: {tier})");
+    crate::bench_hook::run(&bins.gatewayd, &dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

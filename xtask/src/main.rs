@@ -8,6 +8,7 @@
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark and the kernel layer's syscall overhead
 mod bench;
+mod bench_hook;
 mod demo;
 mod kernels;
 mod setup;

@@ -11,8 +11,12 @@ use anyhow::{Context as _, bail};
 
 use crate::util::{Env, cache_dir, run};
 
-const APT_PACKAGES: [&str; 2] = ["qemu-system-x86", "cpio"];
+const APT_PACKAGES: [&str; 5] = ["qemu-system-x86", "cpio", "nodejs", "npm", "python3-venv"];
 const BPF_LINKER: &str = "0.13.0";
+/// The MCP tests' real components (tests/mcp.rs), pinned.
+const FS_SERVER_PKG: &str = "@modelcontextprotocol/server-filesystem";
+const FS_SERVER_VERSION: &str = "2026.8.31";
+const MCP_SDK: &str = "mcp==2.3.0";
 
 pub(crate) fn setup() -> anyhow::Result<Env> {
     let cache = cache_dir()?;
@@ -22,11 +26,15 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
     let tools_bin = bpf_linker(&cache)?;
     let guest_dir = cache.join("guest");
     let busybox = busybox(&guest_dir)?;
+    let mcp_fs_server = fs_server(&cache.join("node"))?;
+    let mcp_python = mcp_venv(&cache.join("venv"))?;
     println!("setup: ok (cache {})", cache.display());
     Ok(Env {
         tools_bin,
         busybox,
         guest_dir,
+        mcp_fs_server,
+        mcp_python,
     })
 }
 
@@ -128,6 +136,56 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<PathBuf> {
             .env("LLVM_PREFIX", &prefix),
     )?;
     Ok(bin)
+}
+
+/// The official MCP filesystem server from the npm registry, pinned, under `dir`.
+fn fs_server(dir: &Path) -> anyhow::Result<PathBuf> {
+    let bin = dir.join("node_modules/.bin/mcp-server-filesystem");
+    let manifest = dir.join(format!("node_modules/{FS_SERVER_PKG}/package.json"));
+    let have = std::fs::read_to_string(&manifest)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["version"] == FS_SERVER_VERSION);
+    if have && bin.exists() {
+        return Ok(bin);
+    }
+    std::fs::create_dir_all(dir)?;
+    run(
+        &format!("npm install {FS_SERVER_PKG}@{FS_SERVER_VERSION}"),
+        Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(dir)
+            .arg(format!("{FS_SERVER_PKG}@{FS_SERVER_VERSION}")),
+    )?;
+    if !bin.exists() {
+        bail!("npm left no {}", bin.display());
+    }
+    Ok(bin)
+}
+
+/// A virtual environment with the Python MCP SDK, made from Debian's `/usr/bin/python3`
+/// (runnable by other users, unlike a python inside root's home).
+fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
+    let python = dir.join("bin/python");
+    let want = MCP_SDK.trim_start_matches("mcp==");
+    let version = output(Command::new(&python).args([
+        "-c",
+        "import importlib.metadata as m; print(m.version('mcp'))",
+    ]));
+    if version.is_ok_and(|v| v.trim() == want) {
+        return Ok(python);
+    }
+    run(
+        "python3 -m venv (MCP SDK)",
+        Command::new("/usr/bin/python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(dir),
+    )?;
+    run(
+        &format!("pip install {MCP_SDK}"),
+        Command::new(dir.join("bin/pip")).args(["install", "-q", MCP_SDK]),
+    )?;
+    Ok(python)
 }
 
 /// A static busybox for the guest, unpacked under `dir`. The download is kept.

@@ -37,6 +37,7 @@ fn cargo_test(
         .current_dir(workspace_root())
         .env("PATH", env.path_var())
         .env_remove("GATEWAYD_EBPF_STUB")
+        .envs(env.mcp_vars())
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())
         .spawn()

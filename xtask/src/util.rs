@@ -32,9 +32,24 @@ pub(crate) struct Env {
     pub busybox: PathBuf,
     /// Where guest kernels are downloaded and unpacked (`kernels`).
     pub guest_dir: PathBuf,
+    /// `mcp-server-filesystem` from npm (tests/mcp.rs).
+    pub mcp_fs_server: PathBuf,
+    /// The venv's python with the MCP SDK (tests/mcp.rs).
+    pub mcp_python: PathBuf,
 }
 
 impl Env {
+    /// The variables the MCP tests find their real components by.
+    pub(crate) fn mcp_vars(&self) -> [(&'static str, String); 2] {
+        [
+            (
+                "GATEWAYD_MCP_FS_SERVER",
+                self.mcp_fs_server.display().to_string(),
+            ),
+            ("GATEWAYD_MCP_PYTHON", self.mcp_python.display().to_string()),
+        ]
+    }
+
     pub(crate) fn path_var(&self) -> std::ffi::OsString {
         let mut p = self.tools_bin.clone().into_os_string();
         if let Some(old) = std::env::var_os("PATH") {

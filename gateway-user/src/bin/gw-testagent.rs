@@ -26,6 +26,8 @@
 //! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
 //! gw-testagent sleep SECS
 //! gw-testagent exit CODE                  # exit now with CODE
+//! gw-testagent mcpserver                  # a minimal MCP server on stdio (tools `read`
+//!                                         # {path} and `send` {to, text}); runs until EOF
 //! ```
 //! Actions are chained with `+`: `gw-testagent read /etc/hostname + send 127.0.0.1:9 hi`.
 //! The exit code is the number of failed actions (capped at 100) unless `exit` says otherwise.
@@ -202,8 +204,75 @@ fn run(action: &[String]) -> Result<String, String> {
             }
             Ok("seized and released the parent".into())
         }
+        "mcpserver" => mcp_server(),
         other => Err(format!("unknown action {other}")),
     }
+}
+
+/// A minimal MCP server on stdio (for `gatewayd mcp` tests, in the guest too): `initialize`,
+/// `tools/list`, `tools/call` of `read {path}` (the file's text) and `send {to, text}` (a TCP
+/// connect and send); failures are tool errors with the OS's message.
+fn mcp_server() -> Result<String, String> {
+    use serde_json::{Value, json};
+    use std::io::BufRead as _;
+    let schema = |props: &[&str]| {
+        let p: serde_json::Map<String, Value> = props
+            .iter()
+            .map(|k| ((*k).to_owned(), json!({"type": "string"})))
+            .collect();
+        json!({"type": "object", "properties": p})
+    };
+    let tools = json!([
+        {"name": "read", "description": "Read a file.", "inputSchema": schema(&["path"])},
+        {"name": "send", "description": "Send a text over TCP.", "inputSchema": schema(&["to", "text"])}
+    ]);
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let (Some(id), Some(method)) = (msg.get("id"), msg["method"].as_str()) else {
+            continue;
+        };
+        let result = match method {
+            "initialize" => json!({"protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "gw-testagent", "version": "1"}}),
+            "tools/list" => json!({"tools": tools}),
+            "tools/call" => {
+                let a = &msg["params"]["arguments"];
+                let s = |k: &str| a[k].as_str().unwrap_or("").to_owned();
+                let r = match msg["params"]["name"].as_str() {
+                    Some("read") => {
+                        read(&s("path")).map(|b| String::from_utf8_lossy(&b).into_owned())
+                    }
+                    Some("send") => {
+                        send(&s("to"), s("text").as_bytes()).map(|()| "sent".to_owned())
+                    }
+                    _ => Err("no such tool".to_owned()),
+                };
+                let (text, err) = match r {
+                    Ok(t) => (t, false),
+                    Err(e) => (e, true),
+                };
+                json!({"content": [{"type": "text", "text": text}], "isError": err})
+            }
+            _ => {
+                let e = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "unknown method"}});
+                writeln!(out, "{e}").map_err(|e| e.to_string())?;
+                out.flush().map_err(|e| e.to_string())?;
+                continue;
+            }
+        };
+        writeln!(
+            out,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        )
+        .map_err(|e| e.to_string())?;
+        out.flush().map_err(|e| e.to_string())?;
+    }
+    Ok("mcp server: input closed".into())
 }
 
 /// Creates `<our cgroup>/sub`, starts a child directly in it with `clone3(CLONE_INTO_CGROUP)`

@@ -8,6 +8,8 @@ mod approvals;
 mod audit;
 mod check;
 mod doctor;
+mod hook;
+mod mcp;
 mod out;
 mod policy;
 mod run;
@@ -39,6 +41,10 @@ enum Command {
     Policy(policy::Command),
     /// The daemon for a host: many agents' sessions over a Unix socket.
     Serve(serve::Args),
+    /// A stdio MCP proxy: a client on stdin/stdout, the tool server under its own profile.
+    Mcp(mcp::Args),
+    /// One agent-host hook event (Claude Code, Codex, Gemini CLI), answered in its format.
+    Hook(hook::Args),
     /// Held calls waiting for a person (talks to the daemon).
     #[command(subcommand)]
     Approvals(approvals::Command),
@@ -77,6 +83,8 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Check(a) => check::exec(a),
         Command::Policy(c) => policy::exec(c),
         Command::Serve(a) => serve::exec(a),
+        Command::Mcp(a) => mcp::exec(a),
+        Command::Hook(a) => hook::exec(a),
         Command::Approvals(c) => approvals::exec(c),
         Command::Sessions(c) => sessions::exec(c),
         Command::Test(a) => test::exec(a),

@@ -1,4 +1,5 @@
-//! `gatewayd policy validate P`, `gatewayd policy pin P [--from TOOLS.json]`
+//! `gatewayd policy validate P`, `gatewayd policy pin P [--from TOOLS.json]`,
+//! `gatewayd policy init [--out P] [--workspace DIR] [--home DIR]`
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -29,6 +30,20 @@ pub(super) enum Command {
         #[arg(long)]
         from: Option<PathBuf>,
     },
+    /// Write a starter policy for a workspace: the workspace as the sandbox, a developer
+    /// machine's usual secrets protected, an egress allowlist, the agent hosts' built-in
+    /// tools (docs/HOOKS.md). Review it before use.
+    Init {
+        /// Where to write it (refused if it exists).
+        #[arg(long, default_value = "gatewayd-policy.json")]
+        out: PathBuf,
+        /// The workspace [default: the current directory].
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// The home directory whose secrets are protected [default: $HOME].
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
 }
 
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -42,7 +57,37 @@ pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Pin { policy, from } => pin(&policy, from.as_deref()),
+        Command::Init {
+            out,
+            workspace,
+            home,
+        } => init(&out, workspace, home),
     }
+}
+
+fn init(out: &Path, workspace: Option<PathBuf>, home: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let ws = match workspace {
+        Some(w) => w,
+        None => std::env::current_dir()?,
+    };
+    let ws = std::fs::canonicalize(&ws).with_context(|| format!("workspace {}", ws.display()))?;
+    let home = home
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+        .context("no --home and no $HOME")?;
+    let text = serde_json::to_string_pretty(&gatewayd::policy::starter::starter(&ws, &home))?;
+    Policy::parse(&text, out).context("the starter policy does not validate")?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .with_context(|| format!("{} (it is not overwritten)", out.display()))?;
+    std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes())?;
+    outln!(
+        "{}: starter policy for {}; review it, then `gatewayd policy validate`",
+        out.display(),
+        ws.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What `validate` reports without refusing the file: stale pins and scan findings.

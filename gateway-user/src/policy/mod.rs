@@ -9,11 +9,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod error;
+pub mod mcp;
 pub mod schema;
 pub mod spans;
+pub mod starter;
 pub mod tools;
 mod validate;
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
+pub use mcp::{McpServer, ServerKernel};
 pub use tools::{
     ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
     ScanMode, SecretSource, ShellRule, SuspicionMode, ToolDef, TrifectaMode, glob_match_str,
@@ -136,6 +139,10 @@ pub struct Policy {
     /// `private`).
     #[serde(default)]
     pub suspicion: SuspicionMode,
+    /// Tool servers `gatewayd mcp --server NAME` may start, each with its program's pin and
+    /// its own kernel profile.
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, McpServer>,
 }
 
 impl Policy {

@@ -43,6 +43,7 @@ impl Policy {
                 }
             }
         }
+        super::mcp::validate(self)?;
         gateway(self)
     }
 }

@@ -1,0 +1,247 @@
+//! Starting the tool server: its program checked against the policy's SHA-256 pin, its
+//! kernel profile put in place ([`super::confine`]), then the process spawned with its stdin
+//! and stdout piped to the proxy (stderr passes through). It dies with the proxy
+//! (`PR_SET_PDEATHSIG`).
+use std::{
+    io::Read as _,
+    path::{Path, PathBuf},
+    process::Stdio,
+};
+
+use sha2::{Digest as _, Sha256};
+use tokio::{
+    process::{Child, ChildStdin, ChildStdout},
+    sync::mpsc,
+    task::JoinHandle,
+};
+
+use super::confine::{ConfineError, Confinement};
+use crate::{
+    audit::{Decision, Entry, Source, writer::WriterHandle},
+    kernel::{self, KernelLayer},
+    policy::{McpServer, Policy},
+};
+
+/// Why the server was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("no server command given")]
+    NoCommand,
+    #[error("the server's program `{0}` was not found")]
+    NotFound(String),
+    #[error("cannot read the server's program {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing to start the server: its program {path} has SHA-256 {got}, the policy pins {want} (mcp_servers.{name}.command_sha256)"
+    )]
+    PinMismatch {
+        name: String,
+        path: PathBuf,
+        got: String,
+        want: String,
+    },
+    #[error("refusing to start the server `{name}`: its kernel profile cannot be applied")]
+    Confine {
+        name: String,
+        #[source]
+        source: Box<ConfineError>,
+    },
+    #[error("cannot start the server `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("the server's kernel event reader: {0}")]
+    Kernel(#[from] kernel::KernelError),
+}
+
+/// Where `execvp` would find `program` (symlinks resolved).
+pub fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return std::fs::canonicalize(program).ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| {
+            nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::X_OK).is_ok() && p.is_file()
+        })
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// SHA-256 of a file, lower-case hex.
+pub fn sha256_file(path: &Path) -> Result<String, ServerError> {
+    let read = |source| ServerError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let mut f = std::fs::File::open(path).map_err(read)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).map_err(read)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The server program's path and hash, refused when it differs from the pin.
+pub fn check_pin(
+    name: &str,
+    program: &str,
+    pin: Option<&str>,
+) -> Result<(PathBuf, String), ServerError> {
+    let path = resolve_program(program).ok_or_else(|| ServerError::NotFound(program.into()))?;
+    let got = sha256_file(&path)?;
+    if let Some(want) = pin
+        && !want.eq_ignore_ascii_case(&got)
+    {
+        return Err(ServerError::PinMismatch {
+            name: name.into(),
+            path,
+            got,
+            want: want.to_ascii_lowercase(),
+        });
+    }
+    Ok((path, got))
+}
+
+/// A running server and what confines it.
+pub struct Running {
+    pub child: Child,
+    confinement: Confinement,
+    kernel: Option<(kernel::task::Handle, JoinHandle<KernelLayer>)>,
+}
+
+/// Starts `command` for server `name` under its profile. Kernel denials of the server's
+/// cgroup are recorded through `recorder` (session `mcp:NAME`).
+pub fn start(
+    name: &str,
+    command: &[String],
+    server: &McpServer,
+    policy: &Policy,
+    own: &[PathBuf],
+    recorder: Option<WriterHandle>,
+) -> Result<Started, ServerError> {
+    let program = command.first().ok_or(ServerError::NoCommand)?;
+    let mut confinement = Confinement::prepare(name, server, server.kernel_mode(policy), own)
+        .map_err(|source| ServerError::Confine {
+            name: name.into(),
+            source: Box::new(source),
+        })?;
+    let mut pieces = confinement.pieces.clone();
+    if !confinement.warnings.is_empty() {
+        pieces.insert("warnings".into(), serde_json::json!(confinement.warnings));
+    }
+    let kernel = match confinement.take_layer() {
+        Some((layer, spec)) => {
+            let (tx, mut rx) = mpsc::channel::<Entry>(256);
+            let session = format!("mcp:{name}");
+            let rec = recorder.clone();
+            tokio::spawn(async move {
+                while let Some(e) = rx.recv().await {
+                    match &rec {
+                        Some(r) => {
+                            if let Ok(t) = r.submit(e) {
+                                let _ = r.wait_async(t).await;
+                            }
+                        }
+                        None => eprintln!("gatewayd mcp: kernel denial: {} {}", e.reason, e.detail),
+                    }
+                }
+            });
+            Some(kernel::task::spawn(layer, spec, tx, move |d| Entry {
+                source: Source::Kernel,
+                session: session.clone(),
+                tool: None,
+                hook: Some(d.hook.to_string()),
+                decision: Decision::Deny,
+                reason: d.reason.to_string(),
+                detail: d.detail,
+            })?)
+        }
+        None => None,
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let confine = confinement.pre_exec();
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure makes only async-signal-safe syscalls (prctl, getppid, open, write,
+    // close, landlock) in the forked child.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent.as_raw() {
+                libc::_exit(137);
+            }
+            confine()
+        });
+    }
+    let mut child = cmd.spawn().map_err(|source| ServerError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(ServerError::Spawn {
+            program: program.clone(),
+            source: std::io::ErrorKind::BrokenPipe.into(),
+        });
+    };
+    Ok(Started {
+        running: Running {
+            child,
+            confinement,
+            kernel,
+        },
+        stdin,
+        stdout,
+        pieces,
+    })
+}
+
+/// What [`start`] hands back: the process, its pipes, and the profile's pieces in force.
+pub struct Started {
+    pub running: Running,
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+    pub pieces: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Running {
+    /// Stops the server (if still running), reads its last kernel events, kills what is
+    /// left in its cgroup, detaches its programs and removes the cgroup.
+    pub async fn stop(mut self) -> Option<std::process::ExitStatus> {
+        let waited =
+            tokio::time::timeout(std::time::Duration::from_secs(2), self.child.wait()).await;
+        let status = if let Ok(Ok(s)) = waited {
+            Some(s)
+        } else {
+            let _ = self.child.kill().await;
+            self.child.wait().await.ok()
+        };
+        if let Some(cg) = self.confinement.cgroup() {
+            let _ = cg.kill_all();
+        }
+        if let Some((handle, task)) = self.kernel.take() {
+            handle.drain().await;
+            drop(handle);
+            drop(task.await);
+        }
+        if let Err(e) = self.confinement.finish() {
+            eprintln!("gatewayd mcp: removing the server's cgroup: {e}");
+        }
+        status
+    }
+}

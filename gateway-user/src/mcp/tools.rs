@@ -1,0 +1,226 @@
+//! The two MCP methods the proxy changes: `tools/list` (each page filtered to the tools the
+//! gateway accepted) and `tools/call` (refused calls answered with a tool error the model
+//! can read; allowed calls' results redacted and, for untrusted tools, fenced).
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+/// The definition fields the gateway fingerprints, from one listed tool.
+pub(super) fn definition(tool: &Value) -> Value {
+    let mut d = json!({
+        "name": tool.get("name").cloned().unwrap_or(Value::Null),
+        "description": tool.get("description").cloned().unwrap_or(json!("")),
+    });
+    if let Some(s) = tool.get("inputSchema") {
+        d["inputSchema"] = s.clone();
+    }
+    d
+}
+
+/// What the gateway said about one listed tool (`tools/register`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Withheld {
+    pub(super) name: String,
+    pub(super) status: String,
+}
+
+/// Keeps in a `tools/list` result only the tools whose registration was `accepted`; for
+/// tools labelled untrusted, `outputSchema` is removed (their results come back as one
+/// fenced text block, without structured content). Returns what was withheld.
+pub(super) fn filter_listing(
+    result: &mut Value,
+    statuses: &[Value],
+    untrusted: &BTreeSet<String>,
+) -> Vec<Withheld> {
+    let accepted: BTreeSet<&str> = statuses
+        .iter()
+        .filter(|s| s["status"] == "accepted")
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    let mut withheld: Vec<Withheld> = statuses
+        .iter()
+        .filter(|s| s["status"] != "accepted")
+        .map(|s| Withheld {
+            name: s["name"].as_str().unwrap_or("").to_owned(),
+            status: s["status"].as_str().unwrap_or("?").to_owned(),
+        })
+        .collect();
+    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+        return withheld;
+    };
+    tools.retain(|t| {
+        let keep = t["name"].as_str().is_some_and(|n| accepted.contains(n));
+        if !keep && !t["name"].is_string() {
+            withheld.push(Withheld {
+                name: String::new(),
+                status: "no name".into(),
+            });
+        }
+        keep
+    });
+    for t in tools.iter_mut() {
+        if t["name"].as_str().is_some_and(|n| untrusted.contains(n))
+            && let Some(o) = t.as_object_mut()
+        {
+            o.remove("outputSchema");
+        }
+    }
+    withheld
+}
+
+/// The result of a refused call: a tool error naming the decision, the reason code and the
+/// gateway's message (written for the model). `modern`: the request came in a 2026-07-28
+/// session, whose results carry `resultType`.
+pub(super) fn refused(decide: &Value, modern: bool) -> Value {
+    let decision = decide["decision"].as_str().unwrap_or("deny");
+    let reason = decide["reason"].as_str().unwrap_or("check_error");
+    let message = decide["message"].as_str().unwrap_or("");
+    let text = match decision {
+        "hold" => format!(
+            "gatewayd held this call for a person's approval (reason `{reason}`): {message}"
+        ),
+        _ => format!("gatewayd refused this call (reason `{reason}`): {message}"),
+    };
+    let mut r = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    if modern {
+        r["resultType"] = json!("complete");
+    }
+    r
+}
+
+/// What the gateway is given of a tool's result (`call/output`): its text, when the result
+/// is text only (the common case, fenced as one block for an untrusted tool); otherwise its
+/// content and structured content as JSON.
+pub(super) fn output_payload(result: &Value) -> Value {
+    let content = result.get("content").cloned().unwrap_or(json!([]));
+    let texts: Option<Vec<&str>> = content.as_array().and_then(|items| {
+        items
+            .iter()
+            .map(|c| (c["type"] == "text").then(|| c["text"].as_str()).flatten())
+            .collect()
+    });
+    match (texts, result.get("structuredContent")) {
+        (Some(t), None) => Value::String(t.join("\n")),
+        (_, s) => {
+            let mut p = json!({"content": content});
+            if let Some(s) = s {
+                p["structuredContent"] = s.clone();
+            }
+            p
+        }
+    }
+}
+
+/// Puts the gateway's answer to `call/output` back into the tool's result: a text (redacted,
+/// or fenced for an untrusted tool) becomes the only content; a redacted payload replaces
+/// content and structured content.
+pub(super) fn apply_output(result: &mut Value, answer: &Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    match answer.get("output") {
+        Some(Value::String(text)) => {
+            obj.insert("content".into(), json!([{"type": "text", "text": text}]));
+            obj.remove("structuredContent");
+        }
+        Some(Value::Object(p)) => {
+            if let Some(c) = p.get("content") {
+                obj.insert("content".into(), c.clone());
+            }
+            match p.get("structuredContent") {
+                Some(s) => {
+                    obj.insert("structuredContent".into(), s.clone());
+                }
+                None => {
+                    obj.remove("structuredContent");
+                }
+            }
+        }
+        _ => {
+            obj.insert(
+                "content".into(),
+                json!([{"type": "text", "text": "[gatewayd: the tool's output was withheld]"}]),
+            );
+            obj.remove("structuredContent");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_keeps_accepted_tools_only() {
+        let mut r = json!({"tools": [
+            {"name": "a", "outputSchema": {"type": "object"}},
+            {"name": "b"}, {"name": "c"}, {"description": "nameless"}],
+            "nextCursor": "p2"});
+        let statuses = vec![
+            json!({"name": "a", "status": "accepted"}),
+            json!({"name": "b", "status": "rug_pull"}),
+            json!({"name": "c", "status": "not_in_policy"}),
+        ];
+        let untrusted = BTreeSet::from(["a".to_owned()]);
+        let w = filter_listing(&mut r, &statuses, &untrusted);
+        assert_eq!(r["tools"], json!([{"name": "a"}]));
+        assert_eq!(r["nextCursor"], "p2");
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert_eq!(w[0].status, "rug_pull");
+    }
+
+    #[test]
+    fn refusals_are_tool_errors() {
+        let d = json!({"decision": "deny", "reason": "sandbox", "message": "protected"});
+        let r = refused(&d, true);
+        assert_eq!(r["isError"], true);
+        assert_eq!(r["resultType"], "complete");
+        assert!(
+            r["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("`sandbox`")
+        );
+        assert!(refused(&d, false).get("resultType").is_none());
+    }
+
+    #[test]
+    fn text_results_are_sent_as_text() {
+        let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]});
+        assert_eq!(output_payload(&r), json!("a\nb"));
+        let r = json!({"content": [{"type": "image", "data": "x"}]});
+        assert!(output_payload(&r).is_object());
+        let r = json!({"content": [{"type": "text", "text": "a"}], "structuredContent": {"a": 1}});
+        assert_eq!(output_payload(&r)["structuredContent"], json!({"a": 1}));
+    }
+
+    #[test]
+    fn outputs_are_put_back() {
+        let mut r = json!({"content": [{"type": "text", "text": "raw"}],
+                           "structuredContent": {"x": 1}, "isError": false});
+        apply_output(
+            &mut r,
+            &json!({"output": "<untrusted-output>raw</untrusted-output>"}),
+        );
+        assert_eq!(
+            r["content"][0]["text"],
+            "<untrusted-output>raw</untrusted-output>"
+        );
+        assert!(r.get("structuredContent").is_none());
+        assert_eq!(r["isError"], false);
+        let mut r = json!({"content": [{"type": "text", "text": "pw"}]});
+        apply_output(
+            &mut r,
+            &json!({"output": {"content": [{"type": "text", "text": "[REDACTED:pw]"}]}}),
+        );
+        assert_eq!(r["content"][0]["text"], "[REDACTED:pw]");
+        let mut r = json!({"content": []});
+        apply_output(&mut r, &json!({}));
+        assert!(
+            r["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("withheld")
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! `mcp_servers`: what `gatewayd mcp --server NAME` runs a tool server with — the SHA-256 pin
+//! of its program, and its own kernel profile (files, programs, egress), separate from the
+//! agent's. Field reference: docs/POLICY.md (`mcp_servers`), docs/MCP.md.
+use serde::{Deserialize, Serialize};
+
+use super::{JsonPath, KernelMode, Network, Policy, Sandbox, ValidationError};
+
+/// How a server's kernel profile is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKernel {
+    /// Refuse to start the server unless every kernel piece its profile needs is in force.
+    Require,
+    /// Start it with what this kernel supports; the pieces in force are recorded.
+    BestEffort,
+    /// No cgroup and no kernel profile: the gateway layer only (recorded at start).
+    Off,
+}
+
+/// One tool server the proxy may start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    /// SHA-256 (64 hex digits) of the program file the command names (symlinks followed,
+    /// found on `$PATH` when bare): a different file is refused at start.
+    #[serde(default)]
+    pub command_sha256: Option<String>,
+    /// Default: the policy's `kernel` (`require` or `best_effort`).
+    #[serde(default)]
+    pub kernel: Option<ServerKernel>,
+    /// The server's own files and programs. `readable`/`writable`/`root` are an allowlist
+    /// here (nothing else can be opened); `protected` is refused inside them; `exec` lists
+    /// the only programs it may run (empty: any readable one).
+    #[serde(default)]
+    pub sandbox: Sandbox,
+    /// The server's own egress allowlist (the kernel enforces its `cidr` entries).
+    #[serde(default)]
+    pub network: Network,
+}
+
+impl McpServer {
+    /// The kernel mode in force for this server.
+    pub fn kernel_mode(&self, policy: &Policy) -> ServerKernel {
+        self.kernel.unwrap_or(match policy.kernel {
+            KernelMode::Require => ServerKernel::Require,
+            KernelMode::BestEffort => ServerKernel::BestEffort,
+        })
+    }
+
+    /// Every tree the server may read (readable, writable, root).
+    pub fn readable_trees(&self) -> Vec<std::path::PathBuf> {
+        let mut v = self.sandbox.readable.clone();
+        v.extend(self.sandbox.writable.iter().cloned());
+        v.extend(self.sandbox.root.iter().cloned());
+        v
+    }
+}
+
+/// A valid server name: what `--server` accepts and cgroup names can carry.
+pub fn valid_server_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && !name.starts_with('.')
+}
+
+/// The checks of `mcp_servers` serde cannot express.
+pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
+    for (name, s) in &p.mcp_servers {
+        let at = JsonPath::root().key("mcp_servers").key(name);
+        if !valid_server_name(name) {
+            return Err(ValidationError::value(
+                at,
+                "a server name is 1 to 64 of A-Z a-z 0-9 - _ . (not starting with a dot)",
+            ));
+        }
+        if let Some(h) = &s.command_sha256
+            && (h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return Err(ValidationError::value(
+                at.key("command_sha256"),
+                "expected 64 hex digits (the SHA-256 of the server's program file)",
+            ));
+        }
+        let sb = &s.sandbox;
+        for (field, paths) in [
+            ("readable", &sb.readable),
+            ("writable", &sb.writable),
+            ("protected", &sb.protected),
+            ("exec", &sb.exec),
+        ] {
+            for (i, path) in paths.iter().enumerate() {
+                if !path.is_absolute() {
+                    return Err(ValidationError::value(
+                        at.key("sandbox").key(field).index(i),
+                        format!("`{}` is not an absolute path", path.display()),
+                    ));
+                }
+            }
+        }
+        if sb.root.as_ref().is_some_and(|r| !r.is_absolute()) {
+            return Err(ValidationError::value(
+                at.key("sandbox").key("root"),
+                "not an absolute path",
+            ));
+        }
+        for (i, e) in s.network.egress.iter().enumerate() {
+            let at = at.key("network").key("egress").index(i);
+            match (&e.cidr, &e.host) {
+                (None, None) => return Err(ValidationError::value(at, "needs `cidr` or `host`")),
+                (Some(c), _) => {
+                    crate::net::Cidr::parse(c)
+                        .map_err(|m| ValidationError::value(at.key("cidr"), m))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn err(extra: &str) -> String {
+        let text = format!(r#"{{"version": 1, "mcp_servers": {extra}}}"#);
+        Policy::parse(&text, Path::new("p.json"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn servers_are_validated() {
+        assert!(err(r#"{"fs": {"command_sha256": "abc"}}"#).contains("64 hex digits"));
+        assert!(err(r#"{"fs": {"sandbox": {"readable": ["rel"]}}}"#).contains("absolute"));
+        assert!(err(r#"{"a b": {}}"#).contains("server name"));
+        assert!(err(r#"{"fs": {"network": {"egress": [{}]}}}"#).contains("cidr"));
+        assert!(err(r#"{"fs": {"kernal": "off"}}"#).contains("unknown field"));
+        let ok = r#"{"version": 1, "kernel": "best_effort", "mcp_servers": {"fs": {"sandbox": {"readable": ["/usr"]}}}}"#;
+        let p = Policy::parse(ok, Path::new("p.json")).unwrap();
+        assert_eq!(
+            p.mcp_servers["fs"].kernel_mode(&p),
+            ServerKernel::BestEffort
+        );
+    }
+
+    #[test]
+    fn schema_names_every_server_field() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../policies/policy.schema.json")).unwrap();
+        let mut want: Vec<String> = schema["$defs"]["mcp_server"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        want.sort();
+        let v = serde_json::to_value(McpServer::default()).unwrap();
+        let mut got: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        got.sort();
+        assert_eq!(want, got);
+    }
+}

@@ -1,0 +1,153 @@
+//! `gatewayd policy init`: a starter policy for one workspace on a developer machine — the
+//! workspace as the sandbox, the usual secrets of a home directory protected, an egress
+//! allowlist for code hosting and package registries, and the gateway tools the agent hosts'
+//! built-in tools map to (`gatewayd hook`, docs/HOOKS.md). A person reviews it; it validates
+//! as written.
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// Files and directories of a home directory that hold credentials.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".local/share/keyrings",
+];
+
+/// Programs the `shell` tool may run (found on this machine; bare names match by file name).
+pub const DEV_PROGRAMS: &[&str] = &[
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "diff", "cut", "tr",
+    "stat", "file", "tree", "git", "cargo", "rustc", "make", "npm", "node", "python3", "pytest",
+    "go",
+];
+
+/// Hosts the agent may reach over HTTPS.
+pub const EGRESS_HOSTS: &[&str] = &[
+    "github.com",
+    "*.github.com",
+    "*.githubusercontent.com",
+    "crates.io",
+    "*.crates.io",
+    "registry.npmjs.org",
+    "pypi.org",
+    "files.pythonhosted.org",
+    "docs.rs",
+];
+
+fn schema(props: &[(&str, bool)]) -> Value {
+    let required: Vec<&str> = props.iter().filter(|(_, r)| *r).map(|(n, _)| *n).collect();
+    let properties: serde_json::Map<String, Value> = props
+        .iter()
+        .map(|(n, _)| ((*n).to_owned(), json!({"type": "string"})))
+        .collect();
+    json!({"type": "object", "required": required, "additionalProperties": false,
+           "properties": properties})
+}
+
+/// The gateway tools the hosts' built-in tools map to (docs/HOOKS.md).
+pub fn host_tools() -> Value {
+    json!([
+        {"name": "shell", "description": "A command line the agent host runs with a shell.",
+         "input_schema": schema(&[("command", true)]),
+         "labels": ["reads_private"],
+         "args": {"command": {"required": true, "max_len": 8192,
+                              "shell": {"through_shell": true, "exec": DEV_PROGRAMS}}}},
+        {"name": "read_file", "description": "Read one file.",
+         "input_schema": schema(&[("path", true)]),
+         "labels": ["reads_private"],
+         "args": {"path": {"required": true, "path": "read"}}},
+        {"name": "write_file", "description": "Create, edit or patch one file.",
+         "input_schema": schema(&[("path", true), ("content", false)]),
+         "labels": ["destructive"], "echo_ok": true,
+         "args": {"path": {"required": true, "path": "write"}}},
+        {"name": "search", "description": "Search or list files under a directory.",
+         "input_schema": schema(&[("path", true), ("pattern", false)]),
+         "args": {"path": {"required": true, "path": "tree"}}},
+        {"name": "web_fetch", "description": "Fetch a web page.",
+         "input_schema": schema(&[("url", true), ("prompt", false)]),
+         "labels": ["untrusted_output", "sends_out"],
+         "args": {"url": {"required": true, "url": true}}},
+        {"name": "web_search", "description": "Search the web.",
+         "input_schema": schema(&[("query", true)]),
+         "labels": ["untrusted_output", "sends_out"]},
+        {"name": "agent", "description": "Start a sub-agent with a prompt.",
+         "input_schema": schema(&[("prompt", true)])},
+        // Built-in tools of the hosts that touch nothing outside the host: decided under
+        // their own names (docs/HOOKS.md).
+        {"name": "TodoWrite", "description": "Claude Code: the session's to-do list."},
+        {"name": "ExitPlanMode", "description": "Claude Code: leave plan mode."},
+        {"name": "write_todos", "description": "Gemini CLI: the session's to-do list."}
+    ])
+}
+
+/// The starter policy for `workspace`, protecting the secrets under `home`.
+pub fn starter(workspace: &Path, home: &Path) -> Value {
+    let ws = workspace.display().to_string();
+    let mut protected: Vec<String> = HOME_SECRETS
+        .iter()
+        .map(|s| home.join(s).display().to_string())
+        .collect();
+    protected.extend(
+        [".env", ".env.local", ".git/config"]
+            .iter()
+            .map(|s| workspace.join(s).display().to_string()),
+    );
+    protected.extend(["/etc/shadow", "/etc/gshadow", "/etc/gatewayd"].map(String::from));
+    let egress: Vec<Value> = EGRESS_HOSTS
+        .iter()
+        .map(|h| json!({"host": h, "port": 443}))
+        .collect();
+    json!({
+        "version": 1,
+        "name": format!("starter for {ws}"),
+        "kernel": "best_effort",
+        "trifecta": "hold",
+        "sandbox": {"root": ws, "readable": [ws, "/usr/share/doc"], "writable": [ws],
+                    "protected": protected},
+        "network": {"egress": egress},
+        "tools": host_tools(),
+        "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
+                   "actions": {"destructive": 500}}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_starter_validates() {
+        let v = starter(Path::new("/home/dev/project"), Path::new("/home/dev"));
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
+        assert!(p.sandbox.protected.iter().any(|x| x.ends_with(".ssh")));
+        let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "shell",
+                "read_file",
+                "write_file",
+                "search",
+                "web_fetch",
+                "web_search",
+                "agent",
+                "TodoWrite",
+                "ExitPlanMode",
+                "write_todos"
+            ]
+        );
+    }
+}

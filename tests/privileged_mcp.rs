@@ -1,0 +1,167 @@
+//! The per-server kernel profile of `gatewayd mcp` (docs/MCP.md), on the host (tier 2:
+//! cgroup egress programs + a Landlock allowlist) and in the QEMU guest (tier 1: BPF LSM
+//! too). The server is `gw-testagent mcpserver`, a minimal MCP server that reads files and
+//! sends over TCP when asked; the gateway allows every call, so what stops it is its
+//! kernel profile alone.
+use std::io::Write as _;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+/// Runs `gatewayd mcp` for `server` with these `tools/call`s; returns each call's result.
+fn proxy_calls(policy: &Path, audit: &Path, server: &str, calls: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(gatewayd())
+        .args(["mcp", "--policy"])
+        .arg(policy)
+        .args(["--server", server, "--audit"])
+        .arg(audit)
+        .arg("--")
+        .arg(agent())
+        .arg("mcpserver")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn gatewayd mcp");
+    let mut lines = vec![
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "privileged", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for (i, c) in calls.iter().enumerate() {
+        lines.push(json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": c}));
+    }
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for l in &lines {
+            writeln!(stdin, "{l}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "gatewayd mcp: {}", out.status);
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (0..calls.len())
+        .map(|i| {
+            answers
+                .iter()
+                .find(|a| a["id"] == json!(i))
+                .unwrap_or_else(|| panic!("no answer to call {i}: {answers:?}"))["result"]
+                .clone()
+        })
+        .collect()
+}
+
+fn text(r: &Value) -> &str {
+    r["content"][0]["text"].as_str().unwrap_or("")
+}
+
+#[test]
+fn a_tool_server_runs_in_its_own_kernel_profile() {
+    let dir = Scratch::new("mcp-profile");
+    let (secret, _, _, _) = protected_fixture(&dir);
+    let outside = Scratch::new("mcp-outside");
+    std::fs::write(outside.path("other.txt"), "not for the server").unwrap();
+    std::fs::write(dir.path("notes.txt"), "notes").unwrap();
+    let (port, got) = listener("127.0.0.1:0");
+    let to = format!("127.0.0.1:{port}");
+    let bin_dir = Path::new(&agent()).parent().unwrap().display().to_string();
+    let sandbox = json!({
+        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", bin_dir, dir.0],
+        "protected": [secret]});
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+            "tools": [{"name": "read", "description": "Read a file.", "input_schema":
+                        {"type": "object", "properties": {"path": {"type": "string"}}}},
+                      {"name": "send", "description": "Send a text over TCP.", "input_schema":
+                        {"type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}}}}],
+            "mcp_servers": {
+                "net": {"sandbox": sandbox, "network": {"egress": [{"cidr": "127.0.0.1/32", "port": port}]}},
+                "nonet": {"sandbox": sandbox}}}),
+    );
+    let audit = dir.path("mcp.jsonl");
+    let call = |name: &str, args: Value| json!({"name": name, "arguments": args});
+    let r = proxy_calls(
+        &policy,
+        &audit,
+        "net",
+        &[
+            call("read", json!({"path": dir.path("notes.txt")})),
+            call("read", json!({"path": secret})),
+            call("read", json!({"path": outside.path("other.txt")})),
+            call(
+                "send",
+                json!({"to": to, "text": "from the fetching server"}),
+            ),
+        ],
+    );
+    assert_eq!(text(&r[0]), "notes", "{r:?}");
+    for (i, what) in [(1, "the protected file"), (2, "a file outside its trees")] {
+        assert_eq!(r[i]["isError"], true, "{what}: {r:?}");
+        assert!(
+            text(&r[i]).contains("ermission denied"),
+            "{what}: {}",
+            text(&r[i])
+        );
+    }
+    assert_eq!(r[3]["isError"], false, "its own egress allowlist: {r:?}");
+    let received = got.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(received, b"from the fetching server");
+
+    // The same server without egress in its profile, and the agent under `gatewayd run`
+    // without egress: both refused by the cgroup programs.
+    let r = proxy_calls(
+        &policy,
+        &audit,
+        "nonet",
+        &[call("send", json!({"to": to, "text": "should not arrive"}))],
+    );
+    assert_eq!(r[0]["isError"], true, "{r:?}");
+    let agent_policy = write_policy(&dir, best_effort(json!([])));
+    let out = run_agent(
+        &agent_policy,
+        &dir.path("agent.jsonl"),
+        &["send", &to, "agent"],
+    );
+    assert!(
+        !out.status.success(),
+        "the agent may not reach what the server may"
+    );
+    assert!(got.recv_timeout(Duration::from_millis(500)).is_err());
+
+    let recs = records(&audit);
+    let start = recs
+        .iter()
+        .find(|r| r["reason"] == "mcp_server_start" && r["detail"]["server"] == "net")
+        .expect("start record");
+    let profile = &start["detail"]["profile"];
+    assert_eq!(profile["cgroup/connect4"], "attached", "{profile}");
+    assert!(
+        profile["landlock"]
+            .as_str()
+            .unwrap()
+            .starts_with("allowlist applied"),
+        "{profile}"
+    );
+    let kernel: Vec<&Value> = recs.iter().filter(|r| r["source"] == "kernel").collect();
+    assert!(
+        kernel
+            .iter()
+            .any(|r| r["session"] == "mcp:nonet" && r["hook"] == "cgroup/connect4"),
+        "the refused connect is recorded: {kernel:?}"
+    );
+    if tier() == Tier::BpfLsm {
+        assert_eq!(profile["lsm/file_open"], "attached", "{profile}");
+        assert!(
+            kernel
+                .iter()
+                .any(|r| r["session"] == "mcp:net" && r["hook"] == "lsm/file_open"),
+            "tier 1: the protected file's denial is BPF LSM's, recorded: {kernel:?}"
+        );
+    }
+    assert!(verify(&audit).status.success());
+}
