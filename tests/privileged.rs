@@ -15,6 +15,9 @@ use std::{
     time::Duration,
 };
 
+#[path = "privileged/sessions.rs"]
+mod sessions;
+
 /// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tier {

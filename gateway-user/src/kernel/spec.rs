@@ -16,7 +16,7 @@ pub struct ProtectedInode {
     pub key: InodeKey,
 }
 
-/// Everything [`super::KernelLayer::load`] needs.
+/// Everything a session needs from the kernel layer ([`super::SharedPrograms::add_session`]).
 #[derive(Debug, Clone)]
 pub struct KernelSpec {
     pub cgroup_dir: PathBuf,
