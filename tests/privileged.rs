@@ -26,6 +26,8 @@ use std::{
 
 #[path = "privileged_mcp.rs"]
 mod privileged_mcp;
+#[path = "privileged/sessions.rs"]
+mod sessions;
 
 /// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,12 +6,26 @@
 #![no_std]
 #![warn(missing_docs)]
 
-/// Number of slots in the `EGRESS` array map (destinations the agent may reach).
+/// Live sessions one host's program set holds at once (capacity of `SESSIONS` and `EGRESS`,
+/// and the number of slots of `EVENTS` and `DROPPED`).
+pub const MAX_SESSIONS: u32 = 1024;
+/// Egress rules one session may have (destinations its agent may reach).
 pub const MAX_EGRESS_RULES: u32 = 64;
-/// Capacity of the `PROTECTED` hash map (protected files and directories, by inode).
+/// Protected files and directories one session may have.
 pub const MAX_PROTECTED: u32 = 4096;
-/// Capacity of the `EXEC` hash map (binaries the agent may execute, by inode).
+/// Binaries one session's exec allowlist may have.
 pub const MAX_EXEC: u32 = 1024;
+/// Capacity of the `PROTECTED` hash map: protected inodes of all live sessions together.
+pub const MAX_PROTECTED_TOTAL: u32 = 65536;
+/// Capacity of the `EXEC` hash map: exec allowlist entries of all live sessions together.
+pub const MAX_EXEC_TOTAL: u32 = 16384;
+/// Bytes of each session's event ring buffer (a power of two, a multiple of the page size).
+pub const SESSION_EVENTS_BYTES: u32 = 128 * 1024;
+/// How many cgroup levels below the root the programs search for gatewayd's parent cgroup.
+/// A deeper parent is refused by userspace when the set is created.
+pub const MAX_CGROUP_LEVEL: u32 = 32;
+/// How many levels below a session's cgroup another session may sit (a nested session).
+pub const MAX_SESSION_NESTING: u32 = 8;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
 /// protected ancestor. A deeper file is denied ([`Reason::Unresolvable`]): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
@@ -146,7 +160,7 @@ pub const AF_INET: u32 = 2;
 /// IPv6 address family, as the kernel numbers it.
 pub const AF_INET6: u32 = 10;
 
-/// One kernel decision, sent to userspace through the `EVENTS` ring buffer. Every field has
+/// One kernel decision, sent to userspace through its session's ring buffer (in `EVENTS`). Every field has
 /// one meaning; a field a program has nothing for stays 0.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -161,6 +175,9 @@ pub struct Event {
     pub dst_family: u32,
     /// cgroup v2 id of the denied task's cgroup.
     pub cgroup_id: u64,
+    /// cgroup v2 id of the session's cgroup (the session the denial belongs to; the task may
+    /// sit in a sub-cgroup of it).
+    pub session_id: u64,
     /// File and exec events: inode number of the file the operation is on.
     pub file_ino: u64,
     /// File events denied as `ProtectedPath`: inode number of the protected path that matched
@@ -189,6 +206,7 @@ impl Event {
             pid: 0,
             dst_family: 0,
             cgroup_id: 0,
+            session_id: 0,
             file_ino: 0,
             protected_ino: 0,
             file_dev: 0,
@@ -209,10 +227,8 @@ impl Event {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Config {
-    /// gatewayd's own tgid: the agent may not signal or ptrace it.
-    pub daemon_tgid: u32,
-    /// 1 when `EXEC` is an allowlist (the policy lists binaries); 0 leaves exec unrestricted.
-    pub exec_enforced: u32,
+    /// cgroup v2 id of gatewayd's parent cgroup, under which every session's cgroup sits.
+    pub parent_cgroup_id: u64,
     /// offsetof(struct file, `f_path`) + offsetof(struct path, dentry)
     pub off_file_dentry: u64,
     /// offsetof(struct dentry, `d_parent`)
@@ -235,7 +251,7 @@ pub struct Config {
     pub off_bprm_file: u64,
 }
 
-/// Key of the `PROTECTED` map: a file or directory by identity, not by name.
+/// A file or directory by identity, not by name.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct InodeKey {
@@ -243,6 +259,35 @@ pub struct InodeKey {
     pub dev: u64,
     /// Inode number on that superblock.
     pub ino: u64,
+}
+
+/// Key of the `PROTECTED` and `EXEC` maps: one session's entry for one inode.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SessionInode {
+    /// The session's cgroup id.
+    pub session: u64,
+    /// Device of the inode's superblock, in the kernel's `dev_t` encoding.
+    pub dev: u64,
+    /// Inode number on that superblock.
+    pub ino: u64,
+}
+
+/// Value of the `SESSIONS` map, keyed by the session's cgroup id: the session's switches.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// tgid of the gatewayd process that owns the session: its agent may not signal or
+    /// ptrace it.
+    pub owner_tgid: u32,
+    /// 1 when `EXEC` is an allowlist for this session (its policy lists binaries).
+    pub exec_enforced: u32,
+    /// Number of sessions nested below this one (in sub-cgroups of its cgroup). Non-zero
+    /// makes the programs look for the innermost session of a task.
+    pub nested: u32,
+    /// The session's slot in `EVENTS` (its ring buffer) and `DROPPED` (its drop counter),
+    /// below [`MAX_SESSIONS`]; unique among live sessions.
+    pub slot: u32,
 }
 
 /// One allowed destination in the `EGRESS` array map.
@@ -259,22 +304,48 @@ pub struct EgressRule {
     pub mask: [u8; 16],
 }
 
-/// Index of the egress lockdown flag in the `STATE` array map: non-zero = deny all egress.
-pub const STATE_EGRESS_LOCKDOWN: u32 = 0;
-/// Number of slots in the `STATE` array map.
-pub const STATE_SLOTS: u32 = 4;
+/// Value of the `EGRESS` map, keyed by the session's cgroup id: the session's allowlist.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EgressPolicy {
+    /// Non-zero: deny all egress (the Rule-of-Two lockdown switch).
+    pub lockdown: u32,
+    /// Rules in use, from `rules[0]`.
+    pub count: u32,
+    /// The allowlist: destinations this session may reach (the first `count` are in use).
+    pub rules: [EgressRule; MAX_EGRESS_RULES as usize],
+}
+
+impl EgressPolicy {
+    /// No rule, no lockdown: every destination is denied.
+    pub const EMPTY: EgressPolicy = EgressPolicy {
+        lockdown: 0,
+        count: 0,
+        rules: [EgressRule {
+            family: 0,
+            port: 0,
+            addr: [0; 16],
+            mask: [0; 16],
+        }; MAX_EGRESS_RULES as usize],
+    };
+}
 
 const _: () = {
-    assert!(core::mem::size_of::<Event>() == 88);
+    assert!(core::mem::size_of::<Event>() == 96);
     assert!(core::mem::offset_of!(Event, cgroup_id) == 16);
-    assert!(core::mem::offset_of!(Event, dst_addr) == 48);
-    assert!(core::mem::offset_of!(Event, comm) == 64);
-    assert!(core::mem::offset_of!(Event, target_pid) == 80);
-    assert!(core::mem::offset_of!(Event, signal) == 84);
+    assert!(core::mem::offset_of!(Event, session_id) == 24);
+    assert!(core::mem::offset_of!(Event, dst_addr) == 56);
+    assert!(core::mem::offset_of!(Event, comm) == 72);
+    assert!(core::mem::offset_of!(Event, target_pid) == 88);
+    assert!(core::mem::offset_of!(Event, signal) == 92);
     assert!(core::mem::size_of::<Config>() == 88);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
+    assert!(core::mem::size_of::<SessionInode>() == 24);
+    assert!(core::mem::size_of::<SessionInfo>() == 16);
     assert!(core::mem::size_of::<EgressRule>() == 40);
+    assert!(core::mem::size_of::<EgressPolicy>() == 8 + 40 * MAX_EGRESS_RULES as usize);
+    assert!(SESSION_EVENTS_BYTES.is_power_of_two() && SESSION_EVENTS_BYTES.is_multiple_of(4096));
 };
 
 #[cfg(feature = "user")]
@@ -283,5 +354,8 @@ mod pod {
     unsafe impl aya::Pod for super::Event {}
     unsafe impl aya::Pod for super::Config {}
     unsafe impl aya::Pod for super::InodeKey {}
+    unsafe impl aya::Pod for super::SessionInode {}
+    unsafe impl aya::Pod for super::SessionInfo {}
     unsafe impl aya::Pod for super::EgressRule {}
+    unsafe impl aya::Pod for super::EgressPolicy {}
 }

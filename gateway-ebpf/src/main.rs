@@ -1,19 +1,25 @@
 //! gatewayd's kernel programs. Thin entry points; the decisions are the small functions below.
 //!
-//! - `file_open` (BPF LSM): inside the agent's cgroup, deny opening a protected file or
-//!   anything under a protected directory, matched by inode identity while walking up the
-//!   dentry chain. Anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is denied.
-//!   Opening any cgroup file for writing is denied too (the agent may not move itself out of
-//!   its cgroup or change cgroup settings).
+//! One set of these programs serves every session on the host. A session is a cgroup under
+//! gatewayd's parent cgroup; its policy sits in the maps under its cgroup id (`maps.rs`).
+//! Each program first finds the session of the current task (`session.rs`): a task
+//! outside the parent cgroup stops at one test, whatever the number of sessions.
+//!
+//! - `file_open` (BPF LSM): inside a session, deny opening a protected file or anything under
+//!   a protected directory, matched by inode identity while walking up the dentry chain.
+//!   Anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is denied. Opening any
+//!   cgroup file for writing is denied too (the agent may not move itself out of its cgroup
+//!   or change cgroup settings).
 //! - `inode_unlink`, `inode_rmdir`, `inode_rename`, `inode_setattr` (BPF LSM): the same
 //!   protected paths may not be deleted, renamed, replaced, moved into, truncated or chmod'ed.
-//! - `bprm_check_security` (BPF LSM): inside the agent's cgroup, when the policy lists
-//!   binaries, deny executing anything else (matched by inode).
+//! - `bprm_check_security` (BPF LSM): inside a session whose policy lists binaries, deny
+//!   executing anything else (matched by inode).
 //! - `bpf`, `sb_mount`, `ptrace_access_check`, `task_kill` (BPF LSM, self-protection): inside
-//!   the agent's cgroup, deny every `bpf()` and `mount()`, every ptrace attach and any ptrace
-//!   read access to gatewayd, and any signal to gatewayd.
-//! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the agent's
-//!   cgroup): deny destinations outside `EGRESS`, and everything while `STATE` says lockdown.
+//!   a session, deny every `bpf()` and `mount()`, every ptrace attach and any ptrace read
+//!   access to the session's gatewayd, and any signal to it.
+//! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the parent
+//!   cgroup): deny destinations outside the session's `EGRESS` allowlist, and everything
+//!   while it is in lockdown.
 //!
 //! Userspace knows each of these through its program table (`gateway-user/src/kernel/
 //! programs.rs`); a test there fails when a program here is missing from it, or the reverse.
@@ -21,23 +27,22 @@
 #![no_main]
 
 mod maps;
+mod session;
 
 use aya_ebpf::{
     Global,
-    helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_probe_read_kernel,
-    },
+    helpers::bpf_probe_read_kernel,
     macros::{cgroup_sock_addr, lsm},
     programs::{LsmContext, SockAddrContext},
 };
 use gateway_common::{
-    AF_INET, AF_INET6, Config, Event, EventKind, InodeKey, MAX_EGRESS_RULES, MAX_PATH_DEPTH,
-    Reason, STATE_EGRESS_LOCKDOWN,
+    AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, MAX_EGRESS_RULES,
+    MAX_PATH_DEPTH, Reason,
 };
-use maps::{AGENT, DROPPED, EGRESS, EVENTS, EXEC, PROTECTED, STATE};
+use maps::{EGRESS, EXEC, PROTECTED};
+use session::{Session, current_session, emit, lsm_session, session_inode};
 
-const EPERM: i32 = 1;
+pub(crate) const EPERM: i32 = 1;
 /// cgroup sock_addr programs: 1 lets the call through, 0 fails it with EPERM.
 const SOCK_ALLOW: i32 = 1;
 const SOCK_DENY: i32 = 0;
@@ -45,9 +50,8 @@ const SOCK_DENY: i32 = 0;
 /// Written by userspace at load time (`EbpfLoader::override_global("CONFIG", ..)`).
 // SAFETY: `CONFIG` is the one symbol of that name in the object; userspace finds it by name.
 #[unsafe(no_mangle)]
-static CONFIG: Global<Config> = Global::new(Config {
-    daemon_tgid: 0,
-    exec_enforced: 0,
+pub(crate) static CONFIG: Global<Config> = Global::new(Config {
+    parent_cgroup_id: 0,
     off_file_dentry: 0,
     off_dentry_parent: 0,
     off_dentry_inode: 0,
@@ -65,20 +69,13 @@ const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
 const FMODE_WRITE: u32 = 0x2;
 const PTRACE_MODE_ATTACH: u32 = 0x2;
 
-/// Sends one denial to userspace; counts it in `DROPPED` when the ring buffer is full.
+/// Reads a `T` at `base + off` in kernel memory; an unreadable address is an `Err`.
 #[inline(always)]
-fn emit(mut ev: Event) {
-    ev.pid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    // SAFETY: a helper without arguments, callable from every program type used here.
-    ev.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-    ev.comm = bpf_get_current_comm().unwrap_or([0; 16]);
-    if EVENTS.output::<Event>(&ev, 0).is_err() {
-        if let Some(n) = DROPPED.get_ptr_mut(0) {
-            // SAFETY: a non-null pointer from a map lookup points at this CPU's slot of a
-            // u64 array and stays valid for the rest of the program run.
-            unsafe { *n += 1 };
-        }
-    }
+fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
+    // SAFETY: bpf_probe_read_kernel copies into a local and fails (instead of faulting) on a
+    // bad address; the pointer is never dereferenced directly. `T` is a plain integer or
+    // pointer here, valid for any bit pattern.
+    unsafe { bpf_probe_read_kernel(base.wrapping_add(off as usize) as *const T) }.map_err(|_| ())
 }
 
 // --------------------------------------------------------------------------------------------
@@ -93,49 +90,33 @@ pub fn file_open(ctx: LsmContext) -> i32 {
     }
 }
 
-/// Whether the current task is in the agent's cgroup or one of its descendants
-/// (`bpf_current_task_under_cgroup` against the cgroup userspace put in `AGENT[0]`).
-#[inline(always)]
-fn in_agent_cgroup() -> bool {
-    AGENT.current_task_under_cgroup(0).unwrap_or(false)
-}
-
-/// Reads a `T` at `base + off` in kernel memory; an unreadable address is an `Err`.
-#[inline(always)]
-fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
-    // SAFETY: bpf_probe_read_kernel copies into a local and fails (instead of faulting) on a
-    // bad address; the pointer is never dereferenced directly. `T` is a plain integer or
-    // pointer here, valid for any bit pattern.
-    unsafe { bpf_probe_read_kernel(base.wrapping_add(off as usize) as *const T) }.map_err(|_| ())
-}
-
 fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     let earlier: i32 = ctx.arg(1);
     if earlier != 0 {
         return Ok(earlier);
     }
-    let cfg = CONFIG.load();
-    if !in_agent_cgroup() {
+    let Some(session) = lsm_session()? else {
         return Ok(0);
-    }
+    };
+    let cfg = CONFIG.load();
     let file: *const u8 = ctx.arg(0);
     let mut ev = Event::new(EventKind::FileOpen, Reason::Unresolvable);
-    match protected_ancestor(&cfg, file, &mut ev) {
+    match protected_ancestor(&cfg, &session, file, &mut ev) {
         Ok(false) => {
             if writes_cgroupfs(&cfg, file).unwrap_or(true) {
                 ev.reason = Reason::SelfProtection as u32;
-                emit(ev);
+                emit(&session, ev);
                 return Err(-EPERM);
             }
             Ok(0)
         }
         Ok(true) => {
             ev.reason = Reason::ProtectedPath as u32;
-            emit(ev);
+            emit(&session, ev);
             Err(-EPERM)
         }
         Err(()) => {
-            emit(ev);
+            emit(&session, ev);
             Err(-EPERM)
         }
     }
@@ -156,18 +137,28 @@ fn writes_cgroupfs(cfg: &Config, file: *const u8) -> Result<bool, ()> {
 }
 
 /// Walks from the opened file's dentry up to its filesystem root, looking each inode up in
-/// `PROTECTED`. Ok(true): a protected inode was found (recorded in `ev`); Ok(false): none;
+/// `PROTECTED` under the session. Ok(true): a protected inode was found (recorded in `ev`); Ok(false): none;
 /// Err: something could not be read or the path is deeper than `MAX_PATH_DEPTH`.
 #[inline(always)]
-fn protected_ancestor(cfg: &Config, file: *const u8, ev: &mut Event) -> Result<bool, ()> {
+fn protected_ancestor(
+    cfg: &Config,
+    session: &Session,
+    file: *const u8,
+    ev: &mut Event,
+) -> Result<bool, ()> {
     let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
-    protected_dentry(cfg, dentry, ev)
+    protected_dentry(cfg, session, dentry, ev)
 }
 
 /// The same walk from a dentry. A negative dentry (a name that does not exist yet, e.g. a
 /// rename target) has no inode of its own: the walk starts at its parent.
 #[inline(always)]
-fn protected_dentry(cfg: &Config, mut dentry: *const u8, ev: &mut Event) -> Result<bool, ()> {
+fn protected_dentry(
+    cfg: &Config,
+    session: &Session,
+    mut dentry: *const u8,
+    ev: &mut Event,
+) -> Result<bool, ()> {
     for depth in 0..MAX_PATH_DEPTH {
         let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
         if inode.is_null() {
@@ -182,7 +173,7 @@ fn protected_dentry(cfg: &Config, mut dentry: *const u8, ev: &mut Event) -> Resu
             ev.file_ino = key.ino;
             ev.file_dev = key.dev as u32;
         }
-        if PROTECTED.get_ptr(&key).is_some() {
+        if PROTECTED.get_ptr(session_inode(session, &key)).is_some() {
             ev.protected_ino = key.ino;
             return Ok(true);
         }
@@ -205,24 +196,26 @@ fn deny_protected(earlier: i32, kind: EventKind, dentries: [*const u8; 2]) -> i3
     if earlier != 0 {
         return earlier;
     }
+    let session = match lsm_session() {
+        Ok(Some(s)) => s,
+        Ok(None) => return 0,
+        Err(deny) => return deny,
+    };
     let cfg = CONFIG.load();
-    if !in_agent_cgroup() {
-        return 0;
-    }
     for d in dentries {
         if d.is_null() {
             continue;
         }
         let mut ev = Event::new(kind, Reason::Unresolvable);
-        match protected_dentry(&cfg, d, &mut ev) {
+        match protected_dentry(&cfg, &session, d, &mut ev) {
             Ok(false) => {}
             Ok(true) => {
                 ev.reason = Reason::ProtectedPath as u32;
-                emit(ev);
+                emit(&session, ev);
                 return -EPERM;
             }
             Err(()) => {
-                emit(ev);
+                emit(&session, ev);
                 return -EPERM;
             }
         }
@@ -297,23 +290,26 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     if earlier != 0 {
         return Ok(earlier);
     }
-    let cfg = CONFIG.load();
-    if cfg.exec_enforced == 0 || !in_agent_cgroup() {
+    let Some(session) = lsm_session()? else {
+        return Ok(0);
+    };
+    if session.info.exec_enforced == 0 {
         return Ok(0);
     }
+    let cfg = CONFIG.load();
     let bprm: *const u8 = ctx.arg(0);
     let mut ev = Event::new(EventKind::Exec, Reason::Unresolvable);
     let key = exec_key(&cfg, bprm).map_err(|()| {
-        emit(ev);
+        emit(&session, ev);
         -EPERM
     })?;
-    if EXEC.get_ptr(&key).is_some() {
+    if EXEC.get_ptr(session_inode(&session, &key)).is_some() {
         return Ok(0);
     }
     ev.reason = Reason::ExecNotAllowed as u32;
     ev.file_ino = key.ino;
     ev.file_dev = key.dev as u32;
-    emit(ev);
+    emit(&session, ev);
     Err(-EPERM)
 }
 
@@ -341,7 +337,7 @@ fn inode_key(cfg: &Config, inode: *const u8) -> Result<InodeKey, ()> {
 // BPF LSM: self-protection
 // --------------------------------------------------------------------------------------------
 
-/// Denies the hook for every task of the agent's cgroup. `earlier` is the verdict of the
+/// Denies the hook for every task of a session. `earlier` is the verdict of the
 /// BPF LSM programs that ran before this one (the argument after the hook's parameters):
 /// passed through untouched, so a denial by someone else is never turned into an allow.
 #[inline(always)]
@@ -349,10 +345,12 @@ fn deny_agent(earlier: i32, kind: EventKind) -> i32 {
     if earlier != 0 {
         return earlier;
     }
-    if !in_agent_cgroup() {
-        return 0;
-    }
-    emit(Event::new(kind, Reason::SelfProtection));
+    let session = match lsm_session() {
+        Ok(Some(s)) => s,
+        Ok(None) => return 0,
+        Err(deny) => return deny,
+    };
+    emit(&session, Event::new(kind, Reason::SelfProtection));
     -EPERM
 }
 
@@ -380,44 +378,56 @@ pub fn sb_mount(ctx: LsmContext) -> i32 {
 }
 
 /// LSM_HOOK(int, 0, ptrace_access_check, struct task_struct *child, unsigned int mode):
-/// deny attaching to anything, and any access to gatewayd.
+/// deny attaching to anything, and any access to the session's gatewayd.
 #[lsm(hook = "ptrace_access_check")]
 pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
-    let cfg = CONFIG.load();
     let earlier: i32 = ctx.arg(2);
-    if earlier != 0 || !in_agent_cgroup() {
+    if earlier != 0 {
         return earlier;
     }
+    let session = match lsm_session() {
+        Ok(Some(s)) => s,
+        Ok(None) => return 0,
+        Err(deny) => return deny,
+    };
+    let cfg = CONFIG.load();
+    let owner = session.info.owner_tgid;
     let child: *const u8 = ctx.arg(0);
     let mode: u32 = ctx.arg(1);
-    let tgid: u32 = read(child, cfg.off_task_tgid).unwrap_or(cfg.daemon_tgid);
-    if mode & PTRACE_MODE_ATTACH == 0 && tgid != cfg.daemon_tgid {
+    let tgid: u32 = read(child, cfg.off_task_tgid).unwrap_or(owner);
+    if mode & PTRACE_MODE_ATTACH == 0 && tgid != owner {
         return 0;
     }
     let mut ev = Event::new(EventKind::Ptrace, Reason::SelfProtection);
     ev.target_pid = tgid;
-    emit(ev);
+    emit(&session, ev);
     -EPERM
 }
 
 /// LSM_HOOK(int, 0, task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig,
-/// const struct cred *cred): deny signals from the agent to gatewayd.
+/// const struct cred *cred): deny signals from the agent to its session's gatewayd.
 #[lsm(hook = "task_kill")]
 pub fn task_kill(ctx: LsmContext) -> i32 {
-    let cfg = CONFIG.load();
     let earlier: i32 = ctx.arg(4);
-    if earlier != 0 || !in_agent_cgroup() {
+    if earlier != 0 {
         return earlier;
     }
+    let session = match lsm_session() {
+        Ok(Some(s)) => s,
+        Ok(None) => return 0,
+        Err(deny) => return deny,
+    };
+    let cfg = CONFIG.load();
+    let owner = session.info.owner_tgid;
     let target: *const u8 = ctx.arg(0);
-    let tgid: u32 = read(target, cfg.off_task_tgid).unwrap_or(cfg.daemon_tgid);
-    if tgid != cfg.daemon_tgid {
+    let tgid: u32 = read(target, cfg.off_task_tgid).unwrap_or(owner);
+    if tgid != owner {
         return 0;
     }
     let mut ev = Event::new(EventKind::Kill, Reason::SelfProtection);
     ev.target_pid = tgid;
     ev.signal = ctx.arg::<i32>(2) as u32;
-    emit(ev);
+    emit(&session, ev);
     -EPERM
 }
 
@@ -425,18 +435,16 @@ pub fn task_kill(ctx: LsmContext) -> i32 {
 // cgroup sock_addr: connect4/6, sendmsg4/6
 // --------------------------------------------------------------------------------------------
 
-/// Whether `EGRESS` allows (addr, port). `addr` holds the address in network byte order in
-/// the layout of `EgressRule::addr` (IPv4 in the first 4 bytes, the rest zero).
+/// Whether the session's allowlist allows (addr, port). `addr` holds the address in network
+/// byte order in the layout of `EgressRule::addr` (IPv4 in the first 4 bytes, the rest zero).
 #[inline(always)]
-fn egress_allowed(family: u32, addr: &[u8; 16], port: u32) -> bool {
+fn egress_allowed(policy: &EgressPolicy, family: u32, addr: &[u8; 16], port: u32) -> bool {
     let (a0, a1) = halves(addr);
     for i in 0..MAX_EGRESS_RULES {
-        let Some(r) = EGRESS.get(i) else {
-            return false;
-        };
-        if r.family == 0 {
+        if i >= policy.count {
             return false;
         }
+        let r = &policy.rules[i as usize];
         if r.family != family || (r.port != 0 && r.port != port) {
             continue;
         }
@@ -458,22 +466,29 @@ fn halves(b: &[u8; 16]) -> (u64, u64) {
     (u64::from_ne_bytes(lo), u64::from_ne_bytes(hi))
 }
 
-/// The shared decision of the four sock_addr programs.
+/// The shared decision of the four sock_addr programs. They are attached to the parent
+/// cgroup, so they run only for tasks under it; one that is in no session of this set (a
+/// session of another gatewayd version's set, or a cgroup that is not a session) is left
+/// to the programs that know it. A session without its `EGRESS` entry is denied everything.
 #[inline(always)]
 fn sock_decide(kind: EventKind, family: u32, addr: [u8; 16], port: u32) -> i32 {
-    let lockdown = STATE.get(STATE_EGRESS_LOCKDOWN).is_some_and(|v| *v != 0);
-    let reason = if lockdown {
-        Reason::EgressLockdown
-    } else if egress_allowed(family, &addr, port) {
-        return SOCK_ALLOW;
-    } else {
-        Reason::EgressNotAllowed
+    let session = match current_session() {
+        Ok(Some(s)) => s,
+        Ok(None) => return SOCK_ALLOW,
+        Err(_) => return SOCK_DENY,
+    };
+    // SAFETY: a reference into the map value, read before the program returns; values are
+    // replaced whole (the map is not preallocated), never changed in place.
+    let reason = match unsafe { EGRESS.get(&session.id) } {
+        Some(p) if p.lockdown != 0 => Reason::EgressLockdown,
+        Some(p) if egress_allowed(p, family, &addr, port) => return SOCK_ALLOW,
+        _ => Reason::EgressNotAllowed,
     };
     let mut ev = Event::new(kind, reason);
     ev.dst_family = family;
     ev.dst_addr = addr;
     ev.dst_port = port;
-    emit(ev);
+    emit(&session, ev);
     SOCK_DENY
 }
 

@@ -1,39 +1,58 @@
-//! Every map the kernel programs use, in one place. Userspace fills them before the agent
-//! starts (see `gateway-user/src/kernel/`), and flips `STATE` at run time.
+//! Every map the kernel programs use, in one place. One program set serves every session on
+//! the host: each map is keyed by the session (its cgroup id), and userspace adds a session's
+//! entries when it starts and removes them when it ends (see `gateway-user/src/kernel/`).
 use aya_ebpf::{
-    macros::map,
-    maps::{Array, CgroupArray, HashMap, PerCpuArray, RingBuf},
+    btf_maps::{ArrayOfMaps, RingBuf},
+    macros::{btf_map, map},
+    maps::{CgroupArray, HashMap, PerCpuArray},
 };
 use gateway_common::{
-    EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED, STATE_SLOTS,
+    EgressPolicy, Event, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SESSION_EVENTS_BYTES,
+    SessionInfo, SessionInode,
 };
 
-/// The agent's cgroup (slot 0, a directory fd set by userspace): the BPF LSM programs act
-/// only for tasks under it.
-#[map]
-pub static AGENT: CgroupArray = CgroupArray::with_max_entries(1, 0);
+/// Values are replaced whole by userspace while programs read them: without preallocation
+/// the kernel frees a replaced value only after every reader is done (no aliasing).
+const BPF_F_NO_PREALLOC: u32 = 1;
 
-/// Denials, one [`gateway_common::Event`] each, read by the daemon and written to the audit log.
+/// gatewayd's parent cgroup (slot 0, a directory fd set by userspace): every session's
+/// cgroup sits under it. A task outside it is outside every session: the BPF LSM programs
+/// stop after this one test.
 #[map]
-pub static EVENTS: RingBuf = RingBuf::with_byte_size(256 * 1024, 0);
+pub static PARENT: CgroupArray = CgroupArray::with_max_entries(1, 0);
 
-/// Events that did not fit in `EVENTS` (per CPU; userspace sums and audits the total).
+/// Live sessions by cgroup id.
 #[map]
-pub static DROPPED: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+pub static SESSIONS: HashMap<u64, SessionInfo> =
+    HashMap::with_max_entries(MAX_SESSIONS, BPF_F_NO_PREALLOC);
 
-/// Protected files and directories by (kernel dev_t, inode). Value unused (1).
+/// Protected files and directories, per session, by (session, kernel dev_t, inode). Value
+/// unused (1).
 #[map]
-pub static PROTECTED: HashMap<InodeKey, u32> = HashMap::with_max_entries(MAX_PROTECTED, 0);
+pub static PROTECTED: HashMap<SessionInode, u32> =
+    HashMap::with_max_entries(MAX_PROTECTED_TOTAL, BPF_F_NO_PREALLOC);
 
-/// Binaries the agent may execute, by (kernel dev_t, inode), when `CONFIG.exec_enforced`.
+/// Binaries a session's agent may execute, when its `SessionInfo::exec_enforced`.
 #[map]
-pub static EXEC: HashMap<InodeKey, u32> = HashMap::with_max_entries(MAX_EXEC, 0);
+pub static EXEC: HashMap<SessionInode, u32> =
+    HashMap::with_max_entries(MAX_EXEC_TOTAL, BPF_F_NO_PREALLOC);
 
-/// Allowed destinations, filled densely from slot 0; the first slot with `family == 0` ends
-/// the list.
+/// Each session's egress allowlist and lockdown switch.
 #[map]
-pub static EGRESS: Array<EgressRule> = Array::with_max_entries(MAX_EGRESS_RULES, 0);
+pub static EGRESS: HashMap<u64, EgressPolicy> =
+    HashMap::with_max_entries(MAX_SESSIONS, BPF_F_NO_PREALLOC);
 
-/// Run-time switches written by the daemon, e.g. `STATE_EGRESS_LOCKDOWN`.
+/// Each session's own ring buffer of denials (one [`Event`] each), at the session's slot
+/// (`SessionInfo::slot`), read by the session's owner: one session's burst cannot fill
+/// another's. A slot's ring buffer is created by its first session and kept for the next
+/// ones (replacing an inner map makes the kernel wait for an RCU grace period).
+#[btf_map]
+pub static EVENTS: ArrayOfMaps<
+    RingBuf<Event, { SESSION_EVENTS_BYTES as usize }>,
+    { MAX_SESSIONS as usize },
+> = ArrayOfMaps::new();
+
+/// Per session slot, events that did not fit in the session's ring buffer (per CPU;
+/// userspace sums and audits the total, and zeroes the slot for its next session).
 #[map]
-pub static STATE: Array<u32> = Array::with_max_entries(STATE_SLOTS, 0);
+pub static DROPPED: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_SESSIONS, 0);

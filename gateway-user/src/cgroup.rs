@@ -1,6 +1,7 @@
 //! The agent's cgroup v2: found, created, entered by the child before it execs, killed and
 //! removed. A cgroup's id, as `bpf_get_current_cgroup_id()` sees it, is the inode number of
-//! its directory.
+//! its directory. Every session's cgroup sits under one parent, `<cgroup2>/gatewayd`, to
+//! which the shared program set attaches its cgroup programs.
 use std::{
     ffi::CString,
     fs,
@@ -53,6 +54,47 @@ pub fn cgroup2_mount() -> Result<PathBuf, CgroupError> {
         .ok_or(CgroupError::NoCgroup2)
 }
 
+/// gatewayd's parent cgroup, `<cgroup2 mount>/gatewayd`, created when missing.
+pub fn parent_dir() -> Result<PathBuf, CgroupError> {
+    let parent = cgroup2_mount()?.join("gatewayd");
+    match fs::create_dir(&parent) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(io("mkdir", &parent)(e)),
+        _ => Ok(parent),
+    }
+}
+
+/// The cgroups directly under `dir`: (cgroup id, path).
+pub fn children(dir: &Path) -> Vec<(u64, PathBuf)> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| (std::os::unix::fs::DirEntryExt::ino(&e), e.path()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The cgroups below `dir`, down to `depth` levels: (cgroup id, path).
+pub fn descendants(dir: &Path, depth: usize) -> Vec<(u64, PathBuf)> {
+    let mut out = Vec::new();
+    let mut level = vec![dir.to_owned()];
+    for _ in 0..depth {
+        let next: Vec<(u64, PathBuf)> = level.iter().flat_map(|d| children(d)).collect();
+        level = next.iter().map(|(_, p)| p.clone()).collect();
+        out.extend(next);
+    }
+    out
+}
+
+/// Whether a process runs in the cgroup at `path` or below it (`cgroup.events`); a cgroup
+/// that cannot be read counts as populated.
+pub fn populated(path: &Path) -> bool {
+    fs::read_to_string(path.join("cgroup.events"))
+        .map_or(true, |s| !s.lines().any(|l| l.trim() == "populated 0"))
+}
+
 /// One agent cgroup, owned by gatewayd: removed (after killing what is left in it) on drop.
 #[derive(Debug)]
 pub struct AgentCgroup {
@@ -65,20 +107,12 @@ impl AgentCgroup {
     /// Creates `<cgroup2 mount>/gatewayd/<name>`. Refuses an existing directory, so two
     /// sessions never share a cgroup.
     pub fn create(name: &str) -> Result<AgentCgroup, CgroupError> {
-        let root = cgroup2_mount()?;
-        let parent = root.join("gatewayd");
-        if !parent.exists() {
-            fs::create_dir(&parent)
-                .or_else(|e| {
-                    if e.kind() == std::io::ErrorKind::AlreadyExists {
-                        Ok(())
-                    } else {
-                        Err(e)
-                    }
-                })
-                .map_err(io("mkdir", &parent))?;
-        }
-        let path = parent.join(name);
+        AgentCgroup::create_in(&parent_dir()?, name)
+    }
+
+    /// Creates `<dir>/<name>` (for a session nested in another session's cgroup `dir`).
+    pub fn create_in(dir: &Path, name: &str) -> Result<AgentCgroup, CgroupError> {
+        let path = dir.join(name);
         fs::create_dir(&path).map_err(io("mkdir", &path))?;
         let id = fs::metadata(&path).map_err(io("stat", &path))?.ino();
         let procs =
@@ -157,7 +191,8 @@ impl AgentCgroup {
     }
 }
 
-fn remove_tree(dir: &Path) -> Result<(), CgroupError> {
+/// Removes the cgroup `dir` and every cgroup below it (they must have no processes).
+pub fn remove_tree(dir: &Path) -> Result<(), CgroupError> {
     if let Ok(entries) = fs::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {

@@ -1,13 +1,15 @@
 //! `gatewayd run`: one agent, in a fresh cgroup, under both layers.
 //!
-//! Order: open the audit log → create the cgroup → load and attach the kernel programs
+//! Order: open the audit log → create the cgroup → open the host's shared kernel program set
+//! (loading and pinning it when the host has none) and add this session's entries to it
 //! (refusing to start when the policy requires a piece this kernel lacks) → record the
 //! session start and the tier reached → spawn the agent, which moves itself into the cgroup
 //! before exec and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
 //! SIGQUIT; SIGUSR1 turns all of the agent's egress off for the rest of the session (the
-//! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel events, kill what is left in the cgroup, detach, remove
-//! the cgroup, record the session end. The agent's exit code passes through (128 + signal
-//! when it was killed by one).
+//! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel
+//! events, kill what is left in the cgroup, remove the session's entries (the programs stay,
+//! pinned, for the next session), remove the cgroup, record the session end. The agent's
+//! exit code passes through (128 + signal when it was killed by one).
 //!
 //! While the agent runs, the runtime only forwards signals and reads kernel events: audit
 //! records go through `audit_writer`, which appends (and fsyncs) off the runtime.
@@ -28,7 +30,7 @@ use crate::{
     audit::{AuditLog, Decision, Entry, Source},
     cgroup::AgentCgroup,
     clock::{Clock, SystemClock},
-    kernel::{self, KernelLayer, KernelSpec, Tier},
+    kernel::{self, KernelSpec, Session, SharedPrograms, Tier},
     landlock,
     policy::Policy,
 };
@@ -152,6 +154,7 @@ fn info(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
 /// Runs the agent to completion. Must be called on a current-thread runtime from the main
 /// thread: `PR_SET_PDEATHSIG` fires when the *thread* that forked the agent exits.
 pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
+    let started = std::time::Instant::now();
     let program = opts.agent.first().ok_or(RunError::NoAgent)?.clone();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let session = format!("run-{}-{}", std::process::id(), clock.now_ms());
@@ -188,33 +191,40 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             });
         }
     }
-    let layer = match KernelLayer::load(&spec) {
-        Ok(l) => l,
+    let opening = std::time::Instant::now();
+    let (programs, ksession) = match open_session(&spec) {
+        Ok(p) => p,
         Err(e) => {
+            let message = if matches!(e, kernel::KernelError::Required { .. }) {
+                "the policy requires kernel enforcement this kernel cannot give; the agent was not started"
+            } else {
+                "the kernel layer could not take this session; the agent was not started"
+            };
             let entry = denial(
                 &session,
                 "kernel_unavailable",
                 json!({
                     "agent": opts.agent, "policy": opts.policy_path, "error": kernel::chain(&e),
-                    "message": "the policy requires kernel enforcement this kernel cannot give; the agent was not started",
+                    "message": message,
                 }),
             );
             append(&audit, entry)?;
             return Err(e.into());
         }
     };
-    let mut pieces: serde_json::Map<String, serde_json::Value> = layer
+    let open_ms = opening.elapsed().as_secs_f64() * 1000.0;
+    let mut pieces: serde_json::Map<String, serde_json::Value> = programs
         .status()
         .iter()
         .map(|s| (s.program.name.to_string(), json!(s.state())))
         .collect();
     // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
-    let ruleset = if Tier::resolve(layer.status(), true) == Tier::CgroupLandlock {
+    let ruleset = if Tier::resolve(programs.status(), true) == Tier::CgroupLandlock {
         landlock_fallback(&policy, &mut pieces)
     } else {
         None
     };
-    let tier = Tier::resolve(layer.status(), ruleset.is_some());
+    let tier = Tier::resolve(programs.status(), ruleset.is_some());
     append(
         &audit,
         info(
@@ -224,6 +234,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "agent": opts.agent,
                 "policy": opts.policy_path,
                 "cgroup": cgroup.path(),
+                "cgroup_id": cgroup.id(),
+                "program_set": {
+                    "pins": programs.pin_dir(),
+                    "adopted": programs.adopted(),
+                    "stale_sessions_removed": programs.cleaned().len(),
+                    "open_ms": open_ms,
+                },
+                "startup_ms": started.elapsed().as_secs_f64() * 1000.0,
                 "tier": tier.as_str(),
                 "tier_level": tier.level(),
                 "kernel": pieces,
@@ -237,7 +255,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let (handle, kernel_task) = {
         let session = session.clone();
         let denials = denials.clone();
-        kernel::task::spawn(layer, spec, records.clone(), move |d| {
+        kernel::task::spawn(ksession, spec, records.clone(), move |d| {
             denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Entry {
                 source: Source::Kernel,
@@ -257,8 +275,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
     drop(handle);
-    let layer = kernel_task.await.ok();
-    drop(layer); // detaches every program, now that nothing runs in the cgroup
+    // Now that nothing runs in the cgroup, the session's entries go; the programs stay.
+    let entries = match kernel_task.await {
+        Ok(ks) => ks.remove().map_err(|e| kernel::chain(&e)),
+        Err(e) => Err(format!("the kernel task failed: {e}")),
+    };
     let removed = cgroup.remove();
     // Every sender is gone once the kernel task has ended: wait until all is written.
     drop(records);
@@ -283,7 +304,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "events_dropped",
                 json!({
                     "count": dropped,
-                    "message": "the kernel denied these but its event buffer was full, so they have no record of their own",
+                    "message": "the kernel denied these but this session's event buffer was full, so they have no record of their own",
                 }),
             ),
         )?;
@@ -297,7 +318,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "exit_code": exit_code,
                 "error": status.as_ref().err().map(std::string::ToString::to_string),
                 "kernel_denials": denials.load(std::sync::atomic::Ordering::Relaxed),
-                "cleanup": kill.and(removed).err().map(|e| e.to_string()),
+                "cleanup": kill.and(removed).err().map(|e| e.to_string()).or(entries.err()),
             }),
         ),
     )?;
@@ -307,6 +328,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         tier,
         kernel_denials: denials.load(std::sync::atomic::Ordering::Relaxed),
     })
+}
+
+/// Opens the host's program set and adds this session (owned by this process) to it.
+fn open_session(spec: &KernelSpec) -> Result<(SharedPrograms, Session), kernel::KernelError> {
+    let programs = SharedPrograms::open_or_load()?;
+    let session = programs.add_session(spec, std::process::id())?;
+    Ok((programs, session))
 }
 
 /// Builds the tier-2 Landlock ruleset and notes the outcome in `pieces` (the start record).

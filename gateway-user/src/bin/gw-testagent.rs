@@ -25,6 +25,8 @@
 //!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
 //! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
 //! gw-testagent sleep SECS
+//! gw-testagent fork                       # the rest of the chain runs in a child (which
+//!                                         # outlives gatewayd); this process waits until killed
 //! gw-testagent exit CODE                  # exit now with CODE
 //! gw-testagent mcpserver                  # a minimal MCP server on stdio (tools `read`
 //!                                         # {path} and `send` {to, text}); runs until EOF
@@ -374,6 +376,25 @@ fn main() -> ExitCode {
             let code = action.get(1).and_then(|c| c.parse().ok()).unwrap_or(0);
             let _ = std::io::stdout().flush();
             return ExitCode::from(code);
+        }
+        if action[0] == "fork" {
+            // SAFETY: the process is single-threaded; both sides go on in plain Rust.
+            match unsafe { libc::fork() } {
+                -1 => {
+                    println!("FAIL fork: {}", std::io::Error::last_os_error());
+                    failures = failures.saturating_add(1).min(100);
+                }
+                0 => {}
+                child => {
+                    println!("OK fork: child {child}");
+                    let _ = std::io::stdout().flush();
+                    loop {
+                        // SAFETY: waits for a signal; nothing else.
+                        unsafe { libc::pause() };
+                    }
+                }
+            }
+            continue;
         }
         match run(action) {
             Ok(msg) => println!("OK {}: {msg}", action[0]),

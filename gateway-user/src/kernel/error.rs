@@ -3,7 +3,11 @@
 //! print the whole chain with [`chain`].
 use std::path::PathBuf;
 
-use aya::{maps::MapError, programs::ProgramError};
+use aya::{
+    maps::MapError,
+    pin::PinError,
+    programs::{ProgramError, links::LinkError},
+};
 
 use super::btf::BtfError;
 
@@ -84,15 +88,62 @@ pub enum KernelError {
         #[source]
         source: MapError,
     },
-    /// The policy has more `cidr` egress entries than the `EGRESS` map holds.
-    #[error("{rules} egress rules, the kernel map holds {capacity}")]
-    TooManyEgressRules {
-        /// Rules to load (the policy's `cidr` entries).
-        rules: usize,
-        /// Slots in the map.
-        capacity: u32,
+    #[error(
+        "the kernel map {map} is full: all live sessions together may have at most {capacity} entries in it (docs/KERNEL.md, \"Limits\")"
+    )]
+    MapFull { map: &'static str, capacity: u32 },
+    #[error(
+        "the policy has {count} {what}; one session may have at most {limit} (docs/KERNEL.md, \"Limits\")"
+    )]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        limit: u32,
     },
-    /// The agent's cgroup directory could not be opened to attach programs.
+    #[error("kernel program {program} is not {stage} in the host's program set: {answer}")]
+    NotInSet {
+        program: &'static str,
+        stage: &'static str,
+        answer: String,
+    },
+    #[error(
+        "kernel program {program}, which the policy requires (kernel: \"require\"), is {answer}"
+    )]
+    Required {
+        program: &'static str,
+        answer: String,
+    },
+    #[error("kernel program {program}: its link cannot be pinned")]
+    LinkNotPinnable {
+        program: &'static str,
+        #[source]
+        source: LinkError,
+    },
+    #[error("cannot pin {}", path.display())]
+    Pin {
+        path: PathBuf,
+        #[source]
+        source: PinError,
+    },
+    #[error("cannot mount bpffs at /sys/fs/bpf, where the program set is pinned")]
+    NoBpffs(#[source] std::io::Error),
+    #[error("program set pins: {op} {}", path.display())]
+    Pins {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the program set in {} cannot be adopted: {what}", dir.display())]
+    SetIncomplete { dir: PathBuf, what: String },
+    #[error("the session cgroup {} is not under gatewayd's parent cgroup {}", cgroup.display(), parent.display())]
+    NotUnderParent { cgroup: PathBuf, parent: PathBuf },
+    #[error("the session cgroup {} is nested more than {max} levels below another session's", cgroup.display())]
+    NestedTooDeep { cgroup: PathBuf, max: u32 },
+    #[error("the session cgroup {} is not inside a live session's cgroup", cgroup.display())]
+    NoEnclosingSession { cgroup: PathBuf },
+    #[error(transparent)]
+    ParentCgroup(#[from] crate::cgroup::CgroupError),
     #[error("cannot open cgroup {}", path.display())]
     Cgroup {
         /// The cgroup directory.
@@ -115,7 +166,8 @@ impl KernelError {
     pub fn stage(&self) -> &'static str {
         match self {
             KernelError::ProgramMissing { .. } => "found",
-            KernelError::Attach { .. } => "attached",
+            KernelError::Attach { .. } | KernelError::LinkNotPinnable { .. } => "attached",
+            KernelError::NotInSet { stage, .. } => stage,
             _ => "loaded",
         }
     }
@@ -141,6 +193,7 @@ impl KernelError {
             }
             KernelError::Load { source, .. } | KernelError::Attach { source, .. } => chain(source),
             KernelError::HookNotInBtf { source, .. } => chain(source),
+            KernelError::NotInSet { answer, .. } => answer.clone(),
             other => chain(other),
         }
     }

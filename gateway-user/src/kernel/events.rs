@@ -50,7 +50,9 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         .position(|&b| b == 0)
         .unwrap_or(ev.comm.len());
     let comm = String::from_utf8_lossy(&ev.comm[..comm_len]).into_owned();
-    let mut detail = json!({ "pid": ev.pid, "comm": comm, "cgroup_id": ev.cgroup_id });
+    let mut detail = json!({
+        "pid": ev.pid, "comm": comm, "cgroup_id": ev.cgroup_id, "session_cgroup_id": ev.session_id,
+    });
     let reason = Reason::try_from(ev.reason).ok();
     if reason.is_none() {
         detail["reason_code"] = json!(ev.reason);
@@ -116,6 +118,7 @@ mod tests {
         Event {
             pid: 42,
             cgroup_id: 9,
+            session_id: 8,
             comm: *b"curl\0\0\0\0\0\0\0\0\0\0\0\0",
             ..Event::new(kind, reason)
         }
@@ -149,6 +152,13 @@ mod tests {
         assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
         assert_eq!(d.detail["dev"], "8:1");
         assert_eq!(d.detail["comm"], "curl");
+        assert_eq!(
+            (
+                d.detail["cgroup_id"].as_u64(),
+                d.detail["session_cgroup_id"].as_u64()
+            ),
+            (Some(9), Some(8))
+        );
     }
 
     #[test]

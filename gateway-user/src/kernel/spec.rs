@@ -18,7 +18,7 @@ pub struct ProtectedInode {
     pub key: InodeKey,
 }
 
-/// Everything [`super::KernelLayer::load`] needs.
+/// Everything a session needs from the kernel layer ([`super::SharedPrograms::add_session`]).
 #[derive(Debug, Clone)]
 pub struct KernelSpec {
     /// The agent's cgroup directory; the cgroup programs attach to it.

@@ -1,6 +1,6 @@
-//! The one task that owns the kernel layer (the `Ebpf` handle and the ring buffer). Other
-//! tasks talk to it through a [`Handle`]; when every handle is gone it hands the layer back,
-//! so the caller decides when the programs detach (after the agent is dead).
+//! The one task that owns a session of the kernel layer (its map entries and its ring
+//! buffer). Other tasks talk to it through a [`Handle`]; when every handle is gone it hands
+//! the session back, so the caller decides when its entries go (after the agent is dead).
 //!
 //! The task does no blocking I/O: each denial goes into a bounded channel whose receiver
 //! (the audit writer) runs off the runtime. When the writer falls behind, the task waits on
@@ -13,24 +13,21 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::{KernelError, KernelLayer, KernelSpec, events};
+use super::{KernelError, KernelSpec, Session, events};
 
 /// Requests to the owning task.
 #[derive(Debug)]
 pub enum Command {
-    /// Deny (or allow again) all egress of the agent's cgroup.
+    /// Deny (or allow again) all egress of the session.
     Lockdown {
         /// `true` denies all egress; `false` allows the allowlist again.
         on: bool,
         /// Where the result goes.
         reply: oneshot::Sender<Result<(), KernelError>>,
     },
-    /// Read every event still in the ring buffer, then reply with the count of events the
-    /// kernel had to drop (ring buffer full).
-    Drain {
-        /// Where the count of dropped events goes.
-        reply: oneshot::Sender<u64>,
-    },
+    /// Read every event still in the ring buffer, then reply with the count of the
+    /// session's events the kernel had to drop (its ring buffer full).
+    Drain { reply: oneshot::Sender<u64> },
 }
 
 /// A cloneable way to reach the owning task.
@@ -64,16 +61,16 @@ impl Handle {
 /// Starts the owning task. Every kernel denial, in order, is turned into a `T` by `wrap` and
 /// sent to `sink` (a sink that has gone away loses the records, not the denials).
 pub fn spawn<T, F>(
-    mut layer: KernelLayer,
+    mut session: Session,
     spec: KernelSpec,
     sink: mpsc::Sender<T>,
     mut wrap: F,
-) -> Result<(Handle, JoinHandle<KernelLayer>), KernelError>
+) -> Result<(Handle, JoinHandle<Session>), KernelError>
 where
     T: Send + 'static,
     F: FnMut(events::Denial) -> T + Send + 'static,
 {
-    let ring = layer.take_events()?;
+    let ring = session.take_events()?;
     // SAFETY: the ring buffer owns its fd and the AsyncFd owns the ring buffer, so the fd
     // stays open for as long as it is registered.
     let mut fd = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
@@ -97,17 +94,17 @@ where
                 cmd = rx.recv() => match cmd {
                     None => break,
                     Some(Command::Lockdown { on, reply }) => {
-                        let _ = reply.send(layer.set_lockdown(on));
+                        let _ = reply.send(session.set_lockdown(on));
                     }
                     Some(Command::Drain { reply }) => {
                         out.read_all(fd.get_mut()).await;
-                        let _ = reply.send(layer.dropped());
+                        let _ = reply.send(session.dropped());
                     }
                 },
             }
         }
         out.read_all(fd.get_mut()).await;
-        layer
+        session
     });
     Ok((Handle { tx }, join))
 }

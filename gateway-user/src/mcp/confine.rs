@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     cgroup::AgentCgroup,
-    kernel::{self, KernelLayer, KernelSpec},
+    kernel::{self, KernelSpec, SharedPrograms},
     landlock::{AllowPolicy, Ruleset},
     policy::{KernelMode, McpServer, Policy, ServerKernel},
 };
@@ -32,7 +32,7 @@ pub enum ConfineError {
 /// the cgroup (killing what is left in it).
 pub struct Confinement {
     cgroup: Option<AgentCgroup>,
-    layer: Option<(KernelLayer, KernelSpec)>,
+    layer: Option<(kernel::Session, KernelSpec)>,
     ruleset: Option<Ruleset>,
     /// What is in force, piece by piece (for the start record).
     pub pieces: Map<String, Value>,
@@ -98,12 +98,18 @@ impl Confinement {
                     .iter()
                     .map(|w| format!("{}: {}", w.path.display(), w.message)),
             );
-            match KernelLayer::load(&spec) {
-                Ok(layer) => {
-                    for s in layer.status() {
+            // The server's session in the host's one program set (loaded and pinned first
+            // when the host has none), owned by this process.
+            let opened = SharedPrograms::open_or_load().and_then(|programs| {
+                let session = programs.add_session(&spec, std::process::id())?;
+                Ok((programs, session))
+            });
+            match opened {
+                Ok((programs, session)) => {
+                    for s in programs.status() {
                         c.pieces.insert(s.program.name.into(), json!(s.state()));
                     }
-                    c.layer = Some((layer, spec));
+                    c.layer = Some((session, spec));
                 }
                 Err(e) if require => return Err(e.into()),
                 Err(e) => {
@@ -144,8 +150,8 @@ impl Confinement {
         Ok(c)
     }
 
-    /// The kernel layer and the spec it was loaded with, for the task that reads its events.
-    pub fn take_layer(&mut self) -> Option<(KernelLayer, KernelSpec)> {
+    /// The server's kernel session and its spec, for the task that reads its events.
+    pub fn take_layer(&mut self) -> Option<(kernel::Session, KernelSpec)> {
         self.layer.take()
     }
 

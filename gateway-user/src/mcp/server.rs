@@ -18,7 +18,7 @@ use tokio::{
 use super::confine::{ConfineError, Confinement};
 use crate::{
     audit::{Decision, Entry, Source, writer::WriterHandle},
-    kernel::{self, KernelLayer},
+    kernel,
     policy::{McpServer, Policy},
 };
 
@@ -116,7 +116,7 @@ pub fn check_pin(
 pub struct Running {
     pub child: Child,
     confinement: Confinement,
-    kernel: Option<(kernel::task::Handle, JoinHandle<KernelLayer>)>,
+    kernel: Option<(kernel::task::Handle, JoinHandle<kernel::Session>)>,
 }
 
 /// Starts `command` for server `name` under its profile. Kernel denials of the server's
@@ -221,7 +221,7 @@ pub struct Started {
 
 impl Running {
     /// Stops the server (if still running), reads its last kernel events, kills what is
-    /// left in its cgroup, detaches its programs and removes the cgroup.
+    /// left in its cgroup, removes its kernel session and removes the cgroup.
     pub async fn stop(mut self) -> Option<std::process::ExitStatus> {
         let waited =
             tokio::time::timeout(std::time::Duration::from_secs(2), self.child.wait()).await;
@@ -237,7 +237,15 @@ impl Running {
         if let Some((handle, task)) = self.kernel.take() {
             handle.drain().await;
             drop(handle);
-            drop(task.await);
+            // Nothing runs in the cgroup any more: the session's entries go, the programs stay.
+            if let Ok(session) = task.await
+                && let Err(e) = session.remove()
+            {
+                eprintln!(
+                    "gatewayd mcp: removing the server's kernel session: {}",
+                    kernel::chain(&e)
+                );
+            }
         }
         if let Err(e) = self.confinement.finish() {
             eprintln!("gatewayd mcp: removing the server's cgroup: {e}");

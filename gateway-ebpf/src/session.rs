@@ -1,0 +1,121 @@
+//! Which session the current task belongs to, and sending a session's denials to it.
+//!
+//! A session is a cgroup under gatewayd's parent cgroup; a task belongs to the session of
+//! the parent's child it descends from, or to the innermost session nested below that one.
+use aya_ebpf::helpers::{
+    bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_current_comm,
+    bpf_get_current_pid_tgid,
+};
+use gateway_common::{
+    Event, InodeKey, MAX_CGROUP_LEVEL, MAX_SESSION_NESTING, SessionInfo, SessionInode,
+};
+
+use crate::{
+    CONFIG, EPERM,
+    maps::{DROPPED, EVENTS, PARENT, SESSIONS},
+};
+
+/// The session a task belongs to.
+#[derive(Clone, Copy)]
+pub struct Session {
+    /// The session's cgroup id (its key in every map).
+    pub id: u64,
+    pub info: SessionInfo,
+}
+
+/// The id of the current task's cgroup ancestor at `level` (0 = the root), its own cgroup's
+/// at its own level, and 0 below that. Levels are the kernel's own: the same inside a cgroup
+/// namespace.
+#[inline(always)]
+fn ancestor(level: u32) -> u64 {
+    // SAFETY: a helper taking a plain integer, callable from BPF LSM and cgroup programs.
+    unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) }
+}
+
+/// For the BPF LSM programs, which run for every task on the host: one test for a task
+/// outside gatewayd's parent cgroup (`bpf_current_task_under_cgroup` against `PARENT[0]`),
+/// then [`current_session`].
+#[inline(always)]
+pub fn lsm_session() -> Result<Option<Session>, i32> {
+    if !PARENT.current_task_under_cgroup(0).unwrap_or(false) {
+        return Ok(None);
+    }
+    current_session()
+}
+
+/// The session of the current task, when it is in one: the parent cgroup's level is found
+/// among the task's ancestors (by id, so no level has to be known in advance), the child of
+/// the parent it descends from is looked up in `SESSIONS`, and, when that session has
+/// sessions nested in it, the innermost session among the task's deeper ancestors wins.
+/// `Err(-EPERM)` when the task is deeper than `MAX_CGROUP_LEVEL` levels and the parent was
+/// not found above that: its session cannot be known, so it is denied (fail closed).
+#[inline(always)]
+pub fn current_session() -> Result<Option<Session>, i32> {
+    let parent = CONFIG.load().parent_cgroup_id;
+    let mut level = 0;
+    for l in 1..MAX_CGROUP_LEVEL {
+        let id = ancestor(l);
+        if id == 0 {
+            return Ok(None);
+        }
+        if id == parent {
+            level = l;
+            break;
+        }
+    }
+    if level == 0 {
+        return Err(-EPERM);
+    }
+    let top = ancestor(level + 1);
+    if top == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the value is copied out at once; values are replaced whole, never in place.
+    let Some(info) = (unsafe { SESSIONS.get(&top) }).copied() else {
+        return Ok(None);
+    };
+    let mut session = Session { id: top, info };
+    if info.nested != 0 {
+        for depth in 2..MAX_SESSION_NESTING + 2 {
+            let id = ancestor(level + depth);
+            if id == 0 {
+                break;
+            }
+            // SAFETY: as above.
+            if let Some(inner) = unsafe { SESSIONS.get(&id) } {
+                session = Session { id, info: *inner };
+            }
+        }
+    }
+    Ok(Some(session))
+}
+
+/// Sends one denial to the session's ring buffer; counts it in `DROPPED` when that is full.
+#[inline(always)]
+pub fn emit(session: &Session, mut ev: Event) {
+    ev.pid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // SAFETY: a helper without arguments, callable from every program type used here.
+    ev.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
+    ev.session_id = session.id;
+    ev.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    let slot = session.info.slot;
+    let sent = match EVENTS.get(slot) {
+        Some(ring) => ring.output(&ev, 0).is_ok(),
+        None => false,
+    };
+    if !sent && let Some(n) = DROPPED.get_ptr_mut(slot) {
+        // SAFETY: a non-null pointer from a map lookup points at this CPU's slot of the
+        // session's counter and stays valid for the rest of the program run.
+        unsafe { *n += 1 };
+    }
+}
+
+/// The session's entry for an inode, in `PROTECTED` or `EXEC`.
+#[inline(always)]
+pub fn session_inode(session: &Session, key: &InodeKey) -> SessionInode {
+    SessionInode {
+        session: session.id,
+        dev: key.dev,
+        ino: key.ino,
+    }
+}

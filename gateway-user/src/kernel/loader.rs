@@ -1,0 +1,181 @@
+//! Loading gatewayd's eBPF object and attaching every program of [`PROGRAMS`]: BPF LSM
+//! programs to their hooks (globally), cgroup programs to gatewayd's parent cgroup. This is
+//! the slow step (the kernel's BTF is read and parsed, every program verified) that the
+//! pinned program set does once per host ([`super::set`]); `doctor` does it once more, unpinned.
+use std::{fs::File, os::fd::AsRawFd as _};
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::CgroupArray,
+    programs::{CgroupAttachMode, CgroupSockAddr, Lsm, links::FdLink},
+};
+use gateway_common::Config;
+
+use super::{
+    KernelError, OBJECT, PieceStatus, btf,
+    maps::{map_err, map_mut},
+    programs::{Attach, PROGRAMS, Program},
+};
+
+/// What to do with the links of attached programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// Leave them with the programs: everything detaches when the [`Loaded`] is dropped.
+    Owned,
+    /// Take them out (into [`Loaded::links`]) to be pinned.
+    Taken,
+}
+
+/// A loaded object, every program tried.
+pub struct Loaded {
+    pub ebpf: Ebpf,
+    /// One entry per program of [`PROGRAMS`], in order.
+    pub status: Vec<PieceStatus>,
+    /// With [`Links::Taken`]: (program name in the object, its link), one per attached program.
+    pub links: Vec<(&'static str, FdLink)>,
+}
+
+/// Loads the object for the parent cgroup `parent` (an open directory with cgroup id
+/// `parent_id`) and tries every program; a program that does not load or attach is recorded
+/// in the status, not an error.
+pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, KernelError> {
+    if OBJECT.is_empty() {
+        return Err(KernelError::Stub);
+    }
+    let kbtf = btf::KernelBtf::from_sys_fs()?;
+    let cfg = Config {
+        parent_cgroup_id: parent_id,
+        off_file_dentry: kbtf.member_offset("file", "f_path")?
+            + kbtf.member_offset("path", "dentry")?,
+        off_dentry_parent: kbtf.member_offset("dentry", "d_parent")?,
+        off_dentry_inode: kbtf.member_offset("dentry", "d_inode")?,
+        off_inode_ino: kbtf.member_offset("inode", "i_ino")?,
+        off_inode_sb: kbtf.member_offset("inode", "i_sb")?,
+        off_sb_dev: kbtf.member_offset("super_block", "s_dev")?,
+        off_sb_magic: kbtf.member_offset("super_block", "s_magic")?,
+        off_file_mode: kbtf.member_offset("file", "f_mode")?,
+        off_task_tgid: kbtf.member_offset("task_struct", "tgid")?,
+        off_bprm_file: kbtf.member_offset("linux_binprm", "file")?,
+    };
+    // One aya parse of the same bytes, shared by the object load and every BPF LSM
+    // program (aya 0.14's `EbpfLoader::new` still parses the file once more itself).
+    let aya_btf = kbtf.to_aya()?;
+    let mut ebpf = EbpfLoader::new()
+        .btf(Some(&aya_btf))
+        .override_global("CONFIG", &cfg, true)
+        .load(OBJECT)
+        .map_err(KernelError::Object)?;
+    let mut array =
+        CgroupArray::try_from(map_mut(&mut ebpf, "PARENT")?).map_err(map_err("PARENT"))?;
+    array
+        .set(0, parent.as_raw_fd(), 0)
+        .map_err(map_err("PARENT"))?;
+
+    let mut loaded = Loaded {
+        ebpf,
+        status: Vec::new(),
+        links: Vec::new(),
+    };
+    for program in &PROGRAMS {
+        let result = match program.attach {
+            Attach::Lsm { hook, by_params } => {
+                loaded.attach_lsm(program, hook, by_params, &kbtf, &aya_btf, links)
+            }
+            Attach::SockAddr { object } => loaded.attach_sock(program, object, parent, links),
+        };
+        loaded.status.push(PieceStatus { program, result });
+    }
+    Ok(loaded)
+}
+
+impl Loaded {
+    fn attach_lsm(
+        &mut self,
+        program: &'static Program,
+        hook: &'static str,
+        by_params: &[(u32, &'static str)],
+        kbtf: &btf::KernelBtf,
+        aya_btf: &aya::Btf,
+        links: Links,
+    ) -> Result<(), KernelError> {
+        let name = program.name;
+        let params = kbtf
+            .func_param_count(&format!("bpf_lsm_{hook}"))
+            .map_err(|source| KernelError::HookNotInBtf {
+                program: name,
+                source,
+            })?;
+        let object = by_params
+            .iter()
+            .find(|(n, _)| *n == params)
+            .map(|(_, object)| *object)
+            .ok_or(KernelError::UnknownSignature {
+                program: name,
+                hook,
+                params,
+            })?;
+        let load = |source| KernelError::Load {
+            program: name,
+            source,
+        };
+        let attach = |source| KernelError::Attach {
+            program: name,
+            source,
+        };
+        let p: &mut Lsm = self
+            .ebpf
+            .program_mut(object)
+            .ok_or(KernelError::ProgramMissing {
+                program: name,
+                object,
+            })?
+            .try_into()
+            .map_err(load)?;
+        p.load(hook, aya_btf).map_err(load)?;
+        let id = p.attach().map_err(attach)?;
+        if links == Links::Taken {
+            let link = p.take_link(id).map_err(attach)?;
+            self.links.push((object, link.into()));
+        }
+        Ok(())
+    }
+
+    fn attach_sock(
+        &mut self,
+        program: &'static Program,
+        object: &'static str,
+        parent: &File,
+        links: Links,
+    ) -> Result<(), KernelError> {
+        let name = program.name;
+        let load = |source| KernelError::Load {
+            program: name,
+            source,
+        };
+        let attach = |source| KernelError::Attach {
+            program: name,
+            source,
+        };
+        let p: &mut CgroupSockAddr = self
+            .ebpf
+            .program_mut(object)
+            .ok_or(KernelError::ProgramMissing {
+                program: name,
+                object,
+            })?
+            .try_into()
+            .map_err(load)?;
+        p.load().map_err(load)?;
+        // Single: no BPF_F_ALLOW_OVERRIDE, so no cgroup below the parent can replace it.
+        let id = p.attach(parent, CgroupAttachMode::Single).map_err(attach)?;
+        if links == Links::Taken {
+            let link = p.take_link(id).map_err(attach)?;
+            let link = FdLink::try_from(link).map_err(|source| KernelError::LinkNotPinnable {
+                program: name,
+                source,
+            })?;
+            self.links.push((object, link));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! The program set's maps, as userspace holds them: opened from their pins in bpffs (or
+//! taken from a freshly loaded object before pinning), with the error a full map gives.
+use std::path::{Path, PathBuf};
+
+use aya::{
+    Ebpf,
+    maps::{ArrayOfMaps, HashMap, Map, MapData, MapError, PerCpuArray},
+};
+use gateway_common::{
+    EgressPolicy, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SessionInfo, SessionInode,
+};
+
+use super::KernelError;
+
+/// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
+/// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
+pub const PINNED: [&str; 7] = [
+    "PARENT",
+    "SESSIONS",
+    "PROTECTED",
+    "EXEC",
+    "EGRESS",
+    "EVENTS",
+    "DROPPED",
+];
+
+pub fn map_mut<'a>(ebpf: &'a mut Ebpf, map: &'static str) -> Result<&'a mut Map, KernelError> {
+    ebpf.map_mut(map).ok_or(KernelError::MapMissing { map })
+}
+
+pub fn map_err(map: &'static str) -> impl Fn(MapError) -> KernelError {
+    move |source| KernelError::Map { map, source }
+}
+
+/// For an insert: a full map (`E2BIG`) is [`KernelError::MapFull`], with its stated limit.
+pub fn insert_err(map: &'static str, capacity: u32) -> impl Fn(MapError) -> KernelError {
+    move |source| match &source {
+        MapError::SyscallError(e) if e.io_error.raw_os_error() == Some(libc::E2BIG) => {
+            KernelError::MapFull { map, capacity }
+        }
+        _ => KernelError::Map { map, source },
+    }
+}
+
+/// Where the map `name` of the set in `dir` is pinned.
+pub fn pin_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("map-{name}"))
+}
+
+/// The maps sessions are added to and removed from.
+pub struct SetMaps {
+    pub sessions: HashMap<MapData, u64, SessionInfo>,
+    pub protected: HashMap<MapData, SessionInode, u32>,
+    pub exec: HashMap<MapData, SessionInode, u32>,
+    pub egress: HashMap<MapData, u64, EgressPolicy>,
+    pub events: ArrayOfMaps<MapData>,
+    pub dropped: PerCpuArray<MapData, u64>,
+}
+
+/// Stated capacities, for [`insert_err`].
+pub const SESSIONS_CAPACITY: u32 = MAX_SESSIONS;
+pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
+pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
+
+impl SetMaps {
+    /// Opens the maps of the set pinned in `dir`.
+    pub fn open(dir: &Path) -> Result<SetMaps, KernelError> {
+        let open = |name: &'static str| -> Result<Map, KernelError> {
+            let data = MapData::from_pin(pin_path(dir, name)).map_err(map_err(name))?;
+            Map::from_map_data(data).map_err(map_err(name))
+        };
+        Ok(SetMaps {
+            sessions: HashMap::try_from(open("SESSIONS")?).map_err(map_err("SESSIONS"))?,
+            protected: HashMap::try_from(open("PROTECTED")?).map_err(map_err("PROTECTED"))?,
+            exec: HashMap::try_from(open("EXEC")?).map_err(map_err("EXEC"))?,
+            egress: HashMap::try_from(open("EGRESS")?).map_err(map_err("EGRESS"))?,
+            events: ArrayOfMaps::try_from(open("EVENTS")?).map_err(map_err("EVENTS"))?,
+            dropped: PerCpuArray::try_from(open("DROPPED")?).map_err(map_err("DROPPED"))?,
+        })
+    }
+
+    /// Session ids (cgroup ids) in `SESSIONS`.
+    pub fn session_ids(&self) -> Result<Vec<u64>, KernelError> {
+        self.sessions
+            .keys()
+            .collect::<Result<_, _>>()
+            .map_err(map_err("SESSIONS"))
+    }
+
+    /// The lowest slot no live session holds.
+    pub fn free_slot(&self) -> Result<u32, KernelError> {
+        let mut used = vec![false; MAX_SESSIONS as usize];
+        for entry in &self.sessions {
+            let (_, info) = entry.map_err(map_err("SESSIONS"))?;
+            if let Some(u) = used.get_mut(info.slot as usize) {
+                *u = true;
+            }
+        }
+        used.iter()
+            .position(|u| !u)
+            .map(|s| s as u32)
+            .ok_or(KernelError::MapFull {
+                map: "SESSIONS",
+                capacity: MAX_SESSIONS,
+            })
+    }
+}

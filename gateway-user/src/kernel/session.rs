@@ -1,0 +1,373 @@
+//! One session in the shared program set: its map entries, added when it starts and removed
+//! when it ends, its own ring buffer of denials, its drop counter and its lockdown switch.
+//!
+//! A session is keyed by its cgroup's id. Its entries go in before its `SESSIONS` entry (the
+//! one the programs look up first), so the programs never see half a session; on removal
+//! `SESSIONS` goes first.
+use std::{
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
+use gateway_common::{
+    EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED, MAX_SESSION_NESTING,
+    MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
+};
+
+use super::{
+    KernelError, KernelSpec,
+    maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, SetMaps, insert_err, map_err},
+    set::{SetLock, lock},
+};
+
+/// How many levels below the parent cgroup a session's cgroup may sit: 1 for a session of
+/// its own, up to `1 + MAX_SESSION_NESTING` for one nested in another session's cgroup.
+pub const MAX_DEPTH: usize = 1 + MAX_SESSION_NESTING as usize;
+
+/// Where a session's cgroup sits below the parent cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// The session's cgroup id.
+    pub id: u64,
+    /// Levels below the parent (1: a session of its own).
+    pub depth: usize,
+    /// The cgroup id of the parent's child it lies in (itself when `depth` is 1): the
+    /// session whose `nested` count a nested session raises.
+    pub top: u64,
+}
+
+impl Place {
+    /// Finds `cgroup` below `parent` (both paths as this process sees them: the depth
+    /// between them is the same in every cgroup namespace).
+    pub fn of(cgroup: &Path, parent: &Path) -> Result<Place, KernelError> {
+        let not_under = || KernelError::NotUnderParent {
+            cgroup: cgroup.to_owned(),
+            parent: parent.to_owned(),
+        };
+        let rel = cgroup.strip_prefix(parent).map_err(|_| not_under())?;
+        let first = rel.components().next().ok_or_else(not_under)?;
+        let depth = rel.components().count();
+        if depth > MAX_DEPTH {
+            return Err(KernelError::NestedTooDeep {
+                cgroup: cgroup.to_owned(),
+                max: MAX_SESSION_NESTING,
+            });
+        }
+        let ino = |p: &Path| {
+            std::fs::metadata(p)
+                .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+                .map_err(|source| KernelError::Cgroup {
+                    path: p.to_owned(),
+                    source,
+                })
+        };
+        Ok(Place {
+            id: ino(cgroup)?,
+            depth,
+            top: ino(&parent.join(first))?,
+        })
+    }
+}
+
+/// A live session. Remove it with [`Session::remove`] once nothing runs in its cgroup;
+/// dropped without that, its entries stay (enforcing) until a later start finds its cgroup
+/// gone or its owner dead and its cgroup empty.
+pub struct Session {
+    place: Place,
+    slot: u32,
+    protected: Vec<SessionInode>,
+    exec: Vec<SessionInode>,
+    maps: Arc<Mutex<SetMaps>>,
+    events: Option<RingBuf<MapData>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
+}
+
+fn entries(id: u64, keys: &[InodeKey]) -> Vec<SessionInode> {
+    keys.iter()
+        .map(|k| SessionInode {
+            session: id,
+            dev: k.dev,
+            ino: k.ino,
+        })
+        .collect()
+}
+
+/// The per-session limits ([`MAX_PROTECTED`], [`MAX_EXEC`], [`MAX_EGRESS_RULES`]).
+fn check_limits(spec: &KernelSpec) -> Result<(), KernelError> {
+    for (what, count, limit) in [
+        ("protected paths", spec.protected.len(), MAX_PROTECTED),
+        ("exec allowlist entries", spec.exec.len(), MAX_EXEC),
+        (
+            "egress rules with a cidr",
+            spec.egress.len(),
+            MAX_EGRESS_RULES,
+        ),
+    ] {
+        if count > limit as usize {
+            return Err(KernelError::TooMany { what, count, limit });
+        }
+    }
+    Ok(())
+}
+
+/// The ring buffer of `slot`: the one its earlier sessions used, emptied of what they left
+/// unread, or a new one (put in `EVENTS` once: replacing an inner map makes the kernel wait
+/// for an RCU grace period, reusing it does not).
+fn slot_ring(m: &mut SetMaps, slot: u32) -> Result<RingBuf<MapData>, KernelError> {
+    use aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_RINGBUF;
+    let data = if let Ok(data) = m.events.get(&slot, 0) {
+        data
+    } else {
+        let obj = aya_obj::Map::new_from_params(
+            BPF_MAP_TYPE_RINGBUF as u32,
+            0,
+            0,
+            SESSION_EVENTS_BYTES,
+            0,
+        );
+        let data = MapData::create(obj, "gw_events", None)
+            .map_err(map_err("EVENTS (a session's ring buffer)"))?;
+        m.events.set(slot, &data, 0).map_err(map_err("EVENTS"))?;
+        data
+    };
+    let mut ring = RingBuf::try_from(Map::from_map_data(data).map_err(map_err("EVENTS"))?)
+        .map_err(map_err("EVENTS"))?;
+    while ring.next().is_some() {}
+    Ok(ring)
+}
+
+/// Adds the session's entries (under the set lock, held by the caller).
+pub(crate) fn add(
+    maps: Arc<Mutex<SetMaps>>,
+    spec: &KernelSpec,
+    place: Place,
+    owner_tgid: u32,
+) -> Result<Session, KernelError> {
+    check_limits(spec)?;
+    let id = place.id;
+    let protected = entries(id, &spec.protected_keys());
+    let exec = entries(id, &spec.exec_keys());
+    let mut egress = EgressPolicy::EMPTY;
+    egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
+    egress.count = spec.egress.len() as u32;
+    let zeros = aya::util::nr_cpus()
+        .map_err(|(_, e)| e)
+        .and_then(|n| PerCpuValues::try_from(vec![0u64; n]))
+        .map_err(|source| KernelError::Pins {
+            op: "count CPUs",
+            path: "/sys/devices/system/cpu/possible".into(),
+            source,
+        })?;
+    let mut m = lock(&maps);
+    let slot = m.free_slot()?;
+    let events = slot_ring(&mut m, slot)?;
+    let mut raised = false;
+    let result = (|| {
+        let full = insert_err("SESSIONS", MAX_SESSIONS);
+        if place.depth > 1 {
+            let mut top =
+                m.sessions
+                    .get(&place.top, 0)
+                    .map_err(|_| KernelError::NoEnclosingSession {
+                        cgroup: spec.cgroup_dir.clone(),
+                    })?;
+            top.nested += 1;
+            m.sessions.insert(place.top, top, 0).map_err(&full)?;
+            raised = true;
+        }
+        m.dropped.set(slot, zeros, 0).map_err(map_err("DROPPED"))?;
+        m.egress.insert(id, egress, 0).map_err(&full)?;
+        for k in &protected {
+            m.protected
+                .insert(k, 1, 0)
+                .map_err(insert_err("PROTECTED", PROTECTED_CAPACITY))?;
+        }
+        for k in &exec {
+            m.exec
+                .insert(k, 1, 0)
+                .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
+        }
+        let info = SessionInfo {
+            owner_tgid,
+            exec_enforced: u32::from(spec.exec_enforced),
+            nested: 0,
+            slot,
+        };
+        m.sessions.insert(id, info, 0).map_err(&full)
+    })();
+    if let Err(e) = result {
+        let _ = remove_entries(&mut m, id, &protected, &exec);
+        if raised {
+            lower_nested(&mut m, place.top);
+        }
+        return Err(e);
+    }
+    drop(m);
+    Ok(Session {
+        place,
+        slot,
+        protected,
+        exec,
+        maps,
+        events: Some(events),
+    })
+}
+
+fn lower_nested(m: &mut SetMaps, top: u64) {
+    if let Ok(mut info) = m.sessions.get(&top, 0) {
+        info.nested = info.nested.saturating_sub(1);
+        let _ = m.sessions.insert(top, info, 0);
+    }
+}
+
+/// Removes a session's entries, `SESSIONS` first (which frees its slot); every removal is tried. The first failure
+/// other than a missing entry is the error.
+pub(crate) fn remove_entries(
+    m: &mut SetMaps,
+    id: u64,
+    protected: &[SessionInode],
+    exec: &[SessionInode],
+) -> Result<(), KernelError> {
+    let mut first = None;
+    let mut note = |map: &'static str, r: Result<(), aya::maps::MapError>| {
+        if let Err(e) = r
+            && !matches!(e, aya::maps::MapError::KeyNotFound)
+            && !matches!(&e, aya::maps::MapError::SyscallError(s) if s.io_error.raw_os_error() == Some(libc::ENOENT))
+            && first.is_none()
+        {
+            first = Some(map_err(map)(e));
+        }
+    };
+    note("SESSIONS", m.sessions.remove(&id));
+    for k in protected {
+        note("PROTECTED", m.protected.remove(k));
+    }
+    for k in exec {
+        note("EXEC", m.exec.remove(k));
+    }
+    note("EGRESS", m.egress.remove(&id));
+    first.map_or(Ok(()), Err)
+}
+
+impl Session {
+    /// The session's cgroup id (its key in every map; `Event::session_id`).
+    pub fn id(&self) -> u64 {
+        self.place.id
+    }
+
+    /// The session's ring buffer, for the one task that reads it.
+    pub fn take_events(&mut self) -> Result<RingBuf<MapData>, KernelError> {
+        self.events.take().ok_or(KernelError::MapMissing {
+            map: "EVENTS (already taken)",
+        })
+    }
+
+    /// Turns all egress of the session off (the Rule of Two tripped) or back on.
+    pub fn set_lockdown(&self, on: bool) -> Result<(), KernelError> {
+        let mut m = lock(&self.maps);
+        let id = self.place.id;
+        let mut policy = m.egress.get(&id, 0).map_err(map_err("EGRESS"))?;
+        policy.lockdown = u32::from(on);
+        m.egress.insert(id, policy, 0).map_err(map_err("EGRESS"))
+    }
+
+    /// Events of this session that did not fit in its ring buffer, summed over CPUs.
+    pub fn dropped(&self) -> u64 {
+        lock(&self.maps)
+            .dropped
+            .get(&self.slot, 0)
+            .map_or(0, |v| v.iter().sum())
+    }
+
+    /// Removes the session's entries (call it once nothing runs in its cgroup).
+    pub fn remove(self) -> Result<(), KernelError> {
+        let _lock = SetLock::acquire()?;
+        let mut m = lock(&self.maps);
+        let r = remove_entries(&mut m, self.place.id, &self.protected, &self.exec);
+        if self.place.depth > 1 {
+            lower_nested(&mut m, self.place.top);
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(protected: usize, exec: usize, egress: usize) -> KernelSpec {
+        let inode = |i: usize| super::super::spec::ProtectedInode {
+            path: format!("/p{i}").into(),
+            key: InodeKey {
+                dev: 1,
+                ino: i as u64,
+            },
+        };
+        KernelSpec {
+            cgroup_dir: "/x".into(),
+            protected: (0..protected).map(inode).collect(),
+            exec: (0..exec).map(inode).collect(),
+            exec_enforced: exec > 0,
+            egress: vec![gateway_common::EgressRule::default(); egress],
+            require: false,
+        }
+    }
+
+    #[test]
+    fn one_session_may_not_exceed_its_stated_limits() {
+        assert!(check_limits(&spec(MAX_PROTECTED as usize, MAX_EXEC as usize, 64)).is_ok());
+        let e = check_limits(&spec(MAX_PROTECTED as usize + 1, 0, 0)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the policy has 4097 protected paths; one session may have at most 4096 (docs/KERNEL.md, \"Limits\")"
+        );
+        assert!(matches!(
+            check_limits(&spec(0, MAX_EXEC as usize + 1, 0)),
+            Err(KernelError::TooMany { limit: 1024, .. })
+        ));
+        assert!(matches!(
+            check_limits(&spec(0, 0, MAX_EGRESS_RULES as usize + 1)),
+            Err(KernelError::TooMany { limit: 64, .. })
+        ));
+    }
+
+    #[test]
+    fn a_session_cgroup_is_placed_below_the_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("gatewayd");
+        let mut deep = parent.join("top");
+        std::fs::create_dir_all(&deep).unwrap();
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let top = Place::of(&deep, &parent).unwrap();
+        assert_eq!((top.depth, top.id, top.top), (1, ino(&deep), ino(&deep)));
+        for _ in 0..MAX_SESSION_NESTING {
+            deep.push("n");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let nested = Place::of(&deep, &parent).unwrap();
+        assert_eq!(nested.depth, MAX_DEPTH);
+        assert_eq!(nested.top, top.id);
+        deep.push("n");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert!(matches!(
+            Place::of(&deep, &parent),
+            Err(KernelError::NestedTooDeep { max: 8, .. })
+        ));
+        assert!(matches!(
+            Place::of(dir.path(), &parent),
+            Err(KernelError::NotUnderParent { .. })
+        ));
+        assert!(matches!(
+            Place::of(&parent, &parent),
+            Err(KernelError::NotUnderParent { .. })
+        ));
+    }
+}

@@ -1,0 +1,427 @@
+//! The shared program set: sessions side by side with different policies, a session nested
+//! in another, a set adopted by the next session, and a session whose gatewayd was killed.
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Child, ChildStdout, Stdio},
+};
+
+use super::*;
+
+/// Starts `gatewayd run` in the background with its stdout piped.
+fn spawn_session(policy: &Path, audit: &Path, args: &[&str]) -> (Child, BufReader<ChildStdout>) {
+    let mut child = Command::new(gatewayd())
+        .arg("run")
+        .arg("--policy")
+        .arg(policy)
+        .arg("--audit")
+        .arg(audit)
+        .arg("--")
+        .arg(agent())
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn gatewayd");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, out)
+}
+
+fn next_line(out: &mut BufReader<ChildStdout>) -> String {
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    line.trim_end().to_string()
+}
+
+fn policy_file(dir: &Scratch, name: &str, body: serde_json::Value) -> PathBuf {
+    let p = dir.path(name);
+    std::fs::write(&p, body.to_string()).unwrap();
+    p
+}
+
+/// (hook, reason) of the kernel records, and every one of them carries `session`'s id.
+fn kernel_records(audit: &Path) -> Vec<serde_json::Value> {
+    let recs = records(audit);
+    let session = recs[0]["detail"]["cgroup_id"].as_u64().unwrap();
+    let k: Vec<serde_json::Value> = recs
+        .into_iter()
+        .filter(|r| r["source"] == "kernel")
+        .collect();
+    for r in &k {
+        assert_eq!(
+            r["detail"]["session_cgroup_id"].as_u64(),
+            Some(session),
+            "a record of another session: {r}"
+        );
+    }
+    k
+}
+
+#[test]
+fn two_concurrent_sessions_enforce_and_audit_their_own_policies() {
+    let tier = tier();
+    let dir = Scratch::new("two");
+    let go = dir.path("go");
+    let (a_secret, b_secret) = (dir.path("a-secret"), dir.path("b-secret"));
+    std::fs::write(&a_secret, "a").unwrap();
+    std::fs::write(&b_secret, "b").unwrap();
+    let (a_port, a_rx) = listener("127.0.0.1:0");
+    let (b_port, b_rx) = listener("127.0.0.1:0");
+    let (a_to, b_to) = (format!("127.0.0.1:{a_port}"), format!("127.0.0.1:{b_port}"));
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let actions = [
+        "pid".to_string(),
+        "+".into(),
+        "waitfile".into(),
+        s(&go),
+        "+".into(),
+        "read".into(),
+        s(&a_secret),
+        "+".into(),
+        "read".into(),
+        s(&b_secret),
+        "+".into(),
+        "send".into(),
+        a_to.clone(),
+        "x".into(),
+        "+".into(),
+        "send".into(),
+        b_to.clone(),
+        "x".into(),
+    ];
+    let actions: Vec<&str> = actions.iter().map(String::as_str).collect();
+    let mut sessions = Vec::new();
+    for (name, secret, port) in [("a", &a_secret, a_port), ("b", &b_secret, b_port)] {
+        let policy = policy_file(
+            &dir,
+            &format!("{name}.json"),
+            serde_json::json!({"version": 1, "kernel": "best_effort",
+                "sandbox": {"protected": [secret]},
+                "network": {"egress": [{"cidr": "127.0.0.1/32", "port": port}]}}),
+        );
+        let audit = dir.path(&format!("{name}.jsonl"));
+        let (child, mut out) = spawn_session(&policy, &audit, &actions);
+        assert!(next_line(&mut out).starts_with("OK pid"));
+        sessions.push((name, child, out, audit));
+    }
+    // Both agents are running, each in its own session: now both act.
+    std::fs::write(&go, "").unwrap();
+    let (file_denied, secret_read) = match tier {
+        Tier::BpfLsm => (
+            "FAIL read: Operation not permitted",
+            "OK read: read 1 bytes",
+        ),
+        Tier::Landlock => ("FAIL read: Permission denied", "OK read: read 1 bytes"),
+    };
+    let mut pins = Vec::new();
+    let mut ids = Vec::new();
+    for (name, mut child, mut out, audit) in sessions {
+        let lines: Vec<String> = (0..5).map(|_| next_line(&mut out)).collect();
+        assert!(child.wait().unwrap().code() == Some(2), "{name}: {lines:?}");
+        let own_first = name == "a";
+        let (read_a, read_b) = if own_first {
+            (file_denied, secret_read)
+        } else {
+            (secret_read, file_denied)
+        };
+        assert!(lines[0].starts_with("OK waitfile"), "{name}: {lines:?}");
+        assert!(lines[1].starts_with(read_a), "{name}: {lines:?}");
+        assert!(lines[2].starts_with(read_b), "{name}: {lines:?}");
+        let (send_a, send_b) = if own_first {
+            ("OK send", "FAIL send: Operation not permitted")
+        } else {
+            ("FAIL send: Operation not permitted", "OK send")
+        };
+        assert!(lines[3].starts_with(send_a), "{name}: {lines:?}");
+        assert!(lines[4].starts_with(send_b), "{name}: {lines:?}");
+
+        let start = &records(&audit)[0];
+        pins.push(start["detail"]["program_set"]["pins"].clone());
+        ids.push(start["detail"]["cgroup_id"].as_u64().unwrap());
+        let k = kernel_records(&audit);
+        let hooks: Vec<(&str, &str)> = k
+            .iter()
+            .map(|r| (r["hook"].as_str().unwrap(), r["reason"].as_str().unwrap()))
+            .collect();
+        let (own_secret, other_port) = if own_first {
+            (&a_secret, b_port)
+        } else {
+            (&b_secret, a_port)
+        };
+        match tier {
+            Tier::BpfLsm => {
+                assert_eq!(
+                    hooks,
+                    [
+                        ("lsm/file_open", "protected_path"),
+                        ("cgroup/connect4", "egress_not_allowed")
+                    ],
+                    "{name}: {k:#?}"
+                );
+                assert_eq!(k[0]["detail"]["protected_path"], s(own_secret));
+                assert_eq!(k[1]["detail"]["port"], other_port);
+            }
+            Tier::Landlock => {
+                assert_eq!(hooks, [("cgroup/connect4", "egress_not_allowed")], "{k:#?}");
+                assert_eq!(k[0]["detail"]["port"], other_port);
+            }
+        }
+        assert!(verify(&audit).status.success());
+    }
+    assert_eq!(pins[0], pins[1], "both sessions share one program set");
+    assert!(pins[0].is_string());
+    assert_ne!(ids[0], ids[1]);
+    // Each listener got exactly the one connection its own session allowed.
+    for rx in [a_rx, b_rx] {
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), b"x");
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    }
+}
+
+#[test]
+fn the_next_session_adopts_the_pinned_programs() {
+    let _ = tier();
+    let dir = Scratch::new("adopt");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let mut starts = Vec::new();
+    for i in 0..2 {
+        let audit = dir.path(&format!("audit{i}.jsonl"));
+        let out = run_agent(&policy, &audit, &["exit", "0"]);
+        assert!(out.status.success());
+        starts.push(records(&audit)[0]["detail"].clone());
+    }
+    // The first session may have made the set or found it; the second finds it pinned.
+    assert_eq!(
+        starts[1]["program_set"]["adopted"], true,
+        "{:#?}",
+        starts[1]
+    );
+    assert_eq!(
+        starts[0]["program_set"]["pins"],
+        starts[1]["program_set"]["pins"]
+    );
+    assert!(starts[1]["startup_ms"].is_number());
+}
+
+#[test]
+fn a_killed_gatewayds_session_stays_enforced_until_its_cgroup_empties() {
+    let _ = tier();
+    let dir = Scratch::new("crash");
+    let (port, rx) = listener("127.0.0.1:0");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let go = dir.path("go");
+    let to = format!("127.0.0.1:{port}");
+    let (mut child, mut out) = spawn_session(
+        &policy,
+        &audit,
+        &[
+            "cgroup",
+            "+",
+            "fork",
+            "+",
+            "waitfile",
+            go.to_str().unwrap(),
+            "+",
+            "send",
+            &to,
+            "x",
+            "+",
+            "cgroup",
+        ],
+    );
+    let cgroup = next_line(&mut out);
+    assert!(cgroup.contains("0::/gatewayd/run-"), "{cgroup}");
+    let forked = next_line(&mut out);
+    let orphan: i32 = forked
+        .strip_prefix("OK fork: child ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{forked}"));
+    // gatewayd dies without cleaning up; its agent dies with it, the agent's child does not.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(pid_alive(orphan));
+    std::fs::write(&go, "").unwrap();
+    assert!(next_line(&mut out).starts_with("OK waitfile"));
+    let sent = next_line(&mut out);
+    assert!(
+        sent.starts_with("FAIL send: Operation not permitted"),
+        "the pinned programs and the session's entries outlive its gatewayd: {sent}"
+    );
+    assert_eq!(next_line(&mut out), cgroup, "still in the session's cgroup");
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    for _ in 0..250 {
+        if !pid_alive(orphan) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pid_alive(orphan));
+    // The owner is dead and the cgroup empty: the next start removes both.
+    let id = records(&audit)[0]["detail"]["cgroup_id"].as_u64().unwrap();
+    let path = records(&audit)[0]["detail"]["cgroup"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap();
+    let programs = gatewayd::kernel::SharedPrograms::open_or_load().unwrap();
+    assert!(
+        !programs.session_ids().unwrap().contains(&id),
+        "stale session {id} left in the set"
+    );
+    assert!(!path.exists(), "{} still exists", path.display());
+}
+
+/// A session for egress to `127.0.0.1:port` only, in `cgroup`, owned by this process.
+fn egress_spec(cgroup: &Path, port: u16) -> gatewayd::kernel::KernelSpec {
+    let cidr = gatewayd::net::Cidr::parse("127.0.0.1/32").unwrap();
+    gatewayd::kernel::KernelSpec {
+        cgroup_dir: cgroup.to_owned(),
+        protected: Vec::new(),
+        exec: Vec::new(),
+        exec_enforced: false,
+        egress: vec![gatewayd::kernel::spec::egress_rule(&cidr, Some(port))],
+        require: false,
+    }
+}
+
+/// Runs `gw-testagent ARGS` as a child of this process inside `cgroup`.
+fn run_in(cgroup: &gatewayd::cgroup::AgentCgroup, args: &[&str]) -> String {
+    let enter = cgroup.enter_fn();
+    let mut cmd = Command::new(agent());
+    cmd.args(args);
+    // SAFETY: the closure only opens, writes and closes a file (async-signal-safe).
+    unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, enter) };
+    stdout(&cmd.output().unwrap())
+}
+
+#[test]
+fn a_nested_session_and_its_sub_cgroups_resolve_to_the_nested_session() {
+    use gatewayd::cgroup::AgentCgroup;
+    let _ = tier();
+    let programs = gatewayd::kernel::SharedPrograms::open_or_load().unwrap();
+    let outer_cg = AgentCgroup::create(&format!("nest-{}", std::process::id())).unwrap();
+    let inner_cg = AgentCgroup::create_in(outer_cg.path(), "inner").unwrap();
+    let sub_cg = AgentCgroup::create_in(inner_cg.path(), "sub").unwrap();
+    let (outer_port, _outer_rx) = listener("127.0.0.1:0");
+    let (inner_port, _inner_rx) = listener("127.0.0.1:0");
+    let me = std::process::id();
+    let mut outer = programs
+        .add_session(&egress_spec(outer_cg.path(), outer_port), me)
+        .unwrap();
+    let mut inner = programs
+        .add_session(&egress_spec(inner_cg.path(), inner_port), me)
+        .unwrap();
+    let (to_outer, to_inner) = (
+        format!("127.0.0.1:{outer_port}"),
+        format!("127.0.0.1:{inner_port}"),
+    );
+    let both = ["send", &to_outer, "x", "+", "send", &to_inner, "x"];
+    let denied = "FAIL send: Operation not permitted";
+    let text = run_in(&outer_cg, &both);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("OK send") && lines[1].starts_with(denied),
+        "outer: {text}"
+    );
+    for cg in [&inner_cg, &sub_cg] {
+        let text = run_in(cg, &both);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with(denied) && lines[1].starts_with("OK send"),
+            "{}: {text}",
+            cg.path().display()
+        );
+    }
+    // Each denial went to its own session's ring buffer, with that session's id.
+    let events = |s: &mut gatewayd::kernel::Session| {
+        let mut ring = s.take_events().unwrap();
+        let mut out = Vec::new();
+        while let Some(item) = ring.next() {
+            out.push(gatewayd::kernel::events::parse(&item).unwrap());
+        }
+        out
+    };
+    let (outer_ev, inner_ev) = (events(&mut outer), events(&mut inner));
+    assert_eq!(outer_ev.len(), 1);
+    assert_eq!(
+        (outer_ev[0].session_id, outer_ev[0].dst_port),
+        (outer.id(), u32::from(inner_port))
+    );
+    assert_eq!(
+        inner_ev.len(),
+        2,
+        "the inner session's and its sub-cgroup's"
+    );
+    for ev in &inner_ev {
+        assert_eq!(
+            (ev.session_id, ev.dst_port),
+            (inner.id(), u32::from(outer_port))
+        );
+    }
+    assert_eq!(inner_ev[1].cgroup_id, sub_cg.id());
+    let ids = programs.session_ids().unwrap();
+    assert!(ids.contains(&outer.id()) && ids.contains(&inner.id()));
+    let (outer_id, inner_id) = (outer.id(), inner.id());
+    inner.remove().unwrap();
+    outer.remove().unwrap();
+    let ids = programs.session_ids().unwrap();
+    assert!(!ids.contains(&outer_id) && !ids.contains(&inner_id));
+    drop(sub_cg);
+    drop(inner_cg);
+    outer_cg.remove().unwrap();
+}
+
+#[test]
+fn one_sessions_burst_does_not_cost_another_its_records() {
+    let _ = tier();
+    let dir = Scratch::new("bursts");
+    let (port, _rx) = listener("127.0.0.1:0");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let (burst_audit, quiet_audit) = (dir.path("burst.jsonl"), dir.path("quiet.jsonl"));
+    let go = dir.path("go");
+    let to = format!("127.0.0.1:{port}");
+    const N: u64 = 5000;
+    let (mut burst, mut burst_out) = spawn_session(
+        &policy,
+        &burst_audit,
+        &["pid", "+", "tryconnect", &to, &N.to_string()],
+    );
+    let (mut quiet, _quiet_out) = spawn_session(
+        &policy,
+        &quiet_audit,
+        &[
+            "waitfile",
+            go.to_str().unwrap(),
+            "+",
+            "send",
+            &to,
+            "1",
+            "+",
+            "send",
+            &to,
+            "2",
+            "+",
+            "send",
+            &to,
+            "3",
+        ],
+    );
+    assert!(next_line(&mut burst_out).starts_with("OK pid"));
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(quiet.wait().unwrap().code(), Some(3));
+    assert_eq!(burst.wait().unwrap().code(), Some(0));
+    // The quiet session has every one of its records, whatever the burst did.
+    let quiet_k = kernel_records(&quiet_audit);
+    assert_eq!(quiet_k.len(), 3, "{quiet_k:#?}");
+    assert!(
+        !records(&quiet_audit)
+            .iter()
+            .any(|r| r["reason"] == "events_dropped")
+    );
+    // The burst's own denials are each a record or counted as dropped for that session.
+    let recs = records(&burst_audit);
+    let kernel = kernel_records(&burst_audit).len() as u64;
+    let dropped = recs
+        .iter()
+        .find(|r| r["reason"] == "events_dropped")
+        .map_or(0, |r| r["detail"]["count"].as_u64().unwrap());
+    assert_eq!(kernel + dropped, N, "{kernel} records + {dropped} dropped");
+}
