@@ -29,18 +29,30 @@ use crate::{
 /// Why the gateway could not be reached or could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
+    /// The daemon's socket could not be reached, written or read.
     #[error("the gateway daemon: {0}")]
     Client(#[from] ClientError),
+    /// The gateway answered with a JSON-RPC error object.
     #[error("the gateway refused the request: {0}")]
     Rpc(RpcError),
+    /// The in-process engine could not be built from the policy.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The in-process gateway's audit log could not be opened.
     #[error("audit log: {0}")]
     Audit(#[from] crate::audit::AuditError),
+    /// The in-process gateway's audit writer thread could not be spawned.
     #[error("cannot start the audit writer thread: {0}")]
     Thread(std::io::Error),
+    /// The daemon's `hello` names another protocol version than this build's.
     #[error("the daemon speaks protocol {got}, this gatewayd {want}")]
-    Protocol { got: String, want: u32 },
+    Protocol {
+        /// The `protocol` value of the daemon's `hello`, as JSON text.
+        got: String,
+        /// This build's [`PROTOCOL_VERSION`].
+        want: u32,
+    },
+    /// The answer is not the result expected (also: a failed call task or audit-log close).
     #[error("the gateway's answer is unreadable: {0}")]
     Malformed(String),
 }
@@ -49,13 +61,18 @@ pub enum BackendError {
 pub enum Backend {
     /// An engine of our own: decisions recorded in our own audit log.
     Local {
+        /// The in-process gateway.
         gw: Arc<Gateway>,
+        /// The caller its requests are attributed to: this process's pid, uid and gid.
         peer: Peer,
+        /// The audit writer of its log (None only for tests), closed by [`Backend::close`].
         writer: Option<AuditWriter>,
     },
     /// `gatewayd serve` (or `gatewayd run`'s socket): one connection, requests in order.
     Daemon {
+        /// The one connection, shared by the front end's tasks.
         client: Arc<Mutex<Client>>,
+        /// The daemon's socket path.
         socket: PathBuf,
     },
 }

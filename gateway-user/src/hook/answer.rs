@@ -8,8 +8,11 @@ use super::Host;
 /// What the hook writes and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    /// Written to stdout: the host's JSON answer, or empty.
     pub stdout: String,
+    /// Written to stderr: the reason of an exit-2 deny, or empty.
     pub stderr: String,
+    /// The exit code: 0, or 2 for a deny every host reads.
     pub code: u8,
 }
 
@@ -46,7 +49,9 @@ impl Answer {
 pub struct Decided {
     /// `allow`, `deny` or `hold`.
     pub decision: String,
+    /// The gateway's reason code (docs/POLICY.md).
     pub reason: String,
+    /// The gateway's message for the model.
     pub message: String,
 }
 

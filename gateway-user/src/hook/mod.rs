@@ -25,8 +25,11 @@ pub use answer::{Answer, Decided};
 /// The agent host whose hook this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
+    /// Claude Code (`claude`).
     Claude,
+    /// Codex (`codex`).
     Codex,
+    /// Gemini CLI (`gemini`).
     Gemini,
 }
 
@@ -45,7 +48,9 @@ impl std::str::FromStr for Host {
 /// Before or after the tool runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Before the tool runs (`PreToolUse`, Gemini's `BeforeTool`): the call is decided.
     Pre,
+    /// After the tool ran (`PostToolUse`, Gemini's `AfterTool`): its result is reported.
     Post,
 }
 
@@ -55,7 +60,9 @@ pub enum Gate {
     Daemon(Client),
     /// An engine of this process's own, with its audit log.
     Local {
+        /// The runtime the engine's calls are run on.
         rt: tokio::runtime::Runtime,
+        /// The in-process engine and its audit log.
         backend: Backend,
     },
 }
@@ -110,7 +117,9 @@ impl Gate {
 /// Who the session belongs to (from the command line; the host does not say).
 #[derive(Debug, Clone)]
 pub struct Identity {
+    /// The session's user.
     pub user: String,
+    /// The scopes the session holds.
     pub scopes: Vec<String>,
 }
 

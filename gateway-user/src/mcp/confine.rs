@@ -20,10 +20,13 @@ use crate::{
 /// Why a server's profile could not be put in place (with `kernel: require`).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfineError {
+    /// The server's cgroup could not be created.
     #[error("the server's cgroup: {0}")]
     Cgroup(#[from] crate::cgroup::CgroupError),
+    /// The kernel programs could not be loaded or attached to the server's cgroup.
     #[error("the server's kernel programs")]
     Kernel(#[from] kernel::KernelError),
+    /// The Landlock ruleset of the server's trees could not be built.
     #[error("the server's Landlock ruleset: {0}")]
     Landlock(#[from] crate::landlock::LandlockError),
 }

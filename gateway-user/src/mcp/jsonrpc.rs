@@ -78,11 +78,22 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
 #[derive(Debug)]
 pub enum Message {
     /// `method` and `id`.
-    Request { id: Value, method: String },
+    Request {
+        /// The request's `id`, echoed in its response.
+        id: Value,
+        /// The request's `method`.
+        method: String,
+    },
     /// `method`, no `id`.
-    Notification { method: String },
+    Notification {
+        /// The notification's `method`.
+        method: String,
+    },
     /// `id` with `result` or `error`.
-    Response { id: Value },
+    Response {
+        /// The `id` of the request answered.
+        id: Value,
+    },
 }
 
 /// Why a line is not a message.

@@ -44,23 +44,30 @@ pub const MAX_MESSAGE: usize = 16 << 20;
 /// Why the proxy stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
+    /// The server's name is not a key of the policy's `mcp_servers`.
     #[error(
         "server `{0}` is not in the policy's `mcp_servers`; add it there (its kernel profile and pin) first"
     )]
     UnknownServer(String),
+    /// The gateway could not be reached or could not answer.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The proxy's own audit log (beside a daemon) could not be opened.
     #[error("audit log: {0}")]
     Audit(#[from] crate::audit::AuditError),
+    /// The writer thread of the proxy's own audit log could not be spawned.
     #[error("cannot start the audit writer thread: {0}")]
     Thread(std::io::Error),
+    /// The server was not started (missing program, pin mismatch, profile, spawn).
     #[error(transparent)]
     Server(#[from] server::ServerError),
 }
 
 /// What `gatewayd mcp` was asked to do.
 pub struct ProxyOptions {
+    /// The loaded policy.
     pub policy: Policy,
+    /// The policy's file, protected from the server like the audit log.
     pub policy_path: PathBuf,
     /// The server's name in `mcp_servers`.
     pub server: String,
@@ -73,18 +80,22 @@ pub struct ProxyOptions {
     pub audit: PathBuf,
     /// The session to use (attached to when the daemon already has it).
     pub session: Option<String>,
+    /// The session's user.
     pub user: String,
+    /// The scopes the session holds.
     pub scopes: Vec<String>,
     /// Where to write the server's latest complete tool listing (for `policy pin --from`).
     pub listing: Option<PathBuf>,
     /// How long a request may wait for the server's answer.
     pub request_timeout: Duration,
+    /// Largest message accepted from either side (bytes, newline excluded).
     pub max_message: usize,
 }
 
 /// How the proxy ended.
 #[derive(Debug)]
 pub struct ProxyOutcome {
+    /// The session the proxy's calls were decided in.
     pub session: String,
     /// The server's exit status, if it exited.
     pub server_status: Option<std::process::ExitStatus>,

@@ -25,35 +25,52 @@ use crate::{
 /// Why the server was not started.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    /// The server's command line is empty.
     #[error("no server command given")]
     NoCommand,
+    /// The program's path does not resolve, or no executable of that name is on `PATH`.
     #[error("the server's program `{0}` was not found")]
     NotFound(String),
+    /// The program could not be read to hash it.
     #[error("cannot read the server's program {path}: {source}")]
     Read {
+        /// The program's resolved path.
         path: PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
+    /// The program's SHA-256 is not the one the policy pins.
     #[error(
         "refusing to start the server: its program {path} has SHA-256 {got}, the policy pins {want} (mcp_servers.{name}.command_sha256)"
     )]
     PinMismatch {
+        /// The server's name in `mcp_servers`.
         name: String,
+        /// The program's resolved path.
         path: PathBuf,
+        /// The program's SHA-256, lower-case hex.
         got: String,
+        /// The pinned SHA-256, lower-case hex.
         want: String,
     },
+    /// The server's kernel profile could not be put in place (with `kernel: require`).
     #[error("refusing to start the server `{name}`: its kernel profile cannot be applied")]
     Confine {
+        /// The server's name in `mcp_servers`.
         name: String,
+        /// What failed.
         #[source]
         source: Box<ConfineError>,
     },
+    /// The process could not be spawned, or came up without its stdin and stdout pipes.
     #[error("cannot start the server `{program}`: {source}")]
     Spawn {
+        /// The program as given on the command line.
         program: String,
+        /// Why it could not be started.
         source: std::io::Error,
     },
+    /// The reader of the server's kernel denials could not be started.
     #[error("the server's kernel event reader: {0}")]
     Kernel(#[from] kernel::KernelError),
 }
@@ -114,6 +131,7 @@ pub fn check_pin(
 
 /// A running server and what confines it.
 pub struct Running {
+    /// The server's process.
     pub child: Child,
     confinement: Confinement,
     kernel: Option<(kernel::task::Handle, JoinHandle<kernel::Session>)>,
@@ -213,9 +231,13 @@ pub fn start(
 
 /// What [`start`] hands back: the process, its pipes, and the profile's pieces in force.
 pub struct Started {
+    /// The running server and its confinement.
     pub running: Running,
+    /// The server's stdin: the proxy's requests to it.
     pub stdin: ChildStdin,
+    /// The server's stdout: its messages to the proxy.
     pub stdout: ChildStdout,
+    /// The profile's pieces in force, with any `warnings` (the `mcp_server_start` record).
     pub pieces: serde_json::Map<String, serde_json::Value>,
 }
 
