@@ -88,62 +88,114 @@ pub enum KernelError {
         #[source]
         source: MapError,
     },
+    /// A map has no room left for an insert (`E2BIG`, or no free session slot).
     #[error(
         "the kernel map {map} is full: all live sessions together may have at most {capacity} entries in it (docs/KERNEL.md, \"Limits\")"
     )]
-    MapFull { map: &'static str, capacity: u32 },
+    MapFull {
+        /// The map's name.
+        map: &'static str,
+        /// Its stated capacity, shared by all live sessions.
+        capacity: u32,
+    },
+    /// The policy asks for more entries of a kind than one session may have.
     #[error(
         "the policy has {count} {what}; one session may have at most {limit} (docs/KERNEL.md, \"Limits\")"
     )]
     TooMany {
+        /// The kind of entry, e.g. `protected paths`.
         what: &'static str,
+        /// How many the policy has.
         count: usize,
+        /// The per-session limit.
         limit: u32,
     },
+    /// The pinned program set records that a program failed at a stage.
     #[error("kernel program {program} is not {stage} in the host's program set: {answer}")]
     NotInSet {
+        /// The program's name.
         program: &'static str,
+        /// The stage it failed at: `found`, `loaded` or `attached`.
         stage: &'static str,
+        /// The kernel's answer, as recorded in the set's `status` map.
         answer: String,
     },
+    /// The policy requires the kernel programs (`kernel: "require"`) and one is not attached.
     #[error(
         "kernel program {program}, which the policy requires (kernel: \"require\"), is {answer}"
     )]
     Required {
+        /// The program's name.
         program: &'static str,
+        /// Its state, e.g. `not loaded: <the kernel's answer>`.
         answer: String,
     },
+    /// An attached program's link is not an `FdLink`, so it cannot be pinned.
     #[error("kernel program {program}: its link cannot be pinned")]
     LinkNotPinnable {
+        /// The program's name.
         program: &'static str,
+        /// aya's error.
         #[source]
         source: LinkError,
     },
+    /// Pinning a map or link in bpffs failed.
     #[error("cannot pin {}", path.display())]
     Pin {
+        /// The pin's path in bpffs.
         path: PathBuf,
+        /// aya's error.
         #[source]
         source: PinError,
     },
+    /// bpffs is not mounted at `/sys/fs/bpf` and could not be mounted.
     #[error("cannot mount bpffs at /sys/fs/bpf, where the program set is pinned")]
     NoBpffs(#[source] std::io::Error),
+    /// A file operation on the program set's pins (or its lock) failed.
     #[error("program set pins: {op} {}", path.display())]
     Pins {
+        /// The operation, e.g. `mkdir`, `rename`, `flock`.
         op: &'static str,
+        /// The path it was done on.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A pinned program set is not whole or not made for the current parent cgroup.
     #[error("the program set in {} cannot be adopted: {what}", dir.display())]
-    SetIncomplete { dir: PathBuf, what: String },
+    SetIncomplete {
+        /// The set's directory in bpffs.
+        dir: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// A session's cgroup does not lie below gatewayd's parent cgroup.
     #[error("the session cgroup {} is not under gatewayd's parent cgroup {}", cgroup.display(), parent.display())]
-    NotUnderParent { cgroup: PathBuf, parent: PathBuf },
+    NotUnderParent {
+        /// The session's cgroup.
+        cgroup: PathBuf,
+        /// gatewayd's parent cgroup.
+        parent: PathBuf,
+    },
+    /// A session's cgroup is nested deeper below another session's than the programs follow.
     #[error("the session cgroup {} is nested more than {max} levels below another session's", cgroup.display())]
-    NestedTooDeep { cgroup: PathBuf, max: u32 },
+    NestedTooDeep {
+        /// The session's cgroup.
+        cgroup: PathBuf,
+        /// The most levels of nesting allowed.
+        max: u32,
+    },
+    /// A nested session's cgroup has no live session in the top cgroup that encloses it.
     #[error("the session cgroup {} is not inside a live session's cgroup", cgroup.display())]
-    NoEnclosingSession { cgroup: PathBuf },
+    NoEnclosingSession {
+        /// The session's cgroup.
+        cgroup: PathBuf,
+    },
+    /// gatewayd's parent cgroup could not be found.
     #[error(transparent)]
     ParentCgroup(#[from] crate::cgroup::CgroupError),
+    /// A cgroup directory could not be opened or read.
     #[error("cannot open cgroup {}", path.display())]
     Cgroup {
         /// The cgroup directory.

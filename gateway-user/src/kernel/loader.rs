@@ -28,6 +28,7 @@ pub enum Links {
 
 /// A loaded object, every program tried.
 pub struct Loaded {
+    /// The loaded object, with its maps and the programs that loaded.
     pub ebpf: Ebpf,
     /// One entry per program of [`PROGRAMS`], in order.
     pub status: Vec<PieceStatus>,

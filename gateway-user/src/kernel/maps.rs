@@ -24,10 +24,12 @@ pub const PINNED: [&str; 7] = [
     "DROPPED",
 ];
 
+/// The map `map` of the loaded object, or [`KernelError::MapMissing`].
 pub fn map_mut<'a>(ebpf: &'a mut Ebpf, map: &'static str) -> Result<&'a mut Map, KernelError> {
     ebpf.map_mut(map).ok_or(KernelError::MapMissing { map })
 }
 
+/// Wraps aya's error for the map `map` as [`KernelError::Map`].
 pub fn map_err(map: &'static str) -> impl Fn(MapError) -> KernelError {
     move |source| KernelError::Map { map, source }
 }
@@ -49,17 +51,25 @@ pub fn pin_path(dir: &Path, name: &str) -> PathBuf {
 
 /// The maps sessions are added to and removed from.
 pub struct SetMaps {
+    /// `SESSIONS`: live sessions by cgroup id.
     pub sessions: HashMap<MapData, u64, SessionInfo>,
+    /// `PROTECTED`: protected inodes, per session.
     pub protected: HashMap<MapData, SessionInode, u32>,
+    /// `EXEC`: inodes of the binaries a session's agent may execute.
     pub exec: HashMap<MapData, SessionInode, u32>,
+    /// `EGRESS`: each session's egress allowlist and lockdown switch, by cgroup id.
     pub egress: HashMap<MapData, u64, EgressPolicy>,
+    /// `EVENTS`: one ring buffer per session slot.
     pub events: ArrayOfMaps<MapData>,
+    /// `DROPPED`: per session slot and CPU, the events that did not fit in its ring buffer.
     pub dropped: PerCpuArray<MapData, u64>,
 }
 
 /// Stated capacities, for [`insert_err`].
 pub const SESSIONS_CAPACITY: u32 = MAX_SESSIONS;
+/// Capacity of `PROTECTED`, shared by all live sessions.
 pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
+/// Capacity of `EXEC`, shared by all live sessions.
 pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
 
 impl SetMaps {

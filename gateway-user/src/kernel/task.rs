@@ -27,7 +27,10 @@ pub enum Command {
     },
     /// Read every event still in the ring buffer, then reply with the count of the
     /// session's events the kernel had to drop (its ring buffer full).
-    Drain { reply: oneshot::Sender<u64> },
+    Drain {
+        /// Where the dropped-event count goes.
+        reply: oneshot::Sender<u64>,
+    },
 }
 
 /// A cloneable way to reach the owning task.
