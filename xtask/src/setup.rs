@@ -12,6 +12,9 @@ use anyhow::{Context as _, bail};
 use crate::util::{Env, cache_dir, run};
 
 const APT_PACKAGES: [&str; 5] = ["qemu-system-x86", "cpio", "nodejs", "npm", "python3-venv"];
+/// Packages whose command may come from another package: NodeSource's `nodejs` ships `npm`
+/// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.
+const SATISFIED_BY_COMMAND: [(&str, &str); 1] = [("npm", "npm")];
 const BPF_LINKER: &str = "0.13.0";
 /// The MCP tests' real components (tests/mcp.rs), pinned.
 const FS_SERVER_PKG: &str = "@modelcontextprotocol/server-filesystem";
@@ -57,11 +60,19 @@ fn installed(pkg: &str) -> bool {
         .is_ok_and(|s| s.contains("install ok installed"))
 }
 
+/// Whether `pkg` is one of [`SATISFIED_BY_COMMAND`] and its command runs.
+fn has_command_for(pkg: &str) -> bool {
+    SATISFIED_BY_COMMAND
+        .iter()
+        .find(|(p, _)| *p == pkg)
+        .is_some_and(|(_, cmd)| output(Command::new(cmd).arg("--version")).is_ok())
+}
+
 fn apt_packages() -> anyhow::Result<()> {
     let missing: Vec<&str> = APT_PACKAGES
         .iter()
         .copied()
-        .filter(|p| !installed(p))
+        .filter(|p| !installed(p) && !has_command_for(p))
         .collect();
     if missing.is_empty() {
         return Ok(());
