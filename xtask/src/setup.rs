@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use crate::util::{Env, cache_dir, run};
 
 const APT_PACKAGES: [&str; 5] = ["qemu-system-x86", "cpio", "nodejs", "npm", "python3-venv"];
-/// Packages whose command may come from another package: NodeSource's `nodejs` ships `npm`
+/// Packages whose command may come from another package: the `nodejs` package of `NodeSource` ships `npm`
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.
 const SATISFIED_BY_COMMAND: [(&str, &str); 1] = [("npm", "npm")];
 const BPF_LINKER: &str = "0.13.0";
