@@ -100,7 +100,19 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
         ],
     );
     assert_eq!(text(&r[0]), "notes", "{r:?}");
-    for (i, what) in [(1, "the protected file"), (2, "a file outside its trees")] {
+    // A server's readable roots are Landlock's part of its profile. At tier 1 the BPF LSM
+    // programs enforce its protected paths, and the guests' runs showed the outside read
+    // allowed there (docs/MCP.md, "What it does not cover"): assert the protected file only.
+    let refused: &[(usize, &str)] = match tier() {
+        Tier::Landlock => &[(1, "the protected file"), (2, "a file outside its trees")],
+        Tier::BpfLsm => {
+            note(
+                "tier 1: a tool server's readable roots are not enforced; only its protected paths and egress are",
+            );
+            &[(1, "the protected file")]
+        }
+    };
+    for &(i, what) in refused {
         assert_eq!(r[i]["isError"], true, "{what}: {r:?}");
         assert!(
             text(&r[i]).contains("ermission denied"),
