@@ -182,3 +182,48 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
     }
     assert!(verify(&audit).status.success());
 }
+
+/// `gatewayd policy init` writes a policy that validates and runs the demo agent: the
+/// workspace is readable, the home's key is not.
+#[test]
+fn the_starter_policy_runs_the_demo_agent() {
+    let dir = Scratch::new("starter");
+    let ws = dir.path("ws");
+    let home = dir.path("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "KEY").unwrap();
+    std::fs::write(ws.join("notes.txt"), "notes").unwrap();
+    let policy = dir.path("starter.json");
+    let out = Command::new(gatewayd())
+        .args(["policy", "init", "--out"])
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let valid = Command::new(gatewayd())
+        .args(["policy", "validate"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(valid.status.success(), "{}", stdout(&valid));
+    let audit = dir.path("audit.jsonl");
+    let notes = ws.join("notes.txt").display().to_string();
+    let key = home.join(".ssh/id_rsa").display().to_string();
+    let out = run_agent(&policy, &audit, &["read", &notes]);
+    assert!(
+        out.status.success(),
+        "the agent runs under the starter policy"
+    );
+    let out = run_agent(&policy, &audit, &["read", &key]);
+    assert!(!out.status.success(), "the home's key is protected");
+    assert!(stdout(&out).contains("FAIL"), "{}", stdout(&out));
+}
