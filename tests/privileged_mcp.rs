@@ -68,9 +68,9 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
     std::fs::write(dir.path("notes.txt"), "notes").unwrap();
     let (port, got) = listener("127.0.0.1:0");
     let to = format!("127.0.0.1:{port}");
-    let bin_dir = Path::new(&agent()).parent().unwrap().display().to_string();
+    // The server's own binary, not its directory (in the guest that is `/`).
     let sandbox = json!({
-        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", bin_dir, dir.0],
+        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", agent(), dir.0],
         "protected": [secret]});
     let policy = write_policy(
         &dir,
