@@ -274,7 +274,8 @@ fn mcp_server() -> Result<String, String> {
         .map_err(|e| e.to_string())?;
         out.flush().map_err(|e| e.to_string())?;
     }
-    Ok("mcp server: input closed".into())
+    // Nothing else may reach stdout (MCP's stdio framing): no `OK` line after the server.
+    std::process::exit(0)
 }
 
 /// Creates `<our cgroup>/sub`, starts a child directly in it with `clone3(CLONE_INTO_CGROUP)`
