@@ -2,6 +2,13 @@
 //! `rustup run nightly cargo build -Z build-std=core`) and leaves the object at
 //! `$OUT_DIR/gateway`, which `src/kernel/` embeds.
 //!
+//! aya-build builds in `$OUT_DIR/aya-build/target`, and every configuration of this package
+//! (dev and release, clippy's, with the `privileged-tests` feature) has an `OUT_DIR` of its
+//! own: `cargo xtask test` built `core` and the programs for bpfel five times over (a minute
+//! and more each on 2 cores). So `$OUT_DIR/aya-build` is a symbolic link to one folder,
+//! `<target dir>/ebpf`, where they are built once (the inner cargo locks it); the object is
+//! still copied to each `OUT_DIR`.
+//!
 //! `GATEWAYD_EBPF_STUB=1` skips that build and writes an empty stub object instead, so that
 //! `cargo check`, clippy and the pure-userspace tests run without the eBPF toolchain. A
 //! binary built this way refuses to load kernel programs (the loader checks for the stub).
@@ -15,6 +22,16 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway-ebpf");
+    // OUT_DIR is <target dir>/<profile>/build/gateway-user-<hash>/out.
+    if let Some(shared) = out.ancestors().nth(4).map(|target| target.join("ebpf")) {
+        std::fs::create_dir_all(&shared)?;
+        let link = out.join("aya-build");
+        if std::fs::read_link(&link).ok().as_deref() != Some(shared.as_path()) {
+            // A folder an older build left, or a link elsewhere (does not follow links).
+            let _ = std::fs::remove_dir_all(&link);
+            std::os::unix::fs::symlink(&shared, &link)?;
+        }
+    }
     aya_build::build_ebpf(
         [aya_build::Package {
             name: "gateway-ebpf",
