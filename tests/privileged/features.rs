@@ -93,8 +93,10 @@ fn doctor_reports_the_kernel_features_tests_branch_on() {
         "{f}"
     );
     if abi.is_none_or(|a| a < 7) {
+        let abi = abi.map_or_else(|| "none".into(), |a| a.to_string());
         note(&format!(
-            "Landlock audit logging absent (ABI {abi:?} < 7): asserted landlock_audit=false"
+            "Landlock audit logging absent (Landlock ABI {abi}, audit needs 7): asserted \
+             landlock_audit=false"
         ));
     }
 }
@@ -123,7 +125,7 @@ fn cgroup_connect_unix_is_reported_as_the_kernel_loads_it() {
         note(&format!(
             "cgroup/connect_unix absent (kernel {}): asserted the kernel refuses the attach \
              type (EINVAL) instead of its use",
-            f["kernel_release"]
+            f["kernel_release"].as_str().unwrap_or("?")
         ));
     }
 }
