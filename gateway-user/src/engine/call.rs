@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::{
     Engine, Reason, Session, Verdict,
-    checks::{self, approval_hold, credentials, limits, rule_of_two, suspicion, untrusted_echo},
+    checks::{
+        self, approval_hold, credentials, limits, rule_of_two, secret_egress, suspicion,
+        untrusted_echo,
+    },
     fence, fingerprint,
 };
 use crate::policy::Label;
@@ -125,6 +128,7 @@ impl Engine {
         };
         limits::count(&self.policy, s, tool, now);
         rule_of_two::mark_legs(s, tool);
+        secret_egress::remember(s, tool, call);
         let untrusted = tool.has(Label::UntrustedOutput);
         let creds = credentials::inject(self, tool);
         let name = tool.def.name.clone();

@@ -1,0 +1,353 @@
+//! Finds any fragment of a registered secret, of at least [`fragment_len`] bytes, in folded
+//! text: in the secret as it is and in its fixed rewrites (rot13, reversed, both).
+//!
+//! Cost: the text is read at every third position: a 6-byte key, a multiply, a shift and a
+//! bit test in an 8 KiB filter; only a filter hit looks up a hash map and compares bytes.
+//! Why every third position is enough: a fragment of k ≥ 8 bytes covers k − 5 ≥ 3 starts
+//! of a 6-byte key, so one of them is read. The form side is sampled too: a form whose
+//! fragments are k bytes keeps the keys at positions 0, s, 2s, … with s = ⌊(k − 5)/3⌋ (made
+//! prime to 3), so a read position and a kept one meet within any k bytes (by the Chinese
+//! remainder theorem); a short secret keeps every key, a 4 KiB one a few dozen.
+use std::collections::HashMap;
+
+use super::normalise::folded;
+
+/// The shortest fragment looked for.
+pub(super) const MIN_FRAGMENT: usize = 8;
+/// Width of a key, and the step of the text scan.
+const KEY: usize = 6;
+const STEP: usize = MIN_FRAGMENT - KEY + 1;
+const FILTER_BITS: u32 = 16;
+
+/// The fragment length for a folded form of `len` bytes: max(8, ⌈len/3⌉), at most `len`.
+pub(super) fn fragment_len(len: usize) -> usize {
+    len.div_ceil(3).max(MIN_FRAGMENT).min(len)
+}
+
+/// The step between kept keys of a form with fragments of `k` bytes: the text is read every
+/// [`STEP`] (3) bytes, so the two steps must be coprime and their product at most k − 5.
+fn form_step(k: usize) -> usize {
+    let mut s = ((k + 1 - KEY) / STEP).max(1);
+    if s.is_multiple_of(STEP) {
+        s -= 1;
+    }
+    s
+}
+
+/// A fixed rewrite of a secret that is looked for as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    Plain,
+    Rot13,
+    Reversed,
+    Rot13Reversed,
+}
+
+impl Shape {
+    const ALL: [Shape; 4] = [
+        Shape::Plain,
+        Shape::Rot13,
+        Shape::Reversed,
+        Shape::Rot13Reversed,
+    ];
+
+    /// The layers this shape adds to an encoding chain, outermost first.
+    pub(super) fn layers(self) -> &'static [&'static str] {
+        match self {
+            Shape::Plain => &[],
+            Shape::Rot13 => &["rot13"],
+            Shape::Reversed => &["reversed"],
+            Shape::Rot13Reversed => &["rot13", "reversed"],
+        }
+    }
+
+    fn apply(self, v: &str) -> String {
+        match self {
+            Shape::Plain => v.to_owned(),
+            Shape::Rot13 => rot13(v),
+            Shape::Reversed => v.chars().rev().collect(),
+            Shape::Rot13Reversed => rot13(&v.chars().rev().collect::<String>()),
+        }
+    }
+}
+
+/// ROT13 of the ASCII letters; everything else is kept.
+pub(super) fn rot13(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'a'..='z' => char::from((c as u8 - b'a' + 13) % 26 + b'a'),
+            'A'..='Z' => char::from((c as u8 - b'A' + 13) % 26 + b'A'),
+            _ => c,
+        })
+        .collect()
+}
+
+struct Form {
+    secret: usize,
+    shape: Shape,
+    text: Vec<u8>,
+    k: usize,
+}
+
+/// A fragment found: which secret, in which shape, where in the scanned text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Hit {
+    pub(super) secret: usize,
+    pub(super) shape: Shape,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// The whole folded form was found, not only a fragment.
+    pub(super) whole: bool,
+}
+
+/// The anchors of every folded form of every secret.
+#[derive(Default)]
+pub(super) struct FragmentIndex {
+    forms: Vec<Form>,
+    anchors: HashMap<u64, Vec<(u32, u32)>>,
+    filter: Vec<u64>,
+    longest: usize,
+}
+
+/// Sizes only: the forms are the secrets.
+impl std::fmt::Debug for FragmentIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FragmentIndex")
+            .field("forms", &self.forms.len())
+            .field("keys", &self.anchors.len())
+            .finish()
+    }
+}
+
+fn filter_bit(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
+}
+
+impl FragmentIndex {
+    /// `values[i]` is secret `i`; values whose folded form is shorter than 8 bytes are not
+    /// indexed (only their exact forms are looked for).
+    pub(super) fn new(values: &[&str]) -> FragmentIndex {
+        let mut ix = FragmentIndex {
+            filter: vec![0; (1usize << FILTER_BITS) / 64],
+            ..FragmentIndex::default()
+        };
+        for (secret, v) in values.iter().enumerate() {
+            for shape in Shape::ALL {
+                let text = folded(&shape.apply(v));
+                if text.len() < MIN_FRAGMENT
+                    || ix
+                        .forms
+                        .iter()
+                        .any(|f| f.secret == secret && f.text == text)
+                {
+                    continue;
+                }
+                let k = fragment_len(text.len());
+                let id = ix.forms.len() as u32;
+                for p in (0..=text.len() - KEY).step_by(form_step(k)) {
+                    let key = key_at(&text, p);
+                    let bit = filter_bit(key);
+                    ix.filter[bit / 64] |= 1 << (bit % 64);
+                    ix.anchors.entry(key).or_default().push((id, p as u32));
+                }
+                ix.longest = ix.longest.max(text.len());
+                ix.forms.push(Form {
+                    secret,
+                    shape,
+                    text,
+                    k,
+                });
+            }
+        }
+        ix
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.forms.is_empty()
+    }
+
+    /// Whether secret `secret` has a form long enough to be indexed.
+    pub(super) fn covers(&self, secret: usize) -> bool {
+        self.forms.iter().any(|f| f.secret == secret)
+    }
+
+    /// The longest folded form: a fragment never spans more bytes than this.
+    pub(super) fn longest(&self) -> usize {
+        self.longest
+    }
+
+    /// The first fragment in `t`.
+    pub(super) fn scan(&self, t: &[u8]) -> Option<Hit> {
+        self.scan_where(t, |_| true)
+    }
+
+    /// The first fragment in `t` that `accept` takes.
+    pub(super) fn scan_where(&self, t: &[u8], accept: impl Fn(&Hit) -> bool) -> Option<Hit> {
+        if self.forms.is_empty() || t.len() < MIN_FRAGMENT {
+            return None;
+        }
+        let filter: &[u64; 1 << (FILTER_BITS - 6)] = self.filter.as_slice().try_into().ok()?;
+        let mut i = 0;
+        while i + KEY <= t.len() {
+            let key = key_at(t, i);
+            let bit = filter_bit(key);
+            if filter[bit / 64] & (1 << (bit % 64)) != 0
+                && let Some(hit) = self.verify(t, i, key, &accept)
+            {
+                return Some(hit);
+            }
+            i += STEP;
+        }
+        None
+    }
+
+    /// A filter hit at `i`: the forms that hold `key`, the match extended both ways.
+    fn verify(&self, t: &[u8], i: usize, key: u64, accept: impl Fn(&Hit) -> bool) -> Option<Hit> {
+        for &(id, p) in self.anchors.get(&key)? {
+            let form = &self.forms[id as usize];
+            let (p, f) = (p as usize, &form.text);
+            let left = (1..=i.min(p)).take_while(|&d| t[i - d] == f[p - d]).count();
+            let right = (KEY..(t.len() - i).min(f.len() - p))
+                .take_while(|&d| t[i + d] == f[p + d])
+                .count()
+                + KEY;
+            if left + right < form.k {
+                continue;
+            }
+            let hit = Hit {
+                secret: form.secret,
+                shape: form.shape,
+                start: i - left,
+                end: i + right,
+                whole: left + right == f.len(),
+            };
+            if accept(&hit) {
+                return Some(hit);
+            }
+        }
+        None
+    }
+}
+
+/// The 6 bytes at `i` (`i + 6 <= t.len()`) as a number.
+fn key_at(t: &[u8], i: usize) -> u64 {
+    let mut k = [0u8; 8];
+    match t.get(i..i + 8) {
+        Some(w) => k.copy_from_slice(w),
+        None => {
+            let w = t.get(i..i + KEY).unwrap_or_default();
+            k[..w.len()].copy_from_slice(w);
+        }
+    }
+    u64::from_le_bytes(k) & ((1 << (8 * KEY)) - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "dk_live_7Hq2Lm9XvR4tPz8W";
+
+    fn ix() -> FragmentIndex {
+        FragmentIndex::new(&[SECRET, "correct-horse-battery-staple-42"])
+    }
+
+    #[test]
+    fn fragment_length_is_a_third_but_at_least_eight() {
+        assert_eq!(fragment_len(8), 8);
+        assert_eq!(fragment_len(23), 8);
+        assert_eq!(fragment_len(24), 8);
+        assert_eq!(fragment_len(27), 9);
+        assert_eq!(fragment_len(40), 14);
+        assert_eq!(fragment_len(4000), 1334);
+    }
+
+    fn random(n: usize, seed: u32) -> String {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                char::from(b"abcdefghijkl0123456789"[(x >> 16) as usize % 22])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_fragment_of_the_threshold_is_found_at_every_offset_and_one_byte_less_is_not() {
+        for (len, seed) in [
+            (8, 1),
+            (12, 2),
+            (24, 3),
+            (40, 4),
+            (61, 5),
+            (100, 6),
+            (333, 7),
+        ] {
+            let v = random(len, seed);
+            let ix = FragmentIndex::new(&[&v]);
+            let f = folded(&v);
+            let k = fragment_len(f.len());
+            for a in 0..=f.len() - k {
+                for pad in 0..3 {
+                    // `pad` shifts the fragment against the scan's step of 3.
+                    let mut t = b"   ".to_vec();
+                    t.extend_from_slice(&b"xyz"[..pad]);
+                    t.extend_from_slice(&f[a..a + k]);
+                    t.extend_from_slice(b" yy");
+                    let at = 3 + pad;
+                    let hit = ix
+                        .scan(&t)
+                        .unwrap_or_else(|| panic!("{len}: fragment at {a}+{pad}"));
+                    assert_eq!((hit.secret, hit.shape), (0, Shape::Plain));
+                    assert!(
+                        hit.start <= at && hit.end >= at + k,
+                        "{len} {a} {pad}: {hit:?}"
+                    );
+                    assert!(
+                        ix.scan(&t[at..at + k - 1]).is_none(),
+                        "{len} {a}: {k}-1 bytes"
+                    );
+                }
+            }
+            assert!(ix.scan(&f).expect("the whole form").whole);
+        }
+    }
+
+    #[test]
+    fn form_steps_are_prime_to_the_scan_step() {
+        for k in 8..5000 {
+            let s = form_step(k);
+            assert!(
+                s >= 1 && (s == 1 || !s.is_multiple_of(STEP)) && s * STEP <= k + 1 - KEY,
+                "{k}: {s}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_secrets_keep_few_anchors() {
+        let long = random(4000, 12345);
+        let ix = FragmentIndex::new(&[&long]);
+        assert!(ix.anchors.values().map(Vec::len).sum::<usize>() < 60);
+        let f = folded(&long);
+        let k = fragment_len(f.len());
+        assert!(k > 1300);
+        assert!(ix.scan(&f[1000..1000 + k]).is_some());
+        assert!(ix.scan(&f[1000..1000 + k - 1]).is_none());
+    }
+
+    #[test]
+    fn rewrites_are_found_and_near_misses_are_not() {
+        let ix = ix();
+        let hit = ix.scan(&folded(&rot13(SECRET))).expect("rot13");
+        assert_eq!(hit.shape, Shape::Rot13);
+        let rev: String = SECRET.chars().rev().collect();
+        assert_eq!(
+            ix.scan(&folded(&rev)).map(|h| h.shape),
+            Some(Shape::Reversed)
+        );
+        // A random 8-character string that is not a fragment, and a 7-byte fragment.
+        assert!(ix.scan(&folded("q8Zr3Kd1 mX0pL7v")).is_none());
+        assert!(ix.scan(&folded("dklive7")).is_none());
+    }
+}
