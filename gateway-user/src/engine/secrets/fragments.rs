@@ -2,7 +2,7 @@
 //! text: in the secret as it is and in its fixed rewrites (rot13, reversed, both).
 //!
 //! Cost: the text is read at every third position: a 6-byte key, a multiply, a shift and a
-//! bit test in an 8 KiB filter; only a filter hit looks up a hash map and compares bytes.
+//! bit test in a bit filter (8 KiB, larger for many secrets); only a filter hit looks up a hash map and compares bytes.
 //! Why every third position is enough: a fragment of k ≥ 8 bytes covers k − 5 ≥ 3 starts
 //! of a 6-byte key, so one of them is read. The form side is sampled too: a form whose
 //! fragments are k bytes keeps the keys at positions 0, s, 2s, … with s = ⌊(k − 5)/3⌋ (made
@@ -14,10 +14,17 @@ use super::normalise::folded;
 
 /// The shortest fragment looked for.
 pub(super) const MIN_FRAGMENT: usize = 8;
+/// After a fragment is found, at most this many more filter hits are verified while looking
+/// for a whole form.
+const MAX_TRIES_AFTER_FRAGMENT: usize = 256;
 /// Width of a key, and the step of the text scan.
 const KEY: usize = 6;
 const STEP: usize = MIN_FRAGMENT - KEY + 1;
-const FILTER_BITS: u32 = 16;
+/// The bit filter has at least 2^16 bits and about 16 per key, at most 2^22 (512 KiB): many
+/// secrets (a session may start with a thousand) keep it sparse, so a text position that is
+/// no key of any secret rarely costs more than a bit test.
+const MIN_FILTER_BITS: u32 = 16;
+const MAX_FILTER_BITS: u32 = 22;
 
 /// The fragment length for a folded form of `len` bytes: max(8, ⌈len/3⌉), at most `len`.
 pub(super) fn fragment_len(len: usize) -> usize {
@@ -106,6 +113,8 @@ pub(super) struct FragmentIndex {
     forms: Vec<Form>,
     anchors: HashMap<u64, Vec<(u32, u32)>>,
     filter: Vec<u64>,
+    /// log2 of the filter's bits.
+    bits: u32,
     longest: usize,
 }
 
@@ -119,18 +128,16 @@ impl std::fmt::Debug for FragmentIndex {
     }
 }
 
-fn filter_bit(key: u64) -> usize {
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
+/// The filter bit of `key` in a filter of 2^`bits` bits.
+fn filter_bit(key: u64, bits: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 impl FragmentIndex {
     /// `values[i]` is secret `i`; values whose folded form is shorter than 8 bytes are not
     /// indexed (only their exact forms are looked for).
     pub(super) fn new(values: &[&str]) -> FragmentIndex {
-        let mut ix = FragmentIndex {
-            filter: vec![0; (1usize << FILTER_BITS) / 64],
-            ..FragmentIndex::default()
-        };
+        let mut ix = FragmentIndex::default();
         for (secret, v) in values.iter().enumerate() {
             for shape in Shape::ALL {
                 let text = folded(&shape.apply(v));
@@ -146,8 +153,6 @@ impl FragmentIndex {
                 let id = ix.forms.len() as u32;
                 for p in (0..=text.len() - KEY).step_by(form_step(k)) {
                     let key = key_at(&text, p);
-                    let bit = filter_bit(key);
-                    ix.filter[bit / 64] |= 1 << (bit % 64);
                     ix.anchors.entry(key).or_default().push((id, p as u32));
                 }
                 ix.longest = ix.longest.max(text.len());
@@ -158,6 +163,13 @@ impl FragmentIndex {
                     k,
                 });
             }
+        }
+        let want = (ix.anchors.len() * 16).next_power_of_two().trailing_zeros();
+        ix.bits = want.clamp(MIN_FILTER_BITS, MAX_FILTER_BITS);
+        ix.filter = vec![0; (1usize << ix.bits) / 64];
+        for key in ix.anchors.keys() {
+            let bit = filter_bit(*key, ix.bits);
+            ix.filter[bit / 64] |= 1 << (bit % 64);
         }
         ix
     }
@@ -181,28 +193,42 @@ impl FragmentIndex {
         self.scan_where(t, |_| true)
     }
 
-    /// The first fragment in `t` that `accept` takes.
+    /// The first whole form in `t` that `accept` takes, else its first fragment: a secret
+    /// that holds another (a key file and its lines) is named by the one sent whole.
     pub(super) fn scan_where(&self, t: &[u8], accept: impl Fn(&Hit) -> bool) -> Option<Hit> {
         if self.forms.is_empty() || t.len() < MIN_FRAGMENT {
             return None;
         }
-        let filter: &[u64; 1 << (FILTER_BITS - 6)] = self.filter.as_slice().try_into().ok()?;
+        let (filter, bits) = (self.filter.as_slice(), self.bits);
+        let (mut first, mut tries) = (None, 0);
         let mut i = 0;
         while i + KEY <= t.len() {
             let key = key_at(t, i);
-            let bit = filter_bit(key);
-            if filter[bit / 64] & (1 << (bit % 64)) != 0
+            let bit = filter_bit(key, bits);
+            if filter
+                .get(bit / 64)
+                .is_some_and(|w| w & (1 << (bit % 64)) != 0)
                 && let Some(hit) = self.verify(t, i, key, &accept)
             {
-                return Some(hit);
+                if hit.whole {
+                    return Some(hit);
+                }
+                first.get_or_insert(hit);
+                // Looking on for a whole form is bounded: a deny costs little more.
+                tries += 1;
+                if tries > MAX_TRIES_AFTER_FRAGMENT {
+                    break;
+                }
             }
             i += STEP;
         }
-        None
+        first
     }
 
-    /// A filter hit at `i`: the forms that hold `key`, the match extended both ways.
+    /// A filter hit at `i`: the forms that hold `key`, the match extended both ways (a whole
+    /// form first).
     fn verify(&self, t: &[u8], i: usize, key: u64, accept: impl Fn(&Hit) -> bool) -> Option<Hit> {
+        let mut first = None;
         for &(id, p) in self.anchors.get(&key)? {
             let form = &self.forms[id as usize];
             let (p, f) = (p as usize, &form.text);
@@ -222,10 +248,13 @@ impl FragmentIndex {
                 whole: left + right == f.len(),
             };
             if accept(&hit) {
-                return Some(hit);
+                if hit.whole {
+                    return Some(hit);
+                }
+                first.get_or_insert(hit);
             }
         }
-        None
+        first
     }
 }
 
@@ -334,6 +363,42 @@ mod tests {
         assert!(k > 1300);
         assert!(ix.scan(&f[1000..1000 + k]).is_some());
         assert!(ix.scan(&f[1000..1000 + k - 1]).is_none());
+    }
+
+    #[test]
+    fn a_secret_sent_whole_is_named_before_a_secret_that_holds_it() {
+        let line = random(70, 77);
+        let file = format!(
+            "-----BEGIN KEY-----\n{}\n{line}\n-----END KEY-----",
+            random(70, 78)
+        );
+        let ix = FragmentIndex::new(&[&file, &line]);
+        let hit = ix
+            .scan(&folded(&format!("key: {line} end")))
+            .expect("found");
+        assert_eq!((hit.secret, hit.whole), (1, true));
+        let hit = ix.scan(&folded(&line[..40])).expect("a fragment");
+        assert!(!hit.whole);
+    }
+
+    #[test]
+    fn a_thousand_secrets_keep_the_filter_sparse() {
+        let values: Vec<String> = (0..1000).map(|i| random(40, 1000 + i)).collect();
+        let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+        let ix = FragmentIndex::new(&refs);
+        assert!(ix.bits > MIN_FILTER_BITS, "{}", ix.bits);
+        let set = ix.filter.iter().map(|w| w.count_ones()).sum::<u32>();
+        assert!(
+            f64::from(set) < 0.1 * (1u64 << ix.bits) as f64,
+            "{set} bits set"
+        );
+        let f = folded(&values[777]);
+        let hit = ix
+            .scan(&f[10..10 + fragment_len(f.len())])
+            .expect("a fragment");
+        assert_eq!(hit.secret, 777);
+        let other = random(4096, 4242);
+        assert!(ix.scan(&folded(&other)).is_none());
     }
 
     #[test]
