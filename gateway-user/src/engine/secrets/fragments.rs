@@ -115,7 +115,8 @@ pub(super) struct FragmentIndex {
     filter: Vec<u64>,
     /// log2 of the filter's bits.
     bits: u32,
-    longest: usize,
+    /// The largest fragment length of any form.
+    max_k: usize,
 }
 
 /// Sizes only: the forms are the secrets.
@@ -155,7 +156,7 @@ impl FragmentIndex {
                     let key = key_at(&text, p);
                     ix.anchors.entry(key).or_default().push((id, p as u32));
                 }
-                ix.longest = ix.longest.max(text.len());
+                ix.max_k = ix.max_k.max(k);
                 ix.forms.push(Form {
                     secret,
                     shape,
@@ -183,9 +184,10 @@ impl FragmentIndex {
         self.forms.iter().any(|f| f.secret == secret)
     }
 
-    /// The longest folded form: a fragment never spans more bytes than this.
-    pub(super) fn longest(&self) -> usize {
-        self.longest
+    /// The largest fragment length of any form: a text with no fragment holds less than
+    /// this of a secret at either end.
+    pub(super) fn max_fragment(&self) -> usize {
+        self.max_k
     }
 
     /// The first fragment in `t`.

@@ -1,7 +1,8 @@
 //! The session's recent egress, folded, to find a secret split across the arguments of one
-//! call or across calls: the ends of consecutive texts are joined, in sending order and in
-//! reverse order, and the joins are searched for fragments that reach into the current call.
-use std::collections::VecDeque;
+//! call or across calls: the end of each text is joined with the start of each other text of
+//! the call and of the recent calls, either first, and the joins are searched for fragments
+//! that span them.
+use std::collections::{BTreeSet, VecDeque};
 
 use super::{
     fragments::{FragmentIndex, Hit},
@@ -66,92 +67,92 @@ impl EgressWindow {
 /// Where the pieces of a split secret were.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Split {
+    /// In two arguments of the call.
     Arguments,
+    /// In the call and one of the window's recent calls.
     Calls,
 }
 
 /// `f` whole when short, else its first and last `edge` bytes with a break between.
 fn ends(f: &[u8], edge: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    push_ends(&mut out, f, edge);
+    if f.len() <= 2 * edge {
+        return f.to_vec();
+    }
+    let mut out = Vec::with_capacity(2 * edge + 1);
+    out.extend_from_slice(&f[..edge]);
+    out.push(BREAK);
+    out.extend_from_slice(&f[f.len() - edge..]);
     out
 }
 
-fn push_ends(buf: &mut Vec<u8>, f: &[u8], edge: usize) {
-    if f.len() <= 2 * edge {
-        buf.extend_from_slice(f);
-    } else {
-        buf.extend_from_slice(&f[..edge]);
-        buf.push(BREAK);
-        buf.extend_from_slice(&f[f.len() - edge..]);
-    }
+/// The last `n` bytes of `f`.
+fn tail(f: &[u8], n: usize) -> &[u8] {
+    &f[f.len().saturating_sub(n)..]
 }
 
-/// A fragment across the ends of `current` (the call's texts, folded, in order) and of the
-/// window's newest texts: in order (window, then the call) and in reverse order. A fragment
-/// wholly inside the window is not reported (that call was checked when it was sent).
+/// The first `n` bytes of `f`.
+fn head(f: &[u8], n: usize) -> &[u8] {
+    &f[..n.min(f.len())]
+}
+
+/// A fragment across the ends of two texts: of two texts of the call (`current`, folded),
+/// in either order, or of a text of the window's recent calls and one of the call, either
+/// first. A text with no fragment holds less than the largest fragment length of a secret
+/// at either end, so only that much of each end is joined; the window's texts are taken
+/// once each (the same key or address in every call is joined once). A fragment wholly
+/// inside one text is not reported here (it is found, or was when that call was sent).
 pub(super) fn find_split(
     index: &FragmentIndex,
     current: &[Vec<u8>],
     window: &EgressWindow,
 ) -> Option<(Hit, Split)> {
-    let parts = current.iter().filter(|c| !c.is_empty()).count();
-    if index.is_empty() || parts == 0 || (parts < 2 && window.calls.is_empty()) {
+    let cur: Vec<&[u8]> = current
+        .iter()
+        .filter(|c| !c.is_empty())
+        .map(Vec::as_slice)
+        .collect();
+    let reach = index.max_fragment().saturating_sub(1);
+    if index.is_empty() || cur.is_empty() || (cur.len() < 2 && window.calls.is_empty()) {
         return None;
     }
-    let cur = current.iter().filter(|c| !c.is_empty()).map(Vec::as_slice);
-    let win = window.calls.iter().flatten().map(Vec::as_slice);
-    // A fragment spans fewer bytes than the longest form: only that much of each side of a
-    // join can be part of it.
-    let reach = index.longest().saturating_sub(1);
-    let mut buf = Vec::with_capacity(8 * reach);
-    // In order: the window's last `reach` bytes (newest last), then the call's texts.
-    let mut tail = Vec::new();
-    for s in win.clone().rev() {
-        if tail.len() >= reach {
-            break;
+    let mut tails = BTreeSet::new();
+    let mut heads = BTreeSet::new();
+    for w in window.calls.iter().flatten() {
+        tails.insert(tail(w, reach));
+        heads.insert(head(w, reach));
+    }
+    // Each pair: the left text's tail, a join, the right text's head, a break.
+    let mut buf = Vec::new();
+    let mut joins: Vec<(usize, Split)> = Vec::new();
+    let mut pair = |left: &[u8], right: &[u8], how: Split| {
+        buf.extend_from_slice(left);
+        joins.push((buf.len(), how));
+        buf.extend_from_slice(right);
+        buf.push(BREAK);
+    };
+    for (i, a) in cur.iter().enumerate() {
+        for (j, b) in cur.iter().enumerate() {
+            if i != j {
+                pair(tail(a, reach), head(b, reach), Split::Arguments);
+            }
         }
-        tail.splice(
-            0..0,
-            s[s.len().saturating_sub(reach - tail.len())..]
-                .iter()
-                .copied(),
-        );
-    }
-    buf.extend_from_slice(&tail);
-    let split = buf.len();
-    cur.clone().for_each(|s| push_ends(&mut buf, s, reach));
-    if let Some(h) = index.scan_where(&buf, |h| h.end > split) {
-        return Some((
-            h,
-            if h.start < split {
-                Split::Calls
-            } else {
-                Split::Arguments
-            },
-        ));
-    }
-    // In reverse order: the call's texts last first, then the window's newest first.
-    buf.clear();
-    cur.rev().for_each(|s| push_ends(&mut buf, s, reach));
-    let split = buf.len();
-    for s in win.rev() {
-        let room = reach - (buf.len() - split);
-        if room == 0 {
-            break;
+        for t in &tails {
+            pair(t, head(a, reach), Split::Calls);
         }
-        buf.extend_from_slice(&s[..room.min(s.len())]);
+        for h in &heads {
+            pair(tail(a, reach), h, Split::Calls);
+        }
     }
-    index.scan_where(&buf, |h| h.start < split).map(|h| {
-        (
-            h,
-            if h.end > split {
-                Split::Calls
-            } else {
-                Split::Arguments
-            },
-        )
-    })
+    // The first join inside a hit (joins are in increasing order).
+    let join_in = |h: &Hit| {
+        let k = joins.partition_point(|(j, _)| *j <= h.start);
+        joins
+            .get(k)
+            .filter(|(j, _)| *j < h.end)
+            .map(|(_, how)| *how)
+    };
+    let hit = index.scan_where(&buf, |h| join_in(h).is_some())?;
+    Some((hit, join_in(&hit)?))
 }
 
 #[cfg(test)]
@@ -196,6 +197,25 @@ mod tests {
         assert!(find_split(&ix(), &f(&["start: Zq7Xw2"]), &w).is_none());
         // A benign call after a benign window.
         assert!(find_split(&ix(), &f(&["Zq7Xw3 is not it"]), &w).is_none());
+    }
+
+    #[test]
+    fn a_piece_in_any_argument_of_a_recent_call_joins() {
+        // The piece is the end of the first of two texts (a body before a URL).
+        let mut w = EgressWindow::new();
+        w.push(&[
+            "part one: Zq7Xw2",
+            "https://hooks.corp.test/in",
+            "body",
+            "url",
+        ]);
+        let (_, how) = find_split(&ix(), &f(&["Lp9Rt4 is part two", "https://x.test"]), &w)
+            .expect("across calls");
+        assert_eq!(how, Split::Calls);
+        // The same texts with the pieces inside their texts: nothing to join.
+        let mut w = EgressWindow::new();
+        w.push(&["part one: Zq7Xw2 (more)", "https://hooks.corp.test/in"]);
+        assert!(find_split(&ix(), &f(&["and Lp9Rt4 is part two"]), &w).is_none());
     }
 
     #[test]
