@@ -299,3 +299,37 @@ fn ordinary_egress_is_allowed() {
         allowed(post(&f, &mut s, &body));
     }
 }
+
+#[test]
+fn a_disguised_secret_quoted_in_a_denial_is_withheld_from_the_message_and_record() {
+    let f = fx();
+    let mut s = session();
+    let hidden = rot13(DEPLOY_KEY);
+    // A path outside the sandbox: the denial quotes it.
+    let o = denied(
+        f.call(
+            &mut s,
+            "read_file",
+            json!({"path": format!("/nowhere/{hidden}/x")}),
+        ),
+        Reason::Sandbox,
+    );
+    assert!(!o.verdict.message.contains(&hidden), "{}", o.verdict.message);
+    assert!(
+        o.verdict.message.contains("`deploy_key` (rot13)"),
+        "{}",
+        o.verdict.message
+    );
+    // A tool name and an approval id are the model's text too.
+    denied(
+        f.call(&mut s, &format!("x_{hidden}"), json!({})),
+        Reason::NotAllowlisted,
+    );
+    let call = gatewayd::engine::ToolCall::new("weather", json!({"city": "Oslo"}))
+        .with_approval(&hex(DEPLOY_KEY.as_bytes()));
+    let _ = f.call_full(&mut s, call, json!({"ok": true}));
+    let recs = serde_json::to_string(&f.audit.lock().unwrap().records).unwrap();
+    assert!(!recs.contains(&hidden), "{recs}");
+    assert!(!recs.contains(&hex(DEPLOY_KEY.as_bytes())), "{recs}");
+    records_hold_no_secret(&f);
+}

@@ -103,8 +103,9 @@ impl Engine {
         let (mut verdict, args) = checks::run(self, s, call, Some(now));
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
         approval_hold::settle(self, s, call, &mut verdict, &digest, now);
-        verdict.message = self.secrets.all.scrub(&verdict.message).into_owned();
-        verdict.message = s.secrets().scrub(&verdict.message).into_owned();
+        // A secret_egress message is made of names; others can quote what the model sent.
+        let deep = !matches!(verdict.reason, Reason::Allowed | Reason::SecretEgress);
+        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
 
         if let Err(e) = self.record(s, call, &verdict, &digest) {
             return Outcome::refused(Verdict::deny(

@@ -5,13 +5,13 @@
 //! `sends_out` call is denied outright when a secret could not be loaded (`check_error`).
 //!
 //! [`remember`] is the state update: an allowed `sends_out` call's texts join the session's
-//! egress window.
+//! egress window. [`scrub_text`] keeps secrets, disguised too, out of messages and records.
 use super::{Ctx, Step};
 use crate::{
     engine::{
-        Reason, Session, ToolCall,
+        Engine, Reason, Session, ToolCall,
         registry::Tool,
-        secrets::{self, EgressWindow},
+        secrets::{self, EgressWindow, Match},
     },
     policy::Label,
 };
@@ -58,5 +58,30 @@ pub(in crate::engine) fn remember(s: &mut Session, tool: &Tool, call: &ToolCall)
         let owned = secrets::egress_texts(&call.arguments);
         let texts: Vec<&str> = owned.iter().map(AsRef::as_ref).collect();
         s.remember_egress(&texts);
+    }
+}
+
+/// `text` (a verdict's message, a tool's name, a session id) as a model or an audit record
+/// may see it: the exact forms of every secret replaced by `[REDACTED:name]`; then, when
+/// `deep`, if the matcher still finds a secret in it (encoded, disguised, a fragment: a path
+/// or a URL quoted in a denial can hold one), the whole text is withheld.
+pub(in crate::engine) fn scrub_text(
+    engine: &Engine,
+    s: &Session,
+    text: &str,
+    deep: bool,
+) -> String {
+    let all = &engine.secrets.all;
+    let exact = s.secrets().scrub(&all.scrub(text)).into_owned();
+    if !deep {
+        return exact;
+    }
+    match secrets::find_in_call(&[all, s.secrets()], &[&exact], &EgressWindow::new()) {
+        None => exact,
+        Some(Match {
+            secret: Some(name),
+            encoding,
+        }) => format!("[withheld: it holds the registered secret `{name}` ({encoding})]"),
+        Some(_) => "[withheld: it cannot be checked for secrets]".to_owned(),
     }
 }
