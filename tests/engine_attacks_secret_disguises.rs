@@ -314,7 +314,11 @@ fn a_disguised_secret_quoted_in_a_denial_is_withheld_from_the_message_and_record
         ),
         Reason::Sandbox,
     );
-    assert!(!o.verdict.message.contains(&hidden), "{}", o.verdict.message);
+    assert!(
+        !o.verdict.message.contains(&hidden),
+        "{}",
+        o.verdict.message
+    );
     assert!(
         o.verdict.message.contains("`deploy_key` (rot13)"),
         "{}",

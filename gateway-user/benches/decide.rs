@@ -113,39 +113,48 @@ fn matcher_alone(email: &ToolCall) {
     let set = SecretSet::new(&[("k1".into(), K1.into()), ("k2".into(), K2.into())]);
     let texts = egress_texts(&email.arguments);
     let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-    report(
+    bench(
         "secrets: exact forms only (the old matcher)",
-        time(200_000, || {
+        200_000,
+        || {
             black_box(texts.iter().find_map(|t| set.find(black_box(t))));
-        }),
+        },
     );
     let empty = EgressWindow::new();
     assert_eq!(set.find_in_call(&texts, &empty), None);
-    report(
-        "secrets: egress matcher, empty window",
-        time(200_000, || {
-            black_box(set.find_in_call(black_box(&texts), &empty));
-        }),
-    );
+    bench("secrets: egress matcher, empty window", 200_000, || {
+        black_box(set.find_in_call(black_box(&texts), &empty));
+    });
     let mut full = EgressWindow::new();
     for _ in 0..8 {
         full.push(&texts);
     }
     assert_eq!(set.find_in_call(&texts, &full), None);
-    report(
+    bench(
         "secrets: egress matcher, window of 8 calls",
-        time(200_000, || {
+        200_000,
+        || {
             black_box(set.find_in_call(black_box(&texts), &full));
-        }),
+        },
     );
     let encoded = base64(BODY.as_bytes());
     assert_eq!(set.find_in_call(&[encoded.as_str()], &empty), None);
-    report(
+    bench(
         "secrets: egress matcher, base64 of the body",
-        time(50_000, || {
+        50_000,
+        || {
             black_box(set.find_in_call(black_box(&[encoded.as_str()]), &empty));
-        }),
+        },
     );
+}
+
+/// Times `f` and reports it as `name`, unless `GATEWAYD_BENCH_ONLY` is set and `name` does
+/// not start with it (to profile one row).
+fn bench(name: &str, n: usize, f: impl FnMut()) {
+    if std::env::var("GATEWAYD_BENCH_ONLY").is_ok_and(|only| !name.starts_with(&only)) {
+        return;
+    }
+    report(name, time(n, f));
 }
 
 fn time(n: usize, mut f: impl FnMut()) -> Vec<u64> {
@@ -171,22 +180,20 @@ fn main() {
     println!("gatewayd decide benchmark: 50-tool policy, 12 rules, 2 secrets");
 
     let simple = ToolCall::new("tool_42", json!({"id": "abc-123", "count": 7}));
-    report(
-        "decide: tool_42 (schema, regex, max)",
-        time(200_000, || {
-            black_box(engine.decide(&session, black_box(&simple)));
-        }),
-    );
+    bench("decide: tool_42 (schema, regex, max)", 200_000, || {
+        black_box(engine.decide(&session, black_box(&simple)));
+    });
     let email = ToolCall::new(
         "send_email",
         json!({"to": ["team@corp.test"], "subject": "Standup", "body": BODY}),
     );
     assert!(engine.decide(&session, &email).is_allow());
-    report(
+    bench(
         "decide: send_email (1 KiB body; rules, secrets)",
-        time(200_000, || {
+        200_000,
+        || {
             black_box(engine.decide(&session, black_box(&email)));
-        }),
+        },
     );
     matcher_alone(&email);
     // A session that started with 64 secrets of its own (protected files, environment).
@@ -198,41 +205,30 @@ fn main() {
             .unwrap();
     }
     assert!(engine.decide(&many, &email).is_allow());
-    report(
+    bench(
         "decide: send_email, session with 64 secrets",
-        time(100_000, || {
+        100_000,
+        || {
             black_box(engine.decide(&many, black_box(&email)));
-        }),
+        },
     );
     let unknown = ToolCall::new("tool_99", json!({}));
-    report(
-        "decide: unknown tool (deny)",
-        time(200_000, || {
-            black_box(engine.decide(&session, black_box(&unknown)));
-        }),
-    );
+    bench("decide: unknown tool (deny)", 200_000, || {
+        black_box(engine.decide(&session, black_box(&unknown)));
+    });
     let path = ToolCall::new("read_file", json!({"path": "notes.txt"}));
-    report(
-        "decide: read_file (realpath, sandbox)",
-        time(100_000, || {
-            black_box(engine.decide(&session, black_box(&path)));
-        }),
-    );
+    bench("decide: read_file (realpath, sandbox)", 100_000, || {
+        black_box(engine.decide(&session, black_box(&path)));
+    });
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
-    report(
-        "decide: fetch_url (URL, egress)",
-        time(200_000, || {
-            black_box(engine.decide(&session, black_box(&url)));
-        }),
-    );
+    bench("decide: fetch_url (URL, egress)", 200_000, || {
+        black_box(engine.decide(&session, black_box(&url)));
+    });
     let mut s2 = Session::new("bench2", "alice", &["basic"]);
     let noop = ToolCall::new("noop", json!({}));
-    report(
-        "call: noop, no audit (counters, handler)",
-        time(200_000, || {
-            black_box(engine.call(&mut s2, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
-        }),
-    );
+    bench("call: noop, no audit (counters, handler)", 200_000, || {
+        black_box(engine.call(&mut s2, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+    });
 
     // Audit append with fsync (fdatasync per record), on the tempdir's filesystem.
     let clock = Arc::new(SystemClock);
@@ -246,12 +242,9 @@ fn main() {
         reason: "allowed".into(),
         detail: json!({"args_sha256": "0".repeat(64), "matched_rules": ["internal"]}),
     };
-    report(
-        "audit append (fdatasync each)",
-        time(2_000, || {
-            black_box(log.append(entry.clone()).unwrap());
-        }),
-    );
+    bench("audit append (fdatasync each)", 2_000, || {
+        black_box(log.append(entry.clone()).unwrap());
+    });
     drop(log);
     let log = AuditLog::open(&root.join("audit2.jsonl"), clock).unwrap();
     let audited = Engine::new(
@@ -261,10 +254,7 @@ fn main() {
     )
     .unwrap();
     let mut s3 = Session::new("bench3", "alice", &["basic"]);
-    report(
-        "call: noop with audit record (end to end)",
-        time(2_000, || {
-            black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
-        }),
-    );
+    bench("call: noop with audit record (end to end)", 2_000, || {
+        black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+    });
 }

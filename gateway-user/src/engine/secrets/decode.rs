@@ -74,6 +74,8 @@ pub(super) struct Decoder<'a> {
     indexes: &'a [&'a FragmentIndex],
     spent: usize,
     chain: Vec<&'static str>,
+    /// A buffer per depth for the folded output, reused across visits.
+    folds: Vec<Vec<u8>>,
 }
 
 impl<'a> Decoder<'a> {
@@ -83,6 +85,7 @@ impl<'a> Decoder<'a> {
             indexes,
             spent: 0,
             chain: Vec::new(),
+            folds: Vec::new(),
         }
     }
 
@@ -110,8 +113,13 @@ impl<'a> Decoder<'a> {
                 "encoded data beyond the 8 MiB decoding limit",
             ));
         }
+        let depth = self.chain.len();
         self.chain.push(layer);
-        let mut folded = Vec::new();
+        if self.folds.len() <= depth {
+            self.folds.resize_with(depth + 1, Vec::new);
+        }
+        let mut folded = std::mem::take(&mut self.folds[depth]);
+        folded.clear();
         fold_bytes(data, &mut folded);
         let hit = self
             .indexes
@@ -126,6 +134,7 @@ impl<'a> Decoder<'a> {
             }),
             None => self.children(data, raw),
         };
+        self.folds[depth] = folded;
         self.chain.pop();
         found
     }

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use super::normalise::folded;
 
+mod joins;
+
 /// The shortest fragment looked for.
 pub(super) const MIN_FRAGMENT: usize = 8;
 /// After a fragment is found, at most this many more filter hits are verified while looking
@@ -115,8 +117,8 @@ pub(super) struct FragmentIndex {
     filter: Vec<u64>,
     /// log2 of the filter's bits.
     bits: u32,
-    /// The largest fragment length of any form.
-    max_k: usize,
+    /// Every 4-byte gram of every form, for fragments across the joins of texts.
+    grams: joins::Grams,
 }
 
 /// Sizes only: the forms are the secrets.
@@ -156,7 +158,6 @@ impl FragmentIndex {
                     let key = key_at(&text, p);
                     ix.anchors.entry(key).or_default().push((id, p as u32));
                 }
-                ix.max_k = ix.max_k.max(k);
                 ix.forms.push(Form {
                     secret,
                     shape,
@@ -172,6 +173,7 @@ impl FragmentIndex {
             let bit = filter_bit(*key, ix.bits);
             ix.filter[bit / 64] |= 1 << (bit % 64);
         }
+        ix.grams = joins::Grams::new(ix.forms.iter().map(|f| f.text.as_slice()));
         ix
     }
 
@@ -182,12 +184,6 @@ impl FragmentIndex {
     /// Whether secret `secret` has a form long enough to be indexed.
     pub(super) fn covers(&self, secret: usize) -> bool {
         self.forms.iter().any(|f| f.secret == secret)
-    }
-
-    /// The largest fragment length of any form: a text with no fragment holds less than
-    /// this of a secret at either end.
-    pub(super) fn max_fragment(&self) -> usize {
-        self.max_k
     }
 
     /// The first fragment in `t`.

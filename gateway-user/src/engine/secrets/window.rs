@@ -1,8 +1,7 @@
 //! The session's recent egress, folded, to find a secret split across the arguments of one
-//! call or across calls: the end of each text is joined with the start of each other text of
-//! the call and of the recent calls, either first, and the joins are searched for fragments
-//! that span them.
-use std::collections::{BTreeSet, VecDeque};
+//! call or across calls: the end of each text joined with the start of each other text of the
+//! call and of the recent calls, either first, holding a fragment that spans the join.
+use std::collections::VecDeque;
 
 use super::{
     fragments::{FragmentIndex, Hit},
@@ -85,74 +84,47 @@ fn ends(f: &[u8], edge: usize) -> Vec<u8> {
     out
 }
 
-/// The last `n` bytes of `f`.
-fn tail(f: &[u8], n: usize) -> &[u8] {
-    &f[f.len().saturating_sub(n)..]
-}
-
-/// The first `n` bytes of `f`.
-fn head(f: &[u8], n: usize) -> &[u8] {
-    &f[..n.min(f.len())]
-}
-
-/// A fragment across the ends of two texts: of two texts of the call (`current`, folded),
-/// in either order, or of a text of the window's recent calls and one of the call, either
-/// first. A text with no fragment holds less than the largest fragment length of a secret
-/// at either end, so only that much of each end is joined; the window's texts are taken
-/// once each (the same key or address in every call is joined once). A fragment wholly
-/// inside one text is not reported here (it is found, or was when that call was sent).
+/// A fragment across the end of one text and the start of another: two texts of the call
+/// (`current`, folded), in either order, or a text of the window's recent calls and one of
+/// the call, either first (`FragmentIndex::find_join`). A fragment wholly inside one text is
+/// not reported here (it is found, or was when that call was sent).
 pub(super) fn find_split(
     index: &FragmentIndex,
     current: &[Vec<u8>],
     window: &EgressWindow,
 ) -> Option<(Hit, Split)> {
-    let cur: Vec<&[u8]> = current
+    // Tagged by their index in the call; the window's texts by None.
+    let mut ends: Vec<(&[u8], Option<usize>)> = current
         .iter()
-        .filter(|c| !c.is_empty())
-        .map(Vec::as_slice)
+        .enumerate()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(i, c)| (c.as_slice(), Some(i)))
         .collect();
-    let reach = index.max_fragment().saturating_sub(1);
-    if index.is_empty() || cur.is_empty() || (cur.len() < 2 && window.calls.is_empty()) {
+    if index.is_empty() || ends.is_empty() || (ends.len() < 2 && window.calls.is_empty()) {
         return None;
     }
-    let mut tails = BTreeSet::new();
-    let mut heads = BTreeSet::new();
-    for w in window.calls.iter().flatten() {
-        tails.insert(tail(w, reach));
-        heads.insert(head(w, reach));
-    }
-    // Each pair: the left text's tail, a join, the right text's head, a break.
-    let mut buf = Vec::new();
-    let mut joins: Vec<(usize, Split)> = Vec::new();
-    let mut pair = |left: &[u8], right: &[u8], how: Split| {
-        buf.extend_from_slice(left);
-        joins.push((buf.len(), how));
-        buf.extend_from_slice(right);
-        buf.push(BREAK);
+    ends.extend(
+        window
+            .calls
+            .iter()
+            .flatten()
+            .filter(|w| !w.is_empty())
+            .map(|w| (w.as_slice(), None)),
+    );
+    // Two texts of the call, or one of the call and one of the window; never a text with
+    // itself, nor two of the window (joined when the later of them was sent).
+    let joinable = |l: Option<usize>, r: Option<usize>| match (l, r) {
+        (Some(a), Some(b)) => a != b,
+        (None, None) => false,
+        _ => true,
     };
-    for (i, a) in cur.iter().enumerate() {
-        for (j, b) in cur.iter().enumerate() {
-            if i != j {
-                pair(tail(a, reach), head(b, reach), Split::Arguments);
-            }
-        }
-        for t in &tails {
-            pair(t, head(a, reach), Split::Calls);
-        }
-        for h in &heads {
-            pair(tail(a, reach), h, Split::Calls);
-        }
-    }
-    // The first join inside a hit (joins are in increasing order).
-    let join_in = |h: &Hit| {
-        let k = joins.partition_point(|(j, _)| *j <= h.start);
-        joins
-            .get(k)
-            .filter(|(j, _)| *j < h.end)
-            .map(|(_, how)| *how)
+    let (hit, l, r) = index.find_join(&ends, joinable)?;
+    let how = if l.is_some() && r.is_some() {
+        Split::Arguments
+    } else {
+        Split::Calls
     };
-    let hit = index.scan_where(&buf, |h| join_in(h).is_some())?;
-    Some((hit, join_in(&hit)?))
+    Some((hit, how))
 }
 
 #[cfg(test)]
@@ -197,6 +169,26 @@ mod tests {
         assert!(find_split(&ix(), &f(&["start: Zq7Xw2"]), &w).is_none());
         // A benign call after a benign window.
         assert!(find_split(&ix(), &f(&["Zq7Xw3 is not it"]), &w).is_none());
+    }
+
+    #[test]
+    fn pieces_of_any_lengths_that_add_up_to_a_fragment_join() {
+        let w = EgressWindow::new();
+        // 8 characters in all: 2 + 6, 6 + 2, 3 + 5, 4 + 4 (folded: `zq7xw2lp9rt4`).
+        for (l, r) in [
+            ("Zq", "7Xw2Lp"),
+            ("Zq7Xw2", "Lp"),
+            ("Zq7", "Xw2Lp"),
+            ("Zq7X", "w2Lp"),
+        ] {
+            let texts = [format!("note {l}"), format!("{r} thanks")];
+            let t: Vec<&str> = texts.iter().map(String::as_str).collect();
+            assert!(find_split(&ix(), &f(&t), &w).is_some(), "{l} {r}");
+            // 7 characters: not a fragment.
+            let texts = [format!("note {}", &l[1..]), format!("{r} thanks")];
+            let t: Vec<&str> = texts.iter().map(String::as_str).collect();
+            assert!(find_split(&ix(), &f(&t), &w).is_none(), "{l} {r} less one");
+        }
     }
 
     #[test]
