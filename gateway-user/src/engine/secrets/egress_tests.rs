@@ -355,7 +355,7 @@ fn split_across_two_arguments() {
     assert!(check(&["Lp9Rt4", "Zq7Xw2"]).is_some(), "either order");
     let args = serde_json::json!({"a": "x Zq7Xw2", "b": "Lp9Rt4 y"});
     let texts = egress_texts(&args);
-    let texts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+    let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
     assert_eq!(texts, ["x Zq7Xw2", "Lp9Rt4 y", "a", "b"]);
     assert!(
         check(&texts).is_some(),

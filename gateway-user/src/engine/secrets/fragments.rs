@@ -127,7 +127,7 @@ impl std::fmt::Debug for FragmentIndex {
         f.debug_struct("FragmentIndex")
             .field("forms", &self.forms.len())
             .field("keys", &self.anchors.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -259,12 +259,11 @@ impl FragmentIndex {
 /// The 6 bytes at `i` (`i + 6 <= t.len()`) as a number.
 fn key_at(t: &[u8], i: usize) -> u64 {
     let mut k = [0u8; 8];
-    match t.get(i..i + 8) {
-        Some(w) => k.copy_from_slice(w),
-        None => {
-            let w = t.get(i..i + KEY).unwrap_or_default();
-            k[..w.len()].copy_from_slice(w);
-        }
+    if let Some(w) = t.get(i..i + 8) {
+        k.copy_from_slice(w);
+    } else {
+        let w = t.get(i..i + KEY).unwrap_or_default();
+        k[..w.len()].copy_from_slice(w);
     }
     u64::from_le_bytes(k) & ((1 << (8 * KEY)) - 1)
 }

@@ -185,8 +185,7 @@ impl SecretSet {
         self.by_form
             .get(m)
             .or_else(|| self.by_form.get(&m.to_ascii_lowercase()))
-            .map(|(n, k)| (n.as_str(), *k))
-            .unwrap_or(("secret", "an encoded form"))
+            .map_or(("secret", "an encoded form"), |(n, k)| (n.as_str(), *k))
     }
 
     /// The name of a secret found in `s` in any form: as it is, URL-decoded, or with

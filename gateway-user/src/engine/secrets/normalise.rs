@@ -91,16 +91,15 @@ pub(super) fn folded(s: &str) -> Vec<u8> {
 /// Folds decoded bytes: text when they are UTF-8; otherwise the ASCII bytes, with every
 /// other byte a [`BREAK`] (so UTF-16 text, whose other bytes are NUL, still folds whole).
 pub(super) fn fold_bytes(b: &[u8], out: &mut Vec<u8>) {
-    match std::str::from_utf8(b) {
-        Ok(s) => fold(s, out),
-        Err(_) => {
-            out.reserve(b.len());
-            for &x in b {
-                if x.is_ascii() {
-                    fold_char(char::from(x), out);
-                } else if out.last() != Some(&BREAK) {
-                    out.push(BREAK);
-                }
+    if let Ok(s) = std::str::from_utf8(b) {
+        fold(s, out);
+    } else {
+        out.reserve(b.len());
+        for &x in b {
+            if x.is_ascii() {
+                fold_char(char::from(x), out);
+            } else if out.last() != Some(&BREAK) {
+                out.push(BREAK);
             }
         }
     }

@@ -107,7 +107,7 @@ impl FragmentIndex {
                     }
                     let b = common_prefix(right, &f[join..]);
                     if b > 0 && a + b >= form.k {
-                        return Some((self.join_hit(form, a + b), tag, rtag));
+                        return Some((Self::join_hit(form, a + b), tag, rtag));
                     }
                 }
             }
@@ -122,7 +122,7 @@ impl FragmentIndex {
                     }
                     let a = common_suffix(left, &f[..join]);
                     if a > 0 && a + b >= form.k {
-                        return Some((self.join_hit(form, a + b), ltag, tag));
+                        return Some((Self::join_hit(form, a + b), ltag, tag));
                     }
                 }
             }
@@ -130,7 +130,7 @@ impl FragmentIndex {
         None
     }
 
-    fn join_hit(&self, form: &super::Form, len: usize) -> Hit {
+    fn join_hit(form: &super::Form, len: usize) -> Hit {
         Hit {
             secret: form.secret,
             shape: form.shape,
