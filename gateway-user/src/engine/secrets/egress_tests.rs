@@ -452,3 +452,30 @@ fn a_secret_of_punctuation_is_still_found_in_its_exact_forms() {
     }
     assert_eq!(s.find_in_call(&["!@#$ but not the rest"], &w), None);
 }
+
+#[test]
+fn several_sets_are_searched_in_one_pass() {
+    // The engine's secrets and a session's own, as the secrets check passes them.
+    let engine = SecretSet::new(&[("deploy_key".into(), KEY.into())]);
+    let session = SecretSet::new(&[("short".into(), SHORT.into())]);
+    let empty = SecretSet::default();
+    let w = EgressWindow::new();
+    let both = [&engine, &empty, &session];
+    let m = find_in_call(&both, &[&rot(SHORT)], &w).expect("the session's secret");
+    assert_eq!(
+        (m.secret.as_deref(), m.encoding.as_str()),
+        (Some("short"), "rot13")
+    );
+    let m = find_in_call(&both, &[&base64(KEY.as_bytes())], &w).expect("the engine's");
+    assert_eq!(m.secret.as_deref(), Some("deploy_key"));
+    let m = find_in_call(&both, &["Zq7Xw2", "Lp9Rt4"], &w).expect("split, session set");
+    assert_eq!(m.encoding, "fragment across arguments");
+    assert_eq!(find_in_call(&both, &["nothing to see here"], &w), None);
+    assert_eq!(find_in_call(&[&empty], &[KEY], &w), None);
+    // One set that cannot be built fails the whole call closed.
+    let broken = SecretSet::with_builder(&[("k".into(), PASS.into())], |_| {
+        Regex::new(&String::from("("))
+    });
+    let m = find_in_call(&[&engine, &broken], &["hello"], &w).expect("fail closed");
+    assert_eq!(m.secret, None);
+}
