@@ -245,8 +245,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             }
         })?
     };
+    // The policy as written: its protected files are read for the session's secrets, and the
+    // audit log (which names the session) must not be one of them. The gateway protects the
+    // policy file and the audit log from tool arguments on its own.
     let gateway = agent_gateway::AgentGateway::start(agent_gateway::Setup {
-        policy: &policy,
+        policy: &opts.policy,
         protect: vec![opts.policy_path.clone(), opts.audit_path.clone()],
         audit: audit.clone(),
         clock: clock.clone(),
