@@ -14,6 +14,8 @@
 #![allow(unused_crate_dependencies)]
 #[path = "privileged/features.rs"]
 mod features;
+#[path = "privileged/file_tree.rs"]
+mod file_tree;
 
 use std::{
     io::Read as _,

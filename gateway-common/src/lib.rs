@@ -49,7 +49,7 @@ pub enum EventKind {
     SendMsg6 = 5,
     /// `lsm/bpf`: any `bpf()` call.
     Bpf = 6,
-    /// `lsm/sb_mount`: any `mount()`.
+    /// `lsm/sb_mount`: any `mount()` (also bind mounts, remounts and `MS_MOVE`).
     Mount = 7,
     /// `lsm/ptrace_access_check`: a ptrace attach, or any ptrace access to gatewayd.
     Ptrace = 8,
@@ -65,11 +65,26 @@ pub enum EventKind {
     Rename = 13,
     /// `lsm/inode_setattr`: truncate, chmod, chown or utimes of a protected path.
     Setattr = 14,
+    /// `lsm/inode_link`: a hard link to a protected inode, or a new link in a protected
+    /// directory.
+    Link = 15,
+    /// `lsm/inode_create`: creating a file in a protected directory.
+    Create = 16,
+    /// `lsm/inode_mknod`: creating a device node, FIFO or socket in a protected directory.
+    Mknod = 17,
+    /// `lsm/inode_symlink`: creating a symbolic link in a protected directory.
+    Symlink = 18,
+    /// `lsm/inode_mkdir`: creating a directory in a protected directory.
+    Mkdir = 19,
+    /// `lsm/move_mount`: attaching or moving a mount (`move_mount()`).
+    MoveMount = 20,
+    /// `lsm/sb_umount`: any unmount.
+    Umount = 21,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 21] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -84,6 +99,13 @@ impl EventKind {
         EventKind::Rmdir,
         EventKind::Rename,
         EventKind::Setattr,
+        EventKind::Link,
+        EventKind::Create,
+        EventKind::Mknod,
+        EventKind::Symlink,
+        EventKind::Mkdir,
+        EventKind::MoveMount,
+        EventKind::Umount,
     ];
 }
 
@@ -114,22 +136,27 @@ pub enum Reason {
     EgressLockdown = 3,
     /// The program could not read what it needed to decide (or the path was too deep): deny.
     Unresolvable = 4,
-    /// The agent tried to weaken its own confinement: `bpf()`, `mount()`, ptrace, signalling
+    /// The agent tried to weaken its own confinement: `bpf()`, a change to the mount tree
+    /// (`mount()`, `move_mount()`, `umount()`), ptrace, signalling
     /// gatewayd, or writing to a cgroup file (e.g. moving itself out of its cgroup).
     SelfProtection = 5,
     /// The executed file is not in the policy's exec allowlist.
     ExecNotAllowed = 6,
+    /// The file is on the session's exec allowlist: the agent may not write, truncate,
+    /// replace or delete it.
+    ExecListed = 7,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
         Reason::Unresolvable,
         Reason::SelfProtection,
         Reason::ExecNotAllowed,
+        Reason::ExecListed,
     ];
 
     /// The audit record's `reason` value.
@@ -141,6 +168,7 @@ impl Reason {
             Reason::Unresolvable => "unresolvable",
             Reason::SelfProtection => "self_protection",
             Reason::ExecNotAllowed => "exec_not_allowed",
+            Reason::ExecListed => "exec_listed",
         }
     }
 }

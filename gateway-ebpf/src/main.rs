@@ -5,18 +5,17 @@
 //! Each program first finds the session of the current task (`session.rs`): a task
 //! outside the parent cgroup stops at one test, whatever the number of sessions.
 //!
-//! - `file_open` (BPF LSM): inside a session, deny opening a protected file or anything under
-//!   a protected directory, matched by inode identity while walking up the dentry chain.
-//!   Anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is denied. Opening any
-//!   cgroup file for writing is denied too (the agent may not move itself out of its cgroup
-//!   or change cgroup settings).
-//! - `inode_unlink`, `inode_rmdir`, `inode_rename`, `inode_setattr` (BPF LSM): the same
-//!   protected paths may not be deleted, renamed, replaced, moved into, truncated or chmod'ed.
+//! - The file programs (BPF LSM, `files.rs`): inside a session, deny opening, changing,
+//!   linking or creating inside a protected path (matched by inode identity while walking up
+//!   the dentry chain; anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is
+//!   denied), writing or replacing a file of the exec allowlist, and opening any cgroup file
+//!   for writing (the agent may not move itself out of its cgroup or change its settings).
 //! - `bprm_check_security` (BPF LSM): inside a session whose policy lists binaries, deny
 //!   executing anything else (matched by inode).
-//! - `bpf`, `sb_mount`, `ptrace_access_check`, `task_kill` (BPF LSM, self-protection): inside
-//!   a session, deny every `bpf()` and `mount()`, every ptrace attach and any ptrace read
-//!   access to the session's gatewayd, and any signal to it.
+//! - `bpf`, `sb_mount`, `move_mount`, `sb_umount`, `ptrace_access_check`, `task_kill` (BPF
+//!   LSM, self-protection): inside a session, deny every `bpf()`, every mount, move of a
+//!   mount and unmount, every ptrace attach and any ptrace read access to the session's
+//!   gatewayd, and any signal to it.
 //! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the parent
 //!   cgroup): deny destinations outside the session's `EGRESS` allowlist, and everything
 //!   while it is in lockdown.
@@ -26,6 +25,7 @@
 #![no_std]
 #![no_main]
 
+mod files;
 mod maps;
 mod session;
 
@@ -36,11 +36,10 @@ use aya_ebpf::{
     programs::{LsmContext, SockAddrContext},
 };
 use gateway_common::{
-    AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, MAX_EGRESS_RULES,
-    MAX_PATH_DEPTH, Reason,
+    AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, MAX_EGRESS_RULES, Reason,
 };
-use maps::{EGRESS, EXEC, PROTECTED};
-use session::{Session, current_session, emit, lsm_session, session_inode};
+use maps::{EGRESS, EXEC};
+use session::{current_session, emit, lsm_session, session_inode};
 
 pub(crate) const EPERM: i32 = 1;
 /// cgroup sock_addr programs: 1 lets the call through, 0 fails it with EPERM.
@@ -64,212 +63,15 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_bprm_file: 0,
 });
 
-const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
-const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
-const FMODE_WRITE: u32 = 0x2;
 const PTRACE_MODE_ATTACH: u32 = 0x2;
 
 /// Reads a `T` at `base + off` in kernel memory; an unreadable address is an `Err`.
 #[inline(always)]
-fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
+pub(crate) fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
     // SAFETY: bpf_probe_read_kernel copies into a local and fails (instead of faulting) on a
     // bad address; the pointer is never dereferenced directly. `T` is a plain integer or
     // pointer here, valid for any bit pattern.
     unsafe { bpf_probe_read_kernel(base.wrapping_add(off as usize) as *const T) }.map_err(|_| ())
-}
-
-// --------------------------------------------------------------------------------------------
-// BPF LSM: file_open
-// --------------------------------------------------------------------------------------------
-
-/// LSM_HOOK(int, 0, file_open, struct file *file): arg 0 = file, arg 1 = earlier verdict.
-#[lsm(hook = "file_open")]
-pub fn file_open(ctx: LsmContext) -> i32 {
-    match try_file_open(&ctx) {
-        Ok(ret) | Err(ret) => ret,
-    }
-}
-
-fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
-    let earlier: i32 = ctx.arg(1);
-    if earlier != 0 {
-        return Ok(earlier);
-    }
-    let Some(session) = lsm_session()? else {
-        return Ok(0);
-    };
-    let cfg = CONFIG.load();
-    let file: *const u8 = ctx.arg(0);
-    let mut ev = Event::new(EventKind::FileOpen, Reason::Unresolvable);
-    match protected_ancestor(&cfg, &session, file, &mut ev) {
-        Ok(false) => {
-            if writes_cgroupfs(&cfg, file).unwrap_or(true) {
-                ev.reason = Reason::SelfProtection as u32;
-                emit(&session, ev);
-                return Err(-EPERM);
-            }
-            Ok(0)
-        }
-        Ok(true) => {
-            ev.reason = Reason::ProtectedPath as u32;
-            emit(&session, ev);
-            Err(-EPERM)
-        }
-        Err(()) => {
-            emit(&session, ev);
-            Err(-EPERM)
-        }
-    }
-}
-
-/// Whether the file is on a cgroup filesystem and opened for writing.
-#[inline(always)]
-fn writes_cgroupfs(cfg: &Config, file: *const u8) -> Result<bool, ()> {
-    let mode: u32 = read(file, cfg.off_file_mode)?;
-    if mode & FMODE_WRITE == 0 {
-        return Ok(false);
-    }
-    let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
-    let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
-    let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
-    let magic: u64 = read(sb, cfg.off_sb_magic)?;
-    Ok(magic == CGROUP2_SUPER_MAGIC || magic == CGROUP_SUPER_MAGIC)
-}
-
-/// Walks from the opened file's dentry up to its filesystem root, looking each inode up in
-/// `PROTECTED` under the session. Ok(true): a protected inode was found (recorded in `ev`); Ok(false): none;
-/// Err: something could not be read or the path is deeper than `MAX_PATH_DEPTH`.
-#[inline(always)]
-fn protected_ancestor(
-    cfg: &Config,
-    session: &Session,
-    file: *const u8,
-    ev: &mut Event,
-) -> Result<bool, ()> {
-    let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
-    protected_dentry(cfg, session, dentry, ev)
-}
-
-/// The same walk from a dentry. A negative dentry (a name that does not exist yet, e.g. a
-/// rename target) has no inode of its own: the walk starts at its parent.
-#[inline(always)]
-fn protected_dentry(
-    cfg: &Config,
-    session: &Session,
-    mut dentry: *const u8,
-    ev: &mut Event,
-) -> Result<bool, ()> {
-    for depth in 0..MAX_PATH_DEPTH {
-        let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
-        if inode.is_null() {
-            if depth > 0 {
-                return Err(());
-            }
-            dentry = read(dentry, cfg.off_dentry_parent)?;
-            continue;
-        }
-        let key = inode_key(cfg, inode)?;
-        if depth == 0 {
-            ev.file_ino = key.ino;
-            ev.file_dev = key.dev as u32;
-        }
-        if PROTECTED.get_ptr(session_inode(session, &key)).is_some() {
-            ev.protected_ino = key.ino;
-            return Ok(true);
-        }
-        let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
-        if parent == dentry {
-            return Ok(false);
-        }
-        dentry = parent;
-    }
-    Err(())
-}
-
-// --------------------------------------------------------------------------------------------
-// BPF LSM: changes to protected entries without opening them
-// --------------------------------------------------------------------------------------------
-
-/// Denies the hook when any of the dentries is, or lies under, a protected path.
-#[inline(always)]
-fn deny_protected(earlier: i32, kind: EventKind, dentries: [*const u8; 2]) -> i32 {
-    if earlier != 0 {
-        return earlier;
-    }
-    let session = match lsm_session() {
-        Ok(Some(s)) => s,
-        Ok(None) => return 0,
-        Err(deny) => return deny,
-    };
-    let cfg = CONFIG.load();
-    for d in dentries {
-        if d.is_null() {
-            continue;
-        }
-        let mut ev = Event::new(kind, Reason::Unresolvable);
-        match protected_dentry(&cfg, &session, d, &mut ev) {
-            Ok(false) => {}
-            Ok(true) => {
-                ev.reason = Reason::ProtectedPath as u32;
-                emit(&session, ev);
-                return -EPERM;
-            }
-            Err(()) => {
-                emit(&session, ev);
-                return -EPERM;
-            }
-        }
-    }
-    0
-}
-
-/// LSM_HOOK(int, 0, inode_unlink, struct inode *dir, struct dentry *dentry)
-#[lsm(hook = "inode_unlink")]
-pub fn inode_unlink(ctx: LsmContext) -> i32 {
-    deny_protected(
-        ctx.arg(2),
-        EventKind::Unlink,
-        [ctx.arg(1), core::ptr::null()],
-    )
-}
-
-/// LSM_HOOK(int, 0, inode_rmdir, struct inode *dir, struct dentry *dentry)
-#[lsm(hook = "inode_rmdir")]
-pub fn inode_rmdir(ctx: LsmContext) -> i32 {
-    deny_protected(
-        ctx.arg(2),
-        EventKind::Rmdir,
-        [ctx.arg(1), core::ptr::null()],
-    )
-}
-
-/// LSM_HOOK(int, 0, inode_rename, struct inode *old_dir, struct dentry *old_dentry,
-///          struct inode *new_dir, struct dentry *new_dentry): the source, and the target
-/// (replacing a protected file, or moving something into a protected directory).
-#[lsm(hook = "inode_rename")]
-pub fn inode_rename(ctx: LsmContext) -> i32 {
-    deny_protected(ctx.arg(4), EventKind::Rename, [ctx.arg(1), ctx.arg(3)])
-}
-
-/// LSM_HOOK(int, 0, inode_setattr, struct dentry *dentry, struct iattr *attr) (kernels < 6.3)
-#[lsm(hook = "inode_setattr")]
-pub fn inode_setattr2(ctx: LsmContext) -> i32 {
-    deny_protected(
-        ctx.arg(2),
-        EventKind::Setattr,
-        [ctx.arg(0), core::ptr::null()],
-    )
-}
-
-/// LSM_HOOK(int, 0, inode_setattr, struct mnt_idmap *idmap, struct dentry *dentry,
-///          struct iattr *attr): chmod, chown, truncate, utimes.
-#[lsm(hook = "inode_setattr")]
-pub fn inode_setattr3(ctx: LsmContext) -> i32 {
-    deny_protected(
-        ctx.arg(3),
-        EventKind::Setattr,
-        [ctx.arg(1), core::ptr::null()],
-    )
 }
 
 // --------------------------------------------------------------------------------------------
@@ -323,7 +125,7 @@ fn exec_key(cfg: &Config, bprm: *const u8) -> Result<InodeKey, ()> {
 
 /// An inode's identity: (kernel dev_t of its superblock, inode number).
 #[inline(always)]
-fn inode_key(cfg: &Config, inode: *const u8) -> Result<InodeKey, ()> {
+pub(crate) fn inode_key(cfg: &Config, inode: *const u8) -> Result<InodeKey, ()> {
     let ino: u64 = read(inode, cfg.off_inode_ino)?;
     let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
     let dev: u32 = read(sb, cfg.off_sb_dev)?;
@@ -375,6 +177,20 @@ pub fn bpf4(ctx: LsmContext) -> i32 {
 #[lsm(hook = "sb_mount")]
 pub fn sb_mount(ctx: LsmContext) -> i32 {
     deny_agent(ctx.arg(5), EventKind::Mount)
+}
+
+/// LSM_HOOK(int, 0, move_mount, const struct path *from_path, const struct path *to_path):
+/// attaching a mount made by `fsmount()` or cloned by `open_tree()`, or moving one, with
+/// `move_mount()` (`mount(MS_MOVE)` goes through `sb_mount`).
+#[lsm(hook = "move_mount")]
+pub fn move_mount(ctx: LsmContext) -> i32 {
+    deny_agent(ctx.arg(2), EventKind::MoveMount)
+}
+
+/// LSM_HOOK(int, 0, sb_umount, struct vfsmount *mnt, int flags)
+#[lsm(hook = "sb_umount")]
+pub fn sb_umount(ctx: LsmContext) -> i32 {
+    deny_agent(ctx.arg(2), EventKind::Umount)
 }
 
 /// LSM_HOOK(int, 0, ptrace_access_check, struct task_struct *child, unsigned int mode):

@@ -35,11 +35,16 @@
 //! gw-testagent mcpserver                  # a minimal MCP server on stdio (tools `read`
 //!                                         # {path} and `send` {to, text}); runs until EOF
 //! ```
+//! and the actions on the file tree in `gw-testagent/fs_actions.rs` (`link`, `mkfile`,
+//! `mkdir`, `symlink`, `mkfifo`, `umount`, `movemount`).
 //! Actions are chained with `+`: `gw-testagent read /etc/hostname + send 127.0.0.1:9 hi`.
 //! The exit code is the number of failed actions (capped at 100) unless `exit` says otherwise.
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "gw-testagent/fs_actions.rs"]
+mod fs_actions;
+
 use std::{
     io::{Read as _, Write as _},
     net::{SocketAddr, TcpStream, UdpSocket},
@@ -212,6 +217,7 @@ fn run(action: &[String]) -> Result<String, String> {
             Ok("seized and released the parent".into())
         }
         "mcpserver" => mcp_server(),
+        name if fs_actions::handles(name) => fs_actions::run(name, &action[1..]),
         other => Err(format!("unknown action {other}")),
     }
 }

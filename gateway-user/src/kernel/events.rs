@@ -196,6 +196,28 @@ mod tests {
     }
 
     #[test]
+    fn link_creation_and_mount_denials() {
+        let mut e = ev(EventKind::Link, Reason::ProtectedPath);
+        e.file_ino = 100;
+        e.protected_ino = 77;
+        e.file_dev = (8 << 20) | 1;
+        let d = describe(&e, &spec());
+        assert_eq!((d.hook, d.reason), ("lsm/inode_link", "protected_path"));
+        assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
+        let d = describe(&ev(EventKind::Mknod, Reason::ProtectedPath), &spec());
+        assert_eq!(d.hook, "lsm/inode_mknod");
+        assert!(d.detail["message"].as_str().unwrap().contains("creating"));
+        let d = describe(&ev(EventKind::Umount, Reason::SelfProtection), &spec());
+        assert_eq!((d.hook, d.reason), ("lsm/sb_umount", "self_protection"));
+        let mut e = ev(EventKind::Setattr, Reason::ExecListed);
+        e.file_ino = 5;
+        let d = describe(&e, &spec());
+        assert_eq!((d.hook, d.reason), ("lsm/inode_setattr", "exec_listed"));
+        assert_eq!(d.detail["ino"], 5);
+        assert!(d.detail.get("protected_ino").is_none());
+    }
+
+    #[test]
     fn exec_denial() {
         let mut e = ev(EventKind::Exec, Reason::ExecNotAllowed);
         e.file_ino = 5;

@@ -71,6 +71,18 @@ const CHANGE_PROTECTED: (Reason, &str) = (
     Reason::ProtectedPath,
     "deleting, renaming, replacing or changing a protected path (or anything under a protected directory) is denied by the kernel",
 );
+const CREATE_PROTECTED: (Reason, &str) = (
+    Reason::ProtectedPath,
+    "creating or linking anything inside a protected directory, and hard-linking a protected path, is denied by the kernel",
+);
+const EXEC_LISTED: (Reason, &str) = (
+    Reason::ExecListed,
+    "this file is on the policy's exec allowlist: writing, truncating, replacing or deleting it is denied by the kernel",
+);
+const MOUNT: (Reason, &str) = (
+    Reason::SelfProtection,
+    "mounting, moving a mount and unmounting are denied inside the agent's cgroup",
+);
 const NOT_ALLOWED: (Reason, &str) = (
     Reason::EgressNotAllowed,
     "this destination is not in the policy's egress allowlist",
@@ -82,7 +94,7 @@ const LOCKDOWN: (Reason, &str) = (
 const EGRESS: &[(Reason, &str)] = &[NOT_ALLOWED, LOCKDOWN];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 14] = [
+pub static PROGRAMS: [Program; 21] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -91,11 +103,15 @@ pub static PROGRAMS: [Program; 14] = [
         },
         event: EventKind::FileOpen,
         payload: Payload::File,
-        enforces: "open() of a protected file or of anything under a protected directory; opening any cgroup file for writing (the agent may not leave its cgroup)",
+        enforces: "open() of a protected file or of anything under a protected directory; opening an exec-listed file or any cgroup file for writing (the agent may not leave its cgroup)",
         messages: &[
             (
                 Reason::ProtectedPath,
                 "opening a protected file (or a file under a protected directory) is denied by the kernel",
+            ),
+            (
+                Reason::ExecListed,
+                "this file is on the policy's exec allowlist: opening it for writing is denied by the kernel",
             ),
             (
                 Reason::SelfProtection,
@@ -112,8 +128,8 @@ pub static PROGRAMS: [Program; 14] = [
         },
         event: EventKind::Unlink,
         payload: Payload::File,
-        enforces: "deleting a protected file or anything under a protected directory",
-        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+        enforces: "deleting a protected file, anything under a protected directory, or an exec-listed file",
+        messages: &[CHANGE_PROTECTED, EXEC_LISTED, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_rmdir",
@@ -134,8 +150,8 @@ pub static PROGRAMS: [Program; 14] = [
         },
         event: EventKind::Rename,
         payload: Payload::File,
-        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory",
-        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory; renaming or replacing an exec-listed file",
+        messages: &[CHANGE_PROTECTED, EXEC_LISTED, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_setattr",
@@ -145,8 +161,63 @@ pub static PROGRAMS: [Program; 14] = [
         },
         event: EventKind::Setattr,
         payload: Payload::File,
-        enforces: "truncate, chmod, chown and utimes of a protected path or anything under it",
-        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+        enforces: "truncate, chmod, chown and utimes of a protected path or anything under it, or of an exec-listed file",
+        messages: &[CHANGE_PROTECTED, EXEC_LISTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_link",
+        attach: Attach::Lsm {
+            hook: "inode_link",
+            by_params: &[(3, "inode_link")],
+        },
+        event: EventKind::Link,
+        payload: Payload::File,
+        enforces: "a hard link to a protected path or to anything under a protected directory, and a new link inside a protected directory",
+        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_create",
+        attach: Attach::Lsm {
+            hook: "inode_create",
+            by_params: &[(3, "inode_create")],
+        },
+        event: EventKind::Create,
+        payload: Payload::File,
+        enforces: "creating a file inside a protected directory",
+        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_mknod",
+        attach: Attach::Lsm {
+            hook: "inode_mknod",
+            by_params: &[(4, "inode_mknod")],
+        },
+        event: EventKind::Mknod,
+        payload: Payload::File,
+        enforces: "creating a FIFO, socket or device node inside a protected directory",
+        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_symlink",
+        attach: Attach::Lsm {
+            hook: "inode_symlink",
+            by_params: &[(3, "inode_symlink")],
+        },
+        event: EventKind::Symlink,
+        payload: Payload::File,
+        enforces: "creating a symbolic link inside a protected directory",
+        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/inode_mkdir",
+        attach: Attach::Lsm {
+            hook: "inode_mkdir",
+            by_params: &[(3, "inode_mkdir")],
+        },
+        event: EventKind::Mkdir,
+        payload: Payload::File,
+        enforces: "creating a directory inside a protected directory",
+        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
     },
     Program {
         name: "lsm/bprm_check_security",
@@ -190,11 +261,30 @@ pub static PROGRAMS: [Program; 14] = [
         },
         event: EventKind::Mount,
         payload: Payload::Nothing,
-        enforces: "every mount()",
-        messages: &[(
-            Reason::SelfProtection,
-            "mount() is denied inside the agent's cgroup",
-        )],
+        enforces: "every mount() (also remounts, bind mounts, MS_MOVE and propagation changes)",
+        messages: &[MOUNT],
+    },
+    Program {
+        name: "lsm/move_mount",
+        attach: Attach::Lsm {
+            hook: "move_mount",
+            by_params: &[(2, "move_mount")],
+        },
+        event: EventKind::MoveMount,
+        payload: Payload::Nothing,
+        enforces: "every move_mount(): attaching a mount made by fsmount() or cloned by open_tree(), or moving one",
+        messages: &[MOUNT],
+    },
+    Program {
+        name: "lsm/sb_umount",
+        attach: Attach::Lsm {
+            hook: "sb_umount",
+            by_params: &[(2, "sb_umount")],
+        },
+        event: EventKind::Umount,
+        payload: Payload::Nothing,
+        enforces: "every umount()",
+        messages: &[MOUNT],
     },
     Program {
         name: "lsm/ptrace_access_check",

@@ -1,0 +1,300 @@
+//! Protected paths closed against hard links, creation and mounts, and the exec allowlist's
+//! files against writes (issue 9, item 2). Each attempt is made once bare, where it must
+//! succeed (so a failure under gatewayd is gatewayd's), and once under `gatewayd run`; the
+//! same action outside the protected paths succeeds under gatewayd.
+use super::*;
+
+/// `D/secret.txt` (protected file), `D/vault/key` (under a protected directory) and
+/// `D/free/a` (unprotected, in a directory that leads to no protected path).
+fn tree(name: &str) -> Scratch {
+    let dir = Scratch::new(name);
+    std::fs::write(dir.path("secret.txt"), "top secret").unwrap();
+    std::fs::create_dir_all(dir.path("vault")).unwrap();
+    std::fs::write(dir.path("vault/key"), "key").unwrap();
+    std::fs::create_dir_all(dir.path("free")).unwrap();
+    std::fs::write(dir.path("free/a"), "a").unwrap();
+    dir
+}
+
+/// gw-testagent's arguments for `actions` (each a list of words, `{}` replaced by the tree's
+/// root), chained with `+`.
+fn chain(dir: &Scratch, actions: &[&[&str]]) -> Vec<String> {
+    let root = dir.0.to_str().unwrap();
+    let mut args = Vec::new();
+    for (i, a) in actions.iter().enumerate() {
+        if i > 0 {
+            args.push("+".to_string());
+        }
+        args.extend(a.iter().map(|w| w.replace("{}", root)));
+    }
+    args
+}
+
+/// Runs gw-testagent without gatewayd; every action must succeed.
+fn bare(dir: &Scratch, actions: &[&[&str]]) {
+    let args = chain(dir, actions);
+    let out = Command::new(agent()).args(&args).output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        out.status.success() && text.lines().all(|l| l.starts_with("OK")),
+        "bare, without gatewayd, every action must work:\n{text}"
+    );
+}
+
+/// (hook, reason) of the kernel records in `audit`.
+fn kernel_records(audit: &Path) -> Vec<(String, String)> {
+    records(audit)
+        .iter()
+        .filter(|r| r["source"] == "kernel")
+        .map(|r| {
+            (
+                r["hook"].as_str().unwrap().to_string(),
+                r["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+const DENIED: &[&[&str]] = &[
+    &["link", "{}/secret.txt", "{}/free/l1"],
+    &["link", "{}/vault/key", "{}/free/l2"],
+    &["link", "{}/free/a", "{}/vault/l3"],
+    &["mkfile", "{}/vault/new"],
+    &["mkdir", "{}/vault/newdir"],
+    &["symlink", "/etc/hostname", "{}/vault/sl"],
+    &["mkfifo", "{}/vault/fifo"],
+];
+
+const BENIGN: &[&[&str]] = &[
+    &["link", "{}/free/a", "{}/free/b"],
+    &["mkfile", "{}/free/new"],
+    &["mkdir", "{}/free/newdir"],
+    &["symlink", "/etc/hostname", "{}/free/sl"],
+    &["mkfifo", "{}/free/fifo"],
+];
+
+#[test]
+fn protected_paths_cannot_be_linked_or_created_in() {
+    let tier = tier();
+    bare(&tree("tree-bare"), DENIED);
+    let dir = tree("tree");
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("secret.txt"), dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let mut actions = DENIED.to_vec();
+    actions.extend_from_slice(BENIGN);
+    let args = chain(&dir, &actions);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_agent(&policy, &audit, &args);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), DENIED.len() + BENIGN.len(), "{text}");
+    for (i, line) in lines[DENIED.len()..].iter().enumerate() {
+        assert!(line.starts_with("OK"), "benign action {i}:\n{text}");
+    }
+    for p in [
+        "vault/l3",
+        "vault/new",
+        "vault/newdir",
+        "vault/sl",
+        "vault/fifo",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(dir.path(p)).is_err(),
+            "{p} was created:\n{text}"
+        );
+    }
+    match tier {
+        Tier::BpfLsm => {
+            for (i, line) in lines[..DENIED.len()].iter().enumerate() {
+                assert!(
+                    line.starts_with("FAIL") && line.contains("Operation not permitted"),
+                    "action {i} was not denied with EPERM:\n{text}"
+                );
+            }
+            let pp = "protected_path".to_string();
+            let want: Vec<(String, String)> = [
+                "lsm/inode_link",
+                "lsm/inode_link",
+                "lsm/inode_link",
+                "lsm/inode_create",
+                "lsm/inode_mkdir",
+                "lsm/inode_symlink",
+                "lsm/inode_mknod",
+            ]
+            .iter()
+            .map(|h| ((*h).to_string(), pp.clone()))
+            .collect();
+            assert_eq!(kernel_records(&audit), want);
+            let k: Vec<_> = records(&audit)
+                .into_iter()
+                .filter(|r| r["source"] == "kernel")
+                .collect();
+            assert_eq!(
+                k[0]["detail"]["protected_path"],
+                dir.path("secret.txt").to_str().unwrap()
+            );
+            for r in &k[1..] {
+                assert_eq!(
+                    r["detail"]["protected_path"],
+                    dir.path("vault").to_str().unwrap()
+                );
+            }
+            assert!(verify(&audit).status.success());
+        }
+        Tier::Landlock => {
+            // The protected file and directory get no Landlock rights: a link from them to
+            // another directory needs REFER on both sides (EXDEV), and a link or anything
+            // else made in the directory needs a MAKE_* right on it (EACCES).
+            for (i, line) in lines[..DENIED.len()].iter().enumerate() {
+                let how = if i < 2 {
+                    "Invalid cross-device link"
+                } else {
+                    "Permission denied"
+                };
+                assert!(
+                    line.starts_with("FAIL") && line.contains(how),
+                    "action {i} was not denied by Landlock with `{how}`:\n{text}"
+                );
+            }
+        }
+    }
+}
+
+/// [`tree`] with an executable `D/free/tool`.
+fn tree_with_tool(name: &str) -> (Scratch, PathBuf) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tree(name);
+    let tool = dir.path("free/tool");
+    std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, tool)
+}
+
+#[test]
+fn exec_listed_files_cannot_be_written_or_replaced() {
+    let tier = tier();
+    let (dir, tool) = tree_with_tool("execlist");
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("secret.txt")], "exec": [agent(), tool]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let actions: &[&[&str]] = &[
+        &["write", "{}/free/tool"],
+        &["truncate", "{}/free/tool"],
+        &["mv", "{}/free/a", "{}/free/tool"],
+        &["rm", "{}/free/tool"],
+        &["write", "{}/free/other"],
+    ];
+    bare(&tree_with_tool("execlist-bare").0, &actions[..4]);
+    let args = chain(&dir, actions);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_agent(&policy, &audit, &args);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), actions.len(), "{text}");
+    assert!(
+        lines[4].starts_with("OK write"),
+        "an unlisted file:\n{text}"
+    );
+    match tier {
+        Tier::BpfLsm => {
+            for (i, line) in lines[..4].iter().enumerate() {
+                assert!(
+                    line.starts_with("FAIL") && line.contains("Operation not permitted"),
+                    "action {i} on an exec-listed file was not denied:\n{text}"
+                );
+            }
+            assert_eq!(std::fs::read_to_string(&tool).unwrap(), "#!/bin/sh\n");
+            let want: Vec<(String, String)> = [
+                "lsm/file_open",
+                "lsm/inode_setattr",
+                "lsm/inode_rename",
+                "lsm/inode_unlink",
+            ]
+            .iter()
+            .map(|h| ((*h).to_string(), "exec_listed".to_string()))
+            .collect();
+            assert_eq!(kernel_records(&audit), want);
+        }
+        Tier::Landlock => {
+            // Landlock grants the listed binaries EXECUTE on top of the rights of their
+            // directory: it does not keep the agent from changing them.
+            note("tier 2: files on the exec allowlist are not protected against writes");
+            assert!(lines[0].starts_with("OK write"), "{text}");
+        }
+    }
+}
+
+/// A tmpfs on `dir` (made by this test, outside any session).
+fn mount_tmpfs(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount a tmpfs on {}", dir.display());
+}
+
+/// Lazily unmounts whatever is mounted on `dir`, if anything (nothing, when the agent's
+/// `move_mount` was denied).
+fn umount(dir: &Path) {
+    let _ = Command::new("umount")
+        .arg("-l")
+        .arg(dir)
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+#[test]
+fn agents_cannot_unmount_or_move_mounts() {
+    let tier = tier();
+    let dir = tree("mounts");
+    let mnt = dir.path("mnt");
+    let target = dir.path("free/target");
+    std::fs::create_dir_all(&target).unwrap();
+    let actions: &[&[&str]] = &[
+        &["umount", "{}/mnt"],
+        &["movemount", "{}/free", "{}/free/target"],
+    ];
+    mount_tmpfs(&mnt);
+    bare(&dir, actions);
+    mount_tmpfs(&mnt);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("secret.txt")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let args = chain(&dir, actions);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_agent(&policy, &audit, &args);
+    umount(&mnt);
+    umount(&target);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    // Landlock also refuses every change to the mount tree with EPERM.
+    for (i, line) in lines.iter().enumerate() {
+        assert!(
+            line.starts_with("FAIL") && line.contains("Operation not permitted"),
+            "action {i} was not denied:\n{text}"
+        );
+    }
+    if tier == Tier::BpfLsm {
+        let sp = "self_protection".to_string();
+        assert_eq!(
+            kernel_records(&audit),
+            [
+                ("lsm/sb_umount".to_string(), sp.clone()),
+                ("lsm/move_mount".to_string(), sp)
+            ]
+        );
+    }
+}
