@@ -1,13 +1,14 @@
 //! `cargo xtask bench`: the decision benchmark (gateway layer), the daemon benchmark (socket
 //! round trip, durable decisions per second at 1/8/64 clients), then the cost the kernel
 //! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
-//! run bare and under `gatewayd run`, reported as ratios measured in one run; and one
-//! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`).
+//! run bare and under `gatewayd run`, reported as ratios measured in one run; one
+//! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`);
+//! and the cost of many sessions sharing one program set ([`sessions_bench`]).
 use std::{net::TcpListener, process::Command};
 
 use anyhow::{Context as _, bail};
 
-use crate::{setup, util};
+use crate::{sessions_bench, setup, util};
 
 fn per_op(out: &std::process::Output) -> anyhow::Result<f64> {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -107,6 +108,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     }
     println!("  (tier under gatewayd: {tier})");
     crate::bench_hook::run(&bins.gatewayd, &dir)?;
+    sessions_bench::run_host(&bins, &policy, &dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

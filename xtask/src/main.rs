@@ -6,11 +6,13 @@
 //!   on every Debian kernel line (`kernels::LINES`)
 //! - `vm`:    only the QEMU guest suite, on every line or on the one `--kernel` names
 //! - `demo`:  a scripted agent without and with `gatewayd run`
-//! - `bench`: the decision benchmark and the kernel layer's syscall overhead
+//! - `bench`: the decision benchmark, the kernel layer's syscall overhead and the cost of
+//!   many sessions sharing one program set
 mod bench;
 mod bench_hook;
 mod demo;
 mod kernels;
+mod sessions_bench;
 mod setup;
 mod test;
 mod util;

@@ -112,7 +112,23 @@ pub struct SharedPrograms {
     status: Vec<PieceStatus>,
     adopted: bool,
     cleaned: Vec<u64>,
+    phases: Vec<(&'static str, f64)>,
     maps: Arc<Mutex<SetMaps>>,
+}
+
+/// Milliseconds each step of [`SharedPrograms::open_or_load`] took, in order.
+struct Phases(Vec<(&'static str, f64)>, std::time::Instant);
+
+impl Phases {
+    fn new() -> Phases {
+        Phases(Vec::new(), std::time::Instant::now())
+    }
+
+    fn done(&mut self, phase: &'static str) {
+        self.0
+            .push((phase, self.1.elapsed().as_secs_f64() * 1000.0));
+        self.1 = std::time::Instant::now();
+    }
 }
 
 impl std::fmt::Debug for SharedPrograms {
@@ -131,9 +147,11 @@ impl SharedPrograms {
         if OBJECT.is_empty() {
             return Err(KernelError::Stub);
         }
+        let mut phases = Phases::new();
         let parent = cgroup::parent_dir()?;
         let parent_id = fs::metadata(&parent).map_err(io("stat", &parent))?.ino();
         let _lock = SetLock::acquire()?;
+        phases.done("lock");
         let base = Path::new(PIN_BASE);
         let tag = tag();
         let dir = base.join(&tag);
@@ -150,19 +168,25 @@ impl SharedPrograms {
             }
         }
         let adopted = status.is_some();
+        phases.done("status");
         let status = match status {
             Some(s) => s,
             None => create(base, &dir, &parent, parent_id)?,
         };
+        phases.done("load");
         let mut maps = SetMaps::open(&dir)?;
+        phases.done("maps");
         let cleaned = clean_stale(&mut maps, &parent)?;
+        phases.done("clean");
         sweep_other_sets(base, &tag, &maps, &parent)?;
+        phases.done("sweep");
         Ok(SharedPrograms {
             dir,
             parent,
             status,
             adopted,
             cleaned,
+            phases: phases.0,
             maps: Arc::new(Mutex::new(maps)),
         })
     }
@@ -180,6 +204,13 @@ impl SharedPrograms {
     /// Where the set is pinned.
     pub fn pin_dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// How long each step of [`SharedPrograms::open_or_load`] took (ms): taking the lock,
+    /// reading the set's status, loading it (when not adopted), opening its maps, removing
+    /// stale sessions, removing other sets.
+    pub fn phases(&self) -> &[(&'static str, f64)] {
+        &self.phases
     }
 
     /// Session ids whose stale entries [`SharedPrograms::open_or_load`] removed.
@@ -384,6 +415,15 @@ impl OkOrEperm for nix::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A daemon shares the set between its tasks and moves sessions into them.
+    #[test]
+    fn the_api_a_daemon_owns_crosses_tasks() {
+        fn shared<T: Send + Sync>() {}
+        fn moved<T: Send>() {}
+        shared::<SharedPrograms>();
+        moved::<Session>();
+    }
 
     #[test]
     fn the_tag_is_a_name_bpffs_accepts() {
