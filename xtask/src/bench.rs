@@ -42,10 +42,13 @@ fn listener() -> anyhow::Result<u16> {
     Ok(port)
 }
 
-pub(crate) fn run() -> anyhow::Result<()> {
+/// Every benchmark, or (`sessions_only`) only the sessions bench.
+pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
     let env = setup::setup()?;
-    util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
-    util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "daemon"])?;
+    if !sessions_only {
+        util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
+        util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "daemon"])?;
+    }
     let bins = util::build_release(&env)?;
     let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -61,6 +64,11 @@ pub(crate) fn run() -> anyhow::Result<()> {
             "network": {"egress": [{"cidr": "127.0.0.1/32"}]}})
         .to_string(),
     )?;
+    if sessions_only {
+        sessions_bench::run_host(&bins, &policy, &dir)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
     let audit = dir.join("audit.jsonl");
     let file = file.to_str().unwrap_or("").to_string();
     // Each run gets a fresh listener: TIME_WAIT left by a previous run towards the same

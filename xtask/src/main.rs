@@ -6,8 +6,8 @@
 //!   on every Debian kernel line (`kernels::LINES`)
 //! - `vm`:    only the QEMU guest suite, on every line or on the one `--kernel` names
 //! - `demo`:  a scripted agent without and with `gatewayd run`
-//! - `bench`: the decision benchmark, the kernel layer's syscall overhead and the cost of
-//!   many sessions sharing one program set
+//! - `bench`: the decision benchmark, the kernel layer's syscall overhead, `gatewayd hook`,
+//!   and the cost of many sessions sharing one program set (`--sessions`: only that one)
 mod bench;
 mod bench_hook;
 mod demo;
@@ -43,8 +43,13 @@ enum Cmd {
     },
     /// The demo: an agent that steals a protected file, without and with gatewayd.
     Demo,
-    /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead.
-    Bench,
+    /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead;
+    /// `gatewayd hook`; many sessions sharing one program set.
+    Bench {
+        /// Only the sessions bench (many sessions sharing one program set).
+        #[arg(long)]
+        sessions: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,6 +70,6 @@ fn main() -> anyhow::Result<()> {
             vm::run_suite(&env, &bins, &kernels).map(|_| ())
         }
         Cmd::Demo => demo::run(),
-        Cmd::Bench => bench::run(),
+        Cmd::Bench { sessions } => bench::run(sessions),
     }
 }

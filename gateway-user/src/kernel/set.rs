@@ -29,7 +29,6 @@ use std::{
 
 use gateway_common::SessionInode;
 use nix::fcntl::{Flock, FlockArg};
-use sha2::{Digest as _, Sha256};
 
 use super::{
     KernelError, KernelSpec, OBJECT, PieceStatus,
@@ -45,11 +44,11 @@ pub const BPFFS: &str = "/sys/fs/bpf";
 /// The folder, in bpffs, holding every program set.
 pub const PIN_BASE: &str = "/sys/fs/bpf/gatewayd";
 
-/// This build's tag: its version and the hash of its eBPF object. Sets of other tags are
-/// other gatewayd builds'. (bpffs refuses names with a `.`.)
+/// This build's tag: its version and the hash of its eBPF object (the first 16 hex digits
+/// of its SHA-256, computed by `build.rs`). Sets of other tags are other gatewayd builds'.
+/// (bpffs refuses names with a `.`.)
 pub fn tag() -> String {
-    let hash = Sha256::digest(OBJECT);
-    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = &env!("GATEWAYD_OBJECT_SHA256")[..16];
     format!("v{}-{hex}", env!("CARGO_PKG_VERSION").replace('.', "_"))
 }
 
@@ -357,9 +356,7 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let dirs: StdHashMap<u64, PathBuf> = cgroup::descendants(parent, session::MAX_DEPTH)
-        .into_iter()
-        .collect();
+    let dirs = find_cgroups(parent, &ids);
     let mut stale = Vec::new();
     for id in ids {
         match dirs.get(&id) {
@@ -394,6 +391,24 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
         session::remove_entries(maps, *id, &own(&protected), &own(&exec))?;
     }
     Ok(stale)
+}
+
+/// The paths of the cgroups `ids` below `parent` (down to [`session::MAX_DEPTH`] levels),
+/// read one level at a time, and a level deeper only while some are not found: sessions
+/// mostly sit right under the parent, and reading every cgroup's folder at every start cost
+/// a tenth of a start in the QEMU guest.
+fn find_cgroups(parent: &Path, ids: &[u64]) -> StdHashMap<u64, PathBuf> {
+    let mut dirs = StdHashMap::new();
+    let mut level = vec![parent.to_owned()];
+    for _ in 0..session::MAX_DEPTH {
+        if level.is_empty() || ids.iter().all(|id| dirs.contains_key(id)) {
+            break;
+        }
+        let next: Vec<(u64, PathBuf)> = level.iter().flat_map(|d| cgroup::children(d)).collect();
+        level = next.iter().map(|(_, p)| p.clone()).collect();
+        dirs.extend(next);
+    }
+    dirs
 }
 
 /// Whether a process with this pid exists (0: no owner recorded).
@@ -434,5 +449,15 @@ mod tests {
             env!("CARGO_PKG_VERSION").replace('.', "_")
         )));
         assert_eq!(t, tag(), "the same build, the same tag");
+    }
+
+    #[test]
+    fn the_tag_names_the_embedded_objects_hash() {
+        use sha2::{Digest as _, Sha256};
+        let hex: String = Sha256::digest(OBJECT)[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(tag().ends_with(&format!("-{hex}")), "{} vs {hex}", tag());
     }
 }
