@@ -278,7 +278,7 @@ impl Results {
             let p = pct(at32, b);
             println!(
                 "  goal: outside cost at 32 sessions within {WITHIN_PCT}% of 0 sessions{on}: {p:+.1}%: {}",
-                verdict(p <= WITHIN_PCT)
+                verdict(p.abs() <= WITHIN_PCT)
             );
         }
         if let (Some(b), Some(at32)) = (
