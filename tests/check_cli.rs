@@ -8,8 +8,8 @@ use std::{path::PathBuf, process::Command};
 fn gatewayd(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
         .args(args)
-        .env("DEPLOY_KEY", "dk_live_example_0000000000")
-        .env("DB_PASSWORD", "example-db-password-0000")
+        .env("DEPLOY_KEY", "dk_live_Q7mX2pR9vL4tZ8wK3n")
+        .env("DB_PASSWORD", "Vb8qT3rKz6wJm2xH")
         .env_remove("SMTP_PASSWORD")
         .output()
         .expect("run gatewayd");
@@ -230,7 +230,7 @@ fn unloadable_secret_denies_egress() {
             r#"{"tool": "search_web", "arguments": {"query": "rust"}}"#,
         ])
         .env_remove("DEPLOY_KEY")
-        .env("DB_PASSWORD", "example-db-password-0000")
+        .env("DB_PASSWORD", "Vb8qT3rKz6wJm2xH")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -266,8 +266,8 @@ fn gatewayd_into_closed_pipe(args: &[&str], close_stderr: bool) -> (Option<i32>,
     drop(read_end);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayd"));
     cmd.args(args)
-        .env("DEPLOY_KEY", "dk_live_example_0000000000")
-        .env("DB_PASSWORD", "example-db-password-0000");
+        .env("DEPLOY_KEY", "dk_live_Q7mX2pR9vL4tZ8wK3n")
+        .env("DB_PASSWORD", "Vb8qT3rKz6wJm2xH");
     if close_stderr {
         cmd.stderr(std::process::Stdio::from(write_end));
     } else {

@@ -13,7 +13,7 @@ use std::sync::{
 
 use daemon_support::{AgentRelay, Daemon, records, require_cgroups};
 use gatewayd::daemon::{
-    TripHook, TrippedSession,
+    HookFuture, TripHook, TrippedSession,
     client::{Client, ClientError},
     protocol::code,
 };
@@ -372,15 +372,18 @@ struct Hook {
 }
 
 impl TripHook for Hook {
-    fn session_tripped(&self, s: &TrippedSession<'_>) -> Result<(), String> {
+    fn session_tripped<'a>(&'a self, s: &'a TrippedSession<'a>) -> HookFuture<'a> {
         self.seen
             .lock()
             .unwrap()
             .push((s.id.to_owned(), s.cgroup.to_owned()));
-        if self.fail.load(Ordering::SeqCst) {
-            return Err("map update failed".into());
-        }
-        Ok(())
+        let failed = self.fail.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if failed {
+                return Err("map update failed".into());
+            }
+            Ok(())
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use std::{
 
 use daemon_support::{Daemon, records};
 use gatewayd::{
-    daemon::{Gateway, TripHook, TrippedSession, peer::Peer, protocol::params},
+    daemon::{Gateway, HookFuture, TripHook, TrippedSession, peer::Peer, protocol::params},
     engine::Legs,
 };
 use serde_json::{Value, json};
@@ -167,9 +167,9 @@ fn an_unreadable_environment_is_noted() {
 struct Hook(Mutex<Vec<String>>);
 
 impl TripHook for Hook {
-    fn session_tripped(&self, s: &TrippedSession<'_>) -> Result<(), String> {
+    fn session_tripped<'a>(&'a self, s: &'a TrippedSession<'a>) -> HookFuture<'a> {
         self.0.lock().unwrap().push(s.cgroup.to_owned());
-        Ok(())
+        Box::pin(async { Ok(()) })
     }
 }
 

@@ -67,6 +67,7 @@ impl Daemon {
         let (trigger, shutdown) = shutdown::channel();
         let (tx, rx) = mpsc::channel();
         let opts = ServeOptions {
+            listener: None,
             policy: pfile,
             socket: socket.clone(),
             audit: audit.clone(),

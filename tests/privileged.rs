@@ -24,6 +24,9 @@ use std::{
     time::Duration,
 };
 
+// `gatewayd run` serving the protocol to its agent: the Rule-of-Two lockdown, suspicion.
+#[path = "privileged/gateway.rs"]
+mod gateway;
 #[path = "privileged_mcp.rs"]
 mod privileged_mcp;
 #[path = "privileged/sessions.rs"]
@@ -549,6 +552,13 @@ fn tampered_audit_log_is_detected() {
         &["send", &format!("127.0.0.1:{denied}"), "x"],
     );
     assert!(verify(&audit).status.success());
+    // The kernel's record (after `session_start` and the agent's `session_open`) is edited.
+    let seq = records(&audit)
+        .iter()
+        .find(|r| r["reason"] == "egress_not_allowed")
+        .map(|r| r["seq"].as_u64().unwrap())
+        .unwrap();
+    assert_eq!(seq, 3);
     let text = std::fs::read_to_string(&audit).unwrap();
     let edited = text.replacen("egress_not_allowed", "egress_allowed_ok", 1);
     assert_ne!(edited, text);
@@ -556,7 +566,7 @@ fn tampered_audit_log_is_detected() {
     let out = verify(&audit);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("seq 2"),
+        String::from_utf8_lossy(&out.stdout).contains(&format!("seq {seq}")),
         "{}",
         stdout(&out)
     );

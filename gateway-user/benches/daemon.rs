@@ -39,6 +39,7 @@ impl Running {
         )
         .unwrap();
         let opts = ServeOptions {
+            listener: None,
             policy,
             socket: dir.join("bench.sock"),
             audit,

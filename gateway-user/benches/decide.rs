@@ -1,4 +1,6 @@
-//! One decision for a 50-tool policy, and audit append with fsync, measured separately.
+//! One decision for a 50-tool policy, and audit append with fsync, measured separately; the
+//! secret matcher alone on the `send_email` arguments (the exact forms the engine used before
+//! the egress matcher, and the egress matcher), so their ratio is measured in the same run.
 //! A hand-rolled loop: `cargo bench -p gateway-user --bench decide` prints p50, p99 and mean.
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
@@ -13,10 +15,33 @@ use std::{
 use gatewayd::{
     audit::{AuditLog, Decision as AD, Entry, Source},
     clock::SystemClock,
-    engine::{Credentials, Engine, Session, ToolCall},
+    engine::{
+        Credentials, Engine, Session, ToolCall,
+        secrets::{EgressWindow, SecretSet, base64, egress_texts},
+    },
     policy::Policy,
 };
 use serde_json::{Value, json};
+
+/// The policy's two secrets (as in `policy`).
+const K1: &str = "dk_live_7Hq2Lm9XvR4tPz8W";
+const K2: &str = "correct-horse-battery-staple-42";
+
+/// A 1 KiB e-mail body of ordinary prose, with the long words, numbers, a commit hash and
+/// a URL that such mail has.
+const BODY: &str = "Hi team,\n\nNotes from today's standup. We ship the release on Friday \
+    after the infrastructure review; the deploy key was rotated this morning and the old one \
+    no longer works. Please update your responsibilities in the wiki before Thursday, and \
+    check that the monitoring dashboards still load: https://grafana.corp.test/d/app-latency \
+    showed gaps between 12:30 and 14:05 yesterday. Commit 3f2a9c1e8b7d6f5a4c3b2a1f0e9d8c7b \
+    fixes the login regression that support reported (ticket 48213); it needs one more \
+    review. The on-call rotation for next week: Alice (Mon-Tue), Bob (Wed-Thu), Carol (Fri). \
+    Customer numbers for the quarter are 1,284 active accounts, up 7.5 percent, and churn is \
+    down to 2.1 percent. Remember that the office is closed on Monday for maintenance of the \
+    electrical installation, so plan to work from home. If anything blocks the release, \
+    raise it in the channel as early as possible so that we can still move the date. Lunch \
+    on Wednesday is on the company; reply by Tuesday.\n\n\
+    Thanks, and have a good afternoon,\nDana";
 
 fn policy(root: &Path) -> Policy {
     let mut tools = Vec::new();
@@ -63,7 +88,7 @@ fn policy(root: &Path) -> Policy {
         "limits": {"rate": [{"tool": "send_*", "max": 1000000, "window_s": 60}], "budget": 1000000000u64,
             "actions": {"destructive": 3}},
         "trifecta": "hold",
-        "secrets": {"k1": {"value": "dk_live_7Hq2Lm9XvR4tPz8W"}, "k2": {"value": "correct-horse-battery-staple-42"}},
+        "secrets": {"k1": {"value": K1}, "k2": {"value": K2}},
     });
     Policy::parse(&p.to_string(), Path::new("bench.json")).unwrap()
 }
@@ -81,6 +106,57 @@ fn report(name: &str, mut ns: Vec<u64>) {
     );
 }
 
+/// The secret matcher alone on the arguments of `email`: the exact forms (what the secrets
+/// check ran before the egress matcher: `find` on every text), and the egress matcher with an
+/// empty and a full window and on base64 of the body (benign: full searches, no early match).
+fn matcher_alone(email: &ToolCall) {
+    let set = SecretSet::new(&[("k1".into(), K1.into()), ("k2".into(), K2.into())]);
+    let texts = egress_texts(&email.arguments);
+    let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+    bench(
+        "secrets: exact forms only (the old matcher)",
+        200_000,
+        || {
+            black_box(texts.iter().find_map(|t| set.find(black_box(t))));
+        },
+    );
+    let empty = EgressWindow::new();
+    assert_eq!(set.find_in_call(&texts, &empty), None);
+    bench("secrets: egress matcher, empty window", 200_000, || {
+        black_box(set.find_in_call(black_box(&texts), &empty));
+    });
+    let mut full = EgressWindow::new();
+    for _ in 0..8 {
+        full.push(&texts);
+    }
+    assert_eq!(set.find_in_call(&texts, &full), None);
+    bench(
+        "secrets: egress matcher, window of 8 calls",
+        200_000,
+        || {
+            black_box(set.find_in_call(black_box(&texts), &full));
+        },
+    );
+    let encoded = base64(BODY.as_bytes());
+    assert_eq!(set.find_in_call(&[encoded.as_str()], &empty), None);
+    bench(
+        "secrets: egress matcher, base64 of the body",
+        50_000,
+        || {
+            black_box(set.find_in_call(black_box(&[encoded.as_str()]), &empty));
+        },
+    );
+}
+
+/// Times `f` and reports it as `name`, unless `GATEWAYD_BENCH_ONLY` is set and `name` does
+/// not start with it (to profile one row).
+fn bench(name: &str, n: usize, f: impl FnMut()) {
+    if std::env::var("GATEWAYD_BENCH_ONLY").is_ok_and(|only| !name.starts_with(&only)) {
+        return;
+    }
+    report(name, time(n, f));
+}
+
 fn time(n: usize, mut f: impl FnMut()) -> Vec<u64> {
     for _ in 0..n / 10 {
         f();
@@ -95,6 +171,7 @@ fn time(n: usize, mut f: impl FnMut()) -> Vec<u64> {
 }
 
 fn main() {
+    assert!(BODY.len() >= 1024, "{}", BODY.len());
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::write(root.join("notes.txt"), "x").unwrap();
@@ -103,52 +180,55 @@ fn main() {
     println!("gatewayd decide benchmark: 50-tool policy, 12 rules, 2 secrets");
 
     let simple = ToolCall::new("tool_42", json!({"id": "abc-123", "count": 7}));
-    report(
-        "decide: tool_42 (schema, regex, max)",
-        time(200_000, || {
-            black_box(engine.decide(&session, black_box(&simple)));
-        }),
-    );
+    bench("decide: tool_42 (schema, regex, max)", 200_000, || {
+        black_box(engine.decide(&session, black_box(&simple)));
+    });
     let email = ToolCall::new(
         "send_email",
-        json!({"to": ["team@corp.test"], "subject": "Standup",
-        "body": "Notes from today: we ship on Friday. The deploy key was rotated."}),
+        json!({"to": ["team@corp.test"], "subject": "Standup", "body": BODY}),
     );
-    report(
-        "decide: send_email (rules, secret scan)",
-        time(200_000, || {
+    assert!(engine.decide(&session, &email).is_allow());
+    bench(
+        "decide: send_email (1 KiB body; rules, secrets)",
+        200_000,
+        || {
             black_box(engine.decide(&session, black_box(&email)));
-        }),
+        },
+    );
+    matcher_alone(&email);
+    // A session that started with 64 secrets of its own (protected files, environment).
+    let mut many = Session::new("bench-many", "alice", &["basic", "email"]);
+    for i in 0..64 {
+        let v = format!("tok_{i:02}_{}", base64(format!("{i}-{K1}").as_bytes()));
+        engine
+            .add_session_secret(&mut many, &format!("s{i}"), &v)
+            .unwrap();
+    }
+    assert!(engine.decide(&many, &email).is_allow());
+    bench(
+        "decide: send_email, session with 64 secrets",
+        100_000,
+        || {
+            black_box(engine.decide(&many, black_box(&email)));
+        },
     );
     let unknown = ToolCall::new("tool_99", json!({}));
-    report(
-        "decide: unknown tool (deny)",
-        time(200_000, || {
-            black_box(engine.decide(&session, black_box(&unknown)));
-        }),
-    );
+    bench("decide: unknown tool (deny)", 200_000, || {
+        black_box(engine.decide(&session, black_box(&unknown)));
+    });
     let path = ToolCall::new("read_file", json!({"path": "notes.txt"}));
-    report(
-        "decide: read_file (realpath, sandbox)",
-        time(100_000, || {
-            black_box(engine.decide(&session, black_box(&path)));
-        }),
-    );
+    bench("decide: read_file (realpath, sandbox)", 100_000, || {
+        black_box(engine.decide(&session, black_box(&path)));
+    });
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
-    report(
-        "decide: fetch_url (URL, egress)",
-        time(200_000, || {
-            black_box(engine.decide(&session, black_box(&url)));
-        }),
-    );
+    bench("decide: fetch_url (URL, egress)", 200_000, || {
+        black_box(engine.decide(&session, black_box(&url)));
+    });
     let mut s2 = Session::new("bench2", "alice", &["basic"]);
     let noop = ToolCall::new("noop", json!({}));
-    report(
-        "call: noop, no audit (counters, handler)",
-        time(200_000, || {
-            black_box(engine.call(&mut s2, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
-        }),
-    );
+    bench("call: noop, no audit (counters, handler)", 200_000, || {
+        black_box(engine.call(&mut s2, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+    });
 
     // Audit append with fsync (fdatasync per record), on the tempdir's filesystem.
     let clock = Arc::new(SystemClock);
@@ -162,12 +242,9 @@ fn main() {
         reason: "allowed".into(),
         detail: json!({"args_sha256": "0".repeat(64), "matched_rules": ["internal"]}),
     };
-    report(
-        "audit append (fdatasync each)",
-        time(2_000, || {
-            black_box(log.append(entry.clone()).unwrap());
-        }),
-    );
+    bench("audit append (fdatasync each)", 2_000, || {
+        black_box(log.append(entry.clone()).unwrap());
+    });
     drop(log);
     let log = AuditLog::open(&root.join("audit2.jsonl"), clock).unwrap();
     let audited = Engine::new(
@@ -177,10 +254,7 @@ fn main() {
     )
     .unwrap();
     let mut s3 = Session::new("bench3", "alice", &["basic"]);
-    report(
-        "call: noop with audit record (end to end)",
-        time(2_000, || {
-            black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
-        }),
-    );
+    bench("call: noop with audit record (end to end)", 2_000, || {
+        black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+    });
 }

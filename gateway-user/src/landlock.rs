@@ -157,37 +157,7 @@ impl Ruleset {
         let abi = abi_version().map_err(LandlockError::Unavailable)?;
         let all = all_fs_rights(abi);
         let exec_listed = !policy.exec.is_empty();
-        let scoped = if abi >= 6 { SCOPE_SIGNAL } else { 0 };
-        // struct landlock_ruleset_attr { handled_access_fs, handled_access_net, scoped }
-        let attr = [all, 0, scoped];
-        let size = match abi {
-            1..=3 => 8,
-            4 | 5 => 16,
-            _ => 24,
-        };
-        // SAFETY: attr outlives the call; size covers only the fields this ABI knows.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                attr.as_ptr(),
-                size as usize,
-                0,
-            )
-        };
-        if fd < 0 {
-            return Err(LandlockError::Unavailable(
-                std::io::Error::last_os_error().to_string(),
-            ));
-        }
-        // SAFETY: a fresh fd owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        let mut rs = Ruleset {
-            fd,
-            abi,
-            rules: 0,
-            scoped_signals: scoped != 0,
-            protected_inodes: Vec::new(),
-        };
+        let mut rs = Ruleset::create(abi)?;
         // Landlock ties a file rule to the inode, so a rule on a hard link of a protected
         // file would open the protected file too: such entries get no rule.
         let protected = canonical(&policy.protected);

@@ -11,23 +11,26 @@
 //! pinned, for the next session), remove the cgroup, record the session end. The agent's
 //! exit code passes through (128 + signal when it was killed by one).
 //!
-//! While the agent runs, the runtime only forwards signals and reads kernel events: audit
-//! records go through `audit_writer`, which appends (and fsyncs) off the runtime.
-use std::{
-    os::unix::process::ExitStatusExt as _,
-    path::PathBuf,
-    sync::{Arc, Mutex},
-};
+//! The agent also gets the daemon's protocol on a socket of its own, with its session open
+//! ([`agent_gateway`]): a session that trips the Rule of Two locks the cgroup's egress, and
+//! a kernel denial of a protected file counts toward its Rule of Two (`suspicion`).
+//!
+//! One audit log: kernel denials and the gateway's decisions go through one group-commit
+//! writer thread ([`AuditWriter`]); the runtime that forwards signals never waits on a disk.
+//!
+//! Module map: [`agent_gateway`] (the agent's gateway, its socket, the lockdown hook),
+//! `agent_process` (spawn, signals, SIGUSR1), `records` (run's own records, kernel records
+//! to the writer).
+use std::{os::unix::process::ExitStatusExt as _, path::PathBuf, sync::Arc};
 
 use serde_json::json;
-use tokio::{
-    signal::unix::{SignalKind, signal},
-    sync::mpsc,
-    task::JoinHandle,
-};
+use tokio::sync::mpsc;
 
 use crate::{
-    audit::{AuditLog, Decision, Entry, Source},
+    audit::{
+        AuditLog, Decision, Entry, Source,
+        writer::{AuditWriter, WriteError},
+    },
     cgroup::AgentCgroup,
     clock::{Clock, SystemClock},
     kernel::{self, KernelSpec, Session, SharedPrograms, Tier},
@@ -35,12 +38,28 @@ use crate::{
     policy::Policy,
 };
 
+pub mod agent_gateway;
+mod agent_process;
+mod records;
+
+use agent_process::{Agent, SpawnError, spawn_and_wait};
+use records::{AUDIT_QUEUE, Suspicion, append, denial, forward_kernel_records, info};
+
 /// Why `gatewayd run` did not start the agent, or lost track of it.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The audit log could not be opened or written.
     #[error("audit log: {0}")]
     Audit(#[from] crate::audit::AuditError),
+    /// The audit writer failed to make a record durable.
+    #[error("audit log: {0}")]
+    AuditWrite(#[from] WriteError),
+    /// The audit writer thread could not be started.
+    #[error("cannot start the audit writer thread: {0}")]
+    AuditThread(std::io::Error),
+    /// The agent's gateway (its socket and session) could not be set up.
+    #[error("refusing to start the agent: {0}")]
+    Gateway(#[from] agent_gateway::AgentGatewayError),
     /// The agent's cgroup could not be created.
     #[error("agent cgroup: {0}")]
     Cgroup(#[from] crate::cgroup::CgroupError),
@@ -84,6 +103,13 @@ pub struct RunOptions {
     pub audit_path: PathBuf,
     /// The agent's command line: program and arguments.
     pub agent: Vec<String>,
+    /// The user the agent's gateway session acts for (recorded; docs/PROTOCOL.md).
+    pub user: String,
+    /// The gateway session's scopes (docs/POLICY.md).
+    pub scopes: Vec<String>,
+    /// Where the session's socket directory is made
+    /// ([`agent_gateway::default_runtime_dir`]).
+    pub runtime_dir: PathBuf,
 }
 
 /// How the session went.
@@ -97,60 +123,6 @@ pub struct RunOutcome {
     pub kernel_denials: u64,
 }
 
-type SharedAudit = Arc<Mutex<AuditLog>>;
-
-fn append(audit: &SharedAudit, entry: Entry) -> Result<(), crate::audit::AuditError> {
-    let mut log = audit
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    log.append(entry).map(|_| ())
-}
-
-/// Entries the writer may hold before senders wait (the kernel task then leaves events in
-/// the kernel's ring buffer, which counts what it cannot hold).
-const AUDIT_QUEUE: usize = 1024;
-
-/// Appends the entries sent to it, in order, on a blocking-pool thread, so an append's
-/// fsync never stalls the runtime that forwards signals. The task ends, with everything
-/// written, once every sender is dropped. A failed write loses that record (the kernel has
-/// already decided) and is reported on stderr.
-fn audit_writer(audit: SharedAudit) -> (mpsc::Sender<Entry>, JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::channel::<Entry>(AUDIT_QUEUE);
-    let join = tokio::task::spawn_blocking(move || {
-        while let Some(entry) = rx.blocking_recv() {
-            let what = format!(
-                "{} {}",
-                entry.hook.as_deref().unwrap_or("gateway"),
-                entry.reason
-            );
-            if let Err(e) = append(&audit, entry) {
-                eprintln!("gatewayd: audit write failed for {what}: {e}");
-            }
-        }
-    });
-    (tx, join)
-}
-
-/// A gateway record of something refused on the agent's behalf (not a tool call).
-fn denial(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
-    Entry {
-        decision: Decision::Deny,
-        ..info(session, reason, detail)
-    }
-}
-
-fn info(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
-    Entry {
-        source: Source::Gateway,
-        session: session.to_string(),
-        tool: None,
-        hook: None,
-        decision: Decision::Info,
-        reason: reason.to_string(),
-        detail,
-    }
-}
-
 /// Runs the agent to completion. Must be called on a current-thread runtime from the main
 /// thread: `PR_SET_PDEATHSIG` fires when the *thread* that forked the agent exits.
 pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
@@ -158,7 +130,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let program = opts.agent.first().ok_or(RunError::NoAgent)?.clone();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let session = format!("run-{}-{}", std::process::id(), clock.now_ms());
-    let audit: SharedAudit = Arc::new(Mutex::new(AuditLog::open(&opts.audit_path, clock.clone())?));
+    let writer = AuditWriter::start(AuditLog::open(&opts.audit_path, clock.clone())?)
+        .map_err(RunError::AuditThread)?;
+    let audit = writer.handle();
 
     let cgroup = AgentCgroup::create(&session)?;
     // The policy and the audit log are protected paths too (self-protection).
@@ -184,7 +158,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "message": "the agent's own program is not in the policy's exec allowlist; it was not started",
                 }),
             );
-            append(&audit, entry)?;
+            append(&audit, entry).await?;
             return Err(RunError::AgentNotInExec {
                 agent: program,
                 resolved,
@@ -208,7 +182,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "message": message,
                 }),
             );
-            append(&audit, entry)?;
+            append(&audit, entry).await?;
             return Err(e.into());
         }
     };
@@ -232,6 +206,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         None
     };
     let tier = Tier::resolve(programs.status(), ruleset.is_some());
+    let (_, socket) = agent_gateway::paths(&opts.runtime_dir, &session);
     append(
         &audit,
         info(
@@ -240,6 +215,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             json!({
                 "agent": opts.agent,
                 "policy": opts.policy_path,
+                "socket": socket,
                 "cgroup": cgroup.path(),
                 "cgroup_id": cgroup.id(),
                 "program_set": {
@@ -256,14 +232,15 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "warnings": warnings.iter().map(|w| format!("{}: {}", w.path.display(), w.message)).collect::<Vec<_>>(),
             }),
         ),
-    )?;
+    )
+    .await?;
 
     let denials = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (records, writer) = audit_writer(audit.clone());
+    let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
     let (handle, kernel_task) = {
         let session = session.clone();
         let denials = denials.clone();
-        kernel::task::spawn(ksession, spec, records.clone(), move |d| {
+        kernel::task::spawn(ksession, spec, records, move |d| {
             denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Entry {
                 source: Source::Kernel,
@@ -276,12 +253,55 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             }
         })?
     };
+    // The policy as written: its protected files are read for the session's secrets, and the
+    // audit log (which names the session) must not be one of them. The gateway protects the
+    // policy file and the audit log from tool arguments on its own.
+    let gateway = agent_gateway::AgentGateway::start(agent_gateway::Setup {
+        policy: &opts.policy,
+        protect: vec![opts.policy_path.clone(), opts.audit_path.clone()],
+        audit: audit.clone(),
+        clock: clock.clone(),
+        cgroup_dir: cgroup.path(),
+        session: &session,
+        user: &opts.user,
+        scopes: &opts.scopes,
+        runtime_dir: &opts.runtime_dir,
+        kernel: handle.clone(),
+    })
+    .await;
+    let suspicion = gateway.as_ref().ok().map(|gw| Suspicion {
+        gateway: gw.gateway(),
+        cgroup: gw.cgroup().to_owned(),
+    });
+    let forwarder = tokio::spawn(forward_kernel_records(
+        kernel_records,
+        audit.clone(),
+        suspicion,
+    ));
 
     let restrict = ruleset.as_ref().map(super::landlock::Ruleset::restrict_fn);
-    let status = spawn_and_wait(&opts.agent, &cgroup, restrict, &handle, &records, &session).await;
+    let (status, gateway) = match gateway {
+        Ok(gw) => {
+            let env = gw.env();
+            let agent = Agent {
+                argv: &opts.agent,
+                cgroup: &cgroup,
+                restrict,
+                env: &env,
+            };
+            (
+                spawn_and_wait(agent, &handle, &audit, &session).await,
+                Some(gw),
+            )
+        }
+        Err(e) => (Err(SpawnError::Gateway(e)), None),
+    };
     drop(ruleset);
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
+    if let Some(gw) = gateway {
+        gw.stop().await;
+    }
     drop(handle);
     // Now that nothing runs in the cgroup, the session's entries go; the programs stay.
     let entries = match kernel_task.await {
@@ -289,9 +309,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         Err(e) => Err(format!("the kernel task failed: {e}")),
     };
     let removed = cgroup.remove();
-    // Every sender is gone once the kernel task has ended: wait until all is written.
-    drop(records);
-    let _ = writer.await;
+    // The kernel task dropped its sender when it ended: everything it sent is submitted.
+    let _ = forwarder.await;
 
     let status = status.map_err(|e| match e {
         SpawnError::Spawn(error) => RunError::Spawn {
@@ -299,6 +318,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             error,
         },
         SpawnError::Wait(e) => RunError::Wait(e),
+        SpawnError::Gateway(e) => RunError::Gateway(e),
     });
     let exit_code = match &status {
         Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
@@ -315,7 +335,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "message": "the kernel denied these but this session's event buffer was full, so they have no record of their own",
                 }),
             ),
-        )?;
+        )
+        .await?;
     }
     append(
         &audit,
@@ -329,7 +350,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "cleanup": kill.and(removed).err().map(|e| e.to_string()).or(entries.err()),
             }),
         ),
-    )?;
+    )
+    .await?;
+    writer.close()?;
     status?;
     Ok(RunOutcome {
         exit_code,
@@ -388,105 +411,4 @@ fn resolve_program(program: &str) -> Option<PathBuf> {
             nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::X_OK).is_ok() && p.is_file()
         })
         .and_then(|p| std::fs::canonicalize(p).ok())
-}
-
-enum SpawnError {
-    Spawn(std::io::Error),
-    Wait(std::io::Error),
-}
-
-/// Signals gatewayd forwards to the agent.
-const FORWARDED: [fn() -> SignalKind; 4] = [
-    SignalKind::interrupt,
-    SignalKind::terminate,
-    SignalKind::hangup,
-    SignalKind::quit,
-];
-
-async fn spawn_and_wait(
-    agent: &[String],
-    cgroup: &AgentCgroup,
-    restrict: Option<impl Fn() -> std::io::Result<()> + Send + Sync + 'static>,
-    kernel: &kernel::task::Handle,
-    records: &mpsc::Sender<Entry>,
-    session: &str,
-) -> Result<std::process::ExitStatus, SpawnError> {
-    // Registered before the agent exists, so no signal finds gatewayd without its handler.
-    let mut sigs = Vec::new();
-    for kind in FORWARDED.map(|k| k()) {
-        sigs.push((kind, signal(kind).map_err(SpawnError::Spawn)?));
-    }
-    let mut lockdown = signal(SignalKind::user_defined1()).map_err(SpawnError::Spawn)?;
-    let mut cmd = tokio::process::Command::new(&agent[0]);
-    cmd.args(&agent[1..]);
-    let enter = cgroup.enter_fn();
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, open, write,
-    // close) in the forked child.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // gatewayd died between fork and prctl: do not run unsupervised.
-            if libc::getppid() != parent.as_raw() {
-                libc::_exit(137);
-            }
-            enter()?;
-            // After entering the cgroup: Landlock then forbids writing cgroup files.
-            match &restrict {
-                Some(r) => r(),
-                None => Ok(()),
-            }
-        });
-    }
-    let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;
-    let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
-    loop {
-        let forward = async {
-            let futs = sigs
-                .iter_mut()
-                .map(|(k, s)| Box::pin(async move { s.recv().await.map(|()| *k) }));
-            futures_select_all(futs).await
-        };
-        tokio::select! {
-            st = child.wait() => return st.map_err(SpawnError::Wait),
-            Some(kind) = forward => {
-                if let (Some(pid), Ok(sig)) = (pid, nix::sys::signal::Signal::try_from(kind.as_raw_value())) {
-                    let _ = nix::sys::signal::kill(pid, sig);
-                }
-            }
-            Some(()) = lockdown.recv() => {
-                // The operator's switch: deny all egress of the agent's cgroup from now on.
-                let result = kernel.lockdown(true).await;
-                let entry = denial(session, "egress_lockdown", json!({
-                    "trigger": "SIGUSR1",
-                    "error": result.as_ref().err().map(|e| kernel::chain(e)),
-                    "message": "all egress of the agent's cgroup is denied from now on",
-                }));
-                if records.send(entry).await.is_err() {
-                    eprintln!("gatewayd: the audit writer has stopped; the egress lockdown is not recorded");
-                }
-            }
-        }
-    }
-}
-
-/// The first of several signal streams to fire.
-async fn futures_select_all<F>(
-    futs: impl Iterator<Item = std::pin::Pin<Box<F>>>,
-) -> Option<SignalKind>
-where
-    F: std::future::Future<Output = Option<SignalKind>>,
-{
-    let mut futs: Vec<_> = futs.collect();
-    std::future::poll_fn(move |cx| {
-        for f in &mut futs {
-            if let std::task::Poll::Ready(v) = f.as_mut().poll(cx) {
-                return std::task::Poll::Ready(v);
-            }
-        }
-        std::task::Poll::Pending
-    })
-    .await
 }

@@ -5,11 +5,13 @@
 //! - `test`:  fmt, clippy, unit/integration tests, privileged host tests, the QEMU guest suite
 //!   on every Debian kernel line (`kernels::LINES`)
 //! - `vm`:    only the QEMU guest suite, on every line or on the one `--kernel` names
+//! - `deb`:   the Debian package (binary, systemd units, example policies, docs)
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark, the kernel layer's syscall overhead, `gatewayd hook`,
 //!   and the cost of many sessions sharing one program set (`--sessions`: only that one)
 mod bench;
 mod bench_hook;
+mod deb;
 mod demo;
 mod kernels;
 mod sessions_bench;
@@ -29,11 +31,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Install prerequisites (apt packages, rust-src, bpf-linker, guest kernels + busybox).
+    /// Install prerequisites (apt packages, rust-src, bpf-linker, cargo-deb, guest kernels +
+    /// busybox).
     Setup,
     /// Build gatewayd (release) with its kernel programs.
     Build,
-    /// Everything: fmt, clippy, tests, privileged host tests, QEMU guest suite.
+    /// Everything: fmt, clippy, tests, the Debian package and its tests, privileged host
+    /// tests, QEMU guest suite.
     Test,
     /// Only the QEMU guest suite (BPF LSM), on every kernel line or the one named.
     Vm {
@@ -41,6 +45,8 @@ enum Cmd {
         #[arg(long)]
         kernel: Option<String>,
     },
+    /// The Debian package, in target/debian/.
+    Deb,
     /// The demo: an agent that steals a protected file, without and with gatewayd.
     Demo,
     /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead;
@@ -68,6 +74,10 @@ fn main() -> anyhow::Result<()> {
             let kernels = kernels::select(&env, kernel.as_deref())?;
             let bins = util::build_release(&env)?;
             vm::run_suite(&env, &bins, &kernels).map(|_| ())
+        }
+        Cmd::Deb => {
+            let env = setup::setup()?;
+            deb::package(&env).map(|_| ())
         }
         Cmd::Demo => demo::run(),
         Cmd::Bench { sessions } => bench::run(sessions),

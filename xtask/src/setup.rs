@@ -16,6 +16,8 @@ const APT_PACKAGES: [&str; 5] = ["qemu-system-x86", "cpio", "nodejs", "npm", "py
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.
 const SATISFIED_BY_COMMAND: [(&str, &str); 1] = [("npm", "npm")];
 const BPF_LINKER: &str = "0.13.0";
+/// Builds the Debian package (`cargo xtask deb`); about 100 s of CPU to install, once.
+const CARGO_DEB: &str = "3.8.0";
 /// The MCP tests' real components (tests/mcp.rs), pinned.
 const FS_SERVER_PKG: &str = "@modelcontextprotocol/server-filesystem";
 const FS_SERVER_VERSION: &str = "2026.8.31";
@@ -27,6 +29,7 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
     apt_packages()?;
     rust_src()?;
     let tools_bin = bpf_linker(&cache)?;
+    cargo_deb(&tools_bin)?;
     let guest_dir = cache.join("guest");
     let busybox = busybox(&guest_dir)?;
     let mcp_fs_server = fs_server(&cache.join("node"))?;
@@ -147,6 +150,23 @@ fn bpf_linker(cache: &Path) -> anyhow::Result<PathBuf> {
             .env("LLVM_PREFIX", &prefix),
     )?;
     Ok(bin)
+}
+
+/// cargo-deb, in the same tools folder as bpf-linker (`--locked`: its own lockfile's versions).
+fn cargo_deb(bin: &Path) -> anyhow::Result<()> {
+    if output(Command::new(bin.join("cargo-deb")).arg("--version"))
+        .is_ok_and(|v| v.contains(CARGO_DEB))
+    {
+        return Ok(());
+    }
+    let root = bin.parent().context("the tools folder has no parent")?;
+    run(
+        &format!("cargo install cargo-deb {CARGO_DEB}"),
+        Command::new("cargo")
+            .args(["install", "--locked", "--force", "--root"])
+            .arg(root)
+            .arg(format!("cargo-deb@{CARGO_DEB}")),
+    )
 }
 
 /// The official MCP filesystem server from the npm registry, pinned, under `dir`.

@@ -9,7 +9,7 @@ use std::{
 use anyhow::{Context as _, bail};
 
 use crate::{
-    kernels, setup,
+    deb, kernels, setup,
     util::{self, Env, workspace_root},
     vm,
 };
@@ -106,12 +106,21 @@ pub(crate) fn all() -> anyhow::Result<()> {
         ],
     )?;
     let bins = util::build_release(&env)?;
+    // The package is built before the tests that check it; they fail without it.
+    let package = deb::package(&env)?;
     let mut total = Counts::default();
     cargo_test(
         &env,
         "unit and integration tests",
         &["--workspace", "--exclude", "gateway-ebpf"],
         &[],
+        &mut total,
+    )?;
+    cargo_test(
+        &env,
+        "packaging tests",
+        &[&util::PACKAGING_TESTS[..], &["--", "--test-threads=1"]].concat(),
+        &[("GATEWAYD_DEB", &package.to_string_lossy())],
         &mut total,
     )?;
     cargo_test(

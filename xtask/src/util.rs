@@ -129,6 +129,18 @@ pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
     "privileged",
 ];
 
+/// `cargo test` arguments that select the packaging tests (release, the same feature and so
+/// the same build as the privileged tests).
+pub(crate) const PACKAGING_TESTS: [&str; 7] = [
+    "--release",
+    "-p",
+    "gateway-user",
+    "--features",
+    "privileged-tests",
+    "--test",
+    "packaging",
+];
+
 /// Counts from a libtest summary line, `test result: ok. 12 passed; 0 failed; 1 ignored; ...`:
 /// (passed, failed, ignored); `None` for any other line.
 pub(crate) fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {

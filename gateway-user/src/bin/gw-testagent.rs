@@ -29,6 +29,10 @@
 //! gw-testagent subread PATH              # make a sub-cgroup of ours, start a child in it
 //!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
 //! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
+//! gw-testagent rpc METHOD PARAMS_JSON    # one request to the gateway at $GATEWAYD_SOCKET
+//!                                         # ($GW_RPC_SOCKET instead when set; `$SESSION` in
+//!                                         # PARAMS_JSON becomes $GATEWAYD_SESSION); prints the
+//!                                         # answer line, FAIL on an error answer
 //! gw-testagent sleep SECS
 //! gw-testagent fork                       # the rest of the chain runs in a child (which
 //!                                         # outlives gatewayd); this process waits until killed
@@ -170,6 +174,7 @@ fn run(action: &[String]) -> Result<String, String> {
             Ok(format!("{n} attempts, {failed} failed"))
         }
         "subread" => subcgroup_read(arg(1)?),
+        "rpc" => rpc(arg(1)?, arg(2)?),
         "sleep" => {
             let secs: f64 = arg(1)?
                 .parse()
@@ -368,6 +373,36 @@ fn subcgroup_read(path: &str) -> Result<String, String> {
             std::io::Error::from_raw_os_error(errno)
         )),
     }
+}
+
+/// One JSON-RPC request to the gateway `gatewayd run` serves to its agent, over the socket
+/// named by `$GATEWAYD_SOCKET` (or to another gateway, `$GW_RPC_SOCKET`), line by line with the standard library only (the guest has no
+/// other client). The daemon writes answers with sorted keys, so an error answer starts with
+/// `{"error"`.
+fn rpc(method: &str, params: &str) -> Result<String, String> {
+    use std::io::BufRead as _;
+    let path = std::env::var_os("GW_RPC_SOCKET")
+        .or_else(|| std::env::var_os("GATEWAYD_SOCKET"))
+        .ok_or("GATEWAYD_SOCKET is not set")?;
+    let session = std::env::var("GATEWAYD_SESSION").unwrap_or_default();
+    let params = params.replace("$SESSION", &session);
+    let mut s = std::os::unix::net::UnixStream::connect(&path)
+        .map_err(|e| format!("connect {}: {e}", path.to_string_lossy()))?;
+    let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+    s.write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    std::io::BufReader::new(&s)
+        .read_line(&mut answer)
+        .map_err(|e| e.to_string())?;
+    let answer = answer.trim_end().to_owned();
+    if answer.is_empty() {
+        return Err("the gateway closed the connection".into());
+    }
+    if answer.starts_with(r#"{"error""#) {
+        return Err(answer);
+    }
+    Ok(answer)
 }
 
 /// `bpf(BPF_MAP_CREATE)` of a 1-entry array map, closed at once.

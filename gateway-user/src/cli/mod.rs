@@ -55,6 +55,9 @@ enum Command {
     Test(test::Args),
 }
 
+/// Where `gatewayd serve` listens unless told otherwise (packaging/gatewayd.socket too).
+pub(crate) const DEFAULT_SOCKET: &str = "/run/gatewayd/gatewayd.sock";
+
 /// Where the operator commands find the daemon.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Conn {
@@ -68,7 +71,7 @@ impl Conn {
         self.socket
             .clone()
             .or_else(|| std::env::var_os("GATEWAYD_SOCKET").map(PathBuf::from))
-            .unwrap_or_else(|| PathBuf::from("/run/gatewayd/gatewayd.sock"))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
     }
 }
 

@@ -1,4 +1,4 @@
-//! `gatewayd run --policy P [--audit F] -- AGENT...`
+//! `gatewayd run --policy P [--audit F] [--scope S]... [--runtime-dir D] -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
@@ -14,6 +14,13 @@ pub(super) struct Args {
     /// Audit log (JSON Lines, hash-chained); appended to if it exists.
     #[arg(long, default_value = "gatewayd-audit.jsonl")]
     audit: PathBuf,
+    /// A scope of the agent's gateway session (docs/POLICY.md). Repeatable.
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Where the session's socket directory is made. Default: `$GATEWAYD_RUNTIME_DIR`, else
+    /// `/run/gatewayd` for root, else `$XDG_RUNTIME_DIR/gatewayd`.
+    #[arg(long)]
+    runtime_dir: Option<PathBuf>,
     /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
@@ -32,6 +39,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         policy_path: args.policy,
         audit_path: args.audit.clone(),
         agent: args.agent,
+        user: session_user(),
+        scopes: args.scopes,
+        runtime_dir: args
+            .runtime_dir
+            .unwrap_or_else(supervisor::agent_gateway::default_runtime_dir),
     }))?;
     errln!(
         "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",
@@ -41,4 +53,17 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         args.audit.display()
     );
     Ok(ExitCode::from(outcome.exit_code.clamp(0, 255) as u8))
+}
+
+/// The user the agent's gateway session acts for: the one who asked for the run (`SUDO_USER`
+/// under sudo), else the name of the user running gatewayd (its uid when it has none).
+fn session_user() -> String {
+    if let Some(u) = std::env::var("SUDO_USER").ok().filter(|u| !u.is_empty()) {
+        return u;
+    }
+    let uid = nix::unistd::getuid();
+    match nix::unistd::User::from_uid(uid) {
+        Ok(Some(u)) => u.name,
+        _ => uid.to_string(),
+    }
 }

@@ -1,23 +1,30 @@
-//! `gatewayd serve --policy P --socket S [--audit F] [--group G] [--agent-cgroup PATH]...`:
+//! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...`:
 //! the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are answered,
-//! every record is written, the socket is removed.
+//! every record is written, the socket is removed (unless systemd passed it).
+//!
+//! Under systemd (packaging/): a socket passed by socket activation is served as it is,
+//! `READY=1` is sent once it accepts connections, `WATCHDOG=1` every half `WATCHDOG_USEC`,
+//! and `STOPPING=1` when shutdown begins.
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use gatewayd::{
     clock::SystemClock,
-    daemon::{self, ServeOptions, ServerOptions, socket},
+    daemon::{self, ServeOptions, ServerOptions, socket, systemd},
     shutdown,
 };
+
+use super::DEFAULT_SOCKET;
 
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
     /// Policy file (JSON).
     #[arg(long)]
     policy: PathBuf,
-    /// The Unix socket to listen on (mode 0660; a stale one is replaced).
+    /// The Unix socket to listen on (mode 0660; a stale one is replaced). With socket
+    /// activation, the path of the socket systemd passed (checked, never re-bound).
     #[arg(long)]
-    socket: PathBuf,
+    socket: Option<PathBuf>,
     /// Audit log (JSON Lines, hash-chained); appended to if it exists.
     #[arg(long, default_value = "gatewayd-audit.jsonl")]
     audit: PathBuf,
@@ -33,6 +40,9 @@ pub(super) struct Args {
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     daemon::raise_fd_limit();
     let gid = socket::group_id(&args.group)?;
+    let inherited = systemd::inherited_listener()?;
+    let socket = socket_path(args.socket, inherited.as_ref())?;
+    let watchdog = systemd::watchdog_interval();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -46,13 +56,16 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 _ = term.recv() => {}
                 _ = tokio::signal::ctrl_c() => {}
             }
+            systemd::notify_stopping();
             trigger.fire();
         });
-        let socket = args.socket.clone();
+        let pings = shutdown.clone();
+        let activated = inherited.is_some();
         daemon::serve(
             ServeOptions {
                 policy: args.policy,
-                socket: args.socket,
+                socket: socket.clone(),
+                listener: inherited,
                 audit: Some(args.audit),
                 gid,
                 agent_cgroups: args.agent_cgroups,
@@ -64,11 +77,18 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 for w in gw.engine().warnings() {
                     eprintln!("gatewayd: note: {w}");
                 }
-                eprintln!(
-                    "gatewayd: serving on {} (protocol {})",
+                let status = format!(
+                    "serving on {}{} (protocol {})",
                     socket.display(),
+                    if activated { ", passed by systemd" } else { "" },
                     daemon::protocol::PROTOCOL_VERSION
                 );
+                eprintln!("gatewayd: {status}");
+                systemd::notify_ready(&status);
+                // Pings start once the daemon is ready, as systemd expects.
+                if let Some(every) = watchdog {
+                    tokio::spawn(systemd::watchdog(every, pings));
+                }
             },
         )
         .await
@@ -80,4 +100,30 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         head.hash.as_deref().unwrap_or("(empty log)")
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The socket's path: the one systemd passed (which `--socket`, if given, must name), or
+/// `--socket`, or the default.
+fn socket_path(
+    given: Option<PathBuf>,
+    inherited: Option<&std::os::unix::net::UnixListener>,
+) -> anyhow::Result<PathBuf> {
+    let Some(l) = inherited else {
+        return Ok(given.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)));
+    };
+    let addr = l.local_addr().context("the inherited socket's address")?;
+    let passed = addr
+        .as_pathname()
+        .context(
+            "systemd passed a socket without a path (abstract or unnamed); use ListenStream=/PATH",
+        )?
+        .to_owned();
+    match given {
+        Some(g) if g != passed => anyhow::bail!(
+            "systemd passed the socket {} but --socket says {}",
+            passed.display(),
+            g.display()
+        ),
+        _ => Ok(passed),
+    }
 }

@@ -28,17 +28,23 @@ use crate::{
     policy::Policy,
 };
 
+/// What a [`TripHook`] returns: a future, so that a hook can wait for the task that owns the
+/// kernel layer (or for the audit writer) without blocking the runtime.
+pub type HookFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
+
 /// Called when a session first holds both Rule-of-Two legs (untrusted content seen and
 /// private data read), before the answer that tripped it is returned. The kernel egress
-/// lockdown of the session's cgroup is wired here. An `Err` fails closed: the tripping
-/// call is refused and the hook is tried again on the session's next call.
+/// lockdown of the session's cgroup is wired here (`gatewayd run`, `gatewayd serve`). An
+/// `Err` fails closed: the tripping call is refused and the hook is tried again on the
+/// session's next call.
 pub trait TripHook: Send + Sync {
-    /// Reacts to `session` tripping (the daemon locks its cgroup's egress); `Err` says why it
-    /// failed, and the tripping call is refused.
-    fn session_tripped(&self, session: &TrippedSession<'_>) -> Result<(), String>;
+    /// Reacts to `session` tripping (locks its cgroup's egress); `Err` says why it failed,
+    /// and the tripping call is refused.
+    fn session_tripped<'a>(&'a self, session: &'a TrippedSession<'a>) -> HookFuture<'a>;
 }
 
-/// The session that tripped.
+/// The session that tripped, and what tripped it.
 #[derive(Debug)]
 pub struct TrippedSession<'a> {
     /// The session's id.
@@ -47,6 +53,10 @@ pub struct TrippedSession<'a> {
     pub cgroup: &'a str,
     /// The legs it holds (both untrusted and private).
     pub legs: Legs,
+    /// The tool of the call that tripped it (None: a kernel denial did).
+    pub tool: Option<&'a str>,
+    /// What tripped it: `call/decide`, `call/output` or `kernel/denial`.
+    pub method: &'static str,
 }
 
 /// What a gateway is built from.
@@ -401,7 +411,10 @@ impl Gateway {
                 legs,
             ));
         }
-        if let Err(e) = self.after_change(&slot, &mut st).await {
+        if let Err(e) = self
+            .after_change(&slot, &mut st, Some(&p.call.tool), "call/decide")
+            .await
+        {
             return Ok(deny(Reason::CheckError, e, legs));
         }
         let allowed = outcome.verdict.is_allow();
@@ -445,7 +458,10 @@ impl Gateway {
         let slot = self.session_for(peer, &p.session, "call/output").await?;
         let mut st = slot.state.lock().await;
         let (output, error) = self.engine.finish(&mut st.session, &p.tool, result);
-        if let Err(e) = self.after_change(&slot, &mut st).await {
+        if let Err(e) = self
+            .after_change(&slot, &mut st, Some(&p.tool), "call/output")
+            .await
+        {
             return Err(RpcError::new(code::LOCKDOWN_FAILED, e));
         }
         let mut r = serde_json::Map::new();
@@ -465,6 +481,8 @@ impl Gateway {
         &self,
         slot: &SessionSlot,
         st: &mut SessionState,
+        tool: Option<&str>,
+        method: &'static str,
     ) -> Result<(), String> {
         let legs = st.session.legs();
         if !legs.tripped() || st.trip_reported {
@@ -475,15 +493,19 @@ impl Gateway {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
+        let tripped = TrippedSession {
+            id: &slot.id,
+            cgroup: &slot.owner_cgroup,
+            legs,
+            tool,
+            method,
+        };
         let res = match hook {
-            Some(h) => h.session_tripped(&TrippedSession {
-                id: &slot.id,
-                cgroup: &slot.owner_cgroup,
-                legs,
-            }),
+            Some(h) => h.session_tripped(&tripped).await,
             None => Ok(()),
         };
-        let detail = json!({"cgroup": slot.owner_cgroup, "legs": legs});
+        let detail =
+            json!({"cgroup": slot.owner_cgroup, "legs": legs, "tool": tool, "method": method});
         match res {
             Ok(()) => {
                 self.note(&slot.id, AD::Info, "session_tripped", detail)

@@ -9,9 +9,11 @@
 //!   the Rule-of-Two hook ([`TripHook`])
 //! - [`operator`] — the operator's methods: approvals, the session list
 //! - [`suspicion`] — kernel denials of protected files feed the sessions' Rule of Two
+//! - [`kernel_lock`] — the trip hook: lockdown of the kernel session a tripped session runs in
 //! - [`dispatch`] — one request line to one response line
 //! - [`server`]   — accept loop, connections, graceful shutdown
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
+//! - [`systemd`]  — socket activation, readiness and watchdog notifications
 //! - [`client`]   — a blocking client (operator CLI, tests, benchmark)
 //!
 //! [`serve`] puts them together with the audit writer ([`crate::audit::writer`]).
@@ -25,6 +27,7 @@ use serde_json::json;
 pub mod client;
 pub mod dispatch;
 pub mod gateway;
+pub mod kernel_lock;
 pub mod operator;
 pub mod peer;
 pub mod protocol;
@@ -32,8 +35,9 @@ pub mod server;
 pub mod sessions;
 pub mod socket;
 pub mod suspicion;
+pub mod systemd;
 
-pub use gateway::{Gateway, GatewayConfig, TripHook, TrippedSession};
+pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
 pub use server::ServerOptions;
 
 use crate::{
@@ -68,14 +72,21 @@ pub enum DaemonError {
     /// The audit writer failed while serving; carries its error.
     #[error("the audit log failed while the daemon ran: {0}")]
     AuditFailed(String),
+    /// The socket systemd passed could not be served.
+    #[error("the inherited socket: {0}")]
+    Inherited(std::io::Error),
 }
 
 /// What `gatewayd serve` runs with.
 pub struct ServeOptions {
     /// The policy file.
     pub policy: PathBuf,
-    /// Where to bind the socket.
+    /// The socket's path: bound by the daemon, or only named when `listener` is given.
     pub socket: PathBuf,
+    /// A socket already listening (systemd socket activation:
+    /// [`systemd::inherited_listener`]). The daemon then neither binds, changes nor removes
+    /// the socket file.
+    pub listener: Option<std::os::unix::net::UnixListener>,
     /// The audit log; None only for benchmarks and tests (decisions are then not recorded).
     pub audit: Option<PathBuf>,
     /// The socket's group (operators).
@@ -89,7 +100,7 @@ pub struct ServeOptions {
 }
 
 /// Runs the daemon until `shutdown` fires: loads the policy, opens the audit log (its chain
-/// continues), binds the socket, serves, then drains connections, writes every queued
+/// continues), binds the socket (or takes the one systemd passed), serves, then drains connections, writes every queued
 /// record, and removes the socket. `ready` is called with the gateway once the socket
 /// accepts connections. Returns the audit head at exit.
 pub async fn serve(
@@ -117,17 +128,29 @@ pub async fn serve(
     for c in &opts.agent_cgroups {
         gw.agent_cgroups().add(c);
     }
-    let listener = socket::bind(&opts.socket, opts.gid)?;
+    gw.set_trip_hook(Arc::new(kernel_lock::KernelLockHook {
+        audit: writer.as_ref().map(AuditWriter::handle),
+    }));
+    let activated = opts.listener.is_some();
+    let listener = match opts.listener {
+        Some(l) => {
+            l.set_nonblocking(true).map_err(DaemonError::Inherited)?;
+            tokio::net::UnixListener::from_std(l).map_err(DaemonError::Inherited)?
+        }
+        None => socket::bind(&opts.socket, opts.gid)?,
+    };
     note(
         writer.as_ref(),
         "daemon_start",
         json!({"pid": std::process::id(),
-        "policy": opts.policy, "socket": opts.socket,
+        "policy": opts.policy, "socket": opts.socket, "socket_activated": activated,
         "agent_cgroups": gw.agent_cgroups().list()}),
     );
     ready(&gw);
     server::run(listener, gw.clone(), shutdown, opts.server).await;
-    remove_socket(&opts.socket);
+    if !activated {
+        remove_socket(&opts.socket);
+    }
     note(
         writer.as_ref(),
         "daemon_stop",

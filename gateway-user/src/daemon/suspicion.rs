@@ -36,7 +36,7 @@ impl Gateway {
                 "mode": self.engine.policy().suspicion, "legs": st.session.legs()});
             let noted = self.note(&slot.id, AD::Info, "suspicion", detail).await;
             let hooked = self
-                .after_change(&slot, &mut st)
+                .after_change(&slot, &mut st, None, "kernel/denial")
                 .await
                 .map_err(|e| RpcError::new(super::protocol::code::LOCKDOWN_FAILED, e));
             if let Err(e) = noted.and(hooked) {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Decision, Engine, Session, ToolCall, Verdict};
+use super::{Decision, Engine, Session, ToolCall, Verdict, checks::secret_egress};
 use crate::policy::ScanMode;
 
 /// One audit record as the engine writes it.
@@ -74,17 +74,18 @@ impl Engine {
             "message": v.message,
             "matched_rules": v.matched_rules,
             "hold_reasons": v.hold_reasons,
-            "approval_id": v.approval_id.as_deref().or(call.approval.as_deref()),
+            // The id a call presents is the model's text.
+            "approval_id": v.approval_id.as_deref().or(call.approval.as_deref())
+                .map(|a| secret_egress::scrub_text(self, s, a, true)),
             "legs": s.legs(),
             "scan_findings": findings,
         });
         secrets.scrub_value(&mut detail);
         s.secrets().scrub_value(&mut detail);
-        // The session's own secrets too: a model can put one in a tool's name.
-        let scrub = |t: &str| s.secrets().scrub(&secrets.scrub(t)).into_owned();
+        // The session's own secrets too, disguised too: a model can put one in a tool's name.
         let rec = AuditRecord {
-            session: scrub(&s.id),
-            tool: Some(scrub(&call.tool)),
+            session: secret_egress::scrub_text(self, s, &s.id, true),
+            tool: Some(secret_egress::scrub_text(self, s, &call.tool, true)),
             decision: v.decision,
             reason: v.reason.code(),
             detail,

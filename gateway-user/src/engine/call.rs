@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::{
     Engine, Reason, Session, Verdict,
-    checks::{self, approval_hold, credentials, limits, rule_of_two, suspicion, untrusted_echo},
+    checks::{
+        self, approval_hold, credentials, limits, rule_of_two, secret_egress, suspicion,
+        untrusted_echo,
+    },
     fence, fingerprint,
 };
 use crate::policy::Label;
@@ -100,8 +103,9 @@ impl Engine {
         let (mut verdict, args) = checks::run(self, s, call, Some(now));
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
         approval_hold::settle(self, s, call, &mut verdict, &digest, now);
-        verdict.message = self.secrets.all.scrub(&verdict.message).into_owned();
-        verdict.message = s.secrets().scrub(&verdict.message).into_owned();
+        // A secret_egress message is made of names; others can quote what the model sent.
+        let deep = !matches!(verdict.reason, Reason::Allowed | Reason::SecretEgress);
+        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
 
         if let Err(e) = self.record(s, call, &verdict, &digest) {
             return Outcome::refused(Verdict::deny(
@@ -125,6 +129,7 @@ impl Engine {
         };
         limits::count(&self.policy, s, tool, now);
         rule_of_two::mark_legs(s, tool);
+        secret_egress::remember(s, tool, call);
         let untrusted = tool.has(Label::UntrustedOutput);
         let creds = credentials::inject(self, tool);
         let name = tool.def.name.clone();

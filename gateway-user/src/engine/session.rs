@@ -5,7 +5,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
-use super::secrets::SecretSet;
+use super::secrets::{EgressWindow, SecretSet};
 use crate::policy::Label;
 
 /// Most N-word sequences of untrusted output remembered per session; past this, older
@@ -53,6 +53,9 @@ pub struct Session {
     secrets: SecretSet,
     start_items: Vec<(String, String)>,
     secret_items: Vec<(String, String)>,
+    /// The folded ends of the last allowed `sends_out` calls: a secret split across calls is
+    /// found by joining them (docs/POLICY.md, "The secret matcher").
+    egress: EgressWindow,
 }
 
 impl Session {
@@ -70,6 +73,7 @@ impl Session {
             secrets: SecretSet::default(),
             start_items: Vec::new(),
             secret_items: Vec::new(),
+            egress: EgressWindow::new(),
         }
     }
 
@@ -100,6 +104,16 @@ impl Session {
     /// messages and records).
     pub(super) fn secrets(&self) -> &SecretSet {
         &self.secrets
+    }
+
+    /// The session's recent egress calls, for the secrets check.
+    pub(super) fn egress_window(&self) -> &EgressWindow {
+        &self.egress
+    }
+
+    /// Remembers the argument texts of an allowed `sends_out` call (the window is bounded).
+    pub(super) fn remember_egress(&mut self, texts: &[&str]) {
+        self.egress.push(texts);
     }
 
     /// The names of the secrets added to this session (`secrets/add`), not those it

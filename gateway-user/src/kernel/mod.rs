@@ -5,6 +5,7 @@
 //! - [`programs`] — the one table of kernel programs (attach, events, messages, docs)
 //! - [`set`]      — the pinned program set: [`SharedPrograms`] (open, load, adopt, replace)
 //! - [`session`]  — one session's entries in the set: [`Session`] (add, lockdown, remove)
+//! - [`enclosing`] — lockdown of the session enclosing a cgroup, by a process that did not add it
 //! - [`loader`]   — loading the object and attaching every program (what the set does once)
 //! - [`maps`]     — the set's maps as userspace holds them
 //! - [`status`]   — the set's record of what each program did when it was made
@@ -15,6 +16,7 @@
 //! - [`tier`]     — the enforcement tier reached, decided in one place
 //! - [`error`]    — [`KernelError`], with aya's errors as sources
 pub mod btf;
+pub mod enclosing;
 pub mod error;
 pub mod events;
 pub mod loader;

@@ -1,39 +1,87 @@
 //! No secret leaves through a `sends_out` tool, and no credential appears in any tool's
-//! arguments (`secret_egress`), in any encoding the secret set recognises. A `sends_out` call
-//! is denied outright when a secret could not be loaded (`check_error`).
+//! arguments (`secret_egress`), in any form the egress matcher sees through
+//! ([`secrets::find_in_call`]: normalised, decoded, as a fragment, split across the arguments
+//! of the call or, for `sends_out` calls, across the session's recent egress calls). A
+//! `sends_out` call is denied outright when a secret could not be loaded (`check_error`).
+//!
+//! [`remember`] is the state update: an allowed `sends_out` call's texts join the session's
+//! egress window. [`scrub_text`] keeps secrets, disguised too, out of messages and records.
 use super::{Ctx, Step};
-use crate::{engine::Reason, policy::Label};
+use crate::{
+    engine::{
+        Engine, Reason, Session, ToolCall,
+        registry::Tool,
+        secrets::{self, EgressWindow, Match},
+    },
+    policy::Label,
+};
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
-    let secrets = &cx.engine.secrets;
+    let store = &cx.engine.secrets;
     let sends_out = tool.has(Label::SendsOut);
-    if sends_out && !secrets.missing.is_empty() {
+    if sends_out && !store.missing.is_empty() {
         let message = format!(
             "secret(s) {} could not be loaded, so what `{}` sends cannot be checked",
-            secrets.missing.join(", "),
+            store.missing.join(", "),
             tool.def.name
         );
         return Err(cx.deny(Reason::CheckError, message));
     }
-    let set = if sends_out {
-        &secrets.all
+    // A `sends_out` call: the engine's secrets and credentials and the session's own
+    // secrets, joined with the session's recent egress. Any other call: credentials alone,
+    // within the call.
+    let empty = EgressWindow::new();
+    let (sets, window) = if sends_out {
+        (
+            vec![&store.all, cx.session.secrets()],
+            cx.session.egress_window(),
+        )
     } else {
-        &secrets.creds
+        (vec![&store.creds], &empty)
     };
-    // The session's own secrets, on calls that send data out.
-    let own = sends_out.then(|| cx.session.secrets());
-    if let Some(secret) = cx
-        .arg_texts()
-        .iter()
-        .find_map(|t| set.find(t).or_else(|| own?.find(t)))
-    {
-        return Err(cx.deny(
-            Reason::SecretEgress,
-            format!(
-                "the arguments contain the registered secret `{secret}` (plain or encoded); secrets and credentials never leave through tools"
-            ),
-        ));
+    if sets.iter().all(|s| s.is_empty()) {
+        return Ok(());
+    }
+    let owned = secrets::egress_texts(&cx.call.arguments);
+    let texts: Vec<&str> = owned.iter().map(AsRef::as_ref).collect();
+    if let Some(m) = secrets::find_in_call(&sets, &texts, window) {
+        return Err(cx.deny(Reason::SecretEgress, m.message()));
     }
     Ok(())
+}
+
+/// After an allowed call of a `sends_out` tool: its argument texts join the session's egress
+/// window, so a secret split across this call and a later one is found.
+pub(in crate::engine) fn remember(s: &mut Session, tool: &Tool, call: &ToolCall) {
+    if tool.has(Label::SendsOut) {
+        let owned = secrets::egress_texts(&call.arguments);
+        let texts: Vec<&str> = owned.iter().map(AsRef::as_ref).collect();
+        s.remember_egress(&texts);
+    }
+}
+
+/// `text` (a verdict's message, a tool's name, a session id) as a model or an audit record
+/// may see it: the exact forms of every secret replaced by `[REDACTED:name]`; then, when
+/// `deep`, if the matcher still finds a secret in it (encoded, disguised, a fragment: a path
+/// or a URL quoted in a denial can hold one), the whole text is withheld.
+pub(in crate::engine) fn scrub_text(
+    engine: &Engine,
+    s: &Session,
+    text: &str,
+    deep: bool,
+) -> String {
+    let all = &engine.secrets.all;
+    let exact = s.secrets().scrub(&all.scrub(text)).into_owned();
+    if !deep {
+        return exact;
+    }
+    match secrets::find_in_call(&[all, s.secrets()], &[&exact], &EgressWindow::new()) {
+        None => exact,
+        Some(Match {
+            secret: Some(name),
+            encoding,
+        }) => format!("[withheld: it holds the registered secret `{name}` ({encoding})]"),
+        Some(_) => "[withheld: it cannot be checked for secrets]".to_owned(),
+    }
 }

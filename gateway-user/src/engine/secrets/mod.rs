@@ -1,54 +1,42 @@
 //! Registered secrets and credentials: found in text in plain, base64 (standard and URL-safe,
-//! also embedded in a longer base64 text), hex and URL-encoded forms; scrubbed from audit
-//! records and messages; redacted from tool outputs.
+//! also embedded in a longer base64 text), hex and URL-encoded forms ([`SecretSet::find`]);
+//! scrubbed from audit records and messages; redacted from tool outputs.
+//!
+//! Egress ([`find_in_call`], the `secret_egress` check) looks further: through normalisation
+//! (`normalise`), layered decodings (`decode`, over the runs `tokens` finds, `inflate`),
+//! fragments and fixed rewrites (`fragments`), and pieces split across arguments and calls
+//! (`window`); `egress` puts them together. docs/POLICY.md ("The secret matcher") states what
+//! it sees and what it cannot.
 use std::{borrow::Cow, collections::HashMap};
 
+use base64::Engine as _;
 use regex::Regex;
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+mod decode;
+mod egress;
+#[cfg(test)]
+mod egress_tests;
+mod fragments;
+mod inflate;
+mod normalise;
+mod tokens;
+mod window;
+
+pub use egress::{Match, egress_texts, find_in_call};
+use fragments::FragmentIndex;
+pub use window::EgressWindow;
 
 /// Standard base64 with padding.
 pub fn base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = u32::from(c[0]) << 16
-            | u32::from(*c.get(1).unwrap_or(&0)) << 8
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Decodes `%XX` escapes (and `+` as space); invalid escapes are kept as they are.
 pub fn percent_decode(s: &str) -> Cow<'_, str> {
-    if !s.contains(['%', '+']) {
+    if !s.as_bytes().contains(&b'%') && !s.as_bytes().contains(&b'+') {
         return Cow::Borrowed(s);
     }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |x: u8| (x as char).to_digit(16);
-        match b[i] {
-            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            x => out.push(x),
-        }
-        i += 1;
-    }
+    let out = decode::percent_decode_bytes(s.as_bytes());
     Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -63,15 +51,15 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
-/// The forms of `v` looked for: (text, case-insensitive).
-fn variants(v: &str) -> Vec<(String, bool)> {
+/// The forms of `v` looked for: (text, case-insensitive, the encoding's name).
+fn variants(v: &str) -> Vec<(String, bool, &'static str)> {
     let b = v.as_bytes();
-    let mut out = vec![(v.to_owned(), false)];
+    let mut out = vec![(v.to_owned(), false, "plain")];
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    out.push((hex, true));
+    out.push((hex, true, "hex"));
     let pe = percent_encode(v);
     if pe != v {
-        out.push((pe, true));
+        out.push((pe, true, "url"));
     }
     // Base64 of the value at each of the three alignments it can have inside a longer
     // encoded text: keep only the characters that depend on the value's bytes alone.
@@ -83,12 +71,12 @@ fn variants(v: &str) -> Vec<(String, bool)> {
         let full_groups = buf.len() / 3;
         let core = &enc[skip.min(full_groups * 4)..full_groups * 4];
         if core.len() >= 6 {
-            out.push((core.to_owned(), false));
-            out.push((core.replace('+', "-").replace('/', "_"), false));
+            out.push((core.to_owned(), false, "base64"));
+            out.push((core.replace('+', "-").replace('/', "_"), false, "base64url"));
         }
         if k == 0 {
             let padded = enc.clone();
-            out.push((padded.trim_end_matches('=').to_owned(), false));
+            out.push((padded.trim_end_matches('=').to_owned(), false, "base64"));
             out.push((
                 padded
                     .replace('+', "-")
@@ -96,11 +84,12 @@ fn variants(v: &str) -> Vec<(String, bool)> {
                     .trim_end_matches('=')
                     .to_owned(),
                 false,
+                "base64url",
             ));
         }
     }
     out.sort();
-    out.dedup();
+    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
     out
 }
 
@@ -110,7 +99,16 @@ pub struct SecretSet {
     re: Option<Regex>,
     /// The matcher could not be built: fail closed.
     broken: bool,
-    by_form: HashMap<String, String>,
+    /// Each form (lower-cased if case-insensitive) → (secret name, encoding).
+    by_form: HashMap<String, (String, &'static str)>,
+    names: Vec<String>,
+    /// The values, by the index of `names` (to tell a plain match from a normalised one).
+    values: Vec<String>,
+    /// Fragments of the normalised secrets and their rewrites (egress only).
+    index: FragmentIndex,
+    /// Some secret folds to fewer than 8 letters and digits (not indexed): egress looks for
+    /// its exact forms with the regex too.
+    exact_only: bool,
 }
 
 impl SecretSet {
@@ -137,13 +135,13 @@ impl SecretSet {
             if value.is_empty() {
                 continue;
             }
-            for (form, ci) in variants(value) {
+            for (form, ci, kind) in variants(value) {
                 let key = if ci {
                     form.to_ascii_lowercase()
                 } else {
                     form.clone()
                 };
-                by_form.entry(key).or_insert_with(|| name.clone());
+                by_form.entry(key).or_insert_with(|| (name.clone(), kind));
                 let esc = regex::escape(&form);
                 alts.push(if ci { format!("(?i:{esc})") } else { esc });
             }
@@ -158,10 +156,18 @@ impl SecretSet {
                 Err(_) => (None, true),
             }
         };
+        let index = FragmentIndex::new(&items.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>());
         SecretSet {
             re,
             broken,
             by_form,
+            names: items.iter().map(|(n, _)| n.clone()).collect(),
+            values: items.iter().map(|(_, v)| v.clone()).collect(),
+            exact_only: items
+                .iter()
+                .enumerate()
+                .any(|(i, (_, v))| !v.is_empty() && !index.covers(i)),
+            index,
         }
     }
 
@@ -171,10 +177,15 @@ impl SecretSet {
     }
 
     fn name_of(&self, m: &str) -> &str {
+        self.form_of(m).0
+    }
+
+    /// The secret name and encoding of a form the regex matched.
+    fn form_of(&self, m: &str) -> (&str, &'static str) {
         self.by_form
             .get(m)
             .or_else(|| self.by_form.get(&m.to_ascii_lowercase()))
-            .map_or("secret", String::as_str)
+            .map_or(("secret", "an encoded form"), |(n, k)| (n.as_str(), *k))
     }
 
     /// The name of a secret found in `s` in any form: as it is, URL-decoded, or with
@@ -184,18 +195,30 @@ impl SecretSet {
             return Some("secret (the secret matcher could not be built; failing closed)".into());
         }
         let re = self.re.as_ref()?;
-        let hit = |t: &str| re.find(t).map(|m| self.name_of(m.as_str()).to_owned());
-        if let Some(n) = hit(s) {
-            return Some(n);
+        self.find_form(re, s, true).map(|(name, _)| name)
+    }
+
+    /// A secret in `s` in one of its exact forms (see [`find`](Self::find); with whitespace
+    /// removed only if `squeeze`): its name and the encoding.
+    fn find_form(&self, re: &Regex, s: &str, squeeze: bool) -> Option<(String, String)> {
+        let hit = |t: &str| re.find(t).map(|m| self.form_of(m.as_str()));
+        if let Some((name, kind)) = hit(s) {
+            return Some((name.to_owned(), kind.to_owned()));
         }
         if let Cow::Owned(d) = percent_decode(s)
-            && let Some(n) = hit(&d)
+            && let Some((name, kind)) = hit(&d)
         {
-            return Some(n);
+            let layers: &[&str] = if kind == "plain" {
+                &["url"]
+            } else {
+                &["url", kind]
+            };
+            return Some((name.to_owned(), nest(layers)));
         }
-        if s.contains(char::is_whitespace) {
-            let squeezed: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-            return hit(&squeezed);
+        if squeeze && s.contains(char::is_whitespace) {
+            let squeezed = squeeze_whitespace(s);
+            return hit(&squeezed)
+                .map(|(name, kind)| (name.to_owned(), format!("{kind}, spaced out")));
         }
         None
     }
@@ -234,6 +257,30 @@ impl SecretSet {
             _ => {}
         }
     }
+}
+
+/// `s` without its whitespace (as `char::is_whitespace` has it); bytewise for ASCII.
+fn squeeze_whitespace(s: &str) -> Cow<'_, str> {
+    if !s.is_ascii() {
+        return Cow::Owned(s.chars().filter(|c| !c.is_whitespace()).collect());
+    }
+    let mut kept = Vec::with_capacity(s.len());
+    kept.extend(
+        s.bytes()
+            .filter(|&b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')),
+    );
+    String::from_utf8(kept).map_or(Cow::Borrowed(s), Cow::Owned)
+}
+
+/// Layers named outermost first, written nested: `["base64", "gzip"]` → `base64(gzip)`.
+fn nest(layers: &[&str]) -> String {
+    layers.iter().rev().fold(String::new(), |inner, l| {
+        if inner.is_empty() {
+            (*l).to_owned()
+        } else {
+            format!("{l}({inner})")
+        }
+    })
 }
 
 /// Like [`strings`], borrowing where it can.

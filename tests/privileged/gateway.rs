@@ -1,0 +1,408 @@
+//! `gatewayd run` serves the daemon's protocol to its agent, and a session that trips the
+//! Rule of Two locks the agent's egress in the kernel before the tripping call is answered.
+//! Part of the `privileged` test binary (host at tier 2, QEMU guest at tier 1); the agent is
+//! `gw-testagent`, whose `rpc` action speaks the protocol with the standard library only.
+use std::{path::Path, process::Command, time::Duration};
+
+use serde_json::{Value, json};
+
+use super::{
+    MUST_HAPPEN_WITHIN, Scratch, listener, note, records, run_agent, stdout, tier, verify,
+    write_policy,
+};
+
+/// Egress to one loopback port, and two tools: one whose output is untrusted, one that
+/// reads private data. Calling both trips the Rule of Two.
+fn taint_policy(dir: &Scratch, port: u16) -> std::path::PathBuf {
+    write_policy(
+        dir,
+        json!({"version": 1, "kernel": "best_effort",
+        "network": {"egress": [{"cidr": "127.0.0.1/32", "port": port}]},
+        "tools": [
+            {"name": "search_web", "description": "Search the web.",
+             "labels": ["untrusted_output"]},
+            {"name": "read_inbox", "description": "Read the user's inbox.",
+             "labels": ["reads_private"]}
+        ]}),
+    )
+}
+
+fn decide(tool: &str) -> String {
+    json!({"session": "$SESSION", "call": {"tool": tool, "arguments": {}}}).to_string()
+}
+
+/// The answer line an `OK rpc: ...` line carries.
+fn answer(line: &str) -> Value {
+    let text = line
+        .strip_prefix("OK rpc: ")
+        .unwrap_or_else(|| panic!("not a successful rpc: {line}"));
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn tainting_the_session_locks_the_agents_egress_before_the_answer() {
+    let _ = tier();
+    let dir = Scratch::new("taint");
+    let (port, rx) = listener("127.0.0.1:0");
+    let policy = taint_policy(&dir, port);
+    let audit = dir.path("audit.jsonl");
+    let to = format!("127.0.0.1:{port}");
+    let (search, inbox) = (decide("search_web"), decide("read_inbox"));
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "send",
+            &to,
+            "before",
+            "+",
+            "rpc",
+            "hello",
+            "{}",
+            "+",
+            "rpc",
+            "call/decide",
+            &search,
+            "+",
+            "send",
+            &to,
+            "one-leg",
+            "+",
+            "rpc",
+            "call/decide",
+            &inbox,
+            "+",
+            "send",
+            &to,
+            "after",
+        ],
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(lines[0].starts_with("OK send"), "before any call: {text}");
+    assert_eq!(answer(lines[1])["result"]["protocol"], 1, "{text}");
+    let first = answer(lines[2]);
+    assert_eq!(first["result"]["decision"], "allow", "{text}");
+    assert_eq!(
+        first["result"]["legs"],
+        json!({"egress": false, "private": false, "untrusted": true})
+    );
+    assert!(
+        lines[3].starts_with("OK send"),
+        "one leg is no trip: {text}"
+    );
+    let second = answer(lines[4]);
+    assert_eq!(second["result"]["decision"], "allow", "{text}");
+    assert_eq!(second["result"]["legs"]["private"], true);
+    // The very next syscall after the answer: the lockdown was in place before it.
+    assert!(
+        lines[5].starts_with("FAIL send: Operation not permitted"),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1), "one failed action");
+    let got: Vec<Vec<u8>> = std::iter::from_fn(|| rx.recv_timeout(Duration::from_millis(500)).ok())
+        .take(3)
+        .collect();
+    assert_eq!(got, [b"before".to_vec(), b"one-leg".to_vec()]);
+
+    let recs = records(&audit);
+    let reasons: Vec<(&str, &str)> = recs
+        .iter()
+        .map(|r| (r["source"].as_str().unwrap(), r["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("gateway", "session_start"),
+            ("gateway", "session_open"),
+            ("gateway", "allowed"),
+            ("gateway", "allowed"),
+            ("gateway", "egress_lockdown"),
+            ("gateway", "session_tripped"),
+            ("kernel", "egress_lockdown"),
+            ("gateway", "session_end"),
+        ],
+        "{recs:#?}"
+    );
+    let session = recs[0]["session"].as_str().unwrap();
+    assert!(recs.iter().all(|r| r["session"] == session), "one session");
+    let lock = &recs[4];
+    assert_eq!(lock["tool"], "read_inbox", "names the call that caused it");
+    assert_eq!(lock["decision"], "deny");
+    assert_eq!(lock["detail"]["trigger"], "rule_of_two");
+    assert_eq!(lock["detail"]["method"], "call/decide");
+    eprintln!(
+        "lockdown took {} µs (kernel task round trip)",
+        lock["detail"]["lockdown_us"]
+    );
+    assert_eq!(recs[6]["hook"], "cgroup/connect4");
+    assert_eq!(recs[6]["detail"]["port"], port);
+    // The socket was private to the session and is gone.
+    let socket = recs[0]["detail"]["socket"].as_str().unwrap();
+    assert!(socket.starts_with("/run/gatewayd/run-"), "{socket}");
+    assert!(!Path::new(socket).exists(), "{socket} left behind");
+    assert!(!Path::new(socket).parent().unwrap().exists());
+    assert!(verify(&audit).status.success());
+}
+
+#[test]
+fn the_agent_gets_its_session_and_socket_and_nothing_more() {
+    let _ = tier();
+    let dir = Scratch::new("gwsock");
+    let (port, _rx) = listener("127.0.0.1:0");
+    let policy = taint_policy(&dir, port);
+    let audit = dir.path("audit.jsonl");
+    let policy_text = policy.to_str().unwrap().to_owned();
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            // The session is open and bound to the agent's cgroup: the agent can use it,
+            "rpc",
+            "call/decide",
+            &decide("search_web"),
+            "+",
+            // but not approve anything (an agent cgroup is never an operator),
+            "rpc",
+            "approvals/list",
+            "{}",
+            "+",
+            // and the kernel layer keeps gatewayd's own files out of reach.
+            "read",
+            &policy_text,
+        ],
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(answer(lines[0])["result"]["decision"], "allow", "{text}");
+    assert!(
+        lines[1].starts_with("FAIL rpc:") && lines[1].contains("-32003"),
+        "{text}"
+    );
+    assert!(lines[2].starts_with("FAIL read"), "{text}");
+    let recs = records(&audit);
+    let open = recs.iter().find(|r| r["reason"] == "session_open").unwrap();
+    let start = &recs[0];
+    assert_eq!(open["session"], start["session"]);
+    let cgroup = start["detail"]["cgroup"].as_str().unwrap();
+    assert!(
+        cgroup.ends_with(open["detail"]["cgroup"].as_str().unwrap()),
+        "{cgroup} vs {}",
+        open["detail"]["cgroup"]
+    );
+    assert!(recs.iter().any(|r| r["reason"] == "not_operator"));
+}
+
+/// A kernel denial of a protected file counts toward the Rule of Two of the session `run`
+/// serves (the policy's `suspicion`, here its default `private`): after untrusted content and
+/// a denied `open()` of a protected file, the agent's `sends_out` call is denied, and the
+/// tripped session locks the agent's egress. Where no kernel program reports the denial
+/// (tier 2: Landlock denies the open but tells gatewayd nothing), the session is unchanged.
+#[test]
+fn a_kernel_denial_of_a_protected_file_counts_toward_the_rule_of_two() {
+    let tier = tier();
+    let dir = Scratch::new("suspect");
+    let (port, rx) = listener("127.0.0.1:0");
+    let secret = dir.path("secret.txt");
+    std::fs::write(&secret, "top secret").unwrap();
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+        "sandbox": {"protected": [secret]},
+        "network": {"egress": [{"cidr": "127.0.0.1/32", "port": port}]},
+        "tools": [
+            {"name": "search_web", "description": "Search the web.",
+             "labels": ["untrusted_output"]},
+            {"name": "send_mail", "description": "Send an email.", "labels": ["sends_out"]}
+        ]}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let to = format!("127.0.0.1:{port}");
+    let out = run_agent(
+        &policy,
+        &audit,
+        &[
+            "rpc",
+            "call/decide",
+            &decide("search_web"),
+            "+",
+            "read",
+            secret.to_str().unwrap(),
+            "+",
+            // The denial's event reaches the gateway through the kernel task, not the agent's
+            // own connection: give it time to arrive.
+            "sleep",
+            "0.5",
+            "+",
+            "rpc",
+            "call/decide",
+            &decide("send_mail"),
+            "+",
+            "send",
+            &to,
+            "after",
+        ],
+    );
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(answer(lines[0])["result"]["decision"], "allow", "{text}");
+    assert!(
+        lines[1].starts_with("FAIL read"),
+        "the kernel denies: {text}"
+    );
+    let recs = records(&audit);
+    let has = |reason: &str| recs.iter().any(|r| r["reason"] == reason);
+    match tier {
+        super::Tier::BpfLsm => {
+            let mail = answer(lines[3]);
+            assert_eq!(mail["result"]["decision"], "deny", "{text}");
+            assert_eq!(mail["result"]["reason"], "trifecta", "{text}");
+            assert_eq!(
+                mail["result"]["legs"],
+                json!({"egress": false, "private": true, "untrusted": true})
+            );
+            assert!(
+                lines[4].starts_with("FAIL send: Operation not permitted"),
+                "the trip locked the agent's egress: {text}"
+            );
+            assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+            let suspicion = recs.iter().find(|r| r["reason"] == "suspicion").unwrap();
+            assert_eq!(suspicion["detail"]["cause"], "kernel");
+            assert_eq!(suspicion["detail"]["reason"], "protected_path");
+            let lock = recs
+                .iter()
+                .find(|r| r["reason"] == "egress_lockdown" && r["source"] == "gateway")
+                .unwrap();
+            assert_eq!(lock["detail"]["method"], "kernel/denial");
+            assert_eq!(lock["tool"], Value::Null);
+            let seq = |reason: &str, source: &str| {
+                recs.iter()
+                    .find(|r| r["reason"] == reason && r["source"] == source)
+                    .map(|r| r["seq"].as_u64().unwrap())
+                    .unwrap()
+            };
+            assert!(seq("protected_path", "kernel") < seq("suspicion", "gateway"));
+            assert!(seq("suspicion", "gateway") < seq("trifecta", "gateway"));
+        }
+        super::Tier::Landlock => {
+            note(
+                "tier 2: Landlock denied the protected open but reports nothing to gatewayd, \
+                 so it did not count toward the Rule of Two: the sends_out call was allowed",
+            );
+            let mail = answer(lines[3]);
+            assert_eq!(mail["result"]["decision"], "allow", "{text}");
+            assert_eq!(mail["result"]["legs"]["private"], false);
+            assert!(lines[4].starts_with("OK send"), "{text}");
+            assert_eq!(rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap(), b"after");
+            assert!(!has("suspicion") && !has("protected_path"));
+        }
+    }
+    assert!(verify(&audit).status.success());
+}
+
+/// `gatewayd serve` locks the kernel session its agent runs in: an agent under `gatewayd run`
+/// that uses the host's daemon instead of its own gateway trips the Rule of Two there, and
+/// its next `connect()` fails; the daemon's record names the kernel session (the run's
+/// cgroup id).
+#[test]
+fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
+    let _ = tier();
+    let dir = Scratch::new("servelock");
+    let (port, rx) = listener("127.0.0.1:0");
+    let policy = taint_policy(&dir, port);
+    let socket = dir.path("serve.sock");
+    let serve_audit = dir.path("serve-audit.jsonl");
+    let mut serve = Command::new(super::gatewayd())
+        .arg("serve")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--audit")
+        .arg(&serve_audit)
+        // By number: the guest has no /etc/group.
+        .args(["--group", "0"])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
+    while !socket.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(socket.exists(), "gatewayd serve did not start");
+    let call = |tool: &str| {
+        json!({"session": "via-daemon", "call": {"tool": tool, "arguments": {}}}).to_string()
+    };
+    let (search, inbox) = (call("search_web"), call("read_inbox"));
+    let audit = dir.path("audit.jsonl");
+    let to = format!("127.0.0.1:{port}");
+    let out = Command::new(super::gatewayd())
+        .arg("run")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(super::agent())
+        .args([
+            "send",
+            &to,
+            "before",
+            "+",
+            "rpc",
+            "session/open",
+            r#"{"session": "via-daemon", "user": "tester"}"#,
+            "+",
+            "rpc",
+            "call/decide",
+            &search,
+            "+",
+            "rpc",
+            "call/decide",
+            &inbox,
+            "+",
+            "send",
+            &to,
+            "after",
+        ])
+        .env("GW_RPC_SOCKET", &socket)
+        .output()
+        .unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(serve.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = serve.wait();
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(lines[0].starts_with("OK send"), "{text}");
+    assert_eq!(answer(lines[3])["result"]["decision"], "allow", "{text}");
+    assert!(
+        lines[4].starts_with("FAIL send: Operation not permitted"),
+        "the daemon locked the run's kernel session: {text}"
+    );
+    let got: Vec<Vec<u8>> = std::iter::from_fn(|| rx.recv_timeout(Duration::from_millis(500)).ok())
+        .take(2)
+        .collect();
+    assert_eq!(got, [b"before".to_vec()]);
+    let run_recs = records(&audit);
+    let cgroup_id = run_recs[0]["detail"]["cgroup_id"].as_u64().unwrap();
+    assert!(
+        run_recs
+            .iter()
+            .any(|r| r["source"] == "kernel" && r["reason"] == "egress_lockdown"),
+        "{run_recs:#?}"
+    );
+    let recs = records(&serve_audit);
+    let lock = recs
+        .iter()
+        .find(|r| r["reason"] == "egress_lockdown")
+        .unwrap_or_else(|| panic!("no egress_lockdown from the daemon: {recs:#?}"));
+    assert_eq!(lock["session"], "via-daemon");
+    assert_eq!(lock["tool"], "read_inbox");
+    assert_eq!(lock["detail"]["kernel_session"], cgroup_id);
+    assert!(verify(&serve_audit).status.success());
+}
