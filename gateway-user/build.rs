@@ -12,6 +12,20 @@
 //! `GATEWAYD_EBPF_STUB=1` skips that build and writes an empty stub object instead, so that
 //! `cargo check`, clippy and the pure-userspace tests run without the eBPF toolchain. A
 //! binary built this way refuses to load kernel programs (the loader checks for the stub).
+//!
+//! The object's SHA-256 is passed to the crate as `GATEWAYD_OBJECT_SHA256` (hex): the
+//! program set's tag names it, and hashing the object at each session start cost more than
+//! the rest of the start together in the QEMU guest (about 100 ms of its 250 under TCG).
+use sha2::{Digest as _, Sha256};
+
+/// Tells the crate the SHA-256 of the object written at `out/gateway`.
+fn pass_object_hash(out: &std::path::Path) -> anyhow::Result<()> {
+    let hash = Sha256::digest(std::fs::read(out.join("gateway"))?);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    println!("cargo::rustc-env=GATEWAYD_OBJECT_SHA256={hex}");
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     println!("cargo::rerun-if-env-changed=GATEWAYD_EBPF_STUB");
     let out = std::path::PathBuf::from(
@@ -19,7 +33,7 @@ fn main() -> anyhow::Result<()> {
     );
     if std::env::var_os("GATEWAYD_EBPF_STUB").is_some_and(|v| v == "1") {
         std::fs::write(out.join("gateway"), b"")?;
-        return Ok(());
+        return pass_object_hash(&out);
     }
     let root_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway-ebpf");
     // OUT_DIR is <target dir>/<profile>/build/gateway-user-<hash>/out.
@@ -39,5 +53,6 @@ fn main() -> anyhow::Result<()> {
             ..Default::default()
         }],
         aya_build::Toolchain::default(),
-    )
+    )?;
+    pass_object_hash(&out)
 }

@@ -166,7 +166,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         }
     }
     let opening = std::time::Instant::now();
-    let (programs, ksession) = match open_session(&spec) {
+    let (programs, ksession, add_ms) = match open_session(&spec) {
         Ok(p) => p,
         Err(e) => {
             let message = if matches!(e, kernel::KernelError::Required { .. }) {
@@ -187,6 +187,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         }
     };
     let open_ms = opening.elapsed().as_secs_f64() * 1000.0;
+    let phases: serde_json::Map<String, serde_json::Value> = programs
+        .phases()
+        .iter()
+        .copied()
+        .chain([("add", add_ms)])
+        .map(|(p, ms)| (p.to_string(), json!(ms)))
+        .collect();
     let mut pieces: serde_json::Map<String, serde_json::Value> = programs
         .status()
         .iter()
@@ -216,6 +223,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "adopted": programs.adopted(),
                     "stale_sessions_removed": programs.cleaned().len(),
                     "open_ms": open_ms,
+                    "phases_ms": phases,
                 },
                 "startup_ms": started.elapsed().as_secs_f64() * 1000.0,
                 "tier": tier.as_str(),
@@ -354,10 +362,12 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
 }
 
 /// Opens the host's program set and adds this session (owned by this process) to it.
-fn open_session(spec: &KernelSpec) -> Result<(SharedPrograms, Session), kernel::KernelError> {
+/// Also returns how long adding the session took (ms).
+fn open_session(spec: &KernelSpec) -> Result<(SharedPrograms, Session, f64), kernel::KernelError> {
     let programs = SharedPrograms::open_or_load()?;
+    let adding = std::time::Instant::now();
     let session = programs.add_session(spec, std::process::id())?;
-    Ok((programs, session))
+    Ok((programs, session, adding.elapsed().as_secs_f64() * 1000.0))
 }
 
 /// Builds the tier-2 Landlock ruleset and notes the outcome in `pieces` (the start record).

@@ -1,5 +1,6 @@
 //! The shared program set: sessions side by side with different policies, a session nested
-//! in another, a set adopted by the next session, and a session whose gatewayd was killed.
+//! in another, a set adopted by the next session, a session whose gatewayd was killed,
+//! another build's set and a damaged set, and a full map.
 use std::{
     io::{BufRead as _, BufReader},
     process::{Child, ChildStdout, Stdio},
@@ -424,4 +425,166 @@ fn one_sessions_burst_does_not_cost_another_its_records() {
         .find(|r| r["reason"] == "events_dropped")
         .map_or(0, |r| r["detail"]["count"].as_u64().unwrap());
     assert_eq!(kernel + dropped, N, "{kernel} records + {dropped} dropped");
+}
+
+/// Populated cgroups under the parent that are not in `ours` (sessions of this set).
+fn foreign_populated(ours: &[u64]) -> Vec<PathBuf> {
+    let parent = gatewayd::cgroup::parent_dir().unwrap();
+    gatewayd::cgroup::children(&parent)
+        .into_iter()
+        .filter(|(id, path)| !ours.contains(id) && gatewayd::cgroup::populated(path))
+        .map(|(_, path)| path)
+        .collect()
+}
+
+#[test]
+fn another_builds_set_stays_while_a_cgroup_outside_this_set_is_populated() {
+    use gatewayd::{cgroup::AgentCgroup, kernel::SharedPrograms};
+    let _ = tier();
+    drop(SharedPrograms::open_or_load().unwrap());
+    // A set of another gatewayd build, as far as this one can tell: another tag.
+    let old = Path::new(gatewayd::kernel::set::PIN_BASE).join("v0_0_0-0000000000000000");
+    std::fs::create_dir_all(&old).unwrap();
+    aya::maps::Array::<aya::maps::MapData, u32>::create(1, 0)
+        .unwrap()
+        .pin(old.join("map-SESSIONS"))
+        .unwrap();
+    // A process in a cgroup under the parent that is no session of this set: it may be a
+    // session of the other set, which must keep enforcing.
+    let cg = AgentCgroup::create(&format!("foreign-{}", std::process::id())).unwrap();
+    let enter = cg.enter_fn();
+    let mut cmd = Command::new(agent());
+    cmd.args(["sleep", "30"]);
+    // SAFETY: the closure only opens, writes and closes a file (async-signal-safe).
+    unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, enter) };
+    let mut sleeper = cmd.spawn().unwrap();
+    while !gatewayd::cgroup::populated(cg.path()) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(SharedPrograms::open_or_load().unwrap());
+    assert!(
+        old.exists(),
+        "another build's set was removed under a live cgroup"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    cg.remove().unwrap();
+    let programs = SharedPrograms::open_or_load().unwrap();
+    let others = foreign_populated(&programs.session_ids().unwrap());
+    if others.is_empty() {
+        assert!(
+            !old.exists(),
+            "another build's set outlived every cgroup it could serve"
+        );
+    } else {
+        // Someone else's cgroups on this machine: the rule keeps the set for them.
+        eprintln!("populated cgroups outside this set: {others:?}; the other set stays");
+        assert!(old.exists());
+        std::fs::remove_file(old.join("map-SESSIONS")).unwrap();
+        std::fs::remove_dir(&old).unwrap();
+    }
+}
+
+#[test]
+fn a_damaged_set_is_replaced() {
+    use gatewayd::kernel::SharedPrograms;
+    let _ = tier();
+    let dir = SharedPrograms::open_or_load().unwrap().pin_dir().to_owned();
+    let link = dir.join("link-connect4");
+    assert!(link.exists(), "{}", link.display());
+    // Unpinning a link detaches its program: the set no longer enforces egress.
+    std::fs::remove_file(&link).unwrap();
+    let programs = SharedPrograms::open_or_load().unwrap();
+    assert!(
+        !programs.adopted(),
+        "a set without all its links was adopted"
+    );
+    assert_eq!(programs.pin_dir(), dir);
+    assert!(link.exists(), "the new set pins connect4 again");
+    let again = SharedPrograms::open_or_load().unwrap();
+    assert!(again.adopted());
+}
+
+/// A session for `protected` (inodes that need not exist: the map only holds keys), in
+/// a new cgroup `name`.
+fn protected_session(
+    programs: &gatewayd::kernel::SharedPrograms,
+    name: &str,
+    protected: &[gatewayd::kernel::spec::ProtectedInode],
+) -> (
+    gatewayd::cgroup::AgentCgroup,
+    Result<gatewayd::kernel::Session, gatewayd::kernel::KernelError>,
+) {
+    let cg = gatewayd::cgroup::AgentCgroup::create(name).unwrap();
+    let spec = gatewayd::kernel::KernelSpec {
+        cgroup_dir: cg.path().to_owned(),
+        protected: protected.to_vec(),
+        exec: Vec::new(),
+        exec_enforced: false,
+        egress: Vec::new(),
+        require: false,
+    };
+    let added = programs.add_session(&spec, std::process::id());
+    (cg, added)
+}
+
+#[test]
+fn a_full_map_refuses_the_session_with_its_limit_and_leaves_nothing_behind() {
+    use gateway_common::{InodeKey, MAX_PROTECTED, MAX_PROTECTED_TOTAL};
+    use gatewayd::kernel::{KernelError, spec::ProtectedInode};
+    let _ = tier();
+    let programs = gatewayd::kernel::SharedPrograms::open_or_load().unwrap();
+    let protected: Vec<ProtectedInode> = (0..MAX_PROTECTED)
+        .map(|i| ProtectedInode {
+            path: format!("/full/{i}").into(),
+            key: InodeKey {
+                dev: u64::MAX,
+                ino: u64::from(i),
+            },
+        })
+        .collect();
+    let name = |i: usize| format!("full-{}-{i}", std::process::id());
+    // Sessions of the most protected paths one session may have, until PROTECTED is full
+    // (other sessions on this host may hold entries too).
+    let mut held = Vec::new();
+    let (refused_cg, refused) = loop {
+        let (cg, added) = protected_session(&programs, &name(held.len()), &protected);
+        match added {
+            Ok(s) => held.push((cg, s)),
+            Err(e) => break (cg, e),
+        }
+        assert!(
+            held.len() <= (MAX_PROTECTED_TOTAL / MAX_PROTECTED) as usize,
+            "PROTECTED took more than its stated {MAX_PROTECTED_TOTAL} entries"
+        );
+    };
+    let message = refused.to_string();
+    assert!(
+        matches!(
+            refused,
+            KernelError::MapFull {
+                map: "PROTECTED",
+                capacity: MAX_PROTECTED_TOTAL
+            }
+        ),
+        "{message}"
+    );
+    assert!(message.contains("docs/KERNEL.md"), "{message}");
+    let refused_id =
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(refused_cg.path()).unwrap());
+    assert!(!programs.session_ids().unwrap().contains(&refused_id));
+    refused_cg.remove().unwrap();
+    // The refused session left none of its entries: once one session ends, another of the
+    // same size fits again.
+    let (cg, s) = held.pop().expect("at least one session fits");
+    s.remove().unwrap();
+    cg.remove().unwrap();
+    let (cg, again) = protected_session(&programs, &name(999), &protected);
+    let again = again.expect("the room of the session that ended");
+    again.remove().unwrap();
+    cg.remove().unwrap();
+    for (cg, s) in held {
+        s.remove().unwrap();
+        cg.remove().unwrap();
+    }
 }

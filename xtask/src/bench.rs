@@ -1,13 +1,14 @@
 //! `cargo xtask bench`: the decision benchmark (gateway layer), the daemon benchmark (socket
 //! round trip, durable decisions per second at 1/8/64 clients), then the cost the kernel
 //! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
-//! run bare and under `gatewayd run`, reported as ratios measured in one run; and one
-//! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`).
+//! run bare and under `gatewayd run`, reported as ratios measured in one run; one
+//! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`);
+//! and the cost of many sessions sharing one program set ([`sessions_bench`]).
 use std::{net::TcpListener, process::Command};
 
 use anyhow::{Context as _, bail};
 
-use crate::{setup, util};
+use crate::{sessions_bench, setup, util};
 
 fn per_op(out: &std::process::Output) -> anyhow::Result<f64> {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -41,10 +42,13 @@ fn listener() -> anyhow::Result<u16> {
     Ok(port)
 }
 
-pub(crate) fn run() -> anyhow::Result<()> {
+/// Every benchmark, or (`sessions_only`) only the sessions bench.
+pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
     let env = setup::setup()?;
-    util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
-    util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "daemon"])?;
+    if !sessions_only {
+        util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
+        util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "daemon"])?;
+    }
     let bins = util::build_release(&env)?;
     let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -60,6 +64,11 @@ pub(crate) fn run() -> anyhow::Result<()> {
             "network": {"egress": [{"cidr": "127.0.0.1/32"}]}})
         .to_string(),
     )?;
+    if sessions_only {
+        sessions_bench::run_host(&bins, &policy, &dir)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
     let audit = dir.join("audit.jsonl");
     let file = file.to_str().unwrap_or("").to_string();
     // Each run gets a fresh listener: TIME_WAIT left by a previous run towards the same
@@ -107,6 +116,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     }
     println!("  (tier under gatewayd: {tier})");
     crate::bench_hook::run(&bins.gatewayd, &dir)?;
+    sessions_bench::run_host(&bins, &policy, &dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

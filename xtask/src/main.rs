@@ -7,12 +7,14 @@
 //! - `vm`:    only the QEMU guest suite, on every line or on the one `--kernel` names
 //! - `deb`:   the Debian package (binary, systemd units, example policies, docs)
 //! - `demo`:  a scripted agent without and with `gatewayd run`
-//! - `bench`: the decision benchmark and the kernel layer's syscall overhead
+//! - `bench`: the decision benchmark, the kernel layer's syscall overhead, `gatewayd hook`,
+//!   and the cost of many sessions sharing one program set (`--sessions`: only that one)
 mod bench;
 mod bench_hook;
 mod deb;
 mod demo;
 mod kernels;
+mod sessions_bench;
 mod setup;
 mod test;
 mod util;
@@ -47,8 +49,13 @@ enum Cmd {
     Deb,
     /// The demo: an agent that steals a protected file, without and with gatewayd.
     Demo,
-    /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead.
-    Bench,
+    /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead;
+    /// `gatewayd hook`; many sessions sharing one program set.
+    Bench {
+        /// Only the sessions bench (many sessions sharing one program set).
+        #[arg(long)]
+        sessions: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -73,6 +80,6 @@ fn main() -> anyhow::Result<()> {
             deb::package(&env).map(|_| ())
         }
         Cmd::Demo => demo::run(),
-        Cmd::Bench => bench::run(),
+        Cmd::Bench { sessions } => bench::run(sessions),
     }
 }

@@ -1,8 +1,9 @@
 //! The QEMU guest suite: each Debian kernel line (`kernels`, BPF LSM active) booted in turn
 //! under TCG with one busybox initramfs carrying gatewayd, the test agent and the privileged
 //! test binary, which runs as PID 1's child with `GATEWAYD_EXPECT_TIER=1` (BPF LSM must work
-//! there), then the kernel-layer benchmarks. Results are read back from the serial console
-//! (`report`) and printed per kernel.
+//! there), then the kernel-layer benchmarks (the last one, many sessions sharing one program
+//! set, is `sessions_bench`). Results are read back from the serial console (`report`) and
+//! printed per kernel.
 mod report;
 
 use std::{
@@ -52,6 +53,7 @@ bench() {
 }
 # open() of a 6-deep path: the BPF LSM file_open walk.
 bench "open()" openloop /tmp/bench/a/b/c/d/f 20000
+SESSIONS_BENCH
 echo "STAGE poweroff"
 poweroff -f
 "#;
@@ -117,7 +119,8 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
         std::fs::create_dir_all(root.join(d))?;
     }
     std::fs::copy(&env.busybox, root.join("bin/busybox"))?;
-    std::fs::write(root.join("init"), INIT)?;
+    let init = INIT.replace("SESSIONS_BENCH\n", crate::sessions_bench::GUEST_SCRIPT);
+    std::fs::write(root.join("init"), init)?;
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))?;
     copy_with_libs(&bins.gatewayd, &root, "gatewayd")?;

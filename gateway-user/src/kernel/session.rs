@@ -287,7 +287,9 @@ impl Session {
             .map_or(0, |v| v.iter().sum())
     }
 
-    /// Removes the session's entries (call it once nothing runs in its cgroup).
+    /// Removes the session's entries. Call it once nothing runs in its cgroup and its ring
+    /// buffer has been read to the end and dropped: the slot, with its ring buffer, passes
+    /// to the next session.
     pub fn remove(self) -> Result<(), KernelError> {
         let _lock = SetLock::acquire()?;
         let mut m = lock(&self.maps);

@@ -29,7 +29,6 @@ use std::{
 
 use gateway_common::SessionInode;
 use nix::fcntl::{Flock, FlockArg};
-use sha2::{Digest as _, Sha256};
 
 use super::{
     KernelError, KernelSpec, OBJECT, PieceStatus,
@@ -45,11 +44,11 @@ pub const BPFFS: &str = "/sys/fs/bpf";
 /// The folder, in bpffs, holding every program set.
 pub const PIN_BASE: &str = "/sys/fs/bpf/gatewayd";
 
-/// This build's tag: its version and the hash of its eBPF object. Sets of other tags are
-/// other gatewayd builds'. (bpffs refuses names with a `.`.)
+/// This build's tag: its version and the hash of its eBPF object (the first 16 hex digits
+/// of its SHA-256, computed by `build.rs`). Sets of other tags are other gatewayd builds'.
+/// (bpffs refuses names with a `.`.)
 pub fn tag() -> String {
-    let hash = Sha256::digest(OBJECT);
-    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = &env!("GATEWAYD_OBJECT_SHA256")[..16];
     format!("v{}-{hex}", env!("CARGO_PKG_VERSION").replace('.', "_"))
 }
 
@@ -112,7 +111,23 @@ pub struct SharedPrograms {
     status: Vec<PieceStatus>,
     adopted: bool,
     cleaned: Vec<u64>,
+    phases: Vec<(&'static str, f64)>,
     maps: Arc<Mutex<SetMaps>>,
+}
+
+/// Milliseconds each step of [`SharedPrograms::open_or_load`] took, in order.
+struct Phases(Vec<(&'static str, f64)>, std::time::Instant);
+
+impl Phases {
+    fn new() -> Phases {
+        Phases(Vec::new(), std::time::Instant::now())
+    }
+
+    fn done(&mut self, phase: &'static str) {
+        self.0
+            .push((phase, self.1.elapsed().as_secs_f64() * 1000.0));
+        self.1 = std::time::Instant::now();
+    }
 }
 
 impl std::fmt::Debug for SharedPrograms {
@@ -131,9 +146,11 @@ impl SharedPrograms {
         if OBJECT.is_empty() {
             return Err(KernelError::Stub);
         }
+        let mut phases = Phases::new();
         let parent = cgroup::parent_dir()?;
         let parent_id = fs::metadata(&parent).map_err(io("stat", &parent))?.ino();
         let _lock = SetLock::acquire()?;
+        phases.done("lock");
         let base = Path::new(PIN_BASE);
         let tag = tag();
         let dir = base.join(&tag);
@@ -150,19 +167,25 @@ impl SharedPrograms {
             }
         }
         let adopted = status.is_some();
+        phases.done("status");
         let status = match status {
             Some(s) => s,
             None => create(base, &dir, &parent, parent_id)?,
         };
+        phases.done("load");
         let mut maps = SetMaps::open(&dir)?;
+        phases.done("maps");
         let cleaned = clean_stale(&mut maps, &parent)?;
+        phases.done("clean");
         sweep_other_sets(base, &tag, &maps, &parent)?;
+        phases.done("sweep");
         Ok(SharedPrograms {
             dir,
             parent,
             status,
             adopted,
             cleaned,
+            phases: phases.0,
             maps: Arc::new(Mutex::new(maps)),
         })
     }
@@ -180,6 +203,13 @@ impl SharedPrograms {
     /// Where the set is pinned.
     pub fn pin_dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// How long each step of [`SharedPrograms::open_or_load`] took (ms): taking the lock,
+    /// reading the set's status, loading it (when not adopted), opening its maps, removing
+    /// stale sessions, removing other sets.
+    pub fn phases(&self) -> &[(&'static str, f64)] {
+        &self.phases
     }
 
     /// Session ids whose stale entries [`SharedPrograms::open_or_load`] removed.
@@ -326,9 +356,7 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let dirs: StdHashMap<u64, PathBuf> = cgroup::descendants(parent, session::MAX_DEPTH)
-        .into_iter()
-        .collect();
+    let dirs = find_cgroups(parent, &ids);
     let mut stale = Vec::new();
     for id in ids {
         match dirs.get(&id) {
@@ -365,6 +393,24 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
     Ok(stale)
 }
 
+/// The paths of the cgroups `ids` below `parent` (down to [`session::MAX_DEPTH`] levels),
+/// read one level at a time, and a level deeper only while some are not found: sessions
+/// mostly sit right under the parent, and reading every cgroup's folder at every start cost
+/// a tenth of a start in the QEMU guest.
+fn find_cgroups(parent: &Path, ids: &[u64]) -> StdHashMap<u64, PathBuf> {
+    let mut dirs = StdHashMap::new();
+    let mut level = vec![parent.to_owned()];
+    for _ in 0..session::MAX_DEPTH {
+        if level.is_empty() || ids.iter().all(|id| dirs.contains_key(id)) {
+            break;
+        }
+        let next: Vec<(u64, PathBuf)> = level.iter().flat_map(|d| cgroup::children(d)).collect();
+        level = next.iter().map(|(_, p)| p.clone()).collect();
+        dirs.extend(next);
+    }
+    dirs
+}
+
 /// Whether a process with this pid exists (0: no owner recorded).
 fn pid_alive(pid: u32) -> bool {
     pid != 0
@@ -385,6 +431,15 @@ impl OkOrEperm for nix::Result<()> {
 mod tests {
     use super::*;
 
+    /// A daemon shares the set between its tasks and moves sessions into them.
+    #[test]
+    fn the_api_a_daemon_owns_crosses_tasks() {
+        fn shared<T: Send + Sync>() {}
+        fn moved<T: Send>() {}
+        shared::<SharedPrograms>();
+        moved::<Session>();
+    }
+
     #[test]
     fn the_tag_is_a_name_bpffs_accepts() {
         let t = tag();
@@ -394,5 +449,15 @@ mod tests {
             env!("CARGO_PKG_VERSION").replace('.', "_")
         )));
         assert_eq!(t, tag(), "the same build, the same tag");
+    }
+
+    #[test]
+    fn the_tag_names_the_embedded_objects_hash() {
+        use sha2::{Digest as _, Sha256};
+        let hex: String = Sha256::digest(OBJECT)[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(tag().ends_with(&format!("-{hex}")), "{} vs {hex}", tag());
     }
 }

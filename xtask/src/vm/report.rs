@@ -2,10 +2,10 @@
 //! `cargo xtask test` ends its guest stage with. The guest's `init` (vm.rs) marks its stages
 //! (`STAGE <name>`), prints `gatewayd doctor --json` (`DOCTOR <json>`), the test harness's
 //! output (with the tests' `KERNEL-NOTE` lines), `GUEST-EXIT <code>` and the benchmarks
-//! (`BENCH <name> bare|under <agent output>`).
+//! (`BENCH <name> bare|under <agent output>`, and the sessions bench's own `BENCH` lines).
 use std::time::Instant;
 
-use crate::{kernels::GuestKernel, util};
+use crate::{kernels::GuestKernel, sessions_bench, util};
 
 /// Every bare and under-gatewayd figure of one benchmark, in ns per operation.
 #[derive(Debug)]
@@ -45,6 +45,8 @@ pub(super) struct GuestRun {
     pub failures: Vec<String>,
     pub notes: Vec<String>,
     pub bench: Vec<Bench>,
+    /// The sessions bench's `BENCH` lines (prefix stripped), for `sessions_bench::Results`.
+    pub sessions: Vec<String>,
     guest_exit: Option<i32>,
     stage: (String, Instant),
     started: Instant,
@@ -64,6 +66,7 @@ impl GuestRun {
             failures: Vec::new(),
             notes: Vec::new(),
             bench: Vec::new(),
+            sessions: Vec::new(),
             guest_exit: None,
             stage: ("boot".into(), Instant::now()),
             started: Instant::now(),
@@ -93,7 +96,11 @@ impl GuestRun {
         } else if let Some(code) = line.strip_prefix("GUEST-EXIT ") {
             self.guest_exit = code.trim().parse().ok();
         } else if let Some(rest) = line.strip_prefix("BENCH ") {
-            self.take_bench(rest);
+            if sessions_bench::is_line(rest) {
+                self.sessions.push(rest.to_string());
+            } else {
+                self.take_bench(rest);
+            }
         } else if let Some((passed, failed, ignored)) = util::test_result_counts(line) {
             // The harness's summary, e.g. "test result: ok. 12 passed; 0 failed; 0 ignored; ..."
             self.result_line = true;
@@ -181,6 +188,9 @@ impl GuestRun {
         if let Some(b) = self.bench.iter().find(|b| b.ratios().is_none()) {
             return Err(format!("benchmark {} gave no figure", b.name));
         }
+        if let Some(m) = sessions_bench::Results::from_lines(&self.sessions).missing() {
+            return Err(format!("the sessions bench did not measure {m}"));
+        }
         Ok(())
     }
 }
@@ -259,6 +269,10 @@ pub(super) fn print(runs: &[GuestRun]) {
             );
         }
     }
+    for r in runs {
+        sessions_bench::Results::from_lines(&r.sessions)
+            .print(&format!("guest {} (tier 1, TCG)", r.kernel.name));
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +306,14 @@ BENCH open() bare OK openloop: 20000 in a row, 100 ns each
 BENCH open() bare OK openloop: 20000 in a row, 300 ns each
 BENCH open() under OK openloop: 20000 in a row, 150 ns each
 BENCH open() under gatewayd: something went wrong
+STAGE sessions bench
+BENCH sessions 0 outside OK openbest: best of 20 batches of 1000, 100 ns each
+BENCH sessions 1 outside OK openbest: best of 20 batches of 1000, 100 ns each
+BENCH sessions 8 outside OK openbest: best of 20 batches of 1000, 101 ns each
+BENCH sessions 32 outside OK openbest: best of 20 batches of 1000, 101 ns each
+BENCH sessions 1 inside OK openbest: best of 20 batches of 1000, 150 ns each
+BENCH sessions 32 inside OK openbest: best of 20 batches of 1000, 151 ns each
+BENCH start {\"reason\":\"session_start\",\"detail\":{\"program_set\":{\"adopted\":true,\"open_ms\":1.5},\"startup_ms\":9.5}}
 STAGE poweroff";
 
     #[test]
@@ -302,7 +324,8 @@ STAGE poweroff";
         assert_eq!(r.programs(), Some((1, 2)));
         assert_eq!((r.passed, r.failed), (22, 0));
         assert_eq!(r.notes, ["cgroup/connect_unix absent"]);
-        assert_eq!(r.bench.len(), 1);
+        assert_eq!(r.bench.len(), 1, "the sessions bench's lines are its own");
+        assert_eq!(r.sessions.len(), 7);
         assert_eq!(r.bench[0].name, "open()");
         assert_eq!(r.bench[0].bare, [200.0, 100.0, 300.0]);
         assert_eq!(r.bench[0].ratios(), Some((1.5, 0.75)));
@@ -322,5 +345,7 @@ STAGE poweroff";
         assert!(run_of(cut).verdict().is_err());
         let no_under = PASSING.replace("under OK", "under FAIL");
         assert!(run_of(&no_under).verdict().is_err());
+        let no_inside_at_32 = PASSING.replace("32 inside OK", "32 inside FAIL");
+        assert!(run_of(&no_inside_at_32).verdict().is_err());
     }
 }
