@@ -27,6 +27,7 @@ use tokio::{
 };
 
 use crate::{
+    agent_privileges::{AgentPrivileges, PrivilegesError},
     audit::{AuditLog, Decision, Entry, Source},
     cgroup::AgentCgroup,
     clock::{Clock, SystemClock},
@@ -61,6 +62,9 @@ pub enum RunError {
     /// The agent command line is empty.
     #[error("no agent command given")]
     NoAgent,
+    /// The agent's user or privileges could not be settled; nothing was started.
+    #[error("refusing to start the agent: {0}")]
+    Privileges(#[from] PrivilegesError),
     /// The policy's exec allowlist does not contain the agent's own program; nothing was started.
     #[error(
         "refusing to start the agent: `{agent}` ({resolved}) is not in the policy's exec allowlist (sandbox.exec), so the kernel would refuse to run it"
@@ -84,6 +88,9 @@ pub struct RunOptions {
     pub audit_path: PathBuf,
     /// The agent's command line: program and arguments.
     pub agent: Vec<String>,
+    /// `--user`: whom the agent runs as (a name, a uid or `root`); `None`: the policy's
+    /// `agent.user`, else the user who ran `sudo`.
+    pub user: Option<String>,
 }
 
 /// How the session went.
@@ -159,6 +166,22 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let session = format!("run-{}-{}", std::process::id(), clock.now_ms());
     let audit: SharedAudit = Arc::new(Mutex::new(AuditLog::open(&opts.audit_path, clock.clone())?));
+    let mut privileges =
+        match AgentPrivileges::resolve(opts.user.as_deref(), &opts.policy.agent, |k| {
+            std::env::var(k).ok()
+        }) {
+            Ok(p) => p,
+            Err(e) => {
+                let entry = denial(
+                    &session,
+                    "agent_user",
+                    json!({"agent": opts.agent, "error": e.to_string(),
+                    "message": "the agent's user could not be settled; it was not started"}),
+                );
+                append(&audit, entry)?;
+                return Err(e.into());
+            }
+        };
 
     let cgroup = AgentCgroup::create(&session)?;
     // The policy and the audit log are protected paths too (self-protection).
@@ -225,6 +248,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         None
     };
     let tier = Tier::resolve(programs.status(), ruleset.is_some());
+    if tier == Tier::Full {
+        privileges.leave_to_bpf_lsm();
+    }
     append(
         &audit,
         info(
@@ -245,6 +271,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "tier": tier.as_str(),
                 "tier_level": tier.level(),
                 "kernel": pieces,
+                "agent_privileges": privileges.describe(),
                 "warnings": warnings.iter().map(|w| format!("{}: {}", w.path.display(), w.message)).collect::<Vec<_>>(),
             }),
         ),
@@ -270,7 +297,18 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     };
 
     let restrict = ruleset.as_ref().map(super::landlock::Ruleset::restrict_fn);
-    let status = spawn_and_wait(&opts.agent, &cgroup, restrict, &handle, &records, &session).await;
+    // After the cgroup: the private mount namespace, Landlock, the credentials, seccomp.
+    let confine = privileges.pre_exec_fn(move || restrict.as_ref().map_or(Ok(()), |r| r()));
+    let status = spawn_and_wait(
+        &opts.agent,
+        &privileges.env(),
+        &cgroup,
+        confine,
+        &handle,
+        &records,
+        &session,
+    )
+    .await;
     drop(ruleset);
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
@@ -395,8 +433,9 @@ const FORWARDED: [fn() -> SignalKind; 4] = [
 
 async fn spawn_and_wait(
     agent: &[String],
+    env: &[(&str, String)],
     cgroup: &AgentCgroup,
-    restrict: Option<impl Fn() -> std::io::Result<()> + Send + Sync + 'static>,
+    confine: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
     kernel: &kernel::task::Handle,
     records: &mpsc::Sender<Entry>,
     session: &str,
@@ -409,6 +448,7 @@ async fn spawn_and_wait(
     let mut lockdown = signal(SignalKind::user_defined1()).map_err(SpawnError::Spawn)?;
     let mut cmd = tokio::process::Command::new(&agent[0]);
     cmd.args(&agent[1..]);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let enter = cgroup.enter_fn();
     let parent = nix::unistd::getpid();
     // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, open, write,
@@ -423,11 +463,9 @@ async fn spawn_and_wait(
                 libc::_exit(137);
             }
             enter()?;
-            // After entering the cgroup: Landlock then forbids writing cgroup files.
-            match &restrict {
-                Some(r) => r(),
-                None => Ok(()),
-            }
+            // After entering the cgroup: Landlock then forbids writing cgroup files, and
+            // the agent's privileges are dropped (`agent_privileges`).
+            confine()
         });
     }
     let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;

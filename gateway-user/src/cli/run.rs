@@ -1,4 +1,4 @@
-//! `gatewayd run --policy P [--audit F] -- AGENT...`
+//! `gatewayd run --policy P [--audit F] [--user NAME|UID] -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
@@ -14,6 +14,11 @@ pub(super) struct Args {
     /// Audit log (JSON Lines, hash-chained); appended to if it exists.
     #[arg(long, default_value = "gatewayd-audit.jsonl")]
     audit: PathBuf,
+    /// Run the agent as this user (name or uid). Default: the policy's `agent.user`, else
+    /// the user who ran sudo. `root` keeps uid 0 but no capability
+    /// (unless the policy's `agent.capabilities` lists some).
+    #[arg(long)]
+    user: Option<String>,
     /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
@@ -32,6 +37,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         policy_path: args.policy,
         audit_path: args.audit.clone(),
         agent: args.agent,
+        user: args.user,
     }))?;
     errln!(
         "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",
