@@ -4,7 +4,8 @@
 //! (loading and pinning it when the host has none) and add this session's entries to it
 //! (refusing to start when the policy requires a piece this kernel lacks) → record the
 //! session start and the tier reached → spawn the agent, which moves itself into the cgroup
-//! before exec and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
+//! before exec, drops root's powers and takes its seccomp filter ([`crate::agent_privileges`]),
+//! and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
 //! SIGQUIT; SIGUSR1 turns all of the agent's egress off for the rest of the session (the
 //! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel
 //! events, kill what is left in the cgroup, remove the session's entries (the programs stay,
@@ -297,12 +298,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     };
 
     let restrict = ruleset.as_ref().map(super::landlock::Ruleset::restrict_fn);
-    // After the cgroup: the private mount namespace, Landlock, the credentials, seccomp.
-    let confine = privileges.pre_exec_fn(move || restrict.as_ref().map_or(Ok(()), |r| r()));
+    // The private mount namespace, the cgroup, Landlock, the credentials, seccomp.
+    let confine = privileges.pre_exec_fn(cgroup.enter_fn(), move || {
+        restrict.as_ref().map_or(Ok(()), |r| r())
+    });
     let status = spawn_and_wait(
         &opts.agent,
         &privileges.env(),
-        &cgroup,
         confine,
         &handle,
         &records,
@@ -434,7 +436,6 @@ const FORWARDED: [fn() -> SignalKind; 4] = [
 async fn spawn_and_wait(
     agent: &[String],
     env: &[(&str, String)],
-    cgroup: &AgentCgroup,
     confine: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
     kernel: &kernel::task::Handle,
     records: &mpsc::Sender<Entry>,
@@ -449,10 +450,10 @@ async fn spawn_and_wait(
     let mut cmd = tokio::process::Command::new(&agent[0]);
     cmd.args(&agent[1..]);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let enter = cgroup.enter_fn();
     let parent = nix::unistd::getpid();
-    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, open, write,
-    // close) in the forked child.
+    // SAFETY: the closure only makes async-signal-safe syscalls in the forked child (prctl,
+    // getppid, unshare, mount, open, write, close, landlock, setgroups/setres[ug]id, capset,
+    // seccomp), on memory prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -462,9 +463,8 @@ async fn spawn_and_wait(
             if libc::getppid() != parent.as_raw() {
                 libc::_exit(137);
             }
-            enter()?;
-            // After entering the cgroup: Landlock then forbids writing cgroup files, and
-            // the agent's privileges are dropped (`agent_privileges`).
+            // Into the cgroup (Landlock then forbids writing cgroup files), and the agent's
+            // privileges dropped (`agent_privileges`).
             confine()
         });
     }

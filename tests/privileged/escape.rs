@@ -71,7 +71,7 @@ const CLOSED_FOR_ROOT: [Closed; 32] = [
     closed("netlink_audit", Under::Errno(EPERM), true),
     closed("bpf", Under::Errno(EPERM), true),
     closed("io_uring", Under::Errno(EPERM), false),
-    closed("keyctl", Under::Errno(EPERM), true),
+    closed("keyctl", Under::Errno(EPERM), false),
     closed("open_by_handle", Under::Errno(EPERM), true),
     closed("unshare_userns", Under::Errno(EPERM), true),
     closed("clone_userns", Under::Errno(EPERM), true),

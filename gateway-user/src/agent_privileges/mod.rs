@@ -2,12 +2,13 @@
 //! powers and of the kernel's surface it keeps (`docs/KERNEL.md`, "The agent's privileges").
 //!
 //! Resolved in gatewayd before the spawn ([`AgentPrivileges::resolve`]); applied in the
-//! forked child right before exec, after it has entered its cgroup
-//! ([`AgentPrivileges::pre_exec_fn`]), in this order:
+//! forked child right before exec ([`AgentPrivileges::pre_exec_fn`]), in this order:
 //!
 //! 1. a private mount namespace (`unshare(CLONE_NEWNS)`, then `/` made `MS_REC|MS_PRIVATE`),
-//!    so no mount the agent could make propagates to the host;
-//! 2. the caller's own step (the tier-2 Landlock ruleset), which forbids mounts itself;
+//!    so no mount the agent could make propagates to the host; before the cgroup, whose
+//!    `lsm/sb_mount` program would refuse that very mount;
+//! 2. the caller's steps: entering the cgroup, then the tier-2 Landlock ruleset (which
+//!    forbids mounts itself);
 //! 3. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
 //!    `no_new_privs`;
@@ -137,6 +138,8 @@ impl AgentPrivileges {
         let (uid, mut gid, name, home) = match (&account, user) {
             (_, Some(u)) => (u.uid.as_raw(), u.gid.as_raw(), Some(u.name), Some(u.dir)),
             (Account::Id(n), None) => (*n, *n, None, None),
+            // A system without a user database (a minimal guest) still knows root.
+            (Account::Name(n), None) if n == "root" => (0, 0, None, None),
             (Account::Name(n), None) => {
                 return Err(PrivilegesError::Unknown {
                     what: "user",
@@ -216,17 +219,19 @@ impl AgentPrivileges {
         })
     }
 
-    /// For `Command::pre_exec`, after the child has entered its cgroup: the private mount
-    /// namespace, then `between` (the Landlock ruleset, which forbids mounting), then the
-    /// credentials and the seccomp filter. Only async-signal-safe syscalls.
+    /// For `Command::pre_exec`: the private mount namespace, then `enter` (the cgroup), then
+    /// `between` (the Landlock ruleset, which forbids mounting), then the credentials and the
+    /// seccomp filter. Only async-signal-safe syscalls.
     pub fn pre_exec_fn(
         &self,
+        enter: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
         between: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
     ) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let creds = credentials::Plan::new(self.uid, self.gid, &self.groups, &self.capabilities);
         let filter = self.filter.clone();
         move || {
             private_mount_namespace()?;
+            enter()?;
             between()?;
             creds.apply()?;
             filter.install()
@@ -244,15 +249,22 @@ fn sudo_id(var: &'static str, value: &str) -> Result<u32, PrivilegesError> {
         })
 }
 
+/// The user's entry in the user database. A number or `root` needs none: when the database
+/// cannot be read (C libraries report a missing `/etc/passwd` as an error), they have no
+/// entry.
 fn lookup_user(a: &Account) -> Result<Option<nix::unistd::User>, PrivilegesError> {
-    let r = match a {
-        Account::Id(n) => nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(*n)),
-        Account::Name(n) => nix::unistd::User::from_name(n),
-    };
-    r.map_err(|source| PrivilegesError::Lookup {
-        what: format!("user {a}"),
-        source,
-    })
+    match a {
+        Account::Id(n) => {
+            Ok(nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(*n)).unwrap_or(None))
+        }
+        Account::Name(n) if n == "root" => Ok(nix::unistd::User::from_name(n).unwrap_or(None)),
+        Account::Name(n) => {
+            nix::unistd::User::from_name(n).map_err(|source| PrivilegesError::Lookup {
+                what: format!("user {a}"),
+                source,
+            })
+        }
+    }
 }
 
 fn lookup_group(a: &Account) -> Result<u32, PrivilegesError> {
