@@ -380,16 +380,18 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
                 iov_base: 8 as *mut libc::c_void,
                 iov_len: 8,
             };
-            // SAFETY: one iovec each way, flags 0; the kernel writes only into `buf`.
+            // SAFETY: one iovec each way, flags 0; the kernel writes only into `buf`. Every
+            // argument is 64 bits wide: the counts and flags are `unsigned long`, and a
+            // narrower variadic argument would leave the register's upper half undefined.
             let rc = unsafe {
                 libc::syscall(
                     libc::SYS_process_vm_readv,
-                    parent,
+                    libc::c_long::from(parent),
                     &raw const local,
-                    1,
+                    1 as libc::c_ulong,
                     &raw const remote,
-                    1,
-                    0,
+                    1 as libc::c_ulong,
+                    0 as libc::c_ulong,
                 )
             };
             check(rc)
