@@ -12,6 +12,8 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "privileged/escape.rs"]
+mod escape;
 #[path = "privileged/features.rs"]
 mod features;
 #[path = "privileged/file_tree.rs"]
@@ -116,9 +118,17 @@ fn write_policy(dir: &Scratch, body: serde_json::Value) -> PathBuf {
     p
 }
 
+/// `gatewayd run --user root`: the one place the tests say whom the agent runs as. These
+/// tests run as root without `SUDO_UID`; the agent keeps uid 0 without any capability
+/// (`escape.rs` tests the other users).
+fn gatewayd_run() -> Command {
+    let mut c = Command::new(gatewayd());
+    c.args(["run", "--user", "root"]);
+    c
+}
+
 fn run_agent(policy: &Path, audit: &Path, args: &[&str]) -> Output {
-    let out = Command::new(gatewayd())
-        .arg("run")
+    let out = gatewayd_run()
         .arg("--policy")
         .arg(policy)
         .arg("--audit")
@@ -321,8 +331,7 @@ fn pid_alive(pid: i32) -> bool {
 /// pid) once the agent is running.
 fn start_sleeper(dir: &Scratch, policy: serde_json::Value) -> (std::process::Child, i32) {
     let policy = write_policy(dir, policy);
-    let mut child = Command::new(gatewayd())
-        .arg("run")
+    let mut child = gatewayd_run()
         .arg("--policy")
         .arg(&policy)
         .arg("--audit")
@@ -629,7 +638,13 @@ fn doctor_reports_what_this_kernel_enforces() {
 fn agent_cannot_weaken_its_own_confinement() {
     let tier = tier();
     let dir = Scratch::new("selfprot");
-    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    // A root agent that keeps every capability: what stops it here is the kernel programs
+    // (tier 1) or Landlock and the seccomp filter (tier 2), not the missing capabilities
+    // (escape.rs tests those).
+    let mut body = best_effort(serde_json::json!([]));
+    body["agent"] =
+        serde_json::json!({"capabilities": &gatewayd::agent_privileges::names::CAPABILITIES[..]});
+    let policy = write_policy(&dir, body);
     let audit = dir.path("audit.jsonl");
     let parent_procs = gatewayd::cgroup::cgroup2_mount()
         .unwrap()
@@ -704,9 +719,9 @@ fn agent_cannot_weaken_its_own_confinement() {
         }
         Tier::Landlock => {
             // Tier 2: no BPF LSM. Landlock keeps the agent out of cgroup files, forbids mount
-            // and ptrace outside its domain and (ABI >= 6) signals to gatewayd; bpf() is the
-            // documented gap.
-            assert!(text.contains("OK bpf"), "{text}");
+            // and ptrace outside its domain and (ABI >= 6) signals to gatewayd; the seccomp
+            // filter denies bpf() (no audit record: seccomp reports nothing).
+            denied("bpf", "Operation not permitted");
             denied("escape", "Permission denied");
             if start["detail"]["kernel"]["landlock"]
                 .as_str()
@@ -744,8 +759,7 @@ fn sigusr1_locks_all_egress_down() {
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
     let to = format!("127.0.0.1:{allowed}");
-    let child = Command::new(gatewayd())
-        .arg("run")
+    let child = gatewayd_run()
         .arg("--policy")
         .arg(&policy)
         .arg("--audit")
@@ -1113,13 +1127,17 @@ fn children_in_sub_cgroups_are_still_confined() {
     assert_eq!(lines.len(), 2, "{text}");
     match tier {
         Tier::BpfLsm => {
-            // The child runs in a cgroup below the agent's: the LSM programs still apply.
-            assert!(
-                lines[0].starts_with("FAIL subread: child in")
-                    && lines[0].contains("Operation not permitted"),
-                "{text}"
-            );
-            assert!(lines[1].starts_with("OK subread"), "{text}");
+            // The agent may make a sub-cgroup, but cannot start a child in it: clone3 (and
+            // with it CLONE_INTO_CGROUP) gets ENOSYS from the seccomp filter, and writing
+            // cgroup.procs is denied. Moved there from outside, it is still confined:
+            // `sub_cgroup_moved_from_outside` below.
+            for l in &lines {
+                assert!(
+                    l.starts_with("FAIL subread: clone3 into")
+                        && l.contains("Function not implemented"),
+                    "{text}"
+                );
+            }
         }
         Tier::Landlock => {
             // Landlock makes the cgroup filesystem read-only: no sub-cgroup at all.
@@ -1131,6 +1149,70 @@ fn children_in_sub_cgroups_are_still_confined() {
             }
         }
     }
+}
+
+/// An agent process moved (by root, from outside) into a cgroup below the session's is
+/// still confined: the LSM programs look for the session among the cgroup's ancestors
+/// (tier 1), Landlock stays with the process (tier 2).
+#[test]
+fn sub_cgroup_moved_from_outside() {
+    let tier = tier();
+    let dir = Scratch::new("subcg-out");
+    let (secret, _, other, _) = protected_fixture(&dir);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+    );
+    let go = dir.path("go");
+    let mut child = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(dir.path("audit.jsonl"))
+        .arg("--")
+        .arg(agent())
+        .args(["pid", "+", "waitfile", go.to_str().unwrap(), "+", "read"])
+        .arg(&secret)
+        .args(["+", "read"])
+        .arg(&other)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    let pid = line.rsplit(' ').next().unwrap().to_string();
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let rel = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
+    let sub = gatewayd::cgroup::cgroup2_mount()
+        .unwrap()
+        .join(rel.trim_start_matches('/'))
+        .join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("cgroup.procs"), &pid).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(1), "one failed read");
+    assert!(
+        !sub.exists(),
+        "gatewayd removes the sub-cgroup with the session's"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let how = match tier {
+        Tier::BpfLsm => "Operation not permitted",
+        Tier::Landlock => "Permission denied",
+    };
+    assert!(
+        lines[1].starts_with("FAIL read") && lines[1].contains(how),
+        "{text}"
+    );
+    assert!(lines[2].starts_with("OK read"), "{text}");
 }
 
 #[test]

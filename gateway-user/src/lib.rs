@@ -29,6 +29,7 @@
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
 #![warn(missing_docs)]
 
+pub mod agent_privileges;
 pub mod audit;
 pub mod backend;
 pub mod canonical;

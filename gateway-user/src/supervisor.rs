@@ -4,7 +4,8 @@
 //! (loading and pinning it when the host has none) and add this session's entries to it
 //! (refusing to start when the policy requires a piece this kernel lacks) → record the
 //! session start and the tier reached → spawn the agent, which moves itself into the cgroup
-//! before exec and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
+//! before exec, drops root's powers and takes its seccomp filter ([`crate::agent_privileges`]),
+//! and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
 //! SIGQUIT; SIGUSR1 turns all of the agent's egress off for the rest of the session (the
 //! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel
 //! events, kill what is left in the cgroup, remove the session's entries (the programs stay,
@@ -27,6 +28,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::{
+    agent_privileges::{AgentPrivileges, PrivilegesError},
     audit::{
         AuditLog, Decision, Entry, Source,
         writer::{AuditWriter, WriteError},
@@ -80,6 +82,9 @@ pub enum RunError {
     /// The agent command line is empty.
     #[error("no agent command given")]
     NoAgent,
+    /// The agent's user or privileges could not be settled; nothing was started.
+    #[error("refusing to start the agent: {0}")]
+    Privileges(#[from] PrivilegesError),
     /// The policy's exec allowlist does not contain the agent's own program; nothing was started.
     #[error(
         "refusing to start the agent: `{agent}` ({resolved}) is not in the policy's exec allowlist (sandbox.exec), so the kernel would refuse to run it"
@@ -103,8 +108,12 @@ pub struct RunOptions {
     pub audit_path: PathBuf,
     /// The agent's command line: program and arguments.
     pub agent: Vec<String>,
-    /// The user the agent's gateway session acts for (recorded; docs/PROTOCOL.md).
-    pub user: String,
+    /// `--user`: whom the agent runs as (a name, a uid or `root`); `None`: the policy's
+    /// `agent.user`, else the user who ran `sudo`.
+    pub user: Option<String>,
+    /// The user the agent's gateway session acts for when the agent's own user has no name
+    /// (recorded; docs/PROTOCOL.md).
+    pub session_user: String,
     /// The gateway session's scopes (docs/POLICY.md).
     pub scopes: Vec<String>,
     /// Where the session's socket directory is made
@@ -133,6 +142,22 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let writer = AuditWriter::start(AuditLog::open(&opts.audit_path, clock.clone())?)
         .map_err(RunError::AuditThread)?;
     let audit = writer.handle();
+    let mut privileges =
+        match AgentPrivileges::resolve(opts.user.as_deref(), &opts.policy.agent, |k| {
+            std::env::var(k).ok()
+        }) {
+            Ok(p) => p,
+            Err(e) => {
+                let entry = denial(
+                    &session,
+                    "agent_user",
+                    json!({"agent": opts.agent, "error": e.to_string(),
+                    "message": "the agent's user could not be settled; it was not started"}),
+                );
+                append(&audit, entry).await?;
+                return Err(e.into());
+            }
+        };
 
     let cgroup = AgentCgroup::create(&session)?;
     // The policy and the audit log are protected paths too (self-protection).
@@ -207,6 +232,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     };
     let tier = Tier::resolve(programs.status(), ruleset.is_some());
     let (_, socket) = agent_gateway::paths(&opts.runtime_dir, &session);
+    if tier == Tier::Full {
+        privileges.leave_to_bpf_lsm();
+    }
     append(
         &audit,
         info(
@@ -229,6 +257,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "tier": tier.as_str(),
                 "tier_level": tier.level(),
                 "kernel": pieces,
+                "agent_privileges": privileges.describe(),
                 "warnings": warnings.iter().map(|w| format!("{}: {}", w.path.display(), w.message)).collect::<Vec<_>>(),
             }),
         ),
@@ -263,7 +292,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         clock: clock.clone(),
         cgroup_dir: cgroup.path(),
         session: &session,
-        user: &opts.user,
+        user: privileges.name.as_deref().unwrap_or(&opts.session_user),
+        agent_owner: (privileges.uid, privileges.gid),
         scopes: &opts.scopes,
         runtime_dir: &opts.runtime_dir,
         kernel: handle.clone(),
@@ -280,13 +310,17 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     ));
 
     let restrict = ruleset.as_ref().map(super::landlock::Ruleset::restrict_fn);
+    // The private mount namespace, the cgroup, Landlock, the credentials, seccomp.
+    let confine = privileges.pre_exec_fn(cgroup.enter_fn(), move || {
+        restrict.as_ref().map_or(Ok(()), |r| r())
+    });
     let (status, gateway) = match gateway {
         Ok(gw) => {
-            let env = gw.env();
+            let mut env: Vec<(&'static str, std::ffi::OsString)> = gw.env().to_vec();
+            env.extend(privileges.env().into_iter().map(|(k, v)| (k, v.into())));
             let agent = Agent {
                 argv: &opts.agent,
-                cgroup: &cgroup,
-                restrict,
+                confine,
                 env: &env,
             };
             (

@@ -338,8 +338,7 @@ fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
     let (search, inbox) = (call("search_web"), call("read_inbox"));
     let audit = dir.path("audit.jsonl");
     let to = format!("127.0.0.1:{port}");
-    let out = Command::new(super::gatewayd())
-        .arg("run")
+    let out = super::gatewayd_run()
         .arg("--policy")
         .arg(&policy)
         .arg("--audit")

@@ -109,9 +109,11 @@ pub(crate) fn run() -> anyhow::Result<()> {
     );
     show("allowed API", &received(&api_rx));
 
-    println!("\n=== 2. under gatewayd run --policy policies/demo.json");
+    println!("\n=== 2. under gatewayd run --user root --policy policies/demo.json");
+    // `--user root`: the demo's files are root's (the demo runs as root, also without sudo);
+    // the agent keeps uid 0 but no capability, so what stops it is the policy.
     let out = Command::new(&bins.gatewayd)
-        .args(["run", "--policy"])
+        .args(["run", "--user", "root", "--policy"])
         .arg(root.join("policies/demo.json"))
         .arg("--audit")
         .arg(&audit)

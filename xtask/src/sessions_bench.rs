@@ -312,11 +312,11 @@ pub(crate) const GUEST_SCRIPT: &str = r#"echo "STAGE sessions bench"
 F=/tmp/bench/a/b/c/d/f
 ob() { /gw-testagent openbest $F 1000 20; }
 out() { echo "BENCH sessions $1 outside $(ob)"; }
-inside() { echo "BENCH sessions $1 inside $(/gatewayd run --policy /tmp/bench/p.json --audit /tmp/bench/in$round-$1.jsonl -- /gw-testagent openbest $F 1000 20 2>/dev/null)"; }
+inside() { echo "BENCH sessions $1 inside $(/gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/in$round-$1.jsonl -- /gw-testagent openbest $F 1000 20 2>/dev/null)"; }
 grow() {
   while [ $live -lt $1 ]; do
     a=/tmp/bench/r$round-$live.jsonl
-    /gatewayd run --policy /tmp/bench/p.json --audit $a -- /gw-testagent sleep 900 >/dev/null 2>&1 &
+    /gatewayd run --user root --policy /tmp/bench/p.json --audit $a -- /gw-testagent sleep 900 >/dev/null 2>&1 &
     pids="$pids $!"
     t=0
     while ! grep -q session_start $a 2>/dev/null; do
@@ -356,7 +356,7 @@ impl Sleepers {
                 .join(format!("r{}-{}.jsonl", self.round, self.children.len()));
             let mut child = Command::new(&bins.gatewayd);
             child
-                .args(["run", "--policy"])
+                .args(["run", "--user", "root", "--policy"])
                 .arg(policy)
                 .arg("--audit")
                 .arg(&audit)
@@ -427,7 +427,7 @@ pub(crate) fn run_host(bins: &Bins, policy: &Path, work: &Path) -> anyhow::Resul
     let openbest = |inside: bool, sessions: u32, round: u32| -> anyhow::Result<String> {
         let mut cmd = if inside {
             let mut c = Command::new(&bins.gatewayd);
-            c.args(["run", "--policy"])
+            c.args(["run", "--user", "root", "--policy"])
                 .arg(policy)
                 .arg("--audit")
                 .arg(logs.join(format!("in{round}-{sessions}.jsonl")))

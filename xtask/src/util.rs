@@ -107,6 +107,8 @@ pub(crate) fn cargo(env: &Env, args: &[&str]) -> anyhow::Result<()> {
 pub(crate) struct Bins {
     pub gatewayd: PathBuf,
     pub testagent: PathBuf,
+    /// The bypass suite's attacker (`gw-escape`).
+    pub escape: PathBuf,
 }
 
 pub(crate) fn build_release(env: &Env) -> anyhow::Result<Bins> {
@@ -115,6 +117,7 @@ pub(crate) fn build_release(env: &Env) -> anyhow::Result<Bins> {
     Ok(Bins {
         gatewayd: dir.join("gatewayd"),
         testagent: dir.join("gw-testagent"),
+        escape: dir.join("gw-escape"),
     })
 }
 

@@ -28,7 +28,7 @@ mount -t tmpfs tmpfs /tmp; mount -t securityfs securityfs /sys/kernel/security
 mount -t cgroup2 cgroup2 /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf
 ip link set lo up
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
-export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent HOME=/root PATH=/bin TMPDIR=/tmp
+export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent GW_ESCAPE=/gw-escape HOME=/root PATH=/bin TMPDIR=/tmp
 mkdir -p /root
 echo "STAGE doctor"
 echo "DOCTOR $(/gatewayd doctor --json)"
@@ -48,7 +48,7 @@ bench() {
   loops="$*"; for i in 2 3 4; do loops="$loops + $*"; done
   for round in 1 2; do
     /gw-testagent $loops | sed "s|^|BENCH $name bare |"
-    /gatewayd run --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent $loops 2>/dev/null | sed "s|^|BENCH $name under |"
+    /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent $loops 2>/dev/null | sed "s|^|BENCH $name under |"
   done
 }
 # open() of a 6-deep path: the BPF LSM file_open walk.
@@ -125,6 +125,7 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))?;
     copy_with_libs(&bins.gatewayd, &root, "gatewayd")?;
     copy_with_libs(&bins.testagent, &root, "gw-testagent")?;
+    copy_with_libs(&bins.escape, &root, "gw-escape")?;
     copy_with_libs(test_bin, &root, "privileged")?;
     let status = Command::new("sh")
         .arg("-c")

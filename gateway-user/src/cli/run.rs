@@ -1,4 +1,4 @@
-//! `gatewayd run --policy P [--audit F] [--scope S]... [--runtime-dir D] -- AGENT...`
+//! `gatewayd run --policy P [--audit F] [--user NAME|UID] [--scope S]... [--runtime-dir D] -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
@@ -14,6 +14,11 @@ pub(super) struct Args {
     /// Audit log (JSON Lines, hash-chained); appended to if it exists.
     #[arg(long, default_value = "gatewayd-audit.jsonl")]
     audit: PathBuf,
+    /// Run the agent as this user (name or uid). Default: the policy's `agent.user`, else
+    /// the user who ran sudo. `root` keeps uid 0 but no capability
+    /// (unless the policy's `agent.capabilities` lists some).
+    #[arg(long)]
+    user: Option<String>,
     /// A scope of the agent's gateway session (docs/POLICY.md). Repeatable.
     #[arg(long = "scope")]
     scopes: Vec<String>,
@@ -39,7 +44,8 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         policy_path: args.policy,
         audit_path: args.audit.clone(),
         agent: args.agent,
-        user: session_user(),
+        user: args.user,
+        session_user: session_user(),
         scopes: args.scopes,
         runtime_dir: args
             .runtime_dir

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod agent;
 mod error;
 pub mod mcp;
 pub mod schema;
@@ -15,6 +16,7 @@ pub mod spans;
 pub mod starter;
 pub mod tools;
 mod validate;
+pub use agent::{Account, Agent};
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
 pub use mcp::{McpServer, ServerKernel};
 pub use tools::{
@@ -100,6 +102,9 @@ pub struct Policy {
     /// The egress allowlist.
     #[serde(default)]
     pub network: Network,
+    /// Whom the agent runs as and the kernel surface it keeps (`gatewayd run`).
+    #[serde(default)]
+    pub agent: Agent,
     /// The tool registry: a tool not listed here is refused (`not_allowlisted`).
     #[serde(default)]
     pub tools: Vec<ToolDef>,

@@ -43,6 +43,7 @@ impl Policy {
                 }
             }
         }
+        super::agent::validate(&self.agent)?;
         super::mcp::validate(self)?;
         gateway(self)
     }

@@ -68,6 +68,19 @@ pub enum AgentGatewayError {
     Open(String),
 }
 
+/// Lets an agent that runs as another user reach its socket, and nothing else in the
+/// directory: the socket becomes the agent's (mode 0600) and the directory, still gatewayd's,
+/// may be passed through (0711) but not listed or written.
+fn give_to_agent(dir: &Path, socket: &Path, (uid, gid): (u32, u32)) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if uid == nix::unistd::geteuid().as_raw() {
+        return Ok(());
+    }
+    std::os::unix::fs::chown(socket, Some(uid), Some(gid))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
+}
+
 /// Where per-session runtime directories go: `$GATEWAYD_RUNTIME_DIR`, else `/run/gatewayd`
 /// for root, else `$XDG_RUNTIME_DIR/gatewayd`, else `gatewayd-UID` in the temporary directory.
 pub fn default_runtime_dir() -> PathBuf {
@@ -102,6 +115,9 @@ pub(super) struct Setup<'a> {
     pub(super) cgroup_dir: &'a Path,
     pub(super) session: &'a str,
     pub(super) user: &'a str,
+    /// The uid and gid the agent runs as: the socket is given to them when they are not
+    /// gatewayd's own.
+    pub(super) agent_owner: (u32, u32),
     pub(super) scopes: &'a [String],
     pub(super) runtime_dir: &'a Path,
     pub(super) kernel: kernel::task::Handle,
@@ -168,6 +184,11 @@ impl AgentGateway {
                 return Err(e.into());
             }
         };
+        if let Err(e) = give_to_agent(&dir, &socket_path, s.agent_owner) {
+            drop(listener);
+            remove(&socket_path, &dir);
+            return Err(dir_err(e));
+        }
         let me = Peer::from_parts(
             std::process::id() as i32,
             nix::unistd::getuid().as_raw(),

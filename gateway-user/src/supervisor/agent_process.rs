@@ -5,7 +5,7 @@ use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::records::lockdown_record;
-use crate::{audit::writer::WriterHandle, cgroup::AgentCgroup, kernel};
+use crate::{audit::writer::WriterHandle, kernel};
 
 /// Why the agent could not be run or waited for.
 pub(super) enum SpawnError {
@@ -26,9 +26,10 @@ const FORWARDED: [fn() -> SignalKind; 4] = [
 pub(super) struct Agent<'a, R> {
     /// Program and arguments.
     pub(super) argv: &'a [String],
-    pub(super) cgroup: &'a AgentCgroup,
-    /// Applied in the child after it entered the cgroup (tier 2's Landlock ruleset).
-    pub(super) restrict: Option<R>,
+    /// Run in the child before exec: the private mount namespace, the cgroup, tier 2's
+    /// Landlock ruleset, the agent's credentials and its seccomp filter
+    /// (`AgentPrivileges::pre_exec_fn`).
+    pub(super) confine: R,
     /// Variables added to the agent's environment (its gateway's socket and session).
     pub(super) env: &'a [(&'static str, std::ffi::OsString)],
 }
@@ -53,11 +54,11 @@ where
     let mut cmd = tokio::process::Command::new(&agent.argv[0]);
     cmd.args(&agent.argv[1..]);
     cmd.envs(agent.env.iter().map(|(k, v)| (k, v)));
-    let enter = agent.cgroup.enter_fn();
-    let restrict = agent.restrict;
+    let confine = agent.confine;
     let parent = nix::unistd::getpid();
-    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, open, write,
-    // close) in the forked child.
+    // SAFETY: the closure only makes async-signal-safe syscalls in the forked child (prctl,
+    // getppid, unshare, mount, open, write, close, landlock, setgroups/setres[ug]id, capset,
+    // seccomp), on memory prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -67,12 +68,7 @@ where
             if libc::getppid() != parent.as_raw() {
                 libc::_exit(137);
             }
-            enter()?;
-            // After entering the cgroup: Landlock then forbids writing cgroup files.
-            match &restrict {
-                Some(r) => r(),
-                None => Ok(()),
-            }
+            confine()
         });
     }
     let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;
