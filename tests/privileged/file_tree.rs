@@ -268,7 +268,10 @@ fn agents_cannot_unmount_or_move_mounts() {
     mount_tmpfs(&mnt);
     let policy = write_policy(
         &dir,
+        // Every capability kept: without CAP_SYS_ADMIN the kernel refuses the unmount and
+        // the move before any LSM hook runs, and this test is about the hooks.
         serde_json::json!({"version": 1, "kernel": "best_effort",
+            "agent": {"capabilities": &gatewayd::agent_privileges::names::CAPABILITIES[..]},
             "sandbox": {"protected": [dir.path("secret.txt")]}}),
     );
     let audit = dir.path("audit.jsonl");
