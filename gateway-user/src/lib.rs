@@ -17,6 +17,8 @@
 //! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
 //! - [`landlock`] — Landlock: ABI probe and the tier-2 file/exec ruleset
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
+//! - [`agent_privileges`] — whom the agent runs as, what it keeps, its seccomp filter
+//! - `child`      — a supervised child: dies with gatewayd, confined before exec
 //! - [`daemon`]   — `gatewayd serve`: sessions of many agents over a Unix socket
 //!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
 //! - [`scenario`] — `gatewayd test`: policy tests as data, run on the real engine
@@ -34,6 +36,7 @@ pub mod audit;
 pub mod backend;
 pub mod canonical;
 pub mod cgroup;
+mod child;
 pub mod clock;
 pub mod daemon;
 pub mod engine;

@@ -192,21 +192,9 @@ pub fn start(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
-    let confine = confinement.pre_exec();
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure makes only async-signal-safe syscalls (prctl, getppid, open, write,
+    // SAFETY: `Confinement::pre_exec` makes only async-signal-safe syscalls (open, write,
     // close, landlock) in the forked child.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent.as_raw() {
-                libc::_exit(137);
-            }
-            confine()
-        });
-    }
+    unsafe { crate::child::supervise(&mut cmd, confinement.pre_exec()) };
     let mut child = cmd.spawn().map_err(|source| ServerError::Spawn {
         program: program.clone(),
         source,

@@ -54,23 +54,10 @@ where
     let mut cmd = tokio::process::Command::new(&agent.argv[0]);
     cmd.args(&agent.argv[1..]);
     cmd.envs(agent.env.iter().map(|(k, v)| (k, v)));
-    let confine = agent.confine;
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure only makes async-signal-safe syscalls in the forked child (prctl,
-    // getppid, unshare, mount, open, write, close, landlock, setgroups/setres[ug]id, capset,
-    // seccomp), on memory prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // gatewayd died between fork and prctl: do not run unsupervised.
-            if libc::getppid() != parent.as_raw() {
-                libc::_exit(137);
-            }
-            confine()
-        });
-    }
+    // SAFETY: `confine` (`AgentPrivileges::pre_exec_fn`) makes only async-signal-safe
+    // syscalls (unshare, mount, open, write, close, landlock, setgroups/setres[ug]id, capset,
+    // prctl, seccomp), on memory prepared before the fork.
+    unsafe { crate::child::supervise(&mut cmd, agent.confine) };
     let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;
     let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
     loop {
