@@ -238,5 +238,8 @@ fn at_tier_1_bpf_and_mount_are_left_to_the_bpf_lsm() {
         EPERM,
         "the new mount API has no BPF LSM program here"
     );
-    assert_eq!(f.describe()["left_to_bpf_lsm"], json!(["bpf", "mount"]));
+    assert_eq!(
+        f.describe()["left_to_bpf_lsm"],
+        json!(["bpf", "mount", "umount2", "move_mount"])
+    );
 }
