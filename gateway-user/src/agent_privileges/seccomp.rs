@@ -60,9 +60,11 @@ pub const DENIED: [(&str, &[&str]); 8] = [
 
 /// Left to the BPF LSM programs at tier 1 (`lsm/bpf`, `lsm/sb_mount`, `lsm/sb_umount`,
 /// `lsm/move_mount`), which deny them with an audit record; seccomp, which runs first, would
-/// leave none. A mount made with `fsmount` or cloned with `open_tree` is attached only through
-/// `move_mount`; the other calls of the new mount API stay with seccomp.
-pub const LEFT_TO_BPF_LSM: [&str; 4] = ["bpf", "mount", "umount2", "move_mount"];
+/// leave none. `open_tree` too: the detached copy it makes is attached only through
+/// `move_mount`, and files opened through it still meet `lsm/file_open`. The other calls of
+/// the new mount API (`fsopen`, `fsconfig`, `fsmount`, `fspick`, `mount_setattr`) stay with
+/// seccomp.
+pub const LEFT_TO_BPF_LSM: [&str; 5] = ["bpf", "mount", "umount2", "move_mount", "open_tree"];
 
 /// The first syscall number this build's tables do not know (463: `setxattrat`, Linux 6.13;
 /// since Linux 5.1 new syscalls have one number on every architecture).

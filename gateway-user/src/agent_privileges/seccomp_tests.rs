@@ -240,6 +240,6 @@ fn at_tier_1_bpf_and_mount_are_left_to_the_bpf_lsm() {
     );
     assert_eq!(
         f.describe()["left_to_bpf_lsm"],
-        json!(["bpf", "mount", "umount2", "move_mount"])
+        json!(["bpf", "mount", "umount2", "move_mount", "open_tree"])
     );
 }
