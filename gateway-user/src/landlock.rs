@@ -143,6 +143,15 @@ enum Special {
     ReadOnly,
 }
 
+/// (device, inode) of each path that exists.
+fn inodes(paths: &[PathBuf]) -> Vec<(u64, u64)> {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .collect()
+}
+
 fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
     paths
         .iter()
@@ -161,11 +170,7 @@ impl Ruleset {
         // Landlock ties a file rule to the inode, so a rule on a hard link of a protected
         // file would open the protected file too: such entries get no rule.
         let protected = canonical(&policy.protected);
-        rs.protected_inodes = protected
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| (m.dev(), m.ino()))
-            .collect();
+        rs.protected_inodes = inodes(&protected);
         let mut special = BTreeMap::new();
         for p in canonical(&policy.read_only) {
             special.insert(p, Special::ReadOnly);
@@ -200,11 +205,7 @@ impl Ruleset {
         let abi = abi_version().map_err(LandlockError::Unavailable)?;
         let mut rs = Ruleset::create(abi)?;
         let protected = canonical(&policy.protected);
-        rs.protected_inodes = protected
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| (m.dev(), m.ino()))
-            .collect();
+        rs.protected_inodes = inodes(&protected);
         let special: BTreeMap<PathBuf, Special> = protected
             .iter()
             .map(|p| (p.clone(), Special::Protected))

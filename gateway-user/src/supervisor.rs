@@ -169,7 +169,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     }
     let (spec, warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned());
     if spec.exec_enforced {
-        let resolved = resolve_program(&program);
+        let resolved = crate::mcp::server::resolve_program(&program);
         let key = resolved
             .as_ref()
             .and_then(|p| kernel::spec::inode_key(p).ok());
@@ -430,19 +430,4 @@ fn landlock_fallback(
             None
         }
     }
-}
-
-/// Where `execvp` would find `program`: itself when it contains a `/`, else the first
-/// executable match on `$PATH`.
-fn resolve_program(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        return std::fs::canonicalize(program).ok();
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| {
-            nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::X_OK).is_ok() && p.is_file()
-        })
-        .and_then(|p| std::fs::canonicalize(p).ok())
 }
