@@ -632,6 +632,19 @@ fn doctor_reports_what_this_kernel_enforces() {
         Tier::BpfLsm => assert!(text.starts_with("1 "), "{text}"),
         Tier::Landlock => assert!(text.starts_with("2 (cgroup egress + Landlock"), "{text}"),
     }
+    // Below tier 1, doctor says how to get there, naming the program the kernel refused.
+    let advice = v["tier1_advice"]
+        .as_array()
+        .expect("tier1_advice is an array");
+    match tier {
+        Tier::BpfLsm => assert!(advice.is_empty(), "{v}"),
+        Tier::Landlock => assert!(
+            advice
+                .iter()
+                .any(|a| a.as_str().is_some_and(|a| a.contains("lsm/"))),
+            "{v}"
+        ),
+    }
 }
 
 #[test]

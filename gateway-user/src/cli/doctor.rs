@@ -2,12 +2,13 @@
 //! attaching gatewayd's own programs (to an empty throwaway cgroup), not by reading a file.
 //! `--json` gives one object: a row per piece (`{"ok": bool, "detail": text}`), `tier` (the
 //! tier's number, see `kernel::Tier::level`), `tier_text` (the same in words) and `features`
-//! (what this kernel supports that the tests and a user may branch on, see [`Features`]).
+//! (what this kernel supports that the tests and a user may branch on, see [`Features`]) and
+//! `tier1_advice` (below tier 1: why, and what to change; `kernel::tier1_advice`).
 use std::process::ExitCode;
 
 use gatewayd::{
     cgroup::AgentCgroup,
-    kernel::{self, Tier},
+    kernel::{self, Tier, tier1_advice},
     landlock,
 };
 
@@ -42,7 +43,12 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 .is_ok_and(|v| v.is_some())
         }),
     };
+    let built_with_bpf_lsm = btf.as_ref().ok().map(|b| {
+        b.func_param_count(tier1_advice::BPF_LSM_PROBE_FUNCTION)
+            .is_ok()
+    });
     drop(btf);
+    let mut lsm_refused = None;
     let mut tier = Tier::None;
     match AgentCgroup::create(&format!("doctor-{}", std::process::id())) {
         Err(e) => rows.push(("cgroup v2".into(), Err(e.to_string()))),
@@ -67,6 +73,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     }
                     // As `gatewayd run` decides it: without BPF LSM, Landlock stands in.
                     tier = Tier::resolve(layer.status(), abi.is_ok());
+                    lsm_refused = layer
+                        .status()
+                        .iter()
+                        .find(|s| s.program.is_lsm() && s.result.is_err())
+                        .map(|s| format!("{}: {}", s.program.name, s.state()));
                     features.bpf_lsm = layer
                         .status()
                         .iter()
@@ -80,6 +91,15 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
         rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
     }
+    // How to reach tier 1, when this kernel is below it.
+    let advice = if tier == Tier::Full {
+        Vec::new()
+    } else {
+        tier1_advice::advice(&tier1_advice::LsmFacts::gather(
+            built_with_bpf_lsm,
+            lsm_refused,
+        ))
+    };
     if args.json {
         let obj: serde_json::Map<String, serde_json::Value> = rows
             .iter()
@@ -94,6 +114,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 ("tier".to_string(), serde_json::json!(tier.level())),
                 ("tier_text".to_string(), serde_json::json!(tier.as_str())),
                 ("features".to_string(), features.to_json()),
+                ("tier1_advice".to_string(), serde_json::json!(advice)),
             ])
             .collect();
         outln!("{}", serde_json::Value::Object(obj))?;
@@ -106,6 +127,9 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         }
         outln!("enforcement tier: {}", tier.as_str())?;
         outln!("kernel features: {}", features.to_json())?;
+        for a in &advice {
+            outln!("to reach tier 1: {a}")?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

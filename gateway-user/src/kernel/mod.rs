@@ -14,6 +14,7 @@
 //! - [`events`]   — ring-buffer events to audit entries
 //! - [`task`]     — the one task that owns a session's ring buffer; others send it [`task::Command`]s
 //! - [`tier`]     — the enforcement tier reached, decided in one place
+//! - [`tier1_advice`] — why a kernel is not at tier 1 and how to get there (`doctor`)
 //! - [`error`]    — [`KernelError`], with aya's errors as sources
 pub mod btf;
 pub mod enclosing;
@@ -28,6 +29,7 @@ pub mod spec;
 pub mod status;
 pub mod task;
 pub mod tier;
+pub mod tier1_advice;
 
 use std::{fs::File, os::unix::fs::MetadataExt as _, path::Path};
 
