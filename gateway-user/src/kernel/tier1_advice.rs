@@ -87,8 +87,6 @@ pub fn advice(f: &LsmFacts) -> Vec<String> {
                  update-grub and reboot)"
             ));
         }
-        // The command line names bpf: it is active unless the build lacks it (checked above).
-        (None, Some(_)) => {}
         (None, None) => out.push(
             "the active LSM list is unreadable here (securityfs is not mounted at \
              /sys/kernel/security: `mount -t securityfs securityfs /sys/kernel/security`); \
@@ -96,6 +94,8 @@ pub fn advice(f: &LsmFacts) -> Vec<String> {
              the kernel command line and reboot"
                 .into(),
         ),
+        // The list names bpf; or the command line does, and then it is active unless the
+        // build lacks it (checked above).
         _ => {}
     }
     if let Some(why) = &f.refused {
