@@ -89,8 +89,10 @@ struct Scratch {
 }
 
 /// A buffer larger than this is not kept after a check (a 1 MiB argument once should not
-/// hold 2 MiB for the thread's life).
-const SCRATCH_KEEP: usize = 64 << 10;
+/// hold 2 MiB for the thread's life), nor more than [`SCRATCH_TEXTS`] text buffers: at most
+/// about 0.6 MiB stays with a thread.
+const SCRATCH_KEEP: usize = 32 << 10;
+const SCRATCH_TEXTS: usize = 16;
 
 impl Scratch {
     fn trim(&mut self) {
@@ -99,7 +101,7 @@ impl Scratch {
                 *b = Vec::new();
             }
         }
-        self.folded.truncate(64);
+        self.folded.truncate(SCRATCH_TEXTS);
     }
 }
 
