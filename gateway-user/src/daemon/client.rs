@@ -41,6 +41,7 @@ pub struct Client {
     writer: UnixStream,
     next_id: u64,
     line: String,
+    out: Vec<u8>,
 }
 
 impl Client {
@@ -55,15 +56,17 @@ impl Client {
             writer: s,
             next_id: 1,
             line: String::new(),
+            out: Vec::new(),
         })
     }
 
     /// Sends one line as it is and reads one answer line (without its newline).
     pub fn raw(&mut self, line: &str) -> Result<String, ClientError> {
-        let mut out = Vec::with_capacity(line.len() + 1);
-        out.extend_from_slice(line.as_bytes());
-        out.push(b'\n');
-        self.writer.write_all(&out)?;
+        // One write of the line and its newline, from a buffer kept for the next request.
+        self.out.clear();
+        self.out.extend_from_slice(line.as_bytes());
+        self.out.push(b'\n');
+        self.writer.write_all(&self.out)?;
         self.line.clear();
         if self.reader.read_line(&mut self.line)? == 0 {
             return Err(ClientError::Closed);

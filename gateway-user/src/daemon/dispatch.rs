@@ -28,39 +28,14 @@ pub const METHODS: &[&str] = &[
 /// Handles one line (without its newline). Returns the response line, or None for a
 /// notification (a request without `id`), which is never answered.
 pub async fn handle_line(gw: &Gateway, peer: &Peer, line: &[u8]) -> Option<String> {
-    let v: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => {
-            return Some(response(
-                &Value::Null,
-                Err(RpcError::new(
-                    code::PARSE_ERROR,
-                    format!("parse error: {e}"),
-                )),
-            ));
-        }
-    };
-    if v.is_array() {
-        return Some(response(
-            &Value::Null,
-            Err(RpcError::new(
-                code::INVALID_REQUEST,
-                "batches are not supported: send one request per line",
-            )),
-        ));
-    }
-    let id = v.get("id").cloned();
-    let req: Request = match serde_json::from_value(v) {
-        Ok(r) => r,
-        Err(e) => {
-            return Some(response(
-                &id.unwrap_or(Value::Null),
-                Err(RpcError::new(
-                    code::INVALID_REQUEST,
-                    format!("not a JSON-RPC 2.0 request: {e}"),
-                )),
-            ));
-        }
+    // A well-formed request is read straight into its fields; anything else is read again
+    // as a value to say what is wrong with it.
+    let req = match serde_json::from_slice::<Request>(line) {
+        Ok(req) => req,
+        Err(_) => match parse_slowly(line) {
+            Ok(req) => req,
+            Err(answer) => return Some(answer),
+        },
     };
     let id = match (&req.id, req.jsonrpc.as_str()) {
         (None, _) => return None,
@@ -79,6 +54,42 @@ pub async fn handle_line(gw: &Gateway, peer: &Peer, line: &[u8]) -> Option<Strin
         &id,
         route(gw, peer, &req.method, req.params).await,
     ))
+}
+
+/// The request in `line` by way of a JSON value, or the error answer: not JSON, a batch, or
+/// not a JSON-RPC 2.0 request.
+fn parse_slowly(line: &[u8]) -> Result<Request, String> {
+    let v: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(response(
+                &Value::Null,
+                Err(RpcError::new(
+                    code::PARSE_ERROR,
+                    format!("parse error: {e}"),
+                )),
+            ));
+        }
+    };
+    if v.is_array() {
+        return Err(response(
+            &Value::Null,
+            Err(RpcError::new(
+                code::INVALID_REQUEST,
+                "batches are not supported: send one request per line",
+            )),
+        ));
+    }
+    let id = v.get("id").cloned();
+    serde_json::from_value(v).map_err(|e| {
+        response(
+            &id.unwrap_or(Value::Null),
+            Err(RpcError::new(
+                code::INVALID_REQUEST,
+                format!("not a JSON-RPC 2.0 request: {e}"),
+            )),
+        )
+    })
 }
 
 fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {

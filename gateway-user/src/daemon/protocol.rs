@@ -86,11 +86,35 @@ impl RpcError {
 
 /// One response line (without the newline).
 pub fn response(id: &Value, result: Result<Value, RpcError>) -> String {
-    let v = match result {
-        Ok(r) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": r}),
-        Err(e) => serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e}),
+    /// The members in the order a JSON object of them always had (sorted by name), written
+    /// without building that object first.
+    #[derive(Serialize)]
+    struct Line<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a RpcError>,
+        id: &'a Value,
+        jsonrpc: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a Value>,
+    }
+    let (result, error) = match &result {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e)),
     };
-    v.to_string()
+    let line = Line {
+        error,
+        id,
+        jsonrpc: "2.0",
+        result,
+    };
+    // A JSON value and an error of a code and a text always serialise.
+    serde_json::to_string(&line).unwrap_or_else(|e| {
+        format!(
+            r#"{{"error":{{"code":{},"message":"the answer could not be written: {}"}},"id":null,"jsonrpc":"2.0"}}"#,
+            code::INTERNAL,
+            e.to_string().replace(['"', '\\'], "'")
+        )
+    })
 }
 
 /// Parameters of each method (unknown fields are refused, so a misspelt field is an error,

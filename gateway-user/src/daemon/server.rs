@@ -6,7 +6,7 @@ use std::{io, sync::Arc, time::Duration};
 
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader},
-    net::{UnixListener, UnixStream},
+    net::{UnixListener, UnixStream, unix::OwnedWriteHalf},
     task::JoinSet,
 };
 
@@ -148,7 +148,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
 }
 
 impl Connection {
-    async fn serve(mut self, stream: UnixStream) {
+    async fn serve(self, stream: UnixStream) {
         let peer = match Peer::of(&stream) {
             Ok(p) => p,
             Err(e) => {
@@ -159,10 +159,16 @@ impl Connection {
         let (r, mut w) = stream.into_split();
         let mut r = BufReader::with_capacity(64 * 1024, r);
         let mut buf = Vec::new();
+        // One wait for shutdown for the connection's life, not one per line: each new wait
+        // registers with (and leaves) the channel every connection shares.
+        let mut shutdown = self.shutdown;
+        let stop = shutdown.recv();
+        tokio::pin!(stop);
         loop {
             let read = tokio::select! {
+                biased;
+                () = &mut stop => return,
                 read = read_line(&mut r, &mut buf, MAX_LINE) => read,
-                () = self.shutdown.recv() => return,
             };
             let answer = match read {
                 Ok(ReadLine::Line) => {
@@ -186,9 +192,7 @@ impl Connection {
             };
             if let Some(mut line) = answer {
                 line.push('\n');
-                let sent =
-                    tokio::time::timeout(self.write_timeout, w.write_all(line.as_bytes())).await;
-                if !matches!(sent, Ok(Ok(()))) {
+                if !send(&mut w, line.as_bytes(), self.write_timeout).await {
                     return;
                 }
             }
@@ -197,6 +201,22 @@ impl Connection {
             }
         }
     }
+}
+
+/// Writes `line` whole: at once when the socket has room (the usual case: no timer is set
+/// up), else waiting up to `timeout` for the client to take the rest. False: the connection
+/// is to be dropped.
+async fn send(w: &mut OwnedWriteHalf, line: &[u8], timeout: Duration) -> bool {
+    let rest = match w.try_write(line) {
+        Ok(n) if n == line.len() => return true,
+        Ok(n) => &line[n..],
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => line,
+        Err(_) => return false,
+    };
+    matches!(
+        tokio::time::timeout(timeout, w.write_all(rest)).await,
+        Ok(Ok(()))
+    )
 }
 
 #[cfg(test)]

@@ -89,6 +89,20 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// [`Decoder::new`] with fold buffers to reuse ([`Decoder::into_buffers`] of an earlier
+    /// decoder).
+    pub(super) fn with_buffers(indexes: &'a [&'a FragmentIndex], folds: Vec<Vec<u8>>) -> Self {
+        Decoder {
+            folds,
+            ..Decoder::new(indexes)
+        }
+    }
+
+    /// The fold buffers, for the next decoder.
+    pub(super) fn into_buffers(self) -> Vec<Vec<u8>> {
+        self.folds
+    }
+
     /// Searches the decodings of `text` (the text itself is the caller's to scan).
     #[cfg(test)]
     pub(super) fn search(&mut self, text: &str) -> Option<Outcome> {

@@ -2,7 +2,7 @@
 //! normalisation, layered decodings, fragments and splits (docs/POLICY.md, "The secret
 //! matcher"). One pass over the call's texts serves every set looked in (the engine's secrets
 //! and the session's own).
-use std::{borrow::Cow, fmt};
+use std::{borrow::Cow, cell::RefCell, fmt};
 
 use super::{
     SecretSet,
@@ -62,10 +62,56 @@ pub fn find_in_call(sets: &[&SecretSet], texts: &[&str], window: &EgressWindow) 
     if sets.iter().any(|s| s.broken) {
         return Some(Match::unchecked("the secret matcher could not be built"));
     }
-    let sets: Vec<&SecretSet> = sets.iter().copied().filter(|s| s.re.is_some()).collect();
-    if sets.is_empty() {
+    if sets.iter().all(|s| s.re.is_none()) {
         return None;
     }
+    // The buffers are the thread's own, taken for the check and put back after it (a check
+    // never runs inside another on the same thread, but taking them keeps that harmless).
+    let mut scratch = SCRATCH.with(RefCell::take);
+    let found = search(sets, texts, window, &mut scratch);
+    scratch.trim();
+    SCRATCH.with(|s| *s.borrow_mut() = scratch);
+    found
+}
+
+thread_local! {
+    /// Buffers every check on this thread reuses: a text's folded form is twice its length
+    /// (a 1 KiB body asks for 2 KiB), and allocating it anew each call made the cost depend
+    /// on the allocator's state.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// Reused buffers: the folded texts of a call, and the decoder's folded output per depth.
+#[derive(Default)]
+struct Scratch {
+    folded: Vec<Vec<u8>>,
+    decoded: Vec<Vec<u8>>,
+}
+
+/// A buffer larger than this is not kept after a check (a 1 MiB argument once should not
+/// hold 2 MiB for the thread's life), nor more than [`SCRATCH_TEXTS`] text buffers: at most
+/// about 0.6 MiB stays with a thread.
+const SCRATCH_KEEP: usize = 32 << 10;
+const SCRATCH_TEXTS: usize = 16;
+
+impl Scratch {
+    fn trim(&mut self) {
+        for b in self.folded.iter_mut().chain(self.decoded.iter_mut()) {
+            if b.capacity() > SCRATCH_KEEP {
+                *b = Vec::new();
+            }
+        }
+        self.folded.truncate(SCRATCH_TEXTS);
+    }
+}
+
+fn search(
+    sets: &[&SecretSet],
+    texts: &[&str],
+    window: &EgressWindow,
+    scratch: &mut Scratch,
+) -> Option<Match> {
+    let sets: Vec<&SecretSet> = sets.iter().copied().filter(|s| s.re.is_some()).collect();
     // The exact forms (the regex) are found by the scans below too, except for a secret with
     // fewer than 8 letters and digits: only then is the regex run.
     for set in sets.iter().filter(|s| s.exact_only) {
@@ -83,39 +129,47 @@ pub fn find_in_call(sets: &[&SecretSet], texts: &[&str], window: &EgressWindow) 
     // Each text folded and scanned; its tokens (runs that may be encoded) found in the same
     // pass when it is ASCII.
     let cleaned: Vec<Cow<'_, str>> = texts.iter().map(|t| normalise::clean(t)).collect();
-    let mut folded = Vec::with_capacity(texts.len());
+    if scratch.folded.len() < texts.len() {
+        scratch.folded.resize_with(texts.len(), Vec::new);
+    }
+    let folded = &mut scratch.folded[..texts.len()];
     let mut found = Vec::with_capacity(texts.len());
-    for (t, c) in texts.iter().zip(&cleaned) {
-        let mut f = Vec::new();
+    for ((t, c), f) in texts.iter().zip(&cleaned).zip(folded.iter_mut()) {
+        f.clear();
         found.push(if c.len() < tokens::MIN_RUN {
             // Too short to hold a run or hex digits worth decoding.
-            normalise::fold(t, &mut f);
+            normalise::fold(t, f);
             tokens::Tokens::default()
         } else if t.is_ascii() {
-            tokens::tokens_folding(c.as_bytes(), &mut f)
+            tokens::tokens_folding(c.as_bytes(), f)
         } else {
-            normalise::fold(t, &mut f);
+            normalise::fold(t, f);
             tokens::tokens(c.as_bytes())
         });
         for set in &sets {
-            if let Some(hit) = set.index.scan(&f) {
+            if let Some(hit) = set.index.scan(f) {
                 return Some(set.describe(&hit, &[], Some(t)));
             }
         }
-        folded.push(f);
     }
-    let mut decoder = Decoder::new(&indexes);
+    let mut decoder = Decoder::with_buffers(&indexes, std::mem::take(&mut scratch.decoded));
+    let mut outcome = None;
     for (c, tokens) in cleaned.iter().zip(found) {
-        match decoder.search_tokens(c.as_bytes(), tokens) {
-            Some(Outcome::Found { set, hit, chain }) => {
-                return Some(sets[set].describe(&hit, &chain, None));
-            }
-            Some(Outcome::Unchecked(why)) => return Some(Match::unchecked(why)),
-            None => {}
+        outcome = decoder.search_tokens(c.as_bytes(), tokens);
+        if outcome.is_some() {
+            break;
         }
     }
+    scratch.decoded = decoder.into_buffers();
+    match outcome {
+        Some(Outcome::Found { set, hit, chain }) => {
+            return Some(sets[set].describe(&hit, &chain, None));
+        }
+        Some(Outcome::Unchecked(why)) => return Some(Match::unchecked(why)),
+        None => {}
+    }
     for set in &sets {
-        let Some((hit, split)) = window::find_split(&set.index, &folded, window) else {
+        let Some((hit, split)) = window::find_split(&set.index, folded, window) else {
             continue;
         };
         let mut encoding = match split {

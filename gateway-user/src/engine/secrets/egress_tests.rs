@@ -479,3 +479,22 @@ fn several_sets_are_searched_in_one_pass() {
     let m = find_in_call(&[&engine, &broken], &["hello"], &w).expect("fail closed");
     assert_eq!(m.secret, None);
 }
+
+#[test]
+fn buffers_kept_from_an_earlier_check_are_not_read_again() {
+    // A call of three texts leaves three folded buffers with the thread; the next call, of
+    // fewer texts, must join only its own (the first half of SHORT was in the third text).
+    found(
+        &["note Zq7Xw2", "Lp9Rt4 thanks", "first half: Zq7Xw2"],
+        "short",
+        "fragment across arguments",
+    );
+    assert_eq!(check(&["Lp9Rt4 is the rest"]), None);
+    assert_eq!(check(&["Lp9Rt4 is the rest", "unrelated"]), None);
+    // And the same call still finds what it holds after a larger one.
+    found(
+        &["x Zq7Xw2", "Lp9Rt4 y"],
+        "short",
+        "fragment across arguments",
+    );
+}

@@ -8,11 +8,49 @@
 //! fragments are k bytes keeps the keys at positions 0, s, 2s, … with s = ⌊(k − 5)/3⌋ (made
 //! prime to 3), so a read position and a kept one meet within any k bytes (by the Chinese
 //! remainder theorem); a short secret keeps every key, a 4 KiB one a few dozen.
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
+};
 
 use super::normalise::folded;
 
 mod joins;
+
+/// A fixed, seedless hash of a key (the splitmix64 finaliser) for the maps of anchors and
+/// grams: a map looked up only after a filter hit, whose keys come from the registered
+/// secrets (a text's keys are only looked up, never added). The same layout in every run:
+/// the default hasher's random seed made the matcher's cost vary from run to run.
+#[derive(Default, Clone, Copy)]
+pub(super) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 30;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^= x >> 27;
+        x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^ (x >> 31)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 ^= u64::from(n);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+/// A map keyed by anchors or grams, hashed with [`KeyHasher`].
+pub(super) type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
 /// The shortest fragment looked for.
 pub(super) const MIN_FRAGMENT: usize = 8;
@@ -113,7 +151,7 @@ pub(super) struct Hit {
 #[derive(Default)]
 pub(super) struct FragmentIndex {
     forms: Vec<Form>,
-    anchors: HashMap<u64, Vec<(u32, u32)>>,
+    anchors: KeyMap<u64, Vec<(u32, u32)>>,
     filter: Vec<u64>,
     /// log2 of the filter's bits.
     bits: u32,

@@ -5,9 +5,7 @@
 //! text's last 4 bytes, or the right text's first 4, are a 4-byte gram of the form at the
 //! join. Every gram of every form is indexed (a bit filter first, as for the keys), so each
 //! text end costs a bit test or two, and only a gram found is extended both ways.
-use std::collections::HashMap;
-
-use super::{FragmentIndex, Hit};
+use super::{FragmentIndex, Hit, KeyMap};
 
 /// Width of a gram.
 const GRAM: usize = 4;
@@ -16,7 +14,7 @@ const FILTER_BITS: u32 = 16;
 /// Every 4-byte gram of every form: (form, position of the gram).
 #[derive(Default)]
 pub(in crate::engine::secrets) struct Grams {
-    at: HashMap<u32, Vec<(u32, u32)>>,
+    at: KeyMap<u32, Vec<(u32, u32)>>,
     filter: Vec<u64>,
 }
 
@@ -34,7 +32,7 @@ impl Grams {
     /// The grams of `forms` (their folded texts, by form id).
     pub(super) fn new<'a>(forms: impl Iterator<Item = &'a [u8]>) -> Grams {
         let mut g = Grams {
-            at: HashMap::new(),
+            at: KeyMap::default(),
             filter: vec![0; (1 << FILTER_BITS) / 64],
         };
         for (id, text) in forms.enumerate() {
