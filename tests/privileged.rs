@@ -1087,18 +1087,57 @@ fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
     std::fs::create_dir_all(&deep).unwrap();
     let file = deep.join("f");
     std::fs::write(&file, "deep").unwrap();
+    let vault = dir.path("vault");
+    std::fs::create_dir_all(dir.path("elsewhere/sub")).unwrap();
+    std::fs::create_dir_all(&vault).unwrap();
     let policy = write_policy(
         &dir,
-        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+        serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret, vault]}}),
     );
-    let audit = dir.path("audit.jsonl");
+    // Indexed: the file is in neither the session's index nor `TREE`, so no walk is needed
+    // to know it is not protected, however deep it lies.
+    let audit = dir.path("audit-indexed.jsonl");
     let out = run_agent(&policy, &audit, &["read", file.to_str().unwrap()]);
+    assert!(stdout(&out).starts_with("OK read"), "{}", stdout(&out));
+    // A directory moved into a protected directory during the session (by this process,
+    // outside it) makes every session walk: then the walk's depth limit holds.
+    let audit = dir.path("audit.jsonl");
+    let go = dir.path("go");
+    let child = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(agent())
+        .args([
+            "waitfile",
+            go.to_str().unwrap(),
+            "+",
+            "read",
+            file.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&audit).is_ok_and(|t| t.contains("session_start")) {
+        assert!(
+            t0.elapsed() < MUST_HAPPEN_WITHIN,
+            "the session did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::rename(dir.path("elsewhere/sub"), dir.path("vault/sub")).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
     let text = stdout(&out);
+    let read = text.lines().nth(1).unwrap_or_default();
     match tier {
         Tier::BpfLsm => {
             // The ancestor walk cannot reach the filesystem root within its limit: fail closed.
             assert!(
-                text.starts_with("FAIL read: Operation not permitted"),
+                read.starts_with("FAIL read: Operation not permitted"),
                 "{text}"
             );
             let k: Vec<_> = records(&audit)
@@ -1110,7 +1149,7 @@ fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
             assert_eq!(k[0]["reason"], "unresolvable");
         }
         // Landlock matches hierarchies and has no depth limit.
-        Tier::Landlock => assert!(text.starts_with("OK read"), "{text}"),
+        Tier::Landlock => assert!(read.starts_with("OK read"), "{text}"),
     }
 }
 

@@ -15,8 +15,20 @@ pub const MAX_EGRESS_RULES: u32 = 64;
 pub const MAX_PROTECTED: u32 = 4096;
 /// Binaries one session's exec allowlist may have.
 pub const MAX_EXEC: u32 = 1024;
-/// Capacity of the `PROTECTED` hash map: protected inodes of all live sessions together.
-pub const MAX_PROTECTED_TOTAL: u32 = 65536;
+/// Capacity of the `PROTECTED` hash map: protected inodes of all live sessions together
+/// (their protected paths and the inodes of their indexed protected directories).
+pub const MAX_PROTECTED_TOTAL: u32 = 131_072;
+/// Inodes one session's protected directories may hold to be indexed (every file and
+/// directory under them entered in `PROTECTED`). A session whose trees hold more is not
+/// indexed: its file checks walk up the dentry parents instead (slower, same verdicts).
+pub const MAX_INDEXED: u32 = 16384;
+/// Capacity of the host-wide `TREE` hash map: the directories of every indexed protected
+/// tree, and the inodes that came into those trees while a session was live.
+pub const MAX_TREE_TOTAL: u32 = 65536;
+/// `TREE`'s value for a directory userspace entered while indexing a session's trees.
+pub const TREE_INDEXED: u32 = 1;
+/// `TREE`'s value for an inode a program marked (it came into an indexed directory).
+pub const TREE_MARKED: u32 = 2;
 /// Capacity of the `EXEC` hash map: exec allowlist entries of all live sessions together.
 pub const MAX_EXEC_TOTAL: u32 = 16384;
 /// Bytes of each session's event ring buffer (a power of two, a multiple of the page size).
@@ -80,11 +92,14 @@ pub enum EventKind {
     MoveMount = 20,
     /// `lsm/sb_umount`: any unmount.
     Umount = 21,
+    /// `lsm/d_instantiate`: keeps the index of protected trees current (`TREE`). It never
+    /// denies, so no event carries this kind; it names the program in the program table.
+    TreeMark = 40,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 21] = [
+    pub const ALL: [EventKind; 22] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -106,6 +121,7 @@ impl EventKind {
         EventKind::Mkdir,
         EventKind::MoveMount,
         EventKind::Umount,
+        EventKind::TreeMark,
     ];
 }
 
@@ -277,6 +293,10 @@ pub struct Config {
     pub off_task_tgid: u64,
     /// offsetof(struct `linux_binprm`, file)
     pub off_bprm_file: u64,
+    /// offsetof(struct inode, `i_mode`)
+    pub off_inode_mode: u64,
+    /// offsetof(struct dentry, `d_flags`)
+    pub off_dentry_flags: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -316,6 +336,12 @@ pub struct SessionInfo {
     /// The session's slot in `EVENTS` (its ring buffer) and `DROPPED` (its drop counter),
     /// below [`MAX_SESSIONS`]; unique among live sessions.
     pub slot: u32,
+    /// 1 when the session's protected directories are not indexed (they hold more than
+    /// [`MAX_INDEXED`] inodes, or `PROTECTED` had no room): its file checks walk up the
+    /// dentry parents of every file.
+    pub file_walk: u32,
+    /// Unused (keeps the size a multiple of 8).
+    pub pad: u32,
 }
 
 /// One allowed destination in the `EGRESS` array map.
@@ -366,11 +392,11 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 88);
+    assert!(core::mem::size_of::<Config>() == 104);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);
-    assert!(core::mem::size_of::<SessionInfo>() == 16);
+    assert!(core::mem::size_of::<SessionInfo>() == 24);
     assert!(core::mem::size_of::<EgressRule>() == 40);
     assert!(core::mem::size_of::<EgressPolicy>() == 8 + 40 * MAX_EGRESS_RULES as usize);
     assert!(SESSION_EVENTS_BYTES.is_power_of_two() && SESSION_EVENTS_BYTES.is_multiple_of(4096));

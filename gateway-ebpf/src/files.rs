@@ -1,5 +1,6 @@
-//! The file programs: protected paths (matched by inode identity while walking up the
-//! dentry chain) and the files of the session's exec allowlist.
+//! The file programs: protected paths (matched by inode identity: the session's index of its
+//! protected trees, and a walk up the dentry chain for what came into them since) and the
+//! files of the session's exec allowlist.
 //!
 //! - `file_open`: opening a protected file or anything under a protected directory; opening
 //!   an exec-listed file or any cgroup file for writing.
@@ -9,12 +10,14 @@
 //!   directory), and a new link inside a protected directory.
 //! - `inode_create`, `inode_mknod`, `inode_symlink`, `inode_mkdir`: creating anything inside
 //!   a protected directory (the new, negative dentry's walk starts at its parent).
+//! - `d_instantiate` (and `inode_rename`, before its decision), for every process: keeping
+//!   the index current (`TREE`), never denying.
 use aya_ebpf::{macros::lsm, programs::LsmContext};
-use gateway_common::{Config, Event, EventKind, MAX_PATH_DEPTH, Reason};
+use gateway_common::{Config, Event, EventKind, MAX_PATH_DEPTH, Reason, TREE_MARKED};
 
 use crate::{
     CONFIG, EPERM, inode_key,
-    maps::{EXEC, PROTECTED},
+    maps::{EXEC, FILE_WALK, PROTECTED, TREE},
     read,
     session::{Session, emit, lsm_session, session_inode},
 };
@@ -22,6 +25,11 @@ use crate::{
 const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
 const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
 const FMODE_WRITE: u32 = 0x2;
+/// `dentry.d_flags`: a dentry reached by a file handle, not (yet) connected to its parents
+/// (the same bit in 6.1 and 6.12).
+const DCACHE_DISCONNECTED: u32 = 0x20;
+const S_IFMT: u32 = 0o170_000;
+const S_IFDIR: u32 = 0o040_000;
 
 // --------------------------------------------------------------------------------------------
 // BPF LSM: file_open
@@ -106,43 +114,163 @@ fn exec_listed(cfg: &Config, session: &Session, dentry: *const u8) -> Result<boo
     Ok(EXEC.get_ptr(session_inode(session, &key)).is_some())
 }
 
-/// Walks from a dentry up to its filesystem root, looking each inode up in `PROTECTED` under
-/// the session. Ok(true): a protected inode was found (recorded in `ev`); Ok(false): none;
-/// Err: something could not be read or the path is deeper than `MAX_PATH_DEPTH`. A negative
-/// dentry (a name that does not exist yet, e.g. a rename target or a file being created) has
-/// no inode of its own: the walk starts at its parent.
+/// Whether a dentry is, or lies under, a protected path of the session. Ok(true): found
+/// (recorded in `ev`); Ok(false): not protected; Err: something could not be read, the path
+/// is deeper than `MAX_PATH_DEPTH` or cannot be walked to its root. A negative dentry (a name
+/// that does not exist yet, e.g. a rename target or a file being created) has no inode of its
+/// own: its parent directory is looked up.
+///
+/// The fast path is one `PROTECTED` lookup of the inode under the session (an indexed
+/// session has every inode of its protected trees there, whatever name reaches it) and one
+/// `TREE` lookup: an inode in neither is not protected. Only an inode `TREE` knows (it came
+/// into an indexed tree during a session), a session that is not indexed, or `FILE_WALK` set,
+/// takes the walk up the dentry parents.
 #[inline(always)]
 fn protected_dentry(
+    cfg: &Config,
+    session: &Session,
+    dentry: *const u8,
+    ev: &mut Event,
+) -> Result<bool, ()> {
+    let mut first = dentry;
+    let mut inode: *const u8 = read(first, cfg.off_dentry_inode)?;
+    if inode.is_null() {
+        first = read(first, cfg.off_dentry_parent)?;
+        inode = read(first, cfg.off_dentry_inode)?;
+        if inode.is_null() {
+            return Err(());
+        }
+    }
+    let key = inode_key(cfg, inode)?;
+    ev.file_ino = key.ino;
+    ev.file_dev = key.dev as u32;
+    if let Some(root) = PROTECTED.get_ptr(session_inode(session, &key)) {
+        // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced
+        // whole (the map is not preallocated), never changed in place.
+        ev.protected_ino = unsafe { *root };
+        return Ok(true);
+    }
+    let walk_all = FILE_WALK.get(0).is_none_or(|w| *w != 0);
+    if session.info.file_walk == 0 && !walk_all && TREE.get_ptr(key).is_none() {
+        return Ok(false);
+    }
+    walk_protected(cfg, session, first, ev)
+}
+
+/// Walks from a positive dentry's parent up to its filesystem root, looking each inode up in
+/// `PROTECTED` under the session (the dentry itself was looked up by the caller). Ok(true): a
+/// protected inode was found (recorded in `ev`); Ok(false): none; Err: something could not be
+/// read, the path is deeper than `MAX_PATH_DEPTH`, or the walk ends at a disconnected dentry
+/// (one reached by a file handle, whose parents the kernel has not connected): its names are
+/// unknown, so it is denied.
+#[inline(always)]
+fn walk_protected(
     cfg: &Config,
     session: &Session,
     mut dentry: *const u8,
     ev: &mut Event,
 ) -> Result<bool, ()> {
-    for depth in 0..MAX_PATH_DEPTH {
-        let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
-        if inode.is_null() {
-            if depth > 0 {
-                return Err(());
-            }
-            dentry = read(dentry, cfg.off_dentry_parent)?;
-            continue;
-        }
-        let key = inode_key(cfg, inode)?;
-        if ev.file_ino == 0 {
-            ev.file_ino = key.ino;
-            ev.file_dev = key.dev as u32;
-        }
-        if PROTECTED.get_ptr(session_inode(session, &key)).is_some() {
-            ev.protected_ino = key.ino;
-            return Ok(true);
-        }
+    for _ in 0..MAX_PATH_DEPTH {
         let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
         if parent == dentry {
-            return Ok(false);
+            let flags: u32 = read(dentry, cfg.off_dentry_flags)?;
+            return if flags & DCACHE_DISCONNECTED == 0 {
+                Ok(false)
+            } else {
+                Err(())
+            };
         }
         dentry = parent;
+        let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
+        if inode.is_null() {
+            return Err(());
+        }
+        let key = inode_key(cfg, inode)?;
+        if let Some(root) = PROTECTED.get_ptr(session_inode(session, &key)) {
+            // SAFETY: as in `protected_dentry`: read at once, values replaced whole.
+            ev.protected_ino = unsafe { *root };
+            return Ok(true);
+        }
     }
     Err(())
+}
+
+// --------------------------------------------------------------------------------------------
+// BPF LSM: keeping the index current (every process on the host)
+// --------------------------------------------------------------------------------------------
+
+/// LSM_HOOK(void, LSM_RET_VOID, d_instantiate, struct dentry *dentry, struct inode *inode):
+/// a name gets its inode (a file, directory, node or symbolic link created, a hard link
+/// made, or a name looked up). In a directory `TREE` knows, the inode is marked, whoever
+/// made it: files made during a session inside a protected directory, by the agent or not,
+/// take the walk. Never denies.
+#[lsm(hook = "d_instantiate")]
+pub fn d_instantiate(ctx: LsmContext) -> i32 {
+    match try_d_instantiate(&ctx) {
+        Ok(()) | Err(()) => 0,
+    }
+}
+
+fn try_d_instantiate(ctx: &LsmContext) -> Result<(), ()> {
+    let cfg = CONFIG.load();
+    let dentry: *const u8 = ctx.arg(0);
+    let inode: *const u8 = ctx.arg(1);
+    if inode.is_null() {
+        return Ok(());
+    }
+    let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
+    if parent == dentry {
+        return Ok(());
+    }
+    let dir: *const u8 = read(parent, cfg.off_dentry_inode)?;
+    if dir.is_null() || TREE.get_ptr(inode_key(&cfg, dir)?).is_none() {
+        return Ok(());
+    }
+    mark(&cfg, inode)
+}
+
+/// Marks an inode in `TREE`; when `TREE` is full, sets `FILE_WALK` (every session walks):
+/// an unmarked inode in a protected directory would be taken for an unprotected one.
+#[inline(always)]
+fn mark(cfg: &Config, inode: *const u8) -> Result<(), ()> {
+    let key = inode_key(cfg, inode)?;
+    if TREE.get_ptr(key).is_some() || TREE.insert(key, TREE_MARKED, 0).is_ok() {
+        return Ok(());
+    }
+    walk_everything();
+    Ok(())
+}
+
+/// Sets `FILE_WALK`.
+#[inline(always)]
+fn walk_everything() {
+    if let Some(w) = FILE_WALK.get_ptr_mut(0) {
+        // SAFETY: a non-null pointer from an array map lookup points at slot 0's value, valid
+        // for the rest of the program run; a plain store of a flag only ever set here.
+        unsafe { *w = 1 };
+    }
+}
+
+/// For `inode_rename`, every process: an inode moved into a directory `TREE` knows is
+/// marked; a directory moved there sets `FILE_WALK` (what lies under it cannot be marked
+/// one by one). `RENAME_EXCHANGE` calls the hook once for each direction.
+#[inline(always)]
+fn mark_moved(ctx: &LsmContext) -> Result<(), ()> {
+    let cfg = CONFIG.load();
+    let new_dir: *const u8 = ctx.arg(2);
+    if new_dir.is_null() || TREE.get_ptr(inode_key(&cfg, new_dir)?).is_none() {
+        return Ok(());
+    }
+    let old_dentry: *const u8 = ctx.arg(1);
+    let inode: *const u8 = read(old_dentry, cfg.off_dentry_inode)?;
+    if inode.is_null() {
+        return Ok(());
+    }
+    let mode: u16 = read(inode, cfg.off_inode_mode)?;
+    if u32::from(mode) & S_IFMT == S_IFDIR {
+        walk_everything();
+    }
+    mark(&cfg, inode)
 }
 
 // --------------------------------------------------------------------------------------------
@@ -230,6 +358,9 @@ pub fn inode_rmdir(ctx: LsmContext) -> i32 {
 /// directory).
 #[lsm(hook = "inode_rename")]
 pub fn inode_rename(ctx: LsmContext) -> i32 {
+    if mark_moved(&ctx).is_err() {
+        walk_everything();
+    }
     deny_protected(
         ctx.arg(4),
         EventKind::Rename,

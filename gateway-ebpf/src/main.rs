@@ -61,6 +61,8 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_file_mode: 0,
     off_task_tgid: 0,
     off_bprm_file: 0,
+    off_inode_mode: 0,
+    off_dentry_flags: 0,
 });
 
 const PTRACE_MODE_ATTACH: u32 = 0x2;

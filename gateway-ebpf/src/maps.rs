@@ -4,11 +4,11 @@
 use aya_ebpf::{
     btf_maps::{ArrayOfMaps, RingBuf},
     macros::{btf_map, map},
-    maps::{CgroupArray, HashMap, PerCpuArray},
+    maps::{Array, CgroupArray, HashMap, PerCpuArray},
 };
 use gateway_common::{
-    EgressPolicy, Event, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SESSION_EVENTS_BYTES,
-    SessionInfo, SessionInode,
+    EgressPolicy, Event, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS,
+    MAX_TREE_TOTAL, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
 };
 
 /// Values are replaced whole by userspace while programs read them: without preallocation
@@ -26,10 +26,13 @@ pub static PARENT: CgroupArray = CgroupArray::with_max_entries(1, 0);
 pub static SESSIONS: HashMap<u64, SessionInfo> =
     HashMap::with_max_entries(MAX_SESSIONS, BPF_F_NO_PREALLOC);
 
-/// Protected files and directories, per session, by (session, kernel dev_t, inode). Value
-/// unused (1).
+/// Protected files and directories, per session, by (session, kernel dev_t, inode): the
+/// policy's protected paths and, for a session whose trees are indexed, every file and
+/// directory under its protected directories when it started. Value: the inode number of the
+/// protected path the entry is for (its own, or the protected directory it lies under), for
+/// the audit record.
 #[map]
-pub static PROTECTED: HashMap<SessionInode, u32> =
+pub static PROTECTED: HashMap<SessionInode, u64> =
     HashMap::with_max_entries(MAX_PROTECTED_TOTAL, BPF_F_NO_PREALLOC);
 
 /// Binaries a session's agent may execute, when its `SessionInfo::exec_enforced`.
@@ -56,3 +59,20 @@ pub static EVENTS: ArrayOfMaps<
 /// userspace sums and audits the total, and zeroes the slot for its next session).
 #[map]
 pub static DROPPED: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_SESSIONS, 0);
+
+/// Host-wide, for every process: the directories of the indexed protected trees of the live
+/// sessions (userspace, value `TREE_INDEXED`), and every inode that came into one of them
+/// while they were indexed (created, linked or moved in, by any process: `d_instantiate`
+/// and `inode_rename` mark it, value `TREE_MARKED`). A session's file check walks up the
+/// dentry parents only for an inode found here; one not found here nor in `PROTECTED` is
+/// not protected. Emptied by userspace when the set has no session left.
+#[map]
+pub static TREE: HashMap<InodeKey, u32> =
+    HashMap::with_max_entries(MAX_TREE_TOTAL, BPF_F_NO_PREALLOC);
+
+/// Slot 0, non-zero: every session's file checks walk up the dentry parents, as for a session
+/// whose trees are not indexed. Set by a program when a directory (whose subtree `TREE`
+/// cannot mark) is moved into an indexed tree, or when `TREE` is full; cleared by userspace
+/// with `TREE`.
+#[map]
+pub static FILE_WALK: Array<u32> = Array::with_max_entries(1, 0);

@@ -252,6 +252,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                     "stale_sessions_removed": programs.cleaned().len(),
                     "open_ms": open_ms,
                     "phases_ms": phases,
+                    "file_index": match ksession.file_index() {
+                        Ok(inodes) => json!({"indexed": inodes}),
+                        Err(why) => json!({"walk": why.to_string()}),
+                    },
                 },
                 "startup_ms": started.elapsed().as_secs_f64() * 1000.0,
                 "tier": tier.as_str(),

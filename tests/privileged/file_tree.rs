@@ -301,3 +301,157 @@ fn agents_cannot_unmount_or_move_mounts() {
         );
     }
 }
+
+/// The records of `audit` from the kernel, whole.
+fn kernel_entries(audit: &Path) -> Vec<serde_json::Value> {
+    records(audit)
+        .into_iter()
+        .filter(|r| r["source"] == "kernel")
+        .collect()
+}
+
+#[test]
+fn a_hard_link_made_before_the_session_to_a_file_under_a_protected_directory() {
+    let tier = tier();
+    let dir = tree("prelink");
+    // Made before the session, from a directory that leads to no protected path.
+    std::fs::hard_link(dir.path("vault/key"), dir.path("free/prelink")).unwrap();
+    let actions: &[&[&str]] = &[&["read", "{}/free/prelink"], &["read", "{}/free/a"]];
+    bare(&dir, actions);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let args = chain(&dir, actions);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_agent(&policy, &audit, &args);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[1].starts_with("OK read"),
+        "an unprotected file:\n{text}"
+    );
+    match tier {
+        Tier::BpfLsm => {
+            // The session's index holds every inode under the protected directory, whatever
+            // name reaches it.
+            assert!(
+                lines[0].starts_with("FAIL read: Operation not permitted"),
+                "{text}"
+            );
+            let k = kernel_entries(&audit);
+            assert_eq!(k.len(), 1, "{k:?}");
+            assert_eq!(
+                (k[0]["hook"].as_str(), k[0]["reason"].as_str()),
+                (Some("lsm/file_open"), Some("protected_path"))
+            );
+            assert_eq!(
+                k[0]["detail"]["protected_path"],
+                dir.path("vault").to_str().unwrap()
+            );
+            let start = &records(&audit)[0];
+            assert!(
+                start["detail"]["program_set"]["file_index"]["indexed"].as_u64() >= Some(2),
+                "{start}"
+            );
+        }
+        Tier::Landlock => {
+            // Landlock matches hierarchies: the other name lies in an allowed tree.
+            note(
+                "tier 2: a hard link made before the session to a file under a protected directory stays readable",
+            );
+            assert!(lines[0].starts_with("OK read"), "{text}");
+        }
+    }
+}
+
+/// Waits until `audit` has its `session_start` record.
+fn wait_for_start(audit: &Path) {
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(audit).is_ok_and(|t| t.contains("session_start")) {
+        assert!(
+            t0.elapsed() < MUST_HAPPEN_WITHIN,
+            "the session did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn what_another_process_puts_in_a_protected_directory_during_the_session_stays_protected() {
+    let tier = tier();
+    let dir = tree("late");
+    std::fs::create_dir_all(dir.path("free/dir")).unwrap();
+    std::fs::write(dir.path("free/dir/f"), "f").unwrap();
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    // The agent waits for `free/go`, which this process (outside the session) makes last.
+    let actions: &[&[&str]] = &[
+        &["waitfile", "{}/free/go"],
+        &["read", "{}/vault/late"],
+        &["read", "{}/vault/moved"],
+        &["read", "{}/vault/newdir/f"],
+        &["read", "{}/vault/dir/f"],
+        &["read", "{}/free/other"],
+    ];
+    let args = chain(&dir, actions);
+    let child = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(agent())
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_start(&audit);
+    // Another process, outside every session: a new file, a file moved in, a new directory
+    // with a file, a directory (with its file) moved in; and a file elsewhere.
+    std::fs::write(dir.path("vault/late"), "late").unwrap();
+    std::fs::rename(dir.path("free/a"), dir.path("vault/moved")).unwrap();
+    std::fs::create_dir(dir.path("vault/newdir")).unwrap();
+    std::fs::write(dir.path("vault/newdir/f"), "f").unwrap();
+    std::fs::rename(dir.path("free/dir"), dir.path("vault/dir")).unwrap();
+    std::fs::write(dir.path("free/other"), "other").unwrap();
+    std::fs::write(dir.path("free/go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), actions.len(), "{text}");
+    assert!(lines[0].starts_with("OK"), "{text}");
+    assert!(lines[5].starts_with("OK read"), "a file outside:\n{text}");
+    let how = match tier {
+        Tier::BpfLsm => "Operation not permitted",
+        // The protected directory has no Landlock rights: nothing in it is readable.
+        Tier::Landlock => "Permission denied",
+    };
+    for (i, line) in lines[1..5].iter().enumerate() {
+        assert!(
+            line.starts_with("FAIL read") && line.contains(how),
+            "read {i} in the protected directory was not denied with `{how}`:\n{text}"
+        );
+    }
+    if tier == Tier::BpfLsm {
+        let k = kernel_entries(&audit);
+        assert_eq!(k.len(), 4, "{k:?}");
+        for r in &k {
+            assert_eq!(
+                (r["hook"].as_str(), r["reason"].as_str()),
+                (Some("lsm/file_open"), Some("protected_path"))
+            );
+            assert_eq!(
+                r["detail"]["protected_path"],
+                dir.path("vault").to_str().unwrap()
+            );
+        }
+    }
+}

@@ -4,17 +4,18 @@ use std::path::{Path, PathBuf};
 
 use aya::{
     Ebpf,
-    maps::{ArrayOfMaps, HashMap, Map, MapData, MapError, PerCpuArray},
+    maps::{Array, ArrayOfMaps, HashMap, Map, MapData, MapError, PerCpuArray},
 };
 use gateway_common::{
-    EgressPolicy, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SessionInfo, SessionInode,
+    EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, MAX_TREE_TOTAL,
+    SessionInfo, SessionInode,
 };
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 7] = [
+pub const PINNED: [&str; 9] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -22,6 +23,8 @@ pub const PINNED: [&str; 7] = [
     "EGRESS",
     "EVENTS",
     "DROPPED",
+    "TREE",
+    "FILE_WALK",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -53,8 +56,9 @@ pub fn pin_path(dir: &Path, name: &str) -> PathBuf {
 pub struct SetMaps {
     /// `SESSIONS`: live sessions by cgroup id.
     pub sessions: HashMap<MapData, u64, SessionInfo>,
-    /// `PROTECTED`: protected inodes, per session.
-    pub protected: HashMap<MapData, SessionInode, u32>,
+    /// `PROTECTED`: protected inodes, per session; the value is the inode number of the
+    /// protected path each lies under (its own for a protected path).
+    pub protected: HashMap<MapData, SessionInode, u64>,
     /// `EXEC`: inodes of the binaries a session's agent may execute.
     pub exec: HashMap<MapData, SessionInode, u32>,
     /// `EGRESS`: each session's egress allowlist and lockdown switch, by cgroup id.
@@ -63,6 +67,11 @@ pub struct SetMaps {
     pub events: ArrayOfMaps<MapData>,
     /// `DROPPED`: per session slot and CPU, the events that did not fit in its ring buffer.
     pub dropped: PerCpuArray<MapData, u64>,
+    /// `TREE`: host-wide, the directories of the indexed protected trees and the inodes the
+    /// programs marked in them.
+    pub tree: HashMap<MapData, InodeKey, u32>,
+    /// `FILE_WALK`: slot 0 non-zero makes every session's file checks walk.
+    pub file_walk: Array<MapData, u32>,
 }
 
 /// Stated capacities, for [`insert_err`].
@@ -71,6 +80,8 @@ pub const SESSIONS_CAPACITY: u32 = MAX_SESSIONS;
 pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
 /// Capacity of `EXEC`, shared by all live sessions.
 pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
+/// Capacity of `TREE`, shared by all live sessions.
+pub const TREE_CAPACITY: u32 = MAX_TREE_TOTAL;
 
 impl SetMaps {
     /// Opens the maps of the set pinned in `dir`.
@@ -86,7 +97,33 @@ impl SetMaps {
             egress: HashMap::try_from(open("EGRESS")?).map_err(map_err("EGRESS"))?,
             events: ArrayOfMaps::try_from(open("EVENTS")?).map_err(map_err("EVENTS"))?,
             dropped: PerCpuArray::try_from(open("DROPPED")?).map_err(map_err("DROPPED"))?,
+            tree: HashMap::try_from(open("TREE")?).map_err(map_err("TREE"))?,
+            file_walk: Array::try_from(open("FILE_WALK")?).map_err(map_err("FILE_WALK"))?,
         })
+    }
+
+    /// With no session left, empties `TREE` and clears `FILE_WALK`: the marks and the
+    /// directories of ended sessions' trees only slow file checks down. Every removal is
+    /// tried; the first failure is the error.
+    pub fn clear_index_if_idle(&mut self) -> Result<(), KernelError> {
+        if !self.session_ids()?.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<InodeKey> = self.tree.keys().flatten().collect();
+        let mut first = None;
+        for k in &keys {
+            if let Err(e) = self.tree.remove(k)
+                && first.is_none()
+            {
+                first = Some(map_err("TREE")(e));
+            }
+        }
+        if let Err(e) = self.file_walk.set(0, 0, 0)
+            && first.is_none()
+        {
+            first = Some(map_err("FILE_WALK")(e));
+        }
+        first.map_or(Ok(()), Err)
     }
 
     /// Session ids (cgroup ids) in `SESSIONS`.

@@ -5,6 +5,7 @@
 //! - [`programs`] — the one table of kernel programs (attach, events, messages, docs)
 //! - [`set`]      — the pinned program set: [`SharedPrograms`] (open, load, adopt, replace)
 //! - [`session`]  — one session's entries in the set: [`Session`] (add, lockdown, remove)
+//! - [`index`]    — a session's index of its protected trees (every inode under them)
 //! - [`enclosing`] — lockdown of the session enclosing a cgroup, by a process that did not add it
 //! - [`loader`]   — loading the object and attaching every program (what the set does once)
 //! - [`maps`]     — the set's maps as userspace holds them
@@ -20,6 +21,7 @@ pub mod btf;
 pub mod enclosing;
 pub mod error;
 pub mod events;
+pub mod index;
 pub mod loader;
 pub mod maps;
 pub mod programs;

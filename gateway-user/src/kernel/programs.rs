@@ -94,7 +94,7 @@ const LOCKDOWN: (Reason, &str) = (
 const EGRESS: &[(Reason, &str)] = &[NOT_ALLOWED, LOCKDOWN];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 21] = [
+pub static PROGRAMS: [Program; 22] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -218,6 +218,17 @@ pub static PROGRAMS: [Program; 21] = [
         payload: Payload::File,
         enforces: "creating a directory inside a protected directory",
         messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/d_instantiate",
+        attach: Attach::Lsm {
+            hook: "d_instantiate",
+            by_params: &[(2, "d_instantiate")],
+        },
+        event: EventKind::TreeMark,
+        payload: Payload::Nothing,
+        enforces: "nothing; for every process, marks each inode that comes into an indexed protected directory (created, linked, looked up), so the file programs know it",
+        messages: &[],
     },
     Program {
         name: "lsm/bprm_check_security",
@@ -432,7 +443,13 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), PROGRAMS.len(), "program names are unique");
         for p in &PROGRAMS {
-            assert!(!p.messages.is_empty(), "{}", p.name);
+            // Every program denies with a reason, but the one that only keeps the index.
+            assert_eq!(
+                p.messages.is_empty(),
+                p.event == EventKind::TreeMark,
+                "{}",
+                p.name
+            );
             assert!(!p.object_programs().is_empty(), "{}", p.name);
         }
         // The loader attaches BPF LSM first, then the cgroup programs.

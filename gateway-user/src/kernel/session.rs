@@ -11,12 +11,14 @@ use std::{
 
 use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
-    EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED, MAX_SESSION_NESTING,
-    MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
+    EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_INDEXED, MAX_PROTECTED,
+    MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
+    TREE_INDEXED,
 };
 
 use super::{
     KernelError, KernelSpec,
+    index::{NotIndexed, index_trees},
     maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, SetMaps, insert_err, map_err},
     set::{SetLock, lock},
 };
@@ -78,6 +80,7 @@ pub struct Session {
     slot: u32,
     protected: Vec<SessionInode>,
     exec: Vec<SessionInode>,
+    index: Result<usize, NotIndexed>,
     maps: Arc<Mutex<SetMaps>>,
     events: Option<RingBuf<MapData>>,
 }
@@ -153,7 +156,7 @@ pub(crate) fn add(
 ) -> Result<Session, KernelError> {
     check_limits(spec)?;
     let id = place.id;
-    let protected = entries(id, &spec.protected_keys());
+    let mut protected = entries(id, &spec.protected_keys());
     let exec = entries(id, &spec.exec_keys());
     let mut egress = EgressPolicy::EMPTY;
     egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
@@ -169,6 +172,26 @@ pub(crate) fn add(
     let mut m = lock(&maps);
     let slot = m.free_slot()?;
     let events = slot_ring(&mut m, slot)?;
+    // Each directory goes in `TREE` before it is listed: the kernel marks what comes into it
+    // from then on.
+    let roots: Vec<&Path> = spec.protected.iter().map(|p| p.path.as_path()).collect();
+    let index = {
+        let tree = &mut m.tree;
+        index_trees(&roots, MAX_INDEXED as usize, |k| {
+            tree.insert(k, TREE_INDEXED, 0).map_err(|_| ())
+        })
+    };
+    // Each entry's value is the inode number of its protected path, for the audit record.
+    let own = spec.protected_keys();
+    let mut indexed: Vec<(SessionInode, u64)> = match &index {
+        Ok(keys) => keys
+            .iter()
+            .filter(|(k, _)| !own.contains(k))
+            .map(|(k, root)| (entries(id, &[*k])[0], *root))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let mut index = index.map(|keys| keys.len());
     let mut raised = false;
     let result = (|| {
         let full = insert_err("SESSIONS", MAX_SESSIONS);
@@ -187,8 +210,19 @@ pub(crate) fn add(
         m.egress.insert(id, egress, 0).map_err(&full)?;
         for k in &protected {
             m.protected
-                .insert(k, 1, 0)
+                .insert(k, k.ino, 0)
                 .map_err(insert_err("PROTECTED", PROTECTED_CAPACITY))?;
+        }
+        // The index is a speed-up: when `PROTECTED` has no room for it, the session walks.
+        if let Some(at) = indexed
+            .iter()
+            .position(|(k, root)| m.protected.insert(k, *root, 0).is_err())
+        {
+            for (k, _) in &indexed[..at] {
+                let _ = m.protected.remove(k);
+            }
+            indexed.clear();
+            index = Err(NotIndexed::MapFull);
         }
         for k in &exec {
             m.exec
@@ -200,11 +234,15 @@ pub(crate) fn add(
             exec_enforced: u32::from(spec.exec_enforced),
             nested: 0,
             slot,
+            file_walk: u32::from(index.is_err()),
+            pad: 0,
         };
         m.sessions.insert(id, info, 0).map_err(&full)
     })();
+    protected.extend(indexed.iter().map(|(k, _)| *k));
     if let Err(e) = result {
         let _ = remove_entries(&mut m, id, &protected, &exec);
+        let _ = m.clear_index_if_idle();
         if raised {
             lower_nested(&mut m, place.top);
         }
@@ -216,6 +254,7 @@ pub(crate) fn add(
         slot,
         protected,
         exec,
+        index,
         maps,
         events: Some(events),
     })
@@ -297,7 +336,13 @@ impl Session {
         if self.place.depth > 1 {
             lower_nested(&mut m, self.place.top);
         }
-        r
+        r.and(m.clear_index_if_idle())
+    }
+
+    /// Whether the session's protected directories are indexed (`Ok`: how many inodes), or
+    /// why not (its file checks then walk up the dentry parents).
+    pub fn file_index(&self) -> Result<usize, &NotIndexed> {
+        self.index.as_ref().copied()
     }
 }
 

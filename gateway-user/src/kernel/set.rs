@@ -376,20 +376,19 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
         return Ok(stale);
     }
     // Their inode entries are found by scanning (a session's own list died with its owner).
-    let scan =
-        |map: &aya::maps::HashMap<aya::maps::MapData, SessionInode, u32>| -> Vec<SessionInode> {
-            map.keys()
-                .flatten()
-                .filter(|k| stale.contains(&k.session))
-                .collect()
-        };
-    let (protected, exec) = (scan(&maps.protected), scan(&maps.exec));
+    let scan = |keys: aya::maps::MapKeys<'_, SessionInode>| -> Vec<SessionInode> {
+        keys.flatten()
+            .filter(|k| stale.contains(&k.session))
+            .collect()
+    };
+    let (protected, exec) = (scan(maps.protected.keys()), scan(maps.exec.keys()));
     for id in &stale {
         let own = |keys: &[SessionInode]| -> Vec<SessionInode> {
             keys.iter().filter(|k| k.session == *id).copied().collect()
         };
         session::remove_entries(maps, *id, &own(&protected), &own(&exec))?;
     }
+    maps.clear_index_if_idle()?;
     Ok(stale)
 }
 
