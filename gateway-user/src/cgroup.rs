@@ -153,29 +153,7 @@ impl AgentCgroup {
     /// Kills every process in the cgroup and its descendants (`cgroup.kill`, kernel >= 5.14;
     /// SIGKILL to each listed pid otherwise), then waits for it to empty.
     pub fn kill_all(&self) -> Result<(), CgroupError> {
-        let kill = self.path.join("cgroup.kill");
-        if fs::write(&kill, "1").is_err() {
-            for pid in self.pids() {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-        for _ in 0..200 {
-            if self.is_empty() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Err(CgroupError::Busy(self.path.clone()))
-    }
-
-    fn is_empty(&self) -> bool {
-        fs::read_to_string(self.path.join("cgroup.events")).map_or_else(
-            |_| self.pids().is_empty(),
-            |s| s.lines().any(|l| l.trim() == "populated 0"),
-        )
+        kill_tree(&self.path)
     }
 
     /// Kills what is left and removes the directory (children first).
@@ -189,6 +167,64 @@ impl AgentCgroup {
         self.kill_all()?;
         remove_tree(&self.path)
     }
+}
+
+/// Kills every process in the cgroup `dir` and below it (`cgroup.kill`, kernel >= 5.14;
+/// SIGKILL to each pid listed in `cgroup.procs`, level by level, otherwise), then waits up
+/// to two seconds for it to empty.
+pub fn kill_tree(dir: &Path) -> Result<(), CgroupError> {
+    if fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        let mut dirs = vec![(0, dir.to_owned())];
+        dirs.extend(descendants(dir, 32));
+        for (_, d) in dirs {
+            let procs = fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse().ok()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+    for _ in 0..200 {
+        if !populated(dir) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(CgroupError::Busy(dir.to_owned()))
+}
+
+/// Session cgroups of `gatewayd run` (`run-<pid>-<ms>`, right under `parent`) whose
+/// gatewayd is gone (killed with SIGKILL, say): what is left in them is killed and they are
+/// removed. Returns their paths. A cgroup that cannot be emptied or removed stays (its
+/// session's entries then stay too: fail closed).
+pub fn sweep_orphans(parent: &Path) -> Vec<PathBuf> {
+    children(parent)
+        .into_iter()
+        .filter(|(_, path)| {
+            run_owner(path).is_some_and(|pid| !pid_alive(pid))
+                && kill_tree(path).is_ok()
+                && remove_tree(path).is_ok()
+        })
+        .map(|(_, path)| path)
+        .collect()
+}
+
+/// The gatewayd that made a `run-<pid>-<ms>` cgroup.
+fn run_owner(path: &Path) -> Option<i32> {
+    let name = path.file_name()?.to_str()?;
+    let (pid, ms) = name.strip_prefix("run-")?.split_once('-')?;
+    ms.parse::<u64>().ok()?;
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
+/// Whether a process with this pid exists.
+fn pid_alive(pid: i32) -> bool {
+    matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Ok(()) | Err(nix::errno::Errno::EPERM)
+    )
 }
 
 /// Removes the cgroup `dir` and every cgroup below it (they must have no processes).
@@ -237,5 +273,21 @@ fn enter(procs: &std::ffi::CStr) -> std::io::Result<()> {
 impl Drop for AgentCgroup {
     fn drop(&mut self) {
         let _ = self.cleanup();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_run_cgroups_name_an_owner() {
+        assert_eq!(
+            run_owner(Path::new("/x/gatewayd/run-42-1700000000000")),
+            Some(42)
+        );
+        for other in ["doctor-42", "run-42", "run-x-1", "run-0-1", "mcp-run-42-1"] {
+            assert_eq!(run_owner(&Path::new("/x").join(other)), None, "{other}");
+        }
     }
 }

@@ -134,6 +134,10 @@ pub struct Ruleset {
     /// Whether signals out of the domain are blocked (ABI >= 6).
     pub scoped_signals: bool,
     protected_inodes: Vec<(u64, u64)>,
+    /// The rights of the rule on `/proc`, granted again in the agent's process on the
+    /// procfs of its PID namespace (another inode than the one the rule was made for); 0:
+    /// no rule on `/proc`.
+    proc_rights: u64,
 }
 
 /// Rights for one path in the allow-everything-else expansion.
@@ -273,6 +277,7 @@ impl Ruleset {
             rules: 0,
             scoped_signals: scoped != 0,
             protected_inodes: Vec::new(),
+            proc_rights: 0,
         })
     }
 
@@ -364,16 +369,46 @@ impl Ruleset {
             return Err(io("add_rule", std::io::Error::last_os_error()));
         }
         self.rules += 1;
+        if path == Path::new("/proc") {
+            self.proc_rights = rights;
+        }
         Ok(())
     }
 
-    /// A closure for `Command::pre_exec`: no new privileges, then restrict the child to the
-    /// ruleset. Only async-signal-safe syscalls.
+    /// A closure for `Command::pre_exec`: the rule on `/proc` again for the procfs mounted
+    /// there now (the agent's PID namespace's), no new privileges, then restrict the child
+    /// to the ruleset. Only async-signal-safe syscalls.
     pub fn restrict_fn(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let fd = self.fd.as_raw_fd();
+        let proc_rights = self.proc_rights;
         move || {
-            // SAFETY: plain syscalls on an fd inherited across fork (valid until exec).
+            // SAFETY: plain syscalls on an fd inherited across fork (valid until exec), a
+            // static path and the packed 12-byte rule on the stack.
             unsafe {
+                if proc_rights != 0 {
+                    let dir = libc::open(
+                        c"/proc".as_ptr(),
+                        libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
+                    );
+                    if dir < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    let mut attr = [0u8; 12];
+                    attr[..8].copy_from_slice(&proc_rights.to_ne_bytes());
+                    attr[8..].copy_from_slice(&dir.to_ne_bytes());
+                    let r = libc::syscall(
+                        libc::SYS_landlock_add_rule,
+                        fd,
+                        RULE_PATH_BENEATH,
+                        attr.as_ptr(),
+                        0,
+                    );
+                    let e = std::io::Error::last_os_error();
+                    libc::close(dir);
+                    if r != 0 {
+                        return Err(e);
+                    }
+                }
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }

@@ -3,9 +3,10 @@
 //! Order: open the audit log → create the cgroup → open the host's shared kernel program set
 //! (loading and pinning it when the host has none) and add this session's entries to it
 //! (refusing to start when the policy requires a piece this kernel lacks) → record the
-//! session start and the tier reached → spawn the agent, which moves itself into the cgroup
-//! before exec, drops root's powers and takes its seccomp filter ([`crate::agent_privileges`]),
-//! and dies with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
+//! session start and the tier reached → spawn the agent, which before exec moves into a PID
+//! namespace of its own below a small init and into the cgroup, drops root's powers and takes
+//! its seccomp filter ([`crate::agent_privileges`]); the init and everything in the namespace
+//! die with gatewayd (`PR_SET_PDEATHSIG`) → forward SIGINT/SIGTERM/SIGHUP/
 //! SIGQUIT; SIGUSR1 turns all of the agent's egress off for the rest of the session (the
 //! kernel's lockdown switch, the same one the Rule of Two uses) → on exit: drain kernel
 //! events, kill what is left in the cgroup, remove the session's entries (the programs stay,

@@ -14,6 +14,9 @@ use super::*;
 const EPERM: i32 = libc::EPERM;
 const EACCES: i32 = libc::EACCES;
 const ENOSYS: i32 = libc::ENOSYS;
+/// gatewayd's pid names no process in the agent's PID namespace.
+const ESRCH: i32 = libc::ESRCH;
+const ENOENT: i32 = libc::ENOENT;
 const SIGSYS: i32 = libc::SIGSYS;
 
 /// The uid of the unprivileged runs (`nobody`; no entry in the user database needed).
@@ -55,8 +58,10 @@ const fn closed(name: &'static str, under: Under, bare_works: bool) -> Closed {
 }
 
 /// Closed for `--user root` (uid 0 without capabilities) at both tiers: by the seccomp
-/// filter, by the empty capability sets, or by the BPF LSM / Landlock.
-const CLOSED_FOR_ROOT: [Closed; 32] = [
+/// filter, by the empty capability sets, by the BPF LSM / Landlock, or by the agent's PID
+/// namespace (gatewayd's pid names nothing there: `ESRCH`, and its `/proc` entries do not
+/// exist: `ENOENT`).
+const CLOSED_FOR_ROOT: [Closed; 33] = [
     closed("mount", Under::Errno(EPERM), true),
     closed("fsopen", Under::Errno(EPERM), true),
     closed("open_tree", Under::Errno(EPERM), true),
@@ -82,13 +87,13 @@ const CLOSED_FOR_ROOT: [Closed; 32] = [
     closed("int80", Under::Killed(SIGSYS), false),
     closed("sethostname", Under::Errno(EPERM), true),
     closed("capset_raise", Under::Errno(EPERM), true),
-    closed("ptrace_parent", Under::Errno(EPERM), true),
-    closed("kill_parent", Under::Errno(EPERM), true),
-    closed("prlimit_parent", Under::Errno(EPERM), true),
-    // The capability module refuses to renice a task that holds more capabilities.
-    closed("renice_parent", Under::Errno(EPERM), true),
-    closed("parent_environ", Under::Errno(EACCES), true),
-    closed("parent_mem", Under::Errno(EPERM), false),
+    closed("ptrace_parent", Under::Errno(ESRCH), true),
+    closed("kill_parent", Under::Errno(ESRCH), true),
+    closed("prlimit_parent", Under::Errno(ESRCH), true),
+    closed("renice_parent", Under::Errno(ESRCH), true),
+    closed("oom_parent", Under::Errno(ENOENT), true),
+    closed("parent_environ", Under::Errno(ENOENT), true),
+    closed("parent_mem", Under::Errno(ESRCH), false),
     // A hard link, made during the session, to a protected file: at tier 1 the link is made
     // but the inode stays unreadable; at tier 2 Landlock refuses the link (`EXDEV`: the
     // new name would have more rights than the protected one).
@@ -104,29 +109,28 @@ const CLOSED_FOR_USER: [Closed; 10] = [
     closed("setuid0", Under::Errno(EPERM), true),
     closed("sethostname", Under::Errno(EPERM), true),
     closed("capset_raise", Under::Errno(EPERM), true),
-    closed("ptrace_parent", Under::Errno(EPERM), true),
-    closed("kill_parent", Under::Errno(EPERM), true),
-    closed("prlimit_parent", Under::Errno(EPERM), true),
-    closed("renice_parent", Under::Errno(EPERM), true),
-    closed("oom_parent", Under::Errno(EACCES), true),
-    closed("parent_environ", Under::Errno(EACCES), true),
-    closed("parent_mem", Under::Errno(EPERM), false),
+    closed("ptrace_parent", Under::Errno(ESRCH), true),
+    closed("kill_parent", Under::Errno(ESRCH), true),
+    closed("prlimit_parent", Under::Errno(ESRCH), true),
+    closed("renice_parent", Under::Errno(ESRCH), true),
+    closed("oom_parent", Under::Errno(ENOENT), true),
+    closed("parent_environ", Under::Errno(ENOENT), true),
+    closed("parent_mem", Under::Errno(ESRCH), false),
 ];
 
-/// Attempts that still work under `gatewayd run --user root`, at the tiers listed; each is
+/// Closed where the kernel has `vm.memfd_noexec` (6.3+), which the agent's PID namespace
+/// sets to 2: the memfd is made non-executable, its exec refused.
+const CLOSED_BY_MEMFD_NOEXEC: Closed = closed("memfd_exec_proc", Under::Errno(EACCES), true);
+
+/// Attempts that still work under `gatewayd run --user root`, at the tiers listed, and
+/// only on kernels without the feature named (`gatewayd doctor --json`), if one is; each is
 /// in docs/KERNEL.md ("What an agent can still do"). The test fails when one is denied.
-const KNOWN_OPEN: [(&str, &[u8], &str); 2] = [
-    (
-        "oom_parent",
-        &[1, 2],
-        "a root agent owns gatewayd's /proc files, so it may raise gatewayd's oom_score_adj; an unprivileged agent may not",
-    ),
-    (
-        "memfd_exec_proc",
-        &[1, 2],
-        "exec of a memfd through /proc/self/fd/N (with no sandbox.exec list, any binary may run anyway)",
-    ),
-];
+const KNOWN_OPEN: [(&str, &[u8], Option<&str>, &str); 1] = [(
+    "memfd_exec_proc",
+    &[1, 2],
+    Some("memfd_noexec"),
+    "exec of a memfd through /proc/self/fd/N on a kernel without vm.memfd_noexec (with no sandbox.exec list, any binary may run anyway)",
+)];
 
 /// Benign counterparts: they must work under gatewayd.
 const BENIGN: [&str; 6] = [
@@ -214,7 +218,11 @@ fn attempts(
         None => Command::new(escape_bin()).args(&args).output().unwrap(),
         Some(u) => {
             let audit = fx.dir.path(&format!("audit-{run}.jsonl"));
-            let out = Command::new(gatewayd())
+            // gatewayd's own pid is the attempts' target (GW_ESCAPE_TARGET): the shell
+            // execs gatewayd, which keeps the shell's pid.
+            let out = Command::new("sh")
+                .args(["-c", "export GW_ESCAPE_TARGET=$$; exec \"$@\"", "sh"])
+                .arg(gatewayd())
                 .args(["run", "--user", u, "--policy"])
                 .arg(fx.policy())
                 .arg("--audit")
@@ -295,13 +303,10 @@ fn escape_attempts_are_denied_for_a_root_agent() {
     let (index, level) = tier_index();
     let fx = Fixture::new();
     let mut list: Vec<Closed> = CLOSED_FOR_ROOT.into_iter().collect();
-    let scoped = doctor()["features"]["landlock_abi"].as_u64().unwrap_or(0) >= 6;
-    if level == 2 && !scoped {
-        // Landlock before ABI 6 cannot scope signals: a root agent may signal gatewayd.
-        list.retain(|c| c.name != "kill_parent");
-        note(
-            "Landlock ABI < 6: kill of gatewayd by a root agent not denied at tier 2; not asserted",
-        );
+    if doctor()["features"]["memfd_noexec"] == true {
+        list.push(CLOSED_BY_MEMFD_NOEXEC);
+    } else {
+        note("no vm.memfd_noexec: memfd exec through /proc/self/fd is listed as open");
     }
     let wrong = check_closed(&fx, &list, "root", index);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
@@ -327,9 +332,12 @@ fn escape_attempts_on_gatewayd_are_denied_for_an_unprivileged_agent() {
 fn known_open_attempts_still_work_and_benign_ones_do() {
     let (_, level) = tier_index();
     let fx = Fixture::new();
+    let features = &doctor()["features"];
     let open: Vec<&str> = KNOWN_OPEN
         .iter()
-        .filter(|(_, tiers, _)| tiers.contains(&level))
+        .filter(|(_, tiers, unless, _)| {
+            tiers.contains(&level) && unless.is_none_or(|f| features[f] != true)
+        })
         .map(|(n, ..)| *n)
         .collect();
     let mut names = open.clone();
@@ -410,7 +418,8 @@ fn the_agent_user_defaults_to_the_sudo_user_and_is_required() {
 }
 
 /// The agent's credentials as /proc reports them: no capability in any set, every
-/// securebit locked, `no_new_privs`, seccomp filtering, its own mount namespace.
+/// securebit locked, `no_new_privs`, seccomp filtering, its own mount namespace, and its own
+/// PID namespace, whose init is its parent and whose procfs is the one it sees.
 #[test]
 fn a_root_agent_has_no_capability_and_its_own_mount_namespace() {
     let _ = tier();
@@ -427,6 +436,7 @@ fn a_root_agent_has_no_capability_and_its_own_mount_namespace() {
         .arg("--")
         .arg(escape_bin())
         .args(["show=/proc/self/status", "link=/proc/self/ns/mnt"])
+        .args(["link=/proc/self/ns/pid"])
         .output()
         .unwrap();
     let text = stdout(&out);
@@ -442,15 +452,88 @@ fn a_root_agent_has_no_capability_and_its_own_mount_namespace() {
     }
     assert_eq!(field("NoNewPrivs"), "1");
     assert_eq!(field("Seccomp"), "2", "filter mode");
-    let host_ns = std::fs::read_link("/proc/self/ns/mnt").unwrap();
-    let agent_ns = text
+    let links: Vec<&str> = text
         .lines()
-        .find_map(|l| l.strip_prefix("link "))
-        .unwrap_or_default();
-    assert!(agent_ns.starts_with("mnt:["), "{text}");
-    assert_ne!(
-        agent_ns,
-        host_ns.display().to_string(),
-        "a mount namespace of its own"
+        .filter_map(|l| l.strip_prefix("link "))
+        .filter(|l| *l != "ok")
+        .collect();
+    assert_eq!(links.len(), 2, "{text}");
+    for (kind, agent_ns) in ["mnt", "pid"].into_iter().zip(links) {
+        let host_ns = std::fs::read_link(format!("/proc/self/ns/{kind}")).unwrap();
+        assert!(agent_ns.starts_with(&format!("{kind}:[")), "{text}");
+        assert_ne!(
+            agent_ns,
+            host_ns.display().to_string(),
+            "a {kind} namespace of its own"
+        );
+    }
+    // Its procfs is its namespace's: one pid level. gw-escape reads it in a child of its
+    // own (pid 3), and gw-escape is the init's first child (pid 2).
+    assert_eq!(
+        field("NSpid"),
+        "3",
+        "one level, the namespace's own numbers"
     );
+    assert_eq!(field("PPid"), "2");
+}
+
+/// `kill(-1, SIGKILL)` reaches every process of the caller's uid (every process, for root);
+/// in the agent's PID namespace it reaches nothing outside. Bare, as a uid of its own, it
+/// kills a bystander of that uid; under gatewayd, as that uid and as root, the bystander and
+/// gatewayd survive (gatewayd records the session's end).
+#[test]
+fn kill_of_every_process_reaches_nothing_outside_the_agents_namespace() {
+    use std::os::unix::process::CommandExt as _;
+    let _ = tier();
+    const UID: u32 = 64_123;
+    let fx = Fixture::new();
+    let bystander = || {
+        Command::new("sleep")
+            .arg("60")
+            .uid(UID)
+            .gid(UID)
+            .spawn()
+            .unwrap()
+    };
+    let dead_soon = |c: &mut std::process::Child| {
+        (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            c.try_wait().unwrap().is_some()
+        })
+    };
+    let mut b = bystander();
+    let out = Command::new(escape_bin())
+        .arg("kill_all")
+        .uid(UID)
+        .gid(UID)
+        .output()
+        .unwrap();
+    assert!(
+        dead_soon(&mut b),
+        "bare, kill(-1) must kill the bystander: {out:?}"
+    );
+    for user in [UID.to_string(), "root".into()] {
+        let mut b = bystander();
+        let audit = fx.dir.path(&format!("kill-all-{user}.jsonl"));
+        let out = Command::new(gatewayd())
+            .args(["run", "--user", &user, "--policy"])
+            .arg(fx.policy())
+            .arg("--audit")
+            .arg(&audit)
+            .arg("--")
+            .arg(escape_bin())
+            .arg("kill_all")
+            .output()
+            .unwrap();
+        assert!(
+            !dead_soon(&mut b),
+            "--user {user}: the bystander was killed"
+        );
+        let _ = b.kill();
+        let _ = b.wait();
+        let end = records(&audit).pop().unwrap();
+        assert_eq!(end["reason"], "session_end", "--user {user}: {end}");
+        // gw-escape itself was among what its attempt killed: the kill was made.
+        assert_eq!(out.status.code(), Some(128 + libc::SIGKILL), "{out:?}");
+    }
 }

@@ -129,3 +129,39 @@ fn cgroup_connect_unix_is_reported_as_the_kernel_loads_it() {
         ));
     }
 }
+
+#[test]
+fn memfd_noexec_is_reported_as_the_kernel_has_it() {
+    let _ = tier();
+    let f = &doctor()["features"];
+    let reported = f["memfd_noexec"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("doctor reports no memfd_noexec: {f}"));
+    // The second way: `MFD_NOEXEC_SEAL` came with the sysctl (Linux 6.3); before it,
+    // memfd_create refuses the unknown flag with EINVAL.
+    const MFD_NOEXEC_SEAL: libc::c_uint = 0x8;
+    // SAFETY: a static name; the fd is closed right after.
+    let fd = unsafe { libc::memfd_create(c"gw-probe".as_ptr(), MFD_NOEXEC_SEAL) };
+    let err = std::io::Error::last_os_error();
+    if fd >= 0 {
+        // SAFETY: the fd just made.
+        unsafe { libc::close(fd) };
+    }
+    if reported {
+        assert!(
+            fd >= 0,
+            "doctor says memfd_noexec exists, MFD_NOEXEC_SEAL refused: {err}"
+        );
+    } else {
+        assert_eq!(
+            fd, -1,
+            "doctor says no memfd_noexec, but MFD_NOEXEC_SEAL works"
+        );
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
+        note(&format!(
+            "vm.memfd_noexec absent (kernel {}): memfd exec through /proc/self/fd stays open \
+             without an exec list; asserted MFD_NOEXEC_SEAL is refused (EINVAL)",
+            f["kernel_release"].as_str().unwrap_or("?")
+        ));
+    }
+}

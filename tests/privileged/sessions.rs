@@ -202,7 +202,7 @@ fn the_next_session_adopts_the_pinned_programs() {
 }
 
 #[test]
-fn a_killed_gatewayds_session_stays_enforced_until_its_cgroup_empties() {
+fn a_killed_gatewayds_session_stays_enforced_until_the_next_start_kills_it() {
     let _ = tier();
     let dir = Scratch::new("crash");
     let (port, rx) = listener("127.0.0.1:0");
@@ -210,58 +210,59 @@ fn a_killed_gatewayds_session_stays_enforced_until_its_cgroup_empties() {
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
     let to = format!("127.0.0.1:{port}");
-    let (mut child, mut out) = spawn_session(
-        &policy,
-        &audit,
-        &[
-            "cgroup",
-            "+",
-            "fork",
-            "+",
-            "waitfile",
-            go.to_str().unwrap(),
-            "+",
-            "send",
-            &to,
-            "x",
-            "+",
-            "cgroup",
-        ],
-    );
+    let (mut child, mut out) = spawn_session(&policy, &audit, &["cgroup", "+", "sleep", "300"]);
     let cgroup = next_line(&mut out);
     assert!(cgroup.contains("0::/gatewayd/run-"), "{cgroup}");
-    let forked = next_line(&mut out);
-    let orphan: i32 = forked
-        .strip_prefix("OK fork: child ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{forked}"));
-    // gatewayd dies without cleaning up; its agent dies with it, the agent's child does not.
+    let start = records(&audit)[0]["detail"].clone();
+    let id = start["cgroup_id"].as_u64().unwrap();
+    let path = PathBuf::from(start["cgroup"].as_str().unwrap());
+    // A process left in the session's cgroup, outside the agent's PID namespace (moved in by
+    // this root test): what the session's entries must go on confining.
+    let mut left = Command::new(agent())
+        .args(["waitfile", go.to_str().unwrap(), "+", "send", &to, "x", "+"])
+        .args(["cgroup", "+", "sleep", "300"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(path.join("cgroup.procs"), left.id().to_string()).unwrap();
+    let mut left_out = BufReader::new(left.stdout.take().unwrap());
+    // gatewayd dies without cleaning up; its agent's PID namespace dies with it.
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(pid_alive(orphan));
-    std::fs::write(&go, "").unwrap();
-    assert!(next_line(&mut out).starts_with("OK waitfile"));
-    let sent = next_line(&mut out);
-    assert!(
-        sent.starts_with("FAIL send: Operation not permitted"),
-        "the pinned programs and the session's entries outlive its gatewayd: {sent}"
-    );
-    assert_eq!(next_line(&mut out), cgroup, "still in the session's cgroup");
-    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
-    for _ in 0..250 {
-        if !pid_alive(orphan) {
+    let procs = |p: &Path| std::fs::read_to_string(p.join("cgroup.procs")).unwrap_or_default();
+    for _ in 0..100 {
+        if procs(&path).trim() == left.id().to_string() {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!pid_alive(orphan));
-    // The owner is dead and the cgroup empty: the next start removes both.
-    let id = records(&audit)[0]["detail"]["cgroup_id"].as_u64().unwrap();
-    let path = records(&audit)[0]["detail"]["cgroup"]
-        .as_str()
-        .map(PathBuf::from)
-        .unwrap();
+    assert_eq!(
+        procs(&path).trim(),
+        left.id().to_string(),
+        "the agent is gone"
+    );
+    std::fs::write(&go, "").unwrap();
+    assert!(next_line(&mut left_out).starts_with("OK waitfile"));
+    let sent = next_line(&mut left_out);
+    assert!(
+        sent.starts_with("FAIL send: Operation not permitted"),
+        "the pinned programs and the session's entries outlive its gatewayd: {sent}"
+    );
+    assert_eq!(
+        next_line(&mut left_out),
+        cgroup,
+        "still in the session's cgroup"
+    );
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    // The owner is dead: the next start kills what is left, removes the cgroup and the
+    // session's entries.
     let programs = gatewayd::kernel::SharedPrograms::open_or_load().unwrap();
+    let status = left.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL),
+        "{status}"
+    );
     assert!(
         !programs.session_ids().unwrap().contains(&id),
         "stale session {id} left in the set"

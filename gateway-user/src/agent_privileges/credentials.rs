@@ -13,8 +13,8 @@
 //! 5. permitted and effective sets cut to the kept capabilities (those of them gatewayd
 //!    holds: a container's root may lack some), inheritable emptied;
 //! 6. `no_new_privs`;
-//! 7. the parent-death signal again (a change of uid clears it), and gatewayd is checked to
-//!    still be the parent.
+//! 7. the parent-death signal again (a change of uid clears it), and the init of the agent's
+//!    PID namespace (pid 1 there) is checked to still be the parent.
 
 /// `SECBIT_*` of `linux/securebits.h`.
 const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
@@ -48,7 +48,8 @@ pub(crate) struct Plan {
     groups: Vec<libc::gid_t>,
     /// Kept capabilities, one bit per number.
     keep: u64,
-    /// gatewayd's pid: the parent the child must still have after the uid change.
+    /// The parent the child must still have after the uid change: the init of its PID
+    /// namespace, pid 1 there (`super::pid_namespace`).
     parent: libc::pid_t,
 }
 
@@ -62,7 +63,7 @@ impl Plan {
                 .iter()
                 .filter(|c| **c < 64)
                 .fold(0, |m, c| m | (1u64 << c)),
-            parent: std::process::id() as libc::pid_t,
+            parent: 1,
         }
     }
 
@@ -147,7 +148,7 @@ impl Plan {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return fail();
             }
-            // gatewayd died while the death signal was cleared: do not run unsupervised.
+            // The init died while the death signal was cleared: do not run unsupervised.
             if libc::getppid() != self.parent {
                 libc::_exit(137);
             }

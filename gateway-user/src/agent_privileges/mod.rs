@@ -7,12 +7,14 @@
 //! 1. a private mount namespace (`unshare(CLONE_NEWNS)`, then `/` made `MS_REC|MS_PRIVATE`),
 //!    so no mount the agent could make propagates to the host; before the cgroup, whose
 //!    `lsm/sb_mount` program would refuse that very mount;
-//! 2. the caller's steps: entering the cgroup, then the tier-2 Landlock ruleset (which
-//!    forbids mounts itself);
-//! 3. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
+//! 2. a PID namespace with a small init at its PID 1 ([`pid_namespace`]), which mounts the
+//!    namespace's `/proc`, sets `vm.memfd_noexec`, enters the cgroup (the caller's step) and
+//!    forks the agent's process, where the steps below run;
+//! 3. the tier-2 Landlock ruleset (which forbids mounts itself);
+//! 4. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
 //!    `no_new_privs`;
-//! 4. the seccomp filter ([`seccomp`]), last, so that nothing above is refused by it.
+//! 5. the seccomp filter ([`seccomp`]), last, so that nothing above is refused by it.
 use std::ffi::CString;
 
 use serde_json::json;
@@ -21,6 +23,7 @@ use crate::policy::{Account, Agent};
 
 pub(crate) mod credentials;
 pub mod names;
+pub(crate) mod pid_namespace;
 pub mod seccomp;
 
 /// Why the agent's user or its privileges could not be settled; nothing was started.
@@ -108,6 +111,7 @@ pub struct AgentPrivileges {
     /// Its home directory (for `HOME`), when the user database has one.
     pub home: Option<String>,
     filter: seccomp::Filter,
+    pid_namespace: pid_namespace::PidNamespace,
     /// The filter for tier 1, until [`AgentPrivileges::leave_to_bpf_lsm`] takes it.
     filter_bpf_lsm: Option<seccomp::Filter>,
 }
@@ -171,6 +175,7 @@ impl AgentPrivileges {
             source,
             home: home.map(|h| h.display().to_string()),
             filter,
+            pid_namespace: pid_namespace::PidNamespace::new(),
             filter_bpf_lsm: Some(filter_bpf_lsm),
         })
     }
@@ -214,14 +219,20 @@ impl AgentPrivileges {
             "capabilities": caps,
             "no_new_privs": true,
             "mount_namespace": "private",
-            "pid_namespace": "not used",
+            "pid_namespace": "own (an init at PID 1, a procfs of its own)",
+            "memfd_noexec": if self.pid_namespace.memfd_noexec() {
+                json!(2)
+            } else {
+                json!("not in this kernel")
+            },
             "seccomp": self.filter.describe(),
         })
     }
 
-    /// For `Command::pre_exec`: the private mount namespace, then `enter` (the cgroup), then
-    /// `between` (the Landlock ruleset, which forbids mounting), then the credentials and the
-    /// seccomp filter. Only async-signal-safe syscalls.
+    /// For `Command::pre_exec`: the private mount namespace, the PID namespace whose init
+    /// runs `enter` (the cgroup), then, in the agent's process, `between` (the Landlock
+    /// ruleset, which forbids mounting), the credentials and the seccomp filter. Only
+    /// async-signal-safe syscalls.
     pub fn pre_exec_fn(
         &self,
         enter: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
@@ -229,9 +240,10 @@ impl AgentPrivileges {
     ) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let creds = credentials::Plan::new(self.uid, self.gid, &self.groups, &self.capabilities);
         let filter = self.filter.clone();
+        let pid_namespace = self.pid_namespace;
         move || {
             private_mount_namespace()?;
-            enter()?;
+            pid_namespace.enter(&enter)?;
             between()?;
             creds.apply()?;
             filter.install()

@@ -8,8 +8,9 @@
 //! NAME killed N         # the process was killed by signal N (31: SIGSYS, a seccomp kill)
 //! ```
 //!
-//! `gw-escape ATTEMPT[=ARG] ...`; the attempts that act on "the parent" act on this
-//! process's parent (gatewayd under `gatewayd run`, the test when run bare). The list is
+//! `gw-escape ATTEMPT[=ARG] ...`; the attempts that act on "the parent" act on the pid in
+//! `GW_ESCAPE_TARGET` (the tests put gatewayd's there), else on this process's parent (the
+//! test when run bare; under `gatewayd run`, the init of the agent's PID namespace). The list is
 //! [`ATTEMPTS`]; `tests/privileged/escape.rs` says what each must do bare and under
 //! gatewayd. std and libc only: the attempt is the syscall, nothing in between.
 // Binaries, tests and benches see every dependency of the package; the lint guards the
@@ -22,7 +23,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 34] = [
+const ATTEMPTS: [(&str, &str); 35] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -90,6 +91,10 @@ const ATTEMPTS: [(&str, &str); 34] = [
     ),
     ("parent_environ", "read /proc/PARENT/environ"),
     ("parent_mem", "process_vm_readv of the parent"),
+    (
+        "kill_all",
+        "kill(-1, SIGKILL): every process this one may signal, itself and its init aside",
+    ),
 ];
 
 /// The outcome of one attempt, as printed.
@@ -396,6 +401,8 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
             };
             check(rc)
         }
+        // SAFETY: the caller chose to kill everything it may signal.
+        "kill_all" => check(unsafe { libc::kill(-1, libc::SIGKILL) }.into()),
         // Not attempts: what the process sees, for the tests' own checks.
         "show" => match std::fs::read_to_string(arg) {
             Ok(text) => {
@@ -500,8 +507,13 @@ fn main() {
         }
         return;
     }
-    // SAFETY: getppid cannot fail.
-    let parent = unsafe { libc::getppid() };
+    let parent = std::env::var("GW_ESCAPE_TARGET")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            // SAFETY: getppid cannot fail.
+            unsafe { libc::getppid() }
+        });
     for a in &args {
         if let Some(name) = a.strip_prefix("report=") {
             // The image a memfd exec started: the attempt worked.

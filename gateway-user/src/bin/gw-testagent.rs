@@ -225,7 +225,7 @@ fn run(action: &[String]) -> Result<String, String> {
                 .parse()
                 .map_err(|_| "killparent: not a signal number".to_string())?;
             // SAFETY: plain syscalls.
-            let r = unsafe { libc::kill(libc::getppid(), sig) };
+            let r = unsafe { libc::kill(parent(), sig) };
             if r != 0 {
                 return Err(std::io::Error::last_os_error().to_string());
             }
@@ -234,7 +234,7 @@ fn run(action: &[String]) -> Result<String, String> {
         "ptraceparent" => {
             // SAFETY: plain syscalls; PTRACE_SEIZE does not stop the tracee.
             unsafe {
-                let ppid = libc::getppid();
+                let ppid = parent();
                 if libc::ptrace(libc::PTRACE_SEIZE, ppid, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error().to_string());
                 }
@@ -246,6 +246,19 @@ fn run(action: &[String]) -> Result<String, String> {
         name if fs_actions::handles(name) => fs_actions::run(name, &action[1..]),
         other => Err(format!("unknown action {other}")),
     }
+}
+
+/// "The parent" of `killparent` and `ptraceparent`: the pid in `GW_TESTAGENT_TARGET` (the
+/// tests put gatewayd's there: under `gatewayd run` the agent's parent is the init of its
+/// PID namespace), else this process's parent.
+fn parent() -> libc::pid_t {
+    std::env::var("GW_TESTAGENT_TARGET")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            // SAFETY: getppid cannot fail.
+            unsafe { libc::getppid() }
+        })
 }
 
 /// A minimal MCP server on stdio (for `gatewayd mcp` tests, in the guest too): `initialize`,

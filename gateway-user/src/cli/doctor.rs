@@ -42,6 +42,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             b.enum_value("bpf_attach_type", "BPF_CGROUP_UNIX_CONNECT")
                 .is_ok_and(|v| v.is_some())
         }),
+        memfd_noexec: std::path::Path::new("/proc/sys/vm/memfd_noexec").exists(),
     };
     let built_with_bpf_lsm = btf.as_ref().ok().map(|b| {
         b.func_param_count(tier1_advice::BPF_LSM_PROBE_FUNCTION)
@@ -146,6 +147,9 @@ struct Features {
     /// The kernel's BTF has the `BPF_CGROUP_UNIX_CONNECT` attach type (`cgroup/connect_unix`
     /// programs, Linux 6.7 and later).
     cgroup_connect_unix: bool,
+    /// The sysctl `vm.memfd_noexec` exists (Linux 6.3 and later): the agent's PID namespace
+    /// sets it to 2, so no memfd is executable there.
+    memfd_noexec: bool,
 }
 
 impl Features {
@@ -159,6 +163,7 @@ impl Features {
             "landlock_abi": self.landlock_abi,
             "landlock_audit": self.landlock_abi.is_some_and(|v| v >= Self::LANDLOCK_AUDIT_ABI),
             "cgroup_connect_unix": self.cgroup_connect_unix,
+            "memfd_noexec": self.memfd_noexec,
         })
     }
 }

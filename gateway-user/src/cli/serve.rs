@@ -39,6 +39,14 @@ pub(super) struct Args {
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     daemon::raise_fd_limit();
+    // What `gatewayd run`s killed with SIGKILL left: their cgroups, and what still runs
+    // there (their entries in the pinned maps go at the next run's start).
+    if let Ok(mount) = gatewayd::cgroup::cgroup2_mount() {
+        let parent = mount.join("gatewayd");
+        if parent.is_dir() {
+            gatewayd::cgroup::sweep_orphans(&parent);
+        }
+    }
     let gid = socket::group_id(&args.group)?;
     let inherited = systemd::inherited_listener()?;
     let socket = socket_path(args.socket, inherited.as_ref())?;

@@ -16,9 +16,11 @@
 //! - removes every other set (older gatewayd versions, renamed sets) once no populated cgroup
 //!   under the parent is outside this set's sessions: their sessions keep their programs
 //!   until they end, so there is no window without enforcement;
+//! - kills and removes the `run-<pid>-<ms>` cgroups whose gatewayd is dead (one killed
+//!   with SIGKILL, say: [`cgroup::sweep_orphans`]);
 //! - removes this set's entries for sessions whose cgroup is gone, and for sessions whose
-//!   owner died and whose cgroup is empty (then removing the cgroup too). A session whose
-//!   owner died but whose cgroup still has processes keeps its entries: fail closed.
+//!   owner died (killing what is left in their cgroup and removing it too). A session whose
+//!   cgroup cannot be emptied or removed keeps its entries: fail closed.
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
     fs::{self, File},
@@ -151,6 +153,7 @@ impl SharedPrograms {
         let parent_id = fs::metadata(&parent).map_err(io("stat", &parent))?.ino();
         let _lock = SetLock::acquire()?;
         phases.done("lock");
+        cgroup::sweep_orphans(&parent);
         let base = Path::new(PIN_BASE);
         let tag = tag();
         let dir = base.join(&tag);
@@ -350,7 +353,7 @@ fn sweep_other_sets(
 }
 
 /// Removes the entries of sessions whose cgroup is gone, and of sessions whose owner is
-/// dead and whose cgroup is empty (removing that cgroup as well). Returns their ids.
+/// dead (killing what is left in the cgroup and removing it as well). Returns their ids.
 fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelError> {
     let ids = maps.session_ids()?;
     if ids.is_empty() {
@@ -364,7 +367,7 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
             Some(path) => {
                 let owner = maps.sessions.get(&id, 0).map_or(0, |i| i.owner_tgid);
                 if !pid_alive(owner)
-                    && !cgroup::populated(path)
+                    && cgroup::kill_tree(path).is_ok()
                     && cgroup::remove_tree(path).is_ok()
                 {
                     stale.push(id);

@@ -26,9 +26,9 @@ const FORWARDED: [fn() -> SignalKind; 4] = [
 pub(super) struct Agent<'a, R> {
     /// Program and arguments.
     pub(super) argv: &'a [String],
-    /// Run in the child before exec: the private mount namespace, the cgroup, tier 2's
-    /// Landlock ruleset, the agent's credentials and its seccomp filter
-    /// (`AgentPrivileges::pre_exec_fn`).
+    /// Run in the child before exec: the private mount namespace, the PID namespace and its
+    /// init, the cgroup, tier 2's Landlock ruleset, the agent's credentials and its seccomp
+    /// filter (`AgentPrivileges::pre_exec_fn`).
     pub(super) confine: R,
     /// Variables added to the agent's environment (its gateway's socket and session).
     pub(super) env: &'a [(&'static str, std::ffi::OsString)],
@@ -55,8 +55,9 @@ where
     cmd.args(&agent.argv[1..]);
     cmd.envs(agent.env.iter().map(|(k, v)| (k, v)));
     // SAFETY: `confine` (`AgentPrivileges::pre_exec_fn`) makes only async-signal-safe
-    // syscalls (unshare, mount, open, write, close, landlock, setgroups/setres[ug]id, capset,
-    // prctl, seccomp), on memory prepared before the fork.
+    // syscalls (unshare, mount, fork, sigprocmask, sigwaitinfo, waitpid, kill, open, write,
+    // close, landlock, setgroups/setres[ug]id, capset, prctl, seccomp), on memory prepared
+    // before the fork.
     unsafe { crate::child::supervise(&mut cmd, agent.confine) };
     let mut child = cmd.spawn().map_err(SpawnError::Spawn)?;
     let pid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
