@@ -15,6 +15,11 @@ pub const MAX_EGRESS_RULES: u32 = 64;
 pub const MAX_PROTECTED: u32 = 4096;
 /// Binaries one session's exec allowlist may have.
 pub const MAX_EXEC: u32 = 1024;
+/// `EXEC` value of a binary the agent may execute (and map executable).
+pub const EXEC_RUN: u32 = 1;
+/// `EXEC` value of a library tree or an ELF interpreter: its files may be mapped executable
+/// (`mmap`/`mprotect` with `PROT_EXEC`) but not executed.
+pub const EXEC_MAP_ONLY: u32 = 2;
 /// Capacity of the `PROTECTED` hash map: protected inodes of all live sessions together.
 pub const MAX_PROTECTED_TOTAL: u32 = 65536;
 /// Capacity of the `EXEC` hash map: exec allowlist entries of all live sessions together.
@@ -80,11 +85,16 @@ pub enum EventKind {
     MoveMount = 20,
     /// `lsm/sb_umount`: any unmount.
     Umount = 21,
+    /// `lsm/mmap_file`: mapping a file executable that is neither an allowed binary nor
+    /// under `sandbox.exec_libs`.
+    MmapExec = 22,
+    /// `lsm/file_mprotect`: making a file mapping executable, on the same terms.
+    MprotectExec = 23,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 21] = [
+    pub const ALL: [EventKind; 23] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -106,6 +116,8 @@ impl EventKind {
         EventKind::Mkdir,
         EventKind::MoveMount,
         EventKind::Umount,
+        EventKind::MmapExec,
+        EventKind::MprotectExec,
     ];
 }
 
@@ -145,11 +157,14 @@ pub enum Reason {
     /// The file is on the session's exec allowlist: the agent may not write, truncate,
     /// replace or delete it.
     ExecListed = 7,
+    /// The executed file has no name left (no link: a memfd, an `O_TMPFILE` file, a deleted
+    /// file): code that is in no file the policy could name.
+    ExecUnlinked = 8,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -157,6 +172,7 @@ impl Reason {
         Reason::SelfProtection,
         Reason::ExecNotAllowed,
         Reason::ExecListed,
+        Reason::ExecUnlinked,
     ];
 
     /// The audit record's `reason` value.
@@ -169,6 +185,7 @@ impl Reason {
             Reason::SelfProtection => "self_protection",
             Reason::ExecNotAllowed => "exec_not_allowed",
             Reason::ExecListed => "exec_listed",
+            Reason::ExecUnlinked => "exec_unlinked",
         }
     }
 }
@@ -277,6 +294,10 @@ pub struct Config {
     pub off_task_tgid: u64,
     /// offsetof(struct `linux_binprm`, file)
     pub off_bprm_file: u64,
+    /// offsetof(struct inode, `i_nlink`)
+    pub off_inode_nlink: u64,
+    /// offsetof(struct `vm_area_struct`, `vm_file`)
+    pub off_vma_file: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -366,7 +387,7 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 88);
+    assert!(core::mem::size_of::<Config>() == 104);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);

@@ -138,7 +138,7 @@ const BENIGN: [&str; 6] = [
     "write",
 ];
 
-fn escape_bin() -> String {
+pub(super) fn escape_bin() -> String {
     std::env::var("GW_ESCAPE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_gw-escape").into())
 }
 
