@@ -12,6 +12,8 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "privileged/code_loading.rs"]
+mod code_loading;
 #[path = "privileged/escape.rs"]
 mod escape;
 #[path = "privileged/features.rs"]

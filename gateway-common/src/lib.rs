@@ -29,6 +29,11 @@ pub const MAX_TREE_TOTAL: u32 = 65536;
 pub const TREE_INDEXED: u32 = 1;
 /// `TREE`'s value for an inode a program marked (it came into an indexed directory).
 pub const TREE_MARKED: u32 = 2;
+/// `EXEC` value of a binary the agent may execute (and map executable).
+pub const EXEC_RUN: u32 = 1;
+/// `EXEC` value of a library tree or an ELF interpreter: its files may be mapped executable
+/// (`mmap`/`mprotect` with `PROT_EXEC`) but not executed.
+pub const EXEC_MAP_ONLY: u32 = 2;
 /// Capacity of the `EXEC` hash map: exec allowlist entries of all live sessions together.
 pub const MAX_EXEC_TOTAL: u32 = 16384;
 /// Bytes of each session's event ring buffer (a power of two, a multiple of the page size).
@@ -95,11 +100,16 @@ pub enum EventKind {
     /// `lsm/d_instantiate`: keeps the index of protected trees current (`TREE`). It never
     /// denies, so no event carries this kind; it names the program in the program table.
     TreeMark = 40,
+    /// `lsm/mmap_file`: mapping a file executable that is neither an allowed binary nor
+    /// under `sandbox.exec_libs`.
+    MmapExec = 22,
+    /// `lsm/file_mprotect`: making a file mapping executable, on the same terms.
+    MprotectExec = 23,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 22] = [
+    pub const ALL: [EventKind; 24] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -122,6 +132,8 @@ impl EventKind {
         EventKind::MoveMount,
         EventKind::Umount,
         EventKind::TreeMark,
+        EventKind::MmapExec,
+        EventKind::MprotectExec,
     ];
 }
 
@@ -161,11 +173,14 @@ pub enum Reason {
     /// The file is on the session's exec allowlist: the agent may not write, truncate,
     /// replace or delete it.
     ExecListed = 7,
+    /// The executed file has no name left (no link: a memfd, an `O_TMPFILE` file, a deleted
+    /// file): code that is in no file the policy could name.
+    ExecUnlinked = 8,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 8] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -173,6 +188,7 @@ impl Reason {
         Reason::SelfProtection,
         Reason::ExecNotAllowed,
         Reason::ExecListed,
+        Reason::ExecUnlinked,
     ];
 
     /// The audit record's `reason` value.
@@ -185,6 +201,7 @@ impl Reason {
             Reason::SelfProtection => "self_protection",
             Reason::ExecNotAllowed => "exec_not_allowed",
             Reason::ExecListed => "exec_listed",
+            Reason::ExecUnlinked => "exec_unlinked",
         }
     }
 }
@@ -297,6 +314,10 @@ pub struct Config {
     pub off_inode_mode: u64,
     /// offsetof(struct dentry, `d_flags`)
     pub off_dentry_flags: u64,
+    /// offsetof(struct inode, `i_nlink`)
+    pub off_inode_nlink: u64,
+    /// offsetof(struct `vm_area_struct`, `vm_file`)
+    pub off_vma_file: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -392,7 +413,7 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 104);
+    assert!(core::mem::size_of::<Config>() == 120);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);

@@ -10,8 +10,10 @@
 //!   the dentry chain; anything unreadable, or a path deeper than `MAX_PATH_DEPTH`, is
 //!   denied), writing or replacing a file of the exec allowlist, and opening any cgroup file
 //!   for writing (the agent may not move itself out of its cgroup or change its settings).
-//! - `bprm_check_security` (BPF LSM): inside a session whose policy lists binaries, deny
-//!   executing anything else (matched by inode).
+//! - The code-loading programs (BPF LSM, `exec.rs`): deny executing a file with no link (a
+//!   memfd, a deleted file) and, inside a session whose policy lists binaries, executing
+//!   anything else (matched by inode) and mapping executable any file that is neither listed
+//!   nor under a library tree.
 //! - `bpf`, `sb_mount`, `move_mount`, `sb_umount`, `ptrace_access_check`, `task_kill` (BPF
 //!   LSM, self-protection): inside a session, deny every `bpf()`, every mount, move of a
 //!   mount and unmount, every ptrace attach and any ptrace read access to the session's
@@ -25,6 +27,7 @@
 #![no_std]
 #![no_main]
 
+mod exec;
 mod files;
 mod maps;
 mod session;
@@ -38,8 +41,8 @@ use aya_ebpf::{
 use gateway_common::{
     AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, MAX_EGRESS_RULES, Reason,
 };
-use maps::{EGRESS, EXEC};
-use session::{current_session, emit, lsm_session, session_inode};
+use maps::EGRESS;
+use session::{current_session, emit, lsm_session};
 
 pub(crate) const EPERM: i32 = 1;
 /// cgroup sock_addr programs: 1 lets the call through, 0 fails it with EPERM.
@@ -63,6 +66,8 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_bprm_file: 0,
     off_inode_mode: 0,
     off_dentry_flags: 0,
+    off_inode_nlink: 0,
+    off_vma_file: 0,
 });
 
 const PTRACE_MODE_ATTACH: u32 = 0x2;
@@ -74,55 +79,6 @@ pub(crate) fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
     // bad address; the pointer is never dereferenced directly. `T` is a plain integer or
     // pointer here, valid for any bit pattern.
     unsafe { bpf_probe_read_kernel(base.wrapping_add(off as usize) as *const T) }.map_err(|_| ())
-}
-
-// --------------------------------------------------------------------------------------------
-// BPF LSM: bprm_check_security (exec allowlist)
-// --------------------------------------------------------------------------------------------
-
-/// LSM_HOOK(int, 0, bprm_check_security, struct linux_binprm *bprm): arg 1 = earlier verdict.
-/// Runs for the executed file and again for a script's interpreter.
-#[lsm(hook = "bprm_check_security")]
-pub fn bprm_check_security(ctx: LsmContext) -> i32 {
-    match try_bprm_check(&ctx) {
-        Ok(ret) | Err(ret) => ret,
-    }
-}
-
-fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
-    let earlier: i32 = ctx.arg(1);
-    if earlier != 0 {
-        return Ok(earlier);
-    }
-    let Some(session) = lsm_session()? else {
-        return Ok(0);
-    };
-    if session.info.exec_enforced == 0 {
-        return Ok(0);
-    }
-    let cfg = CONFIG.load();
-    let bprm: *const u8 = ctx.arg(0);
-    let mut ev = Event::new(EventKind::Exec, Reason::Unresolvable);
-    let key = exec_key(&cfg, bprm).map_err(|()| {
-        emit(&session, ev);
-        -EPERM
-    })?;
-    if EXEC.get_ptr(session_inode(&session, &key)).is_some() {
-        return Ok(0);
-    }
-    ev.reason = Reason::ExecNotAllowed as u32;
-    ev.file_ino = key.ino;
-    ev.file_dev = key.dev as u32;
-    emit(&session, ev);
-    Err(-EPERM)
-}
-
-/// Identity of the file being executed.
-#[inline(always)]
-fn exec_key(cfg: &Config, bprm: *const u8) -> Result<InodeKey, ()> {
-    let file: *const u8 = read(bprm, cfg.off_bprm_file)?;
-    let dentry: *const u8 = read(file, cfg.off_file_dentry)?;
-    inode_key(cfg, read(dentry, cfg.off_dentry_inode)?)
 }
 
 /// An inode's identity: (kernel dev_t of its superblock, inode number).

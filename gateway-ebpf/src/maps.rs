@@ -35,7 +35,9 @@ pub static SESSIONS: HashMap<u64, SessionInfo> =
 pub static PROTECTED: HashMap<SessionInode, u64> =
     HashMap::with_max_entries(MAX_PROTECTED_TOTAL, BPF_F_NO_PREALLOC);
 
-/// Binaries a session's agent may execute, when its `SessionInfo::exec_enforced`.
+/// With a session's `SessionInfo::exec_enforced`: binaries its agent may execute
+/// (`EXEC_RUN`), and library trees and ELF interpreters whose files it may only map
+/// executable (`EXEC_MAP_ONLY`). Any entry is also kept from being written or replaced.
 #[map]
 pub static EXEC: HashMap<SessionInode, u32> =
     HashMap::with_max_entries(MAX_EXEC_TOTAL, BPF_F_NO_PREALLOC);

@@ -121,15 +121,18 @@ const CLOSED_FOR_USER: [Closed; 10] = [
 /// Closed where the kernel has `vm.memfd_noexec` (6.3+), which the agent's PID namespace
 /// sets to 2: the memfd is made non-executable, its exec refused.
 const CLOSED_BY_MEMFD_NOEXEC: Closed = closed("memfd_exec_proc", Under::Errno(EACCES), true);
+/// Without it, closed at tier 1: `lsm/bprm_check_security` refuses to execute a file with no
+/// link (`exec_unlinked`; `code_loading.rs` checks the record).
+const CLOSED_BY_BPRM_CHECK: Closed = closed("memfd_exec_proc", Under::Errno(EPERM), true);
 
 /// Attempts that still work under `gatewayd run --user root`, at the tiers listed, and
 /// only on kernels without the feature named (`gatewayd doctor --json`), if one is; each is
 /// in docs/KERNEL.md ("What an agent can still do"). The test fails when one is denied.
 const KNOWN_OPEN: [(&str, &[u8], Option<&str>, &str); 1] = [(
     "memfd_exec_proc",
-    &[1, 2],
+    &[2],
     Some("memfd_noexec"),
-    "exec of a memfd through /proc/self/fd/N on a kernel without vm.memfd_noexec (with no sandbox.exec list, any binary may run anyway)",
+    "exec of a memfd through /proc/self/fd/N at tier 2 on a kernel without vm.memfd_noexec (with no sandbox.exec list, any binary may run anyway)",
 )];
 
 /// Benign counterparts: they must work under gatewayd.
@@ -142,7 +145,7 @@ const BENIGN: [&str; 6] = [
     "write",
 ];
 
-fn escape_bin() -> String {
+pub(super) fn escape_bin() -> String {
     std::env::var("GW_ESCAPE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_gw-escape").into())
 }
 
@@ -305,6 +308,8 @@ fn escape_attempts_are_denied_for_a_root_agent() {
     let mut list: Vec<Closed> = CLOSED_FOR_ROOT.into_iter().collect();
     if doctor()["features"]["memfd_noexec"] == true {
         list.push(CLOSED_BY_MEMFD_NOEXEC);
+    } else if level == 1 {
+        list.push(CLOSED_BY_BPRM_CHECK);
     } else {
         note("no vm.memfd_noexec: memfd exec through /proc/self/fd is listed as open");
     }

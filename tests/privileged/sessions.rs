@@ -278,6 +278,7 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd::kernel::KernelSpec {
         protected: Vec::new(),
         exec: Vec::new(),
         exec_enforced: false,
+        exec_map: vec![],
         egress: vec![gatewayd::kernel::spec::egress_rule(&cidr, Some(port))],
         require: false,
     }
@@ -521,6 +522,7 @@ fn protected_session(
         protected: protected.to_vec(),
         exec: Vec::new(),
         exec_enforced: false,
+        exec_map: vec![],
         egress: Vec::new(),
         require: false,
     };

@@ -23,7 +23,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 35] = [
+const ATTEMPTS: [(&str, &str); 38] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -67,6 +67,18 @@ const ATTEMPTS: [(&str, &str); 35] = [
         "a memfd holding this program, run through /proc/self/fd/N",
     ),
     ("memfd_mfd_exec", "memfd_create(MFD_EXEC)"),
+    (
+        "deleted_exec",
+        "a copy of this program in the directory ARG, opened, deleted, run through /proc/self/fd/N",
+    ),
+    (
+        "mmap_exec",
+        "mmap the file ARG with PROT_EXEC (what ld.so and LD_PRELOAD do to load code)",
+    ),
+    (
+        "mprotect_exec",
+        "mmap the file ARG readable, then mprotect it to PROT_EXEC",
+    ),
     ("x32", "getpid through the x32 ABI"),
     ("int80", "getpid through int 0x80 (the i386 ABI)"),
     (
@@ -154,6 +166,42 @@ fn memfd_with_self(flags: u32) -> Result<OwnedFd, Outcome> {
     let mut f = std::fs::File::from(fd);
     f.write_all(&me).map_err(|_| errno())?;
     Ok(f.into())
+}
+
+/// Maps the first page of the file at `path` executable: directly, or readable and then
+/// `mprotect`ed to executable.
+fn map_exec(path: &str, through_mprotect: bool) -> Outcome {
+    let Ok(file) = std::fs::File::open(path) else {
+        return errno();
+    };
+    let first = if through_mprotect {
+        libc::PROT_READ
+    } else {
+        libc::PROT_READ | libc::PROT_EXEC
+    };
+    // SAFETY: a fresh private mapping of an open file, unmapped below; nothing reads it.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            first,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return errno();
+    }
+    let outcome = if through_mprotect {
+        // SAFETY: the mapping just made, one page long.
+        check(unsafe { libc::mprotect(addr, 4096, libc::PROT_READ | libc::PROT_EXEC) }.into())
+    } else {
+        Outcome::Ok
+    };
+    // SAFETY: the mapping just made, one page long, not used after this.
+    unsafe { libc::munmap(addr, 4096) };
+    outcome
 }
 
 fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
@@ -286,6 +334,27 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
             }
             Err(e) => e,
         },
+        "deleted_exec" => {
+            let path = format!("{arg}/gw-escape-deleted-{}", std::process::id());
+            if std::fs::copy("/proc/self/exe", &path).is_err() {
+                return errno();
+            }
+            let Ok(file) = std::fs::File::open(&path) else {
+                return errno();
+            };
+            if std::fs::remove_file(&path).is_err() {
+                return errno();
+            }
+            let report = cstr("report=deleted_exec");
+            let argv0 = cstr("gw-escape");
+            let argv = [argv0.as_ptr(), report.as_ptr(), std::ptr::null()];
+            let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+            let proc_path = cstr(&format!("/proc/self/fd/{}", file.as_raw_fd()));
+            // SAFETY: NUL-terminated argument vectors that outlive the call; on success the
+            // new image prints the outcome.
+            unsafe { libc::execve(proc_path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+            errno()
+        }
         "memfd_mfd_exec" => {
             let n = cstr("gw-escape");
             let flags = u64::from(libc::MFD_CLOEXEC) | 0x10; // MFD_EXEC
@@ -295,6 +364,8 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
             ))
             .map_or_else(|e| e, |_| Outcome::Ok)
         }
+        "mmap_exec" => map_exec(arg, false),
+        "mprotect_exec" => map_exec(arg, true),
         "memfd" => memfd_with_self(libc::MFD_CLOEXEC).map_or_else(|e| e, |_| Outcome::Ok),
         "x32" => foreign_abi(true),
         "int80" => foreign_abi(false),

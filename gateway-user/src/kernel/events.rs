@@ -136,6 +136,7 @@ mod tests {
             }],
             exec: vec![],
             exec_enforced: false,
+            exec_map: vec![],
             egress: vec![],
             require: true,
         }

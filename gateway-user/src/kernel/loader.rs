@@ -59,6 +59,8 @@ pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, Kerne
         off_bprm_file: kbtf.member_offset("linux_binprm", "file")?,
         off_inode_mode: kbtf.member_offset("inode", "i_mode")?,
         off_dentry_flags: kbtf.member_offset("dentry", "d_flags")?,
+        off_inode_nlink: kbtf.member_offset("inode", "i_nlink")?,
+        off_vma_file: kbtf.member_offset("vm_area_struct", "vm_file")?,
     };
     // One aya parse of the same bytes, shared by the object load and every BPF LSM
     // program (aya 0.14's `EbpfLoader::new` still parses the file once more itself).

@@ -79,6 +79,14 @@ const EXEC_LISTED: (Reason, &str) = (
     Reason::ExecListed,
     "this file is on the policy's exec allowlist: writing, truncating, replacing or deleting it is denied by the kernel",
 );
+const MAP_NOT_ALLOWED: (Reason, &str) = (
+    Reason::ExecNotAllowed,
+    "mapping this file as executable code is denied: it is neither an allowed binary nor under the policy's library trees (sandbox.exec_libs)",
+);
+const MAP_UNRESOLVABLE: (Reason, &str) = (
+    Reason::Unresolvable,
+    "the kernel could not identify the file being mapped executable, so the mapping is denied",
+);
 const MOUNT: (Reason, &str) = (
     Reason::SelfProtection,
     "mounting, moving a mount and unmounting are denied inside the agent's cgroup",
@@ -94,7 +102,7 @@ const LOCKDOWN: (Reason, &str) = (
 const EGRESS: &[(Reason, &str)] = &[NOT_ALLOWED, LOCKDOWN];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 22] = [
+pub static PROGRAMS: [Program; 24] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -238,17 +246,43 @@ pub static PROGRAMS: [Program; 22] = [
         },
         event: EventKind::Exec,
         payload: Payload::Exec,
-        enforces: "executing a file not in sandbox.exec, when it lists binaries (matched by inode; a script and its interpreter are checked separately)",
+        enforces: "executing a file with no link (a memfd, a deleted file); with sandbox.exec listed, executing anything else (matched by inode; a script and its interpreter are checked separately)",
         messages: &[
             (
                 Reason::ExecNotAllowed,
                 "executing this file is denied: it is not in the policy's exec allowlist",
             ),
             (
+                Reason::ExecUnlinked,
+                "executing a file that has no name (a memfd, a deleted or O_TMPFILE file) is denied by the kernel",
+            ),
+            (
                 Reason::Unresolvable,
                 "the kernel could not identify the executed file, so the exec is denied",
             ),
         ],
+    },
+    Program {
+        name: "lsm/mmap_file",
+        attach: Attach::Lsm {
+            hook: "mmap_file",
+            by_params: &[(4, "mmap_file")],
+        },
+        event: EventKind::MmapExec,
+        payload: Payload::Exec,
+        enforces: "with sandbox.exec listed, mapping a file executable unless it is a listed binary, under sandbox.exec_libs or a listed binary's ELF interpreter (so ld.so and LD_PRELOAD cannot load an unlisted binary)",
+        messages: &[MAP_NOT_ALLOWED, MAP_UNRESOLVABLE],
+    },
+    Program {
+        name: "lsm/file_mprotect",
+        attach: Attach::Lsm {
+            hook: "file_mprotect",
+            by_params: &[(3, "file_mprotect")],
+        },
+        event: EventKind::MprotectExec,
+        payload: Payload::Exec,
+        enforces: "with sandbox.exec listed, making a file mapping executable on the same terms as lsm/mmap_file",
+        messages: &[MAP_NOT_ALLOWED, MAP_UNRESOLVABLE],
     },
     Program {
         name: "lsm/bpf",

@@ -11,9 +11,9 @@ use std::{
 
 use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
-    EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_INDEXED, MAX_PROTECTED,
-    MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
-    TREE_INDEXED,
+    EXEC_MAP_ONLY, EXEC_RUN, EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_INDEXED,
+    MAX_PROTECTED, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo,
+    SessionInode, TREE_INDEXED,
 };
 
 use super::{
@@ -107,7 +107,11 @@ fn entries(id: u64, keys: &[InodeKey]) -> Vec<SessionInode> {
 fn check_limits(spec: &KernelSpec) -> Result<(), KernelError> {
     for (what, count, limit) in [
         ("protected paths", spec.protected.len(), MAX_PROTECTED),
-        ("exec allowlist entries", spec.exec.len(), MAX_EXEC),
+        (
+            "exec allowlist entries, library trees and interpreters",
+            spec.exec.len() + spec.exec_map.len(),
+            MAX_EXEC,
+        ),
         (
             "egress rules with a cidr",
             spec.egress.len(),
@@ -157,7 +161,8 @@ pub(crate) fn add(
     check_limits(spec)?;
     let id = place.id;
     let mut protected = entries(id, &spec.protected_keys());
-    let exec = entries(id, &spec.exec_keys());
+    let run = entries(id, &spec.exec_keys());
+    let map_only = entries(id, &spec.exec_map_keys());
     let mut egress = EgressPolicy::EMPTY;
     egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
     egress.count = spec.egress.len() as u32;
@@ -224,10 +229,12 @@ pub(crate) fn add(
             indexed.clear();
             index = Err(NotIndexed::MapFull);
         }
-        for k in &exec {
-            m.exec
-                .insert(k, 1, 0)
-                .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
+        for (keys, value) in [(&run, EXEC_RUN), (&map_only, EXEC_MAP_ONLY)] {
+            for k in keys {
+                m.exec
+                    .insert(k, value, 0)
+                    .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
+            }
         }
         let info = SessionInfo {
             owner_tgid,
@@ -240,6 +247,7 @@ pub(crate) fn add(
         m.sessions.insert(id, info, 0).map_err(&full)
     })();
     protected.extend(indexed.iter().map(|(k, _)| *k));
+    let exec = [run, map_only].concat();
     if let Err(e) = result {
         let _ = remove_entries(&mut m, id, &protected, &exec);
         let _ = m.clear_index_if_idle();
@@ -363,6 +371,7 @@ mod tests {
             protected: (0..protected).map(inode).collect(),
             exec: (0..exec).map(inode).collect(),
             exec_enforced: exec > 0,
+            exec_map: vec![],
             egress: vec![gateway_common::EgressRule::default(); egress],
             require: false,
         }

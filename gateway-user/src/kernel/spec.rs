@@ -29,6 +29,9 @@ pub struct KernelSpec {
     pub exec: Vec<ProtectedInode>,
     /// The policy lists binaries (`sandbox.exec` non-empty): exec is an allowlist.
     pub exec_enforced: bool,
+    /// With `exec_enforced`: library trees (`sandbox.exec_libs`) and the ELF interpreters of
+    /// the listed binaries, whose files may be mapped executable but not executed.
+    pub exec_map: Vec<ProtectedInode>,
     /// Egress allowlist entries with an address (`cidr`); host-only entries have no kernel form.
     pub egress: Vec<EgressRule>,
     /// `kernel: "require"`: any program that does not load and attach is an error.
@@ -102,6 +105,20 @@ impl KernelSpec {
             &policy.sandbox.exec,
             "exec allowlist entry not allowed by the kernel",
         );
+        let exec_enforced = !policy.sandbox.exec.is_empty();
+        let exec_map = if exec_enforced {
+            let mut trees = policy.sandbox.exec_libs();
+            for bin in &policy.sandbox.exec {
+                if let Some(interp) = crate::landlock::elf_interpreter(bin)
+                    && !trees.contains(&interp)
+                {
+                    trees.push(interp);
+                }
+            }
+            resolve(&trees, "library tree or interpreter not mappable")
+        } else {
+            Vec::new()
+        };
         let egress = policy
             .network
             .egress
@@ -114,8 +131,9 @@ impl KernelSpec {
         let spec = KernelSpec {
             cgroup_dir,
             protected,
-            exec_enforced: !policy.sandbox.exec.is_empty(),
+            exec_enforced,
             exec,
+            exec_map,
             egress,
             require: policy.kernel == KernelMode::Require,
         };
@@ -127,9 +145,20 @@ impl KernelSpec {
         self.protected.iter().map(|p| p.key).collect()
     }
 
-    /// The `EXEC` map's keys.
+    /// The `EXEC` map's keys of binaries the agent may run ([`gateway_common::EXEC_RUN`]).
     pub fn exec_keys(&self) -> Vec<InodeKey> {
         self.exec.iter().map(|p| p.key).collect()
+    }
+
+    /// The `EXEC` map's keys of trees and interpreters that may only be mapped executable
+    /// ([`gateway_common::EXEC_MAP_ONLY`]); a key that is also a listed binary is left out.
+    pub fn exec_map_keys(&self) -> Vec<InodeKey> {
+        let run = self.exec_keys();
+        self.exec_map
+            .iter()
+            .map(|p| p.key)
+            .filter(|k| !run.contains(k))
+            .collect()
     }
 
     /// The protected path with this inode, for audit details.

@@ -56,6 +56,36 @@ pub struct Sandbox {
     /// Binaries the agent may execute.
     #[serde(default)]
     pub exec: Vec<PathBuf>,
+    /// With `exec` listed: the trees whose files may be mapped executable (shared libraries,
+    /// the dynamic loader's search path) without being executable themselves. Absent: the
+    /// system library directories ([`Sandbox::DEFAULT_EXEC_LIBS`] that exist).
+    #[serde(default)]
+    pub exec_libs: Option<Vec<PathBuf>>,
+}
+
+impl Sandbox {
+    /// `exec_libs` when the policy leaves it out.
+    pub const DEFAULT_EXEC_LIBS: [&'static str; 7] = [
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/usr/lib",
+        "/usr/lib32",
+        "/usr/lib64",
+        "/usr/local/lib",
+    ];
+
+    /// The library trees in force: the policy's `exec_libs`, else the defaults that exist.
+    pub fn exec_libs(&self) -> Vec<PathBuf> {
+        match &self.exec_libs {
+            Some(l) => l.clone(),
+            None => Self::DEFAULT_EXEC_LIBS
+                .iter()
+                .map(PathBuf::from)
+                .filter(|p| p.exists())
+                .collect(),
+        }
+    }
 }
 
 /// One allowed network destination.

@@ -33,6 +33,10 @@ impl Policy {
             ("writable", &self.sandbox.writable),
             ("protected", &self.sandbox.protected),
             ("exec", &self.sandbox.exec),
+            (
+                "exec_libs",
+                self.sandbox.exec_libs.as_ref().unwrap_or(&Vec::new()),
+            ),
         ] {
             for (i, p) in paths.iter().enumerate() {
                 if !p.is_absolute() {
