@@ -7,8 +7,9 @@
 //! 1. a private mount namespace (`unshare(CLONE_NEWNS)`, then `/` made `MS_REC|MS_PRIVATE`),
 //!    so no mount the agent could make propagates to the host; before the cgroup, whose
 //!    `lsm/sb_mount` program would refuse that very mount;
-//! 2. the caller's steps: entering the cgroup, then the tier-2 Landlock ruleset (which
-//!    forbids mounts itself);
+//! 2. the caller's steps: entering the cgroup, then at tier 2 the mounts that hide the
+//!    protected paths ([`hide`]; after the cgroup, whose filesystem they make read-only),
+//!    then the tier-2 Landlock ruleset (which forbids mounts itself);
 //! 3. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
 //!    `no_new_privs`;
@@ -20,6 +21,7 @@ use serde_json::json;
 use crate::policy::{Account, Agent};
 
 pub(crate) mod credentials;
+pub mod hide;
 pub mod names;
 pub mod seccomp;
 
@@ -110,6 +112,8 @@ pub struct AgentPrivileges {
     filter: seccomp::Filter,
     /// The filter for tier 1, until [`AgentPrivileges::leave_to_bpf_lsm`] takes it.
     filter_bpf_lsm: Option<seccomp::Filter>,
+    /// Tier 2: the mounts that hide the protected paths ([`AgentPrivileges::hide`]).
+    hiding: hide::Hiding,
 }
 
 impl AgentPrivileges {
@@ -172,6 +176,7 @@ impl AgentPrivileges {
             home: home.map(|h| h.display().to_string()),
             filter,
             filter_bpf_lsm: Some(filter_bpf_lsm),
+            hiding: hide::Hiding::default(),
         })
     }
 
@@ -181,6 +186,11 @@ impl AgentPrivileges {
         if let Some(f) = self.filter_bpf_lsm.take() {
             self.filter = f;
         }
+    }
+
+    /// At tier 2: the mounts that hide the protected paths in the agent's namespace.
+    pub fn hide(&mut self, hiding: hide::Hiding) {
+        self.hiding = hiding;
     }
 
     /// Environment variables the agent gets in place of gatewayd's (`HOME`, `USER`,
@@ -214,13 +224,14 @@ impl AgentPrivileges {
             "capabilities": caps,
             "no_new_privs": true,
             "mount_namespace": "private",
+            "hidden": (!self.hiding.is_empty()).then(|| self.hiding.describe()),
             "pid_namespace": "not used",
             "seccomp": self.filter.describe(),
         })
     }
 
     /// For `Command::pre_exec`: the private mount namespace, then `enter` (the cgroup), then
-    /// `between` (the Landlock ruleset, which forbids mounting), then the credentials and the
+    /// the hiding mounts (tier 2), then `between` (the Landlock ruleset, which forbids mounting), then the credentials and the
     /// seccomp filter. Only async-signal-safe syscalls.
     pub fn pre_exec_fn(
         &self,
@@ -229,9 +240,11 @@ impl AgentPrivileges {
     ) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let creds = credentials::Plan::new(self.uid, self.gid, &self.groups, &self.capabilities);
         let filter = self.filter.clone();
+        let hiding = self.hiding.clone();
         move || {
             private_mount_namespace()?;
             enter()?;
+            hiding.apply()?;
             between()?;
             creds.apply()?;
             filter.install()
