@@ -373,3 +373,30 @@ fn a_hard_link_made_before_the_session_is_reported() {
         }
     }
 }
+
+#[test]
+fn doctor_says_whether_landlock_denials_reach_the_audit_subsystem() {
+    let _ = tier();
+    let v = doctor();
+    let row = &v["landlock denials to audit"];
+    let detail = row["detail"].as_str().unwrap_or_default();
+    let abi = v["features"]["landlock_abi"].as_u64().unwrap_or(0);
+    if abi < u64::from(gatewayd::landlock_audit::AUDIT_ABI) {
+        assert_eq!(row["ok"], false, "{row}");
+        assert!(
+            detail.contains("does not log") || detail.contains("no Landlock"),
+            "{row}"
+        );
+    } else if row["ok"] == false {
+        // Why not: audit off host-wide, or no CAP_AUDIT_READ.
+        assert!(
+            detail.contains("enabled=0") || detail.contains("CAP_AUDIT_READ"),
+            "{row}"
+        );
+    }
+    assert!(
+        detail.contains("does not read this channel yet") || abi < 7,
+        "{row}"
+    );
+    note(&format!("landlock denials to audit: {detail}"));
+}

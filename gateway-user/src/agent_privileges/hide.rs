@@ -138,19 +138,16 @@ impl Hiding {
                 Some(c"mode=0000,size=4k,nr_inodes=2"),
             )?;
         }
+        let hidden = RDONLY | NOSUID | NODEV | NOEXEC;
         for f in &self.files {
-            bind_read_only(c"/dev/null", f, hidden_flags, false)?;
+            bind_read_only(c"/dev/null", f, hidden, false)?;
         }
         for b in &self.read_only {
-            bind_read_only(
-                b,
-                b,
-                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
-                false,
-            )?;
+            // Added to the flags the file's mount has (a `noexec` one stays so).
+            bind_read_only(b, b, RDONLY | NOSUID | NODEV, false)?;
         }
         for t in &self.read_only_trees {
-            bind_read_only(t, t, hidden_flags, true)?;
+            bind_read_only(t, t, hidden, true)?;
         }
         enter_cwd_again()
     }
@@ -181,47 +178,46 @@ fn mount(
     }
 }
 
-/// Binds `source` on `target`, then makes the new mount read-only with `flags`; with
-/// `tree`, the mounts below `source` come along and are made read-only too.
+// Mount attributes (`MOUNT_ATTR_*`, include/uapi/linux/mount.h).
+const RDONLY: u64 = 0x1;
+const NOSUID: u64 = 0x2;
+const NODEV: u64 = 0x4;
+const NOEXEC: u64 = 0x8;
+
+/// Binds `source` on `target`, then adds `attrs` to the new mount (`mount_setattr`, which
+/// keeps the flags it had, such as `noexec`); with `tree`, the mounts below `source` come
+/// along and get `attrs` too.
 fn bind_read_only(
     source: &std::ffi::CStr,
     target: &std::ffi::CStr,
-    flags: libc::c_ulong,
+    attrs: u64,
     tree: bool,
 ) -> std::io::Result<()> {
-    let rec = if tree { libc::MS_REC } else { 0 };
+    let (rec, at_rec) = if tree {
+        (libc::MS_REC, libc::AT_RECURSIVE)
+    } else {
+        (0, 0)
+    };
     mount(Some(source), target, None, libc::MS_BIND | rec, None)?;
-    mount(
-        None,
-        target,
-        None,
-        libc::MS_REMOUNT | libc::MS_BIND | flags,
-        None,
-    )?;
-    if tree {
-        // struct mount_attr { attr_set, attr_clr, propagation, userns_fd } (MOUNT_ATTR_SIZE_VER0).
-        const RDONLY: u64 = 0x1;
-        const NOSUID: u64 = 0x2;
-        const NODEV: u64 = 0x4;
-        const NOEXEC: u64 = 0x8;
-        let attr: [u64; 4] = [RDONLY | NOSUID | NODEV | NOEXEC, 0, 0, 0];
-        // SAFETY: attr is the 32-byte struct mount_attr; target is NUL-terminated. Every
-        // kernel with Landlock (5.13) has mount_setattr (5.12).
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                target.as_ptr(),
-                libc::AT_RECURSIVE,
-                attr.as_ptr(),
-                std::mem::size_of_val(&attr),
-            )
-        };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    // struct mount_attr { attr_set, attr_clr, propagation, userns_fd } (MOUNT_ATTR_SIZE_VER0).
+    let attr: [u64; 4] = [attrs, 0, 0, 0];
+    // SAFETY: attr is the 32-byte struct mount_attr; target is NUL-terminated. Every kernel
+    // with Landlock (5.13) has mount_setattr (5.12).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            at_rec,
+            attr.as_ptr(),
+            std::mem::size_of_val(&attr),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
-    Ok(())
 }
 
 /// `chdir` to the working directory's own path, so that it is looked up again through the
