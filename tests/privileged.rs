@@ -39,6 +39,8 @@ mod gateway;
 mod privileged_mcp;
 #[path = "privileged/sessions.rs"]
 mod sessions;
+#[path = "privileged/tier2_usable.rs"]
+mod tier2_usable;
 
 /// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -784,11 +786,12 @@ fn agent_cannot_weaken_its_own_confinement() {
             }
         }
         Tier::Landlock => {
-            // Tier 2: no BPF LSM. Landlock keeps the agent out of cgroup files, forbids mount
-            // and ptrace outside its domain and (ABI >= 6) signals to gatewayd; the seccomp
-            // filter denies bpf() (no audit record: seccomp reports nothing).
+            // Tier 2: no BPF LSM. The cgroup filesystem is a read-only mount in the agent's
+            // namespace (EROFS); Landlock forbids mount and ptrace outside its domain and
+            // (ABI >= 6) signals to gatewayd; the seccomp filter denies bpf() (no audit
+            // record: seccomp reports nothing).
             denied("bpf", "Operation not permitted");
-            denied("escape", "Permission denied");
+            denied("escape", "Read-only file system");
             for p in [
                 "lsm/bpf",
                 "lsm/sb_mount",
@@ -1075,11 +1078,21 @@ fn protected_paths_cannot_be_deleted_renamed_or_truncated() {
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 7, "{text}");
-    let how = match tier {
-        Tier::BpfLsm => "Operation not permitted",
-        Tier::Landlock => "Permission denied",
+    // Tier 2: the protected file is a mount point (a read-only bind of `/dev/null`), which
+    // cannot be deleted, renamed or replaced (`EBUSY`), nor truncated (not a regular file:
+    // `EINVAL`); the protected directory is an empty tmpfs of mode 0000 (`EACCES`).
+    let how: [&str; 6] = match tier {
+        Tier::BpfLsm => ["Operation not permitted"; 6],
+        Tier::Landlock => [
+            "Device or resource busy",
+            "Permission denied",
+            "Device or resource busy",
+            "Permission denied",
+            "Device or resource busy",
+            "Invalid argument",
+        ],
     };
-    for (i, line) in lines[..6].iter().enumerate() {
+    for (i, (line, how)) in lines[..6].iter().zip(how).enumerate() {
         assert!(
             line.starts_with("FAIL") && line.contains(how),
             "action {i} was not denied with `{how}`:\n{text}"
@@ -1234,10 +1247,11 @@ fn children_in_sub_cgroups_are_still_confined() {
             }
         }
         Tier::Landlock => {
-            // Landlock makes the cgroup filesystem read-only: no sub-cgroup at all.
+            // The cgroup filesystem is a read-only mount in the agent's namespace: no
+            // sub-cgroup at all.
             for l in &lines {
                 assert!(
-                    l.starts_with("FAIL subread: mkdir") && l.contains("Permission denied"),
+                    l.starts_with("FAIL subread: mkdir") && l.contains("Read-only file system"),
                     "{text}"
                 );
             }

@@ -1,24 +1,24 @@
-//! Landlock: the file fallback when BPF LSM is missing (tier 2).
+//! Landlock: the file fallback when BPF LSM is missing (tier 2), and a tool server's own
+//! allowlist (`gatewayd mcp`).
 //!
-//! Landlock is an allowlist of file hierarchies, so "everything except the protected paths"
-//! is approximated (docs/KERNEL.md, "Tier 2"): starting from `/`, every entry that does not lead to a
-//! protected path gets a rule for its whole hierarchy; an entry that does lead to one is
-//! descended into instead; a protected path gets no rule. Consequences (written in
-//! docs/KERNEL.md): the ancestors of a protected path cannot be listed, and entries created in
-//! them after start-up (e.g. a new file directly in `/tmp` when `/tmp/x/.ssh` is protected)
-//! are out of reach; a hard link to a protected file made before start-up, in an allowed
-//! directory, is readable.
+//! For the agent ([`Ruleset::build`]), the protected paths are hidden by mounts in its own
+//! mount namespace ([`crate::agent_privileges::hide`]), so Landlock does not have to
+//! approximate "everything except the protected paths": one rule grants every right beneath
+//! `/`, so every directory lists and files can be made anywhere the user's permissions
+//! allow. With an exec allowlist, `EXECUTE` is left out of that rule and granted on the
+//! listed binaries (and their ELF interpreters) alone. From ABI 6 the domain is also scoped
+//! for signals (the agent cannot signal gatewayd); Landlock itself forbids a sandboxed process
+//! to ptrace anything outside its domain (which also closes `/proc/PID/root` of processes
+//! outside the agent's mount namespace) and to change the mount tree, so the hiding mounts
+//! stay.
 //!
-//! Read-only trees (the cgroup filesystem, so the agent cannot move itself out of its cgroup)
-//! get read rights only. With an exec allowlist, `EXECUTE` is granted on the listed binaries
-//! alone. From ABI 6 the domain is also scoped for signals (the agent cannot signal
-//! gatewayd); Landlock itself forbids a sandboxed process to ptrace anything outside its
-//! domain and to mount.
+//! A tool server's allowlist ([`Ruleset::build_allowlist`]) expands its allowed trees around
+//! the protected paths: every entry that does not lead to a protected path gets a rule for
+//! its whole hierarchy, an entry that does is descended into, a protected path gets none.
 //!
 //! The ruleset is built in gatewayd (files opened `O_PATH`), and the agent's child process
 //! applies it with `landlock_restrict_self` right before exec ([`Ruleset::restrict_fn`]).
 use std::{
-    collections::BTreeMap,
     ffi::CString,
     os::{
         fd::{AsRawFd, FromRawFd, OwnedFd},
@@ -99,13 +99,9 @@ pub enum LandlockError {
     },
 }
 
-/// What the ruleset should allow, from the policy.
+/// What the agent's ruleset should allow, from the policy.
 #[derive(Debug, Clone, Default)]
 pub struct FsPolicy {
-    /// No rights at all under these (files or directories).
-    pub protected: Vec<PathBuf>,
-    /// Read rights only under these.
-    pub read_only: Vec<PathBuf>,
     /// When not empty, the only files that may be executed.
     pub exec: Vec<PathBuf>,
 }
@@ -140,13 +136,6 @@ pub struct Ruleset {
     proc_rights: u64,
 }
 
-/// Rights for one path in the allow-everything-else expansion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Special {
-    Protected,
-    ReadOnly,
-}
-
 /// (device, inode) of each path that exists.
 fn inodes(paths: &[PathBuf]) -> Vec<(u64, u64)> {
     paths
@@ -164,37 +153,20 @@ fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 impl Ruleset {
-    /// Builds the ruleset for `policy`. Paths that do not exist are skipped (the kernel
-    /// layer's start record lists them as warnings already).
+    /// Builds the agent's ruleset for `policy`: every right beneath `/`, but `EXECUTE`
+    /// only on the listed binaries and their ELF interpreters when `policy.exec` lists any.
+    /// Listed paths that do not exist are skipped (the kernel layer's start record lists
+    /// them as warnings already).
     pub fn build(policy: &FsPolicy) -> Result<Ruleset, LandlockError> {
         let abi = abi_version().map_err(LandlockError::Unavailable)?;
         let all = all_fs_rights(abi);
-        let exec_listed = !policy.exec.is_empty();
+        let strip = if policy.exec.is_empty() { 0 } else { EXECUTE };
         let mut rs = Ruleset::create(abi)?;
-        // Landlock ties a file rule to the inode, so a rule on a hard link of a protected
-        // file would open the protected file too: such entries get no rule.
-        let protected = canonical(&policy.protected);
-        rs.protected_inodes = inodes(&protected);
-        let mut special = BTreeMap::new();
-        for p in canonical(&policy.read_only) {
-            special.insert(p, Special::ReadOnly);
-        }
-        for p in protected {
-            special.insert(p, Special::Protected);
-        }
-        let strip = if exec_listed { EXECUTE } else { 0 };
-        rs.expand(Path::new("/"), &special, all & !strip)?;
+        rs.add(Path::new("/"), all & !strip)?;
         // The kernel opens a dynamic binary's ELF interpreter (PT_INTERP) for execution
         // too, so it needs EXECUTE as well (see docs/KERNEL.md for what that allows).
-        let mut exec = canonical(&policy.exec);
-        let interps: Vec<PathBuf> = exec.iter().filter_map(|b| elf_interpreter(b)).collect();
-        exec.extend(canonical(&interps));
-        exec.sort();
-        exec.dedup();
-        for bin in exec {
-            if !special.keys().any(|p| bin.starts_with(p)) {
-                rs.add(&bin, EXECUTE | READ_FILE)?;
-            }
+        for bin in with_interpreters(&policy.exec) {
+            rs.add(&bin, EXECUTE | READ_FILE)?;
         }
         Ok(rs)
     }
@@ -210,10 +182,6 @@ impl Ruleset {
         let mut rs = Ruleset::create(abi)?;
         let protected = canonical(&policy.protected);
         rs.protected_inodes = inodes(&protected);
-        let special: BTreeMap<PathBuf, Special> = protected
-            .iter()
-            .map(|p| (p.clone(), Special::Protected))
-            .collect();
         let all = all_fs_rights(abi);
         let exec = if policy.exec.is_empty() { EXECUTE } else { 0 };
         let read = READ_FILE | READ_DIR | exec;
@@ -228,15 +196,10 @@ impl Ruleset {
                 } else {
                     rights & file_rights(abi)
                 };
-                rs.expand(&tree, &special, rights)?;
+                rs.expand(&tree, &protected, rights)?;
             }
         }
-        let mut bins = canonical(&policy.exec);
-        let interps: Vec<PathBuf> = bins.iter().filter_map(|b| elf_interpreter(b)).collect();
-        bins.extend(canonical(&interps));
-        bins.sort();
-        bins.dedup();
-        for bin in bins {
+        for bin in with_interpreters(&policy.exec) {
             if !protected.iter().any(|p| bin.starts_with(p)) {
                 rs.add(&bin, EXECUTE | READ_FILE)?;
             }
@@ -281,21 +244,18 @@ impl Ruleset {
         })
     }
 
-    /// Grants `rights` on everything under `dir` except the special paths, which are
-    /// descended into or handled by their kind.
+    /// Grants `rights` on everything under `dir` except the protected paths, which get
+    /// nothing; the directories that lead to them are descended into.
     fn expand(
         &mut self,
         dir: &Path,
-        special: &BTreeMap<PathBuf, Special>,
+        protected: &[PathBuf],
         rights: u64,
     ) -> Result<(), LandlockError> {
-        if let Some(kind) = special.get(dir) {
-            if *kind == Special::ReadOnly {
-                self.add(dir, rights & (READ_FILE | READ_DIR))?;
-            }
+        if protected.iter().any(|p| p == dir) {
             return Ok(());
         }
-        if !special.keys().any(|p| p.starts_with(dir)) {
+        if !protected.iter().any(|p| p.starts_with(dir)) {
             return self.add(dir, rights);
         }
         let entries = std::fs::read_dir(dir).map_err(|source| LandlockError::Io {
@@ -310,17 +270,12 @@ impl Ruleset {
                 continue; // its target is reached through its own hierarchy
             }
             if ft.is_dir() {
-                self.expand(&path, special, rights)?;
-            } else if special.get(&path) != Some(&Special::Protected)
+                self.expand(&path, protected, rights)?;
+            } else if !protected.contains(&path)
                 && !std::fs::symlink_metadata(&path)
                     .is_ok_and(|m| self.protected_inodes.contains(&(m.dev(), m.ino())))
             {
-                let r = if special.get(&path) == Some(&Special::ReadOnly) {
-                    READ_FILE
-                } else {
-                    rights
-                };
-                self.add(&path, r & file_rights(self.abi))?;
+                self.add(&path, rights & file_rights(self.abi))?;
             }
         }
         Ok(())
@@ -419,6 +374,16 @@ impl Ruleset {
             Ok(())
         }
     }
+}
+
+/// `bins` and their ELF interpreters, canonical, sorted, without duplicates.
+pub(crate) fn with_interpreters(bins: &[PathBuf]) -> Vec<PathBuf> {
+    let mut all = canonical(bins);
+    let interps: Vec<PathBuf> = all.iter().filter_map(|b| elf_interpreter(b)).collect();
+    all.extend(canonical(&interps));
+    all.sort();
+    all.dedup();
+    all
 }
 
 /// The `PT_INTERP` path of a 64-bit little-endian ELF file, if it has one.

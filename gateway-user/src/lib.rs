@@ -15,7 +15,8 @@
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
 //! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
 //! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
-//! - [`landlock`] — Landlock: ABI probe and the tier-2 file/exec ruleset
+//! - [`landlock`] — Landlock: ABI probe and the tier-2 exec ruleset
+//! - [`landlock_audit`] — whether Landlock's denials could be read from the audit subsystem
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
 //! - [`agent_privileges`] — whom the agent runs as, what it keeps, its seccomp filter
 //! - `child`      — a supervised child: dies with gatewayd, confined before exec
@@ -43,6 +44,7 @@ pub mod engine;
 pub mod hook;
 pub mod kernel;
 pub mod landlock;
+pub mod landlock_audit;
 pub mod mcp;
 pub mod net;
 pub mod policy;

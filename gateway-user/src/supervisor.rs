@@ -29,7 +29,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::{
-    agent_privileges::{AgentPrivileges, PrivilegesError},
+    agent_privileges::{AgentPrivileges, PrivilegesError, hide},
     audit::{
         AuditLog, Decision, Entry, Source,
         writer::{AuditWriter, WriteError},
@@ -168,7 +168,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             policy.sandbox.protected.push(p);
         }
     }
-    let (spec, warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned());
+    let (spec, mut warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned());
     if spec.exec_enforced {
         let resolved = crate::mcp::server::resolve_program(&program);
         let key = resolved
@@ -227,7 +227,17 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         .collect();
     // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
     let ruleset = if Tier::resolve(programs.status(), true) == Tier::CgroupLandlock {
-        landlock_fallback(&policy, &mut pieces)
+        landlock_fallback(&policy, &mut pieces).inspect(|_| {
+            // Landlock grants every path; the protected ones are hidden by mounts instead.
+            let (hiding, links) =
+                hide::Hiding::plan(&policy.sandbox.protected, &policy.sandbox.exec);
+            privileges.hide(hiding);
+            warnings.extend(
+                links
+                    .into_iter()
+                    .map(|(path, message)| kernel::spec::SpecWarning { path, message }),
+            );
+        })
     } else {
         None
     };
@@ -415,8 +425,6 @@ fn landlock_fallback(
     pieces: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Option<landlock::Ruleset> {
     let fs = landlock::FsPolicy {
-        protected: policy.sandbox.protected.clone(),
-        read_only: vec![PathBuf::from("/sys/fs/cgroup")],
         exec: policy.sandbox.exec.clone(),
     };
     match landlock::Ruleset::build(&fs) {

@@ -95,8 +95,8 @@ const CLOSED_FOR_ROOT: [Closed; 33] = [
     closed("parent_environ", Under::Errno(ENOENT), true),
     closed("parent_mem", Under::Errno(ESRCH), false),
     // A hard link, made during the session, to a protected file: at tier 1 the link is made
-    // but the inode stays unreadable; at tier 2 Landlock refuses the link (`EXDEV`: the
-    // new name would have more rights than the protected one).
+    // but the inode stays unreadable; at tier 2 the file is hidden under a bind mount of
+    // `/dev/null`, and a link from a mount to another directory crosses mounts (`EXDEV`).
     Closed {
         name: "hardlink_read",
         under: [Under::Errno(EPERM), Under::Errno(libc::EXDEV)],
@@ -160,8 +160,7 @@ impl Fixture {
         std::fs::write(dir.path("secret"), "top secret").unwrap();
         std::fs::write(dir.path("other"), "harmless").unwrap();
         std::fs::create_dir_all(dir.path("mnt")).unwrap();
-        // A directory that holds nothing protected (at tier 2 an ancestor of a protected
-        // path can be neither listed nor written into).
+        // A directory that holds nothing protected, for the files the attempts make.
         std::fs::create_dir_all(dir.path("work")).unwrap();
         Fixture { dir }
     }

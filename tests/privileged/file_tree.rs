@@ -146,18 +146,19 @@ fn protected_paths_cannot_be_linked_or_created_in() {
             assert!(verify(&audit).status.success());
         }
         Tier::Landlock => {
-            // The protected file and directory get no Landlock rights: a link from them to
-            // another directory needs REFER on both sides (EXDEV), and a link or anything
-            // else made in the directory needs a MAKE_* right on it (EACCES).
+            // The protected file is hidden under a read-only bind mount of `/dev/null`: a
+            // link from it to another directory crosses mounts (`EXDEV`). The protected
+            // directory is hidden under an empty read-only tmpfs of mode 0000: nothing in it
+            // can be looked up or made (`EACCES`).
             for (i, line) in lines[..DENIED.len()].iter().enumerate() {
-                let how = if i < 2 {
+                let how = if i < 1 {
                     "Invalid cross-device link"
                 } else {
                     "Permission denied"
                 };
                 assert!(
                     line.starts_with("FAIL") && line.contains(how),
-                    "action {i} was not denied by Landlock with `{how}`:\n{text}"
+                    "action {i} was not denied by the hiding mounts with `{how}`:\n{text}"
                 );
             }
         }
@@ -223,10 +224,22 @@ fn exec_listed_files_cannot_be_written_or_replaced() {
             assert_eq!(kernel_records(&audit), want);
         }
         Tier::Landlock => {
-            // Landlock grants the listed binaries EXECUTE on top of the rights of their
-            // directory: it does not keep the agent from changing them.
-            note("tier 2: files on the exec allowlist are not protected against writes");
-            assert!(lines[0].starts_with("OK write"), "{text}");
+            // Each listed file is a read-only bind mount onto itself in the agent's mount
+            // namespace: writing and truncating it fail (`EROFS`), replacing and deleting a
+            // mount point fail (`EBUSY`). No audit record (no program saw it).
+            let want = [
+                "Read-only file system",
+                "Read-only file system",
+                "Device or resource busy",
+                "Device or resource busy",
+            ];
+            for (i, (line, how)) in lines[..4].iter().zip(want).enumerate() {
+                assert!(
+                    line.starts_with("FAIL") && line.contains(how),
+                    "action {i} on an exec-listed file was not denied with `{how}`:\n{text}"
+                );
+            }
+            assert_eq!(std::fs::read_to_string(&tool).unwrap(), "#!/bin/sh\n");
         }
     }
 }

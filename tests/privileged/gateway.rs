@@ -289,8 +289,9 @@ fn a_kernel_denial_of_a_protected_file_counts_toward_the_rule_of_two() {
         }
         super::Tier::Landlock => {
             note(
-                "tier 2: Landlock denied the protected open but reports nothing to gatewayd, \
-                 so it did not count toward the Rule of Two: the sends_out call was allowed",
+                "tier 2: the protected open was refused (the file is hidden by a mount) but \
+                 nothing reports it to gatewayd, so it did not count toward the Rule of Two: \
+                 the sends_out call was allowed",
             );
             let mail = answer(lines[3]);
             assert_eq!(mail["result"]["decision"], "allow", "{text}");

@@ -10,7 +10,9 @@
 //! 2. a PID namespace with a small init at its PID 1 ([`pid_namespace`]), which mounts the
 //!    namespace's `/proc`, sets `vm.memfd_noexec`, enters the cgroup (the caller's step) and
 //!    forks the agent's process, where the steps below run;
-//! 3. the tier-2 Landlock ruleset (which forbids mounts itself);
+//! 3. at tier 2 the mounts that hide the protected paths ([`hide`]; after the cgroup, whose
+//!    filesystem they make read-only), then the tier-2 Landlock ruleset (which forbids
+//!    mounts itself);
 //! 4. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
 //!    `no_new_privs`;
@@ -22,6 +24,7 @@ use serde_json::json;
 use crate::policy::{Account, Agent};
 
 pub(crate) mod credentials;
+pub mod hide;
 pub mod names;
 pub(crate) mod pid_namespace;
 pub mod seccomp;
@@ -114,6 +117,8 @@ pub struct AgentPrivileges {
     pid_namespace: pid_namespace::PidNamespace,
     /// The filter for tier 1, until [`AgentPrivileges::leave_to_bpf_lsm`] takes it.
     filter_bpf_lsm: Option<seccomp::Filter>,
+    /// Tier 2: the mounts that hide the protected paths ([`AgentPrivileges::hide`]).
+    hiding: hide::Hiding,
 }
 
 impl AgentPrivileges {
@@ -177,6 +182,7 @@ impl AgentPrivileges {
             filter,
             pid_namespace: pid_namespace::PidNamespace::new(),
             filter_bpf_lsm: Some(filter_bpf_lsm),
+            hiding: hide::Hiding::default(),
         })
     }
 
@@ -186,6 +192,11 @@ impl AgentPrivileges {
         if let Some(f) = self.filter_bpf_lsm.take() {
             self.filter = f;
         }
+    }
+
+    /// At tier 2: the mounts that hide the protected paths in the agent's namespace.
+    pub fn hide(&mut self, hiding: hide::Hiding) {
+        self.hiding = hiding;
     }
 
     /// Environment variables the agent gets in place of gatewayd's (`HOME`, `USER`,
@@ -219,6 +230,7 @@ impl AgentPrivileges {
             "capabilities": caps,
             "no_new_privs": true,
             "mount_namespace": "private",
+            "hidden": (!self.hiding.is_empty()).then(|| self.hiding.describe()),
             "pid_namespace": "own (an init at PID 1, a procfs of its own)",
             "memfd_noexec": if self.pid_namespace.memfd_noexec() {
                 json!(2)
@@ -230,9 +242,9 @@ impl AgentPrivileges {
     }
 
     /// For `Command::pre_exec`: the private mount namespace, the PID namespace whose init
-    /// runs `enter` (the cgroup), then, in the agent's process, `between` (the Landlock
-    /// ruleset, which forbids mounting), the credentials and the seccomp filter. Only
-    /// async-signal-safe syscalls.
+    /// runs `enter` (the cgroup), then, in the agent's process, the hiding mounts (tier 2),
+    /// `between` (the Landlock ruleset, which forbids mounting), the credentials and the
+    /// seccomp filter. Only async-signal-safe syscalls.
     pub fn pre_exec_fn(
         &self,
         enter: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
@@ -241,9 +253,11 @@ impl AgentPrivileges {
         let creds = credentials::Plan::new(self.uid, self.gid, &self.groups, &self.capabilities);
         let filter = self.filter.clone();
         let pid_namespace = self.pid_namespace;
+        let hiding = self.hiding.clone();
         move || {
             private_mount_namespace()?;
             pid_namespace.enter(&enter)?;
+            hiding.apply()?;
             between()?;
             creds.apply()?;
             filter.install()

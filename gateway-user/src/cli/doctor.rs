@@ -88,6 +88,10 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             cg.remove()?;
         }
     }
+    rows.push((
+        "landlock denials to audit".into(),
+        gatewayd::landlock_audit::probe(abi.as_ref().ok().copied()),
+    ));
     rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
         rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
