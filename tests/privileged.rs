@@ -35,6 +35,8 @@ mod gateway;
 mod privileged_mcp;
 #[path = "privileged/sessions.rs"]
 mod sessions;
+#[path = "privileged/unix_sockets.rs"]
+mod unix_sockets;
 
 /// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,8 @@
 //! Read-only trees (the cgroup filesystem, so the agent cannot move itself out of its cgroup)
 //! get read rights only. With an exec allowlist, `EXECUTE` is granted on the listed binaries
 //! alone. From ABI 6 the domain is also scoped for signals (the agent cannot signal
-//! gatewayd); Landlock itself forbids a sandboxed process to ptrace anything outside its
+//! gatewayd) and for abstract Unix sockets (it cannot reach one made outside its domain;
+//! path-named sockets have no Landlock right up to ABI 7, see docs/KERNEL.md); Landlock itself forbids a sandboxed process to ptrace anything outside its
 //! domain and to mount.
 //!
 //! The ruleset is built in gatewayd (files opened `O_PATH`), and the agent's child process
@@ -34,6 +35,7 @@ const READ_FILE: u64 = 1 << 2;
 const READ_DIR: u64 = 1 << 3;
 const TRUNCATE: u64 = 1 << 14;
 const IOCTL_DEV: u64 = 1 << 15;
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
 const SCOPE_SIGNAL: u64 = 1 << 1;
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
 const RULE_PATH_BENEATH: libc::c_int = 1;
@@ -131,7 +133,8 @@ pub struct Ruleset {
     pub abi: u32,
     /// How many rules it holds (for the audit record).
     pub rules: usize,
-    /// Whether signals out of the domain are blocked (ABI >= 6).
+    /// Whether signals out of the domain, and connecting or sending to abstract Unix sockets
+    /// made outside it, are blocked (both scopes come with ABI 6).
     pub scoped_signals: bool,
     protected_inodes: Vec<(u64, u64)>,
 }
@@ -240,11 +243,15 @@ impl Ruleset {
         Ok(rs)
     }
 
-    /// A ruleset that handles every filesystem right of `abi` (and scopes signals from ABI
-    /// 6), with no rule yet.
+    /// A ruleset that handles every filesystem right of `abi` (and, from ABI 6, scopes
+    /// signals and abstract Unix sockets to the domain), with no rule yet.
     fn create(abi: u32) -> Result<Ruleset, LandlockError> {
         let all = all_fs_rights(abi);
-        let scoped = if abi >= 6 { SCOPE_SIGNAL } else { 0 };
+        let scoped = if abi >= 6 {
+            SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
+        } else {
+            0
+        };
         let attr = [all, 0, scoped];
         let size = match abi {
             1..=3 => 8,

@@ -417,7 +417,7 @@ fn landlock_fallback(
     match landlock::Ruleset::build(&fs) {
         Ok(rs) => {
             let signals = if rs.scoped_signals {
-                ", signals scoped"
+                ", signals and abstract Unix sockets scoped"
             } else {
                 ""
             };

@@ -278,6 +278,8 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd::kernel::KernelSpec {
         exec: Vec::new(),
         exec_enforced: false,
         egress: vec![gatewayd::kernel::spec::egress_rule(&cidr, Some(port))],
+        unix_paths: Vec::new(),
+        unix_names: Vec::new(),
         require: false,
     }
 }
@@ -521,6 +523,8 @@ fn protected_session(
         exec: Vec::new(),
         exec_enforced: false,
         egress: Vec::new(),
+        unix_paths: Vec::new(),
+        unix_names: Vec::new(),
         require: false,
     };
     let added = programs.add_session(&spec, std::process::id());

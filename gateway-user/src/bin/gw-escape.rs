@@ -15,6 +15,9 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "gw-escape/unix.rs"]
+mod unix;
+
 use std::{
     ffi::CString,
     io::Write as _,
@@ -22,7 +25,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 34] = [
+const ATTEMPTS: [(&str, &str); 40] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -90,6 +93,27 @@ const ATTEMPTS: [(&str, &str); 34] = [
     ),
     ("parent_environ", "read /proc/PARENT/environ"),
     ("parent_mem", "process_vm_readv of the parent"),
+    (
+        "unix_connect",
+        "connect a Unix stream socket to ARG (a path)",
+    ),
+    (
+        "unix_connect_listed",
+        "connect a Unix stream socket to ARG (a path the policy lists)",
+    ),
+    (
+        "unix_connect_abstract",
+        "connect a Unix stream socket to ARG (@abstract-name)",
+    ),
+    ("unix_send", "send a datagram to ARG (a path)"),
+    (
+        "unix_send_abstract",
+        "send a datagram to ARG (@abstract-name)",
+    ),
+    (
+        "unix_pair",
+        "a datagram and a stream socketpair, one message through each",
+    ),
 ];
 
 /// The outcome of one attempt, as printed.
@@ -420,6 +444,9 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
             }
             std::fs::read(dst).map_or_else(|_| errno(), |_| Outcome::Ok)
         }
+        "unix_connect" | "unix_connect_listed" | "unix_connect_abstract" => unix::connect(arg),
+        "unix_send" | "unix_send_abstract" => unix::send(arg),
+        "unix_pair" => unix::pair(),
         _ => Outcome::Errno(libc::EINVAL),
     }
 }

@@ -9,12 +9,13 @@ use aya::{
 use gateway_common::{
     EgressPolicy, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SessionInfo, SessionInode,
 };
+use gateway_common::{MAX_UNIX_TOTAL, UnixName};
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 7] = [
+pub const PINNED: [&str; 9] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -22,6 +23,8 @@ pub const PINNED: [&str; 7] = [
     "EGRESS",
     "EVENTS",
     "DROPPED",
+    "UNIX_PATHS",
+    "UNIX_NAMES",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -63,6 +66,10 @@ pub struct SetMaps {
     pub events: ArrayOfMaps<MapData>,
     /// `DROPPED`: per session slot and CPU, the events that did not fit in its ring buffer.
     pub dropped: PerCpuArray<MapData, u64>,
+    /// `UNIX_PATHS`: socket files of the Unix sockets a session's agent may reach.
+    pub unix_paths: HashMap<MapData, SessionInode, u32>,
+    /// `UNIX_NAMES`: abstract Unix socket names a session's agent may reach.
+    pub unix_names: HashMap<MapData, UnixName, u32>,
 }
 
 /// Stated capacities, for [`insert_err`].
@@ -71,6 +78,8 @@ pub const SESSIONS_CAPACITY: u32 = MAX_SESSIONS;
 pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
 /// Capacity of `EXEC`, shared by all live sessions.
 pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
+/// Capacity of `UNIX_PATHS` and of `UNIX_NAMES`, each shared by all live sessions.
+pub const UNIX_CAPACITY: u32 = MAX_UNIX_TOTAL;
 
 impl SetMaps {
     /// Opens the maps of the set pinned in `dir`.
@@ -86,6 +95,8 @@ impl SetMaps {
             egress: HashMap::try_from(open("EGRESS")?).map_err(map_err("EGRESS"))?,
             events: ArrayOfMaps::try_from(open("EVENTS")?).map_err(map_err("EVENTS"))?,
             dropped: PerCpuArray::try_from(open("DROPPED")?).map_err(map_err("DROPPED"))?,
+            unix_paths: HashMap::try_from(open("UNIX_PATHS")?).map_err(map_err("UNIX_PATHS"))?,
+            unix_names: HashMap::try_from(open("UNIX_NAMES")?).map_err(map_err("UNIX_NAMES"))?,
         })
     }
 

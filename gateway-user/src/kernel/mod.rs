@@ -12,6 +12,7 @@
 //! - [`btf`]      — struct member offsets and hook signatures from the running kernel's BTF
 //! - [`spec`]     — what to enforce, derived from the policy (protected inodes, egress rules)
 //! - [`events`]   — ring-buffer events to audit entries
+//! - `unix_sockets` — a session's entries for the Unix sockets its policy lists
 //! - [`task`]     — the one task that owns a session's ring buffer; others send it [`task::Command`]s
 //! - [`tier`]     — the enforcement tier reached, decided in one place
 //! - [`error`]    — [`KernelError`], with aya's errors as sources
@@ -28,6 +29,7 @@ pub mod spec;
 pub mod status;
 pub mod task;
 pub mod tier;
+mod unix_sockets;
 
 use std::{fs::File, os::unix::fs::MetadataExt as _, path::Path};
 

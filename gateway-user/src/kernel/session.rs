@@ -19,6 +19,7 @@ use super::{
     KernelError, KernelSpec,
     maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, SetMaps, insert_err, map_err},
     set::{SetLock, lock},
+    unix_sockets::UnixKeys,
 };
 
 /// How many levels below the parent cgroup a session's cgroup may sit: 1 for a session of
@@ -78,6 +79,7 @@ pub struct Session {
     slot: u32,
     protected: Vec<SessionInode>,
     exec: Vec<SessionInode>,
+    unix: UnixKeys,
     maps: Arc<Mutex<SetMaps>>,
     events: Option<RingBuf<MapData>>,
 }
@@ -155,6 +157,7 @@ pub(crate) fn add(
     let id = place.id;
     let protected = entries(id, &spec.protected_keys());
     let exec = entries(id, &spec.exec_keys());
+    let unix = UnixKeys::of(id, spec)?;
     let mut egress = EgressPolicy::EMPTY;
     egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
     egress.count = spec.egress.len() as u32;
@@ -195,6 +198,7 @@ pub(crate) fn add(
                 .insert(k, 1, 0)
                 .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
         }
+        unix.insert(&mut m)?;
         let info = SessionInfo {
             owner_tgid,
             exec_enforced: u32::from(spec.exec_enforced),
@@ -204,7 +208,7 @@ pub(crate) fn add(
         m.sessions.insert(id, info, 0).map_err(&full)
     })();
     if let Err(e) = result {
-        let _ = remove_entries(&mut m, id, &protected, &exec);
+        let _ = remove_entries(&mut m, id, &protected, &exec, &unix);
         if raised {
             lower_nested(&mut m, place.top);
         }
@@ -216,6 +220,7 @@ pub(crate) fn add(
         slot,
         protected,
         exec,
+        unix,
         maps,
         events: Some(events),
     })
@@ -235,6 +240,7 @@ pub(crate) fn remove_entries(
     id: u64,
     protected: &[SessionInode],
     exec: &[SessionInode],
+    unix: &UnixKeys,
 ) -> Result<(), KernelError> {
     let mut first = None;
     let mut note = |map: &'static str, r: Result<(), aya::maps::MapError>| {
@@ -253,6 +259,7 @@ pub(crate) fn remove_entries(
     for k in exec {
         note("EXEC", m.exec.remove(k));
     }
+    unix.remove(m, &mut note);
     note("EGRESS", m.egress.remove(&id));
     first.map_or(Ok(()), Err)
 }
@@ -293,7 +300,13 @@ impl Session {
     pub fn remove(self) -> Result<(), KernelError> {
         let _lock = SetLock::acquire()?;
         let mut m = lock(&self.maps);
-        let r = remove_entries(&mut m, self.place.id, &self.protected, &self.exec);
+        let r = remove_entries(
+            &mut m,
+            self.place.id,
+            &self.protected,
+            &self.exec,
+            &self.unix,
+        );
         if self.place.depth > 1 {
             lower_nested(&mut m, self.place.top);
         }
@@ -319,6 +332,8 @@ mod tests {
             exec: (0..exec).map(inode).collect(),
             exec_enforced: exec > 0,
             egress: vec![gateway_common::EgressRule::default(); egress],
+            unix_paths: vec![],
+            unix_names: vec![],
             require: false,
         }
     }
