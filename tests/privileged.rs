@@ -12,6 +12,8 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "privileged/egress_hosts.rs"]
+mod egress_hosts;
 #[path = "privileged/escape.rs"]
 mod escape;
 #[path = "privileged/features.rs"]

@@ -62,7 +62,10 @@ fn host_entries_are_resolved_into_the_kernel_and_follow_their_ttl() {
     let (port, rx) = listener("127.0.0.1:0");
     let flipped = Arc::new(AtomicBool::new(false));
     let dns = dns_server(flipped.clone());
-    let policy = write_policy(&dir, best_effort(serde_json::json!([{"host": HOST, "port": port}])));
+    let policy = write_policy(
+        &dir,
+        best_effort(serde_json::json!([{"host": HOST, "port": port}])),
+    );
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
     let to = format!("127.0.0.1:{port}");
@@ -116,9 +119,15 @@ fn host_entries_are_resolved_into_the_kernel_and_follow_their_ttl() {
     assert_eq!(res.len(), 2, "{recs:#?}");
     assert_eq!(res[0]["detail"]["host"], HOST);
     assert_eq!(res[0]["detail"]["port"], port);
-    assert_eq!(res[0]["detail"]["addresses"], serde_json::json!(["127.0.0.2"]));
+    assert_eq!(
+        res[0]["detail"]["addresses"],
+        serde_json::json!(["127.0.0.2"])
+    );
     assert!(res[0]["detail"]["ttl_s"].as_u64().unwrap() <= 1);
-    assert_eq!(res[1]["detail"]["addresses"], serde_json::json!(["127.0.0.1"]));
+    assert_eq!(
+        res[1]["detail"]["addresses"],
+        serde_json::json!(["127.0.0.1"])
+    );
     // The first record comes before the agent's first connect was denied: resolved at start.
     let first_resolved = recs
         .iter()

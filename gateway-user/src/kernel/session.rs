@@ -11,8 +11,8 @@ use std::{
 
 use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
-    EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED, MAX_SESSION_NESTING,
-    MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
+    EgressPolicy, EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_PROTECTED,
+    MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
 };
 
 use super::{
@@ -80,6 +80,8 @@ pub struct Session {
     protected: Vec<SessionInode>,
     exec: Vec<SessionInode>,
     unix: UnixKeys,
+    /// The policy's own (`cidr`) egress rules: resolved host rules go after them.
+    egress: Vec<EgressRule>,
     maps: Arc<Mutex<SetMaps>>,
     events: Option<RingBuf<MapData>>,
 }
@@ -221,9 +223,19 @@ pub(crate) fn add(
         protected,
         exec,
         unix,
+        egress: spec.egress.clone(),
         maps,
         events: Some(events),
     })
+}
+
+/// The policy's rules, then as many resolved ones as fit; and how many did not.
+fn egress_rules(own: &[EgressRule], resolved: &[EgressRule]) -> (Vec<EgressRule>, usize) {
+    let room = (MAX_EGRESS_RULES as usize).saturating_sub(own.len());
+    let taken = resolved.len().min(room);
+    let mut rules = own.to_vec();
+    rules.extend_from_slice(&resolved[..taken]);
+    (rules, resolved.len() - taken)
 }
 
 fn lower_nested(m: &mut SetMaps, top: u64) {
@@ -284,6 +296,23 @@ impl Session {
         let mut policy = m.egress.get(&id, 0).map_err(map_err("EGRESS"))?;
         policy.lockdown = u32::from(on);
         m.egress.insert(id, policy, 0).map_err(map_err("EGRESS"))
+    }
+
+    /// Sets the rules of the policy's resolved host names (after its `cidr` rules, as many
+    /// as fit in [`MAX_EGRESS_RULES`]), keeping the lockdown switch as it is. Returns how many
+    /// did not fit. Under the set lock: a lockdown set meanwhile by another process (the
+    /// daemon, `kernel::enclosing`) is never overwritten.
+    pub fn set_resolved(&self, resolved: &[EgressRule]) -> Result<usize, KernelError> {
+        let _lock = SetLock::acquire()?;
+        let mut m = lock(&self.maps);
+        let id = self.place.id;
+        let mut policy = m.egress.get(&id, 0).map_err(map_err("EGRESS"))?;
+        let (rules, dropped) = egress_rules(&self.egress, resolved);
+        policy.rules = EgressPolicy::EMPTY.rules;
+        policy.rules[..rules.len()].copy_from_slice(&rules);
+        policy.count = rules.len() as u32;
+        m.egress.insert(id, policy, 0).map_err(map_err("EGRESS"))?;
+        Ok(dropped)
     }
 
     /// Events of this session that did not fit in its ring buffer, summed over CPUs.
@@ -354,6 +383,24 @@ mod tests {
             check_limits(&spec(0, 0, MAX_EGRESS_RULES as usize + 1)),
             Err(KernelError::TooMany { limit: 64, .. })
         ));
+    }
+
+    #[test]
+    fn resolved_rules_go_after_the_policys_own_as_far_as_they_fit() {
+        let rule = |port| gateway_common::EgressRule {
+            port,
+            ..Default::default()
+        };
+        let own: Vec<_> = (0..60).map(rule).collect();
+        let resolved: Vec<_> = (100..110).map(rule).collect();
+        let (rules, dropped) = egress_rules(&own, &resolved);
+        assert_eq!((rules.len(), dropped), (MAX_EGRESS_RULES as usize, 6));
+        assert_eq!(
+            (rules[59].port, rules[60].port, rules[63].port),
+            (59, 100, 103)
+        );
+        let (rules, dropped) = egress_rules(&own[..2], &resolved[..1]);
+        assert_eq!((rules.len(), dropped), (3, 0));
     }
 
     #[test]

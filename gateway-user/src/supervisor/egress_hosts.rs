@@ -39,7 +39,7 @@ pub const MAX_ADDRS_PER_HOST: usize = 8;
 /// Shortest wait between two resolutions of a host (a TTL of 0 included).
 const MIN_REFRESH: Duration = Duration::from_secs(1);
 /// Longest wait between two resolutions of a host, whatever its TTL.
-const MAX_REFRESH: Duration = Duration::from_secs(3600);
+const MAX_REFRESH: Duration = Duration::from_hours(1);
 /// Wait after a failed resolution.
 pub const RETRY: Duration = Duration::from_secs(30);
 /// How long one resolution may take.
@@ -85,7 +85,7 @@ fn resolver(server: Option<&str>) -> Result<TokioResolver, String> {
         let config = ResolverConfig::from_name_servers(vec![ns]);
         TokioResolver::builder_with_config(config, TokioRuntimeProvider::default()).build()
     } else {
-        TokioResolver::builder_tokio().and_then(|b| b.build())
+        TokioResolver::builder_tokio().and_then(hickory_resolver::ResolverBuilder::build)
     };
     built.map_err(|e| format!("the resolver's configuration: {e}"))
 }
