@@ -14,6 +14,8 @@
 #![allow(unused_crate_dependencies)]
 #[path = "privileged/code_loading.rs"]
 mod code_loading;
+#[path = "privileged/egress_hosts.rs"]
+mod egress_hosts;
 #[path = "privileged/escape.rs"]
 mod escape;
 #[path = "privileged/features.rs"]
@@ -41,6 +43,8 @@ mod privileged_mcp;
 mod sessions;
 #[path = "privileged/tier2_usable.rs"]
 mod tier2_usable;
+#[path = "privileged/unix_sockets.rs"]
+mod unix_sockets;
 
 /// The tier these tests know how to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -43,6 +43,14 @@ pub const SESSION_EVENTS_BYTES: u32 = 128 * 1024;
 pub const MAX_CGROUP_LEVEL: u32 = 32;
 /// How many levels below a session's cgroup another session may sit (a nested session).
 pub const MAX_SESSION_NESTING: u32 = 8;
+/// Unix socket paths and abstract names one session's policy may list (`network.unix`).
+pub const MAX_UNIX: u32 = 256;
+/// Capacity of the `UNIX_PATHS` and `UNIX_NAMES` hash maps: allowed Unix sockets of all
+/// live sessions together.
+pub const MAX_UNIX_TOTAL: u32 = 16384;
+/// Longest abstract Unix socket name, in bytes (`sun_path` is 108 bytes, the first of which
+/// is the NUL that makes the name abstract).
+pub const UNIX_NAME_MAX: u32 = 107;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
 /// protected ancestor. A deeper file is denied ([`Reason::Unresolvable`]): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
@@ -105,11 +113,17 @@ pub enum EventKind {
     MmapExec = 22,
     /// `lsm/file_mprotect`: making a file mapping executable, on the same terms.
     MprotectExec = 23,
+    /// `lsm/unix_stream_connect`: `connect()` of a stream or seqpacket Unix socket to a
+    /// socket outside the session that the policy does not list.
+    UnixConnect = 24,
+    /// `lsm/unix_may_send`: a datagram sent (or a datagram socket connected) to a Unix
+    /// socket outside the session that the policy does not list.
+    UnixSend = 25,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 24] = [
+    pub const ALL: [EventKind; 26] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -134,6 +148,8 @@ impl EventKind {
         EventKind::TreeMark,
         EventKind::MmapExec,
         EventKind::MprotectExec,
+        EventKind::UnixConnect,
+        EventKind::UnixSend,
     ];
 }
 
@@ -176,11 +192,14 @@ pub enum Reason {
     /// The executed file has no name left (no link: a memfd, an `O_TMPFILE` file, a deleted
     /// file): code that is in no file the policy could name.
     ExecUnlinked = 8,
+    /// The Unix socket is outside the session (another cgroup's, not the session's
+    /// gatewayd's) and not in the policy's `network.unix` list.
+    UnixConnect = 9,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 8] = [
+    pub const ALL: [Reason; 9] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -189,6 +208,7 @@ impl Reason {
         Reason::ExecNotAllowed,
         Reason::ExecListed,
         Reason::ExecUnlinked,
+        Reason::UnixConnect,
     ];
 
     /// The audit record's `reason` value.
@@ -202,6 +222,7 @@ impl Reason {
             Reason::ExecNotAllowed => "exec_not_allowed",
             Reason::ExecListed => "exec_listed",
             Reason::ExecUnlinked => "exec_unlinked",
+            Reason::UnixConnect => "unix_connect",
         }
     }
 }
@@ -220,6 +241,8 @@ impl TryFrom<u32> for Reason {
 pub const AF_INET: u32 = 2;
 /// IPv6 address family, as the kernel numbers it.
 pub const AF_INET6: u32 = 10;
+/// Unix socket family, as the kernel numbers it (`Event::dst_family` of Unix socket events).
+pub const AF_UNIX: u32 = 1;
 
 /// One kernel decision, sent to userspace through its session's ring buffer (in `EVENTS`). Every field has
 /// one meaning; a field a program has nothing for stays 0.
@@ -239,16 +262,19 @@ pub struct Event {
     /// cgroup v2 id of the session's cgroup (the session the denial belongs to; the task may
     /// sit in a sub-cgroup of it).
     pub session_id: u64,
-    /// File and exec events: inode number of the file the operation is on.
+    /// File and exec events: inode number of the file the operation is on. Unix socket
+    /// events: the inode of the peer's socket file (a path-named peer; 0 otherwise).
     pub file_ino: u64,
     /// File events denied as `ProtectedPath`: inode number of the protected path that matched
     /// (the file itself or an ancestor directory).
     pub protected_ino: u64,
     /// File and exec events: kernel `dev_t` (`MAJOR << 20 | MINOR`) of the file's superblock.
     pub file_dev: u32,
-    /// Network events: destination port, host byte order.
+    /// Network events: destination port, host byte order. Unix socket events: for an
+    /// abstract peer, 1 + the length of its name; 0 for any other peer.
     pub dst_port: u32,
     /// Network events: destination address, network byte order (IPv4 in the first 4 bytes).
+    /// Unix socket events: the first 16 bytes of an abstract peer's name (after its NUL).
     pub dst_addr: [u8; 16],
     /// `comm` of the denied task.
     pub comm: [u8; 16],
@@ -318,6 +344,31 @@ pub struct Config {
     pub off_inode_nlink: u64,
     /// offsetof(struct `vm_area_struct`, `vm_file`)
     pub off_vma_file: u64,
+    /// offsetof(struct sock, `sk_cgrp_data`) + offsetof(struct `sock_cgroup_data`, cgroup)
+    pub off_sock_cgroup: u64,
+    /// offsetof(struct sock, `sk_peer_pid`)
+    pub off_sock_peer_pid: u64,
+    /// offsetof(struct socket, sk)
+    pub off_socket_sk: u64,
+    /// offsetof(struct cgroup, level)
+    pub off_cgroup_level: u64,
+    /// offsetof(struct cgroup, ancestors)
+    pub off_cgroup_ancestors: u64,
+    /// offsetof(struct cgroup, kn)
+    pub off_cgroup_kn: u64,
+    /// offsetof(struct `kernfs_node`, id)
+    pub off_kn_id: u64,
+    /// offsetof(struct pid, numbers) + offsetof(struct upid, nr): the pid in the initial
+    /// namespace
+    pub off_pid_nr: u64,
+    /// offsetof(struct `unix_sock`, path) + offsetof(struct path, dentry)
+    pub off_unix_dentry: u64,
+    /// offsetof(struct `unix_sock`, addr)
+    pub off_unix_addr: u64,
+    /// offsetof(struct `unix_address`, len)
+    pub off_unix_addr_len: u64,
+    /// offsetof(struct `unix_address`, name) + offsetof(struct `sockaddr_un`, `sun_path`)
+    pub off_unix_addr_path: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -340,6 +391,38 @@ pub struct SessionInode {
     pub dev: u64,
     /// Inode number on that superblock.
     pub ino: u64,
+}
+
+/// Key of the `UNIX_NAMES` map: one session's entry for an abstract Unix socket name.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UnixName {
+    /// The session's cgroup id.
+    pub session: u64,
+    /// Length of the name in bytes (at most [`UNIX_NAME_MAX`]; it may contain NULs).
+    pub len: u32,
+    /// Always 0 (explicit padding: the key is hashed byte for byte).
+    pub pad: u32,
+    /// The name without its leading NUL; every byte from `len` on is 0.
+    pub name: [u8; 112],
+}
+
+impl UnixName {
+    /// The key of `session` for the abstract name `name` (without its leading NUL); `None`
+    /// when it is longer than [`UNIX_NAME_MAX`].
+    pub fn new(session: u64, name: &[u8]) -> Option<UnixName> {
+        if name.len() > UNIX_NAME_MAX as usize {
+            return None;
+        }
+        let mut key = UnixName {
+            session,
+            len: name.len() as u32,
+            pad: 0,
+            name: [0; 112],
+        };
+        key.name[..name.len()].copy_from_slice(name);
+        Some(key)
+    }
 }
 
 /// Value of the `SESSIONS` map, keyed by the session's cgroup id: the session's switches.
@@ -413,7 +496,8 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 120);
+    assert!(core::mem::size_of::<Config>() == 216);
+    assert!(core::mem::size_of::<UnixName>() == 128);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);
@@ -430,6 +514,7 @@ mod pod {
     unsafe impl aya::Pod for super::Config {}
     unsafe impl aya::Pod for super::InodeKey {}
     unsafe impl aya::Pod for super::SessionInode {}
+    unsafe impl aya::Pod for super::UnixName {}
     unsafe impl aya::Pod for super::SessionInfo {}
     unsafe impl aya::Pod for super::EgressRule {}
     unsafe impl aya::Pod for super::EgressPolicy {}

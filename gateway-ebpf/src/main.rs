@@ -18,6 +18,9 @@
 //!   LSM, self-protection): inside a session, deny every `bpf()`, every mount, move of a
 //!   mount and unmount, every ptrace attach and any ptrace read access to the session's
 //!   gatewayd, and any signal to it.
+//! - `unix_stream_connect`, `unix_may_send` (BPF LSM, `unix.rs`): inside a session, deny
+//!   connecting or sending to a Unix socket outside the session, unless it is the session's
+//!   gatewayd's or the policy lists it (by socket inode, or by abstract name).
 //! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the parent
 //!   cgroup): deny destinations outside the session's `EGRESS` allowlist, and everything
 //!   while it is in lockdown.
@@ -31,6 +34,7 @@ mod exec;
 mod files;
 mod maps;
 mod session;
+mod unix;
 
 use aya_ebpf::{
     Global,
@@ -68,6 +72,18 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_dentry_flags: 0,
     off_inode_nlink: 0,
     off_vma_file: 0,
+    off_sock_cgroup: 0,
+    off_sock_peer_pid: 0,
+    off_socket_sk: 0,
+    off_cgroup_level: 0,
+    off_cgroup_ancestors: 0,
+    off_cgroup_kn: 0,
+    off_kn_id: 0,
+    off_pid_nr: 0,
+    off_unix_dentry: 0,
+    off_unix_addr: 0,
+    off_unix_addr_len: 0,
+    off_unix_addr_path: 0,
 });
 
 const PTRACE_MODE_ATTACH: u32 = 0x2;

@@ -10,6 +10,7 @@ use gateway_common::{
     EgressPolicy, Event, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS,
     MAX_TREE_TOTAL, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
 };
+use gateway_common::{MAX_UNIX_TOTAL, UnixName};
 
 /// Values are replaced whole by userspace while programs read them: without preallocation
 /// the kernel frees a replaced value only after every reader is done (no aliasing).
@@ -78,3 +79,20 @@ pub static TREE: HashMap<InodeKey, u32> =
 /// with `TREE`.
 #[map]
 pub static FILE_WALK: Array<u32> = Array::with_max_entries(1, 0);
+
+/// Path-named Unix sockets a session's agent may connect or send to, by (session, kernel
+/// dev_t, inode) of the socket file (the policy's `network.unix` paths). Value unused (1).
+#[map]
+pub static UNIX_PATHS: HashMap<SessionInode, u32> =
+    HashMap::with_max_entries(MAX_UNIX_TOTAL, BPF_F_NO_PREALLOC);
+
+/// Abstract Unix socket names a session's agent may connect or send to (the policy's
+/// `network.unix` entries starting with `@`). Value unused (1).
+#[map]
+pub static UNIX_NAMES: HashMap<UnixName, u32> =
+    HashMap::with_max_entries(MAX_UNIX_TOTAL, BPF_F_NO_PREALLOC);
+
+/// Per CPU, the `UNIX_NAMES` key the Unix socket programs build (too big for the BPF
+/// stack). Not pinned: nothing in userspace reads it.
+#[map]
+pub static UNIX_SCRATCH: PerCpuArray<UnixName> = PerCpuArray::with_max_entries(1, 0);

@@ -7,7 +7,9 @@
 //! `/`, so every directory lists and files can be made anywhere the user's permissions
 //! allow. With an exec allowlist, `EXECUTE` is left out of that rule and granted on the
 //! listed binaries (and their ELF interpreters) alone. From ABI 6 the domain is also scoped
-//! for signals (the agent cannot signal gatewayd); Landlock itself forbids a sandboxed process
+//! for signals (the agent cannot signal gatewayd) and for abstract Unix sockets (it cannot
+//! reach one made outside its domain; path-named sockets have no Landlock right up to ABI 7,
+//! see docs/KERNEL.md); Landlock itself forbids a sandboxed process
 //! to ptrace anything outside its domain (which also closes `/proc/PID/root` of processes
 //! outside the agent's mount namespace) and to change the mount tree, so the hiding mounts
 //! stay.
@@ -34,6 +36,7 @@ const READ_FILE: u64 = 1 << 2;
 const READ_DIR: u64 = 1 << 3;
 const TRUNCATE: u64 = 1 << 14;
 const IOCTL_DEV: u64 = 1 << 15;
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
 const SCOPE_SIGNAL: u64 = 1 << 1;
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
 const RULE_PATH_BENEATH: libc::c_int = 1;
@@ -127,7 +130,8 @@ pub struct Ruleset {
     pub abi: u32,
     /// How many rules it holds (for the audit record).
     pub rules: usize,
-    /// Whether signals out of the domain are blocked (ABI >= 6).
+    /// Whether signals out of the domain, and connecting or sending to abstract Unix sockets
+    /// made outside it, are blocked (both scopes come with ABI 6).
     pub scoped_signals: bool,
     protected_inodes: Vec<(u64, u64)>,
     /// The rights of the rule on `/proc`, granted again in the agent's process on the
@@ -207,11 +211,15 @@ impl Ruleset {
         Ok(rs)
     }
 
-    /// A ruleset that handles every filesystem right of `abi` (and scopes signals from ABI
-    /// 6), with no rule yet.
+    /// A ruleset that handles every filesystem right of `abi` (and, from ABI 6, scopes
+    /// signals and abstract Unix sockets to the domain), with no rule yet.
     fn create(abi: u32) -> Result<Ruleset, LandlockError> {
         let all = all_fs_rights(abi);
-        let scoped = if abi >= 6 { SCOPE_SIGNAL } else { 0 };
+        let scoped = if abi >= 6 {
+            SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
+        } else {
+            0
+        };
         let attr = [all, 0, scoped];
         let size = match abi {
             1..=3 => 8,

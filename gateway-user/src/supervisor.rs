@@ -22,7 +22,8 @@
 //!
 //! Module map: [`agent_gateway`] (the agent's gateway, its socket, the lockdown hook),
 //! `agent_process` (spawn, signals, SIGUSR1), `records` (run's own records, kernel records
-//! to the writer).
+//! to the writer), [`egress_hosts`] (the egress allowlist's host names, resolved into the
+//! kernel and kept current with their TTL).
 use std::{os::unix::process::ExitStatusExt as _, path::PathBuf, sync::Arc};
 
 use serde_json::json;
@@ -43,6 +44,7 @@ use crate::{
 
 pub mod agent_gateway;
 mod agent_process;
+pub mod egress_hosts;
 mod records;
 
 use agent_process::{Agent, SpawnError, spawn_and_wait};
@@ -297,6 +299,16 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             }
         })?
     };
+    // The host names of the egress allowlist, resolved into the kernel before the agent runs.
+    let resolving = egress_hosts::start(
+        egress_hosts::host_entries(&policy),
+        handle.clone(),
+        egress_hosts::Reporting {
+            audit: audit.clone(),
+            session: session.clone(),
+        },
+    )
+    .await;
     // The policy as written: its protected files are read for the session's secrets, and the
     // audit log (which names the session) must not be one of them. The gateway protects the
     // policy file and the audit log from tool arguments on its own.
@@ -346,6 +358,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         Err(e) => (Err(SpawnError::Gateway(e)), None),
     };
     drop(ruleset);
+    if let Some(task) = resolving {
+        task.abort();
+        let _ = task.await;
+    }
     let dropped = handle.drain().await;
     let kill = cgroup.kill_all();
     if let Some(gw) = gateway {
@@ -430,7 +446,7 @@ fn landlock_fallback(
     match landlock::Ruleset::build(&fs) {
         Ok(rs) => {
             let signals = if rs.scoped_signals {
-                ", signals scoped"
+                ", signals and abstract Unix sockets scoped"
             } else {
                 ""
             };

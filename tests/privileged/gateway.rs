@@ -333,6 +333,13 @@ fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(socket.exists(), "gatewayd serve did not start");
+    // The daemon's socket is outside the run's session: the run's policy lists it (tier 1
+    // refuses an unlisted one, `unix_sockets.rs`).
+    let mut run_policy: Value =
+        serde_json::from_str(&std::fs::read_to_string(&policy).unwrap()).unwrap();
+    run_policy["network"]["unix"] = json!([socket]);
+    let run_policy_path = dir.path("run-policy.json");
+    std::fs::write(&run_policy_path, run_policy.to_string()).unwrap();
     let call = |tool: &str| {
         json!({"session": "via-daemon", "call": {"tool": tool, "arguments": {}}}).to_string()
     };
@@ -341,7 +348,7 @@ fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
     let to = format!("127.0.0.1:{port}");
     let out = super::gatewayd_run()
         .arg("--policy")
-        .arg(&policy)
+        .arg(&run_policy_path)
         .arg("--audit")
         .arg(&audit)
         .arg("--")

@@ -280,6 +280,8 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd::kernel::KernelSpec {
         exec_enforced: false,
         exec_map: vec![],
         egress: vec![gatewayd::kernel::spec::egress_rule(&cidr, Some(port))],
+        unix_paths: Vec::new(),
+        unix_names: Vec::new(),
         require: false,
     }
 }
@@ -524,6 +526,8 @@ fn protected_session(
         exec_enforced: false,
         exec_map: vec![],
         egress: Vec::new(),
+        unix_paths: Vec::new(),
+        unix_names: Vec::new(),
         require: false,
     };
     let added = programs.add_session(&spec, std::process::id());

@@ -16,6 +16,9 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "gw-escape/unix.rs"]
+mod unix;
+
 use std::{
     ffi::CString,
     io::Write as _,
@@ -23,7 +26,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 38] = [
+const ATTEMPTS: [(&str, &str); 44] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -106,6 +109,27 @@ const ATTEMPTS: [(&str, &str); 38] = [
     (
         "kill_all",
         "kill(-1, SIGKILL): every process this one may signal, itself and its init aside",
+    ),
+    (
+        "unix_connect",
+        "connect a Unix stream socket to ARG (a path)",
+    ),
+    (
+        "unix_connect_listed",
+        "connect a Unix stream socket to ARG (a path the policy lists)",
+    ),
+    (
+        "unix_connect_abstract",
+        "connect a Unix stream socket to ARG (@abstract-name)",
+    ),
+    ("unix_send", "send a datagram to ARG (a path)"),
+    (
+        "unix_send_abstract",
+        "send a datagram to ARG (@abstract-name)",
+    ),
+    (
+        "unix_pair",
+        "a datagram and a stream socketpair, one message through each",
     ),
 ];
 
@@ -498,6 +522,9 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
             }
             std::fs::read(dst).map_or_else(|_| errno(), |_| Outcome::Ok)
         }
+        "unix_connect" | "unix_connect_listed" | "unix_connect_abstract" => unix::connect(arg),
+        "unix_send" | "unix_send_abstract" => unix::send(arg),
+        "unix_pair" => unix::pair(),
         _ => Outcome::Errno(libc::EINVAL),
     }
 }

@@ -238,8 +238,34 @@ mod tests {
         assert!(f_path > 0);
         assert!(btf.member_offset("inode", "i_ino").is_ok());
         assert!(btf.member_offset("file", "no_such_member").is_err());
+        // What the Unix socket programs read (kernel/loader.rs).
+        for (s, m) in [
+            ("sock", "sk_cgrp_data"),
+            ("sock_cgroup_data", "cgroup"),
+            ("sock", "sk_peer_pid"),
+            ("socket", "sk"),
+            ("cgroup", "level"),
+            ("cgroup", "ancestors"),
+            ("cgroup", "kn"),
+            ("kernfs_node", "id"),
+            ("pid", "numbers"),
+            ("upid", "nr"),
+            ("unix_sock", "path"),
+            ("unix_sock", "addr"),
+            ("unix_address", "len"),
+            ("unix_address", "name"),
+        ] {
+            assert!(btf.member_offset(s, m).is_ok(), "struct {s} has no {m}");
+        }
+        assert_eq!(btf.member_offset("sockaddr_un", "sun_path").unwrap(), 2);
+        assert_eq!(btf.member_offset("unix_sock", "sk").unwrap(), 0);
         assert_eq!(btf.func_param_count("bpf_lsm_file_open").unwrap(), 1);
         assert_eq!(btf.func_param_count("bpf_lsm_task_kill").unwrap(), 4);
+        assert_eq!(
+            btf.func_param_count("bpf_lsm_unix_stream_connect").unwrap(),
+            3
+        );
+        assert_eq!(btf.func_param_count("bpf_lsm_unix_may_send").unwrap(), 2);
         assert!(matches!(
             btf.func_param_count("no_such_function"),
             Err(BtfError::NoFunction(_))

@@ -38,6 +38,28 @@ fn major_minor(dev: u32) -> String {
     format!("{}:{}", dev >> 20, dev & 0xfffff)
 }
 
+/// What a Unix socket event says of the peer: a socket file (`file_ino`), an abstract name
+/// (`dst_port` = 1 + its length, its first 16 bytes in `dst_addr`), or neither.
+fn unix_peer(ev: &Event, spec: &KernelSpec, detail: &mut serde_json::Value) {
+    if ev.file_ino != 0 {
+        detail["peer"] = json!("path");
+        detail["ino"] = json!(ev.file_ino);
+        detail["dev"] = json!(major_minor(ev.file_dev));
+        if let Some(p) = spec.unix_path(u64::from(ev.file_dev), ev.file_ino) {
+            detail["path"] = json!(p.display().to_string());
+        }
+    } else if ev.dst_port > 0 {
+        let len = (ev.dst_port - 1) as usize;
+        let shown = &ev.dst_addr[..len.min(ev.dst_addr.len())];
+        let more = if len > shown.len() { "…" } else { "" };
+        detail["peer"] = json!("abstract");
+        detail["name"] = json!(format!("@{}{more}", String::from_utf8_lossy(shown)));
+        detail["name_len"] = json!(len);
+    } else {
+        detail["peer"] = json!("unnamed");
+    }
+}
+
 /// Said when a program reports a reason the table does not list for it.
 const UNLISTED_REASON: &str = "the kernel denied this operation";
 
@@ -76,7 +98,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             detail["dev"] = json!(major_minor(ev.file_dev));
         }
         Payload::Target | Payload::Signal => detail["target_pid"] = json!(ev.target_pid),
-        Payload::Nothing | Payload::Destination => {}
+        Payload::Nothing | Payload::Destination | Payload::UnixPeer => {}
     }
     match program.payload {
         Payload::File if reason == Some(Reason::ProtectedPath) => {
@@ -96,6 +118,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             detail["addr"] = json!(ip.to_string());
             detail["port"] = json!(ev.dst_port);
         }
+        Payload::UnixPeer => unix_peer(ev, spec, &mut detail),
         _ => {}
     }
     let message = reason
@@ -138,6 +161,8 @@ mod tests {
             exec_enforced: false,
             exec_map: vec![],
             egress: vec![],
+            unix_paths: vec![],
+            unix_names: vec![],
             require: true,
         }
     }
@@ -177,6 +202,40 @@ mod tests {
         let d = describe(&e, &spec());
         assert_eq!((d.hook, d.reason), ("cgroup/sendmsg6", "egress_lockdown"));
         assert_eq!(d.detail["addr"], "::1");
+    }
+
+    #[test]
+    fn unix_socket_denials_name_the_peer() {
+        let mut e = ev(EventKind::UnixConnect, Reason::UnixConnect);
+        e.dst_family = gateway_common::AF_UNIX;
+        let name = b"a-rather-long-abstract-name";
+        e.dst_port = name.len() as u32 + 1;
+        e.dst_addr.copy_from_slice(&name[..16]);
+        let d = describe(&e, &spec());
+        assert_eq!(
+            (d.hook, d.reason),
+            ("lsm/unix_stream_connect", "unix_connect")
+        );
+        assert_eq!(d.detail["peer"], "abstract");
+        assert_eq!(d.detail["name"], "@a-rather-long-ab…");
+        assert_eq!(d.detail["name_len"], name.len());
+        assert!(
+            d.detail["message"]
+                .as_str()
+                .unwrap()
+                .contains("network.unix")
+        );
+        let mut e = ev(EventKind::UnixSend, Reason::UnixConnect);
+        e.file_ino = 5;
+        e.file_dev = (8 << 20) | 1;
+        let d = describe(&e, &spec());
+        assert_eq!(d.hook, "lsm/unix_may_send");
+        assert_eq!(
+            (d.detail["peer"].as_str(), d.detail["dev"].as_str()),
+            (Some("path"), Some("8:1"))
+        );
+        let d = describe(&ev(EventKind::UnixSend, Reason::UnixConnect), &spec());
+        assert_eq!(d.detail["peer"], "unnamed");
     }
 
     #[test]

@@ -61,6 +61,21 @@ pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, Kerne
         off_dentry_flags: kbtf.member_offset("dentry", "d_flags")?,
         off_inode_nlink: kbtf.member_offset("inode", "i_nlink")?,
         off_vma_file: kbtf.member_offset("vm_area_struct", "vm_file")?,
+        off_sock_cgroup: kbtf.member_offset("sock", "sk_cgrp_data")?
+            + kbtf.member_offset("sock_cgroup_data", "cgroup")?,
+        off_sock_peer_pid: kbtf.member_offset("sock", "sk_peer_pid")?,
+        off_socket_sk: kbtf.member_offset("socket", "sk")?,
+        off_cgroup_level: kbtf.member_offset("cgroup", "level")?,
+        off_cgroup_ancestors: kbtf.member_offset("cgroup", "ancestors")?,
+        off_cgroup_kn: kbtf.member_offset("cgroup", "kn")?,
+        off_kn_id: kbtf.member_offset("kernfs_node", "id")?,
+        off_pid_nr: kbtf.member_offset("pid", "numbers")? + kbtf.member_offset("upid", "nr")?,
+        off_unix_dentry: kbtf.member_offset("unix_sock", "path")?
+            + kbtf.member_offset("path", "dentry")?,
+        off_unix_addr: kbtf.member_offset("unix_sock", "addr")?,
+        off_unix_addr_len: kbtf.member_offset("unix_address", "len")?,
+        off_unix_addr_path: kbtf.member_offset("unix_address", "name")?
+            + kbtf.member_offset("sockaddr_un", "sun_path")?,
     };
     // One aya parse of the same bytes, shared by the object load and every BPF LSM
     // program (aya 0.14's `EbpfLoader::new` still parses the file once more itself).

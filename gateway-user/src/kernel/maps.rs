@@ -10,12 +10,13 @@ use gateway_common::{
     EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, MAX_TREE_TOTAL,
     SessionInfo, SessionInode,
 };
+use gateway_common::{MAX_UNIX_TOTAL, UnixName};
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 9] = [
+pub const PINNED: [&str; 11] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -25,6 +26,8 @@ pub const PINNED: [&str; 9] = [
     "DROPPED",
     "TREE",
     "FILE_WALK",
+    "UNIX_PATHS",
+    "UNIX_NAMES",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -72,6 +75,10 @@ pub struct SetMaps {
     pub tree: HashMap<MapData, InodeKey, u32>,
     /// `FILE_WALK`: slot 0 non-zero makes every session's file checks walk.
     pub file_walk: Array<MapData, u32>,
+    /// `UNIX_PATHS`: socket files of the Unix sockets a session's agent may reach.
+    pub unix_paths: HashMap<MapData, SessionInode, u32>,
+    /// `UNIX_NAMES`: abstract Unix socket names a session's agent may reach.
+    pub unix_names: HashMap<MapData, UnixName, u32>,
 }
 
 /// Stated capacities, for [`insert_err`].
@@ -82,6 +89,8 @@ pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
 pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
 /// Capacity of `TREE`, shared by all live sessions.
 pub const TREE_CAPACITY: u32 = MAX_TREE_TOTAL;
+/// Capacity of `UNIX_PATHS` and of `UNIX_NAMES`, each shared by all live sessions.
+pub const UNIX_CAPACITY: u32 = MAX_UNIX_TOTAL;
 
 impl SetMaps {
     /// Opens the maps of the set pinned in `dir`.
@@ -99,6 +108,8 @@ impl SetMaps {
             dropped: PerCpuArray::try_from(open("DROPPED")?).map_err(map_err("DROPPED"))?,
             tree: HashMap::try_from(open("TREE")?).map_err(map_err("TREE"))?,
             file_walk: Array::try_from(open("FILE_WALK")?).map_err(map_err("FILE_WALK"))?,
+            unix_paths: HashMap::try_from(open("UNIX_PATHS")?).map_err(map_err("UNIX_PATHS"))?,
+            unix_names: HashMap::try_from(open("UNIX_NAMES")?).map_err(map_err("UNIX_NAMES"))?,
         })
     }
 

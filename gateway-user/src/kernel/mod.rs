@@ -13,6 +13,7 @@
 //! - [`btf`]      — struct member offsets and hook signatures from the running kernel's BTF
 //! - [`spec`]     — what to enforce, derived from the policy (protected inodes, egress rules)
 //! - [`events`]   — ring-buffer events to audit entries
+//! - `unix_sockets` — a session's entries for the Unix sockets its policy lists
 //! - [`task`]     — the one task that owns a session's ring buffer; others send it [`task::Command`]s
 //! - [`tier`]     — the enforcement tier reached, decided in one place
 //! - [`tier1_advice`] — why a kernel is not at tier 1 and how to get there (`doctor`)
@@ -32,6 +33,7 @@ pub mod status;
 pub mod task;
 pub mod tier;
 pub mod tier1_advice;
+mod unix_sockets;
 
 use std::{fs::File, os::unix::fs::MetadataExt as _, path::Path};
 

@@ -44,6 +44,9 @@ pub enum Payload {
     Signal,
     /// `addr` and `port` of the destination.
     Destination,
+    /// The Unix socket peer: `peer` (`path`, `abstract` or `unnamed`), the socket file's
+    /// `ino` and `dev` (and its `path` when the policy lists it), or the abstract `name`.
+    UnixPeer,
 }
 
 /// One kernel program as gatewayd knows it.
@@ -100,9 +103,19 @@ const LOCKDOWN: (Reason, &str) = (
     "all egress is denied: this session tripped the Rule of Two",
 );
 const EGRESS: &[(Reason, &str)] = &[NOT_ALLOWED, LOCKDOWN];
+const UNIX: &[(Reason, &str)] = &[
+    (
+        Reason::UnixConnect,
+        "this Unix socket is outside the agent's session and not in the policy's network.unix list; use the gateway's socket ($GATEWAYD_SOCKET)",
+    ),
+    (
+        Reason::Unresolvable,
+        "the kernel could not identify this Unix socket's peer, so the connection is denied",
+    ),
+];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 24] = [
+pub static PROGRAMS: [Program; 26] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -355,6 +368,28 @@ pub static PROGRAMS: [Program; 24] = [
         payload: Payload::Signal,
         enforces: "signals to gatewayd",
         messages: &[(Reason::SelfProtection, "the agent may not signal gatewayd")],
+    },
+    Program {
+        name: "lsm/unix_stream_connect",
+        attach: Attach::Lsm {
+            hook: "unix_stream_connect",
+            by_params: &[(3, "unix_stream_connect")],
+        },
+        event: EventKind::UnixConnect,
+        payload: Payload::UnixPeer,
+        enforces: "connect() of a stream or seqpacket Unix socket to a socket outside the session (not made in its cgroup, not its gatewayd's) that network.unix does not list, by path or abstract name",
+        messages: UNIX,
+    },
+    Program {
+        name: "lsm/unix_may_send",
+        attach: Attach::Lsm {
+            hook: "unix_may_send",
+            by_params: &[(2, "unix_may_send")],
+        },
+        event: EventKind::UnixSend,
+        payload: Payload::UnixPeer,
+        enforces: "sending a datagram (or connecting a datagram socket) to a Unix socket outside the session that network.unix does not list",
+        messages: UNIX,
     },
     Program {
         name: "cgroup/connect4",

@@ -11,9 +11,9 @@ use std::{
 
 use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
-    EXEC_MAP_ONLY, EXEC_RUN, EgressPolicy, InodeKey, MAX_EGRESS_RULES, MAX_EXEC, MAX_INDEXED,
-    MAX_PROTECTED, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES, SessionInfo,
-    SessionInode, TREE_INDEXED,
+    EXEC_MAP_ONLY, EXEC_RUN, EgressPolicy, EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC,
+    MAX_INDEXED, MAX_PROTECTED, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES,
+    SessionInfo, SessionInode, TREE_INDEXED,
 };
 
 use super::{
@@ -21,6 +21,7 @@ use super::{
     index::{NotIndexed, index_trees},
     maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, SetMaps, insert_err, map_err},
     set::{SetLock, lock},
+    unix_sockets::UnixKeys,
 };
 
 /// How many levels below the parent cgroup a session's cgroup may sit: 1 for a session of
@@ -81,6 +82,9 @@ pub struct Session {
     protected: Vec<SessionInode>,
     exec: Vec<SessionInode>,
     index: Result<usize, NotIndexed>,
+    unix: UnixKeys,
+    /// The policy's own (`cidr`) egress rules: resolved host rules go after them.
+    egress: Vec<EgressRule>,
     maps: Arc<Mutex<SetMaps>>,
     events: Option<RingBuf<MapData>>,
 }
@@ -163,6 +167,7 @@ pub(crate) fn add(
     let mut protected = entries(id, &spec.protected_keys());
     let run = entries(id, &spec.exec_keys());
     let map_only = entries(id, &spec.exec_map_keys());
+    let unix = UnixKeys::of(id, spec)?;
     let mut egress = EgressPolicy::EMPTY;
     egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
     egress.count = spec.egress.len() as u32;
@@ -236,6 +241,7 @@ pub(crate) fn add(
                     .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
             }
         }
+        unix.insert(&mut m)?;
         let info = SessionInfo {
             owner_tgid,
             exec_enforced: u32::from(spec.exec_enforced),
@@ -249,7 +255,7 @@ pub(crate) fn add(
     protected.extend(indexed.iter().map(|(k, _)| *k));
     let exec = [run, map_only].concat();
     if let Err(e) = result {
-        let _ = remove_entries(&mut m, id, &protected, &exec);
+        let _ = remove_entries(&mut m, id, &protected, &exec, &unix);
         let _ = m.clear_index_if_idle();
         if raised {
             lower_nested(&mut m, place.top);
@@ -263,9 +269,20 @@ pub(crate) fn add(
         protected,
         exec,
         index,
+        unix,
+        egress: spec.egress.clone(),
         maps,
         events: Some(events),
     })
+}
+
+/// The policy's rules, then as many resolved ones as fit; and how many did not.
+fn egress_rules(own: &[EgressRule], resolved: &[EgressRule]) -> (Vec<EgressRule>, usize) {
+    let room = (MAX_EGRESS_RULES as usize).saturating_sub(own.len());
+    let taken = resolved.len().min(room);
+    let mut rules = own.to_vec();
+    rules.extend_from_slice(&resolved[..taken]);
+    (rules, resolved.len() - taken)
 }
 
 fn lower_nested(m: &mut SetMaps, top: u64) {
@@ -282,6 +299,7 @@ pub(crate) fn remove_entries(
     id: u64,
     protected: &[SessionInode],
     exec: &[SessionInode],
+    unix: &UnixKeys,
 ) -> Result<(), KernelError> {
     let mut first = None;
     let mut note = |map: &'static str, r: Result<(), aya::maps::MapError>| {
@@ -300,6 +318,7 @@ pub(crate) fn remove_entries(
     for k in exec {
         note("EXEC", m.exec.remove(k));
     }
+    unix.remove(m, &mut note);
     note("EGRESS", m.egress.remove(&id));
     first.map_or(Ok(()), Err)
 }
@@ -326,6 +345,23 @@ impl Session {
         m.egress.insert(id, policy, 0).map_err(map_err("EGRESS"))
     }
 
+    /// Sets the rules of the policy's resolved host names (after its `cidr` rules, as many
+    /// as fit in [`MAX_EGRESS_RULES`]), keeping the lockdown switch as it is. Returns how many
+    /// did not fit. Under the set lock: a lockdown set meanwhile by another process (the
+    /// daemon, `kernel::enclosing`) is never overwritten.
+    pub fn set_resolved(&self, resolved: &[EgressRule]) -> Result<usize, KernelError> {
+        let _lock = SetLock::acquire()?;
+        let mut m = lock(&self.maps);
+        let id = self.place.id;
+        let mut policy = m.egress.get(&id, 0).map_err(map_err("EGRESS"))?;
+        let (rules, dropped) = egress_rules(&self.egress, resolved);
+        policy.rules = EgressPolicy::EMPTY.rules;
+        policy.rules[..rules.len()].copy_from_slice(&rules);
+        policy.count = rules.len() as u32;
+        m.egress.insert(id, policy, 0).map_err(map_err("EGRESS"))?;
+        Ok(dropped)
+    }
+
     /// Events of this session that did not fit in its ring buffer, summed over CPUs.
     pub fn dropped(&self) -> u64 {
         lock(&self.maps)
@@ -340,7 +376,13 @@ impl Session {
     pub fn remove(self) -> Result<(), KernelError> {
         let _lock = SetLock::acquire()?;
         let mut m = lock(&self.maps);
-        let r = remove_entries(&mut m, self.place.id, &self.protected, &self.exec);
+        let r = remove_entries(
+            &mut m,
+            self.place.id,
+            &self.protected,
+            &self.exec,
+            &self.unix,
+        );
         if self.place.depth > 1 {
             lower_nested(&mut m, self.place.top);
         }
@@ -373,6 +415,8 @@ mod tests {
             exec_enforced: exec > 0,
             exec_map: vec![],
             egress: vec![gateway_common::EgressRule::default(); egress],
+            unix_paths: vec![],
+            unix_names: vec![],
             require: false,
         }
     }
@@ -393,6 +437,24 @@ mod tests {
             check_limits(&spec(0, 0, MAX_EGRESS_RULES as usize + 1)),
             Err(KernelError::TooMany { limit: 64, .. })
         ));
+    }
+
+    #[test]
+    fn resolved_rules_go_after_the_policys_own_as_far_as_they_fit() {
+        let rule = |port| gateway_common::EgressRule {
+            port,
+            ..Default::default()
+        };
+        let own: Vec<_> = (0..60).map(rule).collect();
+        let resolved: Vec<_> = (100..110).map(rule).collect();
+        let (rules, dropped) = egress_rules(&own, &resolved);
+        assert_eq!((rules.len(), dropped), (MAX_EGRESS_RULES as usize, 6));
+        assert_eq!(
+            (rules[59].port, rules[60].port, rules[63].port),
+            (59, 100, 103)
+        );
+        let (rules, dropped) = egress_rules(&own[..2], &resolved[..1]);
+        assert_eq!((rules.len(), dropped), (3, 0));
     }
 
     #[test]

@@ -389,7 +389,8 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
         let own = |keys: &[SessionInode]| -> Vec<SessionInode> {
             keys.iter().filter(|k| k.session == *id).copied().collect()
         };
-        session::remove_entries(maps, *id, &own(&protected), &own(&exec))?;
+        let unix = super::unix_sockets::UnixKeys::scan(maps, *id);
+        session::remove_entries(maps, *id, &own(&protected), &own(&exec), &unix)?;
     }
     maps.clear_index_if_idle()?;
     Ok(stale)

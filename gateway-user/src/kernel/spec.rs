@@ -6,7 +6,7 @@ use gateway_common::{AF_INET, AF_INET6, EgressRule, InodeKey};
 
 use crate::{
     net::Cidr,
-    policy::{KernelMode, Policy},
+    policy::{KernelMode, Policy, UnixEntry},
 };
 
 /// A protected path as the kernel sees it.
@@ -34,6 +34,12 @@ pub struct KernelSpec {
     pub exec_map: Vec<ProtectedInode>,
     /// Egress allowlist entries with an address (`cidr`); host-only entries have no kernel form.
     pub egress: Vec<EgressRule>,
+    /// Path-named Unix sockets outside the session the agent may reach (`network.unix`),
+    /// resolved to the inodes of their socket files.
+    pub unix_paths: Vec<ProtectedInode>,
+    /// Abstract Unix socket names the agent may reach (`network.unix`'s `@name`s, without
+    /// the `@`).
+    pub unix_names: Vec<Vec<u8>>,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
 }
@@ -74,6 +80,44 @@ pub fn egress_rule(cidr: &Cidr, port: Option<u16>) -> EgressRule {
         addr: cidr.addr_bytes(),
         mask: cidr.mask_bytes(),
     }
+}
+
+/// `network.unix`, split into socket files (resolved now: one that does not exist, or is not
+/// a socket, is reported and left out) and abstract names.
+fn unix_entries(
+    policy: &Policy,
+    warnings: &mut Vec<SpecWarning>,
+) -> (Vec<ProtectedInode>, Vec<Vec<u8>>) {
+    use std::os::unix::fs::FileTypeExt as _;
+    let (mut paths, mut names) = (Vec::new(), Vec::new());
+    for entry in &policy.network.unix {
+        match UnixEntry::parse(entry) {
+            Ok(UnixEntry::Abstract(name)) => names.push(name),
+            Ok(UnixEntry::Path(path)) => match std::fs::metadata(&path) {
+                Ok(md) if md.file_type().is_socket() => paths.push(ProtectedInode {
+                    key: InodeKey {
+                        dev: kernel_dev(md.dev()),
+                        ino: md.ino(),
+                    },
+                    path,
+                }),
+                Ok(_) => warnings.push(SpecWarning {
+                    path,
+                    message: "network.unix entry not allowed by the kernel: not a socket".into(),
+                }),
+                Err(e) => warnings.push(SpecWarning {
+                    path,
+                    message: format!("network.unix entry not allowed by the kernel: {e}"),
+                }),
+            },
+            // Validated with the policy: cannot happen for a loaded policy.
+            Err(message) => warnings.push(SpecWarning {
+                path: entry.into(),
+                message,
+            }),
+        }
+    }
+    (paths, names)
 }
 
 impl KernelSpec {
@@ -128,6 +172,7 @@ impl KernelSpec {
                 Some(egress_rule(&cidr, e.port))
             })
             .collect();
+        let (unix_paths, unix_names) = unix_entries(policy, &mut warnings);
         let spec = KernelSpec {
             cgroup_dir,
             protected,
@@ -135,6 +180,8 @@ impl KernelSpec {
             exec,
             exec_map,
             egress,
+            unix_paths,
+            unix_names,
             require: policy.kernel == KernelMode::Require,
         };
         (spec, warnings)
@@ -159,6 +206,14 @@ impl KernelSpec {
             .map(|p| p.key)
             .filter(|k| !run.contains(k))
             .collect()
+    }
+
+    /// The `network.unix` socket path with this inode, for audit details.
+    pub fn unix_path(&self, dev: u64, ino: u64) -> Option<&PathBuf> {
+        self.unix_paths
+            .iter()
+            .find(|p| p.key.ino == ino && p.key.dev == dev)
+            .map(|p| &p.path)
     }
 
     /// The protected path with this inode, for audit details.
@@ -211,5 +266,26 @@ mod tests {
             spec.protected_path(kernel_dev(md.dev()), md.ino()),
             Some(&secret)
         );
+    }
+
+    #[test]
+    fn unix_entries_resolve_socket_files_and_keep_abstract_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("s.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        let text = serde_json::json!({"version": 1, "network": {"unix": [
+            sock, plain, dir.path().join("missing"), "@abstract"]}})
+        .to_string();
+        let p = Policy::parse(&text, Path::new("t")).unwrap();
+        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into());
+        assert_eq!(spec.unix_paths.len(), 1);
+        let md = std::fs::metadata(&sock).unwrap();
+        assert_eq!(spec.unix_path(kernel_dev(md.dev()), md.ino()), Some(&sock));
+        assert_eq!(spec.unix_names, [b"abstract".to_vec()]);
+        let w: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].ends_with("not a socket"), "{w:?}");
     }
 }

@@ -7,6 +7,7 @@
 //! the channel without blocking the runtime, and the kernel's ring buffer absorbs the excess
 //! or counts it as dropped.
 use aya::maps::{MapData, RingBuf};
+use gateway_common::EgressRule;
 use tokio::{
     io::unix::AsyncFd,
     sync::{mpsc, oneshot},
@@ -24,6 +25,14 @@ pub enum Command {
         on: bool,
         /// Where the result goes.
         reply: oneshot::Sender<Result<(), KernelError>>,
+    },
+    /// Replace the rules of the policy's resolved host names (`egress_resolved`); replies
+    /// with how many did not fit.
+    SetResolved {
+        /// Every resolved host's rules, in policy order.
+        rules: Vec<EgressRule>,
+        /// Where the result goes.
+        reply: oneshot::Sender<Result<usize, KernelError>>,
     },
     /// Read every event still in the ring buffer, then reply with the count of the
     /// session's events the kernel had to drop (its ring buffer full).
@@ -46,6 +55,17 @@ impl Handle {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Command::Lockdown { on, reply })
+            .await
+            .map_err(|_| KernelError::TaskStopped)?;
+        rx.await.map_err(|_| KernelError::TaskStopped)?
+    }
+
+    /// Puts the addresses of the policy's host names in the session's egress allowlist
+    /// (after its own `cidr` rules); returns how many rules did not fit.
+    pub async fn set_resolved(&self, rules: Vec<EgressRule>) -> Result<usize, KernelError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Command::SetResolved { rules, reply })
             .await
             .map_err(|_| KernelError::TaskStopped)?;
         rx.await.map_err(|_| KernelError::TaskStopped)?
@@ -98,6 +118,9 @@ where
                     None => break,
                     Some(Command::Lockdown { on, reply }) => {
                         let _ = reply.send(session.set_lockdown(on));
+                    }
+                    Some(Command::SetResolved { rules, reply }) => {
+                        let _ = reply.send(session.set_resolved(&rules));
                     }
                     Some(Command::Drain { reply }) => {
                         out.read_all(fd.get_mut()).await;

@@ -105,13 +105,50 @@ pub struct EgressEntry {
     pub port: Option<u16>,
 }
 
-/// Network section: the egress allowlist. Nothing listed = no egress at all.
+/// Network section: the egress allowlist and the Unix sockets outside the session the agent
+/// may reach. Nothing listed = no egress at all, and no Unix socket but the session's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
     /// Destinations the agent may reach; empty = none.
     #[serde(default)]
     pub egress: Vec<EgressEntry>,
+    /// Unix sockets outside the session the agent may connect or send to: an absolute path
+    /// (`/run/foo.sock`, matched by the socket file's inode at start) or an abstract name
+    /// (`@name`). The session's own sockets and its gateway's are always reachable.
+    #[serde(default)]
+    pub unix: Vec<String>,
+}
+
+/// One entry of `network.unix`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnixEntry {
+    /// A path-named socket.
+    Path(PathBuf),
+    /// An abstract name, without the `@` (the kernel's leading NUL).
+    Abstract(Vec<u8>),
+}
+
+impl UnixEntry {
+    /// Parses `/absolute/path` or `@name` (1 to 107 bytes).
+    pub fn parse(s: &str) -> Result<UnixEntry, String> {
+        if let Some(name) = s.strip_prefix('@') {
+            let max = gateway_common::UNIX_NAME_MAX as usize;
+            if name.is_empty() || name.len() > max {
+                return Err(format!(
+                    "`{s}`: an abstract socket name has 1 to {max} bytes after the `@`"
+                ));
+            }
+            return Ok(UnixEntry::Abstract(name.as_bytes().to_vec()));
+        }
+        let path = PathBuf::from(s);
+        if !path.is_absolute() {
+            return Err(format!(
+                "`{s}` is neither an absolute path nor an abstract name (`@name`)"
+            ));
+        }
+        Ok(UnixEntry::Path(path))
+    }
 }
 
 /// A whole policy file.
@@ -283,6 +320,32 @@ mod tests {
             }
             other => panic!("unexpected {other}"),
         }
+    }
+
+    #[test]
+    fn unix_entries_are_paths_or_abstract_names() {
+        let p = parse(r#"{"version": 1, "network": {"unix": ["/run/a.sock", "@name"]}}"#).unwrap();
+        assert_eq!(p.network.unix.len(), 2);
+        assert_eq!(
+            UnixEntry::parse("@name"),
+            Ok(UnixEntry::Abstract(b"name".to_vec()))
+        );
+        assert_eq!(
+            UnixEntry::parse("/run/a.sock"),
+            Ok(UnixEntry::Path("/run/a.sock".into()))
+        );
+        for bad in ["relative.sock", "@", &format!("@{}", "x".repeat(108))] {
+            let text = format!(r#"{{"version": 1, "network": {{"unix": ["/ok", "{bad}"]}}}}"#);
+            let e = parse(&text).unwrap_err();
+            assert!(e.to_string().contains("network.unix[1]"), "{bad}: {e}");
+        }
+        assert!(
+            parse(&format!(
+                r#"{{"version": 1, "network": {{"unix": ["@{}"]}}}}"#,
+                "x".repeat(107)
+            ))
+            .is_ok()
+        );
     }
 
     #[test]

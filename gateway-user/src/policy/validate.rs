@@ -28,6 +28,10 @@ impl Policy {
                 _ => {}
             }
         }
+        for (i, e) in self.network.unix.iter().enumerate() {
+            super::UnixEntry::parse(e)
+                .map_err(|m| ValidationError::value(root.key("network").key("unix").index(i), m))?;
+        }
         for (field, paths) in [
             ("readable", &self.sandbox.readable),
             ("writable", &self.sandbox.writable),
