@@ -197,8 +197,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         );
     } else if landlock {
         println!(
-            "    files:  this kernel refuses BPF LSM programs; Landlock stood in and the key could\n            \
-             not be opened (EACCES). Landlock denials have no event channel to gatewayd, so they\n            \
+            "    files:  this kernel refuses BPF LSM programs; tier 2 stood in: the key was hidden by a\n            \
+             mount in the agent's own mount namespace (Landlock keeps the mounts in place) and\n            \
+             could not be opened (EACCES). Such denials have no event channel to gatewayd, so they\n            \
              are not in its audit log. `cargo xtask test` shows the BPF LSM file_open denial\n            \
              inside a QEMU guest booting Debian's kernel."
         );
