@@ -6,7 +6,8 @@
 use std::{path::Path, process::Command};
 
 use super::{
-    Scratch, Tier, escape::escape_bin, gatewayd_run, note, records, stdout, tier, write_policy,
+    Scratch, Tier, escape::escape_bin, file_tree::kernel_records, gatewayd_run, note, stdout, tier,
+    write_policy,
 };
 
 /// Runs gw-escape with `args`, bare or under `gatewayd run` with `policy`; its stdout.
@@ -33,18 +34,6 @@ fn escape(args: &[String], under: Option<(&Path, &Path)>) -> String {
     let text = stdout(&out);
     eprintln!("gw-escape {args:?} (under: {}):\n{text}", under.is_some());
     text
-}
-
-/// The kernel records of an audit log as (hook, reason).
-fn kernel_denials(audit: &Path) -> Vec<(String, String)> {
-    records(audit)
-        .into_iter()
-        .filter(|r| r["source"] == "kernel")
-        .map(|r| {
-            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-            (s("hook"), s("reason"))
-        })
-        .collect()
 }
 
 /// The C library this test process has mapped (a file under a system library tree).
@@ -96,7 +85,7 @@ fn code_in_no_file_cannot_be_executed_at_tier_1() {
                 assert_eq!(lines[0], "memfd_exec_proc errno 1", "{under}");
                 want.push(want[0].clone());
             }
-            assert_eq!(kernel_denials(&audit), want);
+            assert_eq!(kernel_records(&audit), want);
         }
         Tier::Landlock => {
             // No bprm_check_security program: a deleted file runs (it is a file the agent
@@ -150,7 +139,7 @@ fn unlisted_files_cannot_be_mapped_executable_at_tier_1() {
             assert_eq!(lines[0], "mmap_exec errno 1", "{under}");
             assert_eq!(lines[1], "mprotect_exec errno 1", "{under}");
             assert_eq!(
-                kernel_denials(&audit),
+                kernel_records(&audit),
                 [
                     ("lsm/mmap_file".into(), "exec_not_allowed".into()),
                     ("lsm/file_mprotect".into(), "exec_not_allowed".into()),

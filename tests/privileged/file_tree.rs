@@ -42,7 +42,7 @@ fn bare(dir: &Scratch, actions: &[&[&str]]) {
 }
 
 /// (hook, reason) of the kernel records in `audit`.
-fn kernel_records(audit: &Path) -> Vec<(String, String)> {
+pub(super) fn kernel_records(audit: &Path) -> Vec<(String, String)> {
     records(audit)
         .iter()
         .filter(|r| r["source"] == "kernel")
