@@ -27,6 +27,8 @@ mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs 
 mount -t tmpfs tmpfs /tmp; mount -t securityfs securityfs /sys/kernel/security
 mount -t cgroup2 cgroup2 /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf
 ip link set lo up
+# After a verbose boot, the console carries what `quiet` lets through (errors and worse).
+dmesg -n 4
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
 export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent GW_ESCAPE=/gw-escape HOME=/root PATH=/bin TMPDIR=/tmp
 mkdir -p /root
@@ -142,13 +144,35 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     Ok(())
 }
 
+/// How much the guest kernel says on its console.
+#[derive(Clone, Copy, PartialEq)]
+enum Console {
+    /// `quiet`: only the suite's own lines (and any panic).
+    Quiet,
+    /// Every kernel message from the earliest point (`earlyprintk`), for a boot that must be
+    /// understood.
+    Verbose,
+}
+
 /// Boots `kernel` with `initrd` and reads the suite's results off its console (also kept in
-/// `target/vm/console-<kernel>.log`).
-fn boot(kernel: &GuestKernel, initrd: &Path, work: &Path) -> anyhow::Result<GuestRun> {
+/// `target/vm/console-<kernel>.log`). QEMU logs CPU resets and guest errors (a triple fault
+/// among them) to `target/vm/qemu-<kernel>.log`.
+fn boot(
+    kernel: &GuestKernel,
+    initrd: &Path,
+    work: &Path,
+    console: Console,
+) -> anyhow::Result<GuestRun> {
     println!(
         ">>> QEMU guest suite, kernel {} ({}), console below",
         kernel.name, kernel.source
     );
+    let name = kernel.name.replace(['/', ' '], "_");
+    let qemu_log = work.join(format!("qemu-{name}.log"));
+    let append = match console {
+        Console::Quiet => "console=ttyS0 panic=-1 quiet",
+        Console::Verbose => "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1",
+    };
     let t0 = Instant::now();
     let mut child = Command::new("timeout")
         .args([
@@ -163,11 +187,19 @@ fn boot(kernel: &GuestKernel, initrd: &Path, work: &Path) -> anyhow::Result<Gues
             "-smp",
             "2",
         ])
-        .args(["-nographic", "-no-reboot", "-kernel"])
+        .args([
+            "-nographic",
+            "-no-reboot",
+            "-d",
+            "cpu_reset,guest_errors",
+            "-D",
+        ])
+        .arg(&qemu_log)
+        .arg("-kernel")
         .arg(&kernel.vmlinuz)
         .arg("-initrd")
         .arg(initrd)
-        .args(["-append", "console=ttyS0 panic=-1 quiet"])
+        .args(["-append", append])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -184,13 +216,21 @@ fn boot(kernel: &GuestKernel, initrd: &Path, work: &Path) -> anyhow::Result<Gues
     }
     let status = child.wait()?;
     run.finish();
-    let name = kernel.name.replace(['/', ' '], "_");
     std::fs::write(work.join(format!("console-{name}.log")), &log)?;
     util::time(
         &format!("QEMU guest {} (all stages, {status})", kernel.name),
         t0,
     );
     Ok(run)
+}
+
+/// The last lines of QEMU's log, if any.
+fn print_tail(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    for l in &lines[lines.len().saturating_sub(40)..] {
+        println!("qemu| {l}");
+    }
 }
 
 /// Builds the guest image once, boots every kernel in turn, prints the results per kernel,
@@ -210,7 +250,21 @@ pub(crate) fn run_suite(
     util::time("guest image (privileged test binary + initramfs)", t0);
     let mut runs = Vec::new();
     for k in kernels {
-        runs.push(boot(k, &initrd, &work)?);
+        let mut run = boot(k, &initrd, &work, Console::Quiet)?;
+        if !run.reached_init() {
+            // Nothing of the suite ran: not a test result. Seen once in CI on 6.12 (QEMU ended
+            // cleanly after 5 s, no line from the kernel). Boot again, saying everything.
+            let first = run.seconds();
+            println!(
+                "NOTE guest {}: the kernel never reached init (QEMU ended after {first:.1} s); \
+                 QEMU's reset log follows, then a second boot with every kernel message",
+                k.name
+            );
+            print_tail(&work.join(format!("qemu-{}.log", k.name.replace(['/', ' '], "_"))));
+            run = boot(k, &initrd, &work, Console::Verbose)?;
+            run.set_first_boot_failed(first);
+        }
+        runs.push(run);
     }
     report::print(&runs);
     let mut s = Summary::default();

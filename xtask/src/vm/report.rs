@@ -52,6 +52,8 @@ pub(super) struct GuestRun {
     started: Instant,
     /// Seconds from boot to the console closing.
     seconds: f64,
+    /// Seconds a first boot lasted that never reached init (the suite then ran on a second).
+    first_boot_failed: Option<f64>,
 }
 
 impl GuestRun {
@@ -71,7 +73,22 @@ impl GuestRun {
             stage: ("boot".into(), Instant::now()),
             started: Instant::now(),
             seconds: 0.0,
+            first_boot_failed: None,
         }
+    }
+
+    /// Whether the guest's init ran (its first line came).
+    pub(super) fn reached_init(&self) -> bool {
+        self.release.is_some()
+    }
+
+    pub(super) fn seconds(&self) -> f64 {
+        self.seconds
+    }
+
+    /// This run is a second boot; the first ended after `seconds` without reaching init.
+    pub(super) fn set_first_boot_failed(&mut self, seconds: f64) {
+        self.first_boot_failed = Some(seconds);
     }
 
     fn end_stage(&mut self, next: &str) {
@@ -216,6 +233,15 @@ pub(super) fn print(runs: &[GuestRun]) {
             r.verdict()
                 .map_or_else(|e| format!("FAILED: {e}"), |()| "ok".into()),
         );
+    }
+    for r in runs {
+        if let Some(s) = r.first_boot_failed {
+            println!(
+                "  {:<6} booted twice: the first boot ended after {s:.1} s without reaching \
+                 init (see target/vm/qemu-{}.log)",
+                r.kernel.name, r.kernel.name
+            );
+        }
     }
     println!("features (gatewayd doctor --json):");
     for r in runs {
