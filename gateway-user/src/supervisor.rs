@@ -39,7 +39,7 @@ use crate::{
     clock::{Clock, SystemClock},
     kernel::{self, KernelSpec, Session, SharedPrograms, Tier},
     landlock,
-    policy::Policy,
+    policy::{Policy, UnixEntry},
 };
 
 pub mod agent_gateway;
@@ -231,8 +231,21 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let ruleset = if Tier::resolve(programs.status(), true) == Tier::CgroupLandlock {
         landlock_fallback(&policy, &mut pieces).inspect(|_| {
             // Landlock grants every path; the protected ones are hidden by mounts instead.
-            let (hiding, links) =
+            let (mut hiding, links) =
                 hide::Hiding::plan(&policy.sandbox.protected, &policy.sandbox.exec);
+            // Landlock has no right for path-named sockets: the host's are covered instead,
+            // but for the listed ones and the session's own gateway socket.
+            let mut allowed: Vec<PathBuf> = policy
+                .network
+                .unix
+                .iter()
+                .filter_map(|e| match UnixEntry::parse(e) {
+                    Ok(UnixEntry::Path(p)) => Some(p),
+                    _ => None,
+                })
+                .collect();
+            allowed.push(agent_gateway::paths(&opts.runtime_dir, &session).1);
+            hiding.cover_sockets(&allowed);
             privileges.hide(hiding);
             warnings.extend(
                 links

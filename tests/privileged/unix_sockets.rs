@@ -2,8 +2,8 @@
 //! abstract socket (stream and datagram each), which `gw-escape` reaches bare; under
 //! `gatewayd run`, tier 1's BPF LSM programs refuse all four with an audit record each while
 //! a socket the policy lists and the agent's own socketpairs still work; at tier 2 Landlock
-//! scopes abstract sockets (ABI 6) and leaves path-named ones open, which the test asserts
-//! and notes (`KERNEL-NOTE`). The session's own gateway socket is used by every test of
+//! scopes abstract sockets (ABI 6), and the path-named ones bound before the session are
+//! covered by mounts in the agent's namespace (`ECONNREFUSED`, no audit record). The session's own gateway socket is used by every test of
 //! `gateway.rs`.
 use std::{
     collections::BTreeMap,
@@ -173,13 +173,34 @@ fn unix_sockets_outside_the_session_are_refused_unless_listed() {
                      sockets outside the session stay reachable at tier 2"
                 ));
             }
+            // Path-named sockets bound before the session: covered in the agent's mount
+            // namespace (no Landlock right exists for them), the listed one left alone.
+            let refused = format!("errno {}", libc::ECONNREFUSED);
             for name in ["unix_connect", "unix_send"] {
-                assert_eq!(got[name], "ok", "{name}: {text}");
+                assert_eq!(got[name], refused, "{name}: {text}");
+            }
+            let start = records(&audit)
+                .into_iter()
+                .find(|r| r["reason"] == "session_start")
+                .unwrap();
+            let covered = &start["detail"]["agent_privileges"]["hidden"]["unix_sockets"]["covered"];
+            for (name, want) in [
+                ("outside.sock", true),
+                ("outside.dgram", true),
+                ("listed.sock", false),
+            ] {
+                let path = std::fs::canonicalize(out.dir.path(name)).unwrap();
+                let found = covered
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c.as_str() == path.to_str());
+                assert_eq!(found, want, "{name} covered: {covered}");
             }
             note(&format!(
                 "tier 2 (Landlock ABI {abi}): no Landlock right covers connecting to a \
-                 path-named Unix socket; asserted path-named sockets outside the session stay \
-                 reachable (file permissions only)"
+                 path-named Unix socket; asserted the sockets bound before the session are \
+                 covered by mounts (ECONNREFUSED); one bound after it starts is not"
             ));
         }
     }

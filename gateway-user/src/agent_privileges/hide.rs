@@ -18,7 +18,10 @@
 //!   deleting it fails (`EBUSY`);
 //! - the cgroup filesystem and bpffs are bound onto themselves and made read-only with every
 //!   mount below them (`mount_setattr`, `AT_RECURSIVE`): the agent cannot move itself out of
-//!   its cgroup nor unpin gatewayd's programs.
+//!   its cgroup nor unpin gatewayd's programs;
+//! - each path-named Unix socket bound on the host when the session starts, unless listed,
+//!   gets `/dev/null` bound over it like a protected file ([`host_sockets`]): connecting or
+//!   sending to it fails (`ECONNREFUSED`).
 //!
 //! The agent cannot undo these: it holds no `CAP_SYS_ADMIN` (unless its policy keeps it),
 //! the seccomp filter denies every mount call and Landlock denies every change to the mount
@@ -34,6 +37,8 @@ use std::{
 
 use serde_json::json;
 
+use super::host_sockets;
+
 /// Where gatewayd's kernel state lives: made read-only for the agent.
 const READ_ONLY_TREES: &[&str] = &["/sys/fs/cgroup", "/sys/fs/bpf"];
 
@@ -48,6 +53,9 @@ pub struct Hiding {
     files: Vec<CString>,
     read_only: Vec<CString>,
     read_only_trees: Vec<CString>,
+    sockets: Vec<CString>,
+    /// How many bound path-named sockets the kernel listed when the sockets were planned.
+    sockets_listed: usize,
 }
 
 /// `paths` made canonical (those that do not exist are dropped: the kernel layer's start
@@ -99,6 +107,20 @@ impl Hiding {
         (plan, warnings)
     }
 
+    /// Adds the host's path-named Unix sockets to cover ([`host_sockets`]), except `allowed`
+    /// (the policy's `network.unix` paths and the session's own gateway socket).
+    pub fn cover_sockets(&mut self, allowed: &[PathBuf]) {
+        let covered: Vec<PathBuf> = self
+            .dirs
+            .iter()
+            .map(|c| PathBuf::from(std::ffi::OsStr::from_bytes(c.as_bytes())))
+            .collect();
+        let (sockets, listed) = host_sockets::to_cover(allowed, &covered);
+        self.sockets_listed = listed;
+        let c = |p: &PathBuf| CString::new(p.as_os_str().as_bytes()).ok();
+        self.sockets = sockets.iter().filter_map(c).collect();
+    }
+
     /// What the `session_start` record says about the hiding.
     pub fn describe(&self) -> serde_json::Value {
         let list = |v: &[CString]| -> Vec<String> {
@@ -109,6 +131,10 @@ impl Hiding {
             "files": list(&self.files),
             "read_only": list(&self.read_only),
             "read_only_trees": list(&self.read_only_trees),
+            "unix_sockets": {
+                "bound_on_the_host": self.sockets_listed,
+                "covered": list(&self.sockets),
+            },
         })
     }
 
@@ -118,6 +144,7 @@ impl Hiding {
             && self.files.is_empty()
             && self.read_only.is_empty()
             && self.read_only_trees.is_empty()
+            && self.sockets.is_empty()
     }
 
     /// Makes the mounts, in the forked child, inside its private mount namespace, while it
@@ -148,6 +175,14 @@ impl Hiding {
         }
         for t in &self.read_only_trees {
             bind_read_only(t, t, hidden, true)?;
+        }
+        for s in &self.sockets {
+            // A socket whose name went away since the plan (or now lies under another mount)
+            // cannot be reached by that name either.
+            match bind_read_only(c"/dev/null", s, hidden, false) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                r => r?,
+            }
         }
         enter_cwd_again()
     }

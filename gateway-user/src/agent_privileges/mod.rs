@@ -10,8 +10,8 @@
 //! 2. a PID namespace with a small init at its PID 1 ([`pid_namespace`]), which mounts the
 //!    namespace's `/proc`, sets `vm.memfd_noexec`, enters the cgroup (the caller's step) and
 //!    forks the agent's process, where the steps below run;
-//! 3. at tier 2 the mounts that hide the protected paths ([`hide`]; after the cgroup, whose
-//!    filesystem they make read-only), then the tier-2 Landlock ruleset (which forbids
+//! 3. at tier 2 the mounts that hide the protected paths and the host's Unix sockets
+//!    ([`hide`], [`host_sockets`]; after the cgroup, whose filesystem they make read-only), then the tier-2 Landlock ruleset (which forbids
 //!    mounts itself);
 //! 4. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
@@ -25,6 +25,7 @@ use crate::policy::{Account, Agent};
 
 pub(crate) mod credentials;
 pub mod hide;
+pub(crate) mod host_sockets;
 pub mod names;
 pub(crate) mod pid_namespace;
 pub mod seccomp;
