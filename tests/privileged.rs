@@ -22,6 +22,8 @@ mod escape;
 mod features;
 #[path = "privileged/file_tree.rs"]
 mod file_tree;
+#[path = "privileged/inet_protocols.rs"]
+mod inet_protocols;
 #[path = "privileged/lifetime.rs"]
 mod lifetime;
 

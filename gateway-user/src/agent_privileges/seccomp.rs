@@ -78,6 +78,11 @@ const AF_NETLINK: u64 = 16;
 /// DCCP and the obsolete `SOCK_PACKET`.
 const SOCK_TYPE_MASK: u64 = 0xf;
 const DENIED_INET_TYPES: [u64; 4] = [3, 4, 6, 10];
+/// The protocols an `AF_INET`/`AF_INET6` socket may name: the default one of its type (0),
+/// TCP and UDP. Every other (ICMP ping sockets, SCTP, MPTCP, UDP-Lite, ...) is refused: the
+/// cgroup egress programs run on TCP's and UDP's connect and send paths, not on all of
+/// theirs (an ICMP echo on an unconnected ping socket runs none).
+const ALLOWED_INET_PROTOCOLS: [u64; 3] = [0, 6, 17];
 const CLONE_NEWUSER: u64 = 0x1000_0000;
 const MFD_EXEC: u64 = 0x10;
 const AT_EMPTY_PATH: u64 = 0x1000;
@@ -228,6 +233,16 @@ fn rules(families: &[u64], netlink: &[u64]) -> Vec<Value> {
                 arg(1, json!({"masked_eq": SOCK_TYPE_MASK}), t),
             ]}));
         }
+    }
+    // inet_protocol: an IPv4/IPv6 protocol other than TCP and UDP.
+    for family in [AF_INET, AF_INET6] {
+        let mut args = vec![arg(0, json!("eq"), family)];
+        args.extend(
+            ALLOWED_INET_PROTOCOLS
+                .iter()
+                .map(|p| arg(2, json!("ne"), *p)),
+        );
+        r.push(json!({"syscall": "socket", "args": args}));
     }
     // user_namespace: a new user namespace gives its creator every capability inside it.
     for call in ["unshare", "clone"] {

@@ -175,6 +175,30 @@ fn the_rules_mean_what_they_say_on_both_architectures() {
             "reading"
         );
         assert_eq!(v("memfd_create", [0, 1, 0, 0, 0, 0]), ALLOW, "plain memfd");
+        for (args, want, what) in [
+            ([AF_INET, 1, 6, 0, 0, 0], ALLOW, "TCP, named"),
+            (
+                [AF_INET6, 2 | cloexec, 17, 0, 0, 0],
+                ALLOW,
+                "UDP over IPv6, named",
+            ),
+            (
+                [AF_INET, 2 | cloexec, 1, 0, 0, 0],
+                EPERM,
+                "ICMP ping socket",
+            ),
+            ([AF_INET6, 2, 58, 0, 0, 0], EPERM, "ICMPv6 ping socket"),
+            ([AF_INET, 1, 132, 0, 0, 0], EPERM, "SCTP"),
+            ([AF_INET6, 1, 262, 0, 0, 0], EPERM, "MPTCP"),
+            ([AF_INET, 2, 136, 0, 0, 0], EPERM, "UDP-Lite"),
+            (
+                [AF_UNIX, 1, 1, 0, 0, 0],
+                ALLOW,
+                "unix: protocols are not inet's",
+            ),
+        ] {
+            assert_eq!(v("socket", args), want, "{arch:?}: {what}");
+        }
         assert_eq!(
             v("execveat", [3, 0, 0, 0, AT_EMPTY_PATH, 0]),
             EPERM,

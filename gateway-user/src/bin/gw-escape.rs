@@ -16,6 +16,8 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "gw-escape/inet.rs"]
+mod inet;
 #[path = "gw-escape/unix.rs"]
 mod unix;
 
@@ -26,7 +28,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 44] = [
+const ATTEMPTS: [(&str, &str); 47] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -45,6 +47,15 @@ const ATTEMPTS: [(&str, &str); 44] = [
     ),
     ("raw_socket", "socket(AF_INET, SOCK_RAW, ICMP)"),
     ("raw_socket6", "socket(AF_INET6, SOCK_RAW, ICMPV6)"),
+    (
+        "icmp_echo",
+        "an ICMP echo to the address ARG with sendto() on an unconnected ping socket",
+    ),
+    ("sctp_socket", "socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP)"),
+    (
+        "mptcp_socket",
+        "socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)",
+    ),
     ("packet_socket", "socket(AF_PACKET, SOCK_RAW)"),
     ("vsock_socket", "socket(AF_VSOCK, SOCK_STREAM)"),
     ("netlink_audit", "socket(AF_NETLINK, NETLINK_AUDIT)"),
@@ -525,6 +536,9 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "unix_connect" | "unix_connect_listed" | "unix_connect_abstract" => unix::connect(arg),
         "unix_send" | "unix_send_abstract" => unix::send(arg),
         "unix_pair" => unix::pair(),
+        "icmp_echo" => inet::icmp_echo(arg),
+        "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
+        "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
         _ => Outcome::Errno(libc::EINVAL),
     }
 }

@@ -1,0 +1,81 @@
+//! IPv4/IPv6 sockets of protocols other than TCP and UDP, whose send paths do not all run
+//! the cgroup egress programs (an ICMP echo on an unconnected ping socket runs none).
+use super::Outcome;
+
+/// A socket of `family`/`ty`/`proto` (closed at once).
+pub(crate) fn socket(family: i32, ty: i32, proto: i32) -> Outcome {
+    // SAFETY: a plain syscall; the fd is closed below.
+    let fd = unsafe { libc::socket(family, ty | libc::SOCK_CLOEXEC, proto) };
+    if fd < 0 {
+        return errno();
+    }
+    // SAFETY: the fd just made, closed once.
+    unsafe { libc::close(fd) };
+    Outcome::Ok
+}
+
+/// An ICMP echo request sent with `sendto()` on an unconnected ping socket
+/// (`SOCK_DGRAM`, `IPPROTO_ICMP`/`IPPROTO_ICMPV6`) to `arg`, an IP address: what the
+/// `ping` of iputils does, and a way out past `cgroup/sendmsg4` (which only UDP runs).
+pub(crate) fn icmp_echo(arg: &str) -> Outcome {
+    let Ok(ip) = arg.parse::<std::net::IpAddr>() else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    let (family, proto, echo_type) = match ip {
+        std::net::IpAddr::V4(_) => (libc::AF_INET, libc::IPPROTO_ICMP, 8u8),
+        std::net::IpAddr::V6(_) => (libc::AF_INET6, libc::IPPROTO_ICMPV6, 128u8),
+    };
+    // SAFETY: a plain syscall; the fd is closed below.
+    let fd = unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, proto) };
+    if fd < 0 {
+        return errno();
+    }
+    // Type, code, checksum and identifier are filled in by the kernel; then the payload.
+    let mut msg = [0u8; 16];
+    msg[0] = echo_type;
+    msg[8..16].copy_from_slice(b"gwescape");
+    let sent = match ip {
+        std::net::IpAddr::V4(v4) => {
+            // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
+            let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr.s_addr = u32::from_ne_bytes(v4.octets());
+            // SAFETY: msg and sa are valid for the lengths given.
+            unsafe {
+                libc::sendto(
+                    fd,
+                    msg.as_ptr().cast(),
+                    msg.len(),
+                    0,
+                    (&raw const sa).cast(),
+                    std::mem::size_of_val(&sa) as libc::socklen_t,
+                )
+            }
+        }
+        std::net::IpAddr::V6(v6) => {
+            // SAFETY: an all-zero sockaddr_in6 is valid; the fields are set below.
+            let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+            sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sa.sin6_addr.s6_addr = v6.octets();
+            // SAFETY: msg and sa are valid for the lengths given.
+            unsafe {
+                libc::sendto(
+                    fd,
+                    msg.as_ptr().cast(),
+                    msg.len(),
+                    0,
+                    (&raw const sa).cast(),
+                    std::mem::size_of_val(&sa) as libc::socklen_t,
+                )
+            }
+        }
+    };
+    let out = if sent < 0 { errno() } else { Outcome::Ok };
+    // SAFETY: the fd made above, closed once.
+    unsafe { libc::close(fd) };
+    out
+}
+
+fn errno() -> Outcome {
+    Outcome::Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}

@@ -1,0 +1,79 @@
+//! IPv4/IPv6 sockets of protocols other than TCP and UDP: the cgroup egress programs run on
+//! TCP's and UDP's connect and send paths, so the seccomp filter refuses the others
+//! (`inet_protocol`). The way out it closes: an ICMP echo carrying any payload, sent with
+//! `sendto()` on an unconnected ping socket, which no cgroup program sees. Ping sockets are
+//! allowed to the groups in `net.ipv4.ping_group_range` (systemd opens it to everyone); the
+//! test opens it to gid 0 for its length (both runs are root's), so the echo works bare.
+use super::{escape::escape_bin, *};
+
+const RANGE: &str = "/proc/sys/net/ipv4/ping_group_range";
+
+/// `net.ipv4.ping_group_range` set to `0 0` until dropped, then put back.
+struct PingGroupRange(String);
+
+impl PingGroupRange {
+    fn open_to_root() -> PingGroupRange {
+        let old = std::fs::read_to_string(RANGE).unwrap();
+        std::fs::write(RANGE, "0 0").unwrap();
+        PingGroupRange(old)
+    }
+}
+
+impl Drop for PingGroupRange {
+    fn drop(&mut self) {
+        let _ = std::fs::write(RANGE, self.0.trim());
+    }
+}
+
+const ATTEMPTS: [&str; 4] = [
+    "icmp_echo=127.0.0.1",
+    "sctp_socket",
+    "mptcp_socket",
+    "tcp_socket",
+];
+
+fn outcomes(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, o)| (n.to_string(), o.to_string()))
+        .collect()
+}
+
+#[test]
+fn inet_sockets_of_protocols_without_egress_hooks_are_refused() {
+    let tier = tier();
+    let _range = PingGroupRange::open_to_root();
+    let dir = Scratch::new("inet");
+    let bare = Command::new(escape_bin()).args(ATTEMPTS).output().unwrap();
+    let bare = outcomes(&stdout(&bare));
+    assert_eq!(bare["icmp_echo"], "ok", "bare, the echo goes out: {bare:?}");
+    assert_eq!(bare["tcp_socket"], "ok", "{bare:?}");
+    let denied = [
+        format!("errno {}", libc::EPERM),
+        format!("errno {}", libc::EACCES),
+    ];
+    for name in ["sctp_socket", "mptcp_socket"] {
+        // Reaches the kernel's protocol code bare (it may lack the protocol: not a denial).
+        assert!(!denied.contains(&bare[name]), "{name} bare: {bare:?}");
+    }
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let run = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(escape_bin())
+        .args(ATTEMPTS)
+        .output()
+        .unwrap();
+    let text = stdout(&run);
+    eprintln!("gw-escape under gatewayd ({tier:?}):\n{text}");
+    let got = outcomes(&text);
+    for name in ["icmp_echo", "sctp_socket", "mptcp_socket"] {
+        assert_eq!(got[name], denied[0], "{name}: {text}");
+    }
+    assert_eq!(got["tcp_socket"], "ok", "TCP is not refused: {text}");
+    assert!(verify(&audit).status.success());
+}
