@@ -40,6 +40,8 @@ const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
 const SCOPE_SIGNAL: u64 = 1 << 1;
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
 const RULE_PATH_BENEATH: libc::c_int = 1;
+/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7): keep logging denials after `execve`.
+const RESTRICT_SELF_LOG_NEW_EXEC_ON: libc::c_uint = 1 << 1;
 
 /// The Landlock ABI version this kernel offers, or the reason there is none. Asked of the
 /// kernel (the `landlock_create_ruleset` version query), not read from a file.
@@ -344,6 +346,13 @@ impl Ruleset {
     pub fn restrict_fn(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let fd = self.fd.as_raw_fd();
         let proc_rights = self.proc_rights;
+        // From ABI 7 denials are logged to audit, by default only until the next exec: the
+        // agent's program is that exec, so the logging goes on past it.
+        let flags: libc::c_uint = if self.abi >= crate::landlock_audit::AUDIT_ABI {
+            RESTRICT_SELF_LOG_NEW_EXEC_ON
+        } else {
+            0
+        };
         move || {
             // SAFETY: plain syscalls on an fd inherited across fork (valid until exec), a
             // static path and the packed 12-byte rule on the stack.
@@ -375,7 +384,7 @@ impl Ruleset {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) != 0 {
+                if libc::syscall(libc::SYS_landlock_restrict_self, fd, flags) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }

@@ -77,3 +77,48 @@ fn inet_sockets_of_protocols_without_egress_hooks_are_refused() {
     assert_eq!(got["tcp_socket"], "ok", "TCP is not refused: {text}");
     assert!(verify(&audit).status.success());
 }
+
+/// A TCP connect made by `sendto(MSG_FASTOPEN)` meets `cgroup/connect4` like `connect()`.
+#[test]
+fn a_tcp_fast_open_send_meets_the_egress_programs() {
+    let _ = tier();
+    let dir = Scratch::new("tfo");
+    let (port, got) = listener("127.0.0.1:0");
+    let attempt = format!("tcp_fastopen=127.0.0.1:{port}");
+    let bare = Command::new(escape_bin()).arg(&attempt).output().unwrap();
+    assert_eq!(stdout(&bare).trim(), "tcp_fastopen ok", "{bare:?}");
+    assert_eq!(
+        got.recv_timeout(Duration::from_secs(5)).unwrap(),
+        b"stolen",
+        "bare, the data arrives"
+    );
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let run = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(escape_bin())
+        .arg(&attempt)
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&run).trim(),
+        format!("tcp_fastopen errno {}", libc::EPERM),
+        "{run:?}"
+    );
+    assert!(
+        got.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the listener got a connection under gatewayd"
+    );
+    let kernel: Vec<serde_json::Value> = records(&audit)
+        .into_iter()
+        .filter(|r| r["source"] == "kernel")
+        .collect();
+    assert_eq!(kernel.len(), 1, "{kernel:#?}");
+    assert_eq!(kernel[0]["hook"], "cgroup/connect4");
+    assert_eq!(kernel[0]["reason"], "egress_not_allowed");
+    assert!(verify(&audit).status.success());
+}

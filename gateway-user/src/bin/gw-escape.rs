@@ -28,7 +28,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 47] = [
+const ATTEMPTS: [(&str, &str); 48] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -52,6 +52,10 @@ const ATTEMPTS: [(&str, &str); 47] = [
         "an ICMP echo to the address ARG with sendto() on an unconnected ping socket",
     ),
     ("sctp_socket", "socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP)"),
+    (
+        "tcp_fastopen",
+        "sendto(MSG_FASTOPEN) to ARG (IPv4:port): a TCP connect made by a send",
+    ),
     (
         "mptcp_socket",
         "socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)",
@@ -537,6 +541,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "unix_send" | "unix_send_abstract" => unix::send(arg),
         "unix_pair" => unix::pair(),
         "icmp_echo" => inet::icmp_echo(arg),
+        "tcp_fastopen" => inet::tcp_fastopen(arg),
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
         "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
         _ => Outcome::Errno(libc::EINVAL),

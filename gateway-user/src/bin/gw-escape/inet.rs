@@ -76,6 +76,40 @@ pub(crate) fn icmp_echo(arg: &str) -> Outcome {
     out
 }
 
+/// `sendto(MSG_FASTOPEN)` of `stolen` on a fresh TCP socket to `arg` (`IPv4:port`): a
+/// connect made by a send, which must meet the same egress programs as `connect()`.
+pub(crate) fn tcp_fastopen(arg: &str) -> Outcome {
+    let Ok(addr) = arg.parse::<std::net::SocketAddrV4>() else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    // SAFETY: a plain syscall; the fd is closed below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return errno();
+    }
+    // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
+    let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sa.sin_family = libc::AF_INET as libc::sa_family_t;
+    sa.sin_port = addr.port().to_be();
+    sa.sin_addr.s_addr = u32::from_ne_bytes(addr.ip().octets());
+    let data = b"stolen";
+    // SAFETY: data and sa are valid for the lengths given.
+    let sent = unsafe {
+        libc::sendto(
+            fd,
+            data.as_ptr().cast(),
+            data.len(),
+            libc::MSG_FASTOPEN,
+            (&raw const sa).cast(),
+            std::mem::size_of_val(&sa) as libc::socklen_t,
+        )
+    };
+    let out = if sent < 0 { errno() } else { Outcome::Ok };
+    // SAFETY: the fd made above, closed once (the data goes out before the FIN).
+    unsafe { libc::close(fd) };
+    out
+}
+
 fn errno() -> Outcome {
     Outcome::Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }
