@@ -83,19 +83,21 @@ impl Client {
         let mut last = start;
         loop {
             let now = Instant::now();
-            if now >= until || now - last > poll::STALL {
-                // Nothing yet, or this thread lost its CPU: block in the read.
-                self.poll.learn(Outcome::Miss);
-                return Ok(());
-            }
-            last = now;
             match poll::recv_now(self.writer.as_fd(), &mut probe, libc::MSG_PEEK) {
                 // Data, or the end of the stream: the read that follows returns at once.
                 Ok(_) => {
                     self.poll.learn(Outcome::Hit);
                     return Ok(());
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if now >= until || now - last > poll::STALL {
+                        // Nothing yet, or this thread lost its CPU: block in the read.
+                        self.poll.learn(Outcome::Miss);
+                        return Ok(());
+                    }
+                    last = now;
+                    std::hint::spin_loop();
+                }
                 Err(e) => return Err(e),
             }
         }

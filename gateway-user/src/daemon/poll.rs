@@ -185,13 +185,8 @@ where
                 }
                 me.yielding = None;
             }
+            // Tried first even after a stall: the data may be what woke this task.
             let now = Instant::now();
-            if now >= until || now - last > STALL {
-                // The window is over, or the machine is busy: wait in epoll from now on.
-                me.ended(Outcome::Miss);
-                break;
-            }
-            me.polling = Some((until, now));
             let fd = std::os::fd::AsFd::as_fd(me.inner.as_ref());
             match recv_now(fd, buf.initialize_unfilled(), 0) {
                 Ok(n) => {
@@ -200,6 +195,12 @@ where
                     return Poll::Ready(Ok(()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if now >= until || now - last > STALL {
+                        // The window is over, or the machine is busy: wait in epoll.
+                        me.ended(Outcome::Miss);
+                        break;
+                    }
+                    me.polling = Some((until, now));
                     me.yielding = Some(Box::pin(tokio::task::yield_now()));
                 }
                 Err(e) => {
