@@ -6,7 +6,7 @@
 //! blocked in `read`, the daemon's worker in `epoll_wait`): a socket round trip with no work
 //! at all measured 46 µs p50 there. Polling the socket for a few tens of microseconds before
 //! blocking keeps the waiting thread on its vCPU when the other side answers quickly (see
-//! docs/PROTOCOL.md, Durability and shutdown, for the figures).
+//! docs/PROTOCOL.md, Bounded polling, for the figures).
 //!
 //! Bounds: a wait polls for at most its window, and stops early when the polling thread
 //! stalls ([`STALL`]: it lost its CPU, so the machine is busy and polling would only keep a
@@ -26,11 +26,13 @@ use std::{
 use tokio::io::{AsyncRead, ReadBuf};
 
 /// How long the daemon polls a connection for the next request line after it answered one
-/// (and for the first line of a new connection) before it waits for it in `epoll`. Measured
-/// (docs/PROTOCOL.md): a client of this crate sends its next request a few µs after it read
-/// the answer; 50 µs covers that with room for a preemption, and an idle round trip without
-/// polling costs about 40 µs, so a longer window would mostly poll for nothing.
-pub const SERVER_POLL: Duration = Duration::from_micros(50);
+/// (and for the first line of a new connection) before it waits for it in `epoll`. A client
+/// that polls for its answer (as [`super::client::Client`] does) sends its next request a
+/// few µs after the answer left; 25 µs covers that with room to spare. A client that slept
+/// in `read` takes about 20 µs more to wake on the measured machine, which this window
+/// mostly misses on purpose: the misses back polling off, and a longer window would only add
+/// CPU on a busy machine.
+pub const SERVER_POLL: Duration = Duration::from_micros(25);
 
 /// How long [`super::client::Client`] polls for its answer before it blocks in `read`. An
 /// answer without a durable audit record comes back in 10 to 20 µs when neither side
