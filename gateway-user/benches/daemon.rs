@@ -1,6 +1,8 @@
 //! The daemon through its socket: round trip of one decision (p50/p99; audit off, and on
 //! with a durable record per decision), and throughput of durable decisions with 1, 8 and 64
 //! concurrent clients (each its own connection and session; group commit shares syncs).
+//! Next to each figure, the CPU time it took per decision (`getrusage`): the whole process
+//! (daemon and clients, which share it), and for the round trips the client thread's share.
 //! `cargo bench -p gateway-user --bench daemon` (also run by `cargo xtask bench`).
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
@@ -84,11 +86,34 @@ fn session(sock: &Path, id: &str) -> Client {
 
 const DECIDE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"call/decide","params":{"session":"rt","call":{"tool":"noop","arguments":{}}}}"#;
 
-fn round_trip(sock: &Path, n: usize) -> (u64, u64) {
+/// CPU time (user + system, ns) used so far by `who` (`RUSAGE_SELF`: the process,
+/// `RUSAGE_THREAD`: the calling thread).
+fn cpu_ns(who: libc::c_int) -> u64 {
+    // SAFETY: getrusage only writes the struct it is given, which is plain data.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to that struct; `who` is one of the two constants above.
+    let rc = unsafe { libc::getrusage(who, &raw mut ru) };
+    assert_eq!(rc, 0, "getrusage");
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    ns(ru.ru_utime) + ns(ru.ru_stime)
+}
+
+/// Round trip percentiles and CPU per call of one client deciding in a loop.
+struct RoundTrip {
+    p50: u64,
+    p99: u64,
+    /// CPU of the whole process per call (daemon and client), ns.
+    cpu: u64,
+    /// CPU of the client's thread per call, ns.
+    client_cpu: u64,
+}
+
+fn round_trip(sock: &Path, n: usize) -> RoundTrip {
     let mut c = session(sock, "rt");
     for _ in 0..n / 10 {
         c.raw(DECIDE).unwrap();
     }
+    let (all0, me0) = (cpu_ns(libc::RUSAGE_SELF), cpu_ns(libc::RUSAGE_THREAD));
     let mut ns: Vec<u64> = (0..n)
         .map(|_| {
             let t = Instant::now();
@@ -98,9 +123,32 @@ fn round_trip(sock: &Path, n: usize) -> (u64, u64) {
             e
         })
         .collect();
+    let (all1, me1) = (cpu_ns(libc::RUSAGE_SELF), cpu_ns(libc::RUSAGE_THREAD));
     ns.sort_unstable();
     let pct = |p: f64| ns[((ns.len() as f64 - 1.0) * p) as usize];
-    (pct(0.50), pct(0.99))
+    RoundTrip {
+        p50: pct(0.50),
+        p99: pct(0.99),
+        cpu: (all1 - all0) / n as u64,
+        client_cpu: (me1 - me0) / n as u64,
+    }
+}
+
+fn print_round_trip(what: &str, rt: &RoundTrip, floor50: Option<u64>) {
+    let ratio = floor50.map_or(String::new(), |f| {
+        format!("  ({:.2}x the floor, p50)", rt.p50 as f64 / f.max(1) as f64)
+    });
+    println!(
+        "  round trip, {what:<22} p50 {:>8.1} us  p99 {:>8.1} us{ratio}",
+        rt.p50 as f64 / 1e3,
+        rt.p99 as f64 / 1e3,
+    );
+    println!(
+        "      CPU per call: {:.1} us (client thread {:.1} us, the rest {:.1} us)",
+        rt.cpu as f64 / 1e3,
+        rt.client_cpu as f64 / 1e3,
+        rt.cpu.saturating_sub(rt.client_cpu) as f64 / 1e3,
+    );
 }
 
 /// The platform's floor for the same exchange: a line written to a Unix stream socket and a
@@ -144,8 +192,9 @@ fn socket_floor(n: usize) -> (u64, u64) {
     (pct(0.50), pct(0.99))
 }
 
-/// Durable decisions per second with `clients` connections deciding in a loop.
-fn throughput(sock: &Path, clients: usize, run: Duration) -> f64 {
+/// Durable decisions per second with `clients` connections deciding in a loop, and the
+/// process's CPU per decision (ns).
+fn throughput(sock: &Path, clients: usize, run: Duration) -> (f64, u64) {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let start = Arc::new(Barrier::new(clients + 1));
@@ -167,15 +216,18 @@ fn throughput(sock: &Path, clients: usize, run: Duration) -> f64 {
         .collect();
     start.wait();
     let t = Instant::now();
-    let before = done.load(Ordering::Relaxed);
+    let (before, cpu0) = (done.load(Ordering::Relaxed), cpu_ns(libc::RUSAGE_SELF));
     std::thread::sleep(run);
-    let n = done.load(Ordering::Relaxed) - before;
+    let (n, cpu1) = (
+        done.load(Ordering::Relaxed) - before,
+        cpu_ns(libc::RUSAGE_SELF),
+    );
     let secs = t.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     for t in threads {
         t.join().unwrap();
     }
-    n as f64 / secs
+    (n as f64 / secs, (cpu1 - cpu0) / n.max(1))
 }
 
 fn main() {
@@ -192,39 +244,31 @@ fn main() {
         floor50 as f64 / 1e3,
         floor99 as f64 / 1e3
     );
-    let (p50, p99) = round_trip(&off.join("bench.sock"), 50_000);
-    println!(
-        "  round trip, audit off:            p50 {:>8.1} us  p99 {:>8.1} us  ({:.2}x the floor, p50)",
-        p50 as f64 / 1e3,
-        p99 as f64 / 1e3,
-        p50 as f64 / floor50.max(1) as f64
-    );
+    let rt = round_trip(&off.join("bench.sock"), 50_000);
+    print_round_trip("audit off:", &rt, Some(floor50));
     drop(d);
 
     let on = root.join("on");
     std::fs::create_dir(&on).unwrap();
     let d = Running::start(&on, Some(on.join("audit.jsonl")));
     let sock = on.join("bench.sock");
-    let (p50, p99) = round_trip(&sock, 500);
-    println!(
-        "  round trip, durable audit:        p50 {:>8.1} us  p99 {:>8.1} us",
-        p50 as f64 / 1e3,
-        p99 as f64 / 1e3
-    );
+    let rt = round_trip(&sock, 500);
+    print_round_trip("durable audit:", &rt, None);
     for clients in [1, 8, 64] {
         let stats0 =
             d.gw.audit()
                 .map(gatewayd::audit::writer::WriterHandle::stats)
                 .unwrap_or_default();
-        let rate = throughput(&sock, clients, Duration::from_secs(3));
+        let (rate, cpu) = throughput(&sock, clients, Duration::from_secs(3));
         let stats1 =
             d.gw.audit()
                 .map(gatewayd::audit::writer::WriterHandle::stats)
                 .unwrap_or_default();
         let batches = (stats1.0 - stats0.0).max(1);
         println!(
-            "  durable decisions, {clients:>2} client(s): {rate:>9.0} /s  ({:.1} records per fdatasync)",
-            (stats1.1 - stats0.1) as f64 / batches as f64
+            "  durable decisions, {clients:>2} client(s): {rate:>9.0} /s  ({:.1} records per fdatasync; CPU {:.1} us each)",
+            (stats1.1 - stats0.1) as f64 / batches as f64,
+            cpu as f64 / 1e3
         );
     }
     drop(d);

@@ -2,13 +2,17 @@
 //! benchmark use it; front ends (the MCP proxy, the hooks) can too.
 use std::{
     io::{self, BufRead, BufReader, Write},
-    os::unix::net::UnixStream,
+    os::{fd::AsFd as _, unix::net::UnixStream},
     path::Path,
+    time::Instant,
 };
 
 use serde_json::{Value, json};
 
-use super::protocol::RpcError;
+use super::{
+    poll::{self, Outcome, Window},
+    protocol::RpcError,
+};
 
 /// Why a client request failed.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +46,7 @@ pub struct Client {
     next_id: u64,
     line: String,
     out: Vec<u8>,
+    poll: Window,
 }
 
 impl Client {
@@ -57,7 +62,45 @@ impl Client {
             next_id: 1,
             line: String::new(),
             out: Vec::new(),
+            poll: Window::new(poll::CLIENT_POLL),
         })
+    }
+
+    /// Polls for the first byte of the answer up to the window ([`poll::CLIENT_POLL`],
+    /// adaptive: see [`poll`]), then returns to let the read block. Nothing is consumed.
+    fn await_answer(&mut self) -> io::Result<()> {
+        let start = Instant::now();
+        let until = if self.reader.buffer().is_empty() {
+            self.poll.deadline(start)
+        } else {
+            None
+        };
+        let Some(until) = until else {
+            self.poll.learn(Outcome::Blocked);
+            return Ok(());
+        };
+        let mut probe = [0u8; 1];
+        let mut last = start;
+        loop {
+            let now = Instant::now();
+            match poll::recv_now(self.writer.as_fd(), &mut probe, libc::MSG_PEEK) {
+                // Data, or the end of the stream: the read that follows returns at once.
+                Ok(_) => {
+                    self.poll.learn(Outcome::Hit);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if now >= until || now - last > poll::STALL {
+                        // Nothing yet, or this thread lost its CPU: block in the read.
+                        self.poll.learn(Outcome::Miss);
+                        return Ok(());
+                    }
+                    last = now;
+                    std::hint::spin_loop();
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Sends one line as it is and reads one answer line (without its newline).
@@ -67,6 +110,7 @@ impl Client {
         self.out.extend_from_slice(line.as_bytes());
         self.out.push(b'\n');
         self.writer.write_all(&self.out)?;
+        self.await_answer()?;
         self.line.clear();
         if self.reader.read_line(&mut self.line)? == 0 {
             return Err(ClientError::Closed);

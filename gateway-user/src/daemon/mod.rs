@@ -12,6 +12,7 @@
 //! - [`kernel_lock`] — the trip hook: lockdown of the kernel session a tripped session runs in
 //! - [`dispatch`] — one request line to one response line
 //! - [`server`]   — accept loop, connections, graceful shutdown
+//! - [`poll`]     — bounded, adaptive polling for the next message (server and client)
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
 //! - [`systemd`]  — socket activation, readiness and watchdog notifications
 //! - [`client`]   — a blocking client (operator CLI, tests, benchmark)
@@ -30,6 +31,7 @@ pub mod gateway;
 pub mod kernel_lock;
 pub mod operator;
 pub mod peer;
+pub mod poll;
 pub mod protocol;
 pub mod server;
 pub mod sessions;

@@ -6,7 +6,10 @@ use std::{io, sync::Arc, time::Duration};
 
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader},
-    net::{UnixListener, UnixStream, unix::OwnedWriteHalf},
+    net::{
+        UnixListener, UnixStream,
+        unix::{OwnedReadHalf, OwnedWriteHalf},
+    },
     task::JoinSet,
 };
 
@@ -14,6 +17,7 @@ use super::{
     dispatch,
     gateway::Gateway,
     peer::Peer,
+    poll::{self, PollingRead},
     protocol::{MAX_LINE, RpcError, code, response},
 };
 use crate::shutdown::Shutdown;
@@ -27,6 +31,10 @@ pub struct ServerOptions {
     pub write_timeout: Duration,
     /// How long shutdown waits for connections to finish their request.
     pub grace: Duration,
+    /// How long a connection is polled for its next line after an answer before its task
+    /// waits in `epoll` ([`poll::SERVER_POLL`]; zero: never poll, e.g. on a host where a
+    /// spinning core costs more than the wake-up it saves).
+    pub poll: Duration,
 }
 
 impl Default for ServerOptions {
@@ -35,6 +43,7 @@ impl Default for ServerOptions {
             max_connections: 8192,
             write_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(10),
+            poll: poll::SERVER_POLL,
         }
     }
 }
@@ -61,6 +70,7 @@ pub async fn run(
                         gw: gw.clone(),
                         shutdown: shutdown.clone(),
                         write_timeout: opts.write_timeout,
+                        poll: opts.poll,
                     };
                     tasks.spawn(conn.serve(stream));
                 }
@@ -103,6 +113,7 @@ struct Connection {
     gw: Arc<Gateway>,
     shutdown: Shutdown,
     write_timeout: Duration,
+    poll: Duration,
 }
 
 /// What reading one line gave.
@@ -157,7 +168,11 @@ impl Connection {
             }
         };
         let (r, mut w) = stream.into_split();
-        let mut r = BufReader::with_capacity(64 * 1024, r);
+        // Polled for the first line (a client writes right after connecting) and for the
+        // next one after each answer; the buffer is looked at first.
+        let mut r: BufReader<PollingRead<OwnedReadHalf>> =
+            BufReader::with_capacity(64 * 1024, PollingRead::new(r, self.poll));
+        r.get_mut().arm();
         let mut buf = Vec::new();
         // One wait for shutdown for the connection's life, not one per line: each new wait
         // registers with (and leaves) the channel every connection shares.
@@ -194,6 +209,9 @@ impl Connection {
                 line.push('\n');
                 if !send(&mut w, line.as_bytes(), self.write_timeout).await {
                     return;
+                }
+                if !r.buffer().contains(&b'\n') {
+                    r.get_mut().arm();
                 }
             }
             if matches!(read, Ok(ReadLine::TooLong)) {
