@@ -41,6 +41,8 @@ mod gateway;
 mod privileged_mcp;
 #[path = "privileged/sessions.rs"]
 mod sessions;
+#[path = "privileged/system_surfaces.rs"]
+mod system_surfaces;
 #[path = "privileged/tier2_usable.rs"]
 mod tier2_usable;
 #[path = "privileged/unix_sockets.rs"]

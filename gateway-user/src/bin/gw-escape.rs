@@ -16,6 +16,8 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "gw-escape/system.rs"]
+mod system;
 #[path = "gw-escape/unix.rs"]
 mod unix;
 
@@ -525,6 +527,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "unix_connect" | "unix_connect_listed" | "unix_connect_abstract" => unix::connect(arg),
         "unix_send" | "unix_send_abstract" => unix::send(arg),
         "unix_pair" => unix::pair(),
+        n if system::ATTEMPTS.iter().any(|(s, _)| *s == n) => system::attempt(n, arg),
         _ => Outcome::Errno(libc::EINVAL),
     }
 }
@@ -600,7 +603,7 @@ fn print(name: &str, outcome: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() || args[0] == "--help" {
-        for (n, what) in ATTEMPTS {
+        for (n, what) in ATTEMPTS.iter().chain(&system::ATTEMPTS) {
             println!("{n:16} {what}");
         }
         return;
