@@ -209,7 +209,9 @@ fn the_agents_dev_and_proc_serve_ordinary_programs() {
     let _ = tier();
     let dir = Scratch::new("surfaces-benign");
     let ok: Vec<(&str, Outcome)> = BENIGN.iter().map(|n| (*n, Outcome::Ok)).collect();
-    let mut wrong = check(&run(&dir, &BENIGN, None, None).outcomes, &ok, "bare");
+    // Not compared bare: a host without a devpts or a /dev/shm of its own (the test
+    // guests') lacks what the agent's /dev gives.
+    let mut wrong = Vec::new();
     for user in ["root", NOBODY] {
         let under = run(&dir, &BENIGN, Some(user), None);
         wrong.extend(check(&under.outcomes, &ok, &format!("--user {user}")));
