@@ -162,6 +162,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             }
         };
 
+    privileges.devices(&opts.policy.sandbox.devices);
     let cgroup = AgentCgroup::create(&session)?;
     // The policy and the audit log are protected paths too (self-protection).
     let mut policy = opts.policy.clone();

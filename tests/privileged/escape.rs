@@ -20,11 +20,11 @@ const ENOENT: i32 = libc::ENOENT;
 const SIGSYS: i32 = libc::SIGSYS;
 
 /// The uid of the unprivileged runs (`nobody`; no entry in the user database needed).
-const NOBODY: &str = "65534";
+pub(super) const NOBODY: &str = "65534";
 
 /// One line of `gw-escape`'s output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub(super) enum Outcome {
     Ok,
     Errno(i32),
     Killed(i32),
@@ -190,7 +190,7 @@ impl Fixture {
     }
 }
 
-fn parse(text: &str) -> BTreeMap<String, Outcome> {
+pub(super) fn parse(text: &str) -> BTreeMap<String, Outcome> {
     text.lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();

@@ -113,8 +113,10 @@ fn the_next_start_kills_and_removes_run_cgroups_of_dead_gatewayds() {
 }
 
 /// Behind the PID namespace, the tier-1 programs still refuse the session's processes a
-/// signal to or a trace of their gatewayd: shown with a process moved into the session's
-/// cgroup from outside (the only way a process of the session can name gatewayd's pid).
+/// signal to or a trace of their gatewayd, and a move out of the session's cgroup: shown
+/// with a process moved into the session's cgroup from outside (the only way a process of
+/// the session can name gatewayd's pid, or reach a writable cgroup filesystem: the agent's
+/// own `/sys` is read-only).
 #[test]
 fn a_process_of_the_session_outside_its_namespace_cannot_touch_gatewayd() {
     if tier() != Tier::BpfLsm {
@@ -143,9 +145,13 @@ fn a_process_of_the_session_outside_its_namespace_cannot_touch_gatewayd() {
         .unwrap();
     assert!(first_line(&mut gw).starts_with("OK pid"));
     let path = PathBuf::from(records(&audit)[0]["detail"]["cgroup"].as_str().unwrap());
+    let parent_procs = gatewayd::cgroup::cgroup2_mount()
+        .unwrap()
+        .join("gatewayd/cgroup.procs");
     let outsider = Command::new(agent())
         .args(["waitfile", go.to_str().unwrap(), "+", "killparent", "15"])
-        .args(["+", "ptraceparent"])
+        .args(["+", "ptraceparent", "+", "escape"])
+        .arg(&parent_procs)
         .env("GW_TESTAGENT_TARGET", gw.id().to_string())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -153,7 +159,7 @@ fn a_process_of_the_session_outside_its_namespace_cannot_touch_gatewayd() {
     std::fs::write(path.join("cgroup.procs"), outsider.id().to_string()).unwrap();
     std::fs::write(&go, "").unwrap();
     let text = stdout(&outsider.wait_with_output().unwrap());
-    for action in ["killparent", "ptraceparent"] {
+    for action in ["killparent", "ptraceparent", "escape"] {
         assert!(
             text.contains(&format!("FAIL {action}: Operation not permitted")),
             "{action}:\n{text}"
@@ -171,7 +177,7 @@ fn a_process_of_the_session_outside_its_namespace_cannot_touch_gatewayd() {
             )
         })
         .collect();
-    for want in ["lsm/task_kill", "lsm/ptrace_access_check"] {
+    for want in ["lsm/task_kill", "lsm/ptrace_access_check", "lsm/file_open"] {
         assert!(
             hooks
                 .iter()

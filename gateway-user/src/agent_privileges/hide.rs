@@ -188,7 +188,7 @@ impl Hiding {
     }
 }
 
-fn mount(
+pub(super) fn mount(
     source: Option<&std::ffi::CStr>,
     target: &std::ffi::CStr,
     fstype: Option<&std::ffi::CStr>,
@@ -214,26 +214,30 @@ fn mount(
 }
 
 // Mount attributes (`MOUNT_ATTR_*`, include/uapi/linux/mount.h).
-const RDONLY: u64 = 0x1;
-const NOSUID: u64 = 0x2;
-const NODEV: u64 = 0x4;
-const NOEXEC: u64 = 0x8;
+pub(super) const RDONLY: u64 = 0x1;
+pub(super) const NOSUID: u64 = 0x2;
+pub(super) const NODEV: u64 = 0x4;
+pub(super) const NOEXEC: u64 = 0x8;
 
 /// Binds `source` on `target`, then adds `attrs` to the new mount (`mount_setattr`, which
 /// keeps the flags it had, such as `noexec`); with `tree`, the mounts below `source` come
 /// along and get `attrs` too.
-fn bind_read_only(
+pub(super) fn bind_read_only(
     source: &std::ffi::CStr,
     target: &std::ffi::CStr,
     attrs: u64,
     tree: bool,
 ) -> std::io::Result<()> {
-    let (rec, at_rec) = if tree {
-        (libc::MS_REC, libc::AT_RECURSIVE)
-    } else {
-        (0, 0)
-    };
+    let rec = if tree { libc::MS_REC } else { 0 };
     mount(Some(source), target, None, libc::MS_BIND | rec, None)?;
+    set_attrs(target, attrs, tree)
+}
+
+/// Adds `attrs` to the mount whose root is `target` (`mount_setattr`, which keeps the
+/// flags it had), and with `tree` to every mount below it. `EINVAL` when `target` is not
+/// the root of a mount.
+pub(super) fn set_attrs(target: &std::ffi::CStr, attrs: u64, tree: bool) -> std::io::Result<()> {
+    let at_rec = if tree { libc::AT_RECURSIVE } else { 0 };
     // struct mount_attr { attr_set, attr_clr, propagation, userns_fd } (MOUNT_ATTR_SIZE_VER0).
     let attr: [u64; 4] = [attrs, 0, 0, 0];
     // SAFETY: attr is the 32-byte struct mount_attr; target is NUL-terminated. Every kernel
@@ -257,7 +261,7 @@ fn bind_read_only(
 
 /// `chdir` to the working directory's own path, so that it is looked up again through the
 /// new mounts; `/` when that path is gone (it lay under a hidden directory).
-fn enter_cwd_again() -> std::io::Result<()> {
+pub(super) fn enter_cwd_again() -> std::io::Result<()> {
     let mut buf = [0u8; libc::PATH_MAX as usize];
     // SAFETY: getcwd writes at most buf.len() bytes, NUL-terminated, into buf.
     let got = unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) };

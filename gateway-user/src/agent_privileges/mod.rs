@@ -8,10 +8,12 @@
 //!    so no mount the agent could make propagates to the host; before the cgroup, whose
 //!    `lsm/sb_mount` program would refuse that very mount;
 //! 2. a PID namespace with a small init at its PID 1 ([`pid_namespace`]), which mounts the
-//!    namespace's `/proc`, sets `vm.memfd_noexec`, enters the cgroup (the caller's step) and
-//!    forks the agent's process, where the steps below run;
+//!    namespace's `/proc`, sets `vm.memfd_noexec`, makes what the agent sees of `/proc`,
+//!    `/sys` and `/dev` ([`surfaces`], [`dev`]), enters the cgroup (the caller's step), makes
+//!    `/sys` read-only and forks the agent's process, where the steps below run;
 //! 3. at tier 2 the mounts that hide the protected paths and the host's Unix sockets
-//!    ([`hide`], [`host_sockets`]; after the cgroup, whose filesystem they make read-only), then the tier-2 Landlock ruleset (which forbids
+//!    ([`hide`], [`host_sockets`]; after the cgroup, whose filesystem they make read-only),
+//!    then the tier-2 Landlock ruleset (which forbids
 //!    mounts itself);
 //! 4. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
@@ -24,11 +26,13 @@ use serde_json::json;
 use crate::policy::{Account, Agent};
 
 pub(crate) mod credentials;
+pub(crate) mod dev;
 pub mod hide;
 pub(crate) mod host_sockets;
 pub mod names;
 pub(crate) mod pid_namespace;
 pub mod seccomp;
+pub mod surfaces;
 
 /// Why the agent's user or its privileges could not be settled; nothing was started.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +124,8 @@ pub struct AgentPrivileges {
     filter_bpf_lsm: Option<seccomp::Filter>,
     /// Tier 2: the mounts that hide the protected paths ([`AgentPrivileges::hide`]).
     hiding: hide::Hiding,
+    /// Both tiers: what the agent sees of `/proc`, `/sys` and `/dev`.
+    surfaces: surfaces::Surfaces,
 }
 
 impl AgentPrivileges {
@@ -184,6 +190,7 @@ impl AgentPrivileges {
             pid_namespace: pid_namespace::PidNamespace::new(),
             filter_bpf_lsm: Some(filter_bpf_lsm),
             hiding: hide::Hiding::default(),
+            surfaces: surfaces::Surfaces::plan(&[]),
         })
     }
 
@@ -193,6 +200,12 @@ impl AgentPrivileges {
         if let Some(f) = self.filter_bpf_lsm.take() {
             self.filter = f;
         }
+    }
+
+    /// The host's character devices bound into the agent's `/dev` besides the standard
+    /// ones: the policy's `sandbox.devices` (checked when the policy loaded).
+    pub fn devices(&mut self, devices: &[std::path::PathBuf]) {
+        self.surfaces = surfaces::Surfaces::plan(devices);
     }
 
     /// At tier 2: the mounts that hide the protected paths in the agent's namespace.
@@ -233,6 +246,7 @@ impl AgentPrivileges {
             "mount_namespace": "private",
             "hidden": (!self.hiding.is_empty()).then(|| self.hiding.describe()),
             "pid_namespace": "own (an init at PID 1, a procfs of its own)",
+            "kernel_interfaces": self.surfaces.describe(),
             "memfd_noexec": if self.pid_namespace.memfd_noexec() {
                 json!(2)
             } else {
@@ -243,7 +257,8 @@ impl AgentPrivileges {
     }
 
     /// For `Command::pre_exec`: the private mount namespace, the PID namespace whose init
-    /// runs `enter` (the cgroup), then, in the agent's process, the hiding mounts (tier 2),
+    /// makes the agent's `/proc`, `/sys` and `/dev` around `enter` (the cgroup), then, in the
+    /// agent's process, the hiding mounts (tier 2),
     /// `between` (the Landlock ruleset, which forbids mounting), the credentials and the
     /// seccomp filter. Only async-signal-safe syscalls.
     pub fn pre_exec_fn(
@@ -255,9 +270,14 @@ impl AgentPrivileges {
         let filter = self.filter.clone();
         let pid_namespace = self.pid_namespace;
         let hiding = self.hiding.clone();
+        let surfaces = self.surfaces.clone();
         move || {
             private_mount_namespace()?;
-            pid_namespace.enter(&enter)?;
+            pid_namespace.enter(&|| {
+                surfaces.mount()?;
+                enter()?;
+                surfaces.seal()
+            })?;
             hiding.apply()?;
             between()?;
             creds.apply()?;

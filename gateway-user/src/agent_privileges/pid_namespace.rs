@@ -11,8 +11,9 @@
 //! - **G**, PID 1 of the new namespace: dies with C (`PR_SET_PDEATHSIG`), mounts a procfs of
 //!   the namespace on `/proc` (in the agent's private mount namespace: gatewayd and every
 //!   other host process are out of its sight), sets `vm.memfd_noexec` to 2 for the namespace
-//!   where the kernel has it, runs the caller's step (entering the cgroup, after the mount:
-//!   tier 1's `lsm/sb_mount` refuses the cgroup's mounts), forks A, and becomes the init:
+//!   where the kernel has it, runs the caller's step (the agent's `/proc`, `/sys` and `/dev`
+//!   around entering the cgroup, after the mount: tier 1's `lsm/sb_mount` refuses the
+//!   cgroup's mounts), forks A, and becomes the init:
 //!   forwards signals to A, reaps every orphan, and exits with A's status (exit code, or
 //!   128 + signal) when A exits. When PID 1 exits the kernel kills everything else in the
 //!   namespace, so no descendant of the agent outlives it.

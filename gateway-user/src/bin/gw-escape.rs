@@ -18,6 +18,8 @@
 #![allow(unused_crate_dependencies)]
 #[path = "gw-escape/inet.rs"]
 mod inet;
+#[path = "gw-escape/system.rs"]
+mod system;
 #[path = "gw-escape/unix.rs"]
 mod unix;
 
@@ -544,6 +546,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "tcp_fastopen" => inet::tcp_fastopen(arg),
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
         "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
+        n if system::ATTEMPTS.iter().any(|(s, _)| *s == n) => system::attempt(n, arg),
         _ => Outcome::Errno(libc::EINVAL),
     }
 }
@@ -619,7 +622,7 @@ fn print(name: &str, outcome: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() || args[0] == "--help" {
-        for (n, what) in ATTEMPTS {
+        for (n, what) in ATTEMPTS.iter().chain(&system::ATTEMPTS) {
             println!("{n:16} {what}");
         }
         return;

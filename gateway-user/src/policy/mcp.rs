@@ -99,6 +99,12 @@ pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
                 }
             }
         }
+        if !sb.devices.is_empty() {
+            return Err(ValidationError::value(
+                at.key("sandbox").key("devices"),
+                "a tool server keeps the host's /dev: `devices` is for the agent of `gatewayd run` (the top-level `sandbox`)",
+            ));
+        }
         if sb.root.as_ref().is_some_and(|r| !r.is_absolute()) {
             return Err(ValidationError::value(
                 at.key("sandbox").key("root"),
@@ -138,6 +144,10 @@ mod tests {
         assert!(err(r#"{"fs": {"command_sha256": "abc"}}"#).contains("64 hex digits"));
         assert!(err(r#"{"fs": {"sandbox": {"readable": ["rel"]}}}"#).contains("absolute"));
         assert!(err(r#"{"a b": {}}"#).contains("server name"));
+        assert!(
+            err(r#"{"fs": {"sandbox": {"devices": ["/dev/null"]}}}"#)
+                .contains("keeps the host's /dev")
+        );
         assert!(err(r#"{"fs": {"network": {"egress": [{}]}}}"#).contains("cidr"));
         assert!(err(r#"{"fs": {"kernal": "off"}}"#).contains("unknown field"));
         let ok = r#"{"version": 1, "kernel": "best_effort", "mcp_servers": {"fs": {"sandbox": {"readable": ["/usr"]}}}}"#;

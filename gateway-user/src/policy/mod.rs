@@ -61,6 +61,11 @@ pub struct Sandbox {
     /// system library directories ([`Sandbox::DEFAULT_EXEC_LIBS`] that exist).
     #[serde(default)]
     pub exec_libs: Option<Vec<PathBuf>>,
+    /// Character devices of the host bound into the agent's minimal `/dev` (which holds
+    /// only `null`, `zero`, `full`, `random`, `urandom`, `tty`, its own ptys and `shm`
+    /// otherwise): each an existing character device under `/dev`, such as `/dev/kvm`.
+    #[serde(default)]
+    pub devices: Vec<PathBuf>,
 }
 
 impl Sandbox {

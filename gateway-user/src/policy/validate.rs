@@ -51,10 +51,39 @@ impl Policy {
                 }
             }
         }
+        for (i, d) in self.sandbox.devices.iter().enumerate() {
+            device(d).map_err(|m| {
+                ValidationError::value(root.key("sandbox").key("devices").index(i), m)
+            })?;
+        }
         super::agent::validate(&self.agent)?;
         super::mcp::validate(self)?;
         gateway(self)
     }
+}
+
+/// A `sandbox.devices` entry: an absolute path to an existing character device that lies
+/// under `/dev` (after symbolic links: it is bound at that place in the agent's `/dev`).
+fn device(d: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let shown = d.display();
+    if !d.is_absolute() {
+        return Err(format!("`{shown}` is not an absolute path"));
+    }
+    let meta = std::fs::metadata(d).map_err(|e| format!("device `{shown}`: {e}"))?;
+    if !meta.file_type().is_char_device() {
+        return Err(format!(
+            "`{shown}` is not a character device (only character devices can be given to the agent)"
+        ));
+    }
+    let real = std::fs::canonicalize(d).map_err(|e| format!("device `{shown}`: {e}"))?;
+    if !real.starts_with("/dev") || real == std::path::Path::new("/dev") {
+        return Err(format!(
+            "`{shown}` lies outside /dev (at {}): the agent's /dev holds devices from the host's /dev only",
+            real.display()
+        ));
+    }
+    Ok(())
 }
 
 fn check_regex(at: &JsonPath, re: &str) -> Result<(), ValidationError> {
@@ -194,6 +223,25 @@ fn gateway(p: &Policy) -> Result<(), ValidationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn devices_must_be_character_devices_under_dev() {
+        let bad = |dev: &str, needle: &str| {
+            let text = format!(r#"{{"version": 1, "sandbox": {{"devices": ["{dev}"]}}}}"#);
+            let e = Policy::parse(&text, std::path::Path::new("p.json"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("sandbox.devices[0]"), "{dev}: {e}");
+            assert!(e.contains(needle), "{dev}: {e}");
+        };
+        bad("dev/null", "not an absolute path");
+        bad("/dev/no-such-device-gw", "No such file or directory");
+        bad("/dev", "not a character device");
+        bad("/proc/version", "not a character device");
+        let ok = r#"{"version": 1, "sandbox": {"devices": ["/dev/null", "/dev/zero"]}}"#;
+        let p = Policy::parse(ok, std::path::Path::new("p.json")).unwrap();
+        assert_eq!(p.sandbox.devices.len(), 2);
+    }
 
     #[test]
     fn gateway_fields_are_validated() {
