@@ -39,6 +39,8 @@ use std::{
 mod gateway;
 #[path = "privileged_mcp.rs"]
 mod privileged_mcp;
+#[path = "privileged/sandbox_roots.rs"]
+mod sandbox_roots;
 #[path = "privileged/sessions.rs"]
 mod sessions;
 #[path = "privileged/tier2_usable.rs"]

@@ -16,6 +16,8 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (gateway-user/src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#[path = "gw-escape/roots.rs"]
+mod roots;
 #[path = "gw-escape/unix.rs"]
 mod unix;
 
@@ -525,7 +527,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "unix_connect" | "unix_connect_listed" | "unix_connect_abstract" => unix::connect(arg),
         "unix_send" | "unix_send_abstract" => unix::send(arg),
         "unix_pair" => unix::pair(),
-        _ => Outcome::Errno(libc::EINVAL),
+        _ => roots::attempt(name, arg).unwrap_or(Outcome::Errno(libc::EINVAL)),
     }
 }
 
@@ -600,7 +602,7 @@ fn print(name: &str, outcome: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() || args[0] == "--help" {
-        for (n, what) in ATTEMPTS {
+        for (n, what) in ATTEMPTS.into_iter().chain(roots::ATTEMPTS) {
             println!("{n:16} {what}");
         }
         return;
