@@ -41,6 +41,8 @@ use std::{
 mod gateway;
 #[path = "privileged_mcp.rs"]
 mod privileged_mcp;
+#[path = "privileged/sandbox_roots.rs"]
+mod sandbox_roots;
 #[path = "privileged/sessions.rs"]
 mod sessions;
 #[path = "privileged/system_surfaces.rs"]

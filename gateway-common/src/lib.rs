@@ -51,6 +51,17 @@ pub const MAX_UNIX_TOTAL: u32 = 16384;
 /// Longest abstract Unix socket name, in bytes (`sun_path` is 108 bytes, the first of which
 /// is the NUL that makes the name abstract).
 pub const UNIX_NAME_MAX: u32 = 107;
+/// Entries one session may have in `ROOTS`: its readable and writable roots and the mount
+/// points under them.
+pub const MAX_ROOTS: u32 = 1024;
+/// Capacity of the `ROOTS` hash map: root entries of all live sessions together.
+pub const MAX_ROOTS_TOTAL: u32 = 16384;
+/// A `ROOTS` value bit, and a `SessionInfo::roots` bit: reading (the read side is
+/// enforced; the tree may be read).
+pub const ROOT_READ: u32 = 1;
+/// A `ROOTS` value bit, and a `SessionInfo::roots` bit: writing (the write side is
+/// enforced; the tree may be written).
+pub const ROOT_WRITE: u32 = 2;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
 /// protected ancestor. A deeper file is denied ([`Reason::Unresolvable`]): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
@@ -195,11 +206,17 @@ pub enum Reason {
     /// The Unix socket is outside the session (another cgroup's, not the session's
     /// gatewayd's) and not in the policy's `network.unix` list.
     UnixConnect = 9,
+    /// The file lies outside every readable root of the session's policy
+    /// (`sandbox.readable` enforced in the kernel).
+    OutsideReadable = 10,
+    /// The file (or the directory a name is made in) lies outside every writable root of
+    /// the session's policy (`sandbox.writable` enforced in the kernel).
+    OutsideWritable = 11,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 9] = [
+    pub const ALL: [Reason; 11] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -209,6 +226,8 @@ impl Reason {
         Reason::ExecListed,
         Reason::ExecUnlinked,
         Reason::UnixConnect,
+        Reason::OutsideReadable,
+        Reason::OutsideWritable,
     ];
 
     /// The audit record's `reason` value.
@@ -223,6 +242,8 @@ impl Reason {
             Reason::ExecListed => "exec_listed",
             Reason::ExecUnlinked => "exec_unlinked",
             Reason::UnixConnect => "unix_connect",
+            Reason::OutsideReadable => "outside_readable",
+            Reason::OutsideWritable => "outside_writable",
         }
     }
 }
@@ -369,6 +390,8 @@ pub struct Config {
     pub off_unix_addr_len: u64,
     /// offsetof(struct `unix_address`, name) + offsetof(struct `sockaddr_un`, `sun_path`)
     pub off_unix_addr_path: u64,
+    /// offsetof(struct file, `f_flags`)
+    pub off_file_flags: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -444,8 +467,10 @@ pub struct SessionInfo {
     /// [`MAX_INDEXED`] inodes, or `PROTECTED` had no room): its file checks walk up the
     /// dentry parents of every file.
     pub file_walk: u32,
-    /// Unused (keeps the size a multiple of 8).
-    pub pad: u32,
+    /// Which sides of the session's file roots are enforced (`ROOTS`): [`ROOT_READ`]
+    /// (`sandbox.readable` is listed), [`ROOT_WRITE`] (`sandbox.writable` is listed); 0:
+    /// the kernel does not restrict by roots.
+    pub roots: u32,
 }
 
 /// One allowed destination in the `EGRESS` array map.
@@ -496,12 +521,15 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 216);
+    assert!(core::mem::size_of::<Config>() == 224);
+    assert!(core::mem::offset_of!(Config, off_file_flags) == 216);
     assert!(core::mem::size_of::<UnixName>() == 128);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);
     assert!(core::mem::size_of::<SessionInfo>() == 24);
+    assert!(core::mem::offset_of!(SessionInfo, file_walk) == 16);
+    assert!(core::mem::offset_of!(SessionInfo, roots) == 20);
     assert!(core::mem::size_of::<EgressRule>() == 40);
     assert!(core::mem::size_of::<EgressPolicy>() == 8 + 40 * MAX_EGRESS_RULES as usize);
     assert!(SESSION_EVENTS_BYTES.is_power_of_two() && SESSION_EVENTS_BYTES.is_multiple_of(4096));

@@ -1,35 +1,75 @@
 //! The file programs: protected paths (matched by inode identity: the session's index of its
-//! protected trees, and a walk up the dentry chain for what came into them since) and the
-//! files of the session's exec allowlist.
+//! protected trees, and a walk up the dentry chain for what came into them since), the files
+//! of the session's exec allowlist, and, for a session whose policy lists `sandbox.readable`
+//! or `sandbox.writable`, its readable and writable roots (`ROOTS`, matched by inode on the
+//! same walk).
 //!
 //! - `file_open`: opening a protected file or anything under a protected directory; opening
-//!   an exec-listed file or any cgroup file for writing.
+//!   an exec-listed file or any cgroup file for writing; with roots, opening for reading
+//!   outside the readable roots (not for execution: that is the exec programs' business)
+//!   and for writing outside the writable ones.
 //! - `inode_unlink`, `inode_rmdir`, `inode_rename`, `inode_setattr`: deleting, renaming,
-//!   replacing, moving into, truncating or chmod'ing a protected path or an exec-listed file.
+//!   replacing, moving into, truncating or chmod'ing a protected path or an exec-listed file;
+//!   with writable roots, any of these outside them (both sides of a rename).
 //! - `inode_link`: a hard link to a protected inode (or to anything under a protected
-//!   directory), and a new link inside a protected directory.
+//!   directory), and a new link inside a protected directory or outside the writable roots.
 //! - `inode_create`, `inode_mknod`, `inode_symlink`, `inode_mkdir`: creating anything inside
-//!   a protected directory (the new, negative dentry's walk starts at its parent).
+//!   a protected directory or outside the writable roots (the new, negative dentry's walk
+//!   starts at its parent).
 //! - `d_instantiate` (and `inode_rename`, before its decision), for every process: keeping
 //!   the index current (`TREE`), never denying.
 use aya_ebpf::{macros::lsm, programs::LsmContext};
-use gateway_common::{Config, Event, EventKind, MAX_PATH_DEPTH, Reason, TREE_MARKED};
+use gateway_common::{
+    Config, Event, EventKind, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
+};
 
 use crate::{
     CONFIG, EPERM, inode_key,
-    maps::{EXEC, FILE_WALK, PROTECTED, TREE},
+    maps::{EXEC, FILE_WALK, PROTECTED, ROOTS, TREE},
     read,
     session::{Session, emit, lsm_session, session_inode},
 };
 
 const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
 const CGROUP_SUPER_MAGIC: u64 = 0x0027_e0eb;
+const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+const SYSFS_MAGIC: u64 = 0x6265_6572;
+const DEVPTS_SUPER_MAGIC: u64 = 0x1cd1;
+const PIPEFS_MAGIC: u64 = 0x5049_5045;
+const SOCKFS_MAGIC: u64 = 0x534f_434b;
+const ANON_INODE_FS_MAGIC: u64 = 0x0904_1934;
+const FMODE_READ: u32 = 0x1;
 const FMODE_WRITE: u32 = 0x2;
+/// `file.f_flags`: opened by execve or uselib (the kernel's `__FMODE_EXEC`, which stays in
+/// `f_flags` on every kernel; whether `f_mode` carries `FMODE_EXEC` too changed over time).
+const FMODE_EXEC_FLAG: u32 = 0x20;
 /// `dentry.d_flags`: a dentry reached by a file handle, not (yet) connected to its parents
 /// (the same bit in 6.1 and 6.12).
 const DCACHE_DISCONNECTED: u32 = 0x20;
 const S_IFMT: u32 = 0o170_000;
 const S_IFDIR: u32 = 0o040_000;
+const S_IFCHR: u32 = 0o020_000;
+
+/// What a file check found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Neither protected nor outside the roots asked about.
+    Clear,
+    /// The file is, or lies under, a protected path (recorded in the event).
+    Protected,
+    /// The file lies outside the roots: the rights (`ROOT_READ`, `ROOT_WRITE`) it lacks.
+    Outside(u32),
+}
+
+/// The audit reason of a [`Found::Outside`].
+#[inline(always)]
+fn outside(missing: u32) -> u32 {
+    if missing & ROOT_READ != 0 {
+        Reason::OutsideReadable as u32
+    } else {
+        Reason::OutsideWritable as u32
+    }
+}
 
 // --------------------------------------------------------------------------------------------
 // BPF LSM: file_open
@@ -61,17 +101,35 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     let Ok(dentry) = read::<*const u8>(file, cfg.off_file_dentry) else {
         return deny(ev);
     };
-    match protected_dentry(&cfg, &session, dentry, &mut ev) {
-        Ok(false) => {}
-        Ok(true) => {
+    let Ok(mode) = read::<u32>(file, cfg.off_file_mode) else {
+        return deny(ev);
+    };
+    // The roots asked about: none for a session without roots (one flag test).
+    let mut need = 0;
+    if session.info.roots != 0 {
+        let Ok(flags) = read::<u32>(file, cfg.off_file_flags) else {
+            return deny(ev);
+        };
+        if mode & FMODE_READ != 0 && flags & FMODE_EXEC_FLAG == 0 {
+            need |= ROOT_READ;
+        }
+        if mode & FMODE_WRITE != 0 {
+            need |= ROOT_WRITE;
+        }
+        need &= session.info.roots;
+    }
+    match check_dentry(&cfg, &session, dentry, &mut ev, need) {
+        Ok(Found::Clear) => {}
+        Ok(Found::Protected) => {
             ev.reason = Reason::ProtectedPath as u32;
+            return deny(ev);
+        }
+        Ok(Found::Outside(missing)) => {
+            ev.reason = outside(missing);
             return deny(ev);
         }
         Err(()) => return deny(ev),
     }
-    let Ok(mode) = read::<u32>(file, cfg.off_file_mode) else {
-        return deny(ev);
-    };
     if mode & FMODE_WRITE == 0 {
         return Ok(0);
     }
@@ -99,6 +157,31 @@ fn on_cgroupfs(cfg: &Config, dentry: *const u8) -> Result<bool, ()> {
     Ok(magic == CGROUP2_SUPER_MAGIC || magic == CGROUP_SUPER_MAGIC)
 }
 
+/// Whether an inode is outside the roots' reach: a character device (`/dev/null`, a tty),
+/// or a file of procfs, sysfs, devpts, a cgroup filesystem, or the kernel's pipe, socket
+/// and anonymous-inode filesystems (what `/proc/self/fd/N` reopens). These are not data
+/// files a root could name.
+#[inline(always)]
+fn exempt(cfg: &Config, inode: *const u8) -> Result<bool, ()> {
+    let mode: u16 = read(inode, cfg.off_inode_mode)?;
+    if u32::from(mode) & S_IFMT == S_IFCHR {
+        return Ok(true);
+    }
+    let sb: *const u8 = read(inode, cfg.off_inode_sb)?;
+    let magic: u64 = read(sb, cfg.off_sb_magic)?;
+    Ok(matches!(
+        magic,
+        PROC_SUPER_MAGIC
+            | SYSFS_MAGIC
+            | DEVPTS_SUPER_MAGIC
+            | CGROUP2_SUPER_MAGIC
+            | CGROUP_SUPER_MAGIC
+            | PIPEFS_MAGIC
+            | SOCKFS_MAGIC
+            | ANON_INODE_FS_MAGIC
+    ))
+}
+
 /// Whether the dentry's own inode is on the session's exec allowlist (only looked up when the
 /// session enforces one; a negative dentry is not).
 #[inline(always)]
@@ -114,24 +197,27 @@ fn exec_listed(cfg: &Config, session: &Session, dentry: *const u8) -> Result<boo
     Ok(EXEC.get_ptr(session_inode(session, &key)).is_some())
 }
 
-/// Whether a dentry is, or lies under, a protected path of the session. Ok(true): found
-/// (recorded in `ev`); Ok(false): not protected; Err: something could not be read, the path
-/// is deeper than `MAX_PATH_DEPTH` or cannot be walked to its root. A negative dentry (a name
-/// that does not exist yet, e.g. a rename target or a file being created) has no inode of its
-/// own: its parent directory is looked up.
+/// Checks a dentry against the session's protected paths and, for the rights in `need`
+/// (`ROOT_READ`, `ROOT_WRITE`; 0 for a session without roots, or a hook that asks none),
+/// its roots. Err: something could not be read, the path is deeper than `MAX_PATH_DEPTH` or
+/// cannot be walked to its root. A negative dentry (a name that does not exist yet, e.g. a
+/// rename target or a file being created) has no inode of its own: its parent directory is
+/// looked up.
 ///
 /// The fast path is one `PROTECTED` lookup of the inode under the session (an indexed
 /// session has every inode of its protected trees there, whatever name reaches it) and one
 /// `TREE` lookup: an inode in neither is not protected. Only an inode `TREE` knows (it came
 /// into an indexed tree during a session), a session that is not indexed, or `FILE_WALK` set,
-/// takes the walk up the dentry parents.
+/// takes the walk up the dentry parents for protected paths. Rights not granted by the
+/// inode's own `ROOTS` entry take the walk too (an exempt inode needs none).
 #[inline(always)]
-fn protected_dentry(
+fn check_dentry(
     cfg: &Config,
     session: &Session,
     dentry: *const u8,
     ev: &mut Event,
-) -> Result<bool, ()> {
+    mut need: u32,
+) -> Result<Found, ()> {
     let mut first = dentry;
     let mut inode: *const u8 = read(first, cfg.off_dentry_inode)?;
     if inode.is_null() {
@@ -144,41 +230,57 @@ fn protected_dentry(
     let key = inode_key(cfg, inode)?;
     ev.file_ino = key.ino;
     ev.file_dev = key.dev as u32;
-    if let Some(root) = PROTECTED.get_ptr(session_inode(session, &key)) {
+    let own = session_inode(session, &key);
+    if let Some(root) = PROTECTED.get_ptr(own) {
         // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced
         // whole (the map is not preallocated), never changed in place.
         ev.protected_ino = unsafe { *root };
-        return Ok(true);
+        return Ok(Found::Protected);
+    }
+    if need != 0 {
+        if exempt(cfg, inode)? {
+            need = 0;
+        } else if let Some(rights) = ROOTS.get_ptr(own) {
+            // SAFETY: as above: read at once, values replaced whole.
+            need &= !unsafe { *rights };
+        }
     }
     let walk_all = FILE_WALK.get(0).is_none_or(|w| *w != 0);
-    if session.info.file_walk == 0 && !walk_all && TREE.get_ptr(key).is_none() {
-        return Ok(false);
+    let protected = session.info.file_walk != 0 || walk_all || TREE.get_ptr(key).is_some();
+    if !protected && need == 0 {
+        return Ok(Found::Clear);
     }
-    walk_protected(cfg, session, first, ev)
+    walk(cfg, session, first, ev, need, protected)
 }
 
-/// Walks from a positive dentry's parent up to its filesystem root, looking each inode up in
-/// `PROTECTED` under the session (the dentry itself was looked up by the caller). Ok(true): a
-/// protected inode was found (recorded in `ev`); Ok(false): none; Err: something could not be
-/// read, the path is deeper than `MAX_PATH_DEPTH`, or the walk ends at a disconnected dentry
-/// (one reached by a file handle, whose parents the kernel has not connected): its names are
-/// unknown, so it is denied.
+/// Walks from a positive dentry's parent up to its filesystem root (the dentry itself was
+/// looked up by the caller): with `protected`, each inode is looked up in `PROTECTED` under
+/// the session; while `need` has rights no level granted yet, in `ROOTS` too. Ok: what was
+/// found ([`Found::Outside`] when the root is reached with rights still missing); Err:
+/// something could not be read, the path is deeper than `MAX_PATH_DEPTH`, or the walk ends
+/// at a disconnected dentry (one reached by a file handle, whose parents the kernel has not
+/// connected): its names are unknown, so it is denied.
 #[inline(always)]
-fn walk_protected(
+fn walk(
     cfg: &Config,
     session: &Session,
     mut dentry: *const u8,
     ev: &mut Event,
-) -> Result<bool, ()> {
+    mut need: u32,
+    protected: bool,
+) -> Result<Found, ()> {
     for _ in 0..MAX_PATH_DEPTH {
         let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
         if parent == dentry {
             let flags: u32 = read(dentry, cfg.off_dentry_flags)?;
-            return if flags & DCACHE_DISCONNECTED == 0 {
-                Ok(false)
+            if flags & DCACHE_DISCONNECTED != 0 {
+                return Err(());
+            }
+            return Ok(if need == 0 {
+                Found::Clear
             } else {
-                Err(())
-            };
+                Found::Outside(need)
+            });
         }
         dentry = parent;
         let inode: *const u8 = read(dentry, cfg.off_dentry_inode)?;
@@ -186,10 +288,20 @@ fn walk_protected(
             return Err(());
         }
         let key = inode_key(cfg, inode)?;
-        if let Some(root) = PROTECTED.get_ptr(session_inode(session, &key)) {
-            // SAFETY: as in `protected_dentry`: read at once, values replaced whole.
+        let here = session_inode(session, &key);
+        if protected && let Some(root) = PROTECTED.get_ptr(here) {
+            // SAFETY: as in `check_dentry`: read at once, values replaced whole.
             ev.protected_ino = unsafe { *root };
-            return Ok(true);
+            return Ok(Found::Protected);
+        }
+        if need != 0
+            && let Some(rights) = ROOTS.get_ptr(here)
+        {
+            // SAFETY: as above.
+            need &= !unsafe { *rights };
+            if need == 0 && !protected {
+                return Ok(Found::Clear);
+            }
         }
     }
     Err(())
@@ -285,12 +397,15 @@ enum ExecListed {
 }
 
 /// Denies the hook when any of the dentries is, or lies under, a protected path (or, with
-/// [`ExecListed::Deny`], is an exec-listed file).
+/// [`ExecListed::Deny`], is an exec-listed file), or lies outside the session's roots for
+/// the rights its `needs` entry asks (`ROOT_WRITE` or 0; only the sides the session
+/// enforces are asked).
 #[inline(always)]
-fn deny_protected(
+fn deny_file(
     earlier: i32,
     kind: EventKind,
     dentries: [*const u8; 2],
+    needs: [u32; 2],
     exec: ExecListed,
 ) -> i32 {
     if earlier != 0 {
@@ -302,19 +417,23 @@ fn deny_protected(
         Err(deny) => return deny,
     };
     let cfg = CONFIG.load();
-    for d in dentries {
+    for (d, need) in dentries.into_iter().zip(needs) {
         if d.is_null() {
             continue;
         }
         let mut ev = Event::new(kind, Reason::Unresolvable);
-        let verdict = match protected_dentry(&cfg, &session, d, &mut ev) {
-            Ok(false) if exec == ExecListed::Ignore => Ok(false),
-            Ok(false) => exec_listed(&cfg, &session, d).map(|listed| {
+        let verdict = match check_dentry(&cfg, &session, d, &mut ev, need & session.info.roots) {
+            Ok(Found::Clear) if exec == ExecListed::Ignore => Ok(false),
+            Ok(Found::Clear) => exec_listed(&cfg, &session, d).map(|listed| {
                 ev.reason = Reason::ExecListed as u32;
                 listed
             }),
-            Ok(true) => {
+            Ok(Found::Protected) => {
                 ev.reason = Reason::ProtectedPath as u32;
+                Ok(true)
+            }
+            Ok(Found::Outside(missing)) => {
+                ev.reason = outside(missing);
                 Ok(true)
             }
             Err(()) => Err(()),
@@ -333,10 +452,11 @@ fn deny_protected(
 /// LSM_HOOK(int, 0, inode_unlink, struct inode *dir, struct dentry *dentry)
 #[lsm(hook = "inode_unlink")]
 pub fn inode_unlink(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(2),
         EventKind::Unlink,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Deny,
     )
 }
@@ -344,10 +464,11 @@ pub fn inode_unlink(ctx: LsmContext) -> i32 {
 /// LSM_HOOK(int, 0, inode_rmdir, struct inode *dir, struct dentry *dentry)
 #[lsm(hook = "inode_rmdir")]
 pub fn inode_rmdir(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(2),
         EventKind::Rmdir,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Ignore,
     )
 }
@@ -361,10 +482,11 @@ pub fn inode_rename(ctx: LsmContext) -> i32 {
     if mark_moved(&ctx).is_err() {
         walk_everything();
     }
-    deny_protected(
+    deny_file(
         ctx.arg(4),
         EventKind::Rename,
         [ctx.arg(1), ctx.arg(3)],
+        [ROOT_WRITE, ROOT_WRITE],
         ExecListed::Deny,
     )
 }
@@ -372,10 +494,11 @@ pub fn inode_rename(ctx: LsmContext) -> i32 {
 /// LSM_HOOK(int, 0, inode_setattr, struct dentry *dentry, struct iattr *attr) (kernels < 6.3)
 #[lsm(hook = "inode_setattr")]
 pub fn inode_setattr2(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(2),
         EventKind::Setattr,
         [ctx.arg(0), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Deny,
     )
 }
@@ -384,10 +507,11 @@ pub fn inode_setattr2(ctx: LsmContext) -> i32 {
 ///          struct iattr *attr): chmod, chown, truncate, utimes.
 #[lsm(hook = "inode_setattr")]
 pub fn inode_setattr3(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(3),
         EventKind::Setattr,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Deny,
     )
 }
@@ -401,10 +525,11 @@ pub fn inode_setattr3(ctx: LsmContext) -> i32 {
 /// directory) and the new name (inside a protected directory).
 #[lsm(hook = "inode_link")]
 pub fn inode_link(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(3),
         EventKind::Link,
         [ctx.arg(0), ctx.arg(2)],
+        [0, ROOT_WRITE],
         ExecListed::Ignore,
     )
 }
@@ -412,10 +537,11 @@ pub fn inode_link(ctx: LsmContext) -> i32 {
 /// LSM_HOOK(int, 0, inode_create, struct inode *dir, struct dentry *dentry, umode_t mode)
 #[lsm(hook = "inode_create")]
 pub fn inode_create(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(3),
         EventKind::Create,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Ignore,
     )
 }
@@ -424,10 +550,11 @@ pub fn inode_create(ctx: LsmContext) -> i32 {
 ///          dev_t dev)
 #[lsm(hook = "inode_mknod")]
 pub fn inode_mknod(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(4),
         EventKind::Mknod,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Ignore,
     )
 }
@@ -436,10 +563,11 @@ pub fn inode_mknod(ctx: LsmContext) -> i32 {
 ///          const char *old_name)
 #[lsm(hook = "inode_symlink")]
 pub fn inode_symlink(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(3),
         EventKind::Symlink,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Ignore,
     )
 }
@@ -447,10 +575,11 @@ pub fn inode_symlink(ctx: LsmContext) -> i32 {
 /// LSM_HOOK(int, 0, inode_mkdir, struct inode *dir, struct dentry *dentry, umode_t mode)
 #[lsm(hook = "inode_mkdir")]
 pub fn inode_mkdir(ctx: LsmContext) -> i32 {
-    deny_protected(
+    deny_file(
         ctx.arg(3),
         EventKind::Mkdir,
         [ctx.arg(1), core::ptr::null()],
+        [ROOT_WRITE, 0],
         ExecListed::Ignore,
     )
 }

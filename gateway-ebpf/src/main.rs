@@ -84,6 +84,7 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_unix_addr: 0,
     off_unix_addr_len: 0,
     off_unix_addr_path: 0,
+    off_file_flags: 0,
 });
 
 const PTRACE_MODE_ATTACH: u32 = 0x2;

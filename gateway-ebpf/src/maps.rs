@@ -10,7 +10,7 @@ use gateway_common::{
     EgressPolicy, Event, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS,
     MAX_TREE_TOTAL, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
 };
-use gateway_common::{MAX_UNIX_TOTAL, UnixName};
+use gateway_common::{MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
 
 /// Values are replaced whole by userspace while programs read them: without preallocation
 /// the kernel frees a replaced value only after every reader is done (no aliasing).
@@ -42,6 +42,14 @@ pub static PROTECTED: HashMap<SessionInode, u64> =
 #[map]
 pub static EXEC: HashMap<SessionInode, u32> =
     HashMap::with_max_entries(MAX_EXEC_TOTAL, BPF_F_NO_PREALLOC);
+
+/// With a session's `SessionInfo::roots`: its readable and writable roots, by (session,
+/// kernel dev_t, inode) of the root directory or file, and of the root of every filesystem
+/// mounted under a root when the session started (a walk up the dentry parents stops at its
+/// filesystem's root). Value: `ROOT_READ` | `ROOT_WRITE`, what may be done beneath it.
+#[map]
+pub static ROOTS: HashMap<SessionInode, u32> =
+    HashMap::with_max_entries(MAX_ROOTS_TOTAL, BPF_F_NO_PREALLOC);
 
 /// Each session's egress allowlist and lockdown switch.
 #[map]

@@ -6,7 +6,11 @@
 //! approximate "everything except the protected paths": one rule grants every right beneath
 //! `/`, so every directory lists and files can be made anywhere the user's permissions
 //! allow. With an exec allowlist, `EXECUTE` is left out of that rule and granted on the
-//! listed binaries (and their ELF interpreters) alone. From ABI 6 the domain is also scoped
+//! listed binaries (and their ELF interpreters) alone. With file roots
+//! ([`crate::fs_roots::FsRoots`]: `sandbox.readable` or `sandbox.writable` listed), the read
+//! rights, the write rights or both leave that rule too and are granted beneath the roots
+//! alone, with rules for devices (`/dev`), `/proc` and `/sys` in the place of tier 1's
+//! exemptions ([`Ruleset::build`]). From ABI 6 the domain is also scoped
 //! for signals (the agent cannot signal gatewayd) and for abstract Unix sockets (it cannot
 //! reach one made outside its domain; path-named sockets have no Landlock right up to ABI 7,
 //! see docs/KERNEL.md); Landlock itself forbids a sandboxed process
@@ -34,6 +38,8 @@ const EXECUTE: u64 = 1 << 0;
 const WRITE_FILE: u64 = 1 << 1;
 const READ_FILE: u64 = 1 << 2;
 const READ_DIR: u64 = 1 << 3;
+/// `READ_FILE | READ_DIR`: what a readable root grants.
+const READ: u64 = READ_FILE | READ_DIR;
 const TRUNCATE: u64 = 1 << 14;
 const IOCTL_DEV: u64 = 1 << 15;
 const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
@@ -109,6 +115,18 @@ pub enum LandlockError {
 pub struct FsPolicy {
     /// When not empty, the only files that may be executed.
     pub exec: Vec<PathBuf>,
+    /// The readable and writable roots (either side `None`: unrestricted).
+    pub roots: crate::fs_roots::FsRoots,
+    /// The agent's own program: with reading restricted and no exec allowlist, it is
+    /// readable (Landlock needs `READ_FILE` to execute a file; at tier 1 an exec open is
+    /// not a read).
+    pub program: Option<PathBuf>,
+}
+
+/// The write rights of `abi`: everything a writable root grants beyond reading (making,
+/// removing, writing, truncating and moving files in).
+fn write_rights(abi: u32) -> u64 {
+    all_fs_rights(abi) & !(EXECUTE | READ | IOCTL_DEV)
 }
 
 /// What an allowlist ruleset allows ([`Ruleset::build_allowlist`]).
@@ -160,21 +178,72 @@ fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
 
 impl Ruleset {
     /// Builds the agent's ruleset for `policy`: every right beneath `/`, but `EXECUTE`
-    /// only on the listed binaries and their ELF interpreters when `policy.exec` lists any.
-    /// Listed paths that do not exist are skipped (the kernel layer's start record lists
-    /// them as warnings already).
+    /// only on the listed binaries and their ELF interpreters when `policy.exec` lists any,
+    /// and, with roots, reading only beneath the read roots and writing only beneath the
+    /// write roots ([`Ruleset::add_roots`]). Listed paths that do not exist are skipped (the
+    /// kernel layer's start record lists them as warnings already).
     pub fn build(policy: &FsPolicy) -> Result<Ruleset, LandlockError> {
         let abi = abi_version().map_err(LandlockError::Unavailable)?;
         let all = all_fs_rights(abi);
         let strip = if policy.exec.is_empty() { 0 } else { EXECUTE };
+        let mut slash = all & !strip;
+        if policy.roots.read.is_some() {
+            slash &= !READ;
+        }
+        if policy.roots.write.is_some() {
+            slash &= !write_rights(abi);
+        }
         let mut rs = Ruleset::create(abi)?;
-        rs.add(Path::new("/"), all & !strip)?;
+        rs.add(Path::new("/"), slash)?;
         // The kernel opens a dynamic binary's ELF interpreter (PT_INTERP) for execution
         // too, so it needs EXECUTE as well (see docs/KERNEL.md for what that allows).
         for bin in with_interpreters(&policy.exec) {
             rs.add(&bin, EXECUTE | READ_FILE)?;
         }
+        if policy.roots.enforced() {
+            rs.add_roots(policy)?;
+        }
         Ok(rs)
+    }
+
+    /// The rules of the file roots: read rights beneath each read root, read and write
+    /// rights beneath each write root; devices under `/dev` may be read, written and
+    /// `ioctl`ed, `/proc` read and written (again in the agent's own procfs:
+    /// [`Ruleset::restrict_fn`]), `/sys` read, as tier 1 exempts them. With reading
+    /// restricted and no exec allowlist, the agent's own program is readable (so it can be
+    /// executed).
+    fn add_roots(&mut self, policy: &FsPolicy) -> Result<(), LandlockError> {
+        let abi = self.abi;
+        let write = write_rights(abi);
+        let roots = &policy.roots;
+        for (trees, rights) in [(&roots.read, READ), (&roots.write, READ | write)] {
+            for tree in canonical(trees.as_deref().unwrap_or_default()) {
+                self.add_tree(&tree, rights)?;
+            }
+        }
+        let device = all_fs_rights(abi) & (READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV);
+        self.add(Path::new("/dev"), device)?;
+        self.add(Path::new("/proc"), READ | ((WRITE_FILE | TRUNCATE) & write))?;
+        self.add(Path::new("/sys"), READ)?;
+        if roots.read.is_some()
+            && policy.exec.is_empty()
+            && let Some(program) = &policy.program
+            && let Ok(program) = std::fs::canonicalize(program)
+        {
+            self.add(&program, READ_FILE)?;
+        }
+        Ok(())
+    }
+
+    /// A rule for `tree` with `rights`, cut to the rights of a file when it is not a
+    /// directory.
+    fn add_tree(&mut self, tree: &Path, rights: u64) -> Result<(), LandlockError> {
+        let rights = if tree.is_dir() {
+            rights
+        } else {
+            rights & file_rights(self.abi)
+        };
+        self.add(tree, rights)
     }
 
     /// An allowlist ruleset (a tool server's own profile, `gatewayd mcp`): nothing can be
@@ -449,6 +518,14 @@ mod tests {
         assert_eq!(all_fs_rights(2), 0x3fff);
         assert_eq!(all_fs_rights(5), 0xffff);
         assert_eq!(file_rights(1), EXECUTE | WRITE_FILE | READ_FILE);
+    }
+
+    #[test]
+    fn write_rights_are_everything_but_reading_executing_and_ioctl() {
+        // WRITE_FILE, REMOVE_DIR, REMOVE_FILE, MAKE_CHAR ..= MAKE_SYM, REFER, TRUNCATE.
+        assert_eq!(write_rights(5), 0x7ff2);
+        assert_eq!(write_rights(1), 0x1ff2);
+        assert_eq!(write_rights(5) & (READ | EXECUTE | IOCTL_DEV), 0);
     }
 
     #[test]

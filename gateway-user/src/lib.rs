@@ -15,6 +15,7 @@
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
 //! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
 //! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
+//! - [`fs_roots`] — `sandbox.readable`/`writable` as the kernel enforces them (both tiers)
 //! - [`landlock`] — Landlock: ABI probe and the tier-2 exec ruleset
 //! - [`landlock_audit`] — whether Landlock's denials could be read from the audit subsystem
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
@@ -41,6 +42,7 @@ mod child;
 pub mod clock;
 pub mod daemon;
 pub mod engine;
+pub mod fs_roots;
 pub mod hook;
 pub mod kernel;
 pub mod landlock;

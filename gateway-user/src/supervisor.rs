@@ -230,7 +230,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         .collect();
     // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
     let ruleset = if Tier::resolve(programs.status(), true) == Tier::CgroupLandlock {
-        landlock_fallback(&policy, &mut pieces).inspect(|_| {
+        landlock_fallback(&policy, &program, &mut pieces).inspect(|_| {
             // Landlock grants every path; the protected ones are hidden by mounts instead.
             let (mut hiding, links) =
                 hide::Hiding::plan(&policy.sandbox.protected, &policy.sandbox.exec);
@@ -452,10 +452,13 @@ fn open_session(spec: &KernelSpec) -> Result<(SharedPrograms, Session, f64), ker
 /// Builds the tier-2 Landlock ruleset and notes the outcome in `pieces` (the start record).
 fn landlock_fallback(
     policy: &Policy,
+    program: &str,
     pieces: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Option<landlock::Ruleset> {
     let fs = landlock::FsPolicy {
         exec: policy.sandbox.exec.clone(),
+        roots: crate::fs_roots::FsRoots::of(&policy.sandbox),
+        program: crate::mcp::server::resolve_program(program),
     };
     match landlock::Ruleset::build(&fs) {
         Ok(rs) => {

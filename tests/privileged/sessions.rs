@@ -282,6 +282,8 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd::kernel::KernelSpec {
         egress: vec![gatewayd::kernel::spec::egress_rule(&cidr, Some(port))],
         unix_paths: Vec::new(),
         unix_names: Vec::new(),
+        roots_enforced: 0,
+        roots: Vec::new(),
         require: false,
     }
 }
@@ -528,6 +530,8 @@ fn protected_session(
         egress: Vec::new(),
         unix_paths: Vec::new(),
         unix_names: Vec::new(),
+        roots_enforced: 0,
+        roots: Vec::new(),
         require: false,
     };
     let added = programs.add_session(&spec, std::process::id());

@@ -18,6 +18,8 @@
 #![allow(unused_crate_dependencies)]
 #[path = "gw-escape/inet.rs"]
 mod inet;
+#[path = "gw-escape/roots.rs"]
+mod roots;
 #[path = "gw-escape/system.rs"]
 mod system;
 #[path = "gw-escape/unix.rs"]
@@ -547,7 +549,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
         "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
         n if system::ATTEMPTS.iter().any(|(s, _)| *s == n) => system::attempt(n, arg),
-        _ => Outcome::Errno(libc::EINVAL),
+        _ => roots::attempt(name, arg).unwrap_or(Outcome::Errno(libc::EINVAL)),
     }
 }
 
@@ -622,7 +624,11 @@ fn print(name: &str, outcome: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() || args[0] == "--help" {
-        for (n, what) in ATTEMPTS.iter().chain(&system::ATTEMPTS) {
+        let all = ATTEMPTS
+            .iter()
+            .chain(&system::ATTEMPTS)
+            .chain(&roots::ATTEMPTS);
+        for (n, what) in all {
             println!("{n:16} {what}");
         }
         return;

@@ -163,6 +163,8 @@ mod tests {
             egress: vec![],
             unix_paths: vec![],
             unix_names: vec![],
+            roots_enforced: 0,
+            roots: vec![],
             require: true,
         }
     }

@@ -10,13 +10,13 @@ use gateway_common::{
     EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, MAX_TREE_TOTAL,
     SessionInfo, SessionInode,
 };
-use gateway_common::{MAX_UNIX_TOTAL, UnixName};
+use gateway_common::{MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 11] = [
+pub const PINNED: [&str; 12] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -28,6 +28,7 @@ pub const PINNED: [&str; 11] = [
     "FILE_WALK",
     "UNIX_PATHS",
     "UNIX_NAMES",
+    "ROOTS",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -79,6 +80,9 @@ pub struct SetMaps {
     pub unix_paths: HashMap<MapData, SessionInode, u32>,
     /// `UNIX_NAMES`: abstract Unix socket names a session's agent may reach.
     pub unix_names: HashMap<MapData, UnixName, u32>,
+    /// `ROOTS`: a session's readable and writable roots (and the mount points under them),
+    /// with their rights.
+    pub roots: HashMap<MapData, SessionInode, u32>,
 }
 
 /// Stated capacities, for [`insert_err`].
@@ -89,6 +93,8 @@ pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
 pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
 /// Capacity of `TREE`, shared by all live sessions.
 pub const TREE_CAPACITY: u32 = MAX_TREE_TOTAL;
+/// Capacity of `ROOTS`, shared by all live sessions.
+pub const ROOTS_CAPACITY: u32 = MAX_ROOTS_TOTAL;
 /// Capacity of `UNIX_PATHS` and of `UNIX_NAMES`, each shared by all live sessions.
 pub const UNIX_CAPACITY: u32 = MAX_UNIX_TOTAL;
 
@@ -110,6 +116,7 @@ impl SetMaps {
             file_walk: Array::try_from(open("FILE_WALK")?).map_err(map_err("FILE_WALK"))?,
             unix_paths: HashMap::try_from(open("UNIX_PATHS")?).map_err(map_err("UNIX_PATHS"))?,
             unix_names: HashMap::try_from(open("UNIX_NAMES")?).map_err(map_err("UNIX_NAMES"))?,
+            roots: HashMap::try_from(open("ROOTS")?).map_err(map_err("ROOTS"))?,
         })
     }
 

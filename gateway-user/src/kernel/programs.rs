@@ -78,6 +78,10 @@ const CREATE_PROTECTED: (Reason, &str) = (
     Reason::ProtectedPath,
     "creating or linking anything inside a protected directory, and hard-linking a protected path, is denied by the kernel",
 );
+const OUTSIDE_WRITABLE: (Reason, &str) = (
+    Reason::OutsideWritable,
+    "this path is outside the policy's writable roots (sandbox.writable): changing, creating or deleting it is denied by the kernel",
+);
 const EXEC_LISTED: (Reason, &str) = (
     Reason::ExecListed,
     "this file is on the policy's exec allowlist: writing, truncating, replacing or deleting it is denied by the kernel",
@@ -124,7 +128,7 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::FileOpen,
         payload: Payload::File,
-        enforces: "open() of a protected file or of anything under a protected directory; opening an exec-listed file or any cgroup file for writing (the agent may not leave its cgroup)",
+        enforces: "open() of a protected file or of anything under a protected directory; opening an exec-listed file or any cgroup file for writing (the agent may not leave its cgroup); with sandbox.readable listed, opening for reading outside the readable roots (not for execution); with sandbox.writable listed, opening for writing outside the writable roots",
         messages: &[
             (
                 Reason::ProtectedPath,
@@ -138,6 +142,14 @@ pub static PROGRAMS: [Program; 26] = [
                 Reason::SelfProtection,
                 "writing to cgroup files is denied: the agent may not leave or reconfigure its cgroup",
             ),
+            (
+                Reason::OutsideReadable,
+                "this file is outside the policy's readable roots (sandbox.readable): reading it is denied by the kernel",
+            ),
+            (
+                Reason::OutsideWritable,
+                "this file is outside the policy's writable roots (sandbox.writable): opening it for writing is denied by the kernel",
+            ),
             UNRESOLVABLE,
         ],
     },
@@ -149,8 +161,13 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Unlink,
         payload: Payload::File,
-        enforces: "deleting a protected file, anything under a protected directory, or an exec-listed file",
-        messages: &[CHANGE_PROTECTED, EXEC_LISTED, UNRESOLVABLE],
+        enforces: "deleting a protected file, anything under a protected directory, or an exec-listed file; with sandbox.writable listed, deleting outside the writable roots",
+        messages: &[
+            CHANGE_PROTECTED,
+            EXEC_LISTED,
+            OUTSIDE_WRITABLE,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_rmdir",
@@ -160,8 +177,8 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Rmdir,
         payload: Payload::File,
-        enforces: "removing a protected directory or one under a protected directory",
-        messages: &[CHANGE_PROTECTED, UNRESOLVABLE],
+        enforces: "removing a protected directory or one under a protected directory; with sandbox.writable listed, one outside the writable roots",
+        messages: &[CHANGE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_rename",
@@ -171,8 +188,13 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Rename,
         payload: Payload::File,
-        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory; renaming or replacing an exec-listed file",
-        messages: &[CHANGE_PROTECTED, EXEC_LISTED, UNRESOLVABLE],
+        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory; renaming or replacing an exec-listed file; with sandbox.writable listed, either side outside the writable roots",
+        messages: &[
+            CHANGE_PROTECTED,
+            EXEC_LISTED,
+            OUTSIDE_WRITABLE,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_setattr",
@@ -182,8 +204,13 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Setattr,
         payload: Payload::File,
-        enforces: "truncate, chmod, chown and utimes of a protected path or anything under it, or of an exec-listed file",
-        messages: &[CHANGE_PROTECTED, EXEC_LISTED, UNRESOLVABLE],
+        enforces: "truncate, chmod, chown and utimes of a protected path or anything under it, or of an exec-listed file; with sandbox.writable listed, of anything outside the writable roots",
+        messages: &[
+            CHANGE_PROTECTED,
+            EXEC_LISTED,
+            OUTSIDE_WRITABLE,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_link",
@@ -193,8 +220,8 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Link,
         payload: Payload::File,
-        enforces: "a hard link to a protected path or to anything under a protected directory, and a new link inside a protected directory",
-        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+        enforces: "a hard link to a protected path or to anything under a protected directory, and a new link inside a protected directory or, with sandbox.writable listed, outside the writable roots",
+        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_create",
@@ -204,8 +231,8 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Create,
         payload: Payload::File,
-        enforces: "creating a file inside a protected directory",
-        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+        enforces: "creating a file inside a protected directory or, with sandbox.writable listed, outside the writable roots",
+        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_mknod",
@@ -215,8 +242,8 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Mknod,
         payload: Payload::File,
-        enforces: "creating a FIFO, socket or device node inside a protected directory",
-        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+        enforces: "creating a FIFO, socket or device node inside a protected directory or, with sandbox.writable listed, outside the writable roots",
+        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_symlink",
@@ -226,8 +253,8 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Symlink,
         payload: Payload::File,
-        enforces: "creating a symbolic link inside a protected directory",
-        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+        enforces: "creating a symbolic link inside a protected directory or, with sandbox.writable listed, outside the writable roots",
+        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
     },
     Program {
         name: "lsm/inode_mkdir",
@@ -237,8 +264,8 @@ pub static PROGRAMS: [Program; 26] = [
         },
         event: EventKind::Mkdir,
         payload: Payload::File,
-        enforces: "creating a directory inside a protected directory",
-        messages: &[CREATE_PROTECTED, UNRESOLVABLE],
+        enforces: "creating a directory inside a protected directory or, with sandbox.writable listed, outside the writable roots",
+        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
     },
     Program {
         name: "lsm/d_instantiate",

@@ -12,14 +12,14 @@ use std::{
 use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
     EXEC_MAP_ONLY, EXEC_RUN, EgressPolicy, EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC,
-    MAX_INDEXED, MAX_PROTECTED, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES,
+    MAX_INDEXED, MAX_PROTECTED, MAX_ROOTS, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES,
     SessionInfo, SessionInode, TREE_INDEXED,
 };
 
 use super::{
     KernelError, KernelSpec,
     index::{NotIndexed, index_trees},
-    maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, SetMaps, insert_err, map_err},
+    maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, ROOTS_CAPACITY, SetMaps, insert_err, map_err},
     set::{SetLock, lock},
     unix_sockets::UnixKeys,
 };
@@ -81,6 +81,7 @@ pub struct Session {
     slot: u32,
     protected: Vec<SessionInode>,
     exec: Vec<SessionInode>,
+    roots: Vec<SessionInode>,
     index: Result<usize, NotIndexed>,
     unix: UnixKeys,
     /// The policy's own (`cidr`) egress rules: resolved host rules go after them.
@@ -107,7 +108,8 @@ fn entries(id: u64, keys: &[InodeKey]) -> Vec<SessionInode> {
         .collect()
 }
 
-/// The per-session limits ([`MAX_PROTECTED`], [`MAX_EXEC`], [`MAX_EGRESS_RULES`]).
+/// The per-session limits ([`MAX_PROTECTED`], [`MAX_EXEC`], [`MAX_EGRESS_RULES`],
+/// [`MAX_ROOTS`]).
 fn check_limits(spec: &KernelSpec) -> Result<(), KernelError> {
     for (what, count, limit) in [
         ("protected paths", spec.protected.len(), MAX_PROTECTED),
@@ -120,6 +122,11 @@ fn check_limits(spec: &KernelSpec) -> Result<(), KernelError> {
             "egress rules with a cidr",
             spec.egress.len(),
             MAX_EGRESS_RULES,
+        ),
+        (
+            "readable and writable roots (with the mount points under them)",
+            spec.roots.len(),
+            MAX_ROOTS,
         ),
     ] {
         if count > limit as usize {
@@ -167,6 +174,11 @@ pub(crate) fn add(
     let mut protected = entries(id, &spec.protected_keys());
     let run = entries(id, &spec.exec_keys());
     let map_only = entries(id, &spec.exec_map_keys());
+    let root_keys = spec.root_keys();
+    let file_roots: Vec<(SessionInode, u32)> = root_keys
+        .iter()
+        .map(|(k, rights)| (entries(id, &[*k])[0], *rights))
+        .collect();
     let unix = UnixKeys::of(id, spec)?;
     let mut egress = EgressPolicy::EMPTY;
     egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
@@ -241,6 +253,11 @@ pub(crate) fn add(
                     .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
             }
         }
+        for (k, rights) in &file_roots {
+            m.roots
+                .insert(k, rights, 0)
+                .map_err(insert_err("ROOTS", ROOTS_CAPACITY))?;
+        }
         unix.insert(&mut m)?;
         let info = SessionInfo {
             owner_tgid,
@@ -248,14 +265,15 @@ pub(crate) fn add(
             nested: 0,
             slot,
             file_walk: u32::from(index.is_err()),
-            pad: 0,
+            roots: spec.roots_enforced,
         };
         m.sessions.insert(id, info, 0).map_err(&full)
     })();
     protected.extend(indexed.iter().map(|(k, _)| *k));
     let exec = [run, map_only].concat();
+    let roots: Vec<SessionInode> = file_roots.into_iter().map(|(k, _)| k).collect();
     if let Err(e) = result {
-        let _ = remove_entries(&mut m, id, &protected, &exec, &unix);
+        let _ = remove_entries(&mut m, id, &protected, &exec, &roots, &unix);
         let _ = m.clear_index_if_idle();
         if raised {
             lower_nested(&mut m, place.top);
@@ -268,6 +286,7 @@ pub(crate) fn add(
         slot,
         protected,
         exec,
+        roots,
         index,
         unix,
         egress: spec.egress.clone(),
@@ -299,6 +318,7 @@ pub(crate) fn remove_entries(
     id: u64,
     protected: &[SessionInode],
     exec: &[SessionInode],
+    roots: &[SessionInode],
     unix: &UnixKeys,
 ) -> Result<(), KernelError> {
     let mut first = None;
@@ -317,6 +337,9 @@ pub(crate) fn remove_entries(
     }
     for k in exec {
         note("EXEC", m.exec.remove(k));
+    }
+    for k in roots {
+        note("ROOTS", m.roots.remove(k));
     }
     unix.remove(m, &mut note);
     note("EGRESS", m.egress.remove(&id));
@@ -381,6 +404,7 @@ impl Session {
             self.place.id,
             &self.protected,
             &self.exec,
+            &self.roots,
             &self.unix,
         );
         if self.place.depth > 1 {
@@ -417,6 +441,8 @@ mod tests {
             egress: vec![gateway_common::EgressRule::default(); egress],
             unix_paths: vec![],
             unix_names: vec![],
+            roots_enforced: 0,
+            roots: vec![],
             require: false,
         }
     }

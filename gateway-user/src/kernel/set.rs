@@ -385,12 +385,20 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
             .collect()
     };
     let (protected, exec) = (scan(maps.protected.keys()), scan(maps.exec.keys()));
+    let roots = scan(maps.roots.keys());
     for id in &stale {
         let own = |keys: &[SessionInode]| -> Vec<SessionInode> {
             keys.iter().filter(|k| k.session == *id).copied().collect()
         };
         let unix = super::unix_sockets::UnixKeys::scan(maps, *id);
-        session::remove_entries(maps, *id, &own(&protected), &own(&exec), &unix)?;
+        session::remove_entries(
+            maps,
+            *id,
+            &own(&protected),
+            &own(&exec),
+            &own(&roots),
+            &unix,
+        )?;
     }
     maps.clear_index_if_idle()?;
     Ok(stale)

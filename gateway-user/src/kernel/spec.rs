@@ -4,6 +4,8 @@ use std::{os::unix::fs::MetadataExt, path::PathBuf};
 
 use gateway_common::{AF_INET, AF_INET6, EgressRule, InodeKey};
 
+use crate::fs_roots::FsRoots;
+
 use crate::{
     net::Cidr,
     policy::{KernelMode, Policy, UnixEntry},
@@ -16,6 +18,17 @@ pub struct ProtectedInode {
     pub path: PathBuf,
     /// Its kernel identity (kernel `dev_t`, inode), symlinks followed.
     pub key: InodeKey,
+}
+
+/// A readable or writable root (or a mount point under one) as the kernel sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootInode {
+    /// The path, canonical.
+    pub path: PathBuf,
+    /// Its kernel identity (for a mount point: the root of the filesystem mounted there).
+    pub key: InodeKey,
+    /// `ROOT_READ` | `ROOT_WRITE`: what may be done beneath it.
+    pub rights: u32,
 }
 
 /// Everything a session needs from the kernel layer ([`super::SharedPrograms::add_session`]).
@@ -40,6 +53,11 @@ pub struct KernelSpec {
     /// Abstract Unix socket names the agent may reach (`network.unix`'s `@name`s, without
     /// the `@`).
     pub unix_names: Vec<Vec<u8>>,
+    /// The sides of the file roots enforced (`ROOT_READ` | `ROOT_WRITE`; 0: none), from
+    /// [`FsRoots::flags`].
+    pub roots_enforced: u32,
+    /// With `roots_enforced`: the roots and the mount points under them, resolved now.
+    pub roots: Vec<RootInode>,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
 }
@@ -120,6 +138,35 @@ fn unix_entries(
     (paths, names)
 }
 
+/// The inodes of the roots (and of the mount points under them, as mounted now). A listed
+/// `readable` or `writable` entry that does not exist is reported: nothing under it can be
+/// opened.
+fn root_inodes(
+    sandbox: &crate::policy::Sandbox,
+    roots: &FsRoots,
+    warnings: &mut Vec<SpecWarning>,
+) -> Vec<RootInode> {
+    if !roots.enforced() {
+        return Vec::new();
+    }
+    for p in sandbox.readable.iter().chain(&sandbox.writable) {
+        if let Err(e) = std::fs::metadata(p) {
+            warnings.push(SpecWarning {
+                path: p.clone(),
+                message: format!("sandbox root not reachable by the agent: {e}"),
+            });
+        }
+    }
+    roots
+        .entries(&crate::fs_roots::mount_points())
+        .into_iter()
+        .filter_map(|(path, rights)| {
+            let key = inode_key(&path).ok()?;
+            Some(RootInode { path, key, rights })
+        })
+        .collect()
+}
+
 impl KernelSpec {
     /// Derives the spec for one agent cgroup. Protected paths are resolved to inodes now:
     /// a path that does not exist yet cannot be protected by identity and is reported.
@@ -173,6 +220,8 @@ impl KernelSpec {
             })
             .collect();
         let (unix_paths, unix_names) = unix_entries(policy, &mut warnings);
+        let fs_roots = FsRoots::of(&policy.sandbox);
+        let roots = root_inodes(&policy.sandbox, &fs_roots, &mut warnings);
         let spec = KernelSpec {
             cgroup_dir,
             protected,
@@ -182,6 +231,8 @@ impl KernelSpec {
             egress,
             unix_paths,
             unix_names,
+            roots_enforced: fs_roots.flags(),
+            roots,
             require: policy.kernel == KernelMode::Require,
         };
         (spec, warnings)
@@ -206,6 +257,19 @@ impl KernelSpec {
             .map(|p| p.key)
             .filter(|k| !run.contains(k))
             .collect()
+    }
+
+    /// The `ROOTS` map's entries: each root's key and rights, one per key (the rights of two
+    /// paths with the same inode are joined).
+    pub fn root_keys(&self) -> Vec<(InodeKey, u32)> {
+        let mut out: Vec<(InodeKey, u32)> = Vec::new();
+        for r in &self.roots {
+            match out.iter_mut().find(|(k, _)| *k == r.key) {
+                Some((_, rights)) => *rights |= r.rights,
+                None => out.push((r.key, r.rights)),
+            }
+        }
+        out
     }
 
     /// The `network.unix` socket path with this inode, for audit details.
@@ -266,6 +330,41 @@ mod tests {
             spec.protected_path(kernel_dev(md.dev()), md.ino()),
             Some(&secret)
         );
+    }
+
+    #[test]
+    fn roots_resolve_to_inodes_with_their_rights() {
+        use gateway_common::{ROOT_READ, ROOT_WRITE};
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let text = serde_json::json!({"version": 1, "sandbox": {
+            "readable": [a, dir.path().join("missing")], "writable": [b]}})
+        .to_string();
+        let p = Policy::parse(&text, Path::new("t")).unwrap();
+        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into());
+        assert_eq!(spec.roots_enforced, ROOT_READ | ROOT_WRITE);
+        let keys = spec.root_keys();
+        let rights = |path: &Path| {
+            let key = inode_key(path).unwrap();
+            keys.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
+        };
+        assert_eq!(rights(&a), Some(ROOT_READ));
+        assert_eq!(rights(&b), Some(ROOT_READ | ROOT_WRITE));
+        assert_eq!(rights(dir.path()), None, "the parent is no root");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.path.ends_with("missing") && w.message.contains("sandbox root")),
+            "{warnings:?}"
+        );
+
+        let text = r#"{"version": 1, "sandbox": {"root": "/tmp"}}"#;
+        let p = Policy::parse(text, Path::new("t")).unwrap();
+        let (spec, _) = KernelSpec::from_policy(&p, "/x".into());
+        assert_eq!(spec.roots_enforced, 0, "no list: no kernel roots");
+        assert!(spec.roots.is_empty());
     }
 
     #[test]
