@@ -158,6 +158,8 @@ pub struct Ruleset {
     /// procfs of its PID namespace (another inode than the one the rule was made for); 0:
     /// no rule on `/proc`.
     proc_rights: u64,
+    /// The same for `/dev`: the agent's `/dev` is a tmpfs of its own (`agent_privileges::dev`).
+    dev_rights: u64,
 }
 
 /// (device, inode) of each path that exists.
@@ -320,6 +322,7 @@ impl Ruleset {
             scoped_signals: scoped != 0,
             protected_inodes: Vec::new(),
             proc_rights: 0,
+            dev_rights: 0,
         })
     }
 
@@ -406,15 +409,19 @@ impl Ruleset {
         if path == Path::new("/proc") {
             self.proc_rights = rights;
         }
+        if path == Path::new("/dev") {
+            self.dev_rights = rights;
+        }
         Ok(())
     }
 
-    /// A closure for `Command::pre_exec`: the rule on `/proc` again for the procfs mounted
-    /// there now (the agent's PID namespace's), no new privileges, then restrict the child
+    /// A closure for `Command::pre_exec`: the rules on `/proc` and `/dev` again for what is
+    /// mounted there now (the agent's PID namespace's procfs, its own `/dev`), no new privileges, then restrict the child
     /// to the ruleset. Only async-signal-safe syscalls.
     pub fn restrict_fn(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let fd = self.fd.as_raw_fd();
         let proc_rights = self.proc_rights;
+        let dev_rights = self.dev_rights;
         // From ABI 7 denials are logged to audit, by default only until the next exec: the
         // agent's program is that exec, so the logging goes on past it.
         let flags: libc::c_uint = if self.abi >= crate::landlock_audit::AUDIT_ABI {
@@ -426,16 +433,19 @@ impl Ruleset {
             // SAFETY: plain syscalls on an fd inherited across fork (valid until exec), a
             // static path and the packed 12-byte rule on the stack.
             unsafe {
-                if proc_rights != 0 {
+                for (path, rights) in [(c"/proc", proc_rights), (c"/dev", dev_rights)] {
+                    if rights == 0 {
+                        continue;
+                    }
                     let dir = libc::open(
-                        c"/proc".as_ptr(),
+                        path.as_ptr(),
                         libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
                     );
                     if dir < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                     let mut attr = [0u8; 12];
-                    attr[..8].copy_from_slice(&proc_rights.to_ne_bytes());
+                    attr[..8].copy_from_slice(&rights.to_ne_bytes());
                     attr[8..].copy_from_slice(&dir.to_ne_bytes());
                     let r = libc::syscall(
                         libc::SYS_landlock_add_rule,
