@@ -163,6 +163,28 @@ fn run_agent(policy: &Path, audit: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// `gatewayd run --policy P --audit A -- gw-escape ARGS...` (as root, `gatewayd_run`).
+fn escape_under(policy: &Path, audit: &Path, args: &[impl AsRef<std::ffi::OsStr>]) -> Output {
+    gatewayd_run()
+        .arg("--policy")
+        .arg(policy)
+        .arg("--audit")
+        .arg(audit)
+        .arg("--")
+        .arg(escape::escape_bin())
+        .args(args)
+        .output()
+        .expect("spawn gatewayd")
+}
+
+/// `gw-escape`'s lines (`NAME OUTCOME`) by attempt name.
+fn escape_outcomes(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, o)| (n.to_string(), o.to_string()))
+        .collect()
+}
+
 fn records(audit: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(audit)
         .unwrap()

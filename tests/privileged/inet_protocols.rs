@@ -32,20 +32,13 @@ const ATTEMPTS: [&str; 4] = [
     "tcp_socket",
 ];
 
-fn outcomes(text: &str) -> std::collections::BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(n, o)| (n.to_string(), o.to_string()))
-        .collect()
-}
-
 #[test]
 fn inet_sockets_of_protocols_without_egress_hooks_are_refused() {
     let tier = tier();
     let _range = PingGroupRange::open_to_root();
     let dir = Scratch::new("inet");
     let bare = Command::new(escape_bin()).args(ATTEMPTS).output().unwrap();
-    let bare = outcomes(&stdout(&bare));
+    let bare = escape_outcomes(&stdout(&bare));
     assert_eq!(bare["icmp_echo"], "ok", "bare, the echo goes out: {bare:?}");
     assert_eq!(bare["tcp_socket"], "ok", "{bare:?}");
     let denied = [
@@ -58,19 +51,10 @@ fn inet_sockets_of_protocols_without_egress_hooks_are_refused() {
     }
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
-    let run = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(escape_bin())
-        .args(ATTEMPTS)
-        .output()
-        .unwrap();
+    let run = escape_under(&policy, &audit, &ATTEMPTS);
     let text = stdout(&run);
     eprintln!("gw-escape under gatewayd ({tier:?}):\n{text}");
-    let got = outcomes(&text);
+    let got = escape_outcomes(&text);
     for name in ["icmp_echo", "sctp_socket", "mptcp_socket"] {
         assert_eq!(got[name], denied[0], "{name}: {text}");
     }
@@ -94,16 +78,7 @@ fn a_tcp_fast_open_send_meets_the_egress_programs() {
     );
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
-    let run = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(escape_bin())
-        .arg(&attempt)
-        .output()
-        .unwrap();
+    let run = escape_under(&policy, &audit, &[&attempt]);
     assert_eq!(
         stdout(&run).trim(),
         format!("tcp_fastopen errno {}", libc::EPERM),

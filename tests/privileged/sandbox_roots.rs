@@ -8,11 +8,7 @@
 use std::ffi::CString;
 
 use super::file_tree::kernel_records;
-use super::*;
-
-fn escape_bin() -> String {
-    std::env::var("GW_ESCAPE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_gw-escape").into())
-}
+use super::{escape::escape_bin, *};
 
 /// A tmpfs mounted at a directory for the test, unmounted on drop.
 struct Tmpfs(CString);
@@ -113,16 +109,7 @@ fn check(dir: &Scratch, sandbox: serde_json::Value, attempts: &[Attempt]) {
     );
     let audit = dir.path("audit.jsonl");
     let _ = std::fs::remove_file(&audit);
-    let run = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(escape_bin())
-        .args(&args)
-        .output()
-        .unwrap();
+    let run = escape_under(&policy, &audit, &args);
     let text = stdout(&run);
     eprintln!(
         "gw-escape under gatewayd ({sandbox}):\n{text}\nstderr:\n{}",

@@ -5,22 +5,15 @@
 //! scopes abstract sockets (ABI 6), and the path-named ones bound before the session are
 //! covered by mounts in the agent's namespace (`ECONNREFUSED`, no audit record). The session's own gateway socket is used by every test of
 //! `gateway.rs`.
-use std::{
-    collections::BTreeMap,
-    os::{
-        linux::net::SocketAddrExt as _,
-        unix::{
-            fs::MetadataExt as _,
-            net::{SocketAddr, UnixDatagram, UnixListener},
-        },
+use std::os::{
+    linux::net::SocketAddrExt as _,
+    unix::{
+        fs::MetadataExt as _,
+        net::{SocketAddr, UnixDatagram, UnixListener},
     },
 };
 
-use super::*;
-
-fn escape_bin() -> String {
-    std::env::var("GW_ESCAPE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_gw-escape").into())
-}
+use super::{escape::escape_bin, *};
 
 /// The sockets outside the session, bound by this process; kept open for the test.
 struct Outside {
@@ -76,13 +69,6 @@ impl Outside {
     }
 }
 
-fn outcomes(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(n, o)| (n.to_string(), o.to_string()))
-        .collect()
-}
-
 #[test]
 fn unix_sockets_outside_the_session_are_refused_unless_listed() {
     let tier = tier();
@@ -91,7 +77,7 @@ fn unix_sockets_outside_the_session_are_refused_unless_listed() {
         .args(out.args())
         .output()
         .unwrap();
-    let bare = outcomes(&stdout(&bare));
+    let bare = escape_outcomes(&stdout(&bare));
     assert_eq!(bare.len(), 6, "{bare:?}");
     assert!(bare.values().all(|o| o == "ok"), "bare, all work: {bare:?}");
 
@@ -101,20 +87,11 @@ fn unix_sockets_outside_the_session_are_refused_unless_listed() {
             "network": {"unix": [out.path("listed.sock")]}}),
     );
     let audit = out.dir.path("audit.jsonl");
-    let run = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(escape_bin())
-        .args(out.args())
-        .output()
-        .unwrap();
+    let run = escape_under(&policy, &audit, &out.args());
     assert!(run.status.success(), "{run:?}");
     let text = stdout(&run);
     eprintln!("gw-escape under gatewayd:\n{text}");
-    let got = outcomes(&text);
+    let got = escape_outcomes(&text);
     let eperm = format!("errno {}", libc::EPERM);
     assert_eq!(got["unix_connect_listed"], "ok", "listed: {text}");
     assert_eq!(got["unix_pair"], "ok", "the agent's own sockets: {text}");

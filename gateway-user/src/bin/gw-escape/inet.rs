@@ -35,39 +35,13 @@ pub(crate) fn icmp_echo(arg: &str) -> Outcome {
     msg[0] = echo_type;
     msg[8..16].copy_from_slice(b"gwescape");
     let sent = match ip {
-        std::net::IpAddr::V4(v4) => {
-            // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
-            let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-            sa.sin_family = libc::AF_INET as libc::sa_family_t;
-            sa.sin_addr.s_addr = u32::from_ne_bytes(v4.octets());
-            // SAFETY: msg and sa are valid for the lengths given.
-            unsafe {
-                libc::sendto(
-                    fd,
-                    msg.as_ptr().cast(),
-                    msg.len(),
-                    0,
-                    (&raw const sa).cast(),
-                    std::mem::size_of_val(&sa) as libc::socklen_t,
-                )
-            }
-        }
+        std::net::IpAddr::V4(v4) => send_to(fd, &msg, 0, &sockaddr_in(v4, 0)),
         std::net::IpAddr::V6(v6) => {
             // SAFETY: an all-zero sockaddr_in6 is valid; the fields are set below.
             let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
             sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
             sa.sin6_addr.s6_addr = v6.octets();
-            // SAFETY: msg and sa are valid for the lengths given.
-            unsafe {
-                libc::sendto(
-                    fd,
-                    msg.as_ptr().cast(),
-                    msg.len(),
-                    0,
-                    (&raw const sa).cast(),
-                    std::mem::size_of_val(&sa) as libc::socklen_t,
-                )
-            }
+            send_to(fd, &msg, 0, &sa)
         }
     };
     let out = if sent < 0 { errno() } else { Outcome::Ok };
@@ -87,27 +61,37 @@ pub(crate) fn tcp_fastopen(arg: &str) -> Outcome {
     if fd < 0 {
         return errno();
     }
-    // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
-    let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sa.sin_family = libc::AF_INET as libc::sa_family_t;
-    sa.sin_port = addr.port().to_be();
-    sa.sin_addr.s_addr = u32::from_ne_bytes(addr.ip().octets());
-    let data = b"stolen";
-    // SAFETY: data and sa are valid for the lengths given.
-    let sent = unsafe {
-        libc::sendto(
-            fd,
-            data.as_ptr().cast(),
-            data.len(),
-            libc::MSG_FASTOPEN,
-            (&raw const sa).cast(),
-            std::mem::size_of_val(&sa) as libc::socklen_t,
-        )
-    };
+    let sa = sockaddr_in(*addr.ip(), addr.port());
+    let sent = send_to(fd, b"stolen", libc::MSG_FASTOPEN, &sa);
     let out = if sent < 0 { errno() } else { Outcome::Ok };
     // SAFETY: the fd made above, closed once (the data goes out before the FIN).
     unsafe { libc::close(fd) };
     out
+}
+
+/// A `sockaddr_in` of `ip` and `port`.
+fn sockaddr_in(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
+    let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sa.sin_family = libc::AF_INET as libc::sa_family_t;
+    sa.sin_port = port.to_be();
+    sa.sin_addr.s_addr = u32::from_ne_bytes(ip.octets());
+    sa
+}
+
+/// `sendto(fd, msg, flags, sa)`: its return value.
+fn send_to<T>(fd: i32, msg: &[u8], flags: i32, sa: &T) -> isize {
+    // SAFETY: msg and sa are valid for the lengths given; T is a sockaddr of its family.
+    unsafe {
+        libc::sendto(
+            fd,
+            msg.as_ptr().cast(),
+            msg.len(),
+            flags,
+            std::ptr::from_ref(sa).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    }
 }
 
 fn errno() -> Outcome {
