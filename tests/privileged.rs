@@ -24,6 +24,8 @@ mod features;
 mod file_tree;
 #[path = "privileged/inet_protocols.rs"]
 mod inet_protocols;
+#[path = "privileged/landlock_records.rs"]
+mod landlock_records;
 #[path = "privileged/lifetime.rs"]
 mod lifetime;
 

@@ -17,7 +17,7 @@
 //! - [`kernel`]   — kernel layer: BTF offsets, loading/attaching programs, maps, events
 //! - [`fs_roots`] — `sandbox.readable`/`writable` as the kernel enforces them (both tiers)
 //! - [`landlock`] — Landlock: ABI probe and the tier-2 exec ruleset
-//! - [`landlock_audit`] — whether Landlock's denials could be read from the audit subsystem
+//! - [`landlock_audit`] — Landlock's denials, read from the kernel's audit subsystem
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
 //! - [`agent_privileges`] — whom the agent runs as, what it keeps, its seccomp filter
 //! - `child`      — a supervised child: dies with gatewayd, confined before exec

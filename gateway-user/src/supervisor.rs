@@ -23,7 +23,8 @@
 //! Module map: [`agent_gateway`] (the agent's gateway, its socket, the lockdown hook),
 //! `agent_process` (spawn, signals, SIGUSR1), `records` (run's own records, kernel records
 //! to the writer), [`egress_hosts`] (the egress allowlist's host names, resolved into the
-//! kernel and kept current with their TTL).
+//! kernel and kept current with their TTL), `landlock_records` (tier 2's Landlock denials,
+//! read from the kernel's audit subsystem).
 use std::{os::unix::process::ExitStatusExt as _, path::PathBuf, sync::Arc};
 
 use serde_json::json;
@@ -45,6 +46,7 @@ use crate::{
 pub mod agent_gateway;
 mod agent_process;
 pub mod egress_hosts;
+mod landlock_records;
 mod records;
 
 use agent_process::{Agent, SpawnError, spawn_and_wait};
@@ -258,6 +260,32 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         None
     };
     let tier = Tier::resolve(programs.status(), ruleset.is_some());
+    let denials = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
+    // Tier 2's denials, where the kernel logs them to audit and audit is on.
+    let (landlock_reader, tell_init) = match &ruleset {
+        Some(rs) => {
+            let sink = landlock_records::Sink {
+                session: session.clone(),
+                records: records.clone(),
+                denials: denials.clone(),
+            };
+            match landlock_records::LandlockRecords::start(rs.abi, sink) {
+                Ok((reader, tell)) => {
+                    pieces.insert("landlock_audit".into(), json!("recorded"));
+                    (Some(reader), Some(tell))
+                }
+                Err(why) => {
+                    pieces.insert(
+                        "landlock_audit".into(),
+                        json!(format!("not recorded: {why}")),
+                    );
+                    (None, None)
+                }
+            }
+        }
+        None => (None, None),
+    };
     let (_, socket) = agent_gateway::paths(&opts.runtime_dir, &session);
     if tier == Tier::Full {
         privileges.leave_to_bpf_lsm();
@@ -295,8 +323,6 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     )
     .await?;
 
-    let denials = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
     let (handle, kernel_task) = {
         let session = session.clone();
         let denials = denials.clone();
@@ -352,9 +378,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
 
     let restrict = ruleset.as_ref().map(super::landlock::Ruleset::restrict_fn);
     // The private mount namespace, the cgroup, Landlock, the credentials, seccomp.
-    let confine = privileges.pre_exec_fn(cgroup.enter_fn(), move || {
-        restrict.as_ref().map_or(Ok(()), |r| r())
-    });
+    let confine = privileges.pre_exec_fn(
+        cgroup.enter_fn(),
+        move || restrict.as_ref().map_or(Ok(()), |r| r()),
+        tell_init,
+    );
     let (status, gateway) = match gateway {
         Ok(gw) => {
             let mut env: Vec<(&'static str, std::ffi::OsString)> = gw.env().to_vec();
@@ -388,7 +416,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         Err(e) => Err(format!("the kernel task failed: {e}")),
     };
     let removed = cgroup.remove();
-    // The kernel task dropped its sender when it ended: everything it sent is submitted.
+    if let Some(reader) = landlock_reader {
+        reader.finish().await;
+    }
+    // The kernel task and the Landlock reader dropped their senders when they ended:
+    // everything they sent is submitted.
     let _ = forwarder.await;
 
     let status = status.map_err(|e| match e {

@@ -84,15 +84,18 @@ fn doctor_reports_the_kernel_features_tests_branch_on() {
         assert_eq!(f["bpf_lsm"], true, "tier 1 without BPF LSM: {v}");
     }
 
-    // landlock_abi: the kernel's answer, the same as doctor's `landlock` row; audit from ABI 7.
+    // landlock_abi: the kernel's answer, the same as doctor's `landlock` row. landlock_audit:
+    // the channel works (ABI 7 and the host's audit switch, which landlock_records.rs turns
+    // on for its length and checks both ways), the same as the `landlock denials to audit`
+    // row; never without ABI 7.
     let abi = gatewayd::landlock::abi_version().ok();
     assert_eq!(f["landlock_abi"].as_u64(), abi.map(u64::from), "{f}");
     assert_eq!(
-        f["landlock_audit"].as_bool(),
-        Some(abi.is_some_and(|a| a >= 7)),
-        "{f}"
+        f["landlock_audit"], v["landlock denials to audit"]["ok"],
+        "{v}"
     );
     if abi.is_none_or(|a| a < 7) {
+        assert_eq!(f["landlock_audit"], false, "{f}");
         let abi = abi.map_or_else(|| "none".into(), |a| a.to_string());
         note(&format!(
             "Landlock audit logging absent (Landlock ABI {abi}, audit needs 7): asserted \

@@ -430,9 +430,5 @@ fn doctor_says_whether_landlock_denials_reach_the_audit_subsystem() {
             "{row}"
         );
     }
-    assert!(
-        detail.contains("does not read this channel yet") || abi < 7,
-        "{row}"
-    );
     note(&format!("landlock denials to audit: {detail}"));
 }

@@ -10,11 +10,13 @@
 //! 2. a PID namespace with a small init at its PID 1 ([`pid_namespace`]), which mounts the
 //!    namespace's `/proc`, sets `vm.memfd_noexec`, makes what the agent sees of `/proc`,
 //!    `/sys` and `/dev` ([`surfaces`], [`dev`]), enters the cgroup (the caller's step), makes
-//!    `/sys` read-only and forks the agent's process, where the steps below run;
-//! 3. at tier 2 the mounts that hide the protected paths and the host's Unix sockets
-//!    ([`hide`], [`host_sockets`]; after the cgroup, whose filesystem they make read-only),
-//!    then the tier-2 Landlock ruleset (which forbids
-//!    mounts itself);
+//!    `/sys` read-only,
+//! 3. and at tier 2 makes the mounts that hide the protected paths and the host's Unix
+//!    sockets ([`hide`], [`host_sockets`]; after the cgroup, whose filesystem they make
+//!    read-only), then restricts itself to the tier-2 Landlock ruleset (which forbids mounts
+//!    itself). The init is the domain's creator, whose pid Landlock's audit records name
+//!    (`supervisor::landlock_records`). It then forks the agent's process, where the steps
+//!    below run;
 //! 4. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
 //!    `no_new_privs`;
@@ -257,14 +259,15 @@ impl AgentPrivileges {
     }
 
     /// For `Command::pre_exec`: the private mount namespace, the PID namespace whose init
-    /// makes the agent's `/proc`, `/sys` and `/dev` around `enter` (the cgroup), then, in the
-    /// agent's process, the hiding mounts (tier 2),
-    /// `between` (the Landlock ruleset, which forbids mounting), the credentials and the
-    /// seccomp filter. Only async-signal-safe syscalls.
+    /// makes the agent's `/proc`, `/sys` and `/dev` around `enter` (the cgroup), then the
+    /// hiding mounts (tier 2) and `between` (the Landlock ruleset, which forbids mounting),
+    /// and in the agent's process the credentials and the seccomp filter. The init's pid is
+    /// written to `tell_init` when given. Only async-signal-safe syscalls.
     pub fn pre_exec_fn(
         &self,
         enter: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
         between: impl Fn() -> std::io::Result<()> + Send + Sync + 'static,
+        tell_init: Option<std::os::fd::OwnedFd>,
     ) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let creds = credentials::Plan::new(self.uid, self.gid, &self.groups, &self.capabilities);
         let filter = self.filter.clone();
@@ -273,13 +276,16 @@ impl AgentPrivileges {
         let surfaces = self.surfaces.clone();
         move || {
             private_mount_namespace()?;
-            pid_namespace.enter(&|| {
-                surfaces.mount()?;
-                enter()?;
-                surfaces.seal()
-            })?;
-            hiding.apply()?;
-            between()?;
+            pid_namespace.enter(
+                &|| {
+                    surfaces.mount()?;
+                    enter()?;
+                    surfaces.seal()?;
+                    hiding.apply()?;
+                    between()
+                },
+                tell_init.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+            )?;
             creds.apply()?;
             filter.install()
         }

@@ -5,7 +5,8 @@
 //! exec, with raw syscalls only (no allocation: everything is prepared before the fork):
 //!
 //! - **C**, the child gatewayd forked: unshares a PID namespace for its children, forks G,
-//!   waits for G's word that the namespace is ready (or the errno of what failed, which it
+//!   tells gatewayd G's pid when asked to (the creator of tier 2's Landlock domain, which
+//!   names it in its audit records), waits for G's word that the namespace is ready (or the errno of what failed, which it
 //!   returns, so the spawn fails as before), then relays: every forwarded signal goes to G,
 //!   and C exits with G's status.
 //! - **G**, PID 1 of the new namespace: dies with C (`PR_SET_PDEATHSIG`), mounts a procfs of
@@ -13,7 +14,8 @@
 //!   other host process are out of its sight), sets `vm.memfd_noexec` to 2 for the namespace
 //!   where the kernel has it, runs the caller's step (the agent's `/proc`, `/sys` and `/dev`
 //!   around entering the cgroup, after the mount: tier 1's `lsm/sb_mount` refuses the
-//!   cgroup's mounts), forks A, and becomes the init:
+//!   cgroup's mounts; then, at tier 2, the hiding mounts and the Landlock ruleset, which A
+//!   and all its descendants inherit), forks A, and becomes the init:
 //!   forwards signals to A, reaps every orphan, and exits with A's status (exit code, or
 //!   128 + signal) when A exits. When PID 1 exits the kernel kills everything else in the
 //!   namespace, so no descendant of the agent outlives it.
@@ -55,8 +57,13 @@ impl PidNamespace {
 
     /// In the forked child C: makes the namespace, its init G (which runs `in_init` before
     /// forking A) and returns in A only. An error of C or G is returned in C, which then has
-    /// no child left.
-    pub(crate) fn enter(self, in_init: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
+    /// no child left. When `tell_init` is a descriptor, C writes G's pid (4 bytes, native
+    /// order, as gatewayd's PID namespace numbers it) to it as soon as G exists.
+    pub(crate) fn enter(
+        self,
+        in_init: &dyn Fn() -> io::Result<()>,
+        tell_init: Option<libc::c_int>,
+    ) -> io::Result<()> {
         // SAFETY: raw syscalls in the single-threaded forked child, on stack memory.
         unsafe {
             let set = signal_set();
@@ -77,9 +84,17 @@ impl PidNamespace {
             }
             if g == 0 {
                 libc::close(fds[0]);
+                if let Some(fd) = tell_init {
+                    libc::close(fd);
+                }
                 return self.init(fds[1], in_init, &set);
             }
             libc::close(fds[1]);
+            if let Some(fd) = tell_init {
+                // Best effort: a gatewayd that cannot read it only loses the attribution.
+                libc::write(fd, g.to_ne_bytes().as_ptr().cast(), 4);
+                libc::close(fd);
+            }
             let mut word = [0u8; 4];
             let n = libc::read(fds[0], word.as_mut_ptr().cast(), 4);
             libc::close(fds[0]);

@@ -43,6 +43,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 .is_ok_and(|v| v.is_some())
         }),
         memfd_noexec: std::path::Path::new("/proc/sys/vm/memfd_noexec").exists(),
+        landlock_audit: gatewayd::landlock_audit::probe(abi.as_ref().ok().copied()),
     };
     let built_with_bpf_lsm = btf.as_ref().ok().map(|b| {
         b.func_param_count(tier1_advice::BPF_LSM_PROBE_FUNCTION)
@@ -90,7 +91,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     rows.push((
         "landlock denials to audit".into(),
-        gatewayd::landlock_audit::probe(abi.as_ref().ok().copied()),
+        features.landlock_audit.clone(),
     ));
     rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
@@ -154,18 +155,18 @@ struct Features {
     /// The sysctl `vm.memfd_noexec` exists (Linux 6.3 and later): the agent's PID namespace
     /// sets it to 2, so no memfd is executable there.
     memfd_noexec: bool,
+    /// Whether `gatewayd run` can read Landlock's denials (ABI 7, `CAP_AUDIT_READ`, audit
+    /// enabled on the host) into the session's audit log, and why not.
+    landlock_audit: Result<String, String>,
 }
 
 impl Features {
-    /// Landlock ABI 7 (Linux 6.15) added audit logging of Landlock denials.
-    const LANDLOCK_AUDIT_ABI: u32 = 7;
-
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "kernel_release": self.kernel_release,
             "bpf_lsm": self.bpf_lsm,
             "landlock_abi": self.landlock_abi,
-            "landlock_audit": self.landlock_abi.is_some_and(|v| v >= Self::LANDLOCK_AUDIT_ABI),
+            "landlock_audit": self.landlock_audit.is_ok(),
             "cgroup_connect_unix": self.cgroup_connect_unix,
             "memfd_noexec": self.memfd_noexec,
         })

@@ -1,4 +1,5 @@
-//! Whether Landlock's own denial records could reach gatewayd (`gatewayd doctor`; see
+//! Landlock's own denial records, read from the kernel's audit subsystem (`gatewayd doctor`,
+//! `gatewayd run` at tier 2; see
 //! docs/KERNEL.md, "Tier 2"): Landlock ABI 7 (Linux 6.15) logs each denial to the kernel's
 //! audit subsystem (`AUDIT_LANDLOCK_ACCESS`, `AUDIT_LANDLOCK_DOMAIN`), which a process with
 //! `CAP_AUDIT_READ` may read on the `NETLINK_AUDIT` multicast group `AUDIT_NLGRP_READLOG`,
@@ -116,13 +117,13 @@ pub fn probe(abi: Option<u32>) -> Result<String, String> {
     match audit_enabled() {
         Ok(0) => Err(
             "audit is disabled on this host (AUDIT_GET: enabled=0), so Landlock logs nothing; \
-             `auditctl -e 1` would turn it on for the whole host. gatewayd does not read this \
-             channel yet: tier-2 denials are not in the session's audit log"
+             `auditctl -e 1` would turn it on for the whole host; until then tier-2 denials are \
+             not in the session's audit log"
                 .into(),
         ),
         Ok(_) => Ok(
-            "readable: audit enabled, AUDIT_NLGRP_READLOG joined; gatewayd does not read this \
-             channel yet: tier-2 denials are not in the session's audit log"
+            "readable: audit enabled, AUDIT_NLGRP_READLOG joined; `gatewayd run` records tier-2 \
+             denials in the session's audit log (source kernel, hook landlock)"
                 .into(),
         ),
         Err(e) => Err(format!("AUDIT_GET: {e}")),
