@@ -51,6 +51,19 @@ pub fn lsm_session() -> Result<Option<Session>, i32> {
 /// not found above that: its session cannot be known, so it is denied (fail closed).
 #[inline(always)]
 pub fn current_session() -> Result<Option<Session>, i32> {
+    // The common case first: the task's own cgroup is a session's (an agent that made no
+    // sub-cgroup). Being the deepest of its ancestors, it is the innermost session; the
+    // callers' test against the parent cgroup (or the cgroup program's attachment below a
+    // session) has placed the task under the parent already.
+    // SAFETY: a helper without arguments, callable from every program type used here.
+    let own = unsafe { bpf_get_current_cgroup_id() };
+    // SAFETY: the value is copied out at once; values are replaced whole, never in place.
+    if let Some(info) = unsafe { SESSIONS.get(&own) } {
+        return Ok(Some(Session {
+            id: own,
+            info: *info,
+        }));
+    }
     let parent = CONFIG.load().parent_cgroup_id;
     let mut level = 0;
     for l in 1..MAX_CGROUP_LEVEL {

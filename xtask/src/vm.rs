@@ -38,23 +38,24 @@ echo "STAGE tests"
 /privileged --test-threads=1 2>&1
 echo "GUEST-EXIT $?"
 echo "STAGE bench"
-# Kernel-layer cost at tier 1, bare vs under gatewayd (`report` reads
-# `BENCH <name> bare|under <agent output line>` and keeps the best of each). Each round runs
-# the loop 4 times in one agent, bare then under one gatewayd session (a gatewayd start loads
-# every program: seconds under TCG); 2 rounds. Under TCG absolute figures mean little; the
-# ratio is the figure. A benchmark is one `bench NAME AGENT-ARGS...` line.
+# Kernel-layer cost at tier 1: a bare process and the agent under gatewayd (a policy that
+# protects one file) take turns, batch by batch, through two FIFOs (`gw-testagent
+# openturns`); `report` reads `BENCH <name> bare|under <agent output line>` and sets each
+# agent batch against the bare batches around it: under TCG the emulated CPU's speed drifts
+# by tens of percent within seconds, and only figures taken that close together compare.
 mkdir -p /tmp/bench/a/b/c/d && echo x > /tmp/bench/a/b/c/d/f && echo s > /tmp/bench/secret
 echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]}}' > /tmp/bench/p.json
-bench() {
+mkfifo /tmp/bench/turn-a /tmp/bench/turn-b
+turns() {
   name=$1; shift
-  loops="$*"; for i in 2 3 4; do loops="$loops + $*"; done
   for round in 1 2; do
-    /gw-testagent $loops | sed "s|^|BENCH $name bare |"
-    /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent $loops 2>/dev/null | sed "s|^|BENCH $name under |"
+    timeout 600 /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent openturns "$@" follow /tmp/bench/turn-a /tmp/bench/turn-b 2>/dev/null | sed "s|^|BENCH $name under |" &
+    timeout 600 /gw-testagent openturns "$@" lead /tmp/bench/turn-a /tmp/bench/turn-b | sed "s|^|BENCH $name bare |"
+    wait
   done
 }
-# open() of a 6-deep path: the BPF LSM file_open walk.
-bench "open()" openloop /tmp/bench/a/b/c/d/f 20000
+# open() of a 6-deep path: the BPF LSM file check.
+turns "open()" /tmp/bench/a/b/c/d/f 1000 30
 SESSIONS_BENCH
 echo "STAGE poweroff"
 poweroff -f

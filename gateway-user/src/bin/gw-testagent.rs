@@ -26,6 +26,13 @@
 //!                                         # print the best batch's ns per stat and per open (a
 //!                                         # busy machine only slows batches down; the stat
 //!                                         # figure, taken alongside, shows how busy)
+//! gw-testagent openturns PATH N K lead|follow FIFO_A FIFO_B
+//!                                         # K batches of N open+close, taking turns with a
+//!                                         # second process through two FIFOs (the lead runs
+//!                                         # first, writes a byte to A, waits for one on B; the
+//!                                         # follower the reverse): a bare process and an agent
+//!                                         # alternate batch by batch, so a drifting machine
+//!                                         # slows both alike; prints ns per open of each batch
 //! gw-testagent subread PATH              # make a sub-cgroup of ours, start a child in it
 //!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
 //! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
@@ -74,6 +81,52 @@ fn send(to: &str, data: &[u8]) -> Result<(), String> {
     let mut s = TcpStream::connect_timeout(&addr(to)?, Duration::from_secs(5))
         .map_err(|e| e.to_string())?;
     s.write_all(data).map_err(|e| e.to_string())
+}
+
+/// `openturns PATH N K lead|follow FIFO_A FIFO_B` (see the module docs).
+fn open_turns(args: &[String]) -> Result<String, String> {
+    let [path, n, k, role, a, b] = args else {
+        return Err("openturns: want PATH N K lead|follow FIFO_A FIFO_B".into());
+    };
+    let n: u32 = n.parse().map_err(|_| "N: not a number".to_string())?;
+    let k: u32 = k.parse().map_err(|_| "K: not a number".to_string())?;
+    let lead = match role.as_str() {
+        "lead" => true,
+        "follow" => false,
+        _ => return Err(format!("openturns: {role}: want lead or follow")),
+    };
+    let fifo = |p: &str, write: bool| {
+        std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .open(p)
+            .map_err(|e| format!("{p}: {e}"))
+    };
+    // Opened in the same order on both sides (A, then B), so neither open blocks forever.
+    let (mut give, mut take) = if lead {
+        let give = fifo(a, true)?;
+        (give, fifo(b, false)?)
+    } else {
+        let take = fifo(a, false)?;
+        (fifo(b, true)?, take)
+    };
+    let mut byte = [0u8; 1];
+    let mut figures = Vec::new();
+    for _ in 0..k {
+        if !lead {
+            take.read_exact(&mut byte).map_err(|e| e.to_string())?;
+        }
+        let t0 = std::time::Instant::now();
+        for _ in 0..n {
+            std::fs::File::open(path).map_err(|e| e.to_string())?;
+        }
+        figures.push((t0.elapsed().as_nanos() / u128::from(n.max(1))).to_string());
+        give.write_all(&byte).map_err(|e| e.to_string())?;
+        if lead {
+            take.read_exact(&mut byte).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(format!("{k} turns of {n}, ns each: {}", figures.join(" ")))
 }
 
 fn run(action: &[String]) -> Result<String, String> {
@@ -172,6 +225,7 @@ fn run(action: &[String]) -> Result<String, String> {
                 "best of {k} batches of {n}: stat {best_stat} ns, open {best} ns each"
             ))
         }
+        "openturns" => open_turns(&action[1..]),
         "tryconnect" => {
             let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
             let to = addr(arg(1)?)?;

@@ -7,27 +7,40 @@ use std::time::Instant;
 
 use crate::{kernels::GuestKernel, sessions_bench, util};
 
-/// Every bare and under-gatewayd figure of one benchmark, in ns per operation.
+/// One benchmark's turns (`gw-testagent openturns`): in each round, a bare process and the
+/// agent under gatewayd ran batches in turn, and each printed its batches' ns per operation.
 #[derive(Debug)]
 pub(super) struct Bench {
     pub name: String,
-    pub bare: Vec<f64>,
-    pub under: Vec<f64>,
+    /// Per round, the bare process's batches, in order.
+    pub bare: Vec<Vec<f64>>,
+    /// Per round, the agent's batches, in order (batch i ran between bare batches i and i+1).
+    pub under: Vec<Vec<f64>>,
 }
 
 impl Bench {
-    /// (best, median) of `v`.
-    fn stats(v: &[f64]) -> Option<(f64, f64)> {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        Some((*v.first()?, v[v.len() / 2]))
+    /// Each agent batch against the mean of the bare batches just before and after it (the
+    /// last one against the one before): seconds apart at most, so the emulated CPU's drift
+    /// meets both alike.
+    fn turn_ratios(&self) -> Vec<f64> {
+        let mut ratios = Vec::new();
+        for (bare, under) in self.bare.iter().zip(&self.under) {
+            for (i, u) in under.iter().enumerate() {
+                let Some(before) = bare.get(i) else { break };
+                let after = bare.get(i + 1).unwrap_or(before);
+                ratios.push(u / f64::midpoint(*before, *after));
+            }
+        }
+        ratios
     }
 
-    /// under / bare, of the best figures and of the medians.
-    pub(super) fn ratios(&self) -> Option<(f64, f64)> {
-        let (b, bm) = Self::stats(&self.bare)?;
-        let (u, um) = Self::stats(&self.under)?;
-        Some((u / b, um / bm))
+    /// (median of the turns' ratios, number of turns, best agent batch / best bare batch).
+    pub(super) fn ratios(&self) -> Option<(f64, usize, f64)> {
+        let mut r = self.turn_ratios();
+        r.sort_by(f64::total_cmp);
+        let median = *r.get(r.len() / 2)?;
+        let best = |v: &[Vec<f64>]| v.iter().flatten().copied().reduce(f64::min);
+        Some((median, r.len(), best(&self.under)? / best(&self.bare)?))
     }
 }
 
@@ -136,11 +149,16 @@ impl GuestRun {
         let (Some(name), Some(mode)) = (parts.next(), parts.next()) else {
             return;
         };
-        // Only an action that succeeded (`OK ...`) gives a figure.
-        let figure = parts
+        // Only turns that all succeeded (`OK ...: N N N`) give figures.
+        let figures = parts
             .next()
             .filter(|out| out.starts_with("OK "))
-            .and_then(util::ns_each);
+            .and_then(|out| out.rsplit_once(": "))
+            .map(|(_, list)| {
+                list.split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect::<Vec<f64>>()
+            });
         let b = if let Some(b) = self.bench.iter_mut().find(|b| b.name == name) {
             b
         } else {
@@ -151,7 +169,7 @@ impl GuestRun {
             });
             self.bench.last_mut().expect("just pushed")
         };
-        if let Some(f) = figure {
+        if let Some(f) = figures.filter(|f| !f.is_empty()) {
             if mode == "bare" {
                 b.bare.push(f);
             } else {
@@ -271,27 +289,31 @@ pub(super) fn print(runs: &[GuestRun]) {
         }
     }
     println!(
-        "bench (bare and under gatewayd, ns per operation: best and median of each; under TCG \
-         on a busy host the figures swing, the best-figure ratio is the figure):"
+        "bench (a bare process and the agent under gatewayd in turns, batch by batch: the \
+         median of each agent batch against the bare batches around it, which TCG's drift \
+         meets alike; and best agent batch / best bare batch, ns per operation):"
     );
     for r in runs {
         for b in &r.bench {
-            let fig = |v: &[f64]| {
-                Bench::stats(v)
-                    .map_or_else(|| "?".into(), |(best, med)| format!("{best:.0}/{med:.0}"))
+            let best = |v: &[Vec<f64>]| {
+                v.iter()
+                    .flatten()
+                    .copied()
+                    .reduce(f64::min)
+                    .map_or_else(|| "?".into(), |x| format!("{x:.0}"))
             };
             println!(
-                "  {:<6} {:<10} bare {:>14}  under {:>14}  ratio {}  (n={}/{})",
+                "  {:<6} {:<10} ratio {}  (best bare {} ns, best under {} ns)",
                 r.kernel.name,
                 b.name,
-                fig(&b.bare),
-                fig(&b.under),
                 b.ratios().map_or_else(
                     || "?".into(),
-                    |(best, med)| format!("{best:.2} (median {med:.2})")
+                    |(median, n, best)| format!(
+                        "x{median:.3} (median of {n} turns; best/best x{best:.3})"
+                    )
                 ),
-                b.bare.len(),
-                b.under.len(),
+                best(&b.bare),
+                best(&b.under),
             );
         }
     }
@@ -327,10 +349,9 @@ ok
 test result: ok. 22 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s
 GUEST-EXIT 0
 STAGE bench
-BENCH open() bare OK openloop: 20000 in a row, 200 ns each
-BENCH open() bare OK openloop: 20000 in a row, 100 ns each
-BENCH open() bare OK openloop: 20000 in a row, 300 ns each
-BENCH open() under OK openloop: 20000 in a row, 150 ns each
+BENCH open() bare OK openturns: 3 turns of 1000, ns each: 100 200 300
+BENCH open() under OK openturns: 3 turns of 1000, ns each: 165 300 330
+BENCH open() bare OK openturns: 3 turns of 1000, ns each: 100 100 100
 BENCH open() under gatewayd: something went wrong
 STAGE sessions bench
 BENCH sessions 0 outside OK openbest: best of 20 batches of 1000, 100 ns each
@@ -353,8 +374,15 @@ STAGE poweroff";
         assert_eq!(r.bench.len(), 1, "the sessions bench's lines are its own");
         assert_eq!(r.sessions.len(), 7);
         assert_eq!(r.bench[0].name, "open()");
-        assert_eq!(r.bench[0].bare, [200.0, 100.0, 300.0]);
-        assert_eq!(r.bench[0].ratios(), Some((1.5, 0.75)));
+        assert_eq!(
+            r.bench[0].bare,
+            [[100.0, 200.0, 300.0], [100.0, 100.0, 100.0]]
+        );
+        // 165 / 150, 300 / 250, 330 / 300: one round has both sides.
+        let (median, n, best) = r.bench[0].ratios().unwrap();
+        assert_eq!(n, 3);
+        assert!((median - 1.1).abs() < 1e-9, "{median}");
+        assert!((best - 1.65).abs() < 1e-9, "{best}");
         assert_eq!(r.verdict(), Ok(()));
     }
 
