@@ -392,6 +392,8 @@ pub struct Config {
     pub off_unix_addr_path: u64,
     /// offsetof(struct file, `f_flags`)
     pub off_file_flags: u64,
+    /// offsetof(struct file, `f_inode`)
+    pub off_file_inode: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -521,8 +523,9 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 224);
+    assert!(core::mem::size_of::<Config>() == 232);
     assert!(core::mem::offset_of!(Config, off_file_flags) == 216);
+    assert!(core::mem::offset_of!(Config, off_file_inode) == 224);
     assert!(core::mem::size_of::<UnixName>() == 128);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);

@@ -13,7 +13,7 @@ use aya_ebpf::{macros::lsm, programs::LsmContext};
 use gateway_common::{Config, EXEC_RUN, Event, EventKind, InodeKey, MAX_PATH_DEPTH, Reason};
 
 use crate::{
-    CONFIG, EPERM, inode_key,
+    EPERM, config, inode_key,
     maps::EXEC,
     read,
     session::{Session, emit, lsm_session, session_inode},
@@ -42,10 +42,10 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     let Some(session) = lsm_session()? else {
         return Ok(0);
     };
-    let cfg = CONFIG.load();
+    let cfg = config();
     let bprm: *const u8 = ctx.arg(0);
     let mut ev = Event::new(EventKind::Exec, Reason::Unresolvable);
-    let (key, nlink) = exec_file(&cfg, bprm).map_err(|()| deny(&session, ev))?;
+    let (key, nlink) = exec_file(cfg, bprm).map_err(|()| deny(&session, ev))?;
     ev.file_ino = key.ino;
     ev.file_dev = key.dev as u32;
     if nlink == 0 {
@@ -138,14 +138,14 @@ fn exec_mapping(
     if session.info.exec_enforced == 0 {
         return Ok(0);
     }
-    let cfg = CONFIG.load();
+    let cfg = config();
     let mut ev = Event::new(kind, Reason::Unresolvable);
-    let file = file(&cfg).map_err(|()| deny(&session, ev))?;
+    let file = file(cfg).map_err(|()| deny(&session, ev))?;
     if file.is_null() {
         return Ok(0);
     }
     let dentry: *const u8 = read(file, cfg.off_file_dentry).map_err(|()| deny(&session, ev))?;
-    match exec_tree(&cfg, &session, dentry, &mut ev) {
+    match exec_tree(cfg, &session, dentry, &mut ev) {
         Ok(true) => Ok(0),
         Ok(false) => {
             ev.reason = Reason::ExecNotAllowed as u32;

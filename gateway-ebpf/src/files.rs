@@ -20,13 +20,13 @@
 //!   the index current (`TREE`), never denying.
 use aya_ebpf::{macros::lsm, programs::LsmContext};
 use gateway_common::{
-    Config, Event, EventKind, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
+    Config, Event, EventKind, InodeKey, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
 };
 
 use crate::{
-    CONFIG, EPERM, inode_key,
+    EPERM, config, inode_key, load,
     maps::{EXEC, FILE_WALK, PROTECTED, ROOTS, TREE},
-    read,
+    opened_inode_key, read,
     session::{Session, emit, lsm_session, session_inode},
 };
 
@@ -91,25 +91,21 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     let Some(session) = lsm_session()? else {
         return Ok(0);
     };
-    let cfg = CONFIG.load();
+    let cfg = config();
     let file: *const u8 = ctx.arg(0);
     let mut ev = Event::new(EventKind::FileOpen, Reason::Unresolvable);
     let deny = |ev: Event| {
         emit(&session, ev);
         Err(-EPERM)
     };
-    let Ok(dentry) = read::<*const u8>(file, cfg.off_file_dentry) else {
-        return deny(ev);
-    };
-    let Ok(mode) = read::<u32>(file, cfg.off_file_mode) else {
-        return deny(ev);
-    };
+    // The opened file's own fields are plain loads (see `load`): no helper call on the
+    // fast path.
+    let inode: *const u8 = load(file, cfg.off_file_inode);
+    let mode: u32 = load(file, cfg.off_file_mode);
     // The roots asked about: none for a session without roots (one flag test).
     let mut need = 0;
     if session.info.roots != 0 {
-        let Ok(flags) = read::<u32>(file, cfg.off_file_flags) else {
-            return deny(ev);
-        };
+        let flags: u32 = load(file, cfg.off_file_flags);
         if mode & FMODE_READ != 0 && flags & FMODE_EXEC_FLAG == 0 {
             need |= ROOT_READ;
         }
@@ -118,7 +114,9 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         }
         need &= session.info.roots;
     }
-    match check_dentry(&cfg, &session, dentry, &mut ev, need) {
+    let key = opened_inode_key(cfg, inode);
+    let dentry = || read::<*const u8>(file, cfg.off_file_dentry);
+    match check_inode(cfg, &session, key, inode, dentry, &mut ev, need) {
         Ok(Found::Clear) => {}
         Ok(Found::Protected) => {
             ev.reason = Reason::ProtectedPath as u32;
@@ -133,7 +131,10 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     if mode & FMODE_WRITE == 0 {
         return Ok(0);
     }
-    match exec_listed(&cfg, &session, dentry) {
+    let Ok(dentry) = dentry() else {
+        return deny(ev);
+    };
+    match exec_listed(cfg, &session, dentry) {
         Ok(false) => {}
         Ok(true) => {
             ev.reason = Reason::ExecListed as u32;
@@ -141,7 +142,7 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         }
         Err(()) => return deny(ev),
     }
-    if on_cgroupfs(&cfg, dentry).unwrap_or(true) {
+    if on_cgroupfs(cfg, dentry).unwrap_or(true) {
         ev.reason = Reason::SelfProtection as u32;
         return deny(ev);
     }
@@ -216,7 +217,7 @@ fn check_dentry(
     session: &Session,
     dentry: *const u8,
     ev: &mut Event,
-    mut need: u32,
+    need: u32,
 ) -> Result<Found, ()> {
     let mut first = dentry;
     let mut inode: *const u8 = read(first, cfg.off_dentry_inode)?;
@@ -228,6 +229,21 @@ fn check_dentry(
         }
     }
     let key = inode_key(cfg, inode)?;
+    check_inode(cfg, session, key, inode, || Ok(first), ev, need)
+}
+
+/// [`check_dentry`] from the inode on: `key` is `inode`'s identity, `first` gives the
+/// positive dentry whose parents the walk climbs (asked for only when it walks).
+#[inline(always)]
+fn check_inode(
+    cfg: &Config,
+    session: &Session,
+    key: InodeKey,
+    inode: *const u8,
+    first: impl FnOnce() -> Result<*const u8, ()>,
+    ev: &mut Event,
+    mut need: u32,
+) -> Result<Found, ()> {
     ev.file_ino = key.ino;
     ev.file_dev = key.dev as u32;
     let own = session_inode(session, &key);
@@ -250,7 +266,7 @@ fn check_dentry(
     if !protected && need == 0 {
         return Ok(Found::Clear);
     }
-    walk(cfg, session, first, ev, need, protected)
+    walk(cfg, session, first()?, ev, need, protected)
 }
 
 /// Walks from a positive dentry's parent up to its filesystem root (the dentry itself was
@@ -324,7 +340,7 @@ pub fn d_instantiate(ctx: LsmContext) -> i32 {
 }
 
 fn try_d_instantiate(ctx: &LsmContext) -> Result<(), ()> {
-    let cfg = CONFIG.load();
+    let cfg = config();
     let dentry: *const u8 = ctx.arg(0);
     let inode: *const u8 = ctx.arg(1);
     if inode.is_null() {
@@ -335,10 +351,10 @@ fn try_d_instantiate(ctx: &LsmContext) -> Result<(), ()> {
         return Ok(());
     }
     let dir: *const u8 = read(parent, cfg.off_dentry_inode)?;
-    if dir.is_null() || TREE.get_ptr(inode_key(&cfg, dir)?).is_none() {
+    if dir.is_null() || TREE.get_ptr(inode_key(cfg, dir)?).is_none() {
         return Ok(());
     }
-    mark(&cfg, inode)
+    mark(cfg, inode)
 }
 
 /// Marks an inode in `TREE`; when `TREE` is full, sets `FILE_WALK` (every session walks):
@@ -368,9 +384,9 @@ fn walk_everything() {
 /// one by one). `RENAME_EXCHANGE` calls the hook once for each direction.
 #[inline(always)]
 fn mark_moved(ctx: &LsmContext) -> Result<(), ()> {
-    let cfg = CONFIG.load();
+    let cfg = config();
     let new_dir: *const u8 = ctx.arg(2);
-    if new_dir.is_null() || TREE.get_ptr(inode_key(&cfg, new_dir)?).is_none() {
+    if new_dir.is_null() || TREE.get_ptr(inode_key(cfg, new_dir)?).is_none() {
         return Ok(());
     }
     let old_dentry: *const u8 = ctx.arg(1);
@@ -382,7 +398,7 @@ fn mark_moved(ctx: &LsmContext) -> Result<(), ()> {
     if u32::from(mode) & S_IFMT == S_IFDIR {
         walk_everything();
     }
-    mark(&cfg, inode)
+    mark(cfg, inode)
 }
 
 // --------------------------------------------------------------------------------------------
@@ -416,15 +432,15 @@ fn deny_file(
         Ok(None) => return 0,
         Err(deny) => return deny,
     };
-    let cfg = CONFIG.load();
+    let cfg = config();
     for (d, need) in dentries.into_iter().zip(needs) {
         if d.is_null() {
             continue;
         }
         let mut ev = Event::new(kind, Reason::Unresolvable);
-        let verdict = match check_dentry(&cfg, &session, d, &mut ev, need & session.info.roots) {
+        let verdict = match check_dentry(cfg, &session, d, &mut ev, need & session.info.roots) {
             Ok(Found::Clear) if exec == ExecListed::Ignore => Ok(false),
-            Ok(Found::Clear) => exec_listed(&cfg, &session, d).map(|listed| {
+            Ok(Found::Clear) => exec_listed(cfg, &session, d).map(|listed| {
                 ev.reason = Reason::ExecListed as u32;
                 listed
             }),

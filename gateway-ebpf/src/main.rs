@@ -85,7 +85,21 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_unix_addr_len: 0,
     off_unix_addr_path: 0,
     off_file_flags: 0,
+    off_file_inode: 0,
 });
+
+/// The load-time configuration, read field by field where it is used (`CONFIG.load()`
+/// would copy all of it to the stack on every run). The address goes through a volatile
+/// read so that the compiler cannot fold the fields to the placeholder zeros above; the
+/// verifier still knows each field's value, `CONFIG` being a frozen read-only map, so the
+/// offsets stay constants for [`load`].
+#[inline(always)]
+pub(crate) fn config() -> &'static Config {
+    let at: *const Config = (&raw const CONFIG).cast();
+    // SAFETY: a volatile read of a local; `Global` is `repr(transparent)` over the `Config`,
+    // which userspace wrote before loading and nothing changes afterwards.
+    unsafe { &*core::ptr::read_volatile(&raw const at) }
+}
 
 const PTRACE_MODE_ATTACH: u32 = 0x2;
 
@@ -96,6 +110,36 @@ pub(crate) fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
     // bad address; the pointer is never dereferenced directly. `T` is a plain integer or
     // pointer here, valid for any bit pattern.
     unsafe { bpf_probe_read_kernel(base.wrapping_add(off as usize) as *const T) }.map_err(|_| ())
+}
+
+/// Reads a `T` at `base + off` with a plain load instead of a helper call, for a `file_open`
+/// argument only: the opened `struct file`, its `f_inode` (never null while the file is
+/// being opened) and what `load` reads from those. The verifier knows these pointers' types
+/// from BTF and checks that `off` (a constant: `CONFIG` is a frozen read-only map) lands on
+/// a field of `T`'s size; a pointer it does not call trusted is read with a guarded load
+/// (a fault reads 0).
+///
+/// Never for a pointer that may be null while the verifier calls it trusted: kernels from
+/// 6.10 on mark `dentry->d_inode` trusted and non-null (a negative dentry has none), so the
+/// verifier drops the program's own null test as dead code and the JIT emits an unguarded
+/// load: `inode_create`, reading through a new name's `d_inode`, oopsed the 6.12 guest that
+/// way. Everything else is read with [`read`].
+#[inline(always)]
+pub(crate) fn load<T: Copy>(base: *const u8, off: u64) -> T {
+    // SAFETY: only called on the opened file and the pointers read from it (see above),
+    // valid for the program's run; the verifier accepts the load only at a field of `T`'s
+    // size; `T` is a plain integer or pointer, valid for any bit pattern.
+    unsafe { core::ptr::read_volatile(base.wrapping_add(off as usize).cast::<T>()) }
+}
+
+/// [`inode_key`] of the opened file's inode (`file->f_inode`), with [`load`].
+#[inline(always)]
+pub(crate) fn opened_inode_key(cfg: &Config, inode: *const u8) -> InodeKey {
+    let sb: *const u8 = load(inode, cfg.off_inode_sb);
+    InodeKey {
+        dev: u64::from(load::<u32>(sb, cfg.off_sb_dev)),
+        ino: load(inode, cfg.off_inode_ino),
+    }
 }
 
 /// An inode's identity: (kernel dev_t of its superblock, inode number).
@@ -181,7 +225,7 @@ pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
         Ok(None) => return 0,
         Err(deny) => return deny,
     };
-    let cfg = CONFIG.load();
+    let cfg = config();
     let owner = session.info.owner_tgid;
     let child: *const u8 = ctx.arg(0);
     let mode: u32 = ctx.arg(1);
@@ -208,7 +252,7 @@ pub fn task_kill(ctx: LsmContext) -> i32 {
         Ok(None) => return 0,
         Err(deny) => return deny,
     };
-    let cfg = CONFIG.load();
+    let cfg = config();
     let owner = session.info.owner_tgid;
     let target: *const u8 = ctx.arg(0);
     let tgid: u32 = read(target, cfg.off_task_tgid).unwrap_or(owner);

@@ -11,7 +11,7 @@ use gateway_common::{
 };
 
 use crate::{
-    CONFIG, EPERM,
+    EPERM, config,
     maps::{DROPPED, EVENTS, PARENT, SESSIONS},
 };
 
@@ -64,7 +64,7 @@ pub fn current_session() -> Result<Option<Session>, i32> {
             info: *info,
         }));
     }
-    let parent = CONFIG.load().parent_cgroup_id;
+    let parent = config().parent_cgroup_id;
     let mut level = 0;
     for l in 1..MAX_CGROUP_LEVEL {
         let id = ancestor(l);

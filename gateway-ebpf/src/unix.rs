@@ -19,7 +19,7 @@ use gateway_common::{
 };
 
 use crate::{
-    CONFIG, EPERM, inode_key,
+    EPERM, config, inode_key,
     maps::{SESSIONS, UNIX_NAMES, UNIX_PATHS, UNIX_SCRATCH},
     read,
     session::{Session, emit, lsm_session, session_inode},
@@ -55,10 +55,10 @@ fn decide(kind: EventKind, peer: *const u8, is_socket: bool) -> i32 {
         Ok(None) => return 0,
         Err(deny) => return deny,
     };
-    let cfg = CONFIG.load();
+    let cfg = config();
     let mut ev = Event::new(kind, Reason::Unresolvable);
     ev.dst_family = AF_UNIX;
-    match allowed(&cfg, &session, peer, is_socket, &mut ev) {
+    match allowed(cfg, &session, peer, is_socket, &mut ev) {
         Ok(true) => return 0,
         Ok(false) => ev.reason = Reason::UnixConnect as u32,
         Err(()) => {}

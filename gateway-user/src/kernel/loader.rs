@@ -77,6 +77,7 @@ pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, Kerne
         off_unix_addr_path: kbtf.member_offset("unix_address", "name")?
             + kbtf.member_offset("sockaddr_un", "sun_path")?,
         off_file_flags: kbtf.member_offset("file", "f_flags")?,
+        off_file_inode: kbtf.member_offset("file", "f_inode")?,
     };
     // One aya parse of the same bytes, shared by the object load and every BPF LSM
     // program (aya 0.14's `EbpfLoader::new` still parses the file once more itself).
