@@ -22,13 +22,18 @@ pub const MAX_PROTECTED_TOTAL: u32 = 131_072;
 /// directory under them entered in `PROTECTED`). A session whose trees hold more is not
 /// indexed: its file checks walk up the dentry parents instead (slower, same verdicts).
 pub const MAX_INDEXED: u32 = 16384;
-/// Capacity of the host-wide `TREE` hash map: the directories of every indexed protected
-/// tree, and the inodes that came into those trees while a session was live.
-pub const MAX_TREE_TOTAL: u32 = 65536;
+/// Capacity of the host-wide `TREE` hash map: every inode a session protects (its protected
+/// paths and indexed inodes), the directories of every indexed protected tree, and the
+/// inodes that came into those trees while a session was live.
+pub const MAX_TREE_TOTAL: u32 = 131_072;
 /// `TREE`'s value for a directory userspace entered while indexing a session's trees.
 pub const TREE_INDEXED: u32 = 1;
 /// `TREE`'s value for an inode a program marked (it came into an indexed directory).
 pub const TREE_MARKED: u32 = 2;
+/// `TREE`'s value for an inode a session protects (entered by userspace with its `PROTECTED`
+/// entry, unless `TREE` held it already): looked up in `PROTECTED`, not walked from. A mark
+/// replaces it.
+pub const TREE_PROTECTED: u32 = 3;
 /// `EXEC` value of a binary the agent may execute (and map executable).
 pub const EXEC_RUN: u32 = 1;
 /// `EXEC` value of a library tree or an ELF interpreter: its files may be mapped executable

@@ -21,6 +21,7 @@
 use aya_ebpf::{macros::lsm, programs::LsmContext};
 use gateway_common::{
     Config, Event, EventKind, InodeKey, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
+    TREE_PROTECTED,
 };
 
 use crate::{
@@ -205,12 +206,14 @@ fn exec_listed(cfg: &Config, session: &Session, dentry: *const u8) -> Result<boo
 /// rename target or a file being created) has no inode of its own: its parent directory is
 /// looked up.
 ///
-/// The fast path is one `PROTECTED` lookup of the inode under the session (an indexed
-/// session has every inode of its protected trees there, whatever name reaches it) and one
-/// `TREE` lookup: an inode in neither is not protected. Only an inode `TREE` knows (it came
-/// into an indexed tree during a session), a session that is not indexed, or `FILE_WALK` set,
-/// takes the walk up the dentry parents for protected paths. Rights not granted by the
-/// inode's own `ROOTS` entry take the walk too (an exempt inode needs none).
+/// The fast path is one `TREE` lookup: an inode `TREE` does not hold is in no session's
+/// `PROTECTED` (userspace enters each protected and indexed inode in both) and came into no
+/// indexed tree, so it is not protected. One it holds is looked up in `PROTECTED` under the
+/// session (an indexed session has every inode of its protected trees there, whatever name
+/// reaches it). Only an indexed directory or an inode that came into an indexed tree during a
+/// session, a session that is not indexed, or `FILE_WALK` set, takes the walk up the dentry
+/// parents for protected paths. Rights not granted by the inode's own `ROOTS` entry take the
+/// walk too (an exempt inode needs none).
 #[inline(always)]
 fn check_dentry(
     cfg: &Config,
@@ -247,9 +250,16 @@ fn check_inode(
     ev.file_ino = key.ino;
     ev.file_dev = key.dev as u32;
     let own = session_inode(session, &key);
-    if let Some(root) = PROTECTED.get_ptr(own) {
-        // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced
-        // whole (the map is not preallocated), never changed in place.
+    // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced whole
+    // (the map is not preallocated), never changed in place.
+    let tree = TREE.get_ptr(key).map(|v| unsafe { *v });
+    let walk_all = session.info.file_walk != 0 || FILE_WALK.get(0).is_none_or(|w| *w != 0);
+    // Every inode a live session protects is in `TREE` too: one `TREE` does not hold is in
+    // no session's `PROTECTED`.
+    if (walk_all || tree.is_some())
+        && let Some(root) = PROTECTED.get_ptr(own)
+    {
+        // SAFETY: as above.
         ev.protected_ino = unsafe { *root };
         return Ok(Found::Protected);
     }
@@ -261,8 +271,9 @@ fn check_inode(
             need &= !unsafe { *rights };
         }
     }
-    let walk_all = FILE_WALK.get(0).is_none_or(|w| *w != 0);
-    let protected = session.info.file_walk != 0 || walk_all || TREE.get_ptr(key).is_some();
+    // A protected inode itself needs no walk; an indexed directory or what came into one
+    // does.
+    let protected = walk_all || tree.is_some_and(|v| v != TREE_PROTECTED);
     if !protected && need == 0 {
         return Ok(Found::Clear);
     }
@@ -362,7 +373,13 @@ fn try_d_instantiate(ctx: &LsmContext) -> Result<(), ()> {
 #[inline(always)]
 fn mark(cfg: &Config, inode: *const u8) -> Result<(), ()> {
     let key = inode_key(cfg, inode)?;
-    if TREE.get_ptr(key).is_some() || TREE.insert(key, TREE_MARKED, 0).is_ok() {
+    // A protected inode's `TREE_PROTECTED` gives way to the mark: it may now lie under
+    // another session's protected directory, which only the walk sees.
+    // SAFETY: a non-null pointer from a map lookup, read at once.
+    let known = TREE
+        .get_ptr(key)
+        .is_some_and(|v| unsafe { *v } != TREE_PROTECTED);
+    if known || TREE.insert(key, TREE_MARKED, 0).is_ok() {
         return Ok(());
     }
     walk_everything();

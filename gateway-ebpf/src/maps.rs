@@ -71,12 +71,14 @@ pub static EVENTS: ArrayOfMaps<
 #[map]
 pub static DROPPED: PerCpuArray<u64> = PerCpuArray::with_max_entries(MAX_SESSIONS, 0);
 
-/// Host-wide, for every process: the directories of the indexed protected trees of the live
-/// sessions (userspace, value `TREE_INDEXED`), and every inode that came into one of them
-/// while they were indexed (created, linked or moved in, by any process: `d_instantiate`
-/// and `inode_rename` mark it, value `TREE_MARKED`). A session's file check walks up the
-/// dentry parents only for an inode found here; one not found here nor in `PROTECTED` is
-/// not protected. Emptied by userspace when the set has no session left.
+/// Host-wide, for every process: every inode a live session protects (userspace, value
+/// `TREE_PROTECTED`), the directories of the indexed protected trees of the live sessions
+/// (userspace, value `TREE_INDEXED`), and every inode that came into one of them while they
+/// were indexed (created, linked or moved in, by any process: `d_instantiate` and
+/// `inode_rename` mark it, value `TREE_MARKED`). A session's file check looks an inode up in
+/// `PROTECTED` only when it is here, and walks up the dentry parents only for one marked or
+/// indexed; one not found here is not protected. Emptied by userspace when the set has no
+/// session left.
 #[map]
 pub static TREE: HashMap<InodeKey, u32> =
     HashMap::with_max_entries(MAX_TREE_TOTAL, BPF_F_NO_PREALLOC);

@@ -32,7 +32,7 @@ pub enum NotIndexed {
         /// What listing it said.
         message: String,
     },
-    /// `on_dir` refused a directory (`TREE` is full).
+    /// `TREE` is full: `on_dir` refused a directory, or a protected inode found no room.
     Refused,
     /// `PROTECTED` had no room for the index.
     MapFull,

@@ -13,7 +13,7 @@ use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
     EXEC_MAP_ONLY, EXEC_RUN, EgressPolicy, EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC,
     MAX_INDEXED, MAX_PROTECTED, MAX_ROOTS, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES,
-    SessionInfo, SessionInode, TREE_INDEXED,
+    SessionInfo, SessionInode, TREE_INDEXED, TREE_PROTECTED,
 };
 
 use super::{
@@ -246,6 +246,16 @@ pub(crate) fn add(
             indexed.clear();
             index = Err(NotIndexed::MapFull);
         }
+        // Each protected inode in `TREE` too: the file check looks `PROTECTED` up only for
+        // an inode `TREE` holds. Without room there, the session looks every inode up and
+        // walks (as an unindexed one).
+        let tree_room = protected
+            .iter()
+            .chain(indexed.iter().map(|(k, _)| k))
+            .all(|k| tree_protected(&mut m.tree, k));
+        if !tree_room && index.is_ok() {
+            index = Err(NotIndexed::Refused);
+        }
         for (keys, value) in [(&run, EXEC_RUN), (&map_only, EXEC_MAP_ONLY)] {
             for k in keys {
                 m.exec
@@ -293,6 +303,23 @@ pub(crate) fn add(
         maps,
         events: Some(events),
     })
+}
+
+/// Enters a protected inode in `TREE` as `TREE_PROTECTED`, unless `TREE` holds it already
+/// (an indexed directory, a marked inode, another session's); false when there is no room.
+fn tree_protected(tree: &mut aya::maps::HashMap<MapData, InodeKey, u32>, k: &SessionInode) -> bool {
+    const BPF_NOEXIST: u64 = 1;
+    let key = InodeKey {
+        dev: k.dev,
+        ino: k.ino,
+    };
+    match tree.insert(key, TREE_PROTECTED, BPF_NOEXIST) {
+        Ok(()) => true,
+        Err(aya::maps::MapError::SyscallError(e)) => {
+            e.io_error.raw_os_error() == Some(libc::EEXIST)
+        }
+        Err(_) => false,
+    }
 }
 
 /// The policy's rules, then as many resolved ones as fit; and how many did not.
