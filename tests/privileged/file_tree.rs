@@ -468,3 +468,86 @@ fn what_another_process_puts_in_a_protected_directory_during_the_session_stays_p
         }
     }
 }
+
+/// A file another session protects by name, moved by a process outside every session into
+/// this session's protected directory during the session, is protected here too: it came
+/// into the directory, whatever else protects it. (No directory is moved in this test: that
+/// would make every check walk, and the check of a moved-in file must not depend on it.)
+#[test]
+fn another_sessions_protected_file_moved_into_a_protected_directory_stays_protected() {
+    let tier = tier();
+    let dir = tree("guarded");
+    std::fs::write(dir.path("free/guarded"), "g").unwrap();
+    let other_policy = dir.path("other-policy.json");
+    std::fs::write(
+        &other_policy,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("free/guarded")]}})
+        .to_string(),
+    )
+    .unwrap();
+    let go = dir.path("free/go");
+    let other_audit = dir.path("other-audit.jsonl");
+    let other = gatewayd_run()
+        .arg("--policy")
+        .arg(&other_policy)
+        .arg("--audit")
+        .arg(&other_audit)
+        .arg("--")
+        .arg(agent())
+        .arg("waitfile")
+        .arg(&go)
+        .spawn()
+        .unwrap();
+    wait_for_start(&other_audit);
+    let policy = write_policy(
+        &dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let actions: &[&[&str]] = &[
+        &["waitfile", "{}/free/go"],
+        &["read", "{}/vault/guarded"],
+        &["read", "{}/free/a"],
+    ];
+    let child = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("--")
+        .arg(agent())
+        .args(chain(&dir, actions))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_start(&audit);
+    std::fs::rename(dir.path("free/guarded"), dir.path("vault/guarded")).unwrap();
+    // Bare (this process, outside every session), the moved file is readable where it lands.
+    assert_eq!(std::fs::read(dir.path("vault/guarded")).unwrap(), b"g");
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(other.wait_with_output().unwrap().status.success());
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), actions.len(), "{text}");
+    assert!(lines[2].starts_with("OK read"), "a file outside:\n{text}");
+    let how = match tier {
+        Tier::BpfLsm => "Operation not permitted",
+        Tier::Landlock => "Permission denied",
+    };
+    assert!(
+        lines[1].starts_with("FAIL read") && lines[1].contains(how),
+        "the moved-in file was not denied with `{how}`:\n{text}"
+    );
+    if tier == Tier::BpfLsm {
+        let k = kernel_entries(&audit);
+        assert_eq!(k.len(), 1, "{k:?}");
+        assert_eq!(k[0]["reason"], "protected_path");
+        assert_eq!(
+            k[0]["detail"]["protected_path"],
+            dir.path("vault").to_str().unwrap()
+        );
+    }
+}

@@ -39,23 +39,29 @@ echo "STAGE tests"
 echo "GUEST-EXIT $?"
 echo "STAGE bench"
 # Kernel-layer cost at tier 1: a bare process and the agent under gatewayd (a policy that
-# protects one file) take turns, batch by batch, through two FIFOs (`gw-testagent
-# openturns`); `report` reads `BENCH <name> bare|under <agent output line>` and sets each
+# protects one file, allows loopback egress) take turns, batch by batch, through two FIFOs
+# (`gw-testagent turns`); `report` reads `BENCH <name> bare|under <agent output line>` and sets each
 # agent batch against the bare batches around it: under TCG the emulated CPU's speed drifts
 # by tens of percent within seconds, and only figures taken that close together compare.
 mkdir -p /tmp/bench/a/b/c/d && echo x > /tmp/bench/a/b/c/d/f && echo s > /tmp/bench/secret
-echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]}}' > /tmp/bench/p.json
+echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]},"network":{"egress":[{"cidr":"127.0.0.1/32"}]}}' > /tmp/bench/p.json
 mkfifo /tmp/bench/turn-a /tmp/bench/turn-b
 turns() {
   name=$1; shift
   for round in 1 2; do
-    timeout 600 /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent openturns "$@" follow /tmp/bench/turn-a /tmp/bench/turn-b 2>/dev/null | sed "s|^|BENCH $name under |" &
-    timeout 600 /gw-testagent openturns "$@" lead /tmp/bench/turn-a /tmp/bench/turn-b | sed "s|^|BENCH $name bare |"
+    timeout 600 /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent turns "$@" follow /tmp/bench/turn-a /tmp/bench/turn-b 2>/dev/null | sed "s|^|BENCH $name under |" &
+    timeout 600 /gw-testagent turns "$@" lead /tmp/bench/turn-a /tmp/bench/turn-b | sed "s|^|BENCH $name bare |"
     wait
   done
 }
 # open() of a 6-deep path: the BPF LSM file check.
-turns "open()" /tmp/bench/a/b/c/d/f 1000 30
+turns "open()" open /tmp/bench/a/b/c/d/f 1000 30
+# connect() to a loopback port where nothing listens (refused both ways): the cgroup
+# connect4 program, the egress allowlist allowing it.
+turns "connect()" connect 127.0.0.1:9 200 30
+# fork, exec and wait of busybox `true`: bprm_check_security, mmap_file and file_open on
+# the binary, in a session without an exec allowlist.
+turns "exec()" exec /bin/true 20 30
 SESSIONS_BENCH
 echo "STAGE poweroff"
 poweroff -f

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::{kernels::GuestKernel, sessions_bench, util};
 
-/// One benchmark's turns (`gw-testagent openturns`): in each round, a bare process and the
+/// One benchmark's turns (`gw-testagent turns`): in each round, a bare process and the
 /// agent under gatewayd ran batches in turn, and each printed its batches' ns per operation.
 #[derive(Debug)]
 pub(super) struct Bench {
@@ -349,9 +349,9 @@ ok
 test result: ok. 22 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s
 GUEST-EXIT 0
 STAGE bench
-BENCH open() bare OK openturns: 3 turns of 1000, ns each: 100 200 300
-BENCH open() under OK openturns: 3 turns of 1000, ns each: 165 300 330
-BENCH open() bare OK openturns: 3 turns of 1000, ns each: 100 100 100
+BENCH open() bare OK turns: 3 turns of 1000, ns each: 100 200 300
+BENCH open() under OK turns: 3 turns of 1000, ns each: 165 300 330
+BENCH open() bare OK turns: 3 turns of 1000, ns each: 100 100 100
 BENCH open() under gatewayd: something went wrong
 STAGE sessions bench
 BENCH sessions 0 outside OK openbest: best of 20 batches of 1000, 100 ns each
