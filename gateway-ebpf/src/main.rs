@@ -119,11 +119,11 @@ pub(crate) fn read<T>(base: *const u8, off: u64) -> Result<T, ()> {
 /// a field of `T`'s size; a pointer it does not call trusted is read with a guarded load
 /// (a fault reads 0).
 ///
-/// Never for a pointer that may be null while the verifier calls it trusted: kernels from
-/// 6.10 on mark `dentry->d_inode` trusted and non-null (a negative dentry has none), so the
-/// verifier drops the program's own null test as dead code and the JIT emits an unguarded
-/// load: `inode_create`, reading through a new name's `d_inode`, oopsed the 6.12 guest that
-/// way. Everything else is read with [`read`].
+/// Never for a pointer that may be null while the verifier calls it trusted: a first try
+/// that read the dentry chain this way oopsed the 6.12 guest in `inode_create` (a NULL read
+/// at the inode number's offset through a new, negative name's `d_inode`), the program's own
+/// null test having had no effect, as when the verifier takes the pointer for a trusted,
+/// non-null one and drops the test as dead code. Everything else is read with [`read`].
 #[inline(always)]
 pub(crate) fn load<T: Copy>(base: *const u8, off: u64) -> T {
     // SAFETY: only called on the opened file and the pointers read from it (see above),
