@@ -3,9 +3,9 @@
 //! docs/KERNEL.md, "Tier 2"): Landlock ABI 7 (Linux 6.15) logs each denial to the kernel's
 //! audit subsystem (`AUDIT_LANDLOCK_ACCESS`, `AUDIT_LANDLOCK_DOMAIN`), which a process with
 //! `CAP_AUDIT_READ` may read on the `NETLINK_AUDIT` multicast group `AUDIT_NLGRP_READLOG`,
-//! but only while audit is enabled host-wide. [`probe`] says whether that works here, and
-//! why not; [`Subscription`] reads the channel and [`records::Tracker`] keeps the records of
-//! a session's own domain.
+//! but only while audit is enabled host-wide. [`Subscription::open`] joins the channel where
+//! that works (and says why not where it does not; [`probe`] is its answer for `doctor`), and
+//! [`records::Tracker`] keeps the records of a session's own domain.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub mod records;
@@ -102,32 +102,11 @@ fn audit_enabled() -> std::io::Result<u32> {
 /// Whether Landlock's denials could be read from the audit subsystem here: `Ok` says how,
 /// `Err` why not. `abi` is this kernel's Landlock ABI.
 pub fn probe(abi: Option<u32>) -> Result<String, String> {
-    match abi {
-        None => return Err("no Landlock".into()),
-        Some(v) if v < AUDIT_ABI => {
-            return Err(format!(
-                "Landlock ABI {v} does not log its denials (ABI {AUDIT_ABI}, Linux 6.15)"
-            ));
-        }
-        Some(_) => {}
-    }
-    let fd = netlink_audit().map_err(|e| format!("NETLINK_AUDIT socket: {e}"))?;
-    bind(&fd, AUDIT_NLGRP_READLOG)
-        .map_err(|e| format!("joining AUDIT_NLGRP_READLOG: {e} (it needs CAP_AUDIT_READ)"))?;
-    match audit_enabled() {
-        Ok(0) => Err(
-            "audit is disabled on this host (AUDIT_GET: enabled=0), so Landlock logs nothing; \
-             `auditctl -e 1` would turn it on for the whole host; until then tier-2 denials are \
-             not in the session's audit log"
-                .into(),
-        ),
-        Ok(_) => Ok(
-            "readable: audit enabled, AUDIT_NLGRP_READLOG joined; `gatewayd run` records tier-2 \
-             denials in the session's audit log (source kernel, hook landlock)"
-                .into(),
-        ),
-        Err(e) => Err(format!("AUDIT_GET: {e}")),
-    }
+    Subscription::open(abi).map(|_| {
+        "readable: audit enabled, AUDIT_NLGRP_READLOG joined; `gatewayd run` records tier-2 \
+         denials in the session's audit log (source kernel, hook landlock)"
+            .into()
+    })
 }
 
 /// Sets audit's `enabled` flag host-wide (`AUDIT_SET`, needs `CAP_AUDIT_CONTROL`) and returns
@@ -173,11 +152,34 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Joins `AUDIT_NLGRP_READLOG` (needs `CAP_AUDIT_READ`). Records are queued from now on,
-    /// read or not (up to the socket's buffer; the kernel drops what does not fit).
-    pub fn join() -> std::io::Result<Subscription> {
-        let fd = netlink_audit()?;
-        bind(&fd, AUDIT_NLGRP_READLOG)?;
+    /// Joins `AUDIT_NLGRP_READLOG` (needs `CAP_AUDIT_READ`) where Landlock (`abi`) logs its
+    /// denials and audit is enabled; `Err` says why not. Records are queued from now on, read
+    /// or not (up to the socket's buffer; the kernel drops what does not fit).
+    pub fn open(abi: Option<u32>) -> Result<Subscription, String> {
+        match abi {
+            None => return Err("no Landlock".into()),
+            Some(v) if v < AUDIT_ABI => {
+                return Err(format!(
+                    "Landlock ABI {v} does not log its denials (ABI {AUDIT_ABI}, Linux 6.15)"
+                ));
+            }
+            Some(_) => {}
+        }
+        let fd = netlink_audit().map_err(|e| format!("NETLINK_AUDIT socket: {e}"))?;
+        bind(&fd, AUDIT_NLGRP_READLOG)
+            .map_err(|e| format!("joining AUDIT_NLGRP_READLOG: {e} (it needs CAP_AUDIT_READ)"))?;
+        match audit_enabled() {
+            Ok(0) => {
+                return Err(
+                    "audit is disabled on this host (AUDIT_GET: enabled=0), so Landlock logs \
+                     nothing; `auditctl -e 1` would turn it on for the whole host; until then \
+                     tier-2 denials are not in the session's audit log"
+                        .into(),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("AUDIT_GET: {e}")),
+        }
         let tv = libc::timeval {
             tv_sec: 0,
             tv_usec: READ_TIMEOUT_MS * 1000,
@@ -193,7 +195,10 @@ impl Subscription {
             )
         };
         if r != 0 {
-            return Err(std::io::Error::last_os_error());
+            return Err(format!(
+                "setting the read timeout: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(Subscription { fd })
     }

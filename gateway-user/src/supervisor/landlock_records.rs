@@ -56,9 +56,7 @@ impl LandlockRecords {
     /// the spawned child to tell the init's pid on (`AgentPrivileges::pre_exec_fn`), or why
     /// Landlock's denials cannot be read here (for the session's start record).
     pub(super) fn start(abi: u32, sink: Sink) -> Result<(LandlockRecords, OwnedFd), String> {
-        crate::landlock_audit::probe(Some(abi))?;
-        let subscription =
-            Subscription::join().map_err(|e| format!("joining the audit group: {e}"))?;
+        let subscription = Subscription::open(Some(abi))?;
         let (read, write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
