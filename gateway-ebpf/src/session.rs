@@ -43,7 +43,8 @@ pub fn lsm_session() -> Result<Option<Session>, i32> {
     current_session()
 }
 
-/// The session of the current task, when it is in one: the parent cgroup's level is found
+/// The session of the current task, when it is in one: its own cgroup's, when that is a
+/// session (one `SESSIONS` lookup, the common case); otherwise the parent cgroup's level is found
 /// among the task's ancestors (by id, so no level has to be known in advance), the child of
 /// the parent it descends from is looked up in `SESSIONS`, and, when that session has
 /// sessions nested in it, the innermost session among the task's deeper ancestors wins.
@@ -53,8 +54,8 @@ pub fn lsm_session() -> Result<Option<Session>, i32> {
 pub fn current_session() -> Result<Option<Session>, i32> {
     // The common case first: the task's own cgroup is a session's (an agent that made no
     // sub-cgroup). Being the deepest of its ancestors, it is the innermost session; the
-    // callers' test against the parent cgroup (or the cgroup program's attachment below a
-    // session) has placed the task under the parent already.
+    // callers' test against the parent cgroup (or the cgroup programs' attachment to it)
+    // has placed the task under the parent already.
     // SAFETY: a helper without arguments, callable from every program type used here.
     let own = unsafe { bpf_get_current_cgroup_id() };
     // SAFETY: the value is copied out at once; values are replaced whole, never in place.
