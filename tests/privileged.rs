@@ -145,14 +145,37 @@ fn gatewayd_run() -> Command {
     c
 }
 
-fn run_agent(policy: &Path, audit: &Path, args: &[&str]) -> Output {
-    let out = gatewayd_run()
-        .arg("--policy")
+/// `gatewayd run --user root --policy POLICY --audit AUDIT -- PROGRAM`, for the caller to
+/// add the program's arguments to.
+fn under_gatewayd(
+    policy: impl AsRef<std::ffi::OsStr>,
+    audit: impl AsRef<std::ffi::OsStr>,
+    program: impl AsRef<std::ffi::OsStr>,
+) -> Command {
+    let mut c = gatewayd_run();
+    c.arg("--policy")
         .arg(policy)
         .arg("--audit")
         .arg(audit)
         .arg("--")
-        .arg(agent())
+        .arg(program);
+    c
+}
+
+/// Waits until the session writing `audit` has recorded its start.
+fn wait_for_start(audit: &Path) {
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(audit).is_ok_and(|t| t.contains("session_start")) {
+        assert!(
+            t0.elapsed() < MUST_HAPPEN_WITHIN,
+            "the session did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run_agent(policy: &Path, audit: &Path, args: &[&str]) -> Output {
+    let out = under_gatewayd(policy, audit, agent())
         .args(args)
         .output()
         .expect("spawn gatewayd");
@@ -167,13 +190,7 @@ fn run_agent(policy: &Path, audit: &Path, args: &[&str]) -> Output {
 
 /// `gatewayd run --policy P --audit A -- gw-escape ARGS...` (as root, `gatewayd_run`).
 fn escape_under(policy: &Path, audit: &Path, args: &[impl AsRef<std::ffi::OsStr>]) -> Output {
-    gatewayd_run()
-        .arg("--policy")
-        .arg(policy)
-        .arg("--audit")
-        .arg(audit)
-        .arg("--")
-        .arg(escape::escape_bin())
+    under_gatewayd(policy, audit, escape::escape_bin())
         .args(args)
         .output()
         .expect("spawn gatewayd")
@@ -412,13 +429,7 @@ fn host_pid(gatewayd: u32, ns_pid: i32) -> i32 {
 /// pid on the host) once the agent is running.
 fn start_sleeper(dir: &Scratch, policy: serde_json::Value) -> (std::process::Child, i32) {
     let policy = write_policy(dir, policy);
-    let mut child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(dir.path("audit.jsonl"))
-        .arg("--")
-        .arg(agent())
+    let mut child = under_gatewayd(&policy, dir.path("audit.jsonl"), agent())
         .args(["pid", "+", "sleep", "30"])
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -852,13 +863,7 @@ fn sigusr1_locks_all_egress_down() {
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
     let to = format!("127.0.0.1:{allowed}");
-    let child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(agent())
+    let child = under_gatewayd(&policy, &audit, agent())
         .args([
             "send",
             &to,
@@ -1193,13 +1198,7 @@ fn files_deeper_than_the_walk_limit_are_denied_at_tier_1() {
     // outside it) makes every session walk: then the walk's depth limit holds.
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
-    let child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(agent())
+    let child = under_gatewayd(&policy, &audit, agent())
         .args([
             "waitfile",
             go.to_str().unwrap(),
@@ -1292,13 +1291,7 @@ fn sub_cgroup_moved_from_outside() {
         serde_json::json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
     );
     let go = dir.path("go");
-    let mut child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(dir.path("audit.jsonl"))
-        .arg("--")
-        .arg(agent())
+    let mut child = under_gatewayd(&policy, dir.path("audit.jsonl"), agent())
         .args(["pid", "+", "waitfile", go.to_str().unwrap(), "+", "read"])
         .arg(&secret)
         .args(["+", "read"])

@@ -6,21 +6,15 @@
 use std::{path::Path, process::Command};
 
 use super::{
-    Scratch, Tier, escape::escape_bin, file_tree::kernel_records, gatewayd_run, note, stdout, tier,
-    write_policy,
+    Scratch, Tier, escape::escape_bin, file_tree::kernel_records, note, stdout, tier,
+    under_gatewayd, write_policy,
 };
 
 /// Runs gw-escape with `args`, bare or under `gatewayd run` with `policy`; its stdout.
 fn escape(args: &[String], under: Option<(&Path, &Path)>) -> String {
     let out = match under {
         None => Command::new(escape_bin()).args(args).output().unwrap(),
-        Some((policy, audit)) => gatewayd_run()
-            .arg("--policy")
-            .arg(policy)
-            .arg("--audit")
-            .arg(audit)
-            .arg("--")
-            .arg(escape_bin())
+        Some((policy, audit)) => under_gatewayd(policy, audit, escape_bin())
             .args(args)
             .output()
             .unwrap(),

@@ -69,13 +69,7 @@ fn host_entries_are_resolved_into_the_kernel_and_follow_their_ttl() {
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
     let to = format!("127.0.0.1:{port}");
-    let child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(agent())
+    let child = under_gatewayd(&policy, &audit, agent())
         .args(["send", &to, "before", "+", "waitfile"])
         .arg(&go)
         .args(["+", "send", &to, "after"])

@@ -432,13 +432,7 @@ fn a_root_agent_has_no_capability_and_its_own_mount_namespace() {
         &dir,
         serde_json::json!({"version": 1, "kernel": "best_effort"}),
     );
-    let out = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(dir.path("audit.jsonl"))
-        .arg("--")
-        .arg(escape_bin())
+    let out = under_gatewayd(&policy, dir.path("audit.jsonl"), escape_bin())
         .args(["show=/proc/self/status", "link=/proc/self/ns/mnt"])
         .args(["link=/proc/self/ns/pid"])
         .output()

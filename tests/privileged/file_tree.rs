@@ -381,18 +381,6 @@ fn a_hard_link_made_before_the_session_to_a_file_under_a_protected_directory() {
     }
 }
 
-/// Waits until `audit` has its `session_start` record.
-fn wait_for_start(audit: &Path) {
-    let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(audit).is_ok_and(|t| t.contains("session_start")) {
-        assert!(
-            t0.elapsed() < MUST_HAPPEN_WITHIN,
-            "the session did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn what_another_process_puts_in_a_protected_directory_during_the_session_stays_protected() {
     let tier = tier();
@@ -415,13 +403,7 @@ fn what_another_process_puts_in_a_protected_directory_during_the_session_stays_p
         &["read", "{}/free/other"],
     ];
     let args = chain(&dir, actions);
-    let child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(agent())
+    let child = under_gatewayd(&policy, &audit, agent())
         .args(&args)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -488,13 +470,7 @@ fn another_sessions_protected_file_moved_into_a_protected_directory_stays_protec
     .unwrap();
     let go = dir.path("free/go");
     let other_audit = dir.path("other-audit.jsonl");
-    let other = gatewayd_run()
-        .arg("--policy")
-        .arg(&other_policy)
-        .arg("--audit")
-        .arg(&other_audit)
-        .arg("--")
-        .arg(agent())
+    let other = under_gatewayd(&other_policy, &other_audit, agent())
         .arg("waitfile")
         .arg(&go)
         .spawn()
@@ -511,13 +487,7 @@ fn another_sessions_protected_file_moved_into_a_protected_directory_stays_protec
         &["read", "{}/vault/guarded"],
         &["read", "{}/free/a"],
     ];
-    let child = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(agent())
+    let child = under_gatewayd(&policy, &audit, agent())
         .args(chain(&dir, actions))
         .stdout(std::process::Stdio::piped())
         .spawn()

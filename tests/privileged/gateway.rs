@@ -346,13 +346,7 @@ fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
     let (search, inbox) = (call("search_web"), call("read_inbox"));
     let audit = dir.path("audit.jsonl");
     let to = format!("127.0.0.1:{port}");
-    let out = super::gatewayd_run()
-        .arg("--policy")
-        .arg(&run_policy_path)
-        .arg("--audit")
-        .arg(&audit)
-        .arg("--")
-        .arg(super::agent())
+    let out = super::under_gatewayd(&run_policy_path, &audit, super::agent())
         .args([
             "send",
             &to,

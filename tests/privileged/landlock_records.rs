@@ -123,24 +123,23 @@ fn landlock_denials_reach_the_audit_log() {
     assert_eq!(end["detail"]["kernel_denials"], 1);
     assert!(verify(&audit).status.success());
 
-    // Another session's denials are not this one's: a session that only sleeps while a
+    // Another session's denials are not this one's: a session that only waits while a
     // second one is denied has no Landlock record, and the second has its own.
     let quiet_audit = dir.path("quiet.jsonl");
-    let quiet = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&quiet_audit)
-        .arg("--")
-        .arg(agent())
-        .args(["sleep", "3", "+", "write", inside_s])
-        .output();
+    let go = dir.path("go");
+    let quiet = under_gatewayd(&policy, &quiet_audit, agent())
+        .arg("waitfile")
+        .arg(&go)
+        .args(["+", "write", inside_s])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_start(&quiet_audit);
     let busy_audit = dir.path("busy.jsonl");
-    let quiet = std::thread::spawn(move || quiet);
-    std::thread::sleep(Duration::from_millis(1500));
     let out = run_agent(&policy, &busy_audit, &["write", outside_s]);
     assert!(stdout(&out).starts_with("FAIL write"), "{}", stdout(&out));
-    let quiet = quiet.join().unwrap().unwrap();
+    std::fs::write(&go, "").unwrap();
+    let quiet = quiet.wait_with_output().unwrap();
     assert!(quiet.status.success(), "{}", stdout(&quiet));
     let busy: Vec<_> = records(&busy_audit)
         .into_iter()

@@ -47,12 +47,8 @@ fn a_sigkilled_gatewayd_takes_the_agents_descendants_with_it() {
     let dir = Scratch::new("lifetime");
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
-    let mut gw = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .args(["--", "sh", "-c", DOUBLE_FORK])
+    let mut gw = under_gatewayd(&policy, &audit, "sh")
+        .args(["-c", DOUBLE_FORK])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -127,19 +123,8 @@ fn a_process_of_the_session_outside_its_namespace_cannot_touch_gatewayd() {
     let policy = write_policy(&dir, best_effort(serde_json::json!([])));
     let audit = dir.path("audit.jsonl");
     let (go, done) = (dir.path("go"), dir.path("done"));
-    let mut gw = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(&audit)
-        .args([
-            "--",
-            &agent(),
-            "pid",
-            "+",
-            "waitfile",
-            done.to_str().unwrap(),
-        ])
+    let mut gw = under_gatewayd(&policy, &audit, agent())
+        .args(["pid", "+", "waitfile", done.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -10,13 +10,7 @@ use super::*;
 
 /// Starts `gatewayd run` in the background with its stdout piped.
 fn spawn_session(policy: &Path, audit: &Path, args: &[&str]) -> (Child, BufReader<ChildStdout>) {
-    let mut child = gatewayd_run()
-        .arg("--policy")
-        .arg(policy)
-        .arg("--audit")
-        .arg(audit)
-        .arg("--")
-        .arg(agent())
+    let mut child = under_gatewayd(policy, audit, agent())
         .args(args)
         .stdout(Stdio::piped())
         .spawn()

@@ -239,13 +239,7 @@ fn a_listed_device_is_bound_into_the_agents_dev() {
         serde_json::json!({"version": 1, "kernel": "best_effort",
             "sandbox": {"devices": ["/proc/version"]}}),
     );
-    let out = gatewayd_run()
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--audit")
-        .arg(dir.path("refused.jsonl"))
-        .arg("--")
-        .arg(escape_bin())
+    let out = under_gatewayd(&policy, dir.path("refused.jsonl"), escape_bin())
         .arg("dev_list")
         .output()
         .unwrap();

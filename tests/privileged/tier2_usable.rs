@@ -158,7 +158,7 @@ fn sh(c: Option<Command>, script: &str, home: &Path) -> String {
     text
 }
 
-fn under_gatewayd(tree: &Tree, user: &str, audit: &Path, script: &str) -> String {
+fn script_under_gatewayd(tree: &Tree, user: &str, audit: &Path, script: &str) -> String {
     let mut c = Command::new(gatewayd());
     c.args(["run", "--user", user, "--policy"])
         .arg(tree.policy(&[]))
@@ -212,7 +212,7 @@ fn an_ordinary_tool_run_works_and_the_keys_stay_out() {
     let mut wrong = Vec::new();
 
     let bare = sh(None, &tree.script("bare-root"), &tree.dir.path("home"));
-    let under = under_gatewayd(&tree, "root", &audit, &tree.script("gw-root"));
+    let under = script_under_gatewayd(&tree, "root", &audit, &tree.script("gw-root"));
     wrong.extend(check(&bare, &under, "--user root"));
     let start = records(&audit)
         .into_iter()
@@ -235,7 +235,7 @@ fn an_ordinary_tool_run_works_and_the_keys_stay_out() {
         Some(c) => {
             let bare = sh(Some(c), &tree.script("bare-nobody"), &tree.dir.path("home"));
             let audit = tree.dir.path("audit-nobody.jsonl");
-            let under = under_gatewayd(&tree, &nobody, &audit, &tree.script("gw-nobody"));
+            let under = script_under_gatewayd(&tree, &nobody, &audit, &tree.script("gw-nobody"));
             wrong.extend(check(&bare, &under, "--user 65534"));
         }
         None => note(
