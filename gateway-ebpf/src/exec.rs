@@ -10,13 +10,13 @@
 //!   cannot be run through the dynamic loader (`ld.so BINARY`) or `LD_PRELOAD`. Anonymous
 //!   executable memory (JIT compilers) is not a file and is left alone.
 use aya_ebpf::{macros::lsm, programs::LsmContext};
-use gateway_common::{Config, EXEC_RUN, Event, EventKind, InodeKey, MAX_PATH_DEPTH, Reason};
+use gateway_common::{Config, EXEC_RUN, EventKind, InodeKey, MAX_PATH_DEPTH, Reason};
 
 use crate::{
-    EPERM, config, inode_key,
+    config, inode_key,
     maps::EXEC,
     read,
-    session::{Session, emit, lsm_session, session_inode},
+    session::{Session, Subject, lsm_session, session_inode},
 };
 
 /// `PROT_EXEC` of `mmap(2)`.
@@ -44,13 +44,12 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     };
     let cfg = config();
     let bprm: *const u8 = ctx.arg(0);
-    let mut ev = Event::new(EventKind::Exec, Reason::Unresolvable);
-    let (key, nlink) = exec_file(cfg, bprm).map_err(|()| deny(&session, ev))?;
-    ev.file_ino = key.ino;
-    ev.file_dev = key.dev as u32;
+    let mut hit = Subject::default();
+    let deny = |hit: Subject, reason: Reason| hit.deny(&session, EventKind::Exec, reason as u32);
+    let (key, nlink) = exec_file(cfg, bprm).map_err(|()| deny(hit, Reason::Unresolvable))?;
+    hit.file(&key);
     if nlink == 0 {
-        ev.reason = Reason::ExecUnlinked as u32;
-        return Err(deny(&session, ev));
+        return Err(deny(hit, Reason::ExecUnlinked));
     }
     if session.info.exec_enforced == 0 {
         return Ok(0);
@@ -59,10 +58,7 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     // the rest of the program run.
     match EXEC.get_ptr(session_inode(&session, &key)) {
         Some(v) if unsafe { *v } == EXEC_RUN => Ok(0),
-        _ => {
-            ev.reason = Reason::ExecNotAllowed as u32;
-            Err(deny(&session, ev))
-        }
+        _ => Err(deny(hit, Reason::ExecNotAllowed)),
     }
 }
 
@@ -139,38 +135,34 @@ fn exec_mapping(
         return Ok(0);
     }
     let cfg = config();
-    let mut ev = Event::new(kind, Reason::Unresolvable);
-    let file = file(cfg).map_err(|()| deny(&session, ev))?;
+    let mut hit = Subject::default();
+    let deny = |hit: Subject, reason: Reason| hit.deny(&session, kind, reason as u32);
+    let file = file(cfg).map_err(|()| deny(hit, Reason::Unresolvable))?;
     if file.is_null() {
         return Ok(0);
     }
-    let dentry: *const u8 = read(file, cfg.off_file_dentry).map_err(|()| deny(&session, ev))?;
-    match exec_tree(cfg, &session, dentry, &mut ev) {
+    let dentry: *const u8 =
+        read(file, cfg.off_file_dentry).map_err(|()| deny(hit, Reason::Unresolvable))?;
+    match exec_tree(cfg, &session, dentry, &mut hit) {
         Ok(true) => Ok(0),
-        Ok(false) => {
-            ev.reason = Reason::ExecNotAllowed as u32;
-            Err(deny(&session, ev))
-        }
-        Err(()) => Err(deny(&session, ev)),
+        Ok(false) => Err(deny(hit, Reason::ExecNotAllowed)),
+        Err(()) => Err(deny(hit, Reason::Unresolvable)),
     }
 }
 
 /// Walks from a dentry up to its filesystem root, looking each inode up in `EXEC` under the
 /// session (any value: a binary, a library tree or an interpreter). The first inode is
-/// recorded in `ev`. Err: unreadable, or deeper than `MAX_PATH_DEPTH`.
+/// recorded in `hit`. Err: unreadable, or deeper than `MAX_PATH_DEPTH`.
 #[inline(always)]
 fn exec_tree(
     cfg: &Config,
     session: &Session,
     mut dentry: *const u8,
-    ev: &mut Event,
+    hit: &mut Subject,
 ) -> Result<bool, ()> {
     for _ in 0..MAX_PATH_DEPTH {
         let key = inode_key(cfg, read(dentry, cfg.off_dentry_inode)?)?;
-        if ev.file_ino == 0 {
-            ev.file_ino = key.ino;
-            ev.file_dev = key.dev as u32;
-        }
+        hit.file(&key);
         if EXEC.get_ptr(session_inode(session, &key)).is_some() {
             return Ok(true);
         }
@@ -181,11 +173,4 @@ fn exec_tree(
         dentry = parent;
     }
     Err(())
-}
-
-/// Sends the denial to the session and returns the errno.
-#[inline(always)]
-fn deny(session: &Session, ev: Event) -> i32 {
-    emit(session, ev);
-    -EPERM
 }

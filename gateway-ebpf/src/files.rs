@@ -18,17 +18,17 @@
 //!   starts at its parent).
 //! - `d_instantiate` (and `inode_rename`, before its decision), for every process: keeping
 //!   the index current (`TREE`), never denying.
-use aya_ebpf::{macros::lsm, programs::LsmContext};
+use aya_ebpf::{macros::lsm, maps::Array, programs::LsmContext};
 use gateway_common::{
-    Config, Event, EventKind, InodeKey, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
+    Config, EventKind, InodeKey, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
     TREE_PROTECTED,
 };
 
 use crate::{
-    EPERM, config, inode_key, load,
-    maps::{EXEC, FILE_WALK, PROTECTED, ROOTS, TREE},
+    config, inode_key, load,
+    maps::{EVERY_OPEN, EXEC, FILE_WALK, PROTECTED, ROOTS, TREE},
     opened_inode_key, read,
-    session::{Session, emit, lsm_session, session_inode},
+    session::{Session, Subject, current_session, lsm_session, session_inode, under_parent},
 };
 
 const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
@@ -39,6 +39,7 @@ const DEVPTS_SUPER_MAGIC: u64 = 0x1cd1;
 const PIPEFS_MAGIC: u64 = 0x5049_5045;
 const SOCKFS_MAGIC: u64 = 0x534f_434b;
 const ANON_INODE_FS_MAGIC: u64 = 0x0904_1934;
+const FILE_OPEN: EventKind = EventKind::FileOpen;
 const FMODE_READ: u32 = 0x1;
 const FMODE_WRITE: u32 = 0x2;
 /// `file.f_flags`: opened by execve or uselib (the kernel's `__FMODE_EXEC`, which stays in
@@ -89,20 +90,28 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     if earlier != 0 {
         return Ok(earlier);
     }
-    let Some(session) = lsm_session()? else {
+    if !under_parent() {
         return Ok(0);
-    };
+    }
     let cfg = config();
     let file: *const u8 = ctx.arg(0);
-    let mut ev = Event::new(EventKind::FileOpen, Reason::Unresolvable);
-    let deny = |ev: Event| {
-        emit(&session, ev);
-        Err(-EPERM)
-    };
     // The opened file's own fields are plain loads (see `load`): no helper call on the
     // fast path.
     let inode: *const u8 = load(file, cfg.off_file_inode);
     let mode: u32 = load(file, cfg.off_file_mode);
+    let key = opened_inode_key(cfg, inode);
+    let tree = tree_value(key);
+    // The fast exit, before the session is found: reading an inode `TREE` does not hold is
+    // clear for every session while none enforces roots or walks (`EVERY_OPEN`,
+    // `FILE_WALK`). Writing needs the session (its exec allowlist).
+    if tree.is_none() && mode & FMODE_WRITE == 0 && !flag(&EVERY_OPEN) && !flag(&FILE_WALK) {
+        return Ok(0);
+    }
+    let Some(session) = current_session()? else {
+        return Ok(0);
+    };
+    let mut hit = Subject::default();
+    let deny = |hit: Subject, reason: Reason| Err(hit.deny(&session, FILE_OPEN, reason as u32));
     // The roots asked about: none for a session without roots (one flag test).
     let mut need = 0;
     if session.info.roots != 0 {
@@ -115,37 +124,28 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         }
         need &= session.info.roots;
     }
-    let key = opened_inode_key(cfg, inode);
     let dentry = || read::<*const u8>(file, cfg.off_file_dentry);
-    match check_inode(cfg, &session, key, inode, dentry, &mut ev, need) {
+    match check_inode(cfg, &session, key, tree, inode, dentry, &mut hit, need) {
         Ok(Found::Clear) => {}
-        Ok(Found::Protected) => {
-            ev.reason = Reason::ProtectedPath as u32;
-            return deny(ev);
-        }
+        Ok(Found::Protected) => return deny(hit, Reason::ProtectedPath),
         Ok(Found::Outside(missing)) => {
-            ev.reason = outside(missing);
-            return deny(ev);
+            return Err(hit.deny(&session, FILE_OPEN, outside(missing)));
         }
-        Err(()) => return deny(ev),
+        Err(()) => return deny(hit, Reason::Unresolvable),
     }
     if mode & FMODE_WRITE == 0 {
         return Ok(0);
     }
     let Ok(dentry) = dentry() else {
-        return deny(ev);
+        return deny(hit, Reason::Unresolvable);
     };
     match exec_listed(cfg, &session, dentry) {
         Ok(false) => {}
-        Ok(true) => {
-            ev.reason = Reason::ExecListed as u32;
-            return deny(ev);
-        }
-        Err(()) => return deny(ev),
+        Ok(true) => return deny(hit, Reason::ExecListed),
+        Err(()) => return deny(hit, Reason::Unresolvable),
     }
     if on_cgroupfs(cfg, dentry).unwrap_or(true) {
-        ev.reason = Reason::SelfProtection as u32;
-        return deny(ev);
+        return deny(hit, Reason::SelfProtection);
     }
     Ok(0)
 }
@@ -219,7 +219,7 @@ fn check_dentry(
     cfg: &Config,
     session: &Session,
     dentry: *const u8,
-    ev: &mut Event,
+    hit: &mut Subject,
     need: u32,
 ) -> Result<Found, ()> {
     let mut first = dentry;
@@ -232,35 +232,58 @@ fn check_dentry(
         }
     }
     let key = inode_key(cfg, inode)?;
-    check_inode(cfg, session, key, inode, || Ok(first), ev, need)
+    check_inode(
+        cfg,
+        session,
+        key,
+        tree_value(key),
+        inode,
+        || Ok(first),
+        hit,
+        need,
+    )
 }
 
-/// [`check_dentry`] from the inode on: `key` is `inode`'s identity, `first` gives the
-/// positive dentry whose parents the walk climbs (asked for only when it walks).
+/// The inode's value in `TREE`, if it holds the inode.
 #[inline(always)]
+fn tree_value(key: InodeKey) -> Option<u32> {
+    // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced whole
+    // (the map is not preallocated), never changed in place.
+    TREE.get_ptr(key).map(|v| unsafe { *v })
+}
+
+/// Whether slot 0 of a flag array is set.
+#[inline(always)]
+fn flag(map: &Array<u32>) -> bool {
+    map.get(0).is_none_or(|v| *v != 0)
+}
+
+/// [`check_dentry`] from the inode on: `key` is `inode`'s identity and `tree` its value in
+/// `TREE`, `first` gives the positive dentry whose parents the walk climbs (asked for only
+/// when it walks).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn check_inode(
     cfg: &Config,
     session: &Session,
     key: InodeKey,
+    tree: Option<u32>,
     inode: *const u8,
     first: impl FnOnce() -> Result<*const u8, ()>,
-    ev: &mut Event,
+    hit: &mut Subject,
     mut need: u32,
 ) -> Result<Found, ()> {
-    ev.file_ino = key.ino;
-    ev.file_dev = key.dev as u32;
+    hit.file(&key);
     let own = session_inode(session, &key);
-    // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced whole
-    // (the map is not preallocated), never changed in place.
-    let tree = TREE.get_ptr(key).map(|v| unsafe { *v });
-    let walk_all = session.info.file_walk != 0 || FILE_WALK.get(0).is_none_or(|w| *w != 0);
+    let walk_all = session.info.file_walk != 0 || flag(&FILE_WALK);
     // Every inode a live session protects is in `TREE` too: one `TREE` does not hold is in
     // no session's `PROTECTED`.
     if (walk_all || tree.is_some())
         && let Some(root) = PROTECTED.get_ptr(own)
     {
-        // SAFETY: as above.
-        ev.protected_ino = unsafe { *root };
+        // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced
+        // whole (the map is not preallocated), never changed in place.
+        hit.protected_ino = unsafe { *root };
         return Ok(Found::Protected);
     }
     if need != 0 {
@@ -277,7 +300,7 @@ fn check_inode(
     if !protected && need == 0 {
         return Ok(Found::Clear);
     }
-    walk(cfg, session, first()?, ev, need, protected)
+    walk(cfg, session, first()?, hit, need, protected)
 }
 
 /// Walks from a positive dentry's parent up to its filesystem root (the dentry itself was
@@ -292,7 +315,7 @@ fn walk(
     cfg: &Config,
     session: &Session,
     mut dentry: *const u8,
-    ev: &mut Event,
+    hit: &mut Subject,
     mut need: u32,
     protected: bool,
 ) -> Result<Found, ()> {
@@ -317,8 +340,8 @@ fn walk(
         let key = inode_key(cfg, inode)?;
         let here = session_inode(session, &key);
         if protected && let Some(root) = PROTECTED.get_ptr(here) {
-            // SAFETY: as in `check_dentry`: read at once, values replaced whole.
-            ev.protected_ino = unsafe { *root };
+            // SAFETY: as in `check_inode`: read at once, values replaced whole.
+            hit.protected_ino = unsafe { *root };
             return Ok(Found::Protected);
         }
         if need != 0
@@ -454,29 +477,20 @@ fn deny_file(
         if d.is_null() {
             continue;
         }
-        let mut ev = Event::new(kind, Reason::Unresolvable);
-        let verdict = match check_dentry(cfg, &session, d, &mut ev, need & session.info.roots) {
-            Ok(Found::Clear) if exec == ExecListed::Ignore => Ok(false),
-            Ok(Found::Clear) => exec_listed(cfg, &session, d).map(|listed| {
-                ev.reason = Reason::ExecListed as u32;
-                listed
-            }),
-            Ok(Found::Protected) => {
-                ev.reason = Reason::ProtectedPath as u32;
-                Ok(true)
-            }
-            Ok(Found::Outside(missing)) => {
-                ev.reason = outside(missing);
-                Ok(true)
-            }
-            Err(()) => Err(()),
+        let mut hit = Subject::default();
+        let reason = match check_dentry(cfg, &session, d, &mut hit, need & session.info.roots) {
+            Ok(Found::Clear) if exec == ExecListed::Ignore => None,
+            Ok(Found::Clear) => match exec_listed(cfg, &session, d) {
+                Ok(false) => None,
+                Ok(true) => Some(Reason::ExecListed as u32),
+                Err(()) => Some(Reason::Unresolvable as u32),
+            },
+            Ok(Found::Protected) => Some(Reason::ProtectedPath as u32),
+            Ok(Found::Outside(missing)) => Some(outside(missing)),
+            Err(()) => Some(Reason::Unresolvable as u32),
         };
-        if verdict != Ok(false) {
-            if verdict.is_err() {
-                ev.reason = Reason::Unresolvable as u32;
-            }
-            emit(&session, ev);
-            return -EPERM;
+        if let Some(reason) = reason {
+            return hit.deny(&session, kind, reason);
         }
     }
     0

@@ -90,6 +90,14 @@ pub static TREE: HashMap<InodeKey, u32> =
 #[map]
 pub static FILE_WALK: Array<u32> = Array::with_max_entries(1, 0);
 
+/// Slot 0, non-zero while some live session needs a file check of its own on every open:
+/// it enforces roots (`SessionInfo::roots`) or its trees are not indexed
+/// (`SessionInfo::file_walk`). While it and `FILE_WALK` are zero, an inode `TREE` does not
+/// hold is clear for every session, so `file_open` allows reading it without finding the
+/// task's session. Kept by userspace from `SESSIONS`, under the set lock.
+#[map]
+pub static EVERY_OPEN: Array<u32> = Array::with_max_entries(1, 0);
+
 /// Path-named Unix sockets a session's agent may connect or send to, by (session, kernel
 /// dev_t, inode) of the socket file (the policy's `network.unix` paths). Value unused (1).
 #[map]

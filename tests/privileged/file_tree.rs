@@ -323,6 +323,21 @@ fn kernel_entries(audit: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Runs `actions` under `gatewayd run` with a policy that protects `D/vault`; the audit
+/// log's path and the agent's output.
+fn protecting_vault(dir: &Scratch, actions: &[&[&str]]) -> (PathBuf, String) {
+    let policy = write_policy(
+        dir,
+        serde_json::json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [dir.path("vault")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let args = chain(dir, actions);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_agent(&policy, &audit, &args);
+    (audit, stdout(&out))
+}
+
 #[test]
 fn a_hard_link_made_before_the_session_to_a_file_under_a_protected_directory() {
     let tier = tier();
@@ -331,16 +346,7 @@ fn a_hard_link_made_before_the_session_to_a_file_under_a_protected_directory() {
     std::fs::hard_link(dir.path("vault/key"), dir.path("free/prelink")).unwrap();
     let actions: &[&[&str]] = &[&["read", "{}/free/prelink"], &["read", "{}/free/a"]];
     bare(&dir, actions);
-    let policy = write_policy(
-        &dir,
-        serde_json::json!({"version": 1, "kernel": "best_effort",
-            "sandbox": {"protected": [dir.path("vault")]}}),
-    );
-    let audit = dir.path("audit.jsonl");
-    let args = chain(&dir, actions);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run_agent(&policy, &audit, &args);
-    let text = stdout(&out);
+    let (audit, text) = protecting_vault(&dir, actions);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
@@ -378,6 +384,46 @@ fn a_hard_link_made_before_the_session_to_a_file_under_a_protected_directory() {
             );
             assert!(lines[0].starts_with("OK read"), "{text}");
         }
+    }
+}
+
+/// A session whose protected directory holds more inodes than one session may index walks
+/// up the dentry parents of every file it opens; the files under that directory are in no
+/// index, so `file_open` must not take its fast exit (an inode `TREE` does not hold) while
+/// such a session is live (`EVERY_OPEN`).
+#[test]
+fn a_protected_directory_too_big_to_index_still_protects_what_is_under_it() {
+    let tier = tier();
+    let dir = tree("bigtree");
+    let many = dir.path("vault/many");
+    std::fs::create_dir_all(&many).unwrap();
+    for i in 0..=gateway_common::MAX_INDEXED {
+        std::fs::File::create(many.join(i.to_string())).unwrap();
+    }
+    let actions: &[&[&str]] = &[
+        &["read", "{}/vault/key"],
+        &["read", "{}/vault/many/7"],
+        &["read", "{}/free/a"],
+    ];
+    bare(&dir, actions);
+    let (audit, text) = protecting_vault(&dir, actions);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("FAIL read"), "{text}");
+    assert!(lines[1].starts_with("FAIL read"), "{text}");
+    assert!(
+        lines[2].starts_with("OK read"),
+        "an unprotected file:\n{text}"
+    );
+    if tier == Tier::BpfLsm {
+        let start = &records(&audit)[0];
+        assert!(
+            start["detail"]["program_set"]["file_index"]["walk"].is_string(),
+            "{start}"
+        );
+        let k = kernel_records(&audit);
+        let denied = ("lsm/file_open".to_string(), "protected_path".to_string());
+        assert_eq!(k, [denied.clone(), denied], "{text}");
     }
 }
 

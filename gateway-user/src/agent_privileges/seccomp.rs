@@ -168,31 +168,35 @@ impl Filter {
     /// Installs the filters on the calling thread; `no_new_privs` must be set. For the
     /// forked child: async-signal-safe.
     pub fn install(&self) -> std::io::Result<()> {
-        for p in &self.programs {
-            let prog = libc::sock_fprog {
-                len: p.len() as libc::c_ushort,
-                filter: p.as_ptr().cast_mut(),
-            };
-            // SAFETY: the kernel copies the program; `prog` and `p` outlive the call.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0,
-                    &raw const prog,
-                )
-            };
-            if rc != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        Ok(())
+        self.programs.iter().try_for_each(|p| install_program(p))
     }
 
     #[cfg(test)]
     pub(crate) fn programs(&self) -> &[Vec<libc::sock_filter>] {
         &self.programs
     }
+}
+
+/// Installs one classic-BPF program as a seccomp filter on the calling thread;
+/// `no_new_privs` must be set. Async-signal-safe.
+pub fn install_program(p: &[libc::sock_filter]) -> std::io::Result<()> {
+    let prog = libc::sock_fprog {
+        len: p.len() as libc::c_ushort,
+        filter: p.as_ptr().cast_mut(),
+    };
+    // SAFETY: the kernel copies the program; `prog` and `p` outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &raw const prog,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn to_libc(i: &sock_filter) -> libc::sock_filter {

@@ -26,17 +26,9 @@
 //!                                         # print the best batch's ns per stat and per open (a
 //!                                         # busy machine only slows batches down; the stat
 //!                                         # figure, taken alongside, shows how busy)
-//! gw-testagent turns OP TARGET N K lead|follow FIFO_A FIFO_B
+//! gw-testagent turns OP TARGET N K ROLE FIFO_A FIFO_B
 //!                                         # K batches of N operations, taking turns with a
-//!                                         # second process through two FIFOs (the lead runs
-//!                                         # first, writes a byte to A, waits for one on B; the
-//!                                         # follower the reverse): a bare process and an agent
-//!                                         # alternate batch by batch, so a drifting machine
-//!                                         # slows both alike; prints ns per operation of each
-//!                                         # batch. OP: `open` (open+close TARGET, a path),
-//!                                         # `connect` (TCP connect to TARGET, IP:PORT, where
-//!                                         # nothing listens: refused is the expected outcome),
-//!                                         # `exec` (run TARGET, a program, and wait for it)
+//!                                         # second process (`gw-testagent/turns.rs`)
 //! gw-testagent subread PATH              # make a sub-cgroup of ours, start a child in it
 //!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
 //! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
@@ -60,6 +52,8 @@
 #![allow(unused_crate_dependencies)]
 #[path = "gw-testagent/fs_actions.rs"]
 mod fs_actions;
+#[path = "gw-testagent/turns.rs"]
+mod turns;
 
 use std::{
     io::{Read as _, Write as _},
@@ -85,72 +79,6 @@ fn send(to: &str, data: &[u8]) -> Result<(), String> {
     let mut s = TcpStream::connect_timeout(&addr(to)?, Duration::from_secs(5))
         .map_err(|e| e.to_string())?;
     s.write_all(data).map_err(|e| e.to_string())
-}
-
-/// One operation of `turns`.
-fn turn_op(op: &str, target: &str) -> Result<(), String> {
-    match op {
-        "open" => std::fs::File::open(target)
-            .map(drop)
-            .map_err(|e| e.to_string()),
-        "connect" => match TcpStream::connect(addr(target)?) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
-            Err(e) => Err(e.to_string()),
-        },
-        "exec" => match std::process::Command::new(target).status() {
-            Ok(st) if st.success() => Ok(()),
-            Ok(st) => Err(format!("{target}: {st}")),
-            Err(e) => Err(format!("{target}: {e}")),
-        },
-        _ => Err(format!("turns: {op}: want open, connect or exec")),
-    }
-}
-
-/// `turns OP TARGET N K lead|follow FIFO_A FIFO_B` (see the module docs).
-fn turns(args: &[String]) -> Result<String, String> {
-    let [op, target, n, k, role, a, b] = args else {
-        return Err("turns: want OP TARGET N K lead|follow FIFO_A FIFO_B".into());
-    };
-    let n: u32 = n.parse().map_err(|_| "N: not a number".to_string())?;
-    let k: u32 = k.parse().map_err(|_| "K: not a number".to_string())?;
-    let lead = match role.as_str() {
-        "lead" => true,
-        "follow" => false,
-        _ => return Err(format!("turns: {role}: want lead or follow")),
-    };
-    let fifo = |p: &str, write: bool| {
-        std::fs::OpenOptions::new()
-            .read(!write)
-            .write(write)
-            .open(p)
-            .map_err(|e| format!("{p}: {e}"))
-    };
-    // Opened in the same order on both sides (A, then B), so neither open blocks forever.
-    let (mut give, mut take) = if lead {
-        let give = fifo(a, true)?;
-        (give, fifo(b, false)?)
-    } else {
-        let take = fifo(a, false)?;
-        (fifo(b, true)?, take)
-    };
-    let mut byte = [0u8; 1];
-    let mut figures = Vec::new();
-    for _ in 0..k {
-        if !lead {
-            take.read_exact(&mut byte).map_err(|e| e.to_string())?;
-        }
-        let t0 = std::time::Instant::now();
-        for _ in 0..n {
-            turn_op(op, target)?;
-        }
-        figures.push((t0.elapsed().as_nanos() / u128::from(n.max(1))).to_string());
-        give.write_all(&byte).map_err(|e| e.to_string())?;
-        if lead {
-            take.read_exact(&mut byte).map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(format!("{k} turns of {n}, ns each: {}", figures.join(" ")))
 }
 
 fn run(action: &[String]) -> Result<String, String> {
@@ -249,7 +177,7 @@ fn run(action: &[String]) -> Result<String, String> {
                 "best of {k} batches of {n}: stat {best_stat} ns, open {best} ns each"
             ))
         }
-        "turns" => turns(&action[1..]),
+        "turns" => turns::turns(&action[1..]),
         "tryconnect" => {
             let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
             let to = addr(arg(1)?)?;

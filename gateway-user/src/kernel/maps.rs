@@ -16,7 +16,7 @@ use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 12] = [
+pub const PINNED: [&str; 13] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -26,6 +26,7 @@ pub const PINNED: [&str; 12] = [
     "DROPPED",
     "TREE",
     "FILE_WALK",
+    "EVERY_OPEN",
     "UNIX_PATHS",
     "UNIX_NAMES",
     "ROOTS",
@@ -76,6 +77,9 @@ pub struct SetMaps {
     pub tree: HashMap<MapData, InodeKey, u32>,
     /// `FILE_WALK`: slot 0 non-zero makes every session's file checks walk.
     pub file_walk: Array<MapData, u32>,
+    /// `EVERY_OPEN`: slot 0 non-zero while a live session enforces roots or walks, which
+    /// turns `file_open`'s fast exit off ([`SetMaps::refresh_every_open`]).
+    pub every_open: Array<MapData, u32>,
     /// `UNIX_PATHS`: socket files of the Unix sockets a session's agent may reach.
     pub unix_paths: HashMap<MapData, SessionInode, u32>,
     /// `UNIX_NAMES`: abstract Unix socket names a session's agent may reach.
@@ -114,18 +118,35 @@ impl SetMaps {
             dropped: PerCpuArray::try_from(open("DROPPED")?).map_err(map_err("DROPPED"))?,
             tree: HashMap::try_from(open("TREE")?).map_err(map_err("TREE"))?,
             file_walk: Array::try_from(open("FILE_WALK")?).map_err(map_err("FILE_WALK"))?,
+            every_open: Array::try_from(open("EVERY_OPEN")?).map_err(map_err("EVERY_OPEN"))?,
             unix_paths: HashMap::try_from(open("UNIX_PATHS")?).map_err(map_err("UNIX_PATHS"))?,
             unix_names: HashMap::try_from(open("UNIX_NAMES")?).map_err(map_err("UNIX_NAMES"))?,
             roots: HashMap::try_from(open("ROOTS")?).map_err(map_err("ROOTS"))?,
         })
     }
 
-    /// With no session left, empties `TREE` and clears `FILE_WALK`: the marks and the
-    /// directories of ended sessions' trees only slow file checks down. Every removal is
-    /// tried; the first failure is the error.
-    pub fn clear_index_if_idle(&mut self) -> Result<(), KernelError> {
+    /// Sets `EVERY_OPEN` from `SESSIONS`: non-zero while a live session enforces roots or
+    /// is not indexed (it walks). Called under the set lock after sessions are removed; a
+    /// session that needs it sets it before its own `SESSIONS` entry goes in.
+    pub fn refresh_every_open(&mut self) -> Result<(), KernelError> {
+        let mut any = false;
+        for entry in &self.sessions {
+            let (_, info) = entry.map_err(map_err("SESSIONS"))?;
+            any |= info.roots != 0 || info.file_walk != 0;
+        }
+        self.every_open
+            .set(0, u32::from(any), 0)
+            .map_err(map_err("EVERY_OPEN"))
+    }
+
+    /// After sessions are removed: [`SetMaps::refresh_every_open`], and with no session
+    /// left, empties `TREE` and clears `FILE_WALK`: the marks and the directories of ended
+    /// sessions' trees only slow file checks down. Every step is tried; the first failure is
+    /// the error.
+    pub fn after_removal(&mut self) -> Result<(), KernelError> {
+        let refreshed = self.refresh_every_open();
         if !self.session_ids()?.is_empty() {
-            return Ok(());
+            return refreshed;
         }
         let keys: Vec<InodeKey> = self.tree.keys().flatten().collect();
         let mut first = None;
@@ -141,7 +162,7 @@ impl SetMaps {
         {
             first = Some(map_err("FILE_WALK")(e));
         }
-        first.map_or(Ok(()), Err)
+        refreshed.and(first.map_or(Ok(()), Err))
     }
 
     /// Session ids (cgroup ids) in `SESSIONS`.

@@ -277,6 +277,10 @@ pub(crate) fn add(
             file_walk: u32::from(index.is_err()),
             roots: spec.roots_enforced,
         };
+        // Before the session is live: its file checks need more than `TREE`.
+        if info.roots != 0 || info.file_walk != 0 {
+            m.every_open.set(0, 1, 0).map_err(map_err("EVERY_OPEN"))?;
+        }
         m.sessions.insert(id, info, 0).map_err(&full)
     })();
     protected.extend(indexed.iter().map(|(k, _)| *k));
@@ -284,7 +288,7 @@ pub(crate) fn add(
     let roots: Vec<SessionInode> = file_roots.into_iter().map(|(k, _)| k).collect();
     if let Err(e) = result {
         let _ = remove_entries(&mut m, id, &protected, &exec, &roots, &unix);
-        let _ = m.clear_index_if_idle();
+        let _ = m.after_removal();
         if raised {
             lower_nested(&mut m, place.top);
         }
@@ -437,7 +441,7 @@ impl Session {
         if self.place.depth > 1 {
             lower_nested(&mut m, self.place.top);
         }
-        r.and(m.clear_index_if_idle())
+        r.and(m.after_removal())
     }
 
     /// Whether the session's protected directories are indexed (`Ok`: how many inodes), or

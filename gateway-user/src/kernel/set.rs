@@ -400,7 +400,7 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
             &unix,
         )?;
     }
-    maps.clear_index_if_idle()?;
+    maps.after_removal()?;
     Ok(stale)
 }
 

@@ -7,40 +7,54 @@ use std::time::Instant;
 
 use crate::{kernels::GuestKernel, sessions_bench, util};
 
-/// One benchmark's turns (`gw-testagent turns`): in each round, a bare process and the
-/// agent under gatewayd ran batches in turn, and each printed its batches' ns per operation.
+/// One benchmark's rounds: in each, a new bare process and a new agent under gatewayd ran
+/// batches in turn (`gw-testagent turns`), and each printed its batches' ns per operation.
 #[derive(Debug)]
 pub(super) struct Bench {
     pub name: String,
-    /// Per round, the bare process's batches, in order.
+    /// Per round, the bare process's batches, in order (none when its line failed).
     pub bare: Vec<Vec<f64>>,
     /// Per round, the agent's batches, in order (batch i ran between bare batches i and i+1).
     pub under: Vec<Vec<f64>>,
 }
 
+/// The middle value (the mean of the two middle ones of an even count).
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let upper = *v.get(v.len() / 2)?;
+    Some(if v.len().is_multiple_of(2) {
+        f64::midpoint(v[v.len() / 2 - 1], upper)
+    } else {
+        upper
+    })
+}
+
 impl Bench {
-    /// Each agent batch against the mean of the bare batches just before and after it (the
-    /// last one against the one before): seconds apart at most, so the emulated CPU's drift
-    /// meets both alike.
-    fn turn_ratios(&self) -> Vec<f64> {
+    /// Each round's ratio: the median of its agent batches, each against the mean of the
+    /// bare batches just before and after it (the last one against the one before): seconds
+    /// apart at most, so the emulated CPU's drift meets both alike. A round is one pair of
+    /// processes: under TCG a process can run a few percent faster or slower than another
+    /// for its whole life, so many short rounds say more than a few long ones.
+    fn round_ratios(&self) -> Vec<f64> {
         let mut ratios = Vec::new();
         for (bare, under) in self.bare.iter().zip(&self.under) {
+            let mut turns = Vec::new();
             for (i, u) in under.iter().enumerate() {
                 let Some(before) = bare.get(i) else { break };
                 let after = bare.get(i + 1).unwrap_or(before);
-                ratios.push(u / f64::midpoint(*before, *after));
+                turns.push(u / f64::midpoint(*before, *after));
             }
+            ratios.extend(median(turns));
         }
         ratios
     }
 
-    /// (median of the turns' ratios, number of turns, best agent batch / best bare batch).
+    /// (median of the rounds' ratios, number of rounds, best agent batch / best bare batch).
     pub(super) fn ratios(&self) -> Option<(f64, usize, f64)> {
-        let mut r = self.turn_ratios();
-        r.sort_by(f64::total_cmp);
-        let median = *r.get(r.len() / 2)?;
+        let r = self.round_ratios();
+        let n = r.len();
         let best = |v: &[Vec<f64>]| v.iter().flatten().copied().reduce(f64::min);
-        Some((median, r.len(), best(&self.under)? / best(&self.bare)?))
+        Some((median(r)?, n, best(&self.under)? / best(&self.bare)?))
     }
 }
 
@@ -169,12 +183,12 @@ impl GuestRun {
             });
             self.bench.last_mut().expect("just pushed")
         };
-        if let Some(f) = figures.filter(|f| !f.is_empty()) {
-            if mode == "bare" {
-                b.bare.push(f);
-            } else {
-                b.under.push(f);
-            }
+        // A failed line is an empty round, so the rounds of both sides stay paired.
+        let f = figures.unwrap_or_default();
+        if mode == "bare" {
+            b.bare.push(f);
+        } else {
+            b.under.push(f);
         }
     }
 
@@ -289,9 +303,11 @@ pub(super) fn print(runs: &[GuestRun]) {
         }
     }
     println!(
-        "bench (a bare process and the agent under gatewayd in turns, batch by batch: the \
-         median of each agent batch against the bare batches around it, which TCG's drift \
-         meets alike; and best agent batch / best bare batch, ns per operation):"
+        "bench (in each round a new bare process and a new agent under gatewayd take turns, \
+         batch by batch; a round's ratio is the median of its agent batches against the bare \
+         batches around each, which TCG's drift meets alike; shown: the median round, and \
+         best agent batch / best bare batch, ns per operation; `/filtered`: the bare side \
+         runs under a seccomp filter that allows everything):"
     );
     for r in runs {
         for b in &r.bench {
@@ -303,13 +319,13 @@ pub(super) fn print(runs: &[GuestRun]) {
                     .map_or_else(|| "?".into(), |x| format!("{x:.0}"))
             };
             println!(
-                "  {:<6} {:<10} ratio {}  (best bare {} ns, best under {} ns)",
+                "  {:<6} {:<16} ratio {}  (best bare {} ns, best under {} ns)",
                 r.kernel.name,
                 b.name,
                 b.ratios().map_or_else(
                     || "?".into(),
                     |(median, n, best)| format!(
-                        "x{median:.3} (median of {n} turns; best/best x{best:.3})"
+                        "x{median:.3} (median of {n} rounds; best/best x{best:.3})"
                     )
                 ),
                 best(&b.bare),
@@ -378,9 +394,10 @@ STAGE poweroff";
             r.bench[0].bare,
             [[100.0, 200.0, 300.0], [100.0, 100.0, 100.0]]
         );
-        // 165 / 150, 300 / 250, 330 / 300: one round has both sides.
+        assert_eq!(r.bench[0].under, [vec![165.0, 300.0, 330.0], vec![]]);
+        // 165 / 150, 300 / 250, 330 / 300: the one round with both sides.
         let (median, n, best) = r.bench[0].ratios().unwrap();
-        assert_eq!(n, 3);
+        assert_eq!(n, 1);
         assert!((median - 1.1).abs() < 1e-9, "{median}");
         assert!((best - 1.65).abs() < 1e-9, "{best}");
         assert_eq!(r.verdict(), Ok(()));
