@@ -22,6 +22,8 @@ mod escape;
 mod features;
 #[path = "privileged/file_tree.rs"]
 mod file_tree;
+#[path = "privileged/inbound.rs"]
+mod inbound;
 #[path = "privileged/inet_protocols.rs"]
 mod inet_protocols;
 #[path = "privileged/landlock_records.rs"]
@@ -49,6 +51,8 @@ mod sandbox_roots;
 mod sessions;
 #[path = "privileged/system_surfaces.rs"]
 mod system_surfaces;
+#[path = "privileged/terminal.rs"]
+mod terminal;
 #[path = "privileged/tier2_usable.rs"]
 mod tier2_usable;
 #[path = "privileged/unix_sockets.rs"]

@@ -135,11 +135,14 @@ pub enum EventKind {
     /// `lsm/unix_may_send`: a datagram sent (or a datagram socket connected) to a Unix
     /// socket outside the session that the policy does not list.
     UnixSend = 25,
+    /// `cgroup_skb/ingress`: a connection request (a packet for a listening TCP socket)
+    /// from outside the host's loopback addresses.
+    Inbound = 26,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 26] = [
+    pub const ALL: [EventKind; 27] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -166,6 +169,7 @@ impl EventKind {
         EventKind::MprotectExec,
         EventKind::UnixConnect,
         EventKind::UnixSend,
+        EventKind::Inbound,
     ];
 }
 
@@ -217,11 +221,14 @@ pub enum Reason {
     /// The file (or the directory a name is made in) lies outside every writable root of
     /// the session's policy (`sandbox.writable` enforced in the kernel).
     OutsideWritable = 11,
+    /// A connection to the agent's listening socket from a source other than a loopback
+    /// address: an inbound channel past the egress allowlist.
+    InboundNotAllowed = 12,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -233,6 +240,7 @@ impl Reason {
         Reason::UnixConnect,
         Reason::OutsideReadable,
         Reason::OutsideWritable,
+        Reason::InboundNotAllowed,
     ];
 
     /// The audit record's `reason` value.
@@ -249,6 +257,7 @@ impl Reason {
             Reason::UnixConnect => "unix_connect",
             Reason::OutsideReadable => "outside_readable",
             Reason::OutsideWritable => "outside_writable",
+            Reason::InboundNotAllowed => "inbound_not_allowed",
         }
     }
 }

@@ -24,6 +24,9 @@
 //! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the parent
 //!   cgroup): deny destinations outside the session's `EGRESS` allowlist, and everything
 //!   while it is in lockdown.
+//! - `inbound` (cgroup_skb ingress, attached to the parent cgroup, `inbound.rs`): drop
+//!   connection requests to a session's listening TCP sockets from outside the loopback
+//!   addresses.
 //!
 //! Userspace knows each of these through its program table (`gateway-user/src/kernel/
 //! programs.rs`); a test there fails when a program here is missing from it, or the reverse.
@@ -32,6 +35,7 @@
 
 mod exec;
 mod files;
+mod inbound;
 mod maps;
 mod session;
 mod unix;

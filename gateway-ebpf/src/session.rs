@@ -24,13 +24,31 @@ pub struct Session {
     pub info: SessionInfo,
 }
 
-/// The id of the current task's cgroup ancestor at `level` (0 = the root), its own cgroup's
-/// at its own level, and 0 below that. Levels are the kernel's own: the same inside a cgroup
-/// namespace.
-#[inline(always)]
-fn ancestor(level: u32) -> u64 {
-    // SAFETY: a helper taking a plain integer, callable from BPF LSM and cgroup programs.
-    unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) }
+/// Where a program reads the cgroup ids it finds a session by: the current task's, or for a
+/// packet, its socket's (`SocketOf`).
+pub trait CgroupIds {
+    /// The id of the cgroup itself.
+    fn own(&self) -> u64;
+    /// The id of its ancestor at `level` (0 = the root), its own at its own level, and 0
+    /// below that. Levels are the kernel's own: the same inside a cgroup namespace.
+    fn ancestor(&self, level: u32) -> u64;
+}
+
+/// The current task's cgroup.
+pub struct CurrentTask;
+
+impl CgroupIds for CurrentTask {
+    #[inline(always)]
+    fn own(&self) -> u64 {
+        // SAFETY: a helper without arguments, callable from every program type used here.
+        unsafe { bpf_get_current_cgroup_id() }
+    }
+
+    #[inline(always)]
+    fn ancestor(&self, level: u32) -> u64 {
+        // SAFETY: a helper taking a plain integer, callable from BPF LSM and cgroup programs.
+        unsafe { bpf_get_current_ancestor_cgroup_id(level as i32) }
+    }
 }
 
 /// For the BPF LSM programs, which run for every task on the host: whether the task is
@@ -50,7 +68,13 @@ pub fn lsm_session() -> Result<Option<Session>, i32> {
     current_session()
 }
 
-/// The session of the current task, when it is in one: its own cgroup's, when that is a
+/// The session of the current task, when it is in one: [`session_of`] its cgroup.
+#[inline(always)]
+pub fn current_session() -> Result<Option<Session>, i32> {
+    session_of(&CurrentTask)
+}
+
+/// The session a cgroup belongs to, when it is in one: its own cgroup's, when that is a
 /// session (one `SESSIONS` lookup, the common case); otherwise the parent cgroup's level is found
 /// among the task's ancestors (by id, so no level has to be known in advance), the child of
 /// the parent it descends from is looked up in `SESSIONS`, and, when that session has
@@ -58,13 +82,12 @@ pub fn lsm_session() -> Result<Option<Session>, i32> {
 /// `Err(-EPERM)` when the task is deeper than `MAX_CGROUP_LEVEL` levels and the parent was
 /// not found above that: its session cannot be known, so it is denied (fail closed).
 #[inline(always)]
-pub fn current_session() -> Result<Option<Session>, i32> {
-    // The common case first: the task's own cgroup is a session's (an agent that made no
+pub fn session_of(ids: &impl CgroupIds) -> Result<Option<Session>, i32> {
+    // The common case first: the cgroup itself is a session's (an agent that made no
     // sub-cgroup). Being the deepest of its ancestors, it is the innermost session; the
     // callers' test against the parent cgroup (or the cgroup programs' attachment to it)
-    // has placed the task under the parent already.
-    // SAFETY: a helper without arguments, callable from every program type used here.
-    let own = unsafe { bpf_get_current_cgroup_id() };
+    // has placed it under the parent already.
+    let own = ids.own();
     // SAFETY: the value is copied out at once; values are replaced whole, never in place.
     if let Some(info) = unsafe { SESSIONS.get(&own) } {
         return Ok(Some(Session {
@@ -75,7 +98,7 @@ pub fn current_session() -> Result<Option<Session>, i32> {
     let parent = config().parent_cgroup_id;
     let mut level = 0;
     for l in 1..MAX_CGROUP_LEVEL {
-        let id = ancestor(l);
+        let id = ids.ancestor(l);
         if id == 0 {
             return Ok(None);
         }
@@ -87,7 +110,7 @@ pub fn current_session() -> Result<Option<Session>, i32> {
     if level == 0 {
         return Err(-EPERM);
     }
-    let top = ancestor(level + 1);
+    let top = ids.ancestor(level + 1);
     if top == 0 {
         return Ok(None);
     }
@@ -98,7 +121,7 @@ pub fn current_session() -> Result<Option<Session>, i32> {
     let mut session = Session { id: top, info };
     if info.nested != 0 {
         for depth in 2..MAX_SESSION_NESTING + 2 {
-            let id = ancestor(level + depth);
+            let id = ids.ancestor(level + depth);
             if id == 0 {
                 break;
             }
@@ -148,14 +171,21 @@ impl Subject {
     }
 }
 
-/// Sends one denial to the session's ring buffer; counts it in `DROPPED` when that is full.
+/// Sends one denial of the current task to the session's ring buffer (with the task's pid,
+/// cgroup and `comm`).
 #[inline(always)]
 pub fn emit(session: &Session, mut ev: Event) {
     ev.pid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: a helper without arguments, callable from every program type used here.
     ev.cgroup_id = unsafe { bpf_get_current_cgroup_id() };
-    ev.session_id = session.id;
     ev.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    send(session, ev);
+}
+
+/// Sends one denial to the session's ring buffer; counts it in `DROPPED` when that is full.
+#[inline(always)]
+pub fn send(session: &Session, mut ev: Event) {
+    ev.session_id = session.id;
     let slot = session.info.slot;
     let sent = match EVENTS.get(slot) {
         Some(ring) => ring.output(&ev, 0).is_ok(),

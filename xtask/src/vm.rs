@@ -25,6 +25,7 @@ const INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp; mount -t securityfs securityfs /sys/kernel/security
+mkdir -p /dev/pts; mount -t devpts devpts /dev/pts
 mount -t cgroup2 cgroup2 /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf
 ip link set lo up
 # After a verbose boot, the console carries what `quiet` lets through (errors and worse).

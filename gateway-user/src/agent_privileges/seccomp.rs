@@ -86,6 +86,9 @@ const ALLOWED_INET_PROTOCOLS: [u64; 3] = [0, 6, 17];
 const CLONE_NEWUSER: u64 = 0x1000_0000;
 const MFD_EXEC: u64 = 0x10;
 const AT_EMPTY_PATH: u64 = 0x1000;
+/// `ioctl` requests that put text in front of whoever reads a terminal: `TIOCSTI` (push
+/// input as if typed) and `TIOCLINUX` (its paste-selection subcommand, on a virtual console).
+const TERMINAL_INJECTION: [u64; 2] = [0x5412, 0x541c];
 
 /// `AUDIT_ARCH_*` of `linux/audit.h`.
 const AUDIT_ARCH_X86_64: u32 = 0x3e | 0x8000_0000 | 0x4000_0000;
@@ -162,6 +165,7 @@ impl Filter {
             "socket_families": self.families,
             "netlink_protocols": self.netlink,
             "unknown_syscalls_from": FIRST_UNKNOWN_SYSCALL,
+            "denied_ioctls": ["TIOCSTI", "TIOCLINUX"],
         })
     }
 
@@ -258,6 +262,12 @@ fn rules(families: &[u64], netlink: &[u64]) -> Vec<Value> {
         "args": [arg(1, json!({"masked_eq": MFD_EXEC}), MFD_EXEC)]}));
     r.push(json!({"syscall": "execveat",
         "args": [arg(4, json!({"masked_eq": AT_EMPTY_PATH}), AT_EMPTY_PATH)]}));
+    // terminal_injection: text pushed into the terminal the agent inherited is read by the
+    // user's shell once the agent ends. The request is compared on its low 32 bits, as the
+    // kernel reads it (`unsigned int cmd`), so high bits set in the register do not pass.
+    for cmd in TERMINAL_INJECTION {
+        r.push(json!({"syscall": "ioctl", "args": [arg(1, json!("eq"), cmd)]}));
+    }
     // self_protection: setting another process's resource limits (gatewayd's, as root).
     r.push(json!({"syscall": "prlimit64", "args": [
         json!({"index": 0, "type": "dword", "op": "ne", "val": 0}),

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Syscall numbers the tests use: (name, `x86_64`, `aarch64`).
-const NR: [(&str, u32, u32); 12] = [
+const NR: [(&str, u32, u32); 13] = [
     ("socket", 41, 198),
     ("unshare", 272, 97),
     ("clone", 56, 220),
@@ -16,6 +16,7 @@ const NR: [(&str, u32, u32); 12] = [
     ("bpf", 321, 280),
     ("execveat", 322, 281),
     ("open_tree_attr", 467, 467),
+    ("ioctl", 16, 29),
 ];
 
 fn nr(name: &str, arch: TargetArch) -> u32 {
@@ -321,5 +322,32 @@ fn the_syscalls_an_agent_makes_most_are_answered_from_the_kernels_cache() {
                 "the deny list looks into socket()'s arguments"
             );
         }
+    }
+}
+
+#[test]
+fn terminal_injection_is_denied_on_the_requests_low_32_bits() {
+    const TIOCSTI: u64 = 0x5412;
+    const TIOCLINUX: u64 = 0x541c;
+    const TCGETS: u64 = 0x5401;
+    for (arch, audit_arch) in [
+        (TargetArch::x86_64, AUDIT_ARCH_X86_64),
+        (TargetArch::aarch64, AUDIT_ARCH_AARCH64),
+    ] {
+        let f = Filter::build(&Agent::default(), arch, true).unwrap();
+        let ioctl = |cmd: u64| {
+            verdict(
+                &f,
+                arch,
+                audit_arch,
+                nr("ioctl", arch),
+                [0, cmd, 0, 0, 0, 0],
+            )
+        };
+        assert_eq!(ioctl(TIOCSTI), EPERM, "{arch:?}");
+        assert_eq!(ioctl(TIOCLINUX), EPERM, "{arch:?}");
+        // The kernel reads the request as an unsigned int: high bits must not get it past.
+        assert_eq!(ioctl(TIOCSTI | 1 << 32), EPERM, "{arch:?}");
+        assert_eq!(ioctl(TCGETS), ALLOW, "{arch:?}: a terminal stays usable");
     }
 }

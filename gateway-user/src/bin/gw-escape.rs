@@ -32,7 +32,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 48] = [
+const ATTEMPTS: [(&str, &str); 51] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -128,6 +128,15 @@ const ATTEMPTS: [(&str, &str); 48] = [
     (
         "kill_all",
         "kill(-1, SIGKILL): every process this one may signal, itself and its init aside",
+    ),
+    (
+        "tiocsti",
+        "ioctl(0, TIOCSTI, \"\\n\"): push input into the terminal on stdin, as if typed",
+    ),
+    ("tcgets", "ioctl(0, TCGETS): read the terminal's settings"),
+    (
+        "accept_one",
+        "listen on ARG (ADDR:PORT) and wait up to 6 s for one connection (a bind shell)",
     ),
     (
         "unix_connect",
@@ -517,6 +526,14 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         }
         // SAFETY: the caller chose to kill everything it may signal.
         "kill_all" => check(unsafe { libc::kill(-1, libc::SIGKILL) }.into()),
+        // SAFETY: the kernel reads one byte at the pointer, which outlives the call.
+        "tiocsti" => check(unsafe { libc::ioctl(0, libc::TIOCSTI, c"\n".as_ptr()) }.into()),
+        "tcgets" => {
+            // SAFETY: all-zero is a valid termios; the kernel writes it, which outlives the call.
+            let mut t: libc::termios = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            check(unsafe { libc::ioctl(0, libc::TCGETS, &raw mut t) }.into())
+        }
         // Not attempts: what the process sees, for the tests' own checks.
         "show" => match std::fs::read_to_string(arg) {
             Ok(text) => {
@@ -546,6 +563,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "unix_pair" => unix::pair(),
         "icmp_echo" => inet::icmp_echo(arg),
         "tcp_fastopen" => inet::tcp_fastopen(arg),
+        "accept_one" => inet::accept_one(arg),
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
         "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
         n if system::ATTEMPTS.iter().any(|(s, _)| *s == n) => system::attempt(n, arg),

@@ -63,6 +63,16 @@ fn unix_peer(ev: &Event, spec: &KernelSpec, detail: &mut serde_json::Value) {
 /// Said when a program reports a reason the table does not list for it.
 const UNLISTED_REASON: &str = "the kernel denied this operation";
 
+/// The event's network address (`dst_family`, `dst_addr`).
+fn event_ip(ev: &Event) -> IpAddr {
+    if ev.dst_family == AF_INET {
+        let a = ev.dst_addr;
+        IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(ev.dst_addr))
+    }
+}
+
 /// Decodes an event into what the audit log records, naming the protected path when the
 /// matched inode is one of the spec's.
 pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
@@ -98,7 +108,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             detail["dev"] = json!(major_minor(ev.file_dev));
         }
         Payload::Target | Payload::Signal => detail["target_pid"] = json!(ev.target_pid),
-        Payload::Nothing | Payload::Destination | Payload::UnixPeer => {}
+        Payload::Nothing | Payload::Destination | Payload::Inbound | Payload::UnixPeer => {}
     }
     match program.payload {
         Payload::File if reason == Some(Reason::ProtectedPath) => {
@@ -109,13 +119,11 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         }
         Payload::Signal => detail["signal"] = json!(ev.signal),
         Payload::Destination => {
-            let ip = if ev.dst_family == AF_INET {
-                let a = ev.dst_addr;
-                IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
-            } else {
-                IpAddr::V6(Ipv6Addr::from(ev.dst_addr))
-            };
-            detail["addr"] = json!(ip.to_string());
+            detail["addr"] = json!(event_ip(ev).to_string());
+            detail["port"] = json!(ev.dst_port);
+        }
+        Payload::Inbound => {
+            detail["from"] = json!(event_ip(ev).to_string());
             detail["port"] = json!(ev.dst_port);
         }
         Payload::UnixPeer => unix_peer(ev, spec, &mut detail),

@@ -7,7 +7,10 @@ use std::{fs::File, os::fd::AsRawFd as _};
 use aya::{
     Ebpf, EbpfLoader,
     maps::CgroupArray,
-    programs::{CgroupAttachMode, CgroupSockAddr, Lsm, links::FdLink},
+    programs::{
+        CgroupAttachMode, CgroupSkb, CgroupSkbAttachType, CgroupSockAddr, Lsm,
+        links::{FdLink, LinkError},
+    },
 };
 use gateway_common::Config;
 
@@ -103,7 +106,9 @@ pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, Kerne
             Attach::Lsm { hook, by_params } => {
                 loaded.attach_lsm(program, hook, by_params, &kbtf, &aya_btf, links)
             }
-            Attach::SockAddr { object } => loaded.attach_sock(program, object, parent, links),
+            Attach::SockAddr { object } | Attach::SkbIngress { object } => {
+                loaded.attach_cgroup(program, object, parent, links)
+            }
         };
         loaded.status.push(PieceStatus { program, result });
     }
@@ -162,7 +167,9 @@ impl Loaded {
         Ok(())
     }
 
-    fn attach_sock(
+    /// A cgroup program, attached to the parent cgroup. Single: no `BPF_F_ALLOW_OVERRIDE`,
+    /// so no cgroup below the parent can replace it.
+    fn attach_cgroup(
         &mut self,
         program: &'static Program,
         object: &'static str,
@@ -178,26 +185,41 @@ impl Loaded {
             program: name,
             source,
         };
-        let p: &mut CgroupSockAddr = self
+        let p = self
             .ebpf
             .program_mut(object)
             .ok_or(KernelError::ProgramMissing {
                 program: name,
                 object,
-            })?
-            .try_into()
-            .map_err(load)?;
-        p.load().map_err(load)?;
-        // Single: no BPF_F_ALLOW_OVERRIDE, so no cgroup below the parent can replace it.
-        let id = p.attach(parent, CgroupAttachMode::Single).map_err(attach)?;
-        if links == Links::Taken {
-            let link = p.take_link(id).map_err(attach)?;
-            let link = FdLink::try_from(link).map_err(|source| KernelError::LinkNotPinnable {
-                program: name,
-                source,
             })?;
-            self.links.push((object, link));
-        }
+        let link: Result<FdLink, LinkError> = if let Attach::SkbIngress { .. } = program.attach {
+            let p: &mut CgroupSkb = p.try_into().map_err(load)?;
+            p.load().map_err(load)?;
+            let id = p
+                .attach(
+                    parent,
+                    CgroupSkbAttachType::Ingress,
+                    CgroupAttachMode::Single,
+                )
+                .map_err(attach)?;
+            if links == Links::Owned {
+                return Ok(());
+            }
+            p.take_link(id).map_err(attach)?.try_into()
+        } else {
+            let p: &mut CgroupSockAddr = p.try_into().map_err(load)?;
+            p.load().map_err(load)?;
+            let id = p.attach(parent, CgroupAttachMode::Single).map_err(attach)?;
+            if links == Links::Owned {
+                return Ok(());
+            }
+            p.take_link(id).map_err(attach)?.try_into()
+        };
+        let link = link.map_err(|source| KernelError::LinkNotPinnable {
+            program: name,
+            source,
+        })?;
+        self.links.push((object, link));
         Ok(())
     }
 }

@@ -27,6 +27,12 @@ pub enum Attach {
         /// The program's name in the object.
         object: &'static str,
     },
+    /// A `cgroup_skb` ingress program, attached to the agent's cgroup without
+    /// `BPF_F_ALLOW_OVERRIDE`: it sees the packets delivered to the cgroup's sockets.
+    SkbIngress {
+        /// The program's name in the object.
+        object: &'static str,
+    },
 }
 
 /// What a denial's audit `detail` carries beyond `pid`, `comm` and `cgroup_id`.
@@ -44,6 +50,9 @@ pub enum Payload {
     Signal,
     /// `addr` and `port` of the destination.
     Destination,
+    /// `from`, the source address of a connection request, and `port`, the agent's
+    /// listening port it was for.
+    Inbound,
     /// The Unix socket peer: `peer` (`path`, `abstract` or `unnamed`), the socket file's
     /// `ino` and `dev` (and its `path` when the policy lists it), or the abstract `name`.
     UnixPeer,
@@ -119,7 +128,7 @@ const UNIX: &[(Reason, &str)] = &[
 ];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 26] = [
+pub static PROGRAMS: [Program; 27] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -450,6 +459,17 @@ pub static PROGRAMS: [Program; 26] = [
         enforces: "unconnected UDP sendto()/sendmsg() to IPv6 destinations outside the egress allowlist; all of it in lockdown",
         messages: EGRESS,
     },
+    Program {
+        name: "cgroup_skb/ingress",
+        attach: Attach::SkbIngress { object: "inbound" },
+        event: EventKind::Inbound,
+        payload: Payload::Inbound,
+        enforces: "a connection request to a listening TCP socket (IPv4 or IPv6) from outside the loopback addresses: the packet is dropped, so the peer sees no answer",
+        messages: &[(
+            Reason::InboundNotAllowed,
+            "a connection from outside this host to a port the agent listens on was dropped by the kernel: only local (loopback) clients may connect to the agent",
+        )],
+    },
 ];
 
 impl Program {
@@ -475,126 +495,11 @@ impl Program {
     pub fn object_programs(&self) -> Vec<&'static str> {
         match self.attach {
             Attach::Lsm { by_params, .. } => by_params.iter().map(|(_, name)| *name).collect(),
-            Attach::SockAddr { object } => vec![object],
+            Attach::SockAddr { object } | Attach::SkbIngress { object } => vec![object],
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    /// This entry's row in docs/KERNEL.md's program table.
-    fn doc_row(p: &Program) -> String {
-        let attach = match p.attach {
-            Attach::Lsm { hook, by_params } if by_params.len() > 1 => {
-                let names: Vec<String> = by_params.iter().map(|(_, n)| format!("`{n}`")).collect();
-                format!(
-                    "BPF LSM `{hook}` ({}, by the hook's parameter count)",
-                    names.join(" or ")
-                )
-            }
-            Attach::Lsm { hook, .. } => format!("BPF LSM `{hook}`"),
-            Attach::SockAddr { object } => format!("cgroup sock_addr `{object}`"),
-        };
-        let reasons: Vec<String> = p
-            .messages
-            .iter()
-            .map(|(r, _)| format!("`{}`", r.name()))
-            .collect();
-        format!(
-            "| `{}` | {attach} | {} | {} |",
-            p.name,
-            p.enforces,
-            reasons.join(", ")
-        )
-    }
-
-    #[test]
-    fn kernel_md_lists_every_program_of_the_table() {
-        let doc = include_str!("../../../docs/KERNEL.md");
-        let rows: Vec<&str> = doc
-            .lines()
-            .filter(|l| l.starts_with("| `lsm/") || l.starts_with("| `cgroup/"))
-            .collect();
-        let want: Vec<String> = PROGRAMS.iter().map(doc_row).collect();
-        assert_eq!(
-            rows,
-            want,
-            "docs/KERNEL.md's program table must mirror PROGRAMS; its rows should be:\n{}",
-            want.join("\n")
-        );
-    }
-
-    #[test]
-    fn one_program_per_event_kind_and_every_reason_has_a_message() {
-        for kind in EventKind::ALL {
-            let n = PROGRAMS.iter().filter(|p| p.event == kind).count();
-            assert_eq!(n, 1, "{kind:?} is produced by {n} programs");
-        }
-        let mut names: Vec<&str> = PROGRAMS.iter().map(|p| p.name).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), PROGRAMS.len(), "program names are unique");
-        for p in &PROGRAMS {
-            // Every program denies with a reason, but the one that only keeps the index.
-            assert_eq!(
-                p.messages.is_empty(),
-                p.event == EventKind::TreeMark,
-                "{}",
-                p.name
-            );
-            assert!(!p.object_programs().is_empty(), "{}", p.name);
-        }
-        // The loader attaches BPF LSM first, then the cgroup programs.
-        let first_sock = PROGRAMS.iter().position(|p| !p.is_lsm()).unwrap();
-        assert!(PROGRAMS[first_sock..].iter().all(|p| !p.is_lsm()));
-    }
-
-    /// Programs in the embedded eBPF object, by name: "lsm" or "`sock_addr`".
-    fn object_programs() -> BTreeMap<String, &'static str> {
-        use aya_obj::ProgramSection;
-        let obj = aya_obj::Object::parse(super::super::OBJECT).expect("the eBPF object parses");
-        obj.programs
-            .iter()
-            .map(|(name, p)| {
-                let kind = match p.section {
-                    ProgramSection::Lsm { .. } => "lsm",
-                    ProgramSection::CgroupSockAddr { .. } => "sock_addr",
-                    ref other => {
-                        panic!("{name}: a program of a kind the table has no attach for: {other:?}")
-                    }
-                };
-                (name.clone(), kind)
-            })
-            .collect()
-    }
-
-    /// Runs against the real object in `cargo xtask test` (which builds without the stub).
-    /// A stub build has nothing to compare: it passes only when `GATEWAYD_EBPF_STUB` says the
-    /// stub was meant.
-    #[test]
-    fn the_table_and_the_ebpf_object_name_the_same_programs() {
-        if super::super::OBJECT.is_empty() {
-            assert!(
-                std::env::var_os("GATEWAYD_EBPF_STUB").is_some(),
-                "this build carries no eBPF object but GATEWAYD_EBPF_STUB is not set: \
-                 the program table cannot be checked against the object"
-            );
-            eprintln!("stub build (GATEWAYD_EBPF_STUB set): no eBPF object to compare");
-            return;
-        }
-        let table: BTreeMap<String, &str> = PROGRAMS
-            .iter()
-            .flat_map(|p| {
-                let kind = if p.is_lsm() { "lsm" } else { "sock_addr" };
-                p.object_programs()
-                    .into_iter()
-                    .map(move |n| (n.to_string(), kind))
-            })
-            .collect();
-        assert_eq!(object_programs(), table);
-    }
-}
+#[path = "programs_tests.rs"]
+mod tests;

@@ -208,7 +208,11 @@ impl GuestRun {
         let rows = self.doctor.as_ref()?.as_object()?;
         let progs: Vec<_> = rows
             .iter()
-            .filter(|(k, _)| k.starts_with("lsm/") || k.starts_with("cgroup/"))
+            .filter(|(k, _)| {
+                ["lsm/", "cgroup/", "cgroup_skb/"]
+                    .iter()
+                    .any(|p| k.starts_with(p))
+            })
             .collect();
         let ok = progs.iter().filter(|(_, v)| v["ok"] == true).count();
         Some((ok, progs.len()))
@@ -358,7 +362,7 @@ mod tests {
 
     const PASSING: &str = "\u{1b}c\u{1b}[?7lGUEST kernel 6.1.0-57-cloud-amd64; lsm=bpf
 STAGE doctor
-DOCTOR {\"tier\":1,\"lsm/file_open\":{\"ok\":true},\"cgroup/connect4\":{\"ok\":false},\"kernel\":{\"ok\":true}}
+DOCTOR {\"tier\":1,\"lsm/file_open\":{\"ok\":true},\"cgroup/connect4\":{\"ok\":false},\"cgroup_skb/ingress\":{\"ok\":true},\"kernel\":{\"ok\":true}}
 STAGE tests
 test features::x ... KERNEL-NOTE cgroup/connect_unix absent
 ok
@@ -384,7 +388,7 @@ STAGE poweroff";
         let r = run_of(PASSING);
         assert_eq!(r.release.as_deref(), Some("6.1.0-57-cloud-amd64"));
         assert_eq!(r.tier(), Some(1));
-        assert_eq!(r.programs(), Some((1, 2)));
+        assert_eq!(r.programs(), Some((2, 3)));
         assert_eq!((r.passed, r.failed), (22, 0));
         assert_eq!(r.notes, ["cgroup/connect_unix absent"]);
         assert_eq!(r.bench.len(), 1, "the sessions bench's lines are its own");

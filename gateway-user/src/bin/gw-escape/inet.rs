@@ -1,6 +1,31 @@
 //! IPv4/IPv6 sockets of protocols other than TCP and UDP, whose send paths do not all run
-//! the cgroup egress programs (an ICMP echo on an unconnected ping socket runs none).
+//! the cgroup egress programs (an ICMP echo on an unconnected ping socket runs none), and a
+//! TCP listener waiting for a connection from outside.
 use super::Outcome;
+
+/// A TCP listener on `arg` (`ADDR:PORT`) that waits up to 6 s for one connection, as a
+/// bind shell does. Ok: one was accepted; `ETIMEDOUT`: none came.
+pub(crate) fn accept_one(arg: &str) -> Outcome {
+    let io = |e: std::io::Error| Outcome::Errno(e.raw_os_error().unwrap_or(libc::EIO));
+    let listener = match std::net::TcpListener::bind(arg) {
+        Ok(l) => l,
+        Err(e) => return io(e),
+    };
+    if let Err(e) = listener.set_nonblocking(true) {
+        return io(e);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < deadline {
+        match listener.accept() {
+            Ok(_) => return Outcome::Ok,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return io(e),
+        }
+    }
+    Outcome::Errno(libc::ETIMEDOUT)
+}
 
 /// A socket of `family`/`ty`/`proto` (closed at once).
 pub(crate) fn socket(family: i32, ty: i32, proto: i32) -> Outcome {
