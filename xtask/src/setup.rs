@@ -11,7 +11,15 @@ use anyhow::{Context as _, bail};
 
 use crate::util::{Env, cache_dir, run};
 
-const APT_PACKAGES: [&str; 5] = ["qemu-system-x86", "cpio", "nodejs", "npm", "python3-venv"];
+/// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`.
+const APT_PACKAGES: [&str; 6] = [
+    "qemu-system-x86",
+    "cpio",
+    "nodejs",
+    "npm",
+    "python3-venv",
+    "iproute2",
+];
 /// Packages whose command may come from another package: the `nodejs` package of `NodeSource` ships `npm`
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.
 const SATISFIED_BY_COMMAND: [(&str, &str); 1] = [("npm", "npm")];
