@@ -4,66 +4,75 @@
 //! `cgroup_skb/ingress` drops connection requests from outside the loopback addresses, at
 //! both tiers; local clients still connect.
 //!
-//! A source outside loopback without a second interface: `192.0.2.7` (TEST-NET-1) is added
-//! to `lo` for the test's length, and the client binds to it.
+//! A source outside loopback without a second interface: `192.0.2.7` (TEST-NET-1) and
+//! `2001:db8::7` (the documentation prefix) are added to `lo` for the test's length, and the
+//! client binds to them.
 use std::{
-    net::{Ipv4Addr, SocketAddrV4, TcpListener},
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener},
     time::{Duration, Instant},
 };
 
 use super::*;
 use escape::{Outcome, escape_bin, parse};
 
-const FROM: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 7);
+const FROM4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+const FROM6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7));
 
-/// `FROM` on `lo` while it lives (removed at the end only when it was added here).
-struct ExtraAddress(bool);
+/// An address on `lo` while it lives (removed at the end only when it was added here).
+struct ExtraAddress(String);
 
 impl ExtraAddress {
-    fn add() -> ExtraAddress {
+    fn add(ip: IpAddr) -> ExtraAddress {
+        let prefix = if ip.is_ipv4() { 32 } else { 128 };
+        let cidr = format!("{ip}/{prefix}");
         let out = Command::new("ip")
-            .args(["addr", "add", &format!("{FROM}/32"), "dev", "lo"])
+            .args(["addr", "add", &cidr, "dev", "lo"])
             .output()
             .expect("ip (iproute2 or busybox)");
         let text = String::from_utf8_lossy(&out.stderr);
         assert!(
             out.status.success() || text.contains("exists"),
-            "ip addr add: {text}"
+            "ip addr add {cidr}: {text}"
         );
-        ExtraAddress(out.status.success())
+        ExtraAddress(if out.status.success() {
+            cidr
+        } else {
+            String::new()
+        })
     }
 }
 
 impl Drop for ExtraAddress {
     fn drop(&mut self) {
-        if self.0 {
+        if !self.0.is_empty() {
             let _ = Command::new("ip")
-                .args(["addr", "del", &format!("{FROM}/32"), "dev", "lo"])
+                .args(["addr", "del", &self.0, "dev", "lo"])
                 .status();
         }
     }
 }
 
-/// One TCP connection from `from` to `to`, given up after `wait`.
-fn connect_from(from: Ipv4Addr, to: SocketAddrV4, wait: Duration) -> bool {
-    let sin = |a: Ipv4Addr, port: u16| libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(a).to_be(),
-        },
-        sin_zero: [0; 8],
+/// One TCP connection from `from` to `to` (same family), given up after `wait`.
+fn connect_from(from: IpAddr, to: SocketAddr, wait: Duration) -> bool {
+    // std's TcpStream cannot choose its source address: libc binds it first.
+    let (family, src, dst) = match (from, to) {
+        (IpAddr::V4(f), SocketAddr::V4(t)) => {
+            (libc::AF_INET, sockaddr4(f, 0), sockaddr4(*t.ip(), t.port()))
+        }
+        (IpAddr::V6(f), SocketAddr::V6(t)) => (
+            libc::AF_INET6,
+            sockaddr6(f, 0),
+            sockaddr6(*t.ip(), t.port()),
+        ),
+        _ => panic!("{from} and {to} are of different families"),
     };
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
     // SAFETY: plain syscalls on a socket this function owns and closes; the addresses
-    // outlive the calls.
+    // outlive the calls, and each length is its own storage's.
     unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+        let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
         assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let src = sin(from, 0);
-        let dst = sin(*to.ip(), to.port());
-        let mut ok = libc::bind(fd, (&raw const src).cast(), len) == 0;
-        if ok && libc::connect(fd, (&raw const dst).cast(), len) != 0 {
+        let mut ok = libc::bind(fd, (&raw const src.0).cast(), src.1) == 0;
+        if ok && libc::connect(fd, (&raw const dst.0).cast(), dst.1) != 0 {
             let mut p = libc::pollfd {
                 fd,
                 events: libc::POLLOUT,
@@ -86,15 +95,58 @@ fn connect_from(from: Ipv4Addr, to: SocketAddrV4, wait: Duration) -> bool {
     }
 }
 
-/// Runs `agent` (listening on every address at `port`) while a client connects from
-/// `from` again and again for up to 6 s; whether the client got in, and the agent's outcome.
-fn try_inbound(mut agent: Command, from: Ipv4Addr, port: u16) -> (bool, Option<Outcome>) {
+/// A `sockaddr_storage` holding an IPv4 address, and its length.
+fn sockaddr4(a: Ipv4Addr, port: u16) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(a).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+    unsafe { std::ptr::write((&raw mut st).cast(), sin) };
+    (
+        st,
+        std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+    )
+}
+
+/// A `sockaddr_storage` holding an IPv6 address, and its length.
+fn sockaddr6(a: Ipv6Addr, port: u16) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero sockaddr_storage and sockaddr_in6 are valid.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    sin6.sin6_port = port.to_be();
+    sin6.sin6_addr.s6_addr = a.octets();
+    // SAFETY: sockaddr_storage is larger than sockaddr_in6 and suitably aligned.
+    unsafe { std::ptr::write((&raw mut st).cast(), sin6) };
+    (
+        st,
+        std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+    )
+}
+
+/// Runs `agent` (listening on every address at `port`, `listen` `0.0.0.0` or `[::]`) while a
+/// client connects from `from` again and again for up to 6 s; whether the client got in,
+/// and the agent's outcome.
+fn try_inbound(
+    mut agent: Command,
+    listen: &str,
+    from: IpAddr,
+    port: u16,
+) -> (bool, Option<Outcome>) {
     let child = agent
-        .arg(format!("accept_one=0.0.0.0:{port}"))
+        .arg(format!("accept_one={listen}:{port}"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn the agent");
-    let to = SocketAddrV4::new(from, port);
+    let to = SocketAddr::new(from, port);
     let deadline = Instant::now() + Duration::from_secs(6);
     let mut connected = false;
     while !connected && Instant::now() < deadline {
@@ -108,58 +160,63 @@ fn try_inbound(mut agent: Command, from: Ipv4Addr, port: u16) -> (bool, Option<O
     (connected, parse(&text).get("accept_one").copied())
 }
 
+fn free_port() -> u16 {
+    TcpListener::bind("[::]:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 #[test]
 fn connections_from_outside_loopback_do_not_reach_the_agent() {
-    let _address = ExtraAddress::add();
-    let port = || {
-        TcpListener::bind("0.0.0.0:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port")
-    };
-    let (connected, outcome) = try_inbound(Command::new(escape_bin()), FROM, port());
-    assert!(connected, "bare, a client from {FROM} must get in");
-    assert_eq!(outcome, Some(Outcome::Ok), "bare");
-
     let dir = Scratch::new("inbound");
     let policy = write_policy(
         &dir,
         serde_json::json!({"version": 1, "kernel": "best_effort"}),
     );
-    let audit = dir.path("audit.jsonl");
-    let p = port();
-    let (connected, outcome) = try_inbound(under_gatewayd(&policy, &audit, escape_bin()), FROM, p);
-    assert!(!connected, "under gatewayd, a client from {FROM} got in");
-    assert_eq!(
-        outcome,
-        Some(Outcome::Errno(libc::ETIMEDOUT)),
-        "under gatewayd"
-    );
-    let k: Vec<serde_json::Value> = records(&audit)
-        .into_iter()
-        .filter(|r| r["source"] == "kernel")
-        .collect();
-    assert!(!k.is_empty(), "no kernel record");
-    for r in &k {
-        assert_eq!(
-            (r["hook"].as_str(), r["reason"].as_str()),
-            (Some("cgroup_skb/ingress"), Some("inbound_not_allowed")),
-            "{r}"
-        );
-        assert_eq!(r["detail"]["from"], FROM.to_string(), "{r}");
-        assert_eq!(r["detail"]["port"], p, "{r}");
-    }
+    for (from, listen, local) in [
+        (FROM4, "0.0.0.0", IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        (FROM6, "[::]", IpAddr::V6(Ipv6Addr::LOCALHOST)),
+    ] {
+        let _address = ExtraAddress::add(from);
+        let (connected, outcome) =
+            try_inbound(Command::new(escape_bin()), listen, from, free_port());
+        assert!(connected, "bare, a client from {from} must get in");
+        assert_eq!(outcome, Some(Outcome::Ok), "bare, from {from}");
 
-    // A local client still gets in.
-    let audit = dir.path("audit-local.jsonl");
-    let (connected, outcome) = try_inbound(
-        under_gatewayd(&policy, &audit, escape_bin()),
-        Ipv4Addr::LOCALHOST,
-        port(),
-    );
-    assert!(
-        connected,
-        "under gatewayd, a client from 127.0.0.1 must get in"
-    );
-    assert_eq!(outcome, Some(Outcome::Ok), "under gatewayd, from loopback");
+        let audit = dir.path(&format!("audit-{}.jsonl", local.is_ipv4()));
+        let p = free_port();
+        let under = under_gatewayd(&policy, &audit, escape_bin());
+        let (connected, outcome) = try_inbound(under, listen, from, p);
+        assert!(!connected, "under gatewayd, a client from {from} got in");
+        assert_eq!(
+            outcome,
+            Some(Outcome::Errno(libc::ETIMEDOUT)),
+            "under gatewayd, from {from}"
+        );
+        let k: Vec<serde_json::Value> = records(&audit)
+            .into_iter()
+            .filter(|r| r["source"] == "kernel")
+            .collect();
+        assert!(!k.is_empty(), "no kernel record for {from}");
+        for r in &k {
+            assert_eq!(
+                (r["hook"].as_str(), r["reason"].as_str()),
+                (Some("cgroup_skb/ingress"), Some("inbound_not_allowed")),
+                "{r}"
+            );
+            assert_eq!(r["detail"]["from"], from.to_string(), "{r}");
+            assert_eq!(r["detail"]["port"], p, "{r}");
+        }
+
+        // A local client still gets in.
+        let audit = dir.path(&format!("audit-local-{}.jsonl", local.is_ipv4()));
+        let under = under_gatewayd(&policy, &audit, escape_bin());
+        let (connected, outcome) = try_inbound(under, listen, local, free_port());
+        assert!(
+            connected,
+            "under gatewayd, a client from {local} must get in"
+        );
+        assert_eq!(outcome, Some(Outcome::Ok), "under gatewayd, from {local}");
+    }
 }
