@@ -45,7 +45,7 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     let cfg = config();
     let bprm: *const u8 = ctx.arg(0);
     let mut hit = Subject::default();
-    let deny = |hit: Subject, reason: Reason| hit.deny(&session, EventKind::Exec, reason as u32);
+    let deny = |hit: Subject, reason: Reason| hit.deny(&session, EventKind::Exec, reason);
     let (key, nlink) = exec_file(cfg, bprm).map_err(|()| deny(hit, Reason::Unresolvable))?;
     hit.file(&key);
     if nlink == 0 {
@@ -136,7 +136,7 @@ fn exec_mapping(
     }
     let cfg = config();
     let mut hit = Subject::default();
-    let deny = |hit: Subject, reason: Reason| hit.deny(&session, kind, reason as u32);
+    let deny = |hit: Subject, reason: Reason| hit.deny(&session, kind, reason);
     let file = file(cfg).map_err(|()| deny(hit, Reason::Unresolvable))?;
     if file.is_null() {
         return Ok(0);

@@ -39,7 +39,6 @@ const DEVPTS_SUPER_MAGIC: u64 = 0x1cd1;
 const PIPEFS_MAGIC: u64 = 0x5049_5045;
 const SOCKFS_MAGIC: u64 = 0x534f_434b;
 const ANON_INODE_FS_MAGIC: u64 = 0x0904_1934;
-const FILE_OPEN: EventKind = EventKind::FileOpen;
 const FMODE_READ: u32 = 0x1;
 const FMODE_WRITE: u32 = 0x2;
 /// `file.f_flags`: opened by execve or uselib (the kernel's `__FMODE_EXEC`, which stays in
@@ -65,11 +64,11 @@ enum Found {
 
 /// The audit reason of a [`Found::Outside`].
 #[inline(always)]
-fn outside(missing: u32) -> u32 {
+fn outside(missing: u32) -> Reason {
     if missing & ROOT_READ != 0 {
-        Reason::OutsideReadable as u32
+        Reason::OutsideReadable
     } else {
-        Reason::OutsideWritable as u32
+        Reason::OutsideWritable
     }
 }
 
@@ -111,7 +110,7 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         return Ok(0);
     };
     let mut hit = Subject::default();
-    let deny = |hit: Subject, reason: Reason| Err(hit.deny(&session, FILE_OPEN, reason as u32));
+    let deny = |hit: Subject, reason: Reason| Err(hit.deny(&session, EventKind::FileOpen, reason));
     // The roots asked about: none for a session without roots (one flag test).
     let mut need = 0;
     if session.info.roots != 0 {
@@ -128,9 +127,7 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
     match check_inode(cfg, &session, key, tree, inode, dentry, &mut hit, need) {
         Ok(Found::Clear) => {}
         Ok(Found::Protected) => return deny(hit, Reason::ProtectedPath),
-        Ok(Found::Outside(missing)) => {
-            return Err(hit.deny(&session, FILE_OPEN, outside(missing)));
-        }
+        Ok(Found::Outside(missing)) => return deny(hit, outside(missing)),
         Err(()) => return deny(hit, Reason::Unresolvable),
     }
     if mode & FMODE_WRITE == 0 {
@@ -482,12 +479,12 @@ fn deny_file(
             Ok(Found::Clear) if exec == ExecListed::Ignore => None,
             Ok(Found::Clear) => match exec_listed(cfg, &session, d) {
                 Ok(false) => None,
-                Ok(true) => Some(Reason::ExecListed as u32),
-                Err(()) => Some(Reason::Unresolvable as u32),
+                Ok(true) => Some(Reason::ExecListed),
+                Err(()) => Some(Reason::Unresolvable),
             },
-            Ok(Found::Protected) => Some(Reason::ProtectedPath as u32),
+            Ok(Found::Protected) => Some(Reason::ProtectedPath),
             Ok(Found::Outside(missing)) => Some(outside(missing)),
-            Err(()) => Some(Reason::Unresolvable as u32),
+            Err(()) => Some(Reason::Unresolvable),
         };
         if let Some(reason) = reason {
             return hit.deny(&session, kind, reason);

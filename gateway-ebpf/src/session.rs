@@ -157,12 +157,10 @@ impl Subject {
         }
     }
 
-    /// Sends the denial of `kind` for `reason` (a [`gateway_common::Reason`] `as u32`) to
-    /// the session; returns the errno.
+    /// Sends the denial of `kind` for `reason` to the session; returns the errno.
     #[inline(always)]
-    pub fn deny(self, session: &Session, kind: EventKind, reason: u32) -> i32 {
-        let mut ev = Event::new(kind, Reason::Unresolvable);
-        ev.reason = reason;
+    pub fn deny(self, session: &Session, kind: EventKind, reason: Reason) -> i32 {
+        let mut ev = Event::new(kind, reason);
         ev.file_ino = self.file_ino;
         ev.file_dev = self.file_dev;
         ev.protected_ino = self.protected_ino;

@@ -323,14 +323,19 @@ fn kernel_entries(audit: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Runs `actions` under `gatewayd run` with a policy that protects `D/vault`; the audit
-/// log's path and the agent's output.
-fn protecting_vault(dir: &Scratch, actions: &[&[&str]]) -> (PathBuf, String) {
-    let policy = write_policy(
+/// A policy that protects `D/vault`.
+fn vault_policy(dir: &Scratch) -> PathBuf {
+    write_policy(
         dir,
         serde_json::json!({"version": 1, "kernel": "best_effort",
             "sandbox": {"protected": [dir.path("vault")]}}),
-    );
+    )
+}
+
+/// Runs `actions` under `gatewayd run` with [`vault_policy`]; the audit log's path and the
+/// agent's output.
+fn protecting_vault(dir: &Scratch, actions: &[&[&str]]) -> (PathBuf, String) {
+    let policy = vault_policy(dir);
     let audit = dir.path("audit.jsonl");
     let args = chain(dir, actions);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -433,11 +438,7 @@ fn what_another_process_puts_in_a_protected_directory_during_the_session_stays_p
     let dir = tree("late");
     std::fs::create_dir_all(dir.path("free/dir")).unwrap();
     std::fs::write(dir.path("free/dir/f"), "f").unwrap();
-    let policy = write_policy(
-        &dir,
-        serde_json::json!({"version": 1, "kernel": "best_effort",
-            "sandbox": {"protected": [dir.path("vault")]}}),
-    );
+    let policy = vault_policy(&dir);
     let audit = dir.path("audit.jsonl");
     // The agent waits for `free/go`, which this process (outside the session) makes last.
     let actions: &[&[&str]] = &[
@@ -522,11 +523,7 @@ fn another_sessions_protected_file_moved_into_a_protected_directory_stays_protec
         .spawn()
         .unwrap();
     wait_for_start(&other_audit);
-    let policy = write_policy(
-        &dir,
-        serde_json::json!({"version": 1, "kernel": "best_effort",
-            "sandbox": {"protected": [dir.path("vault")]}}),
-    );
+    let policy = vault_policy(&dir);
     let audit = dir.path("audit.jsonl");
     let actions: &[&[&str]] = &[
         &["waitfile", "{}/free/go"],

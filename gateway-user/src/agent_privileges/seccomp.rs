@@ -88,7 +88,7 @@ const MFD_EXEC: u64 = 0x10;
 const AT_EMPTY_PATH: u64 = 0x1000;
 /// `ioctl` requests that put text in front of whoever reads a terminal: `TIOCSTI` (push
 /// input as if typed) and `TIOCLINUX` (its paste-selection subcommand, on a virtual console).
-const TERMINAL_INJECTION: [u64; 2] = [0x5412, 0x541c];
+const TERMINAL_INJECTION: [(&str, u64); 2] = [("TIOCSTI", 0x5412), ("TIOCLINUX", 0x541c)];
 
 /// `AUDIT_ARCH_*` of `linux/audit.h`.
 const AUDIT_ARCH_X86_64: u32 = 0x3e | 0x8000_0000 | 0x4000_0000;
@@ -165,7 +165,7 @@ impl Filter {
             "socket_families": self.families,
             "netlink_protocols": self.netlink,
             "unknown_syscalls_from": FIRST_UNKNOWN_SYSCALL,
-            "denied_ioctls": ["TIOCSTI", "TIOCLINUX"],
+            "denied_ioctls": TERMINAL_INJECTION.map(|(name, _)| name),
         })
     }
 
@@ -265,7 +265,7 @@ fn rules(families: &[u64], netlink: &[u64]) -> Vec<Value> {
     // terminal_injection: text pushed into the terminal the agent inherited is read by the
     // user's shell once the agent ends. The request is compared on its low 32 bits, as the
     // kernel reads it (`unsigned int cmd`), so high bits set in the register do not pass.
-    for cmd in TERMINAL_INJECTION {
+    for (_, cmd) in TERMINAL_INJECTION {
         r.push(json!({"syscall": "ioctl", "args": [arg(1, json!("eq"), cmd)]}));
     }
     // self_protection: setting another process's resource limits (gatewayd's, as root).

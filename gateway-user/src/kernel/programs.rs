@@ -21,14 +21,15 @@ pub enum Attach {
         /// (parameter count, program name in the object)
         by_params: &'static [(u32, &'static str)],
     },
-    /// A cgroup `sock_addr` program (its attach type comes from its section), attached to the
-    /// agent's cgroup without `BPF_F_ALLOW_OVERRIDE`.
+    /// A cgroup `sock_addr` program (its attach type comes from its section), attached to
+    /// gatewayd's parent cgroup without `BPF_F_ALLOW_OVERRIDE`.
     SockAddr {
         /// The program's name in the object.
         object: &'static str,
     },
-    /// A `cgroup_skb` ingress program, attached to the agent's cgroup without
-    /// `BPF_F_ALLOW_OVERRIDE`: it sees the packets delivered to the cgroup's sockets.
+    /// A `cgroup_skb` ingress program, attached to gatewayd's parent cgroup without
+    /// `BPF_F_ALLOW_OVERRIDE`: it sees the packets delivered to the sockets of every cgroup
+    /// below it.
     SkbIngress {
         /// The program's name in the object.
         object: &'static str,
