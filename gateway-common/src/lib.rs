@@ -1,4 +1,4 @@
-//! Types shared by gatewayd's kernel programs (`gateway-ebpf`) and the daemon (`gateway-user`).
+//! Types shared by gatewayd's kernel programs (`gateway-ebpf`) and the daemon (`gatewayd-kernel`).
 //!
 //! Everything here is `#[repr(C)]` plain data with explicit padding, so the byte layout the
 //! eBPF programs write is exactly the one userspace reads. Flags are `u32`, never `bool`.
@@ -73,7 +73,7 @@ pub const MAX_PATH_DEPTH: u32 = 48;
 
 /// Which program produced an [`Event`] (`Event::kind`). The eBPF programs write
 /// `kind as u32`; userspace reads it back with `EventKind::try_from`, which refuses codes it
-/// does not know. gateway-user's program table (`kernel/programs.rs`) maps each kind to its
+/// does not know. gatewayd-kernel's program table (`kernel/programs.rs`) maps each kind to its
 /// program.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

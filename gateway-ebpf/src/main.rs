@@ -28,7 +28,7 @@
 //!   connection requests to a session's listening TCP sockets from outside the loopback
 //!   addresses.
 //!
-//! Userspace knows each of these through its program table (`gateway-user/src/kernel/
+//! Userspace knows each of these through its program table (`gatewayd-kernel/src/kernel/
 //! programs.rs`); a test there fails when a program here is missing from it, or the reverse.
 #![no_std]
 #![no_main]

@@ -1,6 +1,6 @@
 //! Every map the kernel programs use, in one place. One program set serves every session on
 //! the host: each map is keyed by the session (its cgroup id), and userspace adds a session's
-//! entries when it starts and removes them when it ends (see `gateway-user/src/kernel/`).
+//! entries when it starts and removes them when it ends (see `gatewayd-kernel/src/kernel/`).
 use aya_ebpf::{
     btf_maps::{ArrayOfMaps, RingBuf},
     macros::{btf_map, map},

@@ -46,8 +46,8 @@ fn listener() -> anyhow::Result<u16> {
 pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
     let env = setup::setup()?;
     if !sessions_only {
-        util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "decide"])?;
-        util::cargo(&env, &["bench", "-p", "gateway-user", "--bench", "daemon"])?;
+        util::cargo(&env, &["bench", "-p", "gatewayd-core", "--bench", "decide"])?;
+        util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "daemon"])?;
     }
     let bins = util::build_release(&env)?;
     let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));

@@ -1,7 +1,7 @@
 //! `cargo xtask deb`: the Debian package. The release binary is built first (with its kernel
 //! programs, which `cargo deb` alone would not build: it does not put bpf-linker on PATH),
 //! then `cargo deb --no-build` packs it with the systemd units, the example policies and the
-//! docs (`[package.metadata.deb]` in gateway-user/Cargo.toml).
+//! docs (`[package.metadata.deb]` in gatewayd/Cargo.toml).
 use std::{path::PathBuf, process::Command};
 
 use anyhow::{Context as _, bail};
@@ -25,12 +25,12 @@ pub(crate) fn package(env: &Env) -> anyhow::Result<PathBuf> {
         }
     }
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["deb", "-p", "gateway-user", "--no-build", "--output"])
+    cmd.args(["deb", "-p", "gatewayd", "--no-build", "--output"])
         .arg(&out)
         .current_dir(workspace_root())
         .env("PATH", env.path_var())
         .env_remove("GATEWAYD_EBPF_STUB");
-    util::run("cargo deb -p gateway-user --no-build", &mut cmd)?;
+    util::run("cargo deb -p gatewayd --no-build", &mut cmd)?;
     let debs: Vec<PathBuf> = std::fs::read_dir(&out)
         .with_context(|| format!("read {}", out.display()))?
         .flatten()

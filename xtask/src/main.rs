@@ -9,6 +9,8 @@
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark, the kernel layer's syscall overhead, `gatewayd hook`,
 //!   and the cost of many sessions sharing one program set (`--sessions`: only that one)
+#[cfg(test)]
+mod architecture_doc;
 mod bench;
 mod bench_hook;
 mod deb;

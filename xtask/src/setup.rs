@@ -26,7 +26,7 @@ const SATISFIED_BY_COMMAND: [(&str, &str); 1] = [("npm", "npm")];
 const BPF_LINKER: &str = "0.13.0";
 /// Builds the Debian package (`cargo xtask deb`); about 100 s of CPU to install, once.
 const CARGO_DEB: &str = "3.8.0";
-/// The MCP tests' real components (tests/mcp.rs), pinned.
+/// The MCP tests' real components (gatewayd/tests/mcp/servers.rs), pinned.
 const FS_SERVER_PKG: &str = "@modelcontextprotocol/server-filesystem";
 const FS_SERVER_VERSION: &str = "2026.8.31";
 const MCP_SDK: &str = "mcp==2.3.0";

@@ -96,7 +96,7 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &[
             "clippy",
             "-p",
-            "gateway-user",
+            "gatewayd",
             "--features",
             "privileged-tests",
             "--all-targets",

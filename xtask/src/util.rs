@@ -32,9 +32,9 @@ pub(crate) struct Env {
     pub busybox: PathBuf,
     /// Where guest kernels are downloaded and unpacked (`kernels`).
     pub guest_dir: PathBuf,
-    /// `mcp-server-filesystem` from npm (tests/mcp.rs).
+    /// `mcp-server-filesystem` from npm (gatewayd/tests/mcp/servers.rs).
     pub mcp_fs_server: PathBuf,
-    /// The venv's python with the MCP SDK (tests/mcp.rs).
+    /// The venv's python with the MCP SDK (gatewayd/tests/mcp/servers.rs).
     pub mcp_python: PathBuf,
 }
 
@@ -112,7 +112,18 @@ pub(crate) struct Bins {
 }
 
 pub(crate) fn build_release(env: &Env) -> anyhow::Result<Bins> {
-    cargo(env, &["build", "--release", "-p", "gateway-user", "--bins"])?;
+    cargo(
+        env,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "gatewayd",
+            "-p",
+            "gatewayd-testkit",
+            "--bins",
+        ],
+    )?;
     let dir = workspace_root().join("target/release");
     Ok(Bins {
         gatewayd: dir.join("gatewayd"),
@@ -125,7 +136,7 @@ pub(crate) fn build_release(env: &Env) -> anyhow::Result<Bins> {
 pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
     "--release",
     "-p",
-    "gateway-user",
+    "gatewayd",
     "--features",
     "privileged-tests",
     "--test",
@@ -137,7 +148,7 @@ pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
 pub(crate) const PACKAGING_TESTS: [&str; 7] = [
     "--release",
     "-p",
-    "gateway-user",
+    "gatewayd",
     "--features",
     "privileged-tests",
     "--test",

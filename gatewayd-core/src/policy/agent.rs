@@ -1,0 +1,158 @@
+//! The `agent` section: whom `gatewayd run` starts the agent as, which capabilities a root
+//! agent keeps, and which socket families and netlink protocols it may open beyond the
+//! defaults. Enforced by `gatewayd_kernel::agent_privileges`; reference: `docs/POLICY.md`, and
+//! `docs/KERNEL.md` ("The agent's privileges") for what each choice gives up.
+use serde::{Deserialize, Serialize};
+
+use super::{JsonPath, ValidationError};
+use crate::policy::names;
+
+/// A user or group, by name or by number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Account {
+    /// A number (uid or gid).
+    Id(u32),
+    /// A name, looked up in the system's user or group database.
+    Name(String),
+}
+
+impl std::fmt::Display for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Account::Id(n) => write!(f, "{n}"),
+            Account::Name(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The agent's identity and the kernel surface it keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agent {
+    /// The user the agent runs as, unless `gatewayd run --user` names one (default: the
+    /// user who ran `sudo`).
+    #[serde(default)]
+    pub user: Option<Account>,
+    /// Its supplementary groups (default: the user's own groups).
+    #[serde(default)]
+    pub groups: Option<Vec<Account>>,
+    /// Capabilities a root agent keeps (default: none). Only for uid 0.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Socket families beyond `unix`, `inet` and `inet6` (default: none).
+    #[serde(default)]
+    pub socket_families: Vec<String>,
+    /// Netlink protocols the agent may open (default: `["route"]`; `[]`: none).
+    #[serde(default)]
+    pub netlink: Option<Vec<String>>,
+}
+
+impl Agent {
+    /// The capability numbers the policy keeps (validated names).
+    pub fn capability_numbers(&self) -> Vec<u32> {
+        self.capabilities
+            .iter()
+            .filter_map(|c| names::capability(c))
+            .collect()
+    }
+
+    /// The extra socket family numbers (validated names).
+    pub fn socket_family_numbers(&self) -> Vec<u32> {
+        self.socket_families
+            .iter()
+            .filter_map(|f| names::socket_family(f))
+            .collect()
+    }
+
+    /// The allowed netlink protocol numbers (validated names; the default when unset).
+    pub fn netlink_numbers(&self) -> Vec<u32> {
+        match &self.netlink {
+            Some(list) => list
+                .iter()
+                .filter_map(|p| names::netlink_protocol(p))
+                .collect(),
+            None => names::DEFAULT_NETLINK
+                .iter()
+                .filter_map(|p| names::netlink_protocol(p))
+                .collect(),
+        }
+    }
+}
+
+/// Names in the `agent` section that this build does not know.
+pub(super) fn validate(agent: &Agent) -> Result<(), ValidationError> {
+    let at = JsonPath::root().key("agent");
+    type Known = fn(&str) -> Option<u32>;
+    let lists: [(&str, &[String], Known, &str); 3] = [
+        (
+            "capabilities",
+            &agent.capabilities,
+            names::capability,
+            "a capability name such as CAP_NET_BIND_SERVICE",
+        ),
+        (
+            "socket_families",
+            &agent.socket_families,
+            names::socket_family,
+            "one of packet, vsock, bluetooth, can, alg, xdp, ... (docs/POLICY.md)",
+        ),
+        (
+            "netlink",
+            agent.netlink.as_deref().unwrap_or_default(),
+            names::netlink_protocol,
+            "a netlink protocol such as route, sock_diag, audit (docs/POLICY.md)",
+        ),
+    ];
+    for (field, values, known, expected) in lists {
+        for (i, v) in values.iter().enumerate() {
+            if known(v).is_none() {
+                return Err(ValidationError::value(
+                    at.key(field).index(i),
+                    format!("unknown name `{v}`: expected {expected}"),
+                ));
+            }
+        }
+    }
+    if let Some(Account::Name(n)) = &agent.user
+        && n.is_empty()
+    {
+        return Err(ValidationError::value(at.key("user"), "empty user name"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::policy::Policy;
+
+    #[test]
+    fn agent_section_parses_and_unknown_names_are_refused() {
+        let p = Policy::parse(
+            r#"{"version": 1, "agent": {"user": "nobody", "groups": [100, "users"],
+                "capabilities": ["CAP_NET_BIND_SERVICE"], "socket_families": ["vsock"],
+                "netlink": []}}"#,
+            Path::new("p.json"),
+        )
+        .unwrap();
+        assert_eq!(p.agent.capability_numbers(), [10]);
+        assert_eq!(p.agent.socket_family_numbers(), [40]);
+        assert!(p.agent.netlink_numbers().is_empty());
+        let d = Policy::parse(r#"{"version": 1}"#, Path::new("p.json")).unwrap();
+        assert_eq!(d.agent.netlink_numbers(), [0], "route by default");
+        for (bad, at) in [
+            (r#"{"capabilities": ["CAP_FLY"]}"#, "agent.capabilities[0]"),
+            (
+                r#"{"socket_families": ["inet"]}"#,
+                "agent.socket_families[0]",
+            ),
+            (r#"{"netlink": ["route", "x"]}"#, "agent.netlink[1]"),
+        ] {
+            let text = format!(r#"{{"version": 1, "agent": {bad}}}"#);
+            let e = Policy::parse(&text, Path::new("p.json")).unwrap_err();
+            assert!(e.to_string().contains(at), "{e}");
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The policy: one JSON file, the single source of truth for both layers.
+//!
+//! This module holds the data shapes and loading. The gateway layer's semantics (registry,
+//! rules, limits, ...) live in [`crate::engine`]; the kernel layer derives its maps from
+//! [`Sandbox`] and [`Network`] in [`crate::kernel`]. Field reference: `docs/POLICY.md`;
+//! JSON Schema: `policies/policy.schema.json`.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub mod agent;
+mod error;
+pub mod mcp;
+pub mod names;
+pub mod schema;
+pub mod spans;
+pub mod starter;
+pub mod tools;
+mod validate;
+pub use agent::{Account, Agent};
+pub use error::{JsonPath, PolicyError, Seg, ValidationError};
+pub use mcp::{McpServer, ServerKernel};
+pub use tools::{
+    ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
+    ScanMode, SecretSource, ShellRule, SuspicionMode, ToolDef, TrifectaMode, glob_match_str,
+};
+
+/// What the policy accepts when the kernel cannot enforce everything it asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelMode {
+    /// Refuse to start the agent unless every kernel program the policy needs loads and
+    /// attaches (tier 1: BPF LSM + cgroup programs). The default: fail closed.
+    #[default]
+    Require,
+    /// Start with what this kernel supports; the tier reached is written to the audit log.
+    BestEffort,
+}
+
+/// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (`file_open`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sandbox {
+    /// The agent's working root.
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// Trees the agent may read.
+    #[serde(default)]
+    pub readable: Vec<PathBuf>,
+    /// Trees the agent may write.
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+    /// Files and directories nobody in the agent's cgroup may open, wherever they lie
+    /// (a directory protects everything under it). The kernel matches them by inode.
+    #[serde(default)]
+    pub protected: Vec<PathBuf>,
+    /// Binaries the agent may execute.
+    #[serde(default)]
+    pub exec: Vec<PathBuf>,
+    /// With `exec` listed: the trees whose files may be mapped executable (shared libraries,
+    /// the dynamic loader's search path) without being executable themselves. Absent: the
+    /// system library directories ([`Sandbox::DEFAULT_EXEC_LIBS`] that exist).
+    #[serde(default)]
+    pub exec_libs: Option<Vec<PathBuf>>,
+    /// Character devices of the host bound into the agent's minimal `/dev` (which holds
+    /// only `null`, `zero`, `full`, `random`, `urandom`, `tty`, its own ptys and `shm`
+    /// otherwise): each an existing character device under `/dev`, such as `/dev/kvm`.
+    #[serde(default)]
+    pub devices: Vec<PathBuf>,
+}
+
+impl Sandbox {
+    /// `exec_libs` when the policy leaves it out.
+    pub const DEFAULT_EXEC_LIBS: [&'static str; 7] = [
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/usr/lib",
+        "/usr/lib32",
+        "/usr/lib64",
+        "/usr/local/lib",
+    ];
+
+    /// The library trees in force: the policy's `exec_libs`, else the defaults that exist.
+    pub fn exec_libs(&self) -> Vec<PathBuf> {
+        match &self.exec_libs {
+            Some(l) => l.clone(),
+            None => Self::DEFAULT_EXEC_LIBS
+                .iter()
+                .map(PathBuf::from)
+                .filter(|p| p.exists())
+                .collect(),
+        }
+    }
+}
+
+/// One allowed network destination.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressEntry {
+    /// An address or network, `127.0.0.1/32`, `10.0.0.0/8`, `::1/128`; a bare address means
+    /// that one host. Enforced by both layers.
+    #[serde(default)]
+    pub cidr: Option<String>,
+    /// A host name, matched by the gateway against URL arguments. The kernel sees only
+    /// addresses, so a host name alone gives the agent's own sockets nothing.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// Destination port; absent = any port.
+    #[serde(default)]
+    pub port: Option<u16>,
+}
+
+/// Network section: the egress allowlist and the Unix sockets outside the session the agent
+/// may reach. Nothing listed = no egress at all, and no Unix socket but the session's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Destinations the agent may reach; empty = none.
+    #[serde(default)]
+    pub egress: Vec<EgressEntry>,
+    /// Unix sockets outside the session the agent may connect or send to: an absolute path
+    /// (`/run/foo.sock`, matched by the socket file's inode at start) or an abstract name
+    /// (`@name`). The session's own sockets and its gateway's are always reachable.
+    #[serde(default)]
+    pub unix: Vec<String>,
+}
+
+/// One entry of `network.unix`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnixEntry {
+    /// A path-named socket.
+    Path(PathBuf),
+    /// An abstract name, without the `@` (the kernel's leading NUL).
+    Abstract(Vec<u8>),
+}
+
+impl UnixEntry {
+    /// Parses `/absolute/path` or `@name` (1 to 107 bytes).
+    pub fn parse(s: &str) -> Result<UnixEntry, String> {
+        if let Some(name) = s.strip_prefix('@') {
+            let max = gateway_common::UNIX_NAME_MAX as usize;
+            if name.is_empty() || name.len() > max {
+                return Err(format!(
+                    "`{s}`: an abstract socket name has 1 to {max} bytes after the `@`"
+                ));
+            }
+            return Ok(UnixEntry::Abstract(name.as_bytes().to_vec()));
+        }
+        let path = PathBuf::from(s);
+        if !path.is_absolute() {
+            return Err(format!(
+                "`{s}` is neither an absolute path nor an abstract name (`@name`)"
+            ));
+        }
+        Ok(UnixEntry::Path(path))
+    }
+}
+
+/// A whole policy file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Format version; only 1 exists.
+    pub version: u32,
+    /// A name for the audit log.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Whether kernel enforcement is required or best effort.
+    #[serde(default)]
+    pub kernel: KernelMode,
+    /// What the agent may read, write and execute.
+    #[serde(default)]
+    pub sandbox: Sandbox,
+    /// The egress allowlist.
+    #[serde(default)]
+    pub network: Network,
+    /// Whom the agent runs as and the kernel surface it keeps (`gatewayd run`).
+    #[serde(default)]
+    pub agent: Agent,
+    /// The tool registry: a tool not listed here is refused (`not_allowlisted`).
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+    /// Rules as data; the most restrictive matching decision wins (deny > hold > allow).
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    /// Rate limits, session budget, action limits per label.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Rule of Two: what a `sends_out` call gets after untrusted input and private data.
+    #[serde(default)]
+    pub trifecta: TrifectaMode,
+    /// Consecutive words of untrusted output that an argument may not repeat (default 6).
+    #[serde(default)]
+    pub untrusted_echo_words: Option<usize>,
+    /// What a suspicious tool description does (default strict).
+    #[serde(default)]
+    pub description_scan: ScanMode,
+    /// How long an approval stays usable, in seconds (default 900).
+    #[serde(default)]
+    pub approval_ttl_s: Option<u64>,
+    /// Values that must never leave through a `sends_out` tool, by name.
+    #[serde(default)]
+    pub secrets: std::collections::BTreeMap<String, SecretSource>,
+    /// Values injected into tools that name them; never shown to the model.
+    #[serde(default)]
+    pub credentials: std::collections::BTreeMap<String, SecretSource>,
+    /// At session start, register the values in small protected files as the session's
+    /// secrets (default true).
+    #[serde(default)]
+    pub secrets_from_protected: Option<bool>,
+    /// At session start, register the values of the agent's environment variables whose
+    /// names look like credentials as the session's secrets (default true).
+    #[serde(default)]
+    pub secrets_from_env: Option<bool>,
+    /// What a denied attempt on a protected path or a secret does to the session (default
+    /// `private`).
+    #[serde(default)]
+    pub suspicion: SuspicionMode,
+    /// Tool servers `gatewayd mcp --server NAME` may start, each with its program's pin and
+    /// its own kernel profile.
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, McpServer>,
+}
+
+impl Policy {
+    /// Reads, parses and validates a policy file.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Policy::parse(&text, path)
+    }
+
+    /// Parses and validates policy text; `path` is only used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
+        let policy: Policy = serde_json::from_str(text).map_err(|e| PolicyError::Parse {
+            path: path.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        policy.validate().map_err(|source| {
+            let (line, column) = spans::locate(text, source.path()).unwrap_or((1, 1));
+            PolicyError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                source,
+            }
+        })?;
+        Ok(policy)
+    }
+
+    /// Consecutive words of untrusted output an argument may not repeat.
+    pub fn echo_words(&self) -> usize {
+        self.untrusted_echo_words.unwrap_or(6)
+    }
+
+    /// Whether sessions start with the values of the protected files as secrets.
+    pub fn secrets_from_protected(&self) -> bool {
+        self.secrets_from_protected.unwrap_or(true)
+    }
+
+    /// Whether sessions start with the agent's credential-like environment values as secrets.
+    pub fn secrets_from_env(&self) -> bool {
+        self.secrets_from_env.unwrap_or(true)
+    }
+
+    /// How long an approval stays usable, in milliseconds.
+    pub fn approval_ttl_ms(&self) -> u64 {
+        self.approval_ttl_s.unwrap_or(900).saturating_mul(1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Policy, PolicyError> {
+        Policy::parse(text, Path::new("p.json"))
+    }
+
+    #[test]
+    fn minimal_policy_defaults_to_require() {
+        let p = parse(r#"{"version": 1}"#).unwrap();
+        assert_eq!(p.kernel, KernelMode::Require);
+        assert!(p.network.egress.is_empty());
+    }
+
+    #[test]
+    fn parse_error_has_line_and_column() {
+        let e = parse("{\n  \"version\": 1,\n  \"kernel\": nope\n}").unwrap_err();
+        match e {
+            PolicyError::Parse { line, column, .. } => assert_eq!((line, column), (3, 13)),
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_refused() {
+        assert!(parse(r#"{"version": 1, "sandbox": {"protectd": []}}"#).is_err());
+    }
+
+    #[test]
+    fn relative_protected_path_is_refused() {
+        let e = parse(r#"{"version": 1, "sandbox": {"protected": ["etc/shadow"]}}"#).unwrap_err();
+        assert!(e.to_string().contains("sandbox.protected[0]"), "{e}");
+    }
+
+    #[test]
+    fn semantic_error_points_at_its_line() {
+        let text =
+            "{\n  \"version\": 1,\n  \"sandbox\": {\n    \"protected\": [\"/ok\", \"rel\"]\n  }\n}";
+        match parse(text).unwrap_err() {
+            PolicyError::Invalid {
+                line,
+                column,
+                source,
+                ..
+            } => {
+                let message = source.to_string();
+                assert_eq!((line, column), (4, 26), "{message}");
+                assert!(message.starts_with("sandbox.protected[1]"), "{message}");
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn unix_entries_are_paths_or_abstract_names() {
+        let p = parse(r#"{"version": 1, "network": {"unix": ["/run/a.sock", "@name"]}}"#).unwrap();
+        assert_eq!(p.network.unix.len(), 2);
+        assert_eq!(
+            UnixEntry::parse("@name"),
+            Ok(UnixEntry::Abstract(b"name".to_vec()))
+        );
+        assert_eq!(
+            UnixEntry::parse("/run/a.sock"),
+            Ok(UnixEntry::Path("/run/a.sock".into()))
+        );
+        for bad in ["relative.sock", "@", &format!("@{}", "x".repeat(108))] {
+            let text = format!(r#"{{"version": 1, "network": {{"unix": ["/ok", "{bad}"]}}}}"#);
+            let e = parse(&text).unwrap_err();
+            assert!(e.to_string().contains("network.unix[1]"), "{bad}: {e}");
+        }
+        assert!(
+            parse(&format!(
+                r#"{{"version": 1, "network": {{"unix": ["@{}"]}}}}"#,
+                "x".repeat(107)
+            ))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn bad_cidr_is_refused() {
+        let e = parse(r#"{"version": 1, "network": {"egress": [{"cidr": "300.1.1.1/32"}]}}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("network.egress[0].cidr"), "{e}");
+    }
+}

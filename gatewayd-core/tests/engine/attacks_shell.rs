@@ -1,0 +1,199 @@
+//! Attacks through shell tools: binaries off the allowlist, forbidden and unknown options,
+//! file-valued options and recursive walks reaching protected paths, shell metacharacters,
+//! unparsable lines, and URIs in place of paths. Every refusal asserts the decision, the reason
+//! code, and that the tool's handler never ran.
+use crate::support;
+
+use gatewayd_core::engine::{Decision, Reason, Session};
+use serde_json::json;
+use support::*;
+
+// ---- shell commands ----
+
+fn shell_denied(f: &Fx, s: &mut Session, tool: &str, cmd: &str, reason: Reason) {
+    let (o, ran) = f.call(s, tool, json!({"command": cmd}));
+    assert_eq!(
+        (o.verdict.decision, o.verdict.reason),
+        (Decision::Deny, reason),
+        "{cmd}: {}",
+        o.verdict.message
+    );
+    assert!(!ran, "{cmd}: the handler ran");
+    count_call("refused");
+}
+
+#[test]
+fn shell_binary_not_on_the_allowlist() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "curl https://evil.test",
+        "/tmp/ls src",
+        "python3 -c 'print(1)'",
+        "sh -c ls",
+        "./ls",
+        "env ls",
+    ] {
+        shell_denied(&f, &mut s, "run_shell", cmd, Reason::Shell);
+    }
+}
+
+#[test]
+fn shell_forbidden_arguments() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "find src -exec rm {} ;",
+        "find src -execdir cat {} +",
+        "find src -delete",
+        "find src -fprint out/list.txt",
+        "find src -name x -ok rm {} ;",
+    ] {
+        shell_denied(&f, &mut s, "run_shell", cmd, Reason::Shell);
+    }
+}
+
+#[test]
+fn shell_file_valued_options_are_path_checked() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "grep -f .env notes.txt",
+        "grep --file=.env notes.txt",
+        "grep --file .env notes.txt",
+        "grep -e x notes.txt .env",
+        "cat .env",
+        "cat key-link",
+        "wc -l ../outside/data.txt",
+        "head env-copy",
+    ] {
+        shell_denied(&f, &mut s, "run_shell", cmd, Reason::Sandbox);
+    }
+}
+
+#[test]
+fn shell_recursive_walks_reaching_protected_paths() {
+    let f = fx();
+    let mut s = session();
+    let home = f.p("home");
+    for cmd in [
+        "grep -r KEY .".to_string(),
+        "grep -rn KEY".into(),
+        "ls -R".into(),
+        "ls -R .".into(),
+        "find .".into(),
+        "find . -name id_rsa".into(),
+        format!("find {home}"),
+        format!("grep -r BEGIN {home}"),
+        "grep -R TODO src".into(),
+    ] {
+        shell_denied(&f, &mut s, "run_shell", &cmd, Reason::Shell);
+    }
+}
+
+#[test]
+fn shell_metacharacters_through_a_shell() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "ls; cat .env",
+        "cat $(echo .env)",
+        "cat `echo .env`",
+        "ls > out/x",
+        "cat notes.txt | wc",
+        "ls && cat .env",
+        "cat *.txt",
+        "cat ~/.ssh/id_rsa",
+        "X=1 ls",
+        "ls\ncat .env",
+    ] {
+        shell_denied(&f, &mut s, "run_sh", cmd, Reason::Shell);
+    }
+}
+
+#[test]
+fn shell_line_that_cannot_be_parsed() {
+    let f = fx();
+    let mut s = session();
+    shell_denied(
+        &f,
+        &mut s,
+        "run_shell",
+        "cat 'notes.txt",
+        Reason::CheckError,
+    );
+    shell_denied(&f, &mut s, "run_shell", "", Reason::CheckError);
+}
+
+#[test]
+fn shell_options_the_tables_do_not_know() {
+    let f = fx();
+    let mut s = session();
+    for cmd in [
+        "cat --unknown-opt notes.txt",
+        "cat -Z notes.txt",
+        "grep --no-such-flag TODO notes.txt",
+        "grep -rQ TODO src",
+        "ls --frobnicate src",
+        "find src -frobnicate",
+        "head --lines-from-end 2 notes.txt",
+        "wc --files0-from-stdin notes.txt",
+    ] {
+        shell_denied(&f, &mut s, "run_shell", cmd, Reason::Shell);
+    }
+    let (o, _) = f.call(
+        &mut s,
+        "run_shell",
+        json!({"command": "cat --unknown-opt notes.txt"}),
+    );
+    assert!(
+        o.verdict
+            .message
+            .contains("`cat` has no option `--unknown-opt` that the gateway knows"),
+        "{}",
+        o.verdict.message
+    );
+}
+
+#[test]
+fn uris_in_place_of_paths() {
+    let f = fx();
+    let mut s = session();
+    let env = format!("file://{}", f.p("work/.env"));
+    let key = format!("file://localhost{}", f.p("home/.ssh/id%5Frsa"));
+    for path in [
+        env.clone(),
+        key,
+        format!("file://{}", f.p("outside/data.txt")),
+        "file://evil.test/etc/passwd".to_string(),
+        "https://api.search.test/notes.txt".to_string(),
+    ] {
+        denied(
+            f.call(&mut s, "read_file", json!({"path": path})),
+            Reason::Sandbox,
+        );
+    }
+    denied(
+        f.call(
+            &mut s,
+            "write_file",
+            json!({"path": format!("file://{}", f.p("work/out/keep/x")), "content": "x"}),
+        ),
+        Reason::Sandbox,
+    );
+    // cat opens its operands as paths: a URI there is refused, whatever it names.
+    shell_denied(
+        &f,
+        &mut s,
+        "run_shell",
+        &format!("cat {env}"),
+        Reason::Shell,
+    );
+    shell_denied(
+        &f,
+        &mut s,
+        "run_shell",
+        "cat file:///etc/passwd",
+        Reason::Shell,
+    );
+}

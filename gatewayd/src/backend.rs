@@ -1,0 +1,232 @@
+//! A front end's way to the gateway (the MCP proxy, the agent-host hooks): the daemon over
+//! its socket (`GATEWAYD_SOCKET`: the agent's session, shared with its other tool paths), or
+//! an in-process [`Gateway`] with an audit writer of its own. Both speak the daemon's
+//! methods (docs/PROTOCOL.md), so a front end is written once.
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
+
+use serde_json::{Value, json};
+
+use crate::daemon::{
+    Gateway, GatewayConfig,
+    client::{Client, ClientError},
+    dispatch,
+    peer::Peer,
+    protocol::{PROTOCOL_VERSION, RpcError},
+};
+use gatewayd_core::{
+    audit::{
+        AuditLog, Decision, Entry, Source,
+        writer::{AuditWriter, WriterHandle},
+    },
+    clock::Clock,
+    engine::EngineError,
+    policy::Policy,
+};
+
+/// Why the gateway could not be reached or could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The daemon's socket could not be reached, written or read.
+    #[error("the gateway daemon: {0}")]
+    Client(#[from] ClientError),
+    /// The gateway answered with a JSON-RPC error object.
+    #[error("the gateway refused the request: {0}")]
+    Rpc(RpcError),
+    /// The in-process engine could not be built from the policy.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The in-process gateway's audit log could not be opened.
+    #[error("audit log: {0}")]
+    Audit(#[from] gatewayd_core::audit::AuditError),
+    /// The in-process gateway's audit writer thread could not be spawned.
+    #[error("cannot start the audit writer thread: {0}")]
+    Thread(std::io::Error),
+    /// The daemon's `hello` names another protocol version than this build's.
+    #[error("the daemon speaks protocol {got}, this gatewayd {want}")]
+    Protocol {
+        /// The `protocol` value of the daemon's `hello`, as JSON text.
+        got: String,
+        /// This build's [`PROTOCOL_VERSION`].
+        want: u32,
+    },
+    /// The answer is not the result expected (also: a failed call task or audit-log close).
+    #[error("the gateway's answer is unreadable: {0}")]
+    Malformed(String),
+}
+
+/// The gateway, in this process or behind the daemon's socket.
+pub enum Backend {
+    /// An engine of our own: decisions recorded in our own audit log.
+    Local {
+        /// The in-process gateway.
+        gw: Arc<Gateway>,
+        /// The caller its requests are attributed to: this process's pid, uid and gid.
+        peer: Peer,
+        /// The audit writer of its log (None only for tests), closed by [`Backend::close`].
+        writer: Option<AuditWriter>,
+    },
+    /// `gatewayd serve` (or `gatewayd run`'s socket): one connection, requests in order.
+    Daemon {
+        /// The one connection, shared by the front end's tasks.
+        client: Arc<Mutex<Client>>,
+        /// The daemon's socket path.
+        socket: PathBuf,
+    },
+}
+
+impl Backend {
+    /// An in-process gateway for `policy`; `protect` lists paths no tool argument may touch
+    /// (the policy file, the audit log); `audit` None only for tests.
+    pub fn local(
+        policy: Policy,
+        protect: Vec<PathBuf>,
+        audit: Option<&Path>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Backend, BackendError> {
+        let writer = match audit {
+            Some(p) => Some(
+                AuditWriter::start(AuditLog::open(p, clock.clone())?)
+                    .map_err(BackendError::Thread)?,
+            ),
+            None => None,
+        };
+        let gw = Gateway::new(GatewayConfig {
+            policy,
+            protect,
+            audit: writer.as_ref().map(AuditWriter::handle),
+            clock,
+            operator_gid: 0,
+        })?;
+        Ok(Backend::Local {
+            gw: Arc::new(gw),
+            peer: Peer::from_parts(
+                std::process::id() as i32,
+                nix::unistd::getuid().as_raw(),
+                nix::unistd::getgid().as_raw(),
+            ),
+            writer,
+        })
+    }
+
+    /// Connects to the daemon and checks its protocol version.
+    pub fn daemon(socket: &Path) -> Result<Backend, BackendError> {
+        let mut client = Client::connect(socket)?;
+        let hello = client.call("hello", json!({}))?;
+        if hello["protocol"] != json!(PROTOCOL_VERSION) {
+            return Err(BackendError::Protocol {
+                got: hello["protocol"].to_string(),
+                want: PROTOCOL_VERSION,
+            });
+        }
+        Ok(Backend::Daemon {
+            client: Arc::new(Mutex::new(client)),
+            socket: socket.to_owned(),
+        })
+    }
+
+    /// Calls one of the daemon's methods (docs/PROTOCOL.md) and returns its result.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, BackendError> {
+        match self {
+            Backend::Local { gw, peer, .. } => {
+                let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+                    .to_string();
+                let answer = dispatch::handle_line(gw, peer, line.as_bytes())
+                    .await
+                    .ok_or_else(|| BackendError::Malformed("no answer".into()))?;
+                unwrap_answer(&answer)
+            }
+            Backend::Daemon { client, .. } => {
+                let client = client.clone();
+                let method = method.to_owned();
+                tokio::task::spawn_blocking(move || {
+                    let mut c = client
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    c.call(&method, params)
+                })
+                .await
+                .map_err(|e| BackendError::Malformed(e.to_string()))?
+                .map_err(|e| match e {
+                    ClientError::Rpc(r) => BackendError::Rpc(r),
+                    other => BackendError::Client(other),
+                })
+            }
+        }
+    }
+
+    /// Opens (or attaches to) a session; returns its id.
+    pub async fn open(
+        &self,
+        session: Option<&str>,
+        user: &str,
+        scopes: &[String],
+    ) -> Result<String, BackendError> {
+        let mut p = json!({"user": user, "scopes": scopes});
+        if let Some(s) = session {
+            p["session"] = json!(s);
+        }
+        let r = self.call("session/open", p).await?;
+        r["session"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| BackendError::Malformed(r.to_string()))
+    }
+
+    /// Where the front end's own records go (server start, refusals, kernel denials): the
+    /// in-process gateway's log; None with the daemon (the front end opens its own).
+    pub fn recorder(&self) -> Option<WriterHandle> {
+        match self {
+            Backend::Local { gw, .. } => gw.audit().cloned(),
+            Backend::Daemon { .. } => None,
+        }
+    }
+
+    /// The in-process gateway's policy, if local.
+    pub fn local_gateway(&self) -> Option<&Arc<Gateway>> {
+        match self {
+            Backend::Local { gw, .. } => Some(gw),
+            Backend::Daemon { .. } => None,
+        }
+    }
+
+    /// Writes every queued record and closes the audit log (local); nothing for the daemon.
+    pub fn close(self) -> Result<(), BackendError> {
+        if let Backend::Local {
+            writer: Some(w), ..
+        } = self
+        {
+            w.close()
+                .map_err(|e| BackendError::Malformed(format!("audit log: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+fn unwrap_answer(answer: &str) -> Result<Value, BackendError> {
+    let mut v: Value =
+        serde_json::from_str(answer).map_err(|e| BackendError::Malformed(e.to_string()))?;
+    if let Some(e) = v.get_mut("error") {
+        let e: RpcError =
+            serde_json::from_value(e.take()).map_err(|e| BackendError::Malformed(e.to_string()))?;
+        return Err(BackendError::Rpc(e));
+    }
+    v.get_mut("result")
+        .map(Value::take)
+        .ok_or_else(|| BackendError::Malformed(answer.to_owned()))
+}
+
+/// A record of the front end's own (not a tool-call decision), from source `gateway`.
+pub fn entry(session: &str, decision: Decision, reason: &str, detail: Value) -> Entry {
+    Entry {
+        source: Source::Gateway,
+        session: session.to_owned(),
+        tool: None,
+        hook: None,
+        decision,
+        reason: reason.to_owned(),
+        detail,
+    }
+}

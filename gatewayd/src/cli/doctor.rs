@@ -1,0 +1,174 @@
+//! `gatewayd doctor`: which enforcement pieces work on this kernel, found by loading and
+//! attaching gatewayd's own programs (to an empty throwaway cgroup), not by reading a file.
+//! `--json` gives one object: a row per piece (`{"ok": bool, "detail": text}`), `tier` (the
+//! tier's number, see `kernel::Tier::level`), `tier_text` (the same in words) and `features`
+//! (what this kernel supports that the tests and a user may branch on, see [`Features`]) and
+//! `tier1_advice` (below tier 1: why, and what to change; `kernel::tier1_advice`).
+use std::process::ExitCode;
+
+use gatewayd_kernel::{
+    cgroup::AgentCgroup,
+    kernel::{self, Tier, tier1_advice},
+    landlock,
+};
+
+use super::out::outln;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let mut rows: Vec<(String, Result<String, String>)> = Vec::new();
+    let uname = nix::sys::utsname::uname()?;
+    let release = uname.release().to_string_lossy().into_owned();
+    rows.push(("kernel".into(), Ok(release.clone())));
+    let btf = kernel::btf::KernelBtf::from_sys_fs();
+    rows.push((
+        "kernel BTF".into(),
+        btf.as_ref()
+            .map(|_| "/sys/kernel/btf/vmlinux".into())
+            .map_err(ToString::to_string),
+    ));
+    let abi = landlock::abi_version();
+    let mut features = Features {
+        kernel_release: release,
+        bpf_lsm: false,
+        landlock_abi: abi.as_ref().ok().copied(),
+        cgroup_connect_unix: btf.as_ref().is_ok_and(|b| {
+            b.enum_value("bpf_attach_type", "BPF_CGROUP_UNIX_CONNECT")
+                .is_ok_and(|v| v.is_some())
+        }),
+        memfd_noexec: std::path::Path::new("/proc/sys/vm/memfd_noexec").exists(),
+        landlock_audit: gatewayd_kernel::landlock_audit::probe(abi.as_ref().ok().copied()),
+    };
+    let built_with_bpf_lsm = btf.as_ref().ok().map(|b| {
+        b.func_param_count(tier1_advice::BPF_LSM_PROBE_FUNCTION)
+            .is_ok()
+    });
+    drop(btf);
+    let mut lsm_refused = None;
+    let mut tier = Tier::None;
+    match AgentCgroup::create(&format!("doctor-{}", std::process::id())) {
+        Err(e) => rows.push(("cgroup v2".into(), Err(e.to_string()))),
+        Ok(cg) => {
+            rows.push((
+                "cgroup v2".into(),
+                Ok(format!("{} (id {})", cg.path().display(), cg.id())),
+            ));
+            match kernel::probe(cg.path()) {
+                Err(e) => rows.push(("eBPF object + ring buffer".into(), Err(kernel::chain(&e)))),
+                Ok(layer) => {
+                    rows.push((
+                        "eBPF object + ring buffer".into(),
+                        Ok("loaded (maps created)".into()),
+                    ));
+                    for s in layer.status() {
+                        let row = match &s.result {
+                            Ok(()) => Ok(format!("works: denies {}", s.program.enforces)),
+                            Err(_) => Err(s.state()),
+                        };
+                        rows.push((s.program.name.into(), row));
+                    }
+                    // As `gatewayd run` decides it: without BPF LSM, Landlock stands in.
+                    tier = Tier::resolve(layer.status(), abi.is_ok());
+                    lsm_refused = layer
+                        .status()
+                        .iter()
+                        .find(|s| s.program.is_lsm() && s.result.is_err())
+                        .map(|s| format!("{}: {}", s.program.name, s.state()));
+                    features.bpf_lsm = layer
+                        .status()
+                        .iter()
+                        .any(|s| s.program.is_lsm() && s.result.is_ok());
+                }
+            }
+            cg.remove()?;
+        }
+    }
+    rows.push((
+        "landlock denials to audit".into(),
+        features.landlock_audit.clone(),
+    ));
+    rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
+    if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
+        rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
+    }
+    // How to reach tier 1, when this kernel is below it.
+    let advice = if tier == Tier::Full {
+        Vec::new()
+    } else {
+        tier1_advice::advice(&tier1_advice::LsmFacts::gather(
+            built_with_bpf_lsm,
+            lsm_refused,
+        ))
+    };
+    if args.json {
+        let obj: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Ok(s) => serde_json::json!({"ok": true, "detail": s}),
+                    Err(e) => serde_json::json!({"ok": false, "detail": e}),
+                };
+                (k.clone(), v)
+            })
+            .chain([
+                ("tier".to_string(), serde_json::json!(tier.level())),
+                ("tier_text".to_string(), serde_json::json!(tier.as_str())),
+                ("features".to_string(), features.to_json()),
+                ("tier1_advice".to_string(), serde_json::json!(advice)),
+            ])
+            .collect();
+        outln!("{}", serde_json::Value::Object(obj))?;
+    } else {
+        for (k, v) in &rows {
+            match v {
+                Ok(s) => outln!("  ok    {k:<28} {s}")?,
+                Err(e) => outln!("  NO    {k:<28} {}", e.replace('\n', "\n        "))?,
+            }
+        }
+        outln!("enforcement tier: {}", tier.as_str())?;
+        outln!("kernel features: {}", features.to_json())?;
+        for a in &advice {
+            outln!("to reach tier 1: {a}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What this kernel supports, for tests and users to branch on (`features` in `--json`).
+/// Each is found by asking the kernel, not by its version number.
+struct Features {
+    /// `uname -r`.
+    kernel_release: String,
+    /// One of gatewayd's BPF LSM programs loaded and attached here (the probe above).
+    bpf_lsm: bool,
+    /// The Landlock ABI the kernel answers the version query with; `None` without Landlock.
+    landlock_abi: Option<u32>,
+    /// The kernel's BTF has the `BPF_CGROUP_UNIX_CONNECT` attach type (`cgroup/connect_unix`
+    /// programs, Linux 6.7 and later).
+    cgroup_connect_unix: bool,
+    /// The sysctl `vm.memfd_noexec` exists (Linux 6.3 and later): the agent's PID namespace
+    /// sets it to 2, so no memfd is executable there.
+    memfd_noexec: bool,
+    /// Whether `gatewayd run` can read Landlock's denials (ABI 7, `CAP_AUDIT_READ`, audit
+    /// enabled on the host) into the session's audit log, and why not.
+    landlock_audit: Result<String, String>,
+}
+
+impl Features {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kernel_release": self.kernel_release,
+            "bpf_lsm": self.bpf_lsm,
+            "landlock_abi": self.landlock_abi,
+            "landlock_audit": self.landlock_audit.is_ok(),
+            "cgroup_connect_unix": self.cgroup_connect_unix,
+            "memfd_noexec": self.memfd_noexec,
+        })
+    }
+}

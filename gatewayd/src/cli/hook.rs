@@ -1,0 +1,148 @@
+//! `gatewayd hook --host claude|codex|gemini [--policy P | --socket S]`: one agent-host
+//! event on stdin, answered in the host's format (docs/HOOKS.md).
+//!
+//! Fail closed against the hosts' own fail-open (a hook that crashes or times out lets the
+//! tool run there): a panic and a decision that does not come within `--deadline-ms` both
+//! answer with exit 2 and a reason on stderr, which every host reads as a deny.
+use std::{
+    io::{Read as _, Write as _},
+    path::PathBuf,
+    process::ExitCode,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use gatewayd::{
+    backend::Backend,
+    daemon::client::Client,
+    hook::{self, Answer, Gate, Host, Identity},
+};
+use gatewayd_core::{clock::SystemClock, policy::Policy};
+
+/// Largest event read from stdin.
+const MAX_EVENT: u64 = 16 << 20;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// The agent host: claude, codex or gemini.
+    #[arg(long)]
+    host: Host,
+    /// Policy file; needed without a daemon (each event then has a session of its own).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// The daemon's socket [default: $`GATEWAYD_SOCKET`].
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Audit log, without a daemon.
+    #[arg(long, default_value = "gatewayd-hook-audit.jsonl")]
+    audit: PathBuf,
+    /// The session's user [default: $USER].
+    #[arg(long)]
+    user: Option<String>,
+    /// A scope the session holds (repeatable).
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Answer (a deny) within this many milliseconds whatever happens; keep it below the
+    /// host's hook timeout.
+    #[arg(long, default_value_t = 4000)]
+    deadline_ms: u64,
+}
+
+/// Writes the answer once: the deadline and the decision race for it.
+fn emit(done: &AtomicBool, a: &Answer) -> bool {
+    if done.swap(true, Ordering::SeqCst) {
+        return false;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(a.stdout.as_bytes());
+    let _ = out.flush();
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(a.stderr.as_bytes());
+    let _ = err.flush();
+    true
+}
+
+fn gate(args: &Args) -> Result<Gate, String> {
+    let socket = args
+        .socket
+        .clone()
+        .or_else(|| std::env::var_os("GATEWAYD_SOCKET").map(PathBuf::from))
+        .filter(|p| !p.as_os_str().is_empty());
+    if let Some(s) = socket {
+        return Client::connect(&s)
+            .map(Gate::Daemon)
+            .map_err(|e| e.to_string());
+    }
+    let path = args
+        .policy
+        .as_ref()
+        .ok_or("no daemon ($GATEWAYD_SOCKET) and no --policy")?;
+    let policy = Policy::load(path).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let backend = Backend::local(
+        policy,
+        vec![path.clone(), args.audit.clone()],
+        Some(&args.audit),
+        Arc::new(SystemClock),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Gate::Local { rt, backend })
+}
+
+#[allow(clippy::unnecessary_wraps)] // every subcommand's `exec` has this signature (cli/mod.rs)
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let done = Arc::new(AtomicBool::new(false));
+    {
+        let done = done.clone();
+        std::panic::set_hook(Box::new(move |_| {
+            emit(&done, &Answer::fail("internal error in the hook; refused"));
+            std::process::exit(2);
+        }));
+    }
+    {
+        let done = done.clone();
+        let ms = args.deadline_ms;
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            if emit(
+                &done,
+                &Answer::fail(&format!("no decision within {ms} ms; refused")),
+            ) {
+                std::process::exit(2);
+            }
+        });
+    }
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().take(MAX_EVENT).read_to_end(&mut input) {
+        emit(&done, &Answer::fail(&format!("cannot read the event: {e}")));
+        return Ok(ExitCode::from(2));
+    }
+    let who = Identity {
+        user: args
+            .user
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "agent".into()),
+        scopes: args.scopes.clone(),
+    };
+    let answer = match gate(&args) {
+        Ok(mut g) => {
+            let a = hook::handle(args.host, &input, &mut g, &who);
+            g.close();
+            a
+        }
+        Err(e) => Answer::fail(&format!("the gateway is unavailable ({e}); refused")),
+    };
+    if !emit(&done, &answer) {
+        // The deadline answered first (and is exiting the process).
+        std::thread::sleep(Duration::from_secs(1));
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::from(answer.code))
+}

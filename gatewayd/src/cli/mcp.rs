@@ -1,0 +1,95 @@
+//! `gatewayd mcp --policy P --server NAME [...] -- SERVER_CMD...`: a stdio MCP proxy between
+//! an MCP client and a real tool server, the server in its own kernel profile (docs/MCP.md).
+use std::{collections::BTreeSet, path::PathBuf, process::ExitCode, time::Duration};
+
+use anyhow::Context as _;
+use gatewayd::mcp::{self, ProxyOptions};
+use gatewayd_core::policy::Policy;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Policy file (JSON); the server's entry in its `mcp_servers` is required.
+    #[arg(long)]
+    policy: PathBuf,
+    /// The server's name in the policy's `mcp_servers`.
+    #[arg(long)]
+    server: String,
+    /// The daemon's socket [default: $`GATEWAYD_SOCKET`; unset: an engine of the proxy's own].
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// The proxy's audit log (every decision without a daemon; with one, the proxy's own
+    /// records: server start/stop, refusals, the server's kernel denials).
+    #[arg(long, default_value = "gatewayd-mcp-audit.jsonl")]
+    audit: PathBuf,
+    /// The session to use [default: $`GATEWAYD_SESSION`; unset: a new one].
+    #[arg(long)]
+    session: Option<String>,
+    /// The session's user [default: $USER].
+    #[arg(long)]
+    user: Option<String>,
+    /// A scope the session holds (repeatable). Default: every scope the policy names.
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Write the server's latest complete tool listing here (for `policy pin --from`).
+    #[arg(long)]
+    listing: Option<PathBuf>,
+    /// Seconds a request may wait for the server's answer (progress notifications extend it).
+    #[arg(long, default_value_t = 120)]
+    request_timeout_s: u64,
+    /// Largest message accepted from either side, in bytes.
+    #[arg(long, default_value_t = mcp::MAX_MESSAGE)]
+    max_message_bytes: usize,
+    /// The server's command line.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let policy = Policy::load(&args.policy)?;
+    let scopes: Vec<String> = if args.scopes.is_empty() {
+        let all: BTreeSet<String> = policy
+            .tools
+            .iter()
+            .flat_map(|t| t.scopes.iter().cloned())
+            .collect();
+        all.into_iter().collect()
+    } else {
+        args.scopes
+    };
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let opts = ProxyOptions {
+        policy,
+        policy_path: args.policy,
+        server: args.server,
+        command: args.command,
+        socket: args
+            .socket
+            .or_else(|| env("GATEWAYD_SOCKET").map(PathBuf::from)),
+        audit: args.audit,
+        session: args
+            .session
+            .or_else(|| env("GATEWAYD_SESSION").map(|s| s.to_string_lossy().into_owned())),
+        user: args
+            .user
+            .or_else(|| env("USER").map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "mcp".into()),
+        scopes,
+        listing: args.listing,
+        request_timeout: Duration::from_secs(args.request_timeout_s.max(1)),
+        max_message: args.max_message_bytes,
+    };
+    // Current-thread: the server dies with the thread that started it (PR_SET_PDEATHSIG).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let outcome = rt.block_on(mcp::run(opts, tokio::io::stdin(), tokio::io::stdout()))?;
+    eprintln!(
+        "gatewayd mcp: session {} ended; server {}",
+        outcome.session,
+        outcome
+            .server_status
+            .map_or_else(|| "status unknown".into(), |s| s.to_string())
+    );
+    Ok(ExitCode::SUCCESS)
+}

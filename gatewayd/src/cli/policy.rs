@@ -1,0 +1,240 @@
+//! `gatewayd policy validate P`, `gatewayd policy pin P [--from TOOLS.json]`,
+//! `gatewayd policy init [--out P] [--workspace DIR] [--home DIR]`
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use anyhow::{Context, bail};
+use gatewayd_core::{
+    engine::{ToolDefinition, fingerprint, scan},
+    policy::{
+        Policy, schema,
+        spans::{self, Edit},
+    },
+};
+use serde_json::Value;
+
+use super::out::{errln, outln};
+
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum Command {
+    /// Parse and check a policy file; errors carry line and column.
+    Validate { policy: PathBuf },
+    /// Rewrite the tools' pinned fingerprints from their current definitions, printing what
+    /// changed. With --from, the definitions (description, input schema) are first taken
+    /// from a tool server's list (MCP `tools/list` result: `{"tools": [...]}` or `[...]`).
+    Pin {
+        policy: PathBuf,
+        #[arg(long)]
+        from: Option<PathBuf>,
+    },
+    /// Write a starter policy for a workspace: the workspace as the sandbox, a developer
+    /// machine's usual secrets protected, an egress allowlist, the agent hosts' built-in
+    /// tools (docs/HOOKS.md). Review it before use.
+    Init {
+        /// Where to write it (refused if it exists).
+        #[arg(long, default_value = "gatewayd-policy.json")]
+        out: PathBuf,
+        /// The workspace [default: the current directory].
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// The home directory whose secrets are protected [default: $HOME].
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+}
+
+pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Command::Validate { policy } => {
+            let p = Policy::load(&policy)?;
+            for w in warnings(&p) {
+                outln!("warning: {w}")?;
+            }
+            outln!("{}: valid", policy.display())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Pin { policy, from } => pin(&policy, from.as_deref()),
+        Command::Init {
+            out,
+            workspace,
+            home,
+        } => init(&out, workspace, home),
+    }
+}
+
+fn init(out: &Path, workspace: Option<PathBuf>, home: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let ws = match workspace {
+        Some(w) => w,
+        None => std::env::current_dir()?,
+    };
+    let ws = std::fs::canonicalize(&ws).with_context(|| format!("workspace {}", ws.display()))?;
+    let home = home
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+        .context("no --home and no $HOME")?;
+    let text = serde_json::to_string_pretty(&gatewayd_core::policy::starter::starter(&ws, &home))?;
+    Policy::parse(&text, out).context("the starter policy does not validate")?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .with_context(|| format!("{} (it is not overwritten)", out.display()))?;
+    std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes())?;
+    outln!(
+        "{}: starter policy for {}; review it, then `gatewayd policy validate`",
+        out.display(),
+        ws.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `validate` reports without refusing the file: stale pins and scan findings.
+fn warnings(p: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &p.tools {
+        let schema = t
+            .input_schema
+            .clone()
+            .unwrap_or_else(fingerprint::default_schema);
+        let now = fingerprint::fingerprint(&t.name, &t.description, &schema);
+        if t.fingerprint.as_ref().is_some_and(|f| *f != now) {
+            out.push(format!(
+                "tool {}: definition differs from its pinned fingerprint; calls are refused (rug_pull) until `gatewayd policy pin`",
+                t.name
+            ));
+        }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for arg in t.args.keys().filter(|a| !a.starts_with('/')) {
+                if !props.contains_key(arg) {
+                    out.push(format!(
+                        "tool {}: rule for argument `{arg}`, which its input_schema does not list (a typo leaves the real argument unchecked)",
+                        t.name
+                    ));
+                }
+            }
+        }
+        for k in schema::unknown_keywords(&schema) {
+            out.push(format!(
+                "tool {}: input_schema keyword `{k}` is not a keyword of its JSON Schema draft, so it constrains nothing",
+                t.name
+            ));
+        }
+        for f in scan::scan(&t.description, &schema) {
+            out.push(format!(
+                "tool {}: description scan: {} in {}: \"{}\"",
+                t.name, f.kind, f.place, f.excerpt
+            ));
+        }
+    }
+    out
+}
+
+fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let policy = Policy::parse(&text, path)?;
+    let defs: BTreeMap<String, ToolDefinition> = match from {
+        None => BTreeMap::new(),
+        Some(f) => {
+            let v: Value = serde_json::from_str(
+                &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+            )
+            .with_context(|| format!("{}: not JSON", f.display()))?;
+            let list = v.get("tools").cloned().unwrap_or(v);
+            let list: Vec<ToolDefinition> = serde_json::from_value(list)
+                .with_context(|| format!("{}: expected a list of tool definitions", f.display()))?;
+            list.into_iter().map(|d| (d.name.clone(), d)).collect()
+        }
+    };
+    let root = spans::parse(&text)?;
+    let Some(spans::Node {
+        kind: spans::Kind::Array(tools),
+        ..
+    }) = root.member("tools")
+    else {
+        outln!("{}: no tools to pin", path.display())?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut edits: Vec<Edit> = Vec::new();
+    let mut changed = 0;
+    for (t, node) in policy.tools.iter().zip(tools) {
+        let (desc, schema) = match defs.get(&t.name) {
+            Some(d) => (d.description.clone(), d.input_schema.clone()),
+            None => (
+                t.description.clone(),
+                t.input_schema
+                    .clone()
+                    .unwrap_or_else(fingerprint::default_schema),
+            ),
+        };
+        let fp = fingerprint::fingerprint(&t.name, &desc, &schema);
+        if let Some(d) = defs.get(&t.name) {
+            if d.description != t.description {
+                edits.extend(node.set_member(&text, "description", serde_json::to_string(&desc)?));
+                outln!(
+                    "{}: description updated from {}",
+                    t.name,
+                    from.unwrap_or(path).display()
+                )?;
+            }
+            if Some(&d.input_schema) != t.input_schema.as_ref() {
+                edits.extend(node.set_member(
+                    &text,
+                    "input_schema",
+                    serde_json::to_string(&schema)?,
+                ));
+                outln!("{}: input_schema updated", t.name)?;
+            }
+        }
+        for f in scan::scan(&desc, &schema) {
+            errln!(
+                "warning: {}: description scan: {} in {}: \"{}\"",
+                t.name,
+                f.kind,
+                f.place,
+                f.excerpt
+            );
+        }
+        match &t.fingerprint {
+            Some(old) if *old == fp => outln!("{}: unchanged {fp}", t.name)?,
+            old => {
+                changed += 1;
+                outln!(
+                    "{}: {} -> {fp}",
+                    t.name,
+                    old.as_deref().unwrap_or("(not pinned)")
+                )?;
+                edits.extend(node.set_member(&text, "fingerprint", serde_json::to_string(&fp)?));
+            }
+        }
+    }
+    for name in defs.keys() {
+        if !policy.tools.iter().any(|t| t.name == *name) {
+            outln!("{name}: offered by the server but not in the policy (stays refused)")?;
+        }
+    }
+    if edits.is_empty() {
+        outln!("{}: nothing to change", path.display())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let out = spans::apply(&text, edits);
+    if let Err(e) = Policy::parse(&out, path) {
+        bail!(
+            "the rewritten policy would not load ({e}); {} left as it was",
+            path.display()
+        );
+    }
+    // Replaced atomically, through a symlink to the real file, keeping its permissions.
+    let real =
+        std::fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
+    let perms = std::fs::metadata(&real)?.permissions();
+    let tmp = real.with_extension("json.pin-tmp");
+    std::fs::write(&tmp, &out).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, perms)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, &real).with_context(|| format!("replacing {}", real.display()))?;
+    outln!("{}: {changed} fingerprint(s) pinned", path.display())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,76 @@
+//! `gatewayd run --policy P [--audit F] [--user NAME|UID] [--scope S]... [--runtime-dir D] -- AGENT...`
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::Context as _;
+use gatewayd::supervisor;
+use gatewayd_core::policy::Policy;
+
+use super::out::errln;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Policy file (JSON).
+    #[arg(long)]
+    policy: PathBuf,
+    /// Audit log (JSON Lines, hash-chained); appended to if it exists.
+    #[arg(long, default_value = "gatewayd-audit.jsonl")]
+    audit: PathBuf,
+    /// Run the agent as this user (name or uid). Default: the policy's `agent.user`, else
+    /// the user who ran sudo. `root` keeps uid 0 but no capability
+    /// (unless the policy's `agent.capabilities` lists some).
+    #[arg(long)]
+    user: Option<String>,
+    /// A scope of the agent's gateway session (docs/POLICY.md). Repeatable.
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// Where the session's socket directory is made. Default: `$GATEWAYD_RUNTIME_DIR`, else
+    /// `/run/gatewayd` for root, else `$XDG_RUNTIME_DIR/gatewayd`.
+    #[arg(long)]
+    runtime_dir: Option<PathBuf>,
+    /// The agent command line.
+    #[arg(last = true, required = true)]
+    agent: Vec<String>,
+}
+
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let policy = Policy::load(&args.policy)?;
+    // Current-thread runtime on the main thread: the agent's PR_SET_PDEATHSIG is tied to the
+    // thread that forked it, which must live as long as gatewayd does.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let outcome = rt.block_on(supervisor::run(supervisor::RunOptions {
+        policy,
+        policy_path: args.policy,
+        audit_path: args.audit.clone(),
+        agent: args.agent,
+        user: args.user,
+        session_user: session_user(),
+        scopes: args.scopes,
+        runtime_dir: args
+            .runtime_dir
+            .unwrap_or_else(supervisor::agent_gateway::default_runtime_dir),
+    }))?;
+    errln!(
+        "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",
+        outcome.exit_code,
+        outcome.tier.as_str(),
+        outcome.kernel_denials,
+        args.audit.display()
+    );
+    Ok(ExitCode::from(outcome.exit_code.clamp(0, 255) as u8))
+}
+
+/// The user the agent's gateway session acts for: the one who asked for the run (`SUDO_USER`
+/// under sudo), else the name of the user running gatewayd (its uid when it has none).
+fn session_user() -> String {
+    if let Some(u) = std::env::var("SUDO_USER").ok().filter(|u| !u.is_empty()) {
+        return u;
+    }
+    let uid = nix::unistd::getuid();
+    match nix::unistd::User::from_uid(uid) {
+        Ok(Some(u)) => u.name,
+        _ => uid.to_string(),
+    }
+}

@@ -1,0 +1,137 @@
+//! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...`:
+//! the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are answered,
+//! every record is written, the socket is removed (unless systemd passed it).
+//!
+//! Under systemd (packaging/): a socket passed by socket activation is served as it is,
+//! `READY=1` is sent once it accepts connections, `WATCHDOG=1` every half `WATCHDOG_USEC`,
+//! and `STOPPING=1` when shutdown begins.
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
+
+use anyhow::Context as _;
+use gatewayd::{
+    daemon::{self, ServeOptions, ServerOptions, socket, systemd},
+    shutdown,
+};
+use gatewayd_core::clock::SystemClock;
+
+use super::DEFAULT_SOCKET;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Policy file (JSON).
+    #[arg(long)]
+    policy: PathBuf,
+    /// The Unix socket to listen on (mode 0660; a stale one is replaced). With socket
+    /// activation, the path of the socket systemd passed (checked, never re-bound).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Audit log (JSON Lines, hash-chained); appended to if it exists.
+    #[arg(long, default_value = "gatewayd-audit.jsonl")]
+    audit: PathBuf,
+    /// The socket's group (name or gid): its members and root are operators.
+    #[arg(long, default_value = "root")]
+    group: String,
+    /// A cgroup v2 path (as in /proc/PID/cgroup) under which agents run: no approvals
+    /// from inside it, no credentials handed out to it. Repeatable; /gatewayd always is.
+    #[arg(long = "agent-cgroup")]
+    agent_cgroups: Vec<String>,
+}
+
+pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    daemon::raise_fd_limit();
+    // What `gatewayd run`s killed with SIGKILL left: their cgroups, and what still runs
+    // there (their entries in the pinned maps go at the next run's start).
+    if let Ok(mount) = gatewayd_kernel::cgroup::cgroup2_mount() {
+        let parent = mount.join("gatewayd");
+        if parent.is_dir() {
+            gatewayd_kernel::cgroup::sweep_orphans(&parent);
+        }
+    }
+    let gid = socket::group_id(&args.group)?;
+    let inherited = systemd::inherited_listener()?;
+    let socket = socket_path(args.socket, inherited.as_ref())?;
+    let watchdog = systemd::watchdog_interval();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let head = rt.block_on(async {
+        let (trigger, shutdown) = shutdown::channel();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("SIGTERM handler")?;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            systemd::notify_stopping();
+            trigger.fire();
+        });
+        let pings = shutdown.clone();
+        let activated = inherited.is_some();
+        daemon::serve(
+            ServeOptions {
+                policy: args.policy,
+                socket: socket.clone(),
+                listener: inherited,
+                audit: Some(args.audit),
+                gid,
+                agent_cgroups: args.agent_cgroups,
+                clock: Arc::new(SystemClock),
+                server: ServerOptions::default(),
+            },
+            shutdown,
+            |gw| {
+                for w in gw.engine().warnings() {
+                    eprintln!("gatewayd: note: {w}");
+                }
+                let status = format!(
+                    "serving on {}{} (protocol {})",
+                    socket.display(),
+                    if activated { ", passed by systemd" } else { "" },
+                    daemon::protocol::PROTOCOL_VERSION
+                );
+                eprintln!("gatewayd: {status}");
+                systemd::notify_ready(&status);
+                // Pings start once the daemon is ready, as systemd expects.
+                if let Some(every) = watchdog {
+                    tokio::spawn(systemd::watchdog(every, pings));
+                }
+            },
+        )
+        .await
+        .map_err(anyhow::Error::from)
+    })?;
+    eprintln!(
+        "gatewayd: stopped; audit head seq {} {}",
+        head.seq,
+        head.hash.as_deref().unwrap_or("(empty log)")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The socket's path: the one systemd passed (which `--socket`, if given, must name), or
+/// `--socket`, or the default.
+fn socket_path(
+    given: Option<PathBuf>,
+    inherited: Option<&std::os::unix::net::UnixListener>,
+) -> anyhow::Result<PathBuf> {
+    let Some(l) = inherited else {
+        return Ok(given.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)));
+    };
+    let addr = l.local_addr().context("the inherited socket's address")?;
+    let passed = addr
+        .as_pathname()
+        .context(
+            "systemd passed a socket without a path (abstract or unnamed); use ListenStream=/PATH",
+        )?
+        .to_owned();
+    match given {
+        Some(g) if g != passed => anyhow::bail!(
+            "systemd passed the socket {} but --socket says {}",
+            passed.display(),
+            g.display()
+        ),
+        _ => Ok(passed),
+    }
+}

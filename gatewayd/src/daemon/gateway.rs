@@ -1,0 +1,549 @@
+//! [`Gateway`]: one engine, its sessions, the agent-cgroup registry and the audit writer,
+//! and every method of the protocol as a plain async function of (caller, parameters). The
+//! socket server (`server.rs`) and any supervisor that embeds the daemon (`gatewayd run`)
+//! call these.
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    sync::{Arc, Mutex, RwLock},
+};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    peer::Peer,
+    protocol::{PROTOCOL_VERSION, RpcError, code, params},
+    sessions::{AddError, AgentCgroups, SessionSlot, SessionState, Sessions},
+};
+use gatewayd_core::{
+    audit::{
+        Decision as AD, Entry, Source,
+        writer::{DeferredSink, Head, WriterHandle},
+    },
+    clock::Clock,
+    engine::{
+        AuditSink, Decision, Engine, EngineError, Legs, Reason, Registration, Session, Verdict,
+    },
+    policy::Policy,
+};
+
+/// What a [`TripHook`] returns: a future, so that a hook can wait for the task that owns the
+/// kernel layer (or for the audit writer) without blocking the runtime.
+pub type HookFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// Called when a session first holds both Rule-of-Two legs (untrusted content seen and
+/// private data read), before the answer that tripped it is returned. The kernel egress
+/// lockdown of the session's cgroup is wired here (`gatewayd run`, `gatewayd serve`). An
+/// `Err` fails closed: the tripping call is refused and the hook is tried again on the
+/// session's next call.
+pub trait TripHook: Send + Sync {
+    /// Reacts to `session` tripping (locks its cgroup's egress); `Err` says why it failed,
+    /// and the tripping call is refused.
+    fn session_tripped<'a>(&'a self, session: &'a TrippedSession<'a>) -> HookFuture<'a>;
+}
+
+/// The session that tripped, and what tripped it.
+#[derive(Debug)]
+pub struct TrippedSession<'a> {
+    /// The session's id.
+    pub id: &'a str,
+    /// The cgroup that owns the session (the one whose egress to lock).
+    pub cgroup: &'a str,
+    /// The legs it holds (both untrusted and private).
+    pub legs: Legs,
+    /// The tool of the call that tripped it (None: a kernel denial did).
+    pub tool: Option<&'a str>,
+    /// What tripped it: `call/decide`, `call/output` or `kernel/denial`.
+    pub method: &'static str,
+}
+
+/// What a gateway is built from.
+pub struct GatewayConfig {
+    /// The policy the engine is built from.
+    pub policy: Policy,
+    /// Paths no tool argument may touch (the policy file, the audit log, the socket).
+    pub protect: Vec<PathBuf>,
+    /// The audit writer; None only for tests and benchmarks.
+    pub audit: Option<WriterHandle>,
+    /// The clock every decision and record reads.
+    pub clock: Arc<dyn Clock>,
+    /// The socket's group: root and its members are operators.
+    pub operator_gid: u32,
+}
+
+/// The daemon's state, shared by every connection.
+pub struct Gateway {
+    pub(super) engine: Engine,
+    audit: Option<WriterHandle>,
+    pub(super) sessions: Sessions,
+    pub(super) agents: AgentCgroups,
+    pub(super) operator_gid: u32,
+    trip_hook: RwLock<Option<Arc<dyn TripHook>>>,
+    clock: Arc<dyn Clock>,
+}
+
+/// `call/decide`'s result: the verdict, and on allow what the caller needs to run the call.
+#[derive(Debug, Serialize)]
+pub struct DecideResult {
+    /// The engine's verdict.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The arguments to run the call with (paths canonicalised); only on allow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The tool's credentials; only on allow, only for a tool that has some, and never to
+    /// a caller inside an agent cgroup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<BTreeMap<String, String>>,
+    /// The session's legs after the decision.
+    pub legs: Legs,
+}
+
+fn deny(reason: Reason, message: String, legs: Legs) -> DecideResult {
+    DecideResult {
+        verdict: Verdict {
+            decision: Decision::Deny,
+            reason,
+            message,
+            matched_rules: Vec::new(),
+            hold_reasons: Vec::new(),
+            approval_id: None,
+        },
+        arguments: None,
+        credentials: None,
+        legs,
+    }
+}
+
+impl Gateway {
+    /// Builds the engine from the policy (protecting `cfg.protect` too); no sessions yet.
+    pub fn new(cfg: GatewayConfig) -> Result<Gateway, EngineError> {
+        let sink: Option<Arc<Mutex<dyn AuditSink>>> = cfg
+            .audit
+            .as_ref()
+            .map(|h| Arc::new(Mutex::new(DeferredSink(h.clone()))) as _);
+        let mut engine = Engine::new(Arc::new(cfg.policy), cfg.clock.clone(), sink)?;
+        for p in &cfg.protect {
+            engine.protect(p);
+        }
+        Ok(Gateway {
+            engine,
+            audit: cfg.audit,
+            sessions: Sessions::default(),
+            agents: AgentCgroups::default(),
+            operator_gid: cfg.operator_gid,
+            trip_hook: RwLock::new(None),
+            clock: cfg.clock,
+        })
+    }
+
+    /// The decision engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The audit writer the gateway records through (None: no audit).
+    pub fn audit(&self) -> Option<&WriterHandle> {
+        self.audit.as_ref()
+    }
+
+    /// The open sessions.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    /// The agent cgroup subtrees (operators' methods are refused inside them).
+    pub fn agent_cgroups(&self) -> &AgentCgroups {
+        &self.agents
+    }
+
+    /// Sets the hook called when a session trips the Rule of Two.
+    pub fn set_trip_hook(&self, hook: Arc<dyn TripHook>) {
+        *self
+            .trip_hook
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
+    }
+
+    /// Waits until every record submitted so far is durable.
+    async fn durable(&self) -> Result<(), String> {
+        match &self.audit {
+            Some(h) => h
+                .wait_async(h.last_ticket())
+                .await
+                .map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends a record that is not an engine decision and waits until it is durable.
+    pub(super) async fn note(
+        &self,
+        session: &str,
+        decision: AD,
+        reason: &str,
+        detail: Value,
+    ) -> Result<(), RpcError> {
+        let Some(h) = &self.audit else {
+            return Ok(());
+        };
+        let e = Entry {
+            source: Source::Gateway,
+            session: session.to_owned(),
+            tool: None,
+            hook: None,
+            decision,
+            reason: reason.to_owned(),
+            detail,
+        };
+        let t = h
+            .submit(e)
+            .map_err(|e| RpcError::new(code::AUDIT_UNAVAILABLE, e.to_string()))?;
+        h.wait_async(t)
+            .await
+            .map_err(|e| RpcError::new(code::AUDIT_UNAVAILABLE, e.to_string()))
+    }
+
+    pub(super) fn cgroup_of(peer: &Peer) -> Result<&str, RpcError> {
+        peer.cgroup.as_deref().ok_or_else(|| {
+            RpcError::new(
+                code::UNIDENTIFIED,
+                format!(
+                    "the caller's cgroup cannot be read (pid {}); sessions are bound to cgroups",
+                    peer.pid
+                ),
+            )
+        })
+    }
+
+    /// The session `id`, if the caller's cgroup owns it; a caller from another cgroup is
+    /// refused, and the refusal recorded.
+    async fn session_for(
+        &self,
+        peer: &Peer,
+        id: &str,
+        method: &str,
+    ) -> Result<Arc<SessionSlot>, RpcError> {
+        let cg = Self::cgroup_of(peer)?;
+        let slot = self.sessions.get(id).ok_or_else(|| {
+            RpcError::new(code::UNKNOWN_SESSION, format!("no open session `{id}`"))
+        })?;
+        if slot.owner_cgroup != cg {
+            self.note(
+                id,
+                AD::Deny,
+                "wrong_cgroup",
+                json!({"method": method, "peer": peer, "owner_cgroup": slot.owner_cgroup}),
+            )
+            .await?;
+            return Err(RpcError::new(
+                code::WRONG_CGROUP,
+                format!(
+                    "session `{id}` belongs to cgroup {}; this caller is in {cg}: refused",
+                    slot.owner_cgroup
+                ),
+            ));
+        }
+        Ok(slot)
+    }
+
+    /// `hello`: the protocol version, the server name and the line limit.
+    pub fn hello(&self) -> Value {
+        json!({"protocol": PROTOCOL_VERSION, "server": "gatewayd",
+               "max_line": super::protocol::MAX_LINE})
+    }
+
+    /// `session/open` for the caller's own cgroup.
+    pub async fn open(&self, peer: &Peer, p: params::Open) -> Result<Value, RpcError> {
+        let cg = Self::cgroup_of(peer)?.to_owned();
+        self.open_for(&cg, peer, p).await
+    }
+
+    /// Opens (or attaches to) a session owned by `owner_cgroup`: what a supervisor calls to
+    /// open its agent's session before the agent starts. The session starts with the secrets
+    /// of the protected files and of the environment `peer` started with
+    /// (`/proc/PID/environ`); a supervisor whose agent gets another environment passes it to
+    /// [`Gateway::open_with_env`].
+    pub async fn open_for(
+        &self,
+        owner_cgroup: &str,
+        peer: &Peer,
+        p: params::Open,
+    ) -> Result<Value, RpcError> {
+        let env = super::peer::environ(peer.pid);
+        self.open_with_env(owner_cgroup, peer, p, env).await
+    }
+
+    /// [`Gateway::open_for`] with the agent's environment given (None: unknown, noted in the
+    /// `session_open` record); its credential-like values become the session's secrets.
+    pub async fn open_with_env(
+        &self,
+        owner_cgroup: &str,
+        peer: &Peer,
+        p: params::Open,
+        env: Option<Vec<(String, String)>>,
+    ) -> Result<Value, RpcError> {
+        if p.user.is_empty() || p.user.len() > 256 {
+            return Err(RpcError::params("`user` must be 1 to 256 bytes"));
+        }
+        let id = match p.session {
+            Some(id) if valid_id(&id) => id,
+            Some(_) => {
+                return Err(RpcError::params(
+                    "`session` must be 1 to 128 printable ASCII characters without spaces",
+                ));
+            }
+            None => gatewayd_core::engine::fence::random_hex(16)
+                .map_err(|e| RpcError::new(code::INTERNAL, e))?,
+        };
+        let scopes: Vec<&str> = p.scopes.iter().map(String::as_str).collect();
+        let mut session = Session::new(&id, &p.user, &scopes);
+        // Reading the protected files is only worth it for a session that is new.
+        let (names, notes) = if self.sessions.get(&id).is_some() {
+            (Vec::new(), Vec::new())
+        } else {
+            self.engine.start_session(&mut session, env.as_deref())
+        };
+        let slot = SessionSlot {
+            id: id.clone(),
+            owner_cgroup: owner_cgroup.to_owned(),
+            opener: peer.clone(),
+            created_ms: self.clock.now_ms(),
+            state: tokio::sync::Mutex::new(SessionState {
+                session,
+                trip_reported: false,
+            }),
+        };
+        match self.sessions.add(slot) {
+            Ok(_) => {}
+            Err(AddError::Exists(s)) if s.owner_cgroup == owner_cgroup => {
+                return Ok(json!({"session": id, "protocol": PROTOCOL_VERSION, "attached": true}));
+            }
+            Err(AddError::Exists(_)) => {
+                self.session_for(peer, &id, "session/open").await?;
+                return Err(RpcError::new(code::INTERNAL, "session owner changed"));
+            }
+            Err(AddError::Full) => {
+                return Err(RpcError::new(code::LIMIT, "too many open sessions"));
+            }
+        }
+        let detail = json!({"user": p.user, "scopes": p.scopes, "peer": peer, "cgroup": owner_cgroup,
+            "start_secrets": start_secrets_detail(&names, &notes)});
+        if let Err(e) = self.note(&id, AD::Info, "session_open", detail).await {
+            self.sessions.remove(&id);
+            return Err(e);
+        }
+        Ok(json!({"session": id, "protocol": PROTOCOL_VERSION, "attached": false}))
+    }
+
+    /// `session/close`, by the session's owner cgroup: waits for a call in progress, forgets the
+    /// session and records it.
+    pub async fn close(&self, peer: &Peer, p: params::SessionOnly) -> Result<Value, RpcError> {
+        let slot = self.session_for(peer, &p.session, "session/close").await?;
+        // Wait for a call in progress on it to finish.
+        let st = slot.state.lock().await;
+        self.sessions.remove(&p.session);
+        let detail = json!({"peer": peer, "legs": st.session.legs()});
+        drop(st);
+        self.note(&p.session, AD::Info, "session_close", detail)
+            .await?;
+        Ok(json!({"session": p.session, "closed": true}))
+    }
+
+    /// `tools/register`: compares each definition with its pin and scans it; blocked ones are
+    /// recorded.
+    pub async fn register(&self, peer: &Peer, p: params::Register) -> Result<Value, RpcError> {
+        self.session_for(peer, &p.session, "tools/register").await?;
+        let results: Vec<Value> = p
+            .tools
+            .iter()
+            .map(|d| match self.engine.register(d) {
+                Registration::Accepted => json!({"name": d.name, "status": "accepted"}),
+                Registration::NotInPolicy => json!({"name": d.name, "status": "not_in_policy"}),
+                Registration::RugPull { pinned, got } => {
+                    json!({"name": d.name, "status": "rug_pull", "pinned": pinned, "got": got})
+                }
+                Registration::Flagged(f) => {
+                    json!({"name": d.name, "status": "flagged", "findings": f})
+                }
+            })
+            .collect();
+        self.durable()
+            .await
+            .map_err(|e| RpcError::new(code::AUDIT_UNAVAILABLE, e))?;
+        Ok(json!({"tools": results}))
+    }
+
+    /// `secrets/add`: a secret of this session alone (at least 8 characters); records its name.
+    pub async fn add_secret(&self, peer: &Peer, p: params::Secret) -> Result<Value, RpcError> {
+        let slot = self.session_for(peer, &p.session, "secrets/add").await?;
+        let mut st = slot.state.lock().await;
+        self.engine
+            .add_session_secret(&mut st.session, &p.name, &p.value)
+            .map_err(|e| RpcError::params(e.to_string()))?;
+        self.note(
+            &p.session,
+            AD::Info,
+            "secret_added",
+            json!({"name": p.name}),
+        )
+        .await?;
+        Ok(json!({"name": p.name, "added": true}))
+    }
+
+    /// `call/decide`: the full decision of [`Engine::call`] (counters, limits, approvals,
+    /// legs), its record durable before the answer; the tool is run by the caller.
+    pub async fn decide(&self, peer: &Peer, p: params::Decide) -> Result<DecideResult, RpcError> {
+        let slot = self.session_for(peer, &p.session, "call/decide").await?;
+        let mut st = slot.state.lock().await;
+        let mut handed = None;
+        let outcome = self.engine.call(&mut st.session, &p.call, |args, creds| {
+            handed = Some((args.clone(), self.credentials_of(&p.call.tool, creds)));
+            Ok(Value::Null)
+        });
+        let legs = st.session.legs();
+        if let Err(e) = self.durable().await {
+            return Ok(deny(
+                Reason::AuditUnavailable,
+                format!("the audit record could not be written ({e}); the call must not run"),
+                legs,
+            ));
+        }
+        if let Err(e) = self
+            .after_change(&slot, &mut st, Some(&p.call.tool), "call/decide")
+            .await
+        {
+            return Ok(deny(Reason::CheckError, e, legs));
+        }
+        let allowed = outcome.verdict.is_allow();
+        let (arguments, creds) = match handed {
+            Some((a, c)) if allowed => (Some(a), c),
+            _ => (None, None),
+        };
+        let in_agent = peer
+            .cgroup
+            .as_deref()
+            .is_none_or(|c| self.agents.contains(c));
+        Ok(DecideResult {
+            verdict: outcome.verdict,
+            arguments,
+            credentials: creds.filter(|_| !in_agent),
+            legs,
+        })
+    }
+
+    fn credentials_of(
+        &self,
+        tool: &str,
+        creds: &gatewayd_core::engine::Credentials,
+    ) -> Option<BTreeMap<String, String>> {
+        let def = self.engine.policy().tools.iter().find(|t| t.name == tool)?;
+        let m: BTreeMap<String, String> = def
+            .credentials
+            .iter()
+            .filter_map(|n| Some((n.clone(), creds.get(n)?.to_owned())))
+            .collect();
+        (!m.is_empty()).then_some(m)
+    }
+
+    /// `call/output`: a tool's output or error, redacted, and fenced when untrusted.
+    pub async fn output(&self, peer: &Peer, p: params::Output) -> Result<Value, RpcError> {
+        let result = match (p.output, p.error) {
+            (Some(o), None) => Ok(o),
+            (None, Some(e)) => Err(e),
+            _ => return Err(RpcError::params("give exactly one of `output` and `error`")),
+        };
+        let slot = self.session_for(peer, &p.session, "call/output").await?;
+        let mut st = slot.state.lock().await;
+        let (output, error) = self.engine.finish(&mut st.session, &p.tool, result);
+        if let Err(e) = self
+            .after_change(&slot, &mut st, Some(&p.tool), "call/output")
+            .await
+        {
+            return Err(RpcError::new(code::LOCKDOWN_FAILED, e));
+        }
+        let mut r = serde_json::Map::new();
+        if let Some(o) = output {
+            r.insert("output".into(), o);
+        }
+        if let Some(e) = error {
+            r.insert("error".into(), e.into());
+        }
+        r.insert("legs".into(), json!(st.session.legs()));
+        Ok(Value::Object(r))
+    }
+
+    /// Runs the Rule-of-Two hook once, when the session's legs first trip; a failure is
+    /// recorded and returned (the caller refuses what it was doing).
+    pub(super) async fn after_change(
+        &self,
+        slot: &SessionSlot,
+        st: &mut SessionState,
+        tool: Option<&str>,
+        method: &'static str,
+    ) -> Result<(), String> {
+        let legs = st.session.legs();
+        if !legs.tripped() || st.trip_reported {
+            return Ok(());
+        }
+        let hook = self
+            .trip_hook
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let tripped = TrippedSession {
+            id: &slot.id,
+            cgroup: &slot.owner_cgroup,
+            legs,
+            tool,
+            method,
+        };
+        let res = match hook {
+            Some(h) => h.session_tripped(&tripped).await,
+            None => Ok(()),
+        };
+        let detail =
+            json!({"cgroup": slot.owner_cgroup, "legs": legs, "tool": tool, "method": method});
+        match res {
+            Ok(()) => {
+                self.note(&slot.id, AD::Info, "session_tripped", detail)
+                    .await
+                    .map_err(|e| e.message)?;
+                st.trip_reported = true;
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!(
+                    "this session tripped the Rule of Two and its egress lockdown failed ({e}); refused"
+                );
+                let _ = self
+                    .note(&slot.id, AD::Deny, "lockdown_failed", json!({"error": e}))
+                    .await;
+                Err(msg)
+            }
+        }
+    }
+
+    /// The last durable record: seq and hash, to anchor elsewhere.
+    pub fn audit_head(&self) -> Value {
+        let Head { seq, hash } = self
+            .audit
+            .as_ref()
+            .map(gatewayd_core::audit::writer::WriterHandle::head)
+            .unwrap_or_default();
+        json!({"seq": seq, "hash": hash})
+    }
+}
+
+/// What the `session_open` record says of the secrets a session started with: how many, the
+/// first names (never values), and what could not be used.
+fn start_secrets_detail(names: &[String], notes: &[String]) -> Value {
+    const SHOWN: usize = 32;
+    json!({"count": names.len(), "names": &names[..names.len().min(SHOWN)], "notes": notes})
+}
+
+fn valid_id(id: &str) -> bool {
+    (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic())
+}

@@ -1,0 +1,203 @@
+//! `gatewayd serve`: the daemon that holds the sessions of many agents and decides their
+//! tool calls over a Unix socket (protocol: docs/PROTOCOL.md).
+//!
+//! Module map:
+//! - [`protocol`] — wire format: JSON-RPC 2.0 lines, the line limit, error codes, params
+//! - [`peer`]     — who is calling: `SO_PEERCRED`, groups, the cgroup v2 path
+//! - [`sessions`] — open sessions (one async mutex each) and the agent-cgroup registry
+//! - [`gateway`]  — [`Gateway`]: every method as an async function of (caller, params);
+//!   the Rule-of-Two hook ([`TripHook`])
+//! - [`operator`] — the operator's methods: approvals, the session list
+//! - [`suspicion`] — kernel denials of protected files feed the sessions' Rule of Two
+//! - [`kernel_lock`] — the trip hook: lockdown of the kernel session a tripped session runs in
+//! - [`dispatch`] — one request line to one response line
+//! - [`server`]   — accept loop, connections, graceful shutdown
+//! - [`poll`]     — bounded, adaptive polling for the next message (server and client)
+//! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
+//! - [`systemd`]  — socket activation, readiness and watchdog notifications
+//! - [`client`]   — a blocking client (operator CLI, tests, benchmark)
+//!
+//! [`serve`] puts them together with the audit writer ([`gatewayd_core::audit::writer`]).
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use serde_json::json;
+
+pub mod client;
+pub mod dispatch;
+pub mod gateway;
+pub mod kernel_lock;
+pub mod operator;
+pub mod peer;
+pub mod poll;
+pub mod protocol;
+pub mod server;
+pub mod sessions;
+pub mod socket;
+pub mod suspicion;
+pub mod systemd;
+
+pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
+pub use server::ServerOptions;
+
+use crate::shutdown::Shutdown;
+use gatewayd_core::{
+    audit::{
+        AuditError, AuditLog, Decision, Entry, Source,
+        writer::{AuditWriter, Head},
+    },
+    clock::Clock,
+    engine::EngineError,
+    policy::{Policy, PolicyError},
+};
+
+/// Why the daemon could not start (or stop cleanly).
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The policy could not be loaded.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The engine could not be built from the policy.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The audit log could not be opened.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// The socket could not be bound.
+    #[error(transparent)]
+    Socket(#[from] socket::SocketError),
+    /// The audit writer thread could not be spawned.
+    #[error("cannot start the audit writer thread: {0}")]
+    Thread(std::io::Error),
+    /// The audit writer failed while serving; carries its error.
+    #[error("the audit log failed while the daemon ran: {0}")]
+    AuditFailed(String),
+    /// The socket systemd passed could not be served.
+    #[error("the inherited socket: {0}")]
+    Inherited(std::io::Error),
+}
+
+/// What `gatewayd serve` runs with.
+pub struct ServeOptions {
+    /// The policy file.
+    pub policy: PathBuf,
+    /// The socket's path: bound by the daemon, or only named when `listener` is given.
+    pub socket: PathBuf,
+    /// A socket already listening (systemd socket activation:
+    /// [`systemd::inherited_listener`]). The daemon then neither binds, changes nor removes
+    /// the socket file.
+    pub listener: Option<std::os::unix::net::UnixListener>,
+    /// The audit log; None only for benchmarks and tests (decisions are then not recorded).
+    pub audit: Option<PathBuf>,
+    /// The socket's group (operators).
+    pub gid: u32,
+    /// Extra agent cgroup subtrees (besides `/gatewayd`).
+    pub agent_cgroups: Vec<String>,
+    /// The clock every decision and record reads.
+    pub clock: Arc<dyn Clock>,
+    /// Connection limits and timeouts of the socket server.
+    pub server: ServerOptions,
+}
+
+/// Runs the daemon until `shutdown` fires: loads the policy, opens the audit log (its chain
+/// continues), binds the socket (or takes the one systemd passed), serves, then drains connections, writes every queued
+/// record, and removes the socket. `ready` is called with the gateway once the socket
+/// accepts connections. Returns the audit head at exit.
+pub async fn serve(
+    opts: ServeOptions,
+    shutdown: Shutdown,
+    ready: impl FnOnce(&Arc<Gateway>),
+) -> Result<Head, DaemonError> {
+    let policy = Policy::load(&opts.policy)?;
+    let writer = match &opts.audit {
+        Some(p) => Some(
+            AuditWriter::start(AuditLog::open(p, opts.clock.clone())?)
+                .map_err(DaemonError::Thread)?,
+        ),
+        None => None,
+    };
+    let mut protect = vec![opts.policy.clone(), opts.socket.clone()];
+    protect.extend(opts.audit.clone());
+    let gw = Arc::new(Gateway::new(GatewayConfig {
+        policy,
+        protect,
+        audit: writer.as_ref().map(AuditWriter::handle),
+        clock: opts.clock.clone(),
+        operator_gid: opts.gid,
+    })?);
+    for c in &opts.agent_cgroups {
+        gw.agent_cgroups().add(c);
+    }
+    gw.set_trip_hook(Arc::new(kernel_lock::KernelLockHook {
+        audit: writer.as_ref().map(AuditWriter::handle),
+    }));
+    let activated = opts.listener.is_some();
+    let listener = match opts.listener {
+        Some(l) => {
+            l.set_nonblocking(true).map_err(DaemonError::Inherited)?;
+            tokio::net::UnixListener::from_std(l).map_err(DaemonError::Inherited)?
+        }
+        None => socket::bind(&opts.socket, opts.gid)?,
+    };
+    note(
+        writer.as_ref(),
+        "daemon_start",
+        json!({"pid": std::process::id(),
+        "policy": opts.policy, "socket": opts.socket, "socket_activated": activated,
+        "agent_cgroups": gw.agent_cgroups().list()}),
+    );
+    ready(&gw);
+    server::run(listener, gw.clone(), shutdown, opts.server).await;
+    if !activated {
+        remove_socket(&opts.socket);
+    }
+    note(
+        writer.as_ref(),
+        "daemon_stop",
+        json!({"pid": std::process::id()}),
+    );
+    match writer {
+        Some(w) => w
+            .close()
+            .map_err(|e| DaemonError::AuditFailed(e.to_string())),
+        None => Ok(Head::default()),
+    }
+}
+
+fn note(writer: Option<&AuditWriter>, reason: &str, detail: serde_json::Value) {
+    if let Some(w) = writer {
+        let _ = w.handle().append(Entry {
+            source: Source::Gateway,
+            session: "-".into(),
+            tool: None,
+            hook: None,
+            decision: Decision::Info,
+            reason: reason.into(),
+            detail,
+        });
+    }
+}
+
+fn remove_socket(path: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Many clients need many descriptors: the soft limit goes up to the hard one.
+pub fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a local struct; failure leaves the limit as it was.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raw const lim);
+        }
+    }
+}

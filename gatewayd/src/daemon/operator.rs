@@ -1,0 +1,143 @@
+//! The operator's methods of [`Gateway`]: held calls (`approvals/*`) and the open sessions
+//! (`session/list`). Only for root or the socket's group, outside every agent cgroup and every
+//! cgroup that opened a session (an agent never approves its own calls).
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    gateway::Gateway,
+    peer::Peer,
+    protocol::{RpcError, code, params},
+};
+use gatewayd_core::{
+    audit::Decision as AD,
+    engine::{Approval, Legs},
+};
+
+/// One line of `session/list`.
+#[derive(Debug, Serialize)]
+pub struct SessionInfo {
+    /// The session id.
+    pub session: String,
+    /// Who the agent acts for.
+    pub user: String,
+    /// The session's scopes.
+    pub scopes: Vec<String>,
+    /// The cgroup that owns the session.
+    pub cgroup: String,
+    /// Pid of the process that opened it.
+    pub pid: i32,
+    /// Uid of the process that opened it.
+    pub uid: u32,
+    /// When it was opened, ms since the Unix epoch.
+    pub created_ms: u64,
+    /// The Rule-of-Two legs touched so far.
+    pub legs: Legs,
+    /// Whether both untrusted and private legs are held.
+    pub tripped: bool,
+    /// Budget units spent by allowed calls.
+    pub spent: u64,
+    /// Names of the session's own secrets (never values).
+    pub secrets: Vec<String>,
+}
+
+impl Gateway {
+    /// Operators: root or the socket's group, outside every agent cgroup and every cgroup
+    /// that opened a session (an agent never approves its own calls).
+    pub(super) async fn require_operator(&self, peer: &Peer, method: &str) -> Result<(), RpcError> {
+        let cg = Self::cgroup_of(peer)?;
+        let why = if self.agents.contains(cg) {
+            Some(format!(
+                "the caller is inside the agent cgroup subtree of {cg}"
+            ))
+        } else if self.sessions.is_opener(cg) {
+            Some(format!(
+                "the caller's cgroup {cg} has an open agent session"
+            ))
+        } else if !peer.is_root_or_member(self.operator_gid) {
+            Some(format!(
+                "uid {} is neither root nor in the socket's group (gid {})",
+                peer.uid, self.operator_gid
+            ))
+        } else {
+            None
+        };
+        let Some(why) = why else { return Ok(()) };
+        self.note(
+            "-",
+            AD::Deny,
+            "not_operator",
+            json!({"method": method, "peer": peer, "why": why}),
+        )
+        .await?;
+        Err(RpcError::new(
+            code::NOT_PERMITTED,
+            format!("`{method}` is for operators only: {why}"),
+        ))
+    }
+
+    /// `session/list` (operators only): every open session, oldest first.
+    pub async fn sessions_list(&self, peer: &Peer) -> Result<Vec<SessionInfo>, RpcError> {
+        self.require_operator(peer, "session/list").await?;
+        let mut out = Vec::new();
+        for slot in self.sessions.list() {
+            let st = slot.state.lock().await;
+            let s = &st.session;
+            out.push(SessionInfo {
+                session: slot.id.clone(),
+                user: s.user.clone(),
+                scopes: s.scopes.iter().cloned().collect(),
+                cgroup: slot.owner_cgroup.clone(),
+                pid: slot.opener.pid,
+                uid: slot.opener.uid,
+                created_ms: slot.created_ms,
+                legs: s.legs(),
+                tripped: s.legs().tripped(),
+                spent: s.spent(),
+                secrets: s.secret_names(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// `approvals/list` (operators only): pending approvals, oldest first.
+    pub async fn approvals_list(&self, peer: &Peer) -> Result<Vec<Approval>, RpcError> {
+        self.require_operator(peer, "approvals/list").await?;
+        Ok(self.engine.pending())
+    }
+
+    /// `approvals/approve` (`approve` true) or `approvals/deny`.
+    pub async fn settle(
+        &self,
+        peer: &Peer,
+        p: params::ApprovalId,
+        approve: bool,
+    ) -> Result<Value, RpcError> {
+        let method = if approve {
+            "approvals/approve"
+        } else {
+            "approvals/deny"
+        };
+        self.require_operator(peer, method).await?;
+        let session = self
+            .engine
+            .pending()
+            .into_iter()
+            .find(|a| a.id == p.id)
+            .map_or_else(|| "-".into(), |a| a.session);
+        let r = if approve {
+            self.engine.approve(&p.id)
+        } else {
+            self.engine.reject(&p.id)
+        };
+        r.map_err(|e| RpcError::new(code::APPROVAL, e.to_string()))?;
+        let (reason, state) = if approve {
+            ("approval_granted", "approved")
+        } else {
+            ("approval_rejected", "rejected")
+        };
+        self.note(&session, AD::Info, reason, json!({"id": p.id, "by": peer}))
+            .await?;
+        Ok(json!({"id": p.id, "state": state}))
+    }
+}

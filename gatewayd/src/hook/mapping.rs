@@ -1,0 +1,304 @@
+//! Each host's tools mapped to the gateway's tools (docs/HOOKS.md has the table). A host
+//! tool becomes one or more calls of a policy tool: `shell {command}`, `read_file {path}`,
+//! `write_file {path, content?}`, `search {path, pattern?}`, `web_fetch {url, prompt?}`,
+//! `web_search {query}`, `agent {prompt}`; MCP tools keep their own name. A tool the table
+//! does not know is decided under its host name, which the registry refuses unless the
+//! policy lists that name (`not_allowlisted`, recorded).
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{Host, patch};
+use gatewayd_core::engine::ToolCall;
+
+/// Why a tool's input could not be mapped (the call is denied and recorded).
+pub type MapError = String;
+
+fn field<'a>(input: &'a Value, names: &[&str]) -> Option<&'a str> {
+    names
+        .iter()
+        .find_map(|n| input.get(*n).and_then(Value::as_str))
+}
+
+fn need<'a>(input: &'a Value, names: &[&str], tool: &str) -> Result<&'a str, MapError> {
+    field(input, names)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| format!("`{tool}` needs `{}` in its input", names[0]))
+}
+
+/// A path made absolute against the host's working directory.
+fn abs(cwd: &str, p: &str) -> String {
+    if Path::new(p).is_absolute() || cwd.is_empty() {
+        p.to_owned()
+    } else {
+        Path::new(cwd).join(p).display().to_string()
+    }
+}
+
+fn call(tool: &str, args: Value) -> ToolCall {
+    ToolCall::new(tool, args)
+}
+
+fn with_opt(mut args: Value, key: &str, v: Option<&str>) -> Value {
+    if let Some(v) = v {
+        args[key] = json!(v);
+    }
+    args
+}
+
+/// The gateway calls for one host tool call.
+pub fn map(
+    host: Host,
+    tool: &str,
+    input: &Value,
+    cwd: &str,
+    mcp_server: Option<&str>,
+) -> Result<Vec<ToolCall>, MapError> {
+    if !input.is_object() {
+        return Err("`tool_input` is not an object".into());
+    }
+    // MCP tools: `mcp__server__tool` (Claude Code, Codex); Gemini CLI names them bare or
+    // `server__tool` and says which server in `mcp_context`.
+    if let Some(rest) = tool.strip_prefix("mcp__") {
+        let (_, name) = rest
+            .split_once("__")
+            .ok_or_else(|| format!("`{tool}` is not `mcp__SERVER__TOOL`"))?;
+        return Ok(vec![call(name, input.clone())]);
+    }
+    if let (Host::Gemini, Some(server)) = (host, mcp_server) {
+        let name = tool.strip_prefix(&format!("{server}__")).unwrap_or(tool);
+        return Ok(vec![call(name, input.clone())]);
+    }
+    let path_of =
+        |names: &[&str]| -> Result<String, MapError> { Ok(abs(cwd, need(input, names, tool)?)) };
+    let search_path = |names: &[&str]| abs(cwd, field(input, names).unwrap_or("."));
+    let calls = match (host, tool) {
+        (Host::Claude | Host::Codex, "Bash")
+        | (Host::Codex, "shell" | "local_shell" | "exec_command")
+        | (Host::Gemini, "run_shell_command") => {
+            let command = match input.get("command") {
+                Some(Value::Array(argv)) => shell_join(argv)?,
+                _ => need(input, &["command", "cmd"], tool)?.to_owned(),
+            };
+            vec![call("shell", json!({"command": command}))]
+        }
+        (Host::Claude, "Read") | (Host::Gemini, "read_file") => {
+            vec![call(
+                "read_file",
+                json!({"path": path_of(&["file_path", "absolute_path", "path"])?}),
+            )]
+        }
+        (Host::Gemini, "read_many_files") => {
+            let paths = input
+                .get("paths")
+                .and_then(Value::as_array)
+                .filter(|a| !a.is_empty())
+                .ok_or("`read_many_files` needs `paths`")?;
+            paths
+                .iter()
+                .map(|p| {
+                    let p = p.as_str().ok_or("`paths` must be strings")?;
+                    Ok(call("read_file", json!({"path": abs(cwd, p)})))
+                })
+                .collect::<Result<_, MapError>>()?
+        }
+        (Host::Claude, "Write" | "Edit" | "MultiEdit")
+        | (Host::Gemini, "write_file" | "replace") => {
+            let args = json!({"path": path_of(&["file_path", "path"])?});
+            let content = field(input, &["content", "new_string"]);
+            vec![call("write_file", with_opt(args, "content", content))]
+        }
+        (Host::Claude, "NotebookEdit") => vec![call(
+            "write_file",
+            with_opt(
+                json!({"path": path_of(&["notebook_path"])?}),
+                "content",
+                field(input, &["new_source"]),
+            ),
+        )],
+        (Host::Codex, "apply_patch") => {
+            let text = need(input, &["command", "patch", "input"], tool)?;
+            let files = patch::files(text)?;
+            files
+                .iter()
+                .map(|f| call("write_file", json!({"path": abs(cwd, f)})))
+                .collect()
+        }
+        (Host::Claude, "Grep" | "Glob")
+        | (Host::Gemini, "glob" | "grep_search" | "search_file_content" | "list_directory") => {
+            let args = json!({"path": search_path(&["path", "dir_path"])});
+            vec![call(
+                "search",
+                with_opt(args, "pattern", field(input, &["pattern"])),
+            )]
+        }
+        (Host::Claude, "LS") => vec![call("search", json!({"path": search_path(&["path"])}))],
+        (Host::Claude, "WebFetch") => vec![call(
+            "web_fetch",
+            with_opt(
+                json!({"url": need(input, &["url"], tool)?}),
+                "prompt",
+                field(input, &["prompt"]),
+            ),
+        )],
+        (Host::Gemini, "web_fetch") => {
+            let prompt = need(input, &["prompt"], tool)?;
+            let urls = urls_in(prompt);
+            if urls.is_empty() {
+                return Err("`web_fetch` names no http(s) URL in its prompt".into());
+            }
+            urls.into_iter()
+                .map(|u| call("web_fetch", json!({"url": u})))
+                .collect()
+        }
+        (Host::Claude, "WebSearch") | (Host::Gemini, "google_web_search") => vec![call(
+            "web_search",
+            json!({"query": need(input, &["query"], tool)?}),
+        )],
+        (Host::Claude, "Task" | "Agent") => vec![call(
+            "agent",
+            json!({"prompt": need(input, &["prompt", "description"], tool)?}),
+        )],
+        // Unknown to the table: decided under its own name (refused unless listed).
+        _ => vec![call(tool, input.clone())],
+    };
+    Ok(calls)
+}
+
+/// An argv array (Codex's `shell` tool) as one line; each word quoted when needed, so the
+/// gateway's shell analysis sees the same words.
+fn shell_join(argv: &[Value]) -> Result<String, MapError> {
+    let words: Vec<&str> = argv
+        .iter()
+        .map(|w| w.as_str().ok_or("`command` must be strings"))
+        .collect::<Result<_, _>>()?;
+    if words.is_empty() {
+        return Err("`command` is empty".into());
+    }
+    Ok(words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+            {
+                (*w).to_owned()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+/// The http(s) URLs in a free text (Gemini CLI's `web_fetch` prompt).
+fn urls_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || "<>\"'()[]{}".contains(c))
+        .filter(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .map(|w| {
+            w.trim_end_matches(['.', ',', ';', ':', '!', '?'])
+                .to_owned()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(host: Host, tool: &str, input: Value) -> (String, Value) {
+        let v = map(host, tool, &input, "/work", None).unwrap();
+        assert_eq!(v.len(), 1, "{v:?}");
+        (v[0].tool.clone(), v[0].arguments.clone())
+    }
+
+    #[test]
+    fn claude_tools() {
+        assert_eq!(
+            one(Host::Claude, "Bash", json!({"command": "ls -la"})),
+            ("shell".into(), json!({"command": "ls -la"}))
+        );
+        assert_eq!(
+            one(Host::Claude, "Read", json!({"file_path": "src/a.rs"})),
+            ("read_file".into(), json!({"path": "/work/src/a.rs"}))
+        );
+        assert_eq!(
+            one(
+                Host::Claude,
+                "Edit",
+                json!({"file_path": "/x", "old_string": "a", "new_string": "b"})
+            ),
+            ("write_file".into(), json!({"path": "/x", "content": "b"}))
+        );
+        assert_eq!(
+            one(Host::Claude, "Grep", json!({"pattern": "fn"})),
+            ("search".into(), json!({"path": "/work/.", "pattern": "fn"}))
+        );
+        assert_eq!(
+            one(Host::Claude, "Agent", json!({"prompt": "p"})).0,
+            "agent"
+        );
+        assert_eq!(one(Host::Claude, "Task", json!({"prompt": "p"})).0, "agent");
+        assert_eq!(
+            one(
+                Host::Claude,
+                "mcp__fs__read_text_file",
+                json!({"path": "/a"})
+            ),
+            ("read_text_file".into(), json!({"path": "/a"}))
+        );
+        assert_eq!(one(Host::Claude, "Monitor", json!({})).0, "Monitor");
+        assert!(map(Host::Claude, "Read", &json!({}), "/", None).is_err());
+        assert!(map(Host::Claude, "Read", &json!("x"), "/", None).is_err());
+    }
+
+    #[test]
+    fn codex_and_gemini_tools() {
+        assert_eq!(
+            one(
+                Host::Codex,
+                "shell",
+                json!({"command": ["bash", "-lc", "cat a; rm b"]})
+            )
+            .1,
+            json!({"command": "bash -lc 'cat a; rm b'"})
+        );
+        let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: /b.txt\n@@\n-y\n+z\n*** End Patch";
+        let v = map(
+            Host::Codex,
+            "apply_patch",
+            &json!({"command": patch}),
+            "/w",
+            None,
+        )
+        .unwrap();
+        let paths: Vec<&Value> = v.iter().map(|c| &c.arguments["path"]).collect();
+        assert_eq!(paths, [&json!("/w/a.txt"), &json!("/b.txt")]);
+        assert_eq!(
+            one(Host::Gemini, "run_shell_command", json!({"command": "ls"})).0,
+            "shell"
+        );
+        let v = map(
+            Host::Gemini,
+            "web_fetch",
+            &json!({"prompt": "Summarise https://a.example/x, and http://b.example."}),
+            "/",
+            None,
+        )
+        .unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].arguments["url"], "http://b.example");
+        let v = map(Host::Gemini, "fs__read", &json!({}), "/", Some("fs")).unwrap();
+        assert_eq!(v[0].tool, "read");
+        assert!(
+            map(
+                Host::Gemini,
+                "web_fetch",
+                &json!({"prompt": "nothing"}),
+                "/",
+                None
+            )
+            .is_err()
+        );
+    }
+}

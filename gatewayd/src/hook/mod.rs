@@ -1,0 +1,234 @@
+//! `gatewayd hook`: one event of an agent host (Claude Code, Codex, Gemini CLI) on stdin,
+//! decided by the gateway, answered in that host's format (docs/HOOKS.md).
+//!
+//! - [`mapping`] — each host's tools to the gateway's tools
+//! - [`patch`]   — the files of a Codex `apply_patch`
+//! - [`answer`]  — each host's answer format, and the exit-2 deny every host reads
+//!
+//! The gateway is the daemon (`GATEWAYD_SOCKET`: the session's taint, counters and approvals
+//! shared with the agent's other tool paths; the policy is not loaded per call) or an engine
+//! loaded for this one event ([`Gate::Local`]; then each event is a session of its own).
+use serde_json::{Value, json};
+
+use crate::{
+    backend::{self, Backend},
+    daemon::client::{Client, ClientError},
+};
+use gatewayd_core::audit::Decision;
+
+pub mod answer;
+pub mod mapping;
+pub mod patch;
+
+pub use answer::{Answer, Decided};
+
+/// The agent host whose hook this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// Claude Code (`claude`).
+    Claude,
+    /// Codex (`codex`).
+    Codex,
+    /// Gemini CLI (`gemini`).
+    Gemini,
+}
+
+impl std::str::FromStr for Host {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Host, String> {
+        match s {
+            "claude" => Ok(Host::Claude),
+            "codex" => Ok(Host::Codex),
+            "gemini" => Ok(Host::Gemini),
+            _ => Err(format!("unknown host `{s}` (claude, codex, gemini)")),
+        }
+    }
+}
+
+/// Before or after the tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Before the tool runs (`PreToolUse`, Gemini's `BeforeTool`): the call is decided.
+    Pre,
+    /// After the tool ran (`PostToolUse`, Gemini's `AfterTool`): its result is reported.
+    Post,
+}
+
+/// Where decisions come from.
+pub enum Gate {
+    /// The daemon, over one blocking connection.
+    Daemon(Client),
+    /// An engine of this process's own, with its audit log.
+    Local {
+        /// The runtime the engine's calls are run on.
+        rt: tokio::runtime::Runtime,
+        /// The in-process engine and its audit log.
+        backend: Backend,
+    },
+}
+
+impl Gate {
+    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        match self {
+            Gate::Daemon(c) => c.call(method, params).map_err(|e| match e {
+                ClientError::Rpc(r) => r.to_string(),
+                other => other.to_string(),
+            }),
+            Gate::Local { rt, backend } => rt
+                .block_on(backend.call(method, params))
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Records input that could not be decided. The daemon has no method for a record of
+    /// the front end's own, so there it is a refused call of the pseudo-tool `hook:malformed`
+    /// (a name no policy tool can take: `not_allowlisted`, recorded by the daemon).
+    fn record_malformed(&mut self, session: &str, user: &str, why: &str) {
+        match self {
+            Gate::Local { backend, .. } => {
+                if let Some(r) = backend.recorder() {
+                    let _ = r.append(backend::entry(
+                        session,
+                        Decision::Deny,
+                        "hook_malformed",
+                        json!({"message": why}),
+                    ));
+                }
+            }
+            Gate::Daemon(_) => {
+                let _ = self.call("session/open", json!({"session": session, "user": user}));
+                let _ = self.call(
+                    "call/decide",
+                    json!({"session": session, "call": {"tool": "hook:malformed",
+                           "arguments": {"error": why.chars().take(500).collect::<String>()}}}),
+                );
+            }
+        }
+    }
+
+    /// Closes the audit log of a local gate.
+    pub fn close(self) {
+        if let Gate::Local { backend, .. } = self {
+            let _ = backend.close();
+        }
+    }
+}
+
+/// Who the session belongs to (from the command line; the host does not say).
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// The session's user.
+    pub user: String,
+    /// The scopes the session holds.
+    pub scopes: Vec<String>,
+}
+
+/// A session id the daemon accepts: the host's own, or a digest of it.
+fn session_id(host: Host, raw: &str) -> String {
+    if (1..=100).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_graphic()) {
+        return format!("{}-{raw}", host_name(host));
+    }
+    let d = gatewayd_core::engine::fingerprint::sha256_hex(raw.as_bytes());
+    format!("{}-{}", host_name(host), &d[..32])
+}
+
+fn host_name(h: Host) -> &'static str {
+    match h {
+        Host::Claude => "claude",
+        Host::Codex => "codex",
+        Host::Gemini => "gemini",
+    }
+}
+
+/// Decides one event. Never panics on input; anything that cannot be decided is denied
+/// (exit 2) and recorded.
+pub fn handle(host: Host, input: &[u8], gate: &mut Gate, who: &Identity) -> Answer {
+    let fallback = format!("{}-unidentified", host_name(host));
+    let malformed = |gate: &mut Gate, session: &str, why: String| {
+        gate.record_malformed(session, &who.user, &why);
+        Answer::fail(&format!("hook input refused: {why}"))
+    };
+    let v: Value = match serde_json::from_slice(input) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return malformed(gate, &fallback, "the event is not a JSON object".into()),
+        Err(e) => return malformed(gate, &fallback, format!("the event is not JSON ({e})")),
+    };
+    let session = match v.get("session_id").and_then(Value::as_str) {
+        Some(s) if !s.is_empty() => session_id(host, s),
+        _ => return malformed(gate, &fallback, "the event has no `session_id`".into()),
+    };
+    let event = v["hook_event_name"].as_str().unwrap_or("");
+    let phase = match (host, event) {
+        (Host::Claude | Host::Codex, "PreToolUse") | (Host::Gemini, "BeforeTool") => Phase::Pre,
+        (Host::Claude | Host::Codex, "PostToolUse") | (Host::Gemini, "AfterTool") => Phase::Post,
+        _ => {
+            let why = format!("`hook_event_name` {event:?} is not a tool event of this host");
+            return malformed(gate, &session, why);
+        }
+    };
+    let Some(tool) = v.get("tool_name").and_then(Value::as_str) else {
+        return malformed(gate, &session, "the event has no `tool_name`".into());
+    };
+    let input = v.get("tool_input").cloned().unwrap_or(Value::Null);
+    let cwd = v["cwd"].as_str().unwrap_or("");
+    let server = v
+        .pointer("/mcp_context/server_name")
+        .and_then(Value::as_str);
+    let calls = match mapping::map(host, tool, &input, cwd, server) {
+        Ok(c) => c,
+        Err(why) => return malformed(gate, &session, format!("`{tool}`: {why}")),
+    };
+    if let Err(e) = gate.call(
+        "session/open",
+        json!({"session": session, "user": who.user, "scopes": who.scopes}),
+    ) {
+        return Answer::fail(&format!("the gateway is unavailable ({e}); refused"));
+    }
+    match phase {
+        Phase::Pre => {
+            let mut worst: Option<Decided> = None;
+            for c in &calls {
+                let r = match gate.call("call/decide", json!({"session": session, "call": c})) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return Answer::fail(&format!("the gateway is unavailable ({e}); refused"));
+                    }
+                };
+                let d = Decided {
+                    decision: r["decision"].as_str().unwrap_or("deny").to_owned(),
+                    reason: r["reason"].as_str().unwrap_or("check_error").to_owned(),
+                    message: r["message"].as_str().unwrap_or("").to_owned(),
+                };
+                let rank = |d: &Decided| match d.decision.as_str() {
+                    "allow" => 0,
+                    "hold" => 1,
+                    _ => 2,
+                };
+                if worst.as_ref().is_none_or(|w| rank(&d) > rank(w)) {
+                    worst = Some(d);
+                }
+            }
+            match worst {
+                Some(d) => answer::pre(host, &d),
+                None => Answer::fail("nothing to decide"),
+            }
+        }
+        Phase::Post => {
+            let original = v
+                .get("tool_response")
+                .or_else(|| v.get("tool_output"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let r = gate.call(
+                "call/output",
+                json!({"session": session, "tool": calls[0].tool, "output": original}),
+            );
+            match r {
+                Ok(r) => answer::post(host, tool, &original, &r["output"]),
+                Err(e) => Answer::fail(&format!(
+                    "the gateway could not check the tool's output ({e})"
+                )),
+            }
+        }
+    }
+}

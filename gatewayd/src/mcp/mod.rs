@@ -1,0 +1,250 @@
+//! `gatewayd mcp`: a stdio MCP proxy between a client and a real tool server (docs/MCP.md).
+//!
+//! - [`jsonrpc`] — stdio framing with a size limit, message kinds, the proxy's own errors
+//! - `proxy`     — the router: pass-through, `tools/list` filtering, `tools/call` decisions,
+//!   output fencing, `roots/list` clamping, timeouts, a server that exits
+//! - `tools`     — the listing filter and the call results the proxy writes
+//! - [`roots`]   — client roots clamped to the server's trees
+//! - [`server`]  — the server's program pin (SHA-256) and its start
+//! - [`confine`] — the server's own kernel profile: cgroup, kernel programs, Landlock
+//!
+//! Decisions go through [`crate::backend::Backend`]: the daemon when `GATEWAYD_SOCKET` is set
+//! (the agent's session, shared with its other tool paths), else an engine of the proxy's
+//! own.
+use std::{
+    collections::BTreeSet,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+
+use crate::backend::{self, Backend, BackendError};
+use gatewayd_core::{
+    audit::{
+        AuditLog, Decision,
+        writer::{AuditWriter, WriterHandle},
+    },
+    clock::{Clock, SystemClock},
+    policy::{Label, Policy},
+};
+
+pub mod confine;
+pub mod jsonrpc;
+mod proxy;
+pub mod roots;
+pub mod server;
+mod tools;
+
+/// Largest message accepted from either side by default (bytes, newline excluded).
+pub const MAX_MESSAGE: usize = 16 << 20;
+
+/// Why the proxy stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The server's name is not a key of the policy's `mcp_servers`.
+    #[error(
+        "server `{0}` is not in the policy's `mcp_servers`; add it there (its kernel profile and pin) first"
+    )]
+    UnknownServer(String),
+    /// The gateway could not be reached or could not answer.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The proxy's own audit log (beside a daemon) could not be opened.
+    #[error("audit log: {0}")]
+    Audit(#[from] gatewayd_core::audit::AuditError),
+    /// The writer thread of the proxy's own audit log could not be spawned.
+    #[error("cannot start the audit writer thread: {0}")]
+    Thread(std::io::Error),
+    /// The server was not started (missing program, pin mismatch, profile, spawn).
+    #[error(transparent)]
+    Server(#[from] server::ServerError),
+}
+
+/// What `gatewayd mcp` was asked to do.
+pub struct ProxyOptions {
+    /// The loaded policy.
+    pub policy: Policy,
+    /// The policy's file, protected from the server like the audit log.
+    pub policy_path: PathBuf,
+    /// The server's name in `mcp_servers`.
+    pub server: String,
+    /// The server's command line.
+    pub command: Vec<String>,
+    /// The daemon's socket; None: an engine of the proxy's own.
+    pub socket: Option<PathBuf>,
+    /// The proxy's audit log: every record without a daemon; with one, the proxy's own
+    /// records (server start and stop, refusals, the server's kernel denials).
+    pub audit: PathBuf,
+    /// The session to use (attached to when the daemon already has it).
+    pub session: Option<String>,
+    /// The session's user.
+    pub user: String,
+    /// The scopes the session holds.
+    pub scopes: Vec<String>,
+    /// Where to write the server's latest complete tool listing (for `policy pin --from`).
+    pub listing: Option<PathBuf>,
+    /// How long a request may wait for the server's answer.
+    pub request_timeout: Duration,
+    /// Largest message accepted from either side (bytes, newline excluded).
+    pub max_message: usize,
+}
+
+/// How the proxy ended.
+#[derive(Debug)]
+pub struct ProxyOutcome {
+    /// The session the proxy's calls were decided in.
+    pub session: String,
+    /// The server's exit status, if it exited.
+    pub server_status: Option<std::process::ExitStatus>,
+}
+
+/// Runs the proxy until the client's input ends. Must run on a current-thread runtime on the
+/// main thread (the server dies with the thread that started it, `PR_SET_PDEATHSIG`).
+pub async fn run<R, W>(opts: ProxyOptions, input: R, output: W) -> Result<ProxyOutcome, McpError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let server = opts
+        .policy
+        .mcp_servers
+        .get(&opts.server)
+        .cloned()
+        .ok_or_else(|| McpError::UnknownServer(opts.server.clone()))?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let own = vec![opts.policy_path.clone(), opts.audit.clone()];
+    let untrusted: BTreeSet<String> = opts
+        .policy
+        .tools
+        .iter()
+        .filter(|t| t.labels.contains(&Label::UntrustedOutput))
+        .map(|t| t.name.clone())
+        .collect();
+    let (backend, own_writer) = match &opts.socket {
+        Some(s) => {
+            let w = AuditWriter::start(AuditLog::open(&opts.audit, clock.clone())?)
+                .map_err(McpError::Thread)?;
+            (Backend::daemon(s)?, Some(w))
+        }
+        None => (
+            Backend::local(opts.policy.clone(), own.clone(), Some(&opts.audit), clock)?,
+            None,
+        ),
+    };
+    let recorder: Option<WriterHandle> = backend
+        .recorder()
+        .or_else(|| own_writer.as_ref().map(AuditWriter::handle));
+    let backend = Arc::new(backend);
+    let session = backend
+        .open(opts.session.as_deref(), &opts.user, &opts.scopes)
+        .await?;
+    let record = |decision, reason: &str, detail| {
+        if let Some(r) = &recorder {
+            let _ = r.append(backend::entry(&session, decision, reason, detail));
+        }
+    };
+
+    let program = opts.command.first().cloned().unwrap_or_default();
+    let (path, sha) =
+        match server::check_pin(&opts.server, &program, server.command_sha256.as_deref()) {
+            Ok(p) => p,
+            Err(e) => {
+                record(
+                    Decision::Deny,
+                    "mcp_server_refused",
+                    json!({"server": opts.server, "command": opts.command, "error": e.to_string()}),
+                );
+                return Err(e.into());
+            }
+        };
+    let started = match server::start(
+        &opts.server,
+        &opts.command,
+        &server,
+        &opts.policy,
+        &own,
+        recorder.clone(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            record(
+                Decision::Deny,
+                "mcp_server_refused",
+                json!({"server": opts.server, "command": opts.command,
+                       "error": gatewayd_kernel::kernel::chain(&e)}),
+            );
+            return Err(e.into());
+        }
+    };
+    record(
+        Decision::Info,
+        "mcp_server_start",
+        json!({"server": opts.server, "command": opts.command, "program": path,
+               "sha256": sha, "pinned": server.command_sha256.is_some(),
+               "pid": started.running.child.id(), "profile": started.pieces}),
+    );
+    let server::Started {
+        running,
+        stdin,
+        stdout,
+        ..
+    } = started;
+    let (to_client, client_rx) = tokio::sync::mpsc::channel(1024);
+    let (to_server, server_rx) = tokio::sync::mpsc::channel(1024);
+    let router = Arc::new(proxy::Router {
+        backend: backend.clone(),
+        session: session.clone(),
+        server: opts.server.clone(),
+        recorder: recorder.clone(),
+        untrusted,
+        trees: server.readable_trees(),
+        listing: opts.listing.clone(),
+        timeout: opts.request_timeout,
+        max_message: opts.max_message,
+        to_client,
+        to_server,
+        state: Mutex::new(proxy::State::default()),
+    });
+    let client_writer = tokio::spawn(proxy::writer(output, client_rx));
+    let server_writer = tokio::spawn(proxy::writer(stdin, server_rx));
+    let sweeper = tokio::spawn(router.clone().sweep());
+    let from_server = {
+        let router = router.clone();
+        tokio::spawn(async move {
+            router.clone().server_loop(BufReader::new(stdout)).await;
+            router
+                .server_gone("the MCP server closed its output (it exited or crashed)".into())
+                .await;
+        })
+    };
+    router.clone().client_loop(BufReader::new(input)).await;
+
+    // The client is done: answers still due are awaited (up to the request timeout), then
+    // the server's input is closed and it may exit.
+    router.drain(opts.request_timeout).await;
+    sweeper.abort();
+    drop(router);
+    server_writer.abort();
+    let status = running.stop().await;
+    let _ = from_server.await;
+    let _ = client_writer.await;
+    record(
+        Decision::Info,
+        "mcp_server_stop",
+        json!({"server": opts.server, "status": status.map(|s| s.to_string())}),
+    );
+    if let Ok(b) = Arc::try_unwrap(backend) {
+        b.close()?;
+    }
+    if let Some(w) = own_writer {
+        w.close()
+            .map_err(|e| McpError::Backend(BackendError::Malformed(format!("audit log: {e}"))))?;
+    }
+    Ok(ProxyOutcome {
+        session,
+        server_status: status,
+    })
+}

@@ -1,0 +1,12 @@
+//! `gatewayd serve` through its socket: sessions, the CLI against a daemon, faults, polling,
+//! PROTOCOL.md's exchanges replayed byte for byte, and the secrets sessions start with.
+//! `support` starts a daemon in process or as the real binary.
+// A test binary sees every dependency of the package; the lint guards the library's list.
+#![allow(unused_crate_dependencies)]
+mod cli;
+mod faults;
+mod polling;
+mod protocol;
+mod sessions;
+mod start_secrets;
+mod support;
