@@ -31,10 +31,10 @@ fn declared_modules(krate: &str) -> BTreeSet<String> {
             .strip_prefix("pub mod ")
             .or_else(|| line.strip_prefix("pub(crate) mod "))
             .or_else(|| line.strip_prefix("mod "));
-        if let Some(name) = decl.and_then(|d| d.strip_suffix(';')) {
-            if !test_only {
-                out.insert(name.to_owned());
-            }
+        if let Some(name) = decl.and_then(|d| d.strip_suffix(';'))
+            && !test_only
+        {
+            out.insert(name.to_owned());
         }
         test_only = line == "#[cfg(test)]";
     }
