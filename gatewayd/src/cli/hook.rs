@@ -6,6 +6,7 @@
 //! answer with exit 2 and a reason on stderr, which every host reads as a deny.
 use std::{
     io::{Read as _, Write as _},
+    os::unix::fs::DirBuilderExt as _,
     path::PathBuf,
     process::ExitCode,
     sync::{
@@ -36,9 +37,14 @@ pub(super) struct Args {
     /// The daemon's socket [default: $`GATEWAYD_SOCKET`].
     #[arg(long)]
     socket: Option<PathBuf>,
-    /// Audit log, without a daemon.
-    #[arg(long, default_value = "gatewayd-hook-audit.jsonl")]
-    audit: PathBuf,
+    /// Audit log, without a daemon [default: $XDG_STATE_HOME/gatewayd/hook-audit.jsonl, else
+    /// ~/.local/state/gatewayd/hook-audit.jsonl: outside the agent's workspace].
+    #[arg(long)]
+    audit: Option<PathBuf>,
+    /// Answer a gateway allow with an explicit allow, which skips the host's own permission
+    /// step. By default an allow says nothing and the host asks as it would without gatewayd.
+    #[arg(long)]
+    authoritative: bool,
     /// The session's user [default: $USER].
     #[arg(long)]
     user: Option<String>,
@@ -85,14 +91,41 @@ fn gate(args: &Args) -> Result<Gate, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let audit = match &args.audit {
+        Some(a) => a.clone(),
+        None => default_audit()?,
+    };
     let backend = Backend::local(
         policy,
-        vec![path.clone(), args.audit.clone()],
-        Some(&args.audit),
+        vec![path.clone(), audit.clone()],
+        Some(&audit),
         Arc::new(SystemClock),
     )
     .map_err(|e| e.to_string())?;
     Ok(Gate::Local { rt, backend })
+}
+
+/// The hook's audit log without `--audit`: in the user's state directory, never relative
+/// (a relative file would land in the agent's workspace, where the agent can rewrite it).
+/// The directory is made (mode 0700) when missing.
+fn default_audit() -> Result<PathBuf, String> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".local/state"))
+        })
+        .ok_or("no --audit, and neither $XDG_STATE_HOME nor $HOME is an absolute path")?;
+    let dir = state.join("gatewayd");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    Ok(dir.join("hook-audit.jsonl"))
 }
 
 #[allow(clippy::unnecessary_wraps)] // every subcommand's `exec` has this signature (cli/mod.rs)
@@ -130,6 +163,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .or_else(|| std::env::var("USER").ok())
             .unwrap_or_else(|| "agent".into()),
         scopes: args.scopes.clone(),
+        authoritative: args.authoritative,
     };
     let answer = match gate(&args) {
         Ok(mut g) => {

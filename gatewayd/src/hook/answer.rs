@@ -71,8 +71,14 @@ impl Decided {
     }
 }
 
-/// The answer to a pre-tool event.
-pub fn pre(host: Host, d: &Decided) -> Answer {
+/// The answer to a pre-tool event. A gateway allow is silence unless `authoritative`: the
+/// host's own permission step (its prompts, its allow and deny lists) then still decides,
+/// so installing the hook never widens what the agent may do without asking. Deny and hold
+/// are answered in every case.
+pub fn pre(host: Host, d: &Decided, authoritative: bool) -> Answer {
+    if d.decision == "allow" && !authoritative {
+        return Answer::silent();
+    }
     let text = d.text();
     match host {
         Host::Claude => {
@@ -145,9 +151,9 @@ mod tests {
     #[test]
     fn each_host_in_its_format() {
         let v = |a: Answer| serde_json::from_str::<Value>(&a.stdout).unwrap();
-        let c = v(pre(Host::Claude, &d("hold")));
+        let c = v(pre(Host::Claude, &d("hold"), false));
         assert_eq!(c["hookSpecificOutput"]["permissionDecision"], "ask");
-        let x = v(pre(Host::Codex, &d("hold")));
+        let x = v(pre(Host::Codex, &d("hold"), false));
         assert_eq!(x["hookSpecificOutput"]["permissionDecision"], "deny");
         assert!(
             !x["hookSpecificOutput"]["permissionDecisionReason"]
@@ -155,9 +161,14 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        assert_eq!(pre(Host::Codex, &d("allow")), Answer::silent());
-        assert_eq!(v(pre(Host::Gemini, &d("deny")))["decision"], "deny");
-        assert_eq!(v(pre(Host::Gemini, &d("allow")))["decision"], "allow");
+        assert_eq!(pre(Host::Codex, &d("allow"), true), Answer::silent());
+        assert_eq!(v(pre(Host::Gemini, &d("deny"), false))["decision"], "deny");
+        assert_eq!(v(pre(Host::Gemini, &d("allow"), true))["decision"], "allow");
+        let c = v(pre(Host::Claude, &d("allow"), true));
+        assert_eq!(c["hookSpecificOutput"]["permissionDecision"], "allow");
+        for host in [Host::Claude, Host::Codex, Host::Gemini] {
+            assert_eq!(pre(host, &d("allow"), false), Answer::silent(), "{host:?}");
+        }
         assert_eq!(Answer::fail("x").code, 2);
     }
 

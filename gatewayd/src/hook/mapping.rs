@@ -26,12 +26,44 @@ fn need<'a>(input: &'a Value, names: &[&str], tool: &str) -> Result<&'a str, Map
         .ok_or_else(|| format!("`{tool}` needs `{}` in its input", names[0]))
 }
 
-/// A path made absolute against the host's working directory.
+/// A path as the host's tool opens it: `~`, `~/…`, `~USER/…`, `$HOME/…` and `${HOME}/…`
+/// expanded (the hosts' file tools expand them; judged as written, `~/.ssh/id_rsa` would be
+/// a file named `~` in the workspace), then made absolute against the host's working
+/// directory.
 fn abs(cwd: &str, p: &str) -> String {
-    if Path::new(p).is_absolute() || cwd.is_empty() {
-        p.to_owned()
+    let p = expand_home(p, |var| std::env::var(var).ok(), user_home);
+    if Path::new(&p).is_absolute() || cwd.is_empty() {
+        p
     } else {
         Path::new(cwd).join(p).display().to_string()
+    }
+}
+
+/// The home directory of `user`, from the user database.
+fn user_home(user: &str) -> Option<String> {
+    nix::unistd::User::from_name(user)
+        .ok()
+        .flatten()
+        .map(|u| u.dir.display().to_string())
+}
+
+/// `p` with a leading `~`, `~USER`, `$HOME` or `${HOME}` replaced by that home directory;
+/// unchanged when the home is unknown (the gateway then judges the literal path).
+fn expand_home(
+    p: &str,
+    env: impl Fn(&str) -> Option<String>,
+    home_of: impl Fn(&str) -> Option<String>,
+) -> String {
+    let (head, rest) = p.split_at(p.find('/').unwrap_or(p.len()));
+    let home = match head {
+        "~" | "$HOME" | "${HOME}" => env("HOME"),
+        user if user.len() > 1 && user.starts_with('~') => home_of(&user[1..]),
+        _ => None,
+    };
+    match home.filter(|h| !h.is_empty()) {
+        Some(h) if h.trim_end_matches('/').is_empty() && rest.is_empty() => "/".into(),
+        Some(h) => format!("{}{rest}", h.trim_end_matches('/')),
+        None => p.to_owned(),
     }
 }
 
@@ -210,6 +242,29 @@ mod tests {
         let v = map(host, tool, &input, "/work", None).unwrap();
         assert_eq!(v.len(), 1, "{v:?}");
         (v[0].tool.clone(), v[0].arguments.clone())
+    }
+
+    #[test]
+    fn home_is_expanded_as_the_hosts_tools_do() {
+        let env = |v: &str| (v == "HOME").then(|| "/home/alice".to_string());
+        let users = |u: &str| (u == "bob").then(|| "/home/bob".to_string());
+        for (written, meant) in [
+            ("~/.ssh/id_rsa", "/home/alice/.ssh/id_rsa"),
+            ("~", "/home/alice"),
+            ("$HOME/.aws/credentials", "/home/alice/.aws/credentials"),
+            ("${HOME}/.env", "/home/alice/.env"),
+            ("~bob/.ssh/id_rsa", "/home/bob/.ssh/id_rsa"),
+            ("~nobody-known/x", "~nobody-known/x"),
+            ("a/~/b", "a/~/b"),
+            ("$HOMEX/y", "$HOMEX/y"),
+        ] {
+            assert_eq!(expand_home(written, env, users), meant, "{written}");
+        }
+        assert_eq!(
+            expand_home("~/x", |_| None, users),
+            "~/x",
+            "no HOME: as written"
+        );
     }
 
     #[test]

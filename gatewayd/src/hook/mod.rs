@@ -114,13 +114,17 @@ impl Gate {
     }
 }
 
-/// Who the session belongs to (from the command line; the host does not say).
+/// Who the session belongs to (from the command line; the host does not say), and how its
+/// allows are answered.
 #[derive(Debug, Clone)]
 pub struct Identity {
     /// The session's user.
     pub user: String,
     /// The scopes the session holds.
     pub scopes: Vec<String>,
+    /// `--authoritative`: a gateway allow is an explicit allow, which skips the host's own
+    /// permission step. By default an allow says nothing and the host asks as it would.
+    pub authoritative: bool,
 }
 
 /// A session id the daemon accepts: the host's own, or a digest of it.
@@ -209,7 +213,7 @@ pub fn handle(host: Host, input: &[u8], gate: &mut Gate, who: &Identity) -> Answ
                 }
             }
             match worst {
-                Some(d) => answer::pre(host, &d),
+                Some(d) => answer::pre(host, &d, who.authoritative),
                 None => Answer::fail("nothing to decide"),
             }
         }

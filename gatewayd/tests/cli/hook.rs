@@ -48,8 +48,10 @@ impl Env {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // Ready when a connection is accepted, not when the file appears (it is bound before
+        // the daemon listens).
         let t0 = Instant::now();
-        while !socket.exists() {
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
             assert!(
                 t0.elapsed() < Duration::from_secs(20),
                 "daemon did not start"
@@ -108,9 +110,12 @@ fn run(cmd: &str, socket: &Path, event: &[u8]) -> Run {
     let cmd = cmd.replace("/run/gatewayd/gatewayd.sock", &socket.display().to_string());
     let mut words = cmd.split_whitespace();
     assert_eq!(words.next(), Some("gatewayd"));
+    // The user's home and state directory: the test's own, beside the socket.
     let mut child = Command::new(GATEWAYD)
         .args(words)
         .env_remove("GATEWAYD_SOCKET")
+        .env("HOME", socket.with_file_name("home"))
+        .env("XDG_STATE_HOME", socket.with_file_name("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -146,8 +151,13 @@ fn claude(env: &Env, tool: &str, input: Value) -> Run {
     run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes())
 }
 
+/// The decision the hook gave, `defer` when it said nothing (a gateway allow: the host's
+/// own permission step decides).
 fn claude_decision(r: &Run) -> (String, String) {
     assert_eq!(r.code, 0, "{}", r.stderr);
+    if r.stdout.is_null() {
+        return ("defer".into(), String::new());
+    }
     let o = &r.stdout["hookSpecificOutput"];
     assert_eq!(o["hookEventName"], "PreToolUse");
     (
@@ -160,7 +170,7 @@ fn claude_decision(r: &Run) -> (String, String) {
 fn claude_code_pre_and_post_tool_use() {
     let env = Env::new();
     let read = claude(&env, "Read", json!({"file_path": "a.txt"}));
-    assert_eq!(claude_decision(&read).0, "allow");
+    assert_eq!(claude_decision(&read).0, "defer");
     let key = claude(
         &env,
         "Read",
@@ -174,7 +184,7 @@ fn claude_code_pre_and_post_tool_use() {
     );
     assert_eq!(
         claude_decision(&claude(&env, "Bash", json!({"command": "cat a.txt"}))).0,
-        "allow"
+        "defer"
     );
     let (d, why) = claude_decision(&claude(
         &env,
@@ -201,7 +211,7 @@ fn claude_code_pre_and_post_tool_use() {
     assert!(why.contains("`not_allowlisted`"), "{why}");
     assert_eq!(
         claude_decision(&claude(&env, "TodoWrite", json!({"todos": []}))).0,
-        "allow"
+        "defer"
     );
 
     // After an MCP tool: the output is replaced by its fenced version.
@@ -259,7 +269,7 @@ fn one_session_across_hook_calls_trips_the_rule_of_two() {
     );
     assert_eq!(
         claude_decision(&claude(&env, "Read", json!({"file_path": "a.txt"}))).0,
-        "allow"
+        "defer"
     );
     let (d, why) = claude_decision(&claude(&env, "WebSearch", json!({"query": "weather"})));
     assert_eq!(d, "ask", "{why}");
@@ -355,9 +365,9 @@ fn gemini_cli_before_and_after_tool() {
         json!({}),
     );
     assert_eq!(
-        (r.code, r.stdout["decision"].clone()),
-        (0, json!("allow")),
-        "{}",
+        (r.code, r.stdout.clone()),
+        (0, Value::Null),
+        "an allow defers to Gemini CLI's own confirmation: {}",
         r.stderr
     );
     let r = gemini(
@@ -396,8 +406,9 @@ fn gemini_cli_before_and_after_tool() {
         json!({"mcp_context": {"server_name": "web", "tool_name": "fetch"}}),
     );
     assert_eq!(
-        r.stdout["decision"], "allow",
-        "an MCP tool by its own name: {}",
+        (r.code, r.stdout.clone()),
+        (0, Value::Null),
+        "an MCP tool by its own name (allowed): {}",
         r.stderr
     );
     let r = gemini(
@@ -471,4 +482,89 @@ fn without_a_daemon_the_policy_decides_and_records() {
     let log = std::fs::read_to_string(&audit).unwrap();
     assert!(log.contains("\"reason\":\"sandbox\""), "{log}");
     assert!(log.contains("hook_malformed"), "{log}");
+}
+
+#[test]
+fn paths_with_a_tilde_or_home_are_the_users_home() {
+    let env = Env::new();
+    for path in ["~/.ssh/id_rsa", "$HOME/.ssh/id_rsa"] {
+        let (d, why) = claude_decision(&claude(&env, "Read", json!({"file_path": path})));
+        assert_eq!(d, "deny", "{path}: {why}");
+        assert!(why.contains("protected"), "{why}");
+    }
+    let r = gemini(
+        &env,
+        "BeforeTool",
+        "read_file",
+        json!({"absolute_path": "~/.ssh/id_rsa"}),
+        json!({}),
+    );
+    assert_eq!(r.stdout["decision"], "deny", "{}", r.stderr);
+    // A file literally named `~` in the workspace is no longer what the check sees.
+    let (d, _) = claude_decision(&claude(&env, "Read", json!({"file_path": "~/a.txt"})));
+    assert_eq!(
+        d, "deny",
+        "~/a.txt is the home's a.txt, outside the workspace"
+    );
+}
+
+#[test]
+fn an_allow_defers_to_the_host_unless_gatewayd_is_authoritative() {
+    let env = Env::new();
+    let allowed = claude_event(&env, "PreToolUse", "Read", json!({"file_path": "a.txt"}));
+    let socket = env.p("d.sock");
+    let quiet = run(
+        "gatewayd hook --host claude --socket /run/gatewayd/gatewayd.sock",
+        &socket,
+        allowed.to_string().as_bytes(),
+    );
+    assert_eq!(
+        (quiet.code, quiet.stdout.clone()),
+        (0, Value::Null),
+        "{}",
+        quiet.stderr
+    );
+    let sure = run(
+        "gatewayd hook --host claude --authoritative --socket /run/gatewayd/gatewayd.sock",
+        &socket,
+        allowed.to_string().as_bytes(),
+    );
+    assert_eq!(claude_decision(&sure).0, "allow");
+    // A deny is a deny either way.
+    let key = claude_event(
+        &env,
+        "PreToolUse",
+        "Read",
+        json!({"file_path": "~/.ssh/id_rsa"}),
+    );
+    let r = run(
+        "gatewayd hook --host claude --socket /run/gatewayd/gatewayd.sock",
+        &socket,
+        key.to_string().as_bytes(),
+    );
+    assert_eq!(claude_decision(&r).0, "deny");
+}
+
+#[test]
+fn without_audit_the_hooks_log_is_in_the_users_state_directory() {
+    let env = Env::new();
+    let cmd = format!(
+        "gatewayd hook --host claude --policy {}",
+        env.s("policy.json")
+    );
+    let ev = claude_event(&env, "PreToolUse", "Read", json!({"file_path": "a.txt"}));
+    let r = run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let log = env.p("state/gatewayd/hook-audit.jsonl");
+    assert!(
+        log.is_file(),
+        "the audit log is in $XDG_STATE_HOME/gatewayd"
+    );
+    assert!(!env.p("ws/gatewayd-hook-audit.jsonl").exists());
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(env.p("state/gatewayd"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
 }
