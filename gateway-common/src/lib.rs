@@ -224,11 +224,14 @@ pub enum Reason {
     /// A connection to the agent's listening socket from a source other than a loopback
     /// address: an inbound channel past the egress allowlist.
     InboundNotAllowed = 12,
+    /// A signal from the agent to a process outside its session (its caller's process
+    /// group through `kill(0)`, say).
+    SignalOutside = 13,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 13] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -241,6 +244,7 @@ impl Reason {
         Reason::OutsideReadable,
         Reason::OutsideWritable,
         Reason::InboundNotAllowed,
+        Reason::SignalOutside,
     ];
 
     /// The audit record's `reason` value.
@@ -258,6 +262,7 @@ impl Reason {
             Reason::OutsideReadable => "outside_readable",
             Reason::OutsideWritable => "outside_writable",
             Reason::InboundNotAllowed => "inbound_not_allowed",
+            Reason::SignalOutside => "signal_outside_session",
         }
     }
 }
@@ -408,6 +413,10 @@ pub struct Config {
     pub off_file_flags: u64,
     /// offsetof(struct file, `f_inode`)
     pub off_file_inode: u64,
+    /// offsetof(struct `task_struct`, cgroups): the task's `css_set`
+    pub off_task_cgroups: u64,
+    /// offsetof(struct `css_set`, `dfl_cgrp`): the task's cgroup v2 cgroup
+    pub off_css_set_dfl_cgrp: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -537,9 +546,10 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 232);
+    assert!(core::mem::size_of::<Config>() == 248);
     assert!(core::mem::offset_of!(Config, off_file_flags) == 216);
     assert!(core::mem::offset_of!(Config, off_file_inode) == 224);
+    assert!(core::mem::offset_of!(Config, off_css_set_dfl_cgrp) == 240);
     assert!(core::mem::size_of::<UnixName>() == 128);
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);

@@ -90,6 +90,8 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_unix_addr_path: 0,
     off_file_flags: 0,
     off_file_inode: 0,
+    off_task_cgroups: 0,
+    off_css_set_dfl_cgrp: 0,
 });
 
 /// The load-time configuration, read field by field where it is used (`CONFIG.load()`
@@ -244,7 +246,9 @@ pub fn ptrace_access_check(ctx: LsmContext) -> i32 {
 }
 
 /// LSM_HOOK(int, 0, task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig,
-/// const struct cred *cred): deny signals from the agent to its session's gatewayd.
+/// const struct cred *cred): deny signals from the agent to its session's gatewayd, and to
+/// any task outside the session's cgroup (the PID namespace hides those by pid, but
+/// `kill(0)` reaches the process group the agent inherited from gatewayd's caller).
 #[lsm(hook = "task_kill")]
 pub fn task_kill(ctx: LsmContext) -> i32 {
     let earlier: i32 = ctx.arg(4);
@@ -256,18 +260,39 @@ pub fn task_kill(ctx: LsmContext) -> i32 {
         Ok(None) => return 0,
         Err(deny) => return deny,
     };
-    let cfg = config();
-    let owner = session.info.owner_tgid;
     let target: *const u8 = ctx.arg(0);
-    let tgid: u32 = read(target, cfg.off_task_tgid).unwrap_or(owner);
-    if tgid != owner {
-        return 0;
+    match try_task_kill(config(), &session, target) {
+        Ok(None) => 0,
+        Ok(Some((reason, tgid))) | Err((reason, tgid)) => {
+            let mut ev = Event::new(EventKind::Kill, reason);
+            ev.target_pid = tgid;
+            ev.signal = ctx.arg::<i32>(2) as u32;
+            emit(&session, ev);
+            -EPERM
+        }
     }
-    let mut ev = Event::new(EventKind::Kill, Reason::SelfProtection);
-    ev.target_pid = tgid;
-    ev.signal = ctx.arg::<i32>(2) as u32;
-    emit(&session, ev);
-    -EPERM
+}
+
+/// `None` when the signal may go; else the reason and the target's tgid. What cannot be
+/// read is denied (`unresolvable`).
+#[inline(always)]
+fn try_task_kill(
+    cfg: &Config,
+    session: &session::Session,
+    target: *const u8,
+) -> Result<Option<(Reason, u32)>, (Reason, u32)> {
+    let unreadable = |tgid| (Reason::Unresolvable, tgid);
+    let tgid: u32 = read(target, cfg.off_task_tgid).map_err(|()| unreadable(0))?;
+    if tgid == session.info.owner_tgid {
+        return Ok(Some((Reason::SelfProtection, tgid)));
+    }
+    let css_set: *const u8 = read(target, cfg.off_task_cgroups).map_err(|()| unreadable(tgid))?;
+    let cgroup: *const u8 =
+        read(css_set, cfg.off_css_set_dfl_cgrp).map_err(|()| unreadable(tgid))?;
+    if session::cgroup_in_session(cfg, session, cgroup).map_err(|()| unreadable(tgid))? {
+        return Ok(None);
+    }
+    Ok(Some((Reason::SignalOutside, tgid)))
 }
 
 // --------------------------------------------------------------------------------------------

@@ -7,13 +7,14 @@ use aya_ebpf::helpers::{
     bpf_get_current_pid_tgid,
 };
 use gateway_common::{
-    Event, EventKind, InodeKey, MAX_CGROUP_LEVEL, MAX_SESSION_NESTING, Reason, SessionInfo,
+    Config, Event, EventKind, InodeKey, MAX_CGROUP_LEVEL, MAX_SESSION_NESTING, Reason, SessionInfo,
     SessionInode,
 };
 
 use crate::{
     EPERM, config,
     maps::{DROPPED, EVENTS, PARENT, SESSIONS},
+    read,
 };
 
 /// The session a task belongs to.
@@ -204,4 +205,49 @@ pub fn session_inode(session: &Session, key: &InodeKey) -> SessionInode {
         dev: key.dev,
         ino: key.ino,
     }
+}
+
+/// The cgroup id of `cgroup`'s ancestor at `level` (`cgroup->ancestors[level]->kn->id`).
+#[inline(always)]
+fn ancestor_id(cfg: &Config, cgroup: *const u8, level: u32) -> Result<u64, ()> {
+    let a: *const u8 = read(cgroup, cfg.off_cgroup_ancestors + 8 * u64::from(level))?;
+    let kn: *const u8 = read(a, cfg.off_cgroup_kn)?;
+    read(kn, cfg.off_kn_id)
+}
+
+/// Whether `cgroup` (a `struct cgroup *`: a socket's, a task's) is the session's cgroup or
+/// below it, and not inside a session nested below this one (whose agent is another
+/// session's).
+#[inline(always)]
+pub fn cgroup_in_session(cfg: &Config, session: &Session, cgroup: *const u8) -> Result<bool, ()> {
+    if cgroup.is_null() {
+        return Ok(false);
+    }
+    let level: i32 = read(cgroup, cfg.off_cgroup_level)?;
+    let mut found = 0;
+    for l in 1..MAX_CGROUP_LEVEL + MAX_SESSION_NESTING + 1 {
+        if l as i32 > level {
+            return Ok(false);
+        }
+        if ancestor_id(cfg, cgroup, l)? == session.id {
+            found = l;
+            break;
+        }
+    }
+    if found == 0 {
+        return Ok(false);
+    }
+    if session.info.nested == 0 {
+        return Ok(true);
+    }
+    for depth in 1..MAX_SESSION_NESTING + 1 {
+        let l = found + depth;
+        if l as i32 > level {
+            break;
+        }
+        if SESSIONS.get_ptr(&ancestor_id(cfg, cgroup, l)?).is_some() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }

@@ -13,16 +13,13 @@
 //! Anything else, an unnamed socket outside the session included, is denied with `EPERM`
 //! (reason `unix_connect`); what cannot be read is denied too (`unresolvable`).
 use aya_ebpf::{helpers::bpf_probe_read_kernel_buf, macros::lsm, programs::LsmContext};
-use gateway_common::{
-    AF_UNIX, Config, Event, EventKind, MAX_CGROUP_LEVEL, MAX_SESSION_NESTING, Reason,
-    UNIX_NAME_MAX, UnixName,
-};
+use gateway_common::{AF_UNIX, Config, Event, EventKind, Reason, UNIX_NAME_MAX, UnixName};
 
 use crate::{
     EPERM, config, inode_key,
-    maps::{SESSIONS, UNIX_NAMES, UNIX_PATHS, UNIX_SCRATCH},
+    maps::{UNIX_NAMES, UNIX_PATHS, UNIX_SCRATCH},
     read,
-    session::{Session, emit, lsm_session, session_inode},
+    session::{Session, cgroup_in_session, emit, lsm_session, session_inode},
 };
 
 /// LSM_HOOK(int, 0, unix_stream_connect, struct sock *sock, struct sock *other,
@@ -84,7 +81,7 @@ fn allowed(
     if sk.is_null() {
         return Err(());
     }
-    if same_session(cfg, session, sk)? {
+    if cgroup_in_session(cfg, session, read(sk, cfg.off_sock_cgroup)?)? {
         return Ok(true);
     }
     let owner: *const u8 = read(sk, cfg.off_sock_peer_pid)?;
@@ -103,51 +100,6 @@ fn allowed(
         return Ok(false);
     }
     abstract_listed(cfg, session, addr, ev)
-}
-
-/// The cgroup id of `cgroup`'s ancestor at `level` (`cgroup->ancestors[level]->kn->id`).
-#[inline(always)]
-fn ancestor_id(cfg: &Config, cgroup: *const u8, level: u32) -> Result<u64, ()> {
-    let a: *const u8 = read(cgroup, cfg.off_cgroup_ancestors + 8 * u64::from(level))?;
-    let kn: *const u8 = read(a, cfg.off_cgroup_kn)?;
-    read(kn, cfg.off_kn_id)
-}
-
-/// Whether the socket was made in the session's cgroup or below it, and not inside a session
-/// nested below this one (whose agent is another session's).
-#[inline(always)]
-fn same_session(cfg: &Config, session: &Session, sk: *const u8) -> Result<bool, ()> {
-    let cgroup: *const u8 = read(sk, cfg.off_sock_cgroup)?;
-    if cgroup.is_null() {
-        return Ok(false);
-    }
-    let level: i32 = read(cgroup, cfg.off_cgroup_level)?;
-    let mut found = 0;
-    for l in 1..MAX_CGROUP_LEVEL + MAX_SESSION_NESTING + 1 {
-        if l as i32 > level {
-            return Ok(false);
-        }
-        if ancestor_id(cfg, cgroup, l)? == session.id {
-            found = l;
-            break;
-        }
-    }
-    if found == 0 {
-        return Ok(false);
-    }
-    if session.info.nested == 0 {
-        return Ok(true);
-    }
-    for depth in 1..MAX_SESSION_NESTING + 1 {
-        let l = found + depth;
-        if l as i32 > level {
-            break;
-        }
-        if SESSIONS.get_ptr(&ancestor_id(cfg, cgroup, l)?).is_some() {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 /// Whether an abstract peer's name is on the session's list (recorded in `ev` either way).

@@ -173,6 +173,20 @@ impl AgentCgroup {
 /// SIGKILL to each pid listed in `cgroup.procs`, level by level, otherwise), then waits up
 /// to two seconds for it to empty.
 pub fn kill_tree(dir: &Path) -> Result<(), CgroupError> {
+    signal_kill_tree(dir);
+    for _ in 0..200 {
+        if !populated(dir) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(CgroupError::Busy(dir.to_owned()))
+}
+
+/// Sends SIGKILL to every process in the cgroup `dir` and below it (`cgroup.kill`, or each
+/// listed pid), without waiting: for a caller that must not block (an async task whose
+/// runtime reaps the killed processes' parent).
+pub fn signal_kill_tree(dir: &Path) {
     if fs::write(dir.join("cgroup.kill"), "1").is_err() {
         let mut dirs = vec![(0, dir.to_owned())];
         dirs.extend(descendants(dir, 32));
@@ -186,13 +200,6 @@ pub fn kill_tree(dir: &Path) -> Result<(), CgroupError> {
             }
         }
     }
-    for _ in 0..200 {
-        if !populated(dir) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Err(CgroupError::Busy(dir.to_owned()))
 }
 
 /// Session cgroups of `gatewayd run` (`run-<pid>-<ms>`, right under `parent`) whose

@@ -12,6 +12,7 @@
 //! - [`landlock_audit`] — Landlock's denials, read from the kernel's audit subsystem
 //! - [`agent_privileges`] — whom the agent runs as, what it keeps, its seccomp filter
 //! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
+//! - [`session_limits`] — the session cgroup's `pids.max` and `memory.max`, and what it met
 //! - [`child`]    — a supervised child: dies with gatewayd, confined before exec
 #![warn(missing_docs)]
 
@@ -22,3 +23,4 @@ pub mod fs_roots;
 pub mod kernel;
 pub mod landlock;
 pub mod landlock_audit;
+pub mod session_limits;

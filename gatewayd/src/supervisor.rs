@@ -36,13 +36,13 @@ use gatewayd_core::{
         writer::{AuditWriter, WriteError},
     },
     clock::{Clock, SystemClock},
-    policy::{Policy, UnixEntry},
+    policy::{AuditFailure, Policy, UnixEntry},
 };
 use gatewayd_kernel::{
     agent_privileges::{AgentPrivileges, PrivilegesError, hide},
-    cgroup::AgentCgroup,
+    cgroup::{self, AgentCgroup},
     kernel::{self, KernelSpec, Session, SharedPrograms, Tier},
-    landlock,
+    landlock, session_limits,
 };
 
 pub mod agent_gateway;
@@ -126,6 +126,9 @@ pub struct RunOptions {
     /// Where the session's socket directory is made
     /// ([`agent_gateway::default_runtime_dir`]).
     pub runtime_dir: PathBuf,
+    /// `--preserve-fd`: descriptors above 2 passed to the agent; every other is closed at
+    /// its exec.
+    pub preserve_fds: Vec<i32>,
 }
 
 /// How the session went.
@@ -152,7 +155,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let mut privileges =
         match AgentPrivileges::resolve(opts.user.as_deref(), &opts.policy.agent, |k| {
             std::env::var(k).ok()
-        }) {
+        })
+        .and_then(|mut p| p.preserve_fds(&opts.preserve_fds).map(|()| p))
+        {
             Ok(p) => p,
             Err(e) => {
                 let entry = denial(
@@ -167,7 +172,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         };
 
     privileges.devices(&opts.policy.sandbox.devices);
+    let oom_score_adj = session_limits::protect_from_oom_killer()
+        .map_or_else(|e| json!({"not_lowered": e.to_string()}), |()| json!(-999));
     let cgroup = AgentCgroup::create(&session)?;
+    let limits = session_limits::apply(
+        &cgroup::cgroup2_mount()?,
+        cgroup.path(),
+        session_limits::Limits::for_agent(&opts.policy.agent),
+    );
     // The policy and the audit log are protected paths too (self-protection).
     let mut policy = opts.policy.clone();
     for own in [&opts.policy_path, &opts.audit_path] {
@@ -303,6 +315,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "socket": socket,
                 "cgroup": cgroup.path(),
                 "cgroup_id": cgroup.id(),
+                "limits": limits.describe(),
+                "gatewayd_oom_score_adj": oom_score_adj,
                 "program_set": {
                     "pins": programs.pin_dir(),
                     "adopted": programs.adopted(),
@@ -376,6 +390,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         kernel_records,
         audit.clone(),
         suspicion,
+        records::WhenUnrecorded {
+            stop: opts.policy.on_audit_failure == AuditFailure::Stop,
+            cgroup: cgroup.path().to_owned(),
+            stopped: false,
+        },
     ));
 
     let restrict = ruleset
@@ -419,6 +438,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         Ok(ks) => ks.remove().map_err(|e| kernel::chain(&e)),
         Err(e) => Err(format!("the kernel task failed: {e}")),
     };
+    let hits = session_limits::Hits::read(cgroup.path());
     let removed = cgroup.remove();
     if let Some(reader) = landlock_reader {
         reader.finish().await;
@@ -463,6 +483,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
                 "error": status.as_ref().err().map(std::string::ToString::to_string),
                 "kernel_denials": denials.load(std::sync::atomic::Ordering::Relaxed),
                 "cleanup": kill.and(removed).err().map(|e| e.to_string()).or(entries.err()),
+                "limits_met": hits.any().then(|| hits.describe()),
             }),
         ),
     )

@@ -243,10 +243,19 @@ fn next_notification(n: &UnixDatagram, timeout: Duration) -> String {
     text(&buf[..len])
 }
 
-fn wait_for(path: &Path) {
+/// A client of the daemon at `path`, once a connection is accepted: the socket file is
+/// bound before anything listens on it, so its existence proves nothing.
+fn connect_when_listening(path: &Path) -> Client {
     let t0 = Instant::now();
-    while !path.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "{}", path.display());
+    loop {
+        match Client::connect(path) {
+            Ok(c) => return c,
+            Err(e) => assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{}: {e}",
+                path.display()
+            ),
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -278,9 +287,8 @@ fn socket_activation_serves_calls_and_notifies_systemd() {
         .unwrap();
     // systemd-socket-activate listens at once and execs gatewayd on the first connection,
     // handing it the listening socket as fd 3.
-    wait_for(&socket);
     let t0 = Instant::now();
-    let mut c = Client::connect(&socket).unwrap();
+    let mut c = connect_when_listening(&socket);
     let hello = c.call("hello", json!({})).unwrap();
     eprintln!(
         "first answer through socket activation after {:?}",
@@ -359,8 +367,15 @@ fn a_passed_socket_must_be_the_one_named() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&socket);
-    let _c = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    // The first accepted connection starts gatewayd (systemd-socket-activate listens first).
+    let t0 = Instant::now();
+    let _c = loop {
+        match std::os::unix::net::UnixStream::connect(&socket) {
+            Ok(c) => break c,
+            Err(e) => assert!(t0.elapsed() < Duration::from_secs(10), "{e}"),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let status = child.wait().unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();

@@ -29,6 +29,32 @@ fn receiver(addr: &str) -> anyhow::Result<(u16, mpsc::Receiver<Vec<u8>>)> {
     Ok((port, rx))
 }
 
+/// The kernel pieces of `session_start`, one line each, except that pieces with the same
+/// state (the BPF LSM programs a kernel refuses, say) share one line.
+fn kernel_lines(pieces: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    let mut by_state: Vec<(String, Vec<&str>)> = Vec::new();
+    for (piece, state) in pieces {
+        let state = state
+            .as_str()
+            .unwrap_or("?")
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        match by_state.iter_mut().find(|(s, _)| *s == state) {
+            Some((_, names)) => names.push(piece),
+            None => by_state.push((state, vec![piece])),
+        }
+    }
+    by_state
+        .into_iter()
+        .map(|(state, names)| match names.as_slice() {
+            [one] => format!("{one:<18} {state}"),
+            many => format!("{} programs ({}): {state}", many.len(), many.join(", ")),
+        })
+        .collect()
+}
+
 /// Each line of `bytes` behind `prefix`.
 fn indent(prefix: &str, bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes)
@@ -58,8 +84,10 @@ fn show(label: &str, got: &[String]) {
 }
 
 pub(crate) fn run() -> anyhow::Result<()> {
-    let env = setup::setup()?;
-    let bins = util::build_release(&env)?;
+    // Only what the demo needs: the toolchain that builds the kernel programs. The tests'
+    // tools (QEMU, guest kernels, cargo-deb, the MCP servers) are `cargo xtask test`'s.
+    let toolchain = setup::toolchain()?;
+    let bins = util::build_release(&toolchain)?;
     let root = util::workspace_root();
     let dir = Path::new(DIR);
     let _ = std::fs::remove_dir_all(dir);
@@ -164,11 +192,8 @@ pub(crate) fn run() -> anyhow::Result<()> {
         start["detail"]["tier"].as_str().unwrap_or("?")
     );
     if let Some(k) = start["detail"]["kernel"].as_object() {
-        for (prog, state) in k {
-            println!(
-                "    {prog:<18} {}",
-                state.as_str().unwrap_or("?").lines().next().unwrap_or("")
-            );
+        for line in kernel_lines(k) {
+            println!("    {line}");
         }
     }
     let lsm = start["detail"]["kernel"]["lsm/file_open"] == "attached";

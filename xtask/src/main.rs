@@ -66,10 +66,7 @@ fn main() -> anyhow::Result<()> {
             let env = setup::setup()?;
             kernels::select(&env, None).map(|_| ())
         }
-        Cmd::Build => {
-            let env = setup::setup()?;
-            util::build_release(&env).map(|_| ())
-        }
+        Cmd::Build => util::build_release(&setup::toolchain()?).map(|_| ()),
         Cmd::Test => test::all(),
         Cmd::Vm { kernel } => {
             let env = setup::setup()?;

@@ -9,7 +9,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use crate::util::{Env, cache_dir, run};
+use crate::util::{Env, Toolchain, cache_dir, run};
 
 /// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`.
 const APT_PACKAGES: [&str; 6] = [
@@ -35,20 +35,30 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
     let cache = cache_dir()?;
     std::fs::create_dir_all(&cache).with_context(|| format!("mkdir {}", cache.display()))?;
     apt_packages()?;
-    rust_src()?;
-    let tools_bin = bpf_linker(&cache)?;
-    cargo_deb(&tools_bin)?;
+    let toolchain = toolchain()?;
+    cargo_deb(&toolchain.tools_bin)?;
     let guest_dir = cache.join("guest");
     let busybox = busybox(&guest_dir)?;
     let mcp_fs_server = fs_server(&cache.join("node"))?;
     let mcp_python = mcp_venv(&cache.join("venv"))?;
     println!("setup: ok (cache {})", cache.display());
     Ok(Env {
-        tools_bin,
+        toolchain,
         busybox,
         guest_dir,
         mcp_fs_server,
         mcp_python,
+    })
+}
+
+/// What building gatewayd with its kernel programs needs, and nothing else (the demo's
+/// setup): nightly's `rust-src` and `bpf-linker`.
+pub(crate) fn toolchain() -> anyhow::Result<Toolchain> {
+    let cache = cache_dir()?;
+    std::fs::create_dir_all(&cache).with_context(|| format!("mkdir {}", cache.display()))?;
+    rust_src()?;
+    Ok(Toolchain {
+        tools_bin: bpf_linker(&cache)?,
     })
 }
 

@@ -26,8 +26,8 @@ pub(crate) fn workspace_root() -> PathBuf {
 /// What setup produced and every later step needs.
 #[derive(Debug, Clone)]
 pub(crate) struct Env {
-    /// Folder holding `bpf-linker`, put first on PATH for cargo.
-    pub tools_bin: PathBuf,
+    /// What builds the kernel programs (all the demo needs).
+    pub toolchain: Toolchain,
     /// Static busybox for the guest.
     pub busybox: PathBuf,
     /// Where guest kernels are downloaded and unpacked (`kernels`).
@@ -36,6 +36,31 @@ pub(crate) struct Env {
     pub mcp_fs_server: PathBuf,
     /// The venv's python with the MCP SDK (gatewayd/tests/mcp/servers.rs).
     pub mcp_python: PathBuf,
+}
+
+/// The toolchain that builds gatewayd with its kernel programs (`setup::toolchain`).
+#[derive(Debug, Clone)]
+pub(crate) struct Toolchain {
+    /// Folder holding `bpf-linker`, put first on PATH for cargo.
+    pub tools_bin: PathBuf,
+}
+
+impl Toolchain {
+    pub(crate) fn path_var(&self) -> std::ffi::OsString {
+        let mut p = self.tools_bin.clone().into_os_string();
+        if let Some(old) = std::env::var_os("PATH") {
+            p.push(":");
+            p.push(old);
+        }
+        p
+    }
+}
+
+impl std::ops::Deref for Env {
+    type Target = Toolchain;
+    fn deref(&self) -> &Toolchain {
+        &self.toolchain
+    }
 }
 
 impl Env {
@@ -48,15 +73,6 @@ impl Env {
             ),
             ("GATEWAYD_MCP_PYTHON", self.mcp_python.display().to_string()),
         ]
-    }
-
-    pub(crate) fn path_var(&self) -> std::ffi::OsString {
-        let mut p = self.tools_bin.clone().into_os_string();
-        if let Some(old) = std::env::var_os("PATH") {
-            p.push(":");
-            p.push(old);
-        }
-        p
     }
 }
 
@@ -93,7 +109,7 @@ pub(crate) fn run(label: &str, cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 /// Runs `cargo ARGS` in the workspace with bpf-linker on PATH.
-pub(crate) fn cargo(env: &Env, args: &[&str]) -> anyhow::Result<()> {
+pub(crate) fn cargo(env: &Toolchain, args: &[&str]) -> anyhow::Result<()> {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.args(args)
         .current_dir(workspace_root())
@@ -111,7 +127,7 @@ pub(crate) struct Bins {
     pub escape: PathBuf,
 }
 
-pub(crate) fn build_release(env: &Env) -> anyhow::Result<Bins> {
+pub(crate) fn build_release(env: &Toolchain) -> anyhow::Result<Bins> {
     cargo(
         env,
         &[

@@ -46,7 +46,19 @@ pub struct Agent {
     /// Netlink protocols the agent may open (default: `["route"]`; `[]`: none).
     #[serde(default)]
     pub netlink: Option<Vec<String>>,
+    /// The session cgroup's `pids.max`: processes and threads the agent's session may hold
+    /// at once (default: [`DEFAULT_MAX_PIDS`]).
+    #[serde(default)]
+    pub max_pids: Option<u64>,
+    /// The session cgroup's `memory.max`, in MiB (default: three quarters of the host's
+    /// memory). Above it, the kernel kills the whole session (`memory.oom.group`).
+    #[serde(default)]
+    pub max_memory_mib: Option<u64>,
 }
+
+/// The default `agent.max_pids`: far above what a coding agent with its builds and test
+/// runs holds, far below what exhausts a host (`pid_max` is 4 million on 64-bit kernels).
+pub const DEFAULT_MAX_PIDS: u64 = 16_384;
 
 impl Agent {
     /// The capability numbers the policy keeps (validated names).
@@ -119,6 +131,17 @@ pub(super) fn validate(agent: &Agent) -> Result<(), ValidationError> {
     {
         return Err(ValidationError::value(at.key("user"), "empty user name"));
     }
+    for (field, value) in [
+        ("max_pids", agent.max_pids),
+        ("max_memory_mib", agent.max_memory_mib),
+    ] {
+        if value == Some(0) {
+            return Err(ValidationError::value(
+                at.key(field),
+                "0 would leave the agent nothing: give a limit of 1 or more, or leave the field out for the default",
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -127,6 +150,24 @@ mod tests {
     use std::path::Path;
 
     use crate::policy::Policy;
+
+    #[test]
+    fn a_zero_limit_is_refused() {
+        for field in ["max_pids", "max_memory_mib"] {
+            let text = format!(r#"{{"version": 1, "agent": {{"{field}": 0}}}}"#);
+            let e = Policy::parse(&text, Path::new("p.json")).expect_err("refused");
+            assert!(e.to_string().contains(field), "{e}");
+        }
+        let p = Policy::parse(
+            r#"{"version": 1, "agent": {"max_pids": 64, "max_memory_mib": 128}}"#,
+            Path::new("p.json"),
+        )
+        .expect("valid");
+        assert_eq!(
+            (p.agent.max_pids, p.agent.max_memory_mib),
+            (Some(64), Some(128))
+        );
+    }
 
     #[test]
     fn agent_section_parses_and_unknown_names_are_refused() {

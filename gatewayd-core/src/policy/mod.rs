@@ -17,7 +17,7 @@ pub mod spans;
 pub mod starter;
 pub mod tools;
 mod validate;
-pub use agent::{Account, Agent};
+pub use agent::{Account, Agent, DEFAULT_MAX_PIDS};
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
 pub use mcp::{McpServer, ServerKernel};
 pub use tools::{
@@ -35,6 +35,18 @@ pub enum KernelMode {
     Require,
     /// Start with what this kernel supports; the tier reached is written to the audit log.
     BestEffort,
+}
+
+/// What `gatewayd run` does when a kernel record cannot be written to the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditFailure {
+    /// Stop the agent (kill its session's cgroup), saying why on the terminal: a session
+    /// does not run unrecorded. The default: fail closed.
+    #[default]
+    Stop,
+    /// Let the agent run on; each lost record is reported on stderr. Denials stay enforced.
+    Continue,
 }
 
 /// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (`file_open`).
@@ -217,6 +229,9 @@ pub struct Policy {
     /// `private`).
     #[serde(default)]
     pub suspicion: SuspicionMode,
+    /// What `gatewayd run` does when a kernel record cannot be written (default `stop`).
+    #[serde(default)]
+    pub on_audit_failure: AuditFailure,
     /// Tool servers `gatewayd mcp --server NAME` may start, each with its program's pin and
     /// its own kernel profile.
     #[serde(default)]

@@ -10,9 +10,10 @@
 //! - `pts`, a devpts instance of its own (`newinstance,ptmxmode=0666,mode=620`): the agent
 //!   can open new ptys (`ptmx` is a link to `pts/ptmx`) and sees none of the host's;
 //! - `shm`, a tmpfs of its own (mode 1777, `nosuid`, `nodev`) for `shm_open`;
+//! - `mqueue`, the POSIX message queues of the agent's own IPC namespace;
 //! - the links `fd` → `/proc/self/fd`, `stdin`, `stdout`, `stderr` → `/proc/self/fd/0|1|2`;
 //!
-//! and is then made read-only: nothing can be created in it but in `shm` and `pts`.
+//! and is then made read-only: nothing can be created in it but in `shm`, `mqueue` and `pts`.
 //!
 //! Paths are prepared in gatewayd ([`Dev::plan`]); [`Dev::build`] runs in the PID
 //! namespace's init before it enters the cgroup (tier 1's `lsm/sb_mount` refuses the
@@ -121,6 +122,7 @@ impl Dev {
             "devices": devices,
             "pts": "a devpts instance of its own (ptmx mode 0666)",
             "shm": "a tmpfs of its own (mode 1777, nosuid, nodev)",
+            "mqueue": "the POSIX message queues of its own IPC namespace",
         })
     }
 
@@ -192,11 +194,21 @@ impl Dev {
             libc::MS_NOSUID | libc::MS_NODEV,
             Some(c"mode=1777"),
         )?;
+        // POSIX message queues of the agent's IPC namespace (made before this, in
+        // `private_namespaces`): a mqueue mount shows the queues of the mounter's namespace.
+        mkdir(c"/dev/mqueue", 0o1777)?;
+        mount(
+            Some(c"mqueue"),
+            c"/dev/mqueue",
+            Some(c"mqueue"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            None,
+        )?;
         for (link, target) in LINKS {
             // SAFETY: static C strings.
             check(unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) })?;
         }
-        // The tmpfs alone: `pts` and `shm` below it stay writable.
+        // The tmpfs alone: `pts`, `shm` and `mqueue` below it stay writable.
         set_attrs(c"/dev", RDONLY, false)
     }
 }

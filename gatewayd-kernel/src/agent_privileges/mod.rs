@@ -4,9 +4,10 @@
 //! Resolved in gatewayd before the spawn ([`AgentPrivileges::resolve`]); applied in the
 //! forked child right before exec ([`AgentPrivileges::pre_exec_fn`]), in this order:
 //!
-//! 1. a private mount namespace (`unshare(CLONE_NEWNS)`, then `/` made `MS_REC|MS_PRIVATE`),
-//!    so no mount the agent could make propagates to the host; before the cgroup, whose
-//!    `lsm/sb_mount` program would refuse that very mount;
+//! 1. a private mount namespace and IPC namespace (`unshare(CLONE_NEWNS | CLONE_NEWIPC)`,
+//!    then `/` made `MS_REC|MS_PRIVATE`), so no mount the agent could make propagates to the
+//!    host, and no System V or POSIX IPC object is shared with the host or outlives the
+//!    session; before the cgroup, whose `lsm/sb_mount` program would refuse that very mount;
 //! 2. a PID namespace with a small init at its PID 1 ([`pid_namespace`]), which mounts the
 //!    namespace's `/proc`, sets `vm.memfd_noexec`, makes what the agent sees of `/proc`,
 //!    `/sys` and `/dev` ([`surfaces`], [`dev`]), enters the cgroup (the caller's step), makes
@@ -17,10 +18,12 @@
 //!    itself). The init is the domain's creator, whose pid Landlock's audit records name
 //!    (`supervisor::landlock_records`). It then forks the agent's process, where the steps
 //!    below run;
-//! 4. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
+//! 4. the descriptors ([`descriptors`]): every one above 2 is closed at exec except those
+//!    `--preserve-fd` names, so nothing gatewayd's caller left open reaches the agent;
+//! 5. the credentials ([`credentials`]): bounding set cut to the kept capabilities, ambient
 //!    and inheritable sets emptied, securebits set and locked, groups, gid and uid set,
 //!    `no_new_privs`;
-//! 5. the seccomp filter ([`seccomp`]), last, so that nothing above is refused by it.
+//! 6. the seccomp filter ([`seccomp`]), last, so that nothing above is refused by it.
 use std::ffi::CString;
 
 use serde_json::json;
@@ -28,6 +31,7 @@ use serde_json::json;
 use gatewayd_core::policy::{Account, Agent};
 
 pub(crate) mod credentials;
+pub(crate) mod descriptors;
 pub(crate) mod dev;
 pub mod hide;
 pub(crate) mod host_sockets;
@@ -75,6 +79,16 @@ pub enum PrivilegesError {
     CapabilitiesNeedRoot {
         /// The agent's uid.
         uid: u32,
+    },
+    /// A `--preserve-fd` that is not an open descriptor above 2.
+    #[error(
+        "--preserve-fd {fd}: {why}; only an open descriptor above 2 can be passed to the agent (0, 1 and 2 always are)"
+    )]
+    PreserveFd {
+        /// The descriptor as given.
+        fd: i32,
+        /// What is wrong with it.
+        why: &'static str,
     },
     /// The seccomp filter did not compile.
     #[error("seccomp filter: {0}")]
@@ -127,6 +141,8 @@ pub struct AgentPrivileges {
     hiding: hide::Hiding,
     /// Both tiers: what the agent sees of `/proc`, `/sys` and `/dev`.
     surfaces: surfaces::Surfaces,
+    /// The descriptors above 2 the agent keeps (`--preserve-fd`).
+    descriptors: descriptors::Descriptors,
 }
 
 impl AgentPrivileges {
@@ -192,6 +208,7 @@ impl AgentPrivileges {
             filter_bpf_lsm: Some(filter_bpf_lsm),
             hiding: hide::Hiding::default(),
             surfaces: surfaces::Surfaces::plan(&[]),
+            descriptors: descriptors::Descriptors::default(),
         })
     }
 
@@ -207,6 +224,13 @@ impl AgentPrivileges {
     /// ones: the policy's `sandbox.devices` (checked when the policy loaded).
     pub fn devices(&mut self, devices: &[std::path::PathBuf]) {
         self.surfaces = surfaces::Surfaces::plan(devices);
+    }
+
+    /// The descriptors above 2 the agent keeps (`--preserve-fd`); every other one is closed
+    /// at exec.
+    pub fn preserve_fds(&mut self, fds: &[i32]) -> Result<(), PrivilegesError> {
+        self.descriptors = descriptors::Descriptors::keeping(fds)?;
+        Ok(())
     }
 
     /// At tier 2: the mounts that hide the protected paths in the agent's namespace.
@@ -249,6 +273,8 @@ impl AgentPrivileges {
             "capabilities": caps,
             "no_new_privs": true,
             "mount_namespace": "private",
+            "ipc_namespace": "own (System V IPC and a mqueue of its own)",
+            "descriptors": {"passed": [0, 1, 2], "preserved": self.descriptors.kept(), "others": "closed at exec"},
             "hidden": (!self.hiding.is_empty()).then(|| self.hiding.describe()),
             "pid_namespace": "own (an init at PID 1, a procfs of its own)",
             "kernel_interfaces": self.surfaces.describe(),
@@ -277,8 +303,10 @@ impl AgentPrivileges {
         let pid_namespace = self.pid_namespace;
         let hiding = self.hiding.clone();
         let surfaces = self.surfaces.clone();
+        let descriptors = self.descriptors.clone();
         move || {
-            private_mount_namespace()?;
+            oom_score_adj_back_to_default();
+            private_namespaces()?;
             pid_namespace.enter(
                 &|| {
                     surfaces.mount()?;
@@ -289,6 +317,7 @@ impl AgentPrivileges {
                 },
                 tell_init.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             )?;
+            descriptors.close_the_rest_at_exec()?;
             creds.apply()?;
             filter.install()
         }
@@ -359,12 +388,32 @@ fn user_groups(name: Option<&str>, gid: u32) -> Result<Vec<u32>, PrivilegesError
     Ok(groups.iter().map(|g| g.as_raw()).collect())
 }
 
+/// gatewayd makes itself the OOM killer's last choice (`session_limits`); the agent must not
+/// inherit that. Raising the value back to 0 needs no privilege; a caller's higher value
+/// (a refused write) stays.
+fn oom_score_adj_back_to_default() {
+    // SAFETY: open, write and close on a static C string, in the forked child.
+    unsafe {
+        let fd = libc::open(
+            c"/proc/self/oom_score_adj".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if fd >= 0 {
+            libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+    }
+}
+
 /// A mount namespace of the agent's own whose mounts propagate nowhere: from here on, a
-/// mount the agent could make stays inside it (and the host's later mounts stay out).
-fn private_mount_namespace() -> std::io::Result<()> {
+/// mount the agent could make stays inside it (and the host's later mounts stay out). And an
+/// IPC namespace of its own: the host's System V shared memory, message queues and
+/// semaphores are out of its reach, and what it makes there is freed with the namespace
+/// when the session's last process ends (its POSIX message queues: `dev`'s `mqueue`).
+fn private_namespaces() -> std::io::Result<()> {
     // SAFETY: plain syscalls on static C strings, in the single-threaded forked child.
     unsafe {
-        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+        if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC) != 0 {
             return Err(std::io::Error::last_os_error());
         }
         if libc::mount(

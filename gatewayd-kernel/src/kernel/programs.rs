@@ -403,8 +403,14 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Kill,
         payload: Payload::Signal,
-        enforces: "signals to gatewayd",
-        messages: &[(Reason::SelfProtection, "the agent may not signal gatewayd")],
+        enforces: "signals to gatewayd, and to any process outside the session",
+        messages: &[
+            (Reason::SelfProtection, "the agent may not signal gatewayd"),
+            (
+                Reason::SignalOutside,
+                "the agent may not signal a process outside its session",
+            ),
+        ],
     },
     Program {
         name: "lsm/unix_stream_connect",

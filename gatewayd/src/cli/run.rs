@@ -1,4 +1,5 @@
-//! `gatewayd run --policy P [--audit F] [--user NAME|UID] [--scope S]... [--runtime-dir D] -- AGENT...`
+//! `gatewayd run --policy P [--audit F] [--user NAME|UID] [--scope S]... [--runtime-dir D]
+//! [--preserve-fd FD]... -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
@@ -27,6 +28,10 @@ pub(super) struct Args {
     /// `/run/gatewayd` for root, else `$XDG_RUNTIME_DIR/gatewayd`.
     #[arg(long)]
     runtime_dir: Option<PathBuf>,
+    /// Pass this open descriptor (above 2) to the agent. Repeatable. Every other descriptor
+    /// above 2 that gatewayd's caller left open is closed at the agent's exec.
+    #[arg(long = "preserve-fd", value_name = "FD")]
+    preserve_fds: Vec<i32>,
     /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
@@ -51,6 +56,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         runtime_dir: args
             .runtime_dir
             .unwrap_or_else(supervisor::agent_gateway::default_runtime_dir),
+        preserve_fds: args.preserve_fds,
     }))?;
     errln!(
         "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",

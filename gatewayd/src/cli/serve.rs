@@ -14,7 +14,7 @@ use gatewayd::{
 };
 use gatewayd_core::clock::SystemClock;
 
-use super::DEFAULT_SOCKET;
+use super::{DEFAULT_SOCKET, out::errln};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
@@ -39,6 +39,13 @@ pub(super) struct Args {
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     daemon::raise_fd_limit();
+    // The OOM killer's last choice: the daemon holds every session's decisions. Lowering the
+    // score needs CAP_SYS_RESOURCE; the systemd unit sets it (`OOMScoreAdjust=`) instead.
+    if let Err(e) = gatewayd_kernel::session_limits::protect_from_oom_killer() {
+        errln!(
+            "gatewayd: oom_score_adj stays as it was ({e}); the OOM killer may choose the daemon"
+        );
+    }
     // What `gatewayd run`s killed with SIGKILL left: their cgroups, and what still runs
     // there (their entries in the pinned maps go at the next run's start).
     if let Ok(mount) = gatewayd_kernel::cgroup::cgroup2_mount() {

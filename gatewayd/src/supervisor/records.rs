@@ -30,9 +30,43 @@ pub(super) struct Suspicion {
     pub(super) cgroup: String,
 }
 
+/// What a session does when a kernel record cannot be written: the policy's
+/// `on_audit_failure`.
+pub(super) struct WhenUnrecorded {
+    /// `stop` (the default): the agent's cgroup is killed; `continue`: it runs on.
+    pub(super) stop: bool,
+    /// The session's cgroup.
+    pub(super) cgroup: std::path::PathBuf,
+    /// Whether the agent was stopped already (it is stopped once).
+    pub(super) stopped: bool,
+}
+
+impl WhenUnrecorded {
+    /// Says on the terminal why, and (when the policy says stop) ends the agent: a session
+    /// must not go on unrecorded.
+    /// The kill is not waited for: the session's end (the agent's exit, seen by the runtime
+    /// this runs on) tears down as usual.
+    fn failed(&mut self, what: &str, e: &WriteError) {
+        if self.stop {
+            if !self.stopped {
+                self.stopped = true;
+                eprintln!(
+                    "gatewayd: the audit log cannot be written ({e}; the record of {what} is lost): stopping the agent, as the policy's on_audit_failure says"
+                );
+                gatewayd_kernel::cgroup::signal_kill_tree(&self.cgroup);
+            }
+        } else {
+            eprintln!(
+                "gatewayd: audit write failed for {what}: {e} (the agent runs on: on_audit_failure is continue)"
+            );
+        }
+    }
+}
+
 /// Hands the kernel task's records to the writer, in order. Submitting never waits for the
 /// disk; every [`AUDIT_QUEUE`] records it waits for them to be durable. A record the writer
-/// refuses is lost (the kernel has already decided) and reported on stderr. A
+/// refuses is lost (the kernel has already decided): it is reported on stderr, and the
+/// agent is stopped unless the policy's `on_audit_failure` is `continue`. A
 /// `protected_path` denial, once recorded, counts toward the Rule of Two of the agent's
 /// gateway session (the policy's `suspicion`; `Gateway::note_kernel_denial`). Ends, with
 /// everything submitted, once the kernel task has dropped its sender.
@@ -40,6 +74,7 @@ pub(super) async fn forward_kernel_records(
     mut rx: mpsc::Receiver<Entry>,
     audit: WriterHandle,
     suspicion: Option<Suspicion>,
+    mut unrecorded: WhenUnrecorded,
 ) {
     let mut pending = 0;
     while let Some(entry) = rx.recv().await {
@@ -52,12 +87,14 @@ pub(super) async fn forward_kernel_records(
         match audit.submit(entry) {
             Ok(ticket) => {
                 pending += 1;
-                if pending >= AUDIT_QUEUE {
+                if pending >= AUDIT_QUEUE || rx.is_empty() {
                     pending = 0;
-                    let _ = audit.wait_async(ticket).await;
+                    if let Err(e) = audit.wait_async(ticket).await {
+                        unrecorded.failed(&what, &e);
+                    }
                 }
             }
-            Err(e) => eprintln!("gatewayd: audit write failed for {what}: {e}"),
+            Err(e) => unrecorded.failed(&what, &e),
         }
         if let (true, Some(s)) = (suspect, &suspicion) {
             // Its own task: the trip hook it may run waits on the kernel task, which may be

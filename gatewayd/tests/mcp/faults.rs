@@ -255,8 +255,9 @@ fn with_a_daemon_the_proxy_uses_its_session() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        if socket.exists() {
+    // Started when it accepts a connection (the socket file is bound before it listens).
+    for _ in 0..500 {
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -329,10 +329,16 @@ fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    while !socket.exists() && std::time::Instant::now() < deadline {
+    // Started when it accepts a connection (the socket file is bound before it listens).
+    while std::os::unix::net::UnixStream::connect(&socket).is_err()
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(socket.exists(), "gatewayd serve did not start");
+    assert!(
+        std::os::unix::net::UnixStream::connect(&socket).is_ok(),
+        "gatewayd serve did not start"
+    );
     // The daemon's socket is outside the run's session: the run's policy lists it (tier 1
     // refuses an unlisted one, `unix_sockets.rs`).
     let mut run_policy: Value =

@@ -11,6 +11,7 @@
 //! Needs root, cgroup v2 and BPF. Run by `cargo xtask test`.
 // A test binary sees every dependency of the package; the lint guards the library's list.
 #![allow(unused_crate_dependencies)]
+mod audit_failure;
 mod code_loading;
 mod egress_hosts;
 mod escape;
@@ -20,6 +21,7 @@ mod inbound;
 mod inet_protocols;
 mod landlock_records;
 mod lifetime;
+mod limits;
 
 use std::{
     io::Read as _,
@@ -35,6 +37,7 @@ mod gateway;
 mod mcp_servers;
 mod sandbox_roots;
 mod sessions;
+mod shared_objects;
 mod system_surfaces;
 mod terminal;
 mod tier2_usable;

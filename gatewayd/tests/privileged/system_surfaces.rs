@@ -96,7 +96,9 @@ fn minimal_dev(extra: &[&str]) -> BTreeSet<String> {
     devices
         .iter()
         .filter(|d| Path::new("/dev").join(d).exists())
-        .chain(&["pts", "shm", "ptmx", "fd", "stdin", "stdout", "stderr"])
+        .chain(&[
+            "pts", "shm", "mqueue", "ptmx", "fd", "stdin", "stdout", "stderr",
+        ])
         .chain(extra)
         .map(|s| (*s).to_string())
         .collect()

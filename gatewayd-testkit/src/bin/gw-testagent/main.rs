@@ -50,9 +50,7 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
-#[path = "gw-testagent/fs_actions.rs"]
 mod fs_actions;
-#[path = "gw-testagent/turns.rs"]
 mod turns;
 
 use std::{

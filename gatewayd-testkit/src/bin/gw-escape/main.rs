@@ -16,13 +16,10 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
-#[path = "gw-escape/inet.rs"]
 mod inet;
-#[path = "gw-escape/roots.rs"]
 mod roots;
-#[path = "gw-escape/system.rs"]
+mod shared;
 mod system;
-#[path = "gw-escape/unix.rs"]
 mod unix;
 
 use std::{
@@ -567,6 +564,7 @@ fn attempt(name: &str, arg: &str, parent: i32) -> Outcome {
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
         "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
         n if system::ATTEMPTS.iter().any(|(s, _)| *s == n) => system::attempt(n, arg),
+        n if shared::ATTEMPTS.iter().any(|(s, _)| *s == n) => shared::attempt(n, arg),
         _ => roots::attempt(name, arg).unwrap_or(Outcome::Errno(libc::EINVAL)),
     }
 }
@@ -640,11 +638,15 @@ fn print(name: &str, outcome: &str) {
 }
 
 fn main() {
+    // `signal_group` signals the whole process group, this program included.
+    // SAFETY: sets a disposition; no handler runs.
+    unsafe { libc::signal(libc::SIGUSR2, libc::SIG_IGN) };
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() || args[0] == "--help" {
         let all = ATTEMPTS
             .iter()
             .chain(&system::ATTEMPTS)
+            .chain(&shared::ATTEMPTS)
             .chain(&roots::ATTEMPTS);
         for (n, what) in all {
             println!("{n:16} {what}");
