@@ -238,6 +238,13 @@ impl SandboxView {
         self.protected.iter().find(|x| x.starts_with(p) && *x != p)
     }
 
+    /// A protected directory strictly below `p`, if any.
+    pub fn protected_dir_below(&self, p: &Path) -> Option<&PathBuf> {
+        self.protected
+            .iter()
+            .find(|x| x.starts_with(p) && *x != p && x.is_dir())
+    }
+
     /// Checks a canonical path for an access; Err = the message of a `sandbox` denial.
     pub fn check(&self, raw: &str, p: &Path, access: PathAccess) -> Result<(), String> {
         if let Some(x) = self.protected_hit(p) {

@@ -59,15 +59,82 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
     }
 }
 
-/// Checks one command line.
+/// Checks one command line; `home` is the home of the session's user (`~`, `$HOME`).
 pub fn check(
     sb: &SandboxView,
     rule: &ShellRule,
     name: &str,
     line: &str,
+    home: Option<&Path>,
 ) -> Result<(), (Reason, String)> {
+    if rule.through_shell {
+        match shell::split(line, true) {
+            // What a shell would interpret, or a shell's `-c` body: the line's commands one
+            // by one.
+            Err(ShellError::Metachar { .. } | ShellError::Assignment(_)) => {
+                return check_line(sb, rule, name, line, home);
+            }
+            Ok(argv) if shell::line::runs_a_body(&argv) => {
+                return check_line(sb, rule, name, line, home);
+            }
+            _ => {}
+        }
+    }
     let a = analyze_line(line, rule.through_shell)?;
     check_analysis(sb, rule, name, &a)
+}
+
+/// A line of several commands, redirections or expansions ([`shell::line`]): each command
+/// is checked as a line of its own would be, its relative paths taken from where it runs,
+/// and each file a redirection opens as a read or a write.
+fn check_line(
+    sb: &SandboxView,
+    rule: &ShellRule,
+    name: &str,
+    line: &str,
+    home: Option<&Path>,
+) -> Result<(), (Reason, String)> {
+    let ctx = shell::line::Context {
+        cwd: sb
+            .root
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/")),
+        home: home.map(Path::to_path_buf),
+        home_of: shell::line::user_home,
+    };
+    let commands = shell::line::parse_line(line, &ctx)
+        .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;
+    for c in &commands {
+        if let Some(program) = c.argv.first() {
+            if c.analyse {
+                let mut a = shell::analyze(&c.argv)
+                    .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;
+                for p in a
+                    .reads
+                    .iter_mut()
+                    .chain(a.writes.iter_mut())
+                    .chain(a.recursive_roots.iter_mut())
+                {
+                    *p = c.cwd.join(&*p);
+                }
+                check_analysis(sb, rule, name, &a)?;
+            } else if !program_allowed(sb, rule, program) {
+                return Err((
+                    Reason::Shell,
+                    format!("`{name}`: program `{program}` is not on the exec allowlist"),
+                ));
+            }
+        }
+        for (paths, access) in [(&c.reads, PathAccess::Read), (&c.writes, PathAccess::Write)] {
+            for p in paths {
+                let real = resolve(sb, p)?;
+                sb.check(&p.to_string_lossy(), &real, access)
+                    .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The policy checks on an analysed command.
@@ -98,10 +165,16 @@ pub fn check_analysis(
     }
     for p in &a.recursive_roots {
         let real = resolve(sb, p)?;
-        if let Some(x) = sb
-            .protected_hit(&real)
-            .or_else(|| sb.protected_below(&real).cloned())
-        {
+        // A walk that lists names reads no protected file's contents; a protected
+        // directory's entries are its contents.
+        let reached = if a.walks_names_only {
+            sb.protected_hit(&real)
+                .or_else(|| sb.protected_dir_below(&real).cloned())
+        } else {
+            sb.protected_hit(&real)
+                .or_else(|| sb.protected_below(&real).cloned())
+        };
+        if let Some(x) = reached {
             return Err((
                 Reason::Shell,
                 format!(
@@ -120,7 +193,13 @@ pub fn check_analysis(
                 ),
             ));
         }
-        sb.check(&p.to_string_lossy(), &real, PathAccess::Tree)
+        // A walk of names needs the root readable; one that reads contents, the whole tree.
+        let access = if a.walks_names_only {
+            PathAccess::Read
+        } else {
+            PathAccess::Tree
+        };
+        sb.check(&p.to_string_lossy(), &real, access)
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     for p in &a.reads {

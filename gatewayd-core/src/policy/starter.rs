@@ -29,8 +29,9 @@ pub const HOME_SECRETS: &[&str] = &[
 /// Programs the `shell` tool may run (found on this machine; bare names match by file name).
 pub const DEV_PROGRAMS: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "diff", "cut", "tr",
-    "stat", "file", "tree", "git", "cargo", "rustc", "make", "npm", "node", "python3", "pytest",
-    "go",
+    "stat", "file", "tree", "du", "jq", "git", "cargo", "rustc", "make", "npm", "node", "python3",
+    "pytest", "go", "bash", "sh", "echo", "printf", "pwd", "true", "false", "test", "[", "which",
+    "basename", "dirname",
 ];
 
 /// Hosts the agent may reach over HTTPS.

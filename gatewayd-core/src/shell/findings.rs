@@ -18,6 +18,8 @@ pub(super) struct Findings {
     forbidden: Vec<String>,
     /// A walk may follow symbolic links out of its roots.
     pub(super) follows_symlinks: bool,
+    /// The walks list names only (`CommandAnalysis::walks_names_only`).
+    pub(super) names_only: bool,
 }
 
 /// Adds `path` to `paths` unless it is there already.
@@ -46,6 +48,7 @@ impl Findings {
             recursive_roots: Vec::new(),
             forbidden: Vec::new(),
             follows_symlinks: false,
+            names_only: false,
         }
     }
 
@@ -142,6 +145,7 @@ impl Findings {
             recursive_roots: self.recursive_roots,
             forbidden: self.forbidden,
             follows_symlinks: self.follows_symlinks,
+            walks_names_only: self.names_only,
         }
     }
 }

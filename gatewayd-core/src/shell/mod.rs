@@ -13,6 +13,8 @@
 //!   [`ShellError`], [`MAX_ARGS`]) and the table that sends each command to its family.
 //! - `split`: the tokeniser, a line to argv the way `sh` would, refusing what a shell would
 //!   interpret.
+//! - [`line`]: a line of several commands (lists, pipelines, redirections, `cd`, globs,
+//!   `bash -c`), parsed by brush's bash parser into simple commands, each analysed as above.
 //! - `option_table`: the option tables' vocabulary (how an option takes its value, what it
 //!   does to paths) and the lookup of an option as written; `options`: the getopt-like
 //!   parser that reads a command's words with its table.
@@ -134,6 +136,10 @@ mod help_columns;
 #[cfg(test)]
 mod help_formats;
 mod interpreters;
+pub mod line;
+#[cfg(test)]
+mod line_tests;
+mod line_words;
 mod option_table;
 mod options;
 mod split;
@@ -180,6 +186,12 @@ pub enum ShellError {
     /// A NUL byte, which no argv can hold.
     #[error("NUL byte in the command")]
     Nul,
+    /// Something on the line whose effect is known only when it runs ([`line`]).
+    #[error("{0} cannot be analysed before it runs")]
+    Unanalysable(String),
+    /// The line is not valid shell syntax.
+    #[error("the line is not valid shell syntax: {0}")]
+    Syntax(String),
     /// No program to run.
     #[error("empty command")]
     Empty,
@@ -220,6 +232,9 @@ pub struct CommandAnalysis {
     pub forbidden: Vec<String>,
     /// The walk follows symbolic links, so it may leave its roots.
     pub follows_symlinks: bool,
+    /// Its walks list names and metadata and open no file for reading (`find` without
+    /// `-exec`, `ls -R`, `du`, `tree`): a protected file below a root is listed, not read.
+    pub walks_names_only: bool,
 }
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.
@@ -245,10 +260,19 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "grep" | "egrep" | "fgrep" => grep::grep(args, false, found)?,
         "rgrep" => grep::grep(args, true, found)?,
         "rg" => grep::ripgrep(args, found)?,
-        "find" => walk::find(args, found)?,
-        "ls" => walk::ls(args, found)?,
-        "du" => walk::walk_operands(args, &walk::DU, found)?,
-        "tree" => walk::walk_operands(args, &walk::TREE, found)?,
+        "find" => {
+            walk::find(args, found)?;
+            found.names_only = true;
+        }
+        "ls" => {
+            walk::ls(args, found)?;
+            found.names_only = true;
+        }
+        "du" | "tree" => {
+            let table = if name == "du" { &walk::DU } else { &walk::TREE };
+            walk::walk_operands(args, table, found)?;
+            found.names_only = true;
+        }
         "diff" => coreutils::diff(args, found)?,
         "sed" => coreutils::script_then_files(args, &coreutils_tables::SED, found)?,
         "awk" | "gawk" | "mawk" | "nawk" => {

@@ -95,19 +95,39 @@ fn shell_recursive_walks_reaching_protected_paths() {
 fn shell_metacharacters_through_a_shell() {
     let f = fx();
     let mut s = session();
+    // Each command of a line is checked (`Sandbox` for a protected file it opens); what is
+    // known only when the line runs is refused (`Shell`): substitutions, and `~` of a session
+    // user the user database does not know (the fixture's `alice`).
+    for (cmd, reason) in [
+        ("ls; cat .env", Reason::Sandbox),
+        ("ls && cat .env", Reason::Sandbox),
+        ("ls\ncat .env", Reason::Sandbox),
+        ("cat notes.txt | cat ../home/.ssh/id_rsa", Reason::Sandbox),
+        ("cat < .env", Reason::Sandbox),
+        ("cat $(echo .env)", Reason::Shell),
+        ("cat `echo .env`", Reason::Shell),
+        ("cat $SECRET_FILE", Reason::Shell),
+        ("cat ~/.ssh/id_rsa", Reason::Shell),
+        ("LD_PRELOAD=./x.so ls", Reason::Shell),
+    ] {
+        shell_denied(&f, &mut s, "run_sh", cmd, reason);
+    }
+    // The same shapes aimed at nothing protected are ordinary work.
     for cmd in [
-        "ls; cat .env",
-        "cat $(echo .env)",
-        "cat `echo .env`",
+        "cat *.txt",
         "ls > out/x",
         "cat notes.txt | wc",
-        "ls && cat .env",
-        "cat *.txt",
-        "cat ~/.ssh/id_rsa",
         "X=1 ls",
-        "ls\ncat .env",
+        "ls && ls src",
     ] {
-        shell_denied(&f, &mut s, "run_sh", cmd, Reason::Shell);
+        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": cmd}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Allow,
+            "{cmd}: {}",
+            o.verdict.message
+        );
+        assert!(ran, "{cmd}");
     }
 }
 

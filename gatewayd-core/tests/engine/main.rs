@@ -4,8 +4,10 @@
 //! call goes through the real `Engine` on the fixture tree of `support`.
 // The package's dependencies the engine's tests do not use.
 use base64 as _;
+use brush_parser as _;
 use flate2 as _;
 use gateway_common as _;
+use glob as _;
 use jsonschema as _;
 use libc as _;
 use regex as _;
@@ -25,5 +27,6 @@ mod attacks_sandbox;
 mod attacks_secret_disguises;
 mod attacks_shell;
 mod benign;
+mod corpora;
 mod robustness;
 mod support;

@@ -28,13 +28,13 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         match v {
             Value::Array(a) => {
                 for (i, item) in a.iter().enumerate() {
-                    if let Some(n) = check_value(cx.engine, arg, c, item)? {
+                    if let Some(n) = check_value(cx.engine, &cx.session.user, arg, c, item)? {
                         canon.push((arg, Some(i), n));
                     }
                 }
             }
             x => {
-                if let Some(n) = check_value(cx.engine, arg, c, x)? {
+                if let Some(n) = check_value(cx.engine, &cx.session.user, arg, c, x)? {
                     canon.push((arg, None, n));
                 }
             }
@@ -56,9 +56,10 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
 }
 
 /// One argument value (one element of an array); for a path, returns its canonical form,
-/// which replaces the value.
+/// which replaces the value. `user` is the session's (a shell line's `~` is its home).
 fn check_value(
     engine: &Engine,
+    user: &str,
     arg: &str,
     c: &args::CArg,
     v: &Value,
@@ -99,7 +100,8 @@ fn check_value(
         let line = v.as_str().ok_or_else(|| {
             Verdict::deny(R::ArgRule, format!("`{arg}` must be a command string"))
         })?;
-        shellcheck::check(&engine.sandbox, rule, arg, line)
+        let home = crate::shell::line::user_home(user);
+        shellcheck::check(&engine.sandbox, rule, arg, line, home.as_deref())
             .map_err(|(r, m)| Verdict::deny(r, m))?;
     }
     c.check_scalar(arg, v)

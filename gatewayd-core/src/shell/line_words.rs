@@ -1,0 +1,202 @@
+//! A word of a shell line as bash expands it, for [`super::line`]: quotes, `~`, `$HOME` and
+//! `$PWD`, and globs against the file system; what is known only when the line runs is
+//! refused.
+use std::path::Path;
+
+use brush_parser::word::{Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
+
+use super::{
+    ShellError,
+    line::{Context, options, unanalysable},
+};
+
+/// Paths one glob word may expand to before the line is refused.
+const MAX_GLOB_MATCHES: usize = 4096;
+
+impl Context {
+    /// A word that must expand to exactly one text without globbing (an assignment's value,
+    /// a here-string).
+    pub(super) fn static_text(&self, raw: &str) -> Result<String, ShellError> {
+        let pieces = brush_parser::word::parse(raw, &options())
+            .map_err(|e| ShellError::Syntax(e.to_string()))?;
+        let mut e = Expanded::default();
+        self.text_of(&pieces, &mut e)?;
+        Ok(e.text)
+    }
+
+    /// A word's fields: its text, or its glob's matches.
+    pub(super) fn word(&self, raw: &str) -> Result<Vec<String>, ShellError> {
+        let pieces = brush_parser::word::parse(raw, &options())
+            .map_err(|e| ShellError::Syntax(e.to_string()))?;
+        let mut e = Expanded::default();
+        self.text_of(&pieces, &mut e)?;
+        if !e.glob {
+            return Ok(vec![e.text]);
+        }
+        self.glob(&e)
+    }
+
+    fn glob(&self, e: &Expanded) -> Result<Vec<String>, ShellError> {
+        // bash without `globstar`: `**` is `*`.
+        let relative = e.pattern.replace("**", "*");
+        let absolute = Path::new(&relative).is_absolute();
+        let pattern = if absolute {
+            relative.clone()
+        } else {
+            format!(
+                "{}/{relative}",
+                glob::Pattern::escape(&self.cwd.to_string_lossy())
+            )
+        };
+        // Dotfiles are matched only by a component that starts with a literal `.`, as bash
+        // does; the glob crate's own option misses `.e*`, so it is applied here.
+        let opts = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        // Not a pattern after all (`[` alone, say): bash passes it as written.
+        let Ok(paths) = glob::glob_with(&pattern, opts) else {
+            return Ok(vec![e.text.clone()]);
+        };
+        let wanted: Vec<&str> = pattern.split('/').collect();
+        let mut out = Vec::new();
+        for p in paths.flatten() {
+            let shown = p.to_string_lossy().into_owned();
+            let hidden_unasked = shown
+                .split('/')
+                .zip(&wanted)
+                .any(|(got, want)| got.starts_with('.') && !want.starts_with('.'));
+            if hidden_unasked {
+                continue;
+            }
+            if out.len() == MAX_GLOB_MATCHES {
+                return Err(unanalysable(format!(
+                    "the glob `{}`, which matches more than {MAX_GLOB_MATCHES} paths",
+                    e.text
+                )));
+            }
+            let shown = if absolute {
+                p
+            } else {
+                p.strip_prefix(&self.cwd)
+                    .map(Path::to_path_buf)
+                    .unwrap_or(p)
+            };
+            out.push(shown.to_string_lossy().into_owned());
+        }
+        if out.is_empty() {
+            // bash passes a pattern that matches nothing as written.
+            out.push(e.text.clone());
+        }
+        Ok(out)
+    }
+
+    /// Appends the pieces' expansion to `e`; refuses what is not known before running.
+    pub(super) fn text_of(
+        &self,
+        pieces: &[WordPieceWithSource],
+        e: &mut Expanded,
+    ) -> Result<(), ShellError> {
+        for p in pieces {
+            match &p.piece {
+                WordPiece::Text(t) => {
+                    if has_brace_expansion(t) {
+                        return Err(unanalysable(format!("brace expansion in `{t}`")));
+                    }
+                    e.unquoted(t);
+                }
+                WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => e.quoted(t),
+                WordPiece::EscapeSequence(t) => e.quoted(t.strip_prefix('\\').unwrap_or(t)),
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    let mut q = Expanded::default();
+                    self.text_of(inner, &mut q)?;
+                    e.quoted(&q.text);
+                }
+                WordPiece::TildeExpansion(t) => {
+                    let home = match t {
+                        TildeExpr::Home => self.home.clone(),
+                        TildeExpr::UserHome(u) => (self.home_of)(u),
+                        TildeExpr::WorkingDir => Some(self.cwd.clone()),
+                        _ => return Err(unanalysable("a directory-stack `~` expansion")),
+                    };
+                    let home =
+                        home.ok_or_else(|| unanalysable("`~` of a user whose home is not known"))?;
+                    e.quoted(&home.to_string_lossy());
+                }
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter: Parameter::Named(name),
+                    indirect: false,
+                }) if name == "HOME" || name == "PWD" => {
+                    let value = if name == "PWD" {
+                        Some(self.cwd.clone())
+                    } else {
+                        self.home.clone()
+                    };
+                    let value = value
+                        .ok_or_else(|| unanalysable("`$HOME` of a user whose home is not known"))?;
+                    e.quoted(&value.to_string_lossy());
+                }
+                WordPiece::ParameterExpansion(x) => {
+                    return Err(unanalysable(format!(
+                        "{} (its value is known only when the line runs)",
+                        parameter_named(x)
+                    )));
+                }
+                WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
+                    return Err(unanalysable(
+                        "command substitution (its result is known only when it runs; run the inner command on its own)",
+                    ));
+                }
+                WordPiece::ArithmeticExpression(_) => {
+                    return Err(unanalysable("an arithmetic expansion `$((…))`"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a refused parameter expansion is named in the reason.
+fn parameter_named(x: &ParameterExpr) -> String {
+    match x {
+        ParameterExpr::Parameter {
+            parameter: Parameter::Named(n),
+            ..
+        } => format!("the variable `${n}`"),
+        _ => "a parameter expansion".into(),
+    }
+}
+
+/// A word being expanded: its text, and the glob pattern where only the unquoted parts may
+/// match (quoted parts escaped).
+#[derive(Debug, Default)]
+pub(super) struct Expanded {
+    pub(super) text: String,
+    pattern: String,
+    glob: bool,
+}
+
+impl Expanded {
+    fn unquoted(&mut self, t: &str) {
+        self.text.push_str(t);
+        self.pattern.push_str(t);
+        self.glob |= t.contains(['*', '?', '[']);
+    }
+
+    fn quoted(&mut self, t: &str) {
+        self.text.push_str(t);
+        self.pattern.push_str(&glob::Pattern::escape(t));
+    }
+}
+
+/// `{a,b}` or `{1..3}` in unquoted text: bash makes several words of it.
+fn has_brace_expansion(t: &str) -> bool {
+    let Some(open) = t.find('{') else {
+        return false;
+    };
+    let rest = &t[open + 1..];
+    rest.find('}')
+        .is_some_and(|close| rest[..close].contains(',') || rest[..close].contains(".."))
+}

@@ -1,0 +1,106 @@
+//! The shell-line corpora (`gatewayd-core/tests/corpora/`): every line of
+//! `agent-commands.txt` (ordinary work, written as coding agents write it) is allowed under
+//! the starter policy, and every line of `agent-attacks.txt` (the same shapes aimed at
+//! protected files or at what is not on the line) is refused. Both counts are printed.
+use std::{path::Path, sync::Arc};
+
+use gatewayd_core::{
+    clock::ManualClock,
+    engine::{Decision, Engine, Session, ToolCall},
+    policy::{Policy, starter},
+    shell::line::user_home,
+};
+use serde_json::json;
+
+/// A project as agents find it: sources, tests, docs, a build log, a `.env` and a `.git`.
+fn workspace(ws: &Path) {
+    for (path, text) in [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n",
+        ),
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/lib.rs", "pub fn f() {} // TODO\n"),
+        ("tests/test_app.py", "import app\n"),
+        ("README.md", "# app\n"),
+        ("docs/guide.md", "# guide\n"),
+        (
+            "package.json",
+            "{\"name\": \"app\", \"version\": \"1.0.0\", \"scripts\": {}, \"dependencies\": {}}\n",
+        ),
+        ("Makefile", "test:\n\ttrue\n"),
+        ("build.log", "error: none\n"),
+        ("build.sh", "cargo build\n"),
+        ("scripts/check.sh", "true\n"),
+        ("scripts/build.js", "\n"),
+        ("index.js", "\n"),
+        (".gitignore", "target\n"),
+        (".env", "API_KEY=sk-live-0123456789\n"),
+        (".git/config", "[core]\n"),
+        (".git/HEAD", "ref: refs/heads/main\n"),
+        ("target/debug/app", ""),
+    ] {
+        let p = ws.join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+}
+
+fn lines(name: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpora")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn ordinary_lines_are_allowed_and_attacks_refused_under_the_starter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = std::fs::canonicalize(dir.path())
+        .expect("canonical")
+        .join("ws");
+    workspace(&ws);
+    // `~` is the session user's home, from the user database: this test's own user.
+    let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    let home = user_home(&user).expect("the test's user has a home");
+    let text = serde_json::to_string(&starter::starter(&ws, &home)).expect("json");
+    let policy = Policy::parse(&text, Path::new("starter.json")).expect("the starter validates");
+    let engine =
+        Engine::new(Arc::new(policy), Arc::new(ManualClock::new(0)), None).expect("engine");
+    let session = Session::new("corpus", &user, &[]);
+    let decide =
+        |line: &str| engine.decide(&session, &ToolCall::new("shell", json!({"command": line})));
+
+    let benign = lines("agent-commands.txt");
+    let blocked: Vec<String> = benign
+        .iter()
+        .filter_map(|l| {
+            let v = decide(l);
+            (v.decision != Decision::Allow)
+                .then(|| format!("{l}\n    -> {:?}: {}", v.reason, v.message))
+        })
+        .collect();
+    let attacks = lines("agent-attacks.txt");
+    let missed: Vec<&String> = attacks
+        .iter()
+        .filter(|l| decide(l).decision == Decision::Allow)
+        .collect();
+    println!(
+        "CORPUS ordinary: {} of {} allowed; attacks: {} of {} refused",
+        benign.len() - blocked.len(),
+        benign.len(),
+        attacks.len() - missed.len(),
+        attacks.len()
+    );
+    assert!(
+        blocked.is_empty() && missed.is_empty(),
+        "false blocks:\n{}\nattacks allowed:\n{missed:#?}",
+        blocked.join("\n")
+    );
+    assert!(benign.len() >= 200 && attacks.len() >= 60);
+}
