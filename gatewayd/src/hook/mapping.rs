@@ -112,6 +112,18 @@ pub fn map(
                 Some(Value::Array(argv)) => shell_join(argv)?,
                 _ => need(input, &["command", "cmd"], tool)?.to_owned(),
             };
+            // Where the host runs it: its working directory (which a host keeps across
+            // shell calls), or Gemini CLI's `dir_path`. The gateway resolves relative paths
+            // from the directory a line `cd`s into, so the line says it first.
+            let dir = match (host, field(input, &["dir_path", "directory"])) {
+                (Host::Gemini, Some(d)) if !d.is_empty() => abs(cwd, d),
+                _ => cwd.to_owned(),
+            };
+            let command = if dir.is_empty() {
+                command
+            } else {
+                format!("cd {} && {command}", quote_word(&dir))
+            };
             vec![call("shell", json!({"command": command}))]
         }
         (Host::Claude, "Read") | (Host::Gemini, "read_file") => {
@@ -209,18 +221,21 @@ fn shell_join(argv: &[Value]) -> Result<String, MapError> {
     }
     Ok(words
         .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-            {
-                (*w).to_owned()
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
-            }
-        })
+        .map(|w| quote_word(w))
         .collect::<Vec<_>>()
         .join(" "))
+}
+
+/// `w` as one shell word: as it is when nothing in it is special, else single-quoted.
+fn quote_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        w.to_owned()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
 }
 
 /// The http(s) URLs in a free text (Gemini CLI's `web_fetch` prompt).
@@ -239,7 +254,11 @@ mod tests {
     use super::*;
 
     fn one(host: Host, tool: &str, input: Value) -> (String, Value) {
-        let v = map(host, tool, &input, "/work", None).unwrap();
+        one_in("/work", host, tool, input)
+    }
+
+    fn one_in(cwd: &str, host: Host, tool: &str, input: Value) -> (String, Value) {
+        let v = map(host, tool, &input, cwd, None).unwrap();
         assert_eq!(v.len(), 1, "{v:?}");
         (v[0].tool.clone(), v[0].arguments.clone())
     }
@@ -271,8 +290,25 @@ mod tests {
     fn claude_tools() {
         assert_eq!(
             one(Host::Claude, "Bash", json!({"command": "ls -la"})),
-            ("shell".into(), json!({"command": "ls -la"}))
+            ("shell".into(), json!({"command": "cd /work && ls -la"}))
         );
+        // A host that ran `cd ~/.ssh` before: the line is judged where it runs.
+        let (_, args) = one_in(
+            "/home/a/.ssh",
+            Host::Claude,
+            "Bash",
+            json!({"command": "cat id_rsa"}),
+        );
+        assert_eq!(args, json!({"command": "cd /home/a/.ssh && cat id_rsa"}));
+        let (_, args) = one_in(
+            "/w",
+            Host::Gemini,
+            "run_shell_command",
+            json!({"command": "ls", "dir_path": "sub dir"}),
+        );
+        assert_eq!(args, json!({"command": "cd '/w/sub dir' && ls"}));
+        let (_, args) = one_in("", Host::Claude, "Bash", json!({"command": "ls"}));
+        assert_eq!(args, json!({"command": "ls"}), "no cwd: as sent");
         assert_eq!(
             one(Host::Claude, "Read", json!({"file_path": "src/a.rs"})),
             ("read_file".into(), json!({"path": "/work/src/a.rs"}))
@@ -316,7 +352,7 @@ mod tests {
                 json!({"command": ["bash", "-lc", "cat a; rm b"]})
             )
             .1,
-            json!({"command": "bash -lc 'cat a; rm b'"})
+            json!({"command": "cd /work && bash -lc 'cat a; rm b'"})
         );
         let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: /b.txt\n@@\n-y\n+z\n*** End Patch";
         let v = map(

@@ -568,3 +568,29 @@ fn without_audit_the_hooks_log_is_in_the_users_state_directory() {
         .mode();
     assert_eq!(mode & 0o777, 0o700);
 }
+
+#[test]
+fn a_shell_line_is_judged_where_the_host_runs_it() {
+    let env = Env::new();
+    // The host's shell is in ~/.ssh (a `cd` of an earlier call): `cat id_rsa` reads the key.
+    let mut ev = claude_event(&env, "PreToolUse", "Bash", json!({"command": "cat id_rsa"}));
+    ev["cwd"] = json!(env.s("home/.ssh"));
+    let (cmd, _) = command(&snippet("claude-settings"), "PreToolUse", "Bash");
+    let r = run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes());
+    let (d, why) = claude_decision(&r);
+    assert_eq!(d, "deny", "{why}");
+    assert!(why.contains("protected"), "{why}");
+    // Gemini CLI says where with `dir_path`.
+    let r = gemini(
+        &env,
+        "BeforeTool",
+        "run_shell_command",
+        json!({"command": "cat id_rsa", "dir_path": env.s("home/.ssh")}),
+        json!({}),
+    );
+    assert_eq!(r.stdout["decision"], "deny", "{}", r.stderr);
+    // In the workspace, the same line reads the workspace's file.
+    let ev = claude_event(&env, "PreToolUse", "Bash", json!({"command": "cat a.txt"}));
+    let r = run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes());
+    assert_eq!(claude_decision(&r).0, "defer");
+}
