@@ -73,6 +73,12 @@ fn policy(root: &Path) -> Policy {
         "scopes": ["basic"], "labels": ["untrusted_output", "sends_out"], "args": {"url": {"url": true}}
     }));
     tools.push(json!({"name": "noop", "description": "Does nothing.", "cost": 0}));
+    tools.push(json!({
+        "name": "shell", "description": "A command line the host runs with a shell.",
+        "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}},
+        "scopes": ["basic"],
+        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls"]}}}
+    }));
     let mut rules = Vec::new();
     for i in 0..10 {
         rules.push(json!({"id": format!("r{i}"), "tool": format!("tool_{i}*"),
@@ -82,7 +88,7 @@ fn policy(root: &Path) -> Policy {
     rules.push(json!({"id": "paste", "tool": "send_*", "when": {"to": {"glob": "*@pastebin.test"}}, "decision": "deny"}));
     let p = json!({
         "version": 1,
-        "sandbox": {"root": root, "readable": [root], "protected": [root.join(".env")]},
+        "sandbox": {"root": root, "readable": [root], "writable": [root], "protected": [root.join(".env")]},
         "network": {"egress": [{"host": "api.search.test"}]},
         "tools": tools, "rules": rules,
         "limits": {"rate": [{"tool": "send_*", "max": 1000000, "window_s": 60}], "budget": 1000000000u64,
@@ -220,6 +226,23 @@ fn main() {
     bench("decide: read_file (realpath, sandbox)", 100_000, || {
         black_box(engine.decide(&session, black_box(&path)));
     });
+    let one = ToolCall::new("shell", json!({"command": "cat notes.txt"}));
+    assert!(engine.decide(&session, &one).is_allow());
+    bench("decide: shell, one command (tokeniser)", 100_000, || {
+        black_box(engine.decide(&session, black_box(&one)));
+    });
+    let line = ToolCall::new(
+        "shell",
+        json!({"command": "cd . && cat notes.txt 2>/dev/null | head -3 > out.txt"}),
+    );
+    assert!(engine.decide(&session, &line).is_allow());
+    bench(
+        "decide: shell line (cd, pipe, redirections)",
+        100_000,
+        || {
+            black_box(engine.decide(&session, black_box(&line)));
+        },
+    );
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
     bench("decide: fetch_url (URL, egress)", 200_000, || {
         black_box(engine.decide(&session, black_box(&url)));

@@ -59,23 +59,23 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
     }
 }
 
-/// Checks one command line; `home` is the home of the session's user (`~`, `$HOME`).
+/// Checks one command line; `user` is the session's (`~`, `$HOME` are that user's home).
 pub fn check(
     sb: &SandboxView,
     rule: &ShellRule,
     name: &str,
     line: &str,
-    home: Option<&Path>,
+    user: &str,
 ) -> Result<(), (Reason, String)> {
     if rule.through_shell {
         match shell::split(line, true) {
             // What a shell would interpret, or a shell's `-c` body: the line's commands one
             // by one.
             Err(ShellError::Metachar { .. } | ShellError::Assignment(_)) => {
-                return check_line(sb, rule, name, line, home);
+                return check_line(sb, rule, name, line, user);
             }
             Ok(argv) if shell::line::runs_a_body(&argv) => {
-                return check_line(sb, rule, name, line, home);
+                return check_line(sb, rule, name, line, user);
             }
             _ => {}
         }
@@ -92,7 +92,7 @@ fn check_line(
     rule: &ShellRule,
     name: &str,
     line: &str,
-    home: Option<&Path>,
+    user: &str,
 ) -> Result<(), (Reason, String)> {
     let ctx = shell::line::Context {
         cwd: sb
@@ -100,7 +100,7 @@ fn check_line(
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/")),
-        home: home.map(Path::to_path_buf),
+        user: Some(user.to_owned()),
         home_of: shell::line::user_home,
     };
     let commands = shell::line::parse_line(line, &ctx)

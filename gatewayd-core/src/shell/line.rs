@@ -32,10 +32,18 @@ const MAX_DEPTH: usize = 3;
 pub struct Context {
     /// The working directory the line starts in (absolute).
     pub cwd: PathBuf,
-    /// The home of the user the line runs as; `None`: `~` and `$HOME` are refused.
-    pub home: Option<PathBuf>,
-    /// Another user's home (`~USER`).
+    /// The user the line runs as; `None`: `~` and `$HOME` are refused.
+    pub user: Option<String>,
+    /// A user's home ([`user_home`]), looked up only when a line names one (`~`, `~USER`,
+    /// `$HOME`, `cd` alone): the user database is slow to read.
     pub home_of: fn(&str) -> Option<PathBuf>,
+}
+
+impl Context {
+    /// The home of the user the line runs as.
+    pub(super) fn home(&self) -> Option<PathBuf> {
+        self.user.as_deref().and_then(self.home_of)
+    }
 }
 
 /// One simple command of a line.
@@ -301,8 +309,7 @@ impl Walk {
         let target = match args.as_slice() {
             [] => self
                 .ctx
-                .home
-                .clone()
+                .home()
                 .ok_or_else(|| unanalysable("`cd` to a home that is not known"))?,
             [d] if d.as_str() == "-" => return Err(unanalysable("`cd -`")),
             [d] => self.ctx.cwd.join(d),

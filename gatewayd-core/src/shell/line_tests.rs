@@ -9,8 +9,12 @@ use super::{
 fn ctx(cwd: &Path) -> Context {
     Context {
         cwd: cwd.to_path_buf(),
-        home: Some(PathBuf::from("/home/alice")),
-        home_of: |u| (u == "bob").then(|| PathBuf::from("/home/bob")),
+        user: Some("alice".into()),
+        home_of: |u| match u {
+            "alice" => Some(PathBuf::from("/home/alice")),
+            "bob" => Some(PathBuf::from("/home/bob")),
+            _ => None,
+        },
     }
 }
 
@@ -108,7 +112,7 @@ fn home_and_assignments() {
         assert!(refused(line).contains("assignment"), "{line}");
     }
     let unknown = Context {
-        home: None,
+        user: None,
         ..ctx(Path::new("/work"))
     };
     assert!(parse_line("cat ~/.ssh/id_rsa", &unknown).is_err());

@@ -116,7 +116,7 @@ impl Context {
                 }
                 WordPiece::TildeExpansion(t) => {
                     let home = match t {
-                        TildeExpr::Home => self.home.clone(),
+                        TildeExpr::Home => self.home(),
                         TildeExpr::UserHome(u) => (self.home_of)(u),
                         TildeExpr::WorkingDir => Some(self.cwd.clone()),
                         _ => return Err(unanalysable("a directory-stack `~` expansion")),
@@ -132,7 +132,7 @@ impl Context {
                     let value = if name == "PWD" {
                         Some(self.cwd.clone())
                     } else {
-                        self.home.clone()
+                        self.home()
                     };
                     let value = value
                         .ok_or_else(|| unanalysable("`$HOME` of a user whose home is not known"))?;

@@ -100,8 +100,7 @@ fn check_value(
         let line = v.as_str().ok_or_else(|| {
             Verdict::deny(R::ArgRule, format!("`{arg}` must be a command string"))
         })?;
-        let home = crate::shell::line::user_home(user);
-        shellcheck::check(&engine.sandbox, rule, arg, line, home.as_deref())
+        shellcheck::check(&engine.sandbox, rule, arg, line, user)
             .map_err(|(r, m)| Verdict::deny(r, m))?;
     }
     c.check_scalar(arg, v)
