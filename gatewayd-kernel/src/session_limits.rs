@@ -198,20 +198,18 @@ mod tests {
         );
     }
 
+    const SMALL: Limits = Limits {
+        max_pids: 10,
+        max_memory: 1 << 20,
+    };
+
     #[test]
     fn a_hierarchy_without_the_controller_is_reported_not_applied() {
         let root = tempfile::tempdir().expect("tempdir");
         fs::write(root.path().join("cgroup.controllers"), "cpu io\n").expect("write");
         let dir = root.path().join("gatewayd/s1");
         fs::create_dir_all(&dir).expect("mkdir");
-        let applied = apply(
-            root.path(),
-            &dir,
-            Limits {
-                max_pids: 10,
-                max_memory: 1 << 20,
-            },
-        );
+        let applied = apply(root.path(), &dir, SMALL);
         assert!(
             applied
                 .pids
@@ -231,14 +229,7 @@ mod tests {
         for level in [root.path().to_path_buf(), root.path().join("gatewayd")] {
             fs::write(level.join("cgroup.subtree_control"), "").expect("write");
         }
-        let applied = apply(
-            root.path(),
-            &dir,
-            Limits {
-                max_pids: 10,
-                max_memory: 1 << 20,
-            },
-        );
+        let applied = apply(root.path(), &dir, SMALL);
         assert_eq!(applied.pids, Ok(10));
         assert_eq!(applied.memory, Ok(1 << 20));
         assert_eq!(

@@ -485,20 +485,8 @@ fn kill_of_every_process_reaches_nothing_outside_the_agents_namespace() {
     let _ = tier();
     const UID: u32 = 64_123;
     let fx = Fixture::new();
-    let bystander = || {
-        Command::new("sleep")
-            .arg("60")
-            .uid(UID)
-            .gid(UID)
-            .spawn()
-            .unwrap()
-    };
-    let dead_soon = |c: &mut std::process::Child| {
-        (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(10));
-            c.try_wait().unwrap().is_some()
-        })
-    };
+    let bystander = || crate::bystander(|c| c.uid(UID).gid(UID));
+    let dead_soon = crate::dead_soon;
     let mut b = bystander();
     let out = Command::new(escape_bin())
         .arg("kill_all")

@@ -120,6 +120,19 @@ fn testkit_bin(var: &str, name: &str) -> String {
     bin.to_string_lossy().into_owned()
 }
 
+/// `sleep 60` as a bystander of a signal test, `how` choosing its user or process group.
+fn bystander(how: impl FnOnce(&mut Command) -> &mut Command) -> std::process::Child {
+    how(Command::new("sleep").arg("60")).spawn().unwrap()
+}
+
+/// Whether `c` exits within two seconds.
+fn dead_soon(c: &mut std::process::Child) -> bool {
+    (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        c.try_wait().unwrap().is_some()
+    })
+}
+
 /// A scratch directory under the temp dir, removed on drop.
 struct Scratch(PathBuf);
 

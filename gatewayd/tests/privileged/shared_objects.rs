@@ -218,19 +218,8 @@ fn the_agents_signals_stay_inside_its_session() {
     let t = tier();
     let dir = Scratch::new("signals");
     // The rest of the caller's pipeline: a process in the process group gatewayd runs in.
-    let bystander = || {
-        Command::new("sleep")
-            .arg("60")
-            .process_group(0)
-            .spawn()
-            .unwrap()
-    };
-    let dead_soon = |c: &mut std::process::Child| {
-        (0..200).any(|_| {
-            std::thread::sleep(Duration::from_millis(10));
-            c.try_wait().unwrap().is_some()
-        })
-    };
+    let bystander = || crate::bystander(|c| c.process_group(0));
+    let dead_soon = crate::dead_soon;
     let mut b = bystander();
     let out = Command::new(escape_bin())
         .arg("signal_group")
