@@ -126,13 +126,8 @@ fn check_line(
                 ));
             }
         }
-        for (paths, access) in [(&c.reads, PathAccess::Read), (&c.writes, PathAccess::Write)] {
-            for p in paths {
-                let real = resolve(sb, p)?;
-                sb.check(&p.to_string_lossy(), &real, access)
-                    .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
-            }
-        }
+        check_paths(sb, name, &c.reads, PathAccess::Read)?;
+        check_paths(sb, name, &c.writes, PathAccess::Write)?;
     }
     Ok(())
 }
@@ -202,14 +197,20 @@ pub fn check_analysis(
         sb.check(&p.to_string_lossy(), &real, access)
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
-    for p in &a.reads {
+    check_paths(sb, name, &a.reads, PathAccess::Read)?;
+    check_paths(sb, name, &a.writes, PathAccess::Write)
+}
+
+/// Each path resolved and checked against the sandbox for `access` (`sandbox` denials).
+fn check_paths(
+    sb: &SandboxView,
+    name: &str,
+    paths: &[PathBuf],
+    access: PathAccess,
+) -> Result<(), (Reason, String)> {
+    for p in paths {
         let real = resolve(sb, p)?;
-        sb.check(&p.to_string_lossy(), &real, PathAccess::Read)
-            .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
-    }
-    for p in &a.writes {
-        let real = resolve(sb, p)?;
-        sb.check(&p.to_string_lossy(), &real, PathAccess::Write)
+        sb.check(&p.to_string_lossy(), &real, access)
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     Ok(())

@@ -31,20 +31,16 @@ fn need<'a>(input: &'a Value, names: &[&str], tool: &str) -> Result<&'a str, Map
 /// a file named `~` in the workspace), then made absolute against the host's working
 /// directory.
 fn abs(cwd: &str, p: &str) -> String {
-    let p = expand_home(p, |var| std::env::var(var).ok(), user_home);
+    let p = expand_home(
+        p,
+        |var| std::env::var(var).ok(),
+        |user| gatewayd_core::shell::line::user_home(user).map(|h| h.display().to_string()),
+    );
     if Path::new(&p).is_absolute() || cwd.is_empty() {
         p
     } else {
         Path::new(cwd).join(p).display().to_string()
     }
-}
-
-/// The home directory of `user`, from the user database.
-fn user_home(user: &str) -> Option<String> {
-    nix::unistd::User::from_name(user)
-        .ok()
-        .flatten()
-        .map(|u| u.dir.display().to_string())
 }
 
 /// `p` with a leading `~`, `~USER`, `$HOME` or `${HOME}` replaced by that home directory;
