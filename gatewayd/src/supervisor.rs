@@ -39,7 +39,7 @@ use gatewayd_core::{
     policy::{AuditFailure, Policy, UnixEntry},
 };
 use gatewayd_kernel::{
-    agent_privileges::{AgentPrivileges, PrivilegesError, hide},
+    agent_privileges::{AgentPrivileges, PrivilegesError, hide, private_tmp},
     cgroup::{self, AgentCgroup},
     kernel::{self, KernelSpec, Session, SharedPrograms, Tier},
     landlock, session_limits,
@@ -86,6 +86,9 @@ pub enum RunError {
     /// Waiting for the agent to exit failed.
     #[error("waiting for the agent: {0}")]
     Wait(std::io::Error),
+    /// The session's own `/tmp` could not be made (`sandbox.private_tmp`).
+    #[error("refusing to start the agent: {0}")]
+    PrivateTmp(#[from] private_tmp::PrivateTmpError),
     /// The agent command line is empty.
     #[error("no agent command given")]
     NoAgent,
@@ -186,6 +189,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         if let Ok(p) = std::fs::canonicalize(own) {
             policy.sandbox.protected.push(p);
         }
+    }
+    // Removed when `run` returns, after the cgroup is empty.
+    let session_tmp = private_tmp::for_sandbox(&mut policy.sandbox, &session)?;
+    if let Some(t) = &session_tmp {
+        privileges.private_tmp(t.dir());
     }
     let (spec, mut warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned());
     if spec.exec_enforced {

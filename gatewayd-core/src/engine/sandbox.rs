@@ -148,7 +148,11 @@ impl SandboxView {
             .as_ref()
             .map(|r| canonicalize(r).unwrap_or_else(|_| lexical(r)));
         let mut read: Vec<PathBuf> = s.readable.iter().flat_map(|p| both(p)).collect();
-        let write: Vec<PathBuf> = s.writable.iter().flat_map(|p| both(p)).collect();
+        let mut write: Vec<PathBuf> = s.writable.iter().flat_map(|p| both(p)).collect();
+        if s.private_tmp {
+            // The session's own `/tmp` under `gatewayd run` (docs/POLICY.md, sandbox).
+            write.push(PathBuf::from("/tmp"));
+        }
         read.extend(write.iter().cloned());
         read.extend(root.iter().cloned());
         let protected: Vec<PathBuf> = s.protected.iter().flat_map(|p| both(p)).collect();

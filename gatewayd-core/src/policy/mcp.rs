@@ -105,6 +105,12 @@ pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
                 "a tool server keeps the host's /dev: `devices` is for the agent of `gatewayd run` (the top-level `sandbox`)",
             ));
         }
+        if sb.private_tmp {
+            return Err(ValidationError::value(
+                at.key("sandbox").key("private_tmp"),
+                "a tool server keeps the host's /tmp: `private_tmp` is for the agent of `gatewayd run` (the top-level `sandbox`)",
+            ));
+        }
         if sb.root.as_ref().is_some_and(|r| !r.is_absolute()) {
             return Err(ValidationError::value(
                 at.key("sandbox").key("root"),

@@ -79,6 +79,11 @@ pub struct Sandbox {
     /// otherwise): each an existing character device under `/dev`, such as `/dev/kvm`.
     #[serde(default)]
     pub devices: Vec<PathBuf>,
+    /// `gatewayd run`: the agent's `/tmp` is a directory of the session's own, empty at the
+    /// start and removed at the end, readable and writable by the agent (and `/tmp` is
+    /// readable and writable through tools).
+    #[serde(default)]
+    pub private_tmp: bool,
 }
 
 impl Sandbox {

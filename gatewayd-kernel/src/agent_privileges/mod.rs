@@ -36,6 +36,7 @@ pub(crate) mod dev;
 pub mod hide;
 pub(crate) mod host_sockets;
 pub(crate) mod pid_namespace;
+pub mod private_tmp;
 pub mod seccomp;
 pub mod surfaces;
 
@@ -224,6 +225,12 @@ impl AgentPrivileges {
     /// ones: the policy's `sandbox.devices` (checked when the policy loaded).
     pub fn devices(&mut self, devices: &[std::path::PathBuf]) {
         self.surfaces = surfaces::Surfaces::plan(devices);
+    }
+
+    /// `sandbox.private_tmp`: `dir` (a [`private_tmp::SessionTmp`]) becomes the agent's
+    /// `/tmp`. After [`AgentPrivileges::devices`], which plans the surfaces anew.
+    pub fn private_tmp(&mut self, dir: &std::path::Path) {
+        self.surfaces.private_tmp(dir);
     }
 
     /// The descriptors above 2 the agent keeps (`--preserve-fd`); every other one is closed

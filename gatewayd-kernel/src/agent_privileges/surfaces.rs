@@ -68,6 +68,9 @@ pub(crate) struct Surfaces {
     /// Whether `/sys` is a mount point (else there is no sysfs to make read-only).
     sys: bool,
     dev: Dev,
+    /// `sandbox.private_tmp`: the session's directory bound onto `/tmp`
+    /// ([`private_tmp`](super::private_tmp)).
+    tmp: Option<CString>,
 }
 
 impl Surfaces {
@@ -102,6 +105,11 @@ impl Surfaces {
         plan
     }
 
+    /// Binds `dir` (the session's own) onto the agent's `/tmp`.
+    pub(crate) fn private_tmp(&mut self, dir: &Path) {
+        self.tmp = CString::new(dir.as_os_str().as_bytes()).ok();
+    }
+
     /// What the `session_start` record says about `/proc`, `/sys` and `/dev`.
     pub(crate) fn describe(&self) -> serde_json::Value {
         let list = |v: &[CString]| -> Vec<String> {
@@ -119,6 +127,10 @@ impl Surfaces {
                 "not mounted"
             },
             "dev": self.dev.describe(),
+            "tmp": self.tmp.as_ref().map_or_else(
+                || json!("the host's"),
+                |d| json!({"private": d.to_string_lossy(), "mount": "bound (nosuid, nodev), removed at the end"}),
+            ),
         })
     }
 
@@ -141,6 +153,10 @@ impl Surfaces {
                 libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                 Some(c"mode=0555,size=4k,nr_inodes=2"),
             )?;
+        }
+        if let Some(dir) = &self.tmp {
+            mount(Some(dir), c"/tmp", None, libc::MS_BIND, None)?;
+            set_attrs(c"/tmp", NOSUID | NODEV, false)?;
         }
         self.dev.build()
     }

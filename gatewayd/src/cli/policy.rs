@@ -12,6 +12,7 @@ use gatewayd_core::{
     policy::{
         Policy, schema,
         spans::{self, Edit},
+        starter::{self, AgentHost, HostInstall},
     },
 };
 use serde_json::Value;
@@ -43,6 +44,11 @@ pub(super) enum Command {
         /// The home directory whose secrets are protected [default: $HOME].
         #[arg(long)]
         home: Option<PathBuf>,
+        /// Add what an agent host needs to run as installed under `gatewayd run`: its
+        /// state under the home, its install folder (found on PATH), its model API
+        /// (repeatable: claude, codex, gemini; docs/POLICY.md, "Host profiles").
+        #[arg(long = "host", value_parser = parse_host)]
+        hosts: Vec<AgentHost>,
     },
 }
 
@@ -61,11 +67,51 @@ pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
             out,
             workspace,
             home,
-        } => init(&out, workspace, home),
+            hosts,
+        } => init(&out, workspace, home, &hosts),
     }
 }
 
-fn init(out: &Path, workspace: Option<PathBuf>, home: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn parse_host(name: &str) -> Result<AgentHost, String> {
+    AgentHost::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = AgentHost::ALL.iter().map(|h| h.name()).collect();
+        format!("unknown host `{name}`; known: {}", known.join(", "))
+    })
+}
+
+/// Where `host` is installed on this machine (its program looked up on PATH), and the
+/// Node.js it runs on when that lies outside `/usr`.
+fn locate(host: AgentHost) -> HostInstall {
+    let program = gatewayd::mcp::server::resolve_program(host.name());
+    let install = program.as_deref().and_then(starter::hosts::install_dir);
+    let script = program
+        .as_deref()
+        .and_then(|p| std::fs::read(p).ok())
+        .is_some_and(|b| {
+            b.starts_with(b"#!")
+                && b.split(|c| *c == b'\n')
+                    .next()
+                    .is_some_and(|l| l.windows(4).any(|w| w == b"node"))
+        });
+    let runtime = script
+        .then(|| gatewayd::mcp::server::resolve_program("node"))
+        .flatten()
+        .and_then(|n| std::fs::canonicalize(n).ok())
+        .filter(|n| !n.starts_with("/usr"))
+        .and_then(|n| n.parent().and_then(Path::parent).map(Path::to_path_buf));
+    HostInstall {
+        host,
+        install,
+        runtime,
+    }
+}
+
+fn init(
+    out: &Path,
+    workspace: Option<PathBuf>,
+    home: Option<PathBuf>,
+    hosts: &[AgentHost],
+) -> anyhow::Result<ExitCode> {
     let ws = match workspace {
         Some(w) => w,
         None => std::env::current_dir()?,
@@ -74,7 +120,9 @@ fn init(out: &Path, workspace: Option<PathBuf>, home: Option<PathBuf>) -> anyhow
     let home = home
         .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
         .context("no --home and no $HOME")?;
-    let text = serde_json::to_string_pretty(&gatewayd_core::policy::starter::starter(&ws, &home))?;
+    let installs: Vec<HostInstall> = hosts.iter().map(|h| locate(*h)).collect();
+    let (policy, entries) = starter::starter_for(&ws, &home, &installs);
+    let text = serde_json::to_string_pretty(&policy)?;
     Policy::parse(&text, out).context("the starter policy does not validate")?;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -87,6 +135,16 @@ fn init(out: &Path, workspace: Option<PathBuf>, home: Option<PathBuf>) -> anyhow
         out.display(),
         ws.display()
     )?;
+    outln!("beyond the workspace it lets the agent:")?;
+    for e in &entries {
+        outln!("  {:<9} {}  ({})", e.kind, e.value, e.reason)?;
+    }
+    for i in installs.iter().filter(|i| i.install.is_none()) {
+        errln!(
+            "warning: `{}` is not on PATH: its install folder is not readable; add it to sandbox.readable",
+            i.host.name()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

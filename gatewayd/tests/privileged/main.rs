@@ -22,6 +22,7 @@ mod inet_protocols;
 mod landlock_records;
 mod lifetime;
 mod limits;
+mod private_tmp;
 
 use std::{
     io::Read as _,

@@ -3,7 +3,11 @@
 //! allowlist for code hosting and package registries, and the gateway tools the agent hosts'
 //! built-in tools map to (`gatewayd hook`, docs/HOOKS.md). A person reviews it; it validates
 //! as written.
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+pub mod hosts;
+
+pub use hosts::{AgentHost, Entry};
 
 use serde_json::{Value, json};
 
@@ -93,8 +97,73 @@ pub fn host_tools() -> Value {
     ])
 }
 
-/// The starter policy for `workspace`, protecting the secrets under `home`.
+/// What ordinary programs read outside the workspace, with the reason (kept where they exist
+/// on this machine): without them `git`, `bash -lc`, TLS and name lookups fail under
+/// `gatewayd run`, whose kernel layer bounds reads to `readable`.
+pub const SYSTEM_READABLE: &[(&str, &str)] = &[
+    (
+        "/usr",
+        "programs, their scripts and shared data (locales, terminfo, time zones, CA bundles, git's templates)",
+    ),
+    (
+        "/etc/ssl",
+        "CA certificates and OpenSSL's configuration (TLS)",
+    ),
+    ("/etc/ca-certificates", "CA certificates"),
+    ("/etc/resolv.conf", "name resolution"),
+    ("/etc/hosts", "name resolution"),
+    ("/etc/nsswitch.conf", "name resolution and user lookups"),
+    ("/etc/host.conf", "name resolution"),
+    ("/etc/gai.conf", "name resolution"),
+    (
+        "/etc/passwd",
+        "user names (ls -l, git, ssh, a host's own home lookup)",
+    ),
+    ("/etc/group", "group names"),
+    ("/etc/localtime", "the time zone"),
+    ("/etc/timezone", "the time zone"),
+    ("/etc/gitconfig", "git's system configuration"),
+    ("/etc/profile", "login shells (bash -lc)"),
+    ("/etc/profile.d", "login shells (bash -lc)"),
+    ("/etc/bash.bashrc", "interactive bash"),
+    ("/etc/inputrc", "readline"),
+    ("/etc/environment", "login shells"),
+];
+
+/// The same for the user's home: git's own configuration.
+pub const HOME_READABLE: &[(&str, &str)] = &[
+    (".gitconfig", "git's user configuration"),
+    (".config/git", "git's user configuration"),
+];
+
+/// Under `/etc`'s readable trees but secret: the TLS private keys.
+pub const SYSTEM_PROTECTED: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/gatewayd",
+    "/etc/ssl/private",
+];
+
+/// One agent host to make the starter for, with where it was found.
+#[derive(Debug, Clone)]
+pub struct HostInstall {
+    /// The host.
+    pub host: AgentHost,
+    /// Its install folder ([`hosts::install_dir`]), when its program was found.
+    pub install: Option<PathBuf>,
+    /// The Node.js it runs on, when found outside `/usr`.
+    pub runtime: Option<PathBuf>,
+}
+
+/// The starter policy for `workspace`, protecting the secrets under `home`, with no agent host
+/// profile.
 pub fn starter(workspace: &Path, home: &Path) -> Value {
+    starter_for(workspace, home, &[]).0
+}
+
+/// The starter policy, with the profiles of `hosts` ([`hosts`]), and every entry added beyond
+/// the workspace with its reason (what `policy init` prints).
+pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Value, Vec<Entry>) {
     let ws = workspace.display().to_string();
     let mut protected: Vec<String> = HOME_SECRETS
         .iter()
@@ -105,23 +174,69 @@ pub fn starter(workspace: &Path, home: &Path) -> Value {
             .iter()
             .map(|s| workspace.join(s).display().to_string()),
     );
-    protected.extend(["/etc/shadow", "/etc/gshadow", "/etc/gatewayd"].map(String::from));
-    let egress: Vec<Value> = EGRESS_HOSTS
+    protected.extend(SYSTEM_PROTECTED.iter().map(|s| (*s).to_string()));
+    let mut entries: Vec<Entry> = SYSTEM_READABLE
+        .iter()
+        .filter(|(p, _)| Path::new(p).exists())
+        .map(|(p, why)| Entry {
+            kind: "readable",
+            value: (*p).to_string(),
+            reason: why,
+        })
+        .chain(
+            HOME_READABLE
+                .iter()
+                .filter(|(p, _)| home.join(p).exists())
+                .map(|(p, why)| Entry {
+                    kind: "readable",
+                    value: home.join(p).display().to_string(),
+                    reason: why,
+                }),
+        )
+        .collect();
+    for h in hosts {
+        entries.extend(
+            h.host
+                .entries(home, h.install.as_deref(), h.runtime.as_deref()),
+        );
+    }
+    let listed = |kind: &str| -> Vec<String> {
+        let mut v: Vec<String> = entries
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| e.value.clone())
+            .collect();
+        v.dedup();
+        v
+    };
+    let mut readable = vec![ws.clone()];
+    readable.extend(listed("readable"));
+    let mut writable = vec![ws.clone()];
+    writable.extend(listed("writable"));
+    let mut egress: Vec<Value> = EGRESS_HOSTS
         .iter()
         .map(|h| json!({"host": h, "port": 443}))
         .collect();
-    json!({
+    egress.extend(
+        listed("egress")
+            .iter()
+            .map(|h| json!({"host": h, "port": 443})),
+    );
+    // A workspace under /tmp would be hidden by the session's own /tmp.
+    let private_tmp = !workspace.starts_with("/tmp");
+    let policy = json!({
         "version": 1,
         "name": format!("starter for {ws}"),
         "kernel": "best_effort",
         "trifecta": "hold",
-        "sandbox": {"root": ws, "readable": [ws, "/usr/share/doc"], "writable": [ws],
-                    "protected": protected},
+        "sandbox": {"root": ws, "readable": readable, "writable": writable,
+                    "protected": protected, "private_tmp": private_tmp},
         "network": {"egress": egress},
         "tools": host_tools(),
         "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
                    "actions": {"destructive": 500}}
-    })
+    });
+    (policy, entries)
 }
 
 #[cfg(test)]
