@@ -30,6 +30,13 @@ const CARGO_DEB: &str = "3.8.0";
 const FS_SERVER_PKG: &str = "@modelcontextprotocol/server-filesystem";
 const FS_SERVER_VERSION: &str = "2026.8.31";
 const MCP_SDK: &str = "mcp==2.3.0";
+/// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,
+/// version).
+const AGENT_HOSTS: [(&str, &str, &str); 3] = [
+    ("claude", "@anthropic-ai/claude-code", "2.1.332"),
+    ("codex", "@openai/codex", "0.171.0"),
+    ("gemini", "@google/gemini-cli", "0.61.0"),
+];
 
 pub(crate) fn setup() -> anyhow::Result<Env> {
     let cache = cache_dir()?;
@@ -41,6 +48,7 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
     let busybox = busybox(&guest_dir)?;
     let mcp_fs_server = fs_server(&cache.join("node"))?;
     let mcp_python = mcp_venv(&cache.join("venv"))?;
+    let agent_hosts = agent_hosts(&cache.join("agents"));
     println!("setup: ok (cache {})", cache.display());
     Ok(Env {
         toolchain,
@@ -48,6 +56,7 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
         guest_dir,
         mcp_fs_server,
         mcp_python,
+        agent_hosts,
     })
 }
 
@@ -189,22 +198,52 @@ fn cargo_deb(bin: &Path) -> anyhow::Result<()> {
 
 /// The official MCP filesystem server from the npm registry, pinned, under `dir`.
 fn fs_server(dir: &Path) -> anyhow::Result<PathBuf> {
-    let bin = dir.join("node_modules/.bin/mcp-server-filesystem");
-    let manifest = dir.join(format!("node_modules/{FS_SERVER_PKG}/package.json"));
+    npm_package(
+        dir,
+        FS_SERVER_PKG,
+        FS_SERVER_VERSION,
+        "mcp-server-filesystem",
+    )
+}
+
+/// Each agent host CLI, pinned, under `dir/NAME`, as the variable the host tests read
+/// (`GATEWAYD_HOST_NAME`): its program, or `unavailable: WHY` when npm could not install it
+/// (the tests then say so loudly).
+fn agent_hosts(dir: &Path) -> Vec<(String, String)> {
+    AGENT_HOSTS
+        .iter()
+        .map(|(name, pkg, version)| {
+            let var = format!("GATEWAYD_HOST_{}", name.to_uppercase());
+            let value = npm_package(&dir.join(name), pkg, version, name).map_or_else(
+                |e| {
+                    println!("setup: WARNING: {pkg}@{version} is not installed: {e:#}");
+                    format!("unavailable: {e:#}")
+                },
+                |p| p.display().to_string(),
+            );
+            (var, value)
+        })
+        .collect()
+}
+
+/// `npm install PKG@VERSION` into `dir` unless that version is there; returns its `bin`.
+fn npm_package(dir: &Path, pkg: &str, version: &str, bin: &str) -> anyhow::Result<PathBuf> {
+    let bin = dir.join("node_modules/.bin").join(bin);
+    let manifest = dir.join(format!("node_modules/{pkg}/package.json"));
     let have = std::fs::read_to_string(&manifest)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v["version"] == FS_SERVER_VERSION);
+        .is_some_and(|v| v["version"] == version);
     if have && bin.exists() {
         return Ok(bin);
     }
     std::fs::create_dir_all(dir)?;
     run(
-        &format!("npm install {FS_SERVER_PKG}@{FS_SERVER_VERSION}"),
+        &format!("npm install {pkg}@{version}"),
         Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(dir)
-            .arg(format!("{FS_SERVER_PKG}@{FS_SERVER_VERSION}")),
+            .arg(format!("{pkg}@{version}")),
     )?;
     if !bin.exists() {
         bail!("npm left no {}", bin.display());

@@ -38,6 +38,11 @@ fn cargo_test(
         .env("PATH", env.path_var())
         .env_remove("GATEWAYD_EBPF_STUB")
         .envs(env.mcp_vars())
+        .envs(
+            env.agent_hosts
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
@@ -127,6 +132,13 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &env,
         "privileged host tests",
         &[&util::PRIVILEGED_TESTS[..], &["--", "--test-threads=1"]].concat(),
+        &[("GATEWAYD_EXPECT_TIER", &host_tier())],
+        &mut total,
+    )?;
+    cargo_test(
+        &env,
+        "real agent hosts",
+        &util::HOST_TESTS,
         &[("GATEWAYD_EXPECT_TIER", &host_tier())],
         &mut total,
     )?;

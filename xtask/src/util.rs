@@ -36,6 +36,9 @@ pub(crate) struct Env {
     pub mcp_fs_server: PathBuf,
     /// The venv's python with the MCP SDK (gatewayd/tests/mcp/servers.rs).
     pub mcp_python: PathBuf,
+    /// `GATEWAYD_HOST_<NAME>` for each agent CLI (gatewayd/tests/hosts): its program, or
+    /// `unavailable: WHY`.
+    pub agent_hosts: Vec<(String, String)>,
 }
 
 /// The toolchain that builds gatewayd with its kernel programs (`setup::toolchain`).
@@ -157,6 +160,17 @@ pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
     "privileged-tests",
     "--test",
     "privileged",
+];
+
+/// `cargo test` arguments that select the real agent CLIs' tests (release, the same build).
+pub(crate) const HOST_TESTS: [&str; 7] = [
+    "--release",
+    "-p",
+    "gatewayd",
+    "--features",
+    "privileged-tests",
+    "--test",
+    "hosts",
 ];
 
 /// `cargo test` arguments that select the packaging tests (release, the same feature and so

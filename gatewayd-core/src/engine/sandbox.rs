@@ -134,6 +134,8 @@ pub struct SandboxView {
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
     protected: Vec<PathBuf>,
+    /// `sandbox.read_only`: never a write target, nor inside one.
+    read_only: Vec<PathBuf>,
     /// (device, inode) of protected entries that exist: catches hard links.
     protected_ids: HashSet<(u64, u64)>,
     /// Allowed binaries: canonical paths, and the file names written in the policy.
@@ -166,6 +168,7 @@ impl SandboxView {
             read,
             write,
             protected,
+            read_only: s.read_only.iter().flat_map(|p| both(p)).collect(),
             protected_ids,
             exec,
         }
@@ -260,7 +263,7 @@ impl SandboxView {
         }
         let (roots, what) = match access {
             PathAccess::Write => (&self.write, "writable"),
-            PathAccess::Read | PathAccess::Tree => (&self.read, "readable"),
+            PathAccess::Read | PathAccess::Tree | PathAccess::Names => (&self.read, "readable"),
         };
         if !roots.iter().any(|r| p.starts_with(r)) {
             return Err(format!(
@@ -268,10 +271,24 @@ impl SandboxView {
                 p.display()
             ));
         }
-        if let Some(x) = self
-            .protected_below(p)
-            .filter(|_| access != PathAccess::Read)
+        if access == PathAccess::Write
+            && let Some(x) = self
+                .read_only
+                .iter()
+                .find(|x| p.starts_with(x) || x.starts_with(p))
         {
+            return Err(format!(
+                "path `{raw}` resolves to `{}`, which is or holds read-only path `{}`: the agent may read it but not change it (code or settings the user's own programs run later); ask the user to make that change",
+                p.display(),
+                x.display()
+            ));
+        }
+        let below = match access {
+            PathAccess::Read => None,
+            PathAccess::Names => self.protected_dir_below(p),
+            PathAccess::Write | PathAccess::Tree => self.protected_below(p),
+        };
+        if let Some(x) = below {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, which contains protected path `{}`",
                 p.display(),
@@ -392,6 +409,44 @@ impl EgressView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_pass_a_protected_file_below_and_read_only_paths_take_no_write() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(ws.join("keys")).unwrap();
+        std::fs::write(ws.join(".env"), "x").unwrap();
+        std::fs::write(ws.join(".git/config"), "").unwrap();
+        let sb: Sandbox = serde_json::from_value(serde_json::json!({
+            "root": ws, "writable": [ws], "protected": [ws.join(".env")],
+            "read_only": [ws.join(".git/config"), ws.join(".git/hooks")]}))
+        .unwrap();
+        let view = SandboxView::new(&sb);
+        let check = |p: &Path, a| view.check("x", p, a);
+        assert!(
+            check(&ws, PathAccess::Names).is_ok(),
+            "a protected file's name"
+        );
+        assert!(check(&ws, PathAccess::Tree).is_err(), "its contents");
+        let config = ws.join(".git/config");
+        assert!(check(&config, PathAccess::Read).is_ok());
+        assert!(check(&config, PathAccess::Write).is_err());
+        assert!(check(&ws.join(".git/hooks/pre-commit"), PathAccess::Write).is_err());
+        assert!(
+            check(&ws.join(".git"), PathAccess::Write).is_err(),
+            "removing .git"
+        );
+        assert!(check(&ws.join(".git/index"), PathAccess::Write).is_ok());
+        let protected_dir: Sandbox = serde_json::from_value(serde_json::json!({
+            "root": ws, "readable": [ws], "protected": [ws.join("keys")]}))
+        .unwrap();
+        let view = SandboxView::new(&protected_dir);
+        assert!(
+            view.check("x", &ws, PathAccess::Names).is_err(),
+            "a directory's entries"
+        );
+    }
 
     #[test]
     fn urls() {

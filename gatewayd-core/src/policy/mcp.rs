@@ -105,6 +105,12 @@ pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
                 "a tool server keeps the host's /dev: `devices` is for the agent of `gatewayd run` (the top-level `sandbox`)",
             ));
         }
+        if !sb.read_only.is_empty() {
+            return Err(ValidationError::value(
+                at.key("sandbox").key("read_only"),
+                "a tool server's files are bounded by its `readable` and `writable`: `read_only` is for the agent of `gatewayd run` (the top-level `sandbox`)",
+            ));
+        }
         if sb.private_tmp {
             return Err(ValidationError::value(
                 at.key("sandbox").key("private_tmp"),

@@ -79,6 +79,11 @@ pub struct Sandbox {
     /// otherwise): each an existing character device under `/dev`, such as `/dev/kvm`.
     #[serde(default)]
     pub devices: Vec<PathBuf>,
+    /// Files and directories the agent may read but never change, even inside a writable
+    /// root: refused as write targets through tools, bound read-only in the agent's mount
+    /// namespace under `gatewayd run` (git's config and hooks, a host's own settings).
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
     /// `gatewayd run`: the agent's `/tmp` is a directory of the session's own, empty at the
     /// start and removed at the end, readable and writable by the agent (and `/tmp` is
     /// readable and writable through tools).

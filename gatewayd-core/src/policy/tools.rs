@@ -66,6 +66,9 @@ pub enum PathAccess {
     Write,
     /// A recursive read (search, archive): readable, and not an ancestor of a protected path.
     Tree,
+    /// A recursive listing of names (a glob, a listing): readable, and not an ancestor of a
+    /// protected directory (a directory's entries are its contents; a file's name is not).
+    Names,
 }
 
 /// A shell-command argument.

@@ -36,6 +36,7 @@ impl Policy {
             ("readable", &self.sandbox.readable),
             ("writable", &self.sandbox.writable),
             ("protected", &self.sandbox.protected),
+            ("read_only", &self.sandbox.read_only),
             ("exec", &self.sandbox.exec),
             (
                 "exec_libs",

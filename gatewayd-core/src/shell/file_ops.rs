@@ -1,4 +1,5 @@
-//! Commands that copy, move, remove or change files: `cp mv rm chmod chown chgrp`. What they
+//! Commands that copy, move, make, remove or change files: `cp mv mkdir touch rm chmod chown
+//! chgrp`. What they
 //! change is a write; `-r` makes a walk of it (of the sources, for cp).
 use std::path::{Path, PathBuf};
 
@@ -102,6 +103,31 @@ pub(super) fn rm(args: &[String], findings: &mut Findings) -> Result<(), ShellEr
     Ok(())
 }
 
+/// mkdir: every operand is made (a write); `-p` also makes its parents, which lie on the
+/// same path.
+pub(super) const MKDIR: OptionTable = OptionTable::gnu(&[])
+    .inert("-p --parents -m= --mode= -v --verbose -Z --context[=] --help --version");
+
+/// touch: `-r`/`--reference` reads a file's times.
+pub(super) const TOUCH: OptionTable =
+    OptionTable::gnu(&[option('r', "reference", Required, Effect::PatternFile)]).inert(
+        "-a -c --no-create -d= --date= -f -h --no-dereference -m -t= --time= --help --version",
+    );
+
+/// mkdir and touch: every operand is written (made, or its times set); touch's `-r` file is
+/// read.
+pub(super) fn make(
+    args: &[String],
+    table: &OptionTable,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let parsed = parse_options(args, table, findings)?;
+    for operand in &parsed.operands {
+        findings.write(&operand.path());
+    }
+    Ok(())
+}
+
 /// chmod: `--reference` gives the MODE from a file; `-R` changes trees.
 pub(super) const CHMOD: OptionTable = OptionTable::gnu(&[
     long_option("reference", Required, Effect::PatternFile),
@@ -184,6 +210,22 @@ mod tests {
         assert_eq!(clean("chmod -w f").writes, paths(&["f"]), "-w is a mode");
         assert_eq!(clean("chmod --reference=r f").writes, paths(&["f"]));
         assert_eq!(clean("chown root: f").writes, paths(&["f"]));
+    }
+
+    #[test]
+    fn mkdir_and_touch_write_their_operands() {
+        assert_eq!(
+            clean("mkdir -p build/out src").writes,
+            paths(&["build/out", "src"])
+        );
+        assert_eq!(clean("mkdir -m 700 d").writes, paths(&["d"]));
+        assert_eq!(clean("touch a b").writes, paths(&["a", "b"]));
+        let a = clean("touch -r ref.txt new.txt");
+        assert_eq!(
+            (a.reads, a.writes),
+            (paths(&["ref.txt"]), paths(&["new.txt"]))
+        );
+        assert_eq!(unknown_option("mkdir --frob d"), named("mkdir", "--frob"));
     }
 
     #[test]

@@ -282,6 +282,8 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "cp" => file_ops::copy_or_move(args, file_ops::Transfer::Copy, found)?,
         "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found)?,
         "rm" => file_ops::rm(args, found)?,
+        "mkdir" => file_ops::make(args, &file_ops::MKDIR, found)?,
+        "touch" => file_ops::make(args, &file_ops::TOUCH, found)?,
         "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found)?,
         "uniq" => coreutils::uniq(args, found)?,
         "less" => coreutils::less(args, found)?,

@@ -38,6 +38,8 @@ fn workspace(ws: &Path) {
         (".env", "API_KEY=sk-live-0123456789\n"),
         (".git/config", "[core]\n"),
         (".git/HEAD", "ref: refs/heads/main\n"),
+        (".git/hooks/pre-commit.sample", "\n"),
+        ("evil.sh", "\n"),
         ("target/debug/app", ""),
     ] {
         let p = ws.join(path);

@@ -37,6 +37,7 @@ pub mod hide;
 pub(crate) mod host_sockets;
 pub(crate) mod pid_namespace;
 pub mod private_tmp;
+pub mod read_only;
 pub mod seccomp;
 pub mod surfaces;
 
@@ -225,6 +226,13 @@ impl AgentPrivileges {
     /// ones: the policy's `sandbox.devices` (checked when the policy loaded).
     pub fn devices(&mut self, devices: &[std::path::PathBuf]) {
         self.surfaces = surfaces::Surfaces::plan(devices);
+    }
+
+    /// `sandbox.read_only`: bound read-only in the agent's mount namespace, pinned below the
+    /// `writable` roots ([`read_only`]). After [`AgentPrivileges::devices`].
+    pub fn read_only(&mut self, read_only: &[std::path::PathBuf], writable: &[std::path::PathBuf]) {
+        self.surfaces
+            .read_only(read_only::ReadOnly::plan(read_only, writable));
     }
 
     /// `sandbox.private_tmp`: `dir` (a [`private_tmp::SessionTmp`]) becomes the agent's

@@ -33,6 +33,7 @@ use serde_json::json;
 use super::{
     dev::Dev,
     hide::{NODEV, NOEXEC, NOSUID, RDONLY, bind_read_only, enter_cwd_again, mount, set_attrs},
+    read_only::{self, ReadOnly},
 };
 
 /// Bound read-only onto themselves in the agent's procfs.
@@ -71,6 +72,9 @@ pub(crate) struct Surfaces {
     /// `sandbox.private_tmp`: the session's directory bound onto `/tmp`
     /// ([`private_tmp`](super::private_tmp)).
     tmp: Option<CString>,
+    /// `sandbox.read_only`: the read-only binds and the directories that pin them.
+    read_only: ReadOnly,
+    read_only_binds: Vec<(CString, bool)>,
 }
 
 impl Surfaces {
@@ -105,6 +109,12 @@ impl Surfaces {
         plan
     }
 
+    /// The read-only binds of `sandbox.read_only` ([`read_only`](super::read_only)).
+    pub(crate) fn read_only(&mut self, plan: ReadOnly) {
+        self.read_only_binds = plan.prepared();
+        self.read_only = plan;
+    }
+
     /// Binds `dir` (the session's own) onto the agent's `/tmp`.
     pub(crate) fn private_tmp(&mut self, dir: &Path) {
         self.tmp = CString::new(dir.as_os_str().as_bytes()).ok();
@@ -127,6 +137,7 @@ impl Surfaces {
                 "not mounted"
             },
             "dev": self.dev.describe(),
+            "read_only": (!self.read_only.is_empty()).then(|| self.read_only.describe()),
             "tmp": self.tmp.as_ref().map_or_else(
                 || json!("the host's"),
                 |d| json!({"private": d.to_string_lossy(), "mount": "bound (nosuid, nodev), removed at the end"}),
@@ -158,6 +169,7 @@ impl Surfaces {
             mount(Some(dir), c"/tmp", None, libc::MS_BIND, None)?;
             set_attrs(c"/tmp", NOSUID | NODEV, false)?;
         }
+        read_only::apply(&self.read_only_binds)?;
         self.dev.build()
     }
 

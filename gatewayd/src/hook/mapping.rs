@@ -164,15 +164,21 @@ pub fn map(
                 .map(|f| call("write_file", json!({"path": abs(cwd, f)})))
                 .collect()
         }
-        (Host::Claude, "Grep" | "Glob")
-        | (Host::Gemini, "glob" | "grep_search" | "search_file_content" | "list_directory") => {
+        (Host::Claude, "Glob") | (Host::Gemini, "glob" | "list_directory") => {
+            let args = json!({"path": search_path(&["path", "dir_path"])});
+            vec![call(
+                "list_files",
+                with_opt(args, "pattern", field(input, &["pattern"])),
+            )]
+        }
+        (Host::Claude, "Grep") | (Host::Gemini, "grep_search" | "search_file_content") => {
             let args = json!({"path": search_path(&["path", "dir_path"])});
             vec![call(
                 "search",
                 with_opt(args, "pattern", field(input, &["pattern"])),
             )]
         }
-        (Host::Claude, "LS") => vec![call("search", json!({"path": search_path(&["path"])}))],
+        (Host::Claude, "LS") => vec![call("list_files", json!({"path": search_path(&["path"])}))],
         (Host::Claude, "WebFetch") => vec![call(
             "web_fetch",
             with_opt(
@@ -320,6 +326,13 @@ mod tests {
         assert_eq!(
             one(Host::Claude, "Grep", json!({"pattern": "fn"})),
             ("search".into(), json!({"path": "/work/.", "pattern": "fn"}))
+        );
+        assert_eq!(
+            one(Host::Claude, "Glob", json!({"pattern": "**/*.rs"})),
+            (
+                "list_files".into(),
+                json!({"path": "/work/.", "pattern": "**/*.rs"})
+            )
         );
         assert_eq!(
             one(Host::Claude, "Agent", json!({"prompt": "p"})).0,

@@ -23,6 +23,7 @@ mod landlock_records;
 mod lifetime;
 mod limits;
 mod private_tmp;
+mod read_only;
 
 use std::{
     io::Read as _,

@@ -18,7 +18,7 @@ pub enum AgentHost {
 /// One entry a profile adds, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// `readable`, `writable` or `egress`.
+    /// `readable`, `writable`, `read_only` or `egress`.
     pub kind: &'static str,
     /// A path or a host name.
     pub value: String,
@@ -71,6 +71,11 @@ impl AgentHost {
                     at(".claude.json"),
                     "Claude Code's main state file (projects, onboarding)",
                 ),
+                entry(
+                    "read_only",
+                    at(".claude/settings.json"),
+                    "Claude Code's settings, hooks among them: the agent may not change what the user's own Claude Code runs",
+                ),
                 entry("egress", "api.anthropic.com".into(), "the model API"),
             ],
             AgentHost::Codex => vec![
@@ -78,6 +83,16 @@ impl AgentHost {
                     "writable",
                     at(".codex"),
                     "Codex's CODEX_HOME: config.toml, hooks.json, sessions, logs, auth",
+                ),
+                entry(
+                    "read_only",
+                    at(".codex/config.toml"),
+                    "Codex's settings: the agent may not change what the user's own Codex runs",
+                ),
+                entry(
+                    "read_only",
+                    at(".codex/hooks.json"),
+                    "Codex's hooks: the agent may not change what the user's own Codex runs",
                 ),
                 entry("egress", "api.openai.com".into(), "the model API (API key)"),
                 entry(

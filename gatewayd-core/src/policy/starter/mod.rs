@@ -35,7 +35,7 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "diff", "cut", "tr",
     "stat", "file", "tree", "du", "jq", "git", "cargo", "rustc", "make", "npm", "node", "python3",
     "pytest", "go", "bash", "sh", "echo", "printf", "pwd", "true", "false", "test", "[", "which",
-    "basename", "dirname",
+    "basename", "dirname", "mkdir", "touch", "cp", "mv", "rm",
 ];
 
 /// Hosts the agent may reach over HTTPS.
@@ -80,6 +80,9 @@ pub fn host_tools() -> Value {
         {"name": "search", "description": "Search or list files under a directory.",
          "input_schema": schema(&[("path", true), ("pattern", false)]),
          "args": {"path": {"required": true, "path": "tree"}}},
+        {"name": "list_files", "description": "List file names under a directory (a glob, a listing).",
+         "input_schema": schema(&[("path", true), ("pattern", false)]),
+         "args": {"path": {"required": true, "path": "names"}}},
         {"name": "web_fetch", "description": "Fetch a web page.",
          "input_schema": schema(&[("url", true), ("prompt", false)]),
          "labels": ["untrusted_output", "sends_out"],
@@ -136,6 +139,10 @@ pub const HOME_READABLE: &[(&str, &str)] = &[
     (".config/git", "git's user configuration"),
 ];
 
+/// What git runs on the user's behalf later, in the workspace: readable (git reads its
+/// config on every command), never changed by the agent.
+pub const WORKSPACE_READ_ONLY: &[&str] = &[".git/config", ".git/hooks"];
+
 /// Under `/etc`'s readable trees but secret: the TLS private keys.
 pub const SYSTEM_PROTECTED: &[&str] = &[
     "/etc/shadow",
@@ -170,7 +177,7 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         .map(|s| home.join(s).display().to_string())
         .collect();
     protected.extend(
-        [".env", ".env.local", ".git/config"]
+        [".env", ".env.local"]
             .iter()
             .map(|s| workspace.join(s).display().to_string()),
     );
@@ -209,6 +216,11 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         v.dedup();
         v
     };
+    let mut read_only: Vec<String> = WORKSPACE_READ_ONLY
+        .iter()
+        .map(|s| workspace.join(s).display().to_string())
+        .collect();
+    read_only.extend(listed("read_only"));
     let mut readable = vec![ws.clone()];
     readable.extend(listed("readable"));
     let mut writable = vec![ws.clone()];
@@ -230,7 +242,7 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         "kernel": "best_effort",
         "trifecta": "hold",
         "sandbox": {"root": ws, "readable": readable, "writable": writable,
-                    "protected": protected, "private_tmp": private_tmp},
+                    "protected": protected, "read_only": read_only, "private_tmp": private_tmp},
         "network": {"egress": egress},
         "tools": host_tools(),
         "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
@@ -257,6 +269,7 @@ mod tests {
                 "read_file",
                 "write_file",
                 "search",
+                "list_files",
                 "web_fetch",
                 "web_search",
                 "agent",

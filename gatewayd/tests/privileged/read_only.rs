@@ -1,0 +1,89 @@
+//! `sandbox.read_only`: what the user's own git runs later. In a repository, bare, the agent
+//! can append a `core.fsmonitor` command to `.git/config`, plant a hook, and move `.git`
+//! aside; under `gatewayd run` with `.git/config` and `.git/hooks` read-only (at both tiers:
+//! read-only binds, `.git` pinned), each fails while `git status` and `git commit` work.
+use serde_json::json;
+
+use super::*;
+
+/// Each attempt prints `NAME ok` or `NAME failed`; then git's own work.
+const ATTEMPTS: &str = "\
+t() { n=$1; shift; if \"$@\" 2>/dev/null; then echo \"$n ok\"; else echo \"$n failed\"; fi; }
+t config sh -c 'echo \"[core] fsmonitor = ./x\" >> .git/config'
+t hook sh -c 'echo evil > .git/hooks/pre-commit'
+t remove-config rm -f .git/config
+t move-git mv .git .git-old
+t status git status --short
+echo change > f.txt
+t commit sh -c 'git add f.txt && git -c user.name=A -c user.email=a@b commit -qm x'
+";
+
+fn repo(dir: &Scratch) -> PathBuf {
+    let ws = dir.path("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ok = Command::new("sh")
+        .args(["-c", "git init -q && mkdir -p .git/hooks && echo a > f.txt"])
+        .current_dir(&ws)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    ws
+}
+
+fn outcomes(o: &Output) -> std::collections::BTreeMap<String, String> {
+    escape_outcomes(&stdout(o))
+}
+
+#[test]
+fn git_config_and_hooks_stay_as_the_user_left_them() {
+    let dir = Scratch::new("read-only");
+    let ws = repo(&dir);
+    let bare = Command::new("sh")
+        .args(["-c", ATTEMPTS])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let b = outcomes(&bare);
+    for n in ["config", "hook", "remove-config", "move-git"] {
+        assert_eq!(
+            b.get(n).map(String::as_str),
+            Some("ok"),
+            "bare {n}: {bare:?}"
+        );
+    }
+
+    let dir = Scratch::new("read-only-gw");
+    let ws = repo(&dir);
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+               "sandbox": {"root": ws, "writable": [ws],
+                           "read_only": [ws.join(".git/config"), ws.join(".git/hooks")]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = under_gatewayd(&policy, &audit, "sh")
+        .args(["-c", ATTEMPTS])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let g = outcomes(&out);
+    for n in ["config", "hook", "remove-config", "move-git"] {
+        assert_eq!(g.get(n).map(String::as_str), Some("failed"), "{n}: {out:?}");
+    }
+    for n in ["status", "commit"] {
+        assert_eq!(
+            g.get(n).map(String::as_str),
+            Some("ok"),
+            "git's own {n}: {out:?}"
+        );
+    }
+    let config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+    let start = records(&audit)
+        .into_iter()
+        .find(|r| r["reason"] == "session_start")
+        .expect("session_start");
+    let ro = &start["detail"]["agent_privileges"]["kernel_interfaces"]["read_only"];
+    assert_eq!(ro["pinned"], json!([ws.join(".git")]), "{start}");
+}
