@@ -27,14 +27,32 @@ use gatewayd_core::{clock::SystemClock, policy::Policy};
 const MAX_EVENT: u64 = 16 << 20;
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(super) struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+    #[command(flatten)]
+    event: EventArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Merge gatewayd's hook into an agent host's settings (for Codex, trusted too); with
+    /// --check, report whether it is there, enabled, trusted and given time.
+    Install(super::hook_install::InstallArgs),
+}
+
+/// One hook event on stdin.
+#[derive(Debug, clap::Args)]
+struct EventArgs {
     /// The agent host: claude, codex or gemini.
-    #[arg(long)]
-    host: Host,
+    #[arg(long, required = true)]
+    host: Option<Host>,
     /// Policy file; needed without a daemon (each event then has a session of its own).
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// The daemon's socket [default: $`GATEWAYD_SOCKET`].
+    /// The daemon's socket. Under `gatewayd run`, `$GATEWAYD_SOCKET` (the session's own
+    /// gateway) is asked first, before this and before --policy.
     #[arg(long)]
     socket: Option<PathBuf>,
     /// Audit log, without a daemon [default: $XDG_STATE_HOME/gatewayd/hook-audit.jsonl, else
@@ -71,11 +89,12 @@ fn emit(done: &AtomicBool, a: &Answer) -> bool {
     true
 }
 
-fn gate(args: &Args) -> Result<Gate, String> {
-    let socket = args
-        .socket
-        .clone()
-        .or_else(|| std::env::var_os("GATEWAYD_SOCKET").map(PathBuf::from))
+fn gate(args: &EventArgs) -> Result<Gate, String> {
+    // The session's gateway first: under `gatewayd run` it holds the session's taint and
+    // counters, and the host sockets are out of the agent's reach.
+    let socket = std::env::var_os("GATEWAYD_SOCKET")
+        .map(PathBuf::from)
+        .or_else(|| args.socket.clone())
         .filter(|p| !p.as_os_str().is_empty());
     if let Some(s) = socket {
         return Client::connect(&s)
@@ -108,7 +127,7 @@ fn gate(args: &Args) -> Result<Gate, String> {
 /// The hook's audit log without `--audit`: in the user's state directory, never relative
 /// (a relative file would land in the agent's workspace, where the agent can rewrite it).
 /// The directory is made (mode 0700) when missing.
-fn default_audit() -> Result<PathBuf, String> {
+pub(super) fn default_audit() -> Result<PathBuf, String> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -130,6 +149,16 @@ fn default_audit() -> Result<PathBuf, String> {
 
 #[allow(clippy::unnecessary_wraps)] // every subcommand's `exec` has this signature (cli/mod.rs)
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Some(Action::Install(a)) => super::hook_install::exec(a),
+        None => event(args.event),
+    }
+}
+
+fn event(args: EventArgs) -> anyhow::Result<ExitCode> {
+    let Some(host) = args.host else {
+        anyhow::bail!("--host is required");
+    };
     let done = Arc::new(AtomicBool::new(false));
     {
         let done = done.clone();
@@ -167,7 +196,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     };
     let answer = match gate(&args) {
         Ok(mut g) => {
-            let a = hook::handle(args.host, &input, &mut g, &who);
+            let a = hook::handle(host, &input, &mut g, &who);
             g.close();
             a
         }

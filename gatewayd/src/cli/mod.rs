@@ -9,6 +9,7 @@ mod audit;
 mod check;
 mod doctor;
 mod hook;
+mod hook_install;
 mod mcp;
 mod out;
 mod policy;

@@ -17,6 +17,8 @@ use crate::{
 use gatewayd_core::audit::Decision;
 
 pub mod answer;
+pub mod codex_trust;
+pub mod install;
 pub mod mapping;
 pub mod patch;
 

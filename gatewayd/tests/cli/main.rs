@@ -5,4 +5,5 @@
 mod audit;
 mod check;
 mod hook;
+mod hook_install;
 mod scenarios;

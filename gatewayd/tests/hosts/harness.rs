@@ -122,6 +122,7 @@ impl World {
         };
         w.write_policy();
         w.write_host_settings();
+        w.install_hook();
         w
     }
 
@@ -173,36 +174,59 @@ impl World {
         format!("{bin}:/usr/local/bin:/usr/bin:/bin")
     }
 
-    /// The hook command for this mode (none for `Bare` and `Kernel`).
-    fn hook_command(&self) -> Option<String> {
-        let gw = crate::gatewayd().display().to_string();
-        let host = self.host.name();
-        match self.mode {
-            Mode::Bare | Mode::Kernel => None,
-            Mode::Hooks => Some(format!(
-                "{gw} hook --host {host} --policy {} --audit {}",
-                self.policy().display(),
-                self.hook_audit().display()
-            )),
-            Mode::KernelAndHooks => Some(format!("{gw} hook --host {host}")),
+    /// `gatewayd hook install` as a user runs it, in the hook modes: one command for both,
+    /// since under `gatewayd run` the hook asks the session's gateway (`$GATEWAYD_SOCKET`)
+    /// before its `--policy`. For Codex it also trusts the hook through Codex itself.
+    fn install_hook(&self) {
+        if matches!(self.mode, Mode::Bare | Mode::Kernel) {
+            return;
+        }
+        let out = Command::new(crate::gatewayd())
+            .args(["hook", "install", "--host", self.host.name(), "--home"])
+            .arg(&self.home)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .arg("--policy")
+            .arg(self.policy())
+            .arg("--audit")
+            .arg(self.hook_audit())
+            .env("PATH", self.path_var())
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "hook install: {out:?}");
+        let check = Command::new(crate::gatewayd())
+            .args([
+                "hook",
+                "install",
+                "--check",
+                "--host",
+                self.host.name(),
+                "--home",
+            ])
+            .arg(&self.home)
+            .arg("--workspace")
+            .arg(&self.ws)
+            .env("PATH", self.path_var())
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "hook install --check: {check:?}");
+        if self.host == Host::Claude {
+            let kept = std::fs::read_to_string(self.home.join(".claude/settings.json")).unwrap();
+            assert!(
+                kept.contains("cleanupPeriodDays"),
+                "the user's own setting: {kept}"
+            );
         }
     }
 
     /// Each host's own settings: the model server, telemetry and updates off, the hooks.
     fn write_host_settings(&self) {
-        let hooks = |pre: &str, post: &str, timeout: u64| -> Value {
-            match self.hook_command() {
-                None => json!({}),
-                Some(cmd) => {
-                    let h = json!([{"matcher": ".*", "hooks": [{"type": "command", "timeout": timeout, "command": cmd}]}]);
-                    json!({pre: h, post: h})
-                }
-            }
-        };
         match self.host {
             Host::Claude => {
                 std::fs::create_dir_all(self.home.join(".claude")).unwrap();
-                let s = json!({"hooks": hooks("PreToolUse", "PostToolUse", 30)});
+                // A setting of the user's own, which the install must keep.
+                let s = json!({"cleanupPeriodDays": 30});
                 write_json(&self.home.join(".claude/settings.json"), &s);
             }
             Host::Codex => {
@@ -216,18 +240,13 @@ impl World {
                     self.port
                 );
                 std::fs::write(codex.join("config.toml"), config).unwrap();
-                write_json(
-                    &codex.join("hooks.json"),
-                    &json!({"hooks": hooks("PreToolUse", "PostToolUse", 30)}),
-                );
             }
             Host::Gemini => {
                 let gemini = self.home.join(".gemini");
                 std::fs::create_dir_all(&gemini).unwrap();
                 let s = json!({"general": {"enableAutoUpdate": false},
                     "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
-                    "security": {"auth": {"selectedType": "gemini-api-key"}},
-                    "hooks": hooks("BeforeTool", "AfterTool", 30000)});
+                    "security": {"auth": {"selectedType": "gemini-api-key"}}});
                 write_json(&gemini.join("settings.json"), &s);
             }
         }
