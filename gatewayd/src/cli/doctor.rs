@@ -94,6 +94,8 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         features.landlock_audit.clone(),
     ));
     rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
+    // The agent hosts' hooks (`gatewayd hook install --check`), for the hosts found here.
+    rows.extend(super::hook_install::doctor_rows());
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
         rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
     }

@@ -206,45 +206,14 @@ fn codex_program(args: &InstallArgs) -> Option<PathBuf> {
 /// given time.
 fn check(args: &InstallArgs, places: &Places) -> anyhow::Result<ExitCode> {
     let mut ok = true;
+    let codex = codex_program(args);
     for host in &args.hosts {
-        let path = places.settings(*host);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            outln!(
-                "{}: NO HOOK ({} does not exist)",
-                host.name(),
-                path.display()
-            )?;
-            ok = false;
-            continue;
-        };
-        let st = install::state(&text, *host);
-        let mut problems: Vec<String> = st
-            .missing
-            .iter()
-            .map(|e| format!("no gatewayd hook for {e}"))
-            .collect();
-        problems.extend(st.short_timeouts.iter().cloned());
-        if st.disabled {
-            problems.push("disableAllHooks is set".into());
-        }
-        if *host == Host::Codex {
-            problems.extend(codex_problems(args, places));
-        }
-        if problems.is_empty() {
-            outln!(
-                "{}: ok ({}: {})",
-                host.name(),
-                path.display(),
-                st.events.join(", ")
-            )?;
-        } else {
-            ok = false;
-            outln!(
-                "{}: {} ({})",
-                host.name(),
-                problems.join("; "),
-                path.display()
-            )?;
+        match report(*host, places, codex.as_deref()) {
+            Ok(line) => outln!("{}: ok ({line})", host.name())?,
+            Err(line) => {
+                ok = false;
+                outln!("{}: {line}", host.name())?;
+            }
         }
     }
     Ok(if ok {
@@ -254,11 +223,38 @@ fn check(args: &InstallArgs, places: &Places) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn codex_problems(args: &InstallArgs, places: &Places) -> Vec<String> {
-    let Some(codex) = codex_program(args) else {
+/// The state of `host`'s hook in its settings: `Ok` (where, which events) when it is there,
+/// enabled, trusted (Codex, asked through `codex`) and given time; `Err` says what is not.
+fn report(host: Host, places: &Places, codex: Option<&Path>) -> Result<String, String> {
+    let path = places.settings(host);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Err(format!("NO HOOK ({} does not exist)", path.display()));
+    };
+    let st = install::state(&text, host);
+    let mut problems: Vec<String> = st
+        .missing
+        .iter()
+        .map(|e| format!("no gatewayd hook for {e}"))
+        .collect();
+    problems.extend(st.short_timeouts.iter().cloned());
+    if st.disabled {
+        problems.push("disableAllHooks is set".into());
+    }
+    if host == Host::Codex && st.missing.len() < 2 {
+        problems.extend(codex_problems(codex, places));
+    }
+    if problems.is_empty() {
+        Ok(format!("{}: {}", path.display(), st.events.join(", ")))
+    } else {
+        Err(format!("{} ({})", problems.join("; "), path.display()))
+    }
+}
+
+fn codex_problems(codex: Option<&Path>, places: &Places) -> Vec<String> {
+    let Some(codex) = codex else {
         return vec!["trust unknown: no `codex` on PATH (--codex PATH)".into()];
     };
-    match codex_trust::gatewayd_hooks(&codex, places.codex_home.as_deref(), &places.workspace) {
+    match codex_trust::gatewayd_hooks(codex, places.codex_home.as_deref(), &places.workspace) {
         Ok(hooks) if hooks.is_empty() => vec!["Codex lists no gatewayd hook".into()],
         Ok(hooks) => hooks
             .iter()
@@ -270,4 +266,32 @@ fn codex_problems(args: &InstallArgs, places: &Places) -> Vec<String> {
             .collect(),
         Err(e) => vec![format!("trust unknown: {e}")],
     }
+}
+
+/// `gatewayd doctor`'s rows: each host that is on PATH or has a settings file, its user-scope
+/// hook as `--check` finds it.
+pub(super) fn doctor_rows() -> Vec<(String, Result<String, String>)> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let places = Places {
+        scope: Scope::User,
+        workspace: std::env::current_dir().unwrap_or_else(|_| home.clone()),
+        codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
+        home,
+    };
+    let codex = gatewayd::mcp::server::resolve_program("codex");
+    [Host::Claude, Host::Codex, Host::Gemini]
+        .into_iter()
+        .filter(|h| {
+            gatewayd::mcp::server::resolve_program(h.name()).is_some()
+                || places.settings(*h).exists()
+        })
+        .map(|h| {
+            (
+                format!("hook {}", h.name()),
+                report(h, &places, codex.as_deref()),
+            )
+        })
+        .collect()
 }
