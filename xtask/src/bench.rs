@@ -43,6 +43,22 @@ fn listener() -> anyhow::Result<u16> {
 }
 
 /// Every benchmark, or (`sessions_only`) only the sessions bench.
+/// The hook bench for `old` (a gatewayd binary built earlier) and this build, in turn, twice.
+pub(crate) fn hook_against(old: &std::path::Path) -> anyhow::Result<()> {
+    let env = setup::toolchain()?;
+    let bins = util::build_release(&env)?;
+    let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    for round in 1..=2 {
+        for (label, bin) in [("old", old), ("new", bins.gatewayd.as_path())] {
+            println!("\nround {round}, {label}: {}", bin.display());
+            crate::bench_hook::run(bin, &dir)?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
     let env = setup::setup()?;
     if !sessions_only {

@@ -1,6 +1,9 @@
 //! One `gatewayd hook` call end to end (process start, connect, decision, durable audit
 //! record, answer), measured as a host runs it: a fresh process per event. Through the
-//! daemon's socket, and without a daemon (the policy loaded per call).
+//! daemon's socket (calls of one host session, and each call a new host session, which
+//! opens a gateway session with the protected files' secrets), and without a daemon (the
+//! policy loaded per call). The home holds a developer's usual credentials (keys, cloud
+//! and cluster configs), which the starter protects.
 use std::{
     io::Write as _,
     path::Path,
@@ -11,6 +14,37 @@ use std::{
 use anyhow::{Context as _, bail};
 
 const CALLS: usize = 200;
+
+/// A home with the credential files a developer's machine has (all protected by the starter).
+fn developer_home(home: &Path) -> anyhow::Result<()> {
+    let key = format!(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----\n",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n".repeat(6)
+    );
+    let files: Vec<(String, String)> = (0..4)
+        .map(|i| (format!(".ssh/id_{i}"), key.clone()))
+        .chain((0..4).map(|i| (format!(".ssh/id_{i}.pub"), "ssh-ed25519 AAAA me".into())))
+        .chain([
+            (".ssh/known_hosts".into(), "github.com ssh-ed25519 AAAA\n".repeat(50)),
+            (".ssh/config".into(), "Host *\n  IdentityFile ~/.ssh/id_0\n".into()),
+            (".aws/credentials".into(), "[default]\naws_access_key_id = AKIA0123456789ABCDEF\naws_secret_access_key = abcdEFGH0123456789abcdEFGH0123456789abcd\n".into()),
+            (".aws/config".into(), "[default]\nregion = eu-west-1\n".into()),
+            (".kube/config".into(), format!("users:\n- name: dev\n  user:\n    token: {}\n", "k8stoken0123456789".repeat(3))),
+            (".docker/config.json".into(), r#"{"auths": {"ghcr.io": {"auth": "ZGV2OmdocF8wMTIzNDU2Nzg5YWJjZGVm"}}}"#.into()),
+            (".netrc".into(), "machine api.example.com login dev password s3cr3tpassw0rd\n".into()),
+            (".git-credentials".into(), "https://dev:ghp_0123456789abcdefghij@github.com\n".into()),
+            (".npmrc".into(), "//registry.npmjs.org/:_authToken=npm_0123456789abcdefghij\n".into()),
+            (".config/gh/hosts.yml".into(), "github.com:\n  oauth_token: gho_0123456789abcdefghij\n".into()),
+        ])
+        .chain((0..20).map(|i| (format!(".config/gcloud/logs/{i}.log"), "INFO: nothing secret\n".repeat(20))))
+        .collect();
+    for (rel, text) in files {
+        let p = home.join(rel);
+        std::fs::create_dir_all(p.parent().context("a parent")?)?;
+        std::fs::write(p, text)?;
+    }
+    Ok(())
+}
 
 fn one(gatewayd: &Path, args: &[String], event: &[u8]) -> anyhow::Result<Duration> {
     let t0 = Instant::now();
@@ -46,12 +80,17 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
     let ws = dir.join("hook-ws");
     std::fs::create_dir_all(&ws)?;
     std::fs::write(ws.join("a.txt"), "x")?;
+    let home = dir.join("hook-home");
+    developer_home(&home)?;
     let policy = dir.join("hook-policy.json");
+    let _ = std::fs::remove_file(&policy);
     let out = Command::new(gatewayd)
         .args(["policy", "init", "--out"])
         .arg(&policy)
         .arg("--workspace")
         .arg(&ws)
+        .arg("--home")
+        .arg(&home)
         .output()?;
     if !out.status.success() {
         bail!("policy init: {}", String::from_utf8_lossy(&out.stderr));
@@ -66,18 +105,22 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
         .arg(dir.join("hook-daemon.jsonl"))
         .stderr(Stdio::null())
         .spawn()?;
+    // Ready when a connection is accepted (the socket file is bound before the daemon
+    // listens).
     let t0 = Instant::now();
-    while !socket.exists() {
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         if t0.elapsed() > Duration::from_secs(20) {
             let _ = daemon.kill();
             bail!("the daemon did not start");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let event = serde_json::json!({"session_id": "bench", "hook_event_name": "PreToolUse",
-        "tool_name": "Read", "tool_input": {"file_path": ws.join("a.txt")},
-        "cwd": ws, "permission_mode": "default", "transcript_path": "/tmp/t.jsonl"})
-    .to_string();
+    let event = |session: &str| {
+        serde_json::json!({"session_id": session, "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": ws.join("a.txt")},
+            "cwd": ws, "permission_mode": "default", "transcript_path": "/tmp/t.jsonl"})
+        .to_string()
+    };
     let via_daemon = vec![
         "--host".to_owned(),
         "claude".into(),
@@ -96,16 +139,26 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
         "\none `gatewayd hook` call end to end (process, decision, durable record; {CALLS} calls):"
     );
     let result = (|| -> anyhow::Result<()> {
-        for (label, args) in [
-            ("through the daemon socket", &via_daemon),
-            ("without a daemon", &local),
+        for (label, args, new_session) in [
+            ("through the daemon, one host session", &via_daemon, false),
+            (
+                "through the daemon, a new host session each",
+                &via_daemon,
+                true,
+            ),
+            ("without a daemon", &local, false),
         ] {
             let mut times = Vec::with_capacity(CALLS);
-            for _ in 0..CALLS {
-                times.push(one(gatewayd, args, event.as_bytes())?);
+            for i in 0..CALLS {
+                let session = if new_session {
+                    format!("bench-{i}")
+                } else {
+                    "bench".into()
+                };
+                times.push(one(gatewayd, args, event(&session).as_bytes())?);
             }
             let (p50, p99) = percentiles(times);
-            println!("  {label:<26} p50 {p50:6.2} ms   p99 {p99:6.2} ms");
+            println!("  {label:<44} p50 {p50:6.2} ms   p99 {p99:6.2} ms");
         }
         Ok(())
     })();

@@ -57,6 +57,10 @@ enum Cmd {
         /// Only the sessions bench (many sessions sharing one program set).
         #[arg(long)]
         sessions: bool,
+        /// Only the `gatewayd hook` bench, for this older gatewayd binary and this build in
+        /// turn, twice (old against new in the same minutes).
+        #[arg(long)]
+        hook_against: Option<std::path::PathBuf>,
     },
 }
 
@@ -79,6 +83,10 @@ fn main() -> anyhow::Result<()> {
             deb::package(&env).map(|_| ())
         }
         Cmd::Demo => demo::run(),
-        Cmd::Bench { sessions } => bench::run(sessions),
+        Cmd::Bench {
+            hook_against: Some(old),
+            ..
+        } => bench::hook_against(&old),
+        Cmd::Bench { sessions, .. } => bench::run(sessions),
     }
 }

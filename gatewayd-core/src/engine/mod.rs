@@ -57,6 +57,8 @@ pub struct Engine {
     warnings: Vec<String>,
     /// The registered tools' names, for the `not_allowlisted` message.
     tool_list: String,
+    /// The protected files' values as last read, reused while the files are unchanged.
+    file_secrets: Mutex<Option<session_secrets::FileSecrets>>,
 }
 
 impl Engine {
@@ -78,6 +80,7 @@ impl Engine {
             tools: RwLock::new(tools),
             rules,
             approvals: Mutex::new(approval::Approvals::default()),
+            file_secrets: Mutex::new(None),
             policy,
             clock,
             audit,
@@ -119,10 +122,35 @@ impl Engine {
         s: &mut Session,
         env: Option<&[(String, String)]>,
     ) -> (Vec<String>, Vec<String>) {
-        let got = session_secrets::secrets_from_protected(&self.policy, env);
+        let files = self
+            .policy
+            .secrets_from_protected()
+            .then(|| self.protected_file_secrets());
+        let got = session_secrets::start_secrets(&self.policy, files, env);
         s.add_start_secrets(&got.secrets);
         let names = got.secrets.into_iter().map(|(n, _)| n).collect();
         (names, got.notes)
+    }
+
+    /// The protected files' values: read once, then reused while every path the read looked
+    /// at is unchanged (one `stat` each), read again when one changed.
+    fn protected_file_secrets(&self) -> session_secrets::StartSecrets {
+        let mut cached = self
+            .file_secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match cached.as_ref() {
+            Some(c) if c.is_current() => c.found.clone(),
+            _ => {
+                let fresh = session_secrets::FileSecrets::read(
+                    &self.policy.sandbox.protected,
+                    &session_secrets::LIMITS,
+                );
+                let found = fresh.found.clone();
+                *cached = Some(fresh);
+                found
+            }
+        }
     }
 
     /// A denied attempt on a protected path seen elsewhere (the kernel layer): applies the

@@ -245,6 +245,29 @@ impl SandboxView {
         self.protected.iter().find(|x| x.starts_with(p) && *x != p)
     }
 
+    /// A protected path strictly below `p` that a walk of `p` reaches: with `names_only`,
+    /// only a directory (its entries are its contents); with `skip_hidden`, only one with no
+    /// hidden component below `p`.
+    pub fn protected_reached_below(
+        &self,
+        p: &Path,
+        names_only: bool,
+        skip_hidden: bool,
+    ) -> Option<PathBuf> {
+        self.protected
+            .iter()
+            .filter(|x| x.starts_with(p) && *x != p)
+            .filter(|x| !names_only || x.is_dir())
+            .find(|x| {
+                !skip_hidden
+                    || !x.strip_prefix(p).is_ok_and(|rel| {
+                        rel.components()
+                            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+                    })
+            })
+            .cloned()
+    }
+
     /// A protected directory strictly below `p`, if any.
     pub fn protected_dir_below(&self, p: &Path) -> Option<&PathBuf> {
         self.protected

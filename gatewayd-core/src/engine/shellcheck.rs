@@ -162,13 +162,9 @@ pub fn check_analysis(
         let real = resolve(sb, p)?;
         // A walk that lists names reads no protected file's contents; a protected
         // directory's entries are its contents.
-        let reached = if a.walks_names_only {
-            sb.protected_hit(&real)
-                .or_else(|| sb.protected_dir_below(&real).cloned())
-        } else {
-            sb.protected_hit(&real)
-                .or_else(|| sb.protected_below(&real).cloned())
-        };
+        let reached = sb
+            .protected_hit(&real)
+            .or_else(|| sb.protected_reached_below(&real, a.walks_names_only, a.walks_skip_hidden));
         if let Some(x) = reached {
             return Err((
                 Reason::Shell,
@@ -189,7 +185,8 @@ pub fn check_analysis(
             ));
         }
         // A walk of names needs the root readable; one that reads contents, the whole tree.
-        let access = if a.walks_names_only {
+        // (What lies below was checked just above, hidden entries and names considered.)
+        let access = if a.walks_names_only || a.walks_skip_hidden {
             PathAccess::Read
         } else {
             PathAccess::Tree

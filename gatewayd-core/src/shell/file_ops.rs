@@ -108,13 +108,17 @@ pub(super) fn rm(args: &[String], findings: &mut Findings) -> Result<(), ShellEr
 pub(super) const MKDIR: OptionTable = OptionTable::gnu(&[])
     .inert("-p --parents -m= --mode= -v --verbose -Z --context[=] --help --version");
 
+/// tee: every operand is written.
+pub(super) const TEE: OptionTable = OptionTable::gnu(&[])
+    .inert("-a --append -i --ignore-interrupts -p --output-error[=] --help --version");
+
 /// touch: `-r`/`--reference` reads a file's times.
 pub(super) const TOUCH: OptionTable =
     OptionTable::gnu(&[option('r', "reference", Required, Effect::PatternFile)]).inert(
         "-a -c --no-create -d= --date= -f -h --no-dereference -m -t= --time= --help --version",
     );
 
-/// mkdir and touch: every operand is written (made, or its times set); touch's `-r` file is
+/// mkdir, touch and tee: every operand is written (made, or its times set); touch's `-r` file is
 /// read.
 pub(super) fn make(
     args: &[String],
@@ -220,6 +224,10 @@ mod tests {
         );
         assert_eq!(clean("mkdir -m 700 d").writes, paths(&["d"]));
         assert_eq!(clean("touch a b").writes, paths(&["a", "b"]));
+        assert_eq!(
+            clean("tee -a log.txt out.txt").writes,
+            paths(&["log.txt", "out.txt"])
+        );
         let a = clean("touch -r ref.txt new.txt");
         assert_eq!(
             (a.reads, a.writes),

@@ -20,6 +20,8 @@ pub(super) struct Findings {
     pub(super) follows_symlinks: bool,
     /// The walks list names only (`CommandAnalysis::walks_names_only`).
     pub(super) names_only: bool,
+    /// The walks skip hidden entries (`CommandAnalysis::walks_skip_hidden`).
+    pub(super) skips_hidden: bool,
 }
 
 /// Adds `path` to `paths` unless it is there already.
@@ -49,6 +51,7 @@ impl Findings {
             forbidden: Vec::new(),
             follows_symlinks: false,
             names_only: false,
+            skips_hidden: false,
         }
     }
 
@@ -146,6 +149,7 @@ impl Findings {
             forbidden: self.forbidden,
             follows_symlinks: self.follows_symlinks,
             walks_names_only: self.names_only,
+            walks_skip_hidden: self.skips_hidden,
         }
     }
 }

@@ -104,10 +104,22 @@ pub(super) const RG: OptionTable = OptionTable::gnu(&[
 /// rg: always walks the operands after the pattern (default `.`).
 pub(super) fn ripgrep(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &RG, findings)?;
+    findings.skips_hidden = !ripgrep_shows_hidden(args);
     for root in or_working_dir(paths_of(parsed.after_pattern())) {
         findings.walk(&root);
     }
     Ok(())
+}
+
+/// Whether ripgrep's walk enters hidden entries: `--hidden`, or a short-option cluster with
+/// `.` or `u` (`-uu` shows hidden entries; one `-u` does not, but any is taken as showing
+/// them). Every word is looked at, operands too: a word read wrongly only widens the walk.
+fn ripgrep_shows_hidden(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a == "--hidden"
+            || a.strip_prefix('-')
+                .is_some_and(|s| !s.starts_with('-') && s.contains(['.', 'u']))
+    })
 }
 
 #[cfg(test)]
@@ -115,6 +127,19 @@ mod tests {
     use std::path::PathBuf;
 
     use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
+
+    #[test]
+    fn ripgrep_skips_hidden_entries_unless_told() {
+        assert!(clean("rg -n TODO").walks_skip_hidden);
+        assert!(clean("rg --files src").walks_skip_hidden);
+        for shows in ["rg --hidden x", "rg -uu x", "rg -. x", "rg -nu x"] {
+            assert!(!clean(shows).walks_skip_hidden, "{shows}");
+        }
+        assert!(
+            !clean("grep -rn x .").walks_skip_hidden,
+            "grep -r reads hidden files"
+        );
+    }
 
     #[test]
     fn grep_pattern_and_files() {

@@ -142,6 +142,7 @@ mod line_tests;
 mod line_words;
 mod option_table;
 mod options;
+mod sed;
 mod split;
 mod tar;
 #[cfg(test)]
@@ -235,6 +236,10 @@ pub struct CommandAnalysis {
     /// Its walks list names and metadata and open no file for reading (`find` without
     /// `-exec`, `ls -R`, `du`, `tree`): a protected file below a root is listed, not read.
     pub walks_names_only: bool,
+    /// Its walks skip hidden files and directories, those whose name starts with `.`
+    /// (ripgrep without `--hidden`, `-.` or `-uu`): a protected path below a root that is
+    /// hidden, or lies under a hidden directory, is not reached.
+    pub walks_skip_hidden: bool,
 }
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.
@@ -274,7 +279,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
             found.names_only = true;
         }
         "diff" => coreutils::diff(args, found)?,
-        "sed" => coreutils::script_then_files(args, &coreutils_tables::SED, found)?,
+        "sed" => sed::sed(args, found)?,
         "awk" | "gawk" | "mawk" | "nawk" => {
             coreutils::script_then_files(args, &coreutils_tables::AWK, found)?;
         }
@@ -284,6 +289,9 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "rm" => file_ops::rm(args, found)?,
         "mkdir" => file_ops::make(args, &file_ops::MKDIR, found)?,
         "touch" => file_ops::make(args, &file_ops::TOUCH, found)?,
+        "tee" => file_ops::make(args, &file_ops::TEE, found)?,
+        // Their operands are words, not files.
+        "echo" | "printf" | "sleep" | "true" | "false" | "pwd" | "basename" | "dirname" => {}
         "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found)?,
         "uniq" => coreutils::uniq(args, found)?,
         "less" => coreutils::less(args, found)?,

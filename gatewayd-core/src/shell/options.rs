@@ -85,6 +85,10 @@ pub(super) struct ParsedArgs<'a> {
     pub(super) recursive: bool,
     pub(super) no_recursion: bool,
     pub(super) pattern_given: bool,
+    /// The patterns/scripts options gave (`-e SCRIPT`), in order.
+    pub(super) patterns: Vec<&'a str>,
+    /// An option gave the pattern/script in a file (`-f FILE`).
+    pub(super) pattern_file: bool,
     pub(super) no_pattern: bool,
     pub(super) in_place: bool,
     pub(super) target_dir: Option<&'a str>,
@@ -275,9 +279,13 @@ fn apply_effect<'a>(
         }
         Effect::NoRecursion => parsed.no_recursion = true,
         Effect::FollowSymlinks => findings.follows_symlinks = true,
-        Effect::Pattern => parsed.pattern_given = true,
+        Effect::Pattern => {
+            parsed.pattern_given = true;
+            parsed.patterns.extend(value);
+        }
         Effect::PatternFile => {
             parsed.pattern_given = true;
+            parsed.pattern_file = true;
             if let Some(v) = value {
                 findings.read(&parsed.path(v));
             }

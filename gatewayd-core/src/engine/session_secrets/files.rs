@@ -21,8 +21,79 @@ fn is_public_file(p: &Path) -> bool {
     name.ends_with(".pub") || name.starts_with("known_hosts") || name.starts_with("authorized_keys")
 }
 
-/// The files below the protected paths, breadth first, within the limits.
-fn collect_files(protected: &[PathBuf], limits: &Limits, notes: &mut Vec<String>) -> Vec<PathBuf> {
+/// What a walk of the protected paths saw of one path: its metadata as the walk took it
+/// (following a link only for a protected path itself), `None` when it was absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    path: PathBuf,
+    follow: bool,
+    state: Option<(u64, u64, i64, i64, i64, i64, u64)>,
+}
+
+impl Seen {
+    fn take(path: &Path, follow: bool) -> (Seen, Option<fs::Metadata>) {
+        let meta = if follow {
+            fs::metadata(path)
+        } else {
+            fs::symlink_metadata(path)
+        }
+        .ok();
+        let state = meta.as_ref().map(|m| {
+            (
+                m.dev(),
+                m.ino(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+                m.size(),
+            )
+        });
+        let seen = Seen {
+            path: path.to_path_buf(),
+            follow,
+            state,
+        };
+        (seen, meta)
+    }
+}
+
+/// The protected files' values as one walk found them, and what that walk saw: while every
+/// path it looked at is unchanged (same inode, times and size; an absent one still absent;
+/// a directory's times change when an entry is added, removed or renamed), the values are
+/// the same, and a new session takes them without reading a file.
+#[derive(Debug, Clone, Default)]
+pub struct FileSecrets {
+    seen: Vec<Seen>,
+    /// The values and notes.
+    pub found: StartSecrets,
+}
+
+impl FileSecrets {
+    /// Walks and reads the protected paths.
+    pub fn read(protected: &[PathBuf], limits: &Limits) -> FileSecrets {
+        let mut out = FileSecrets::default();
+        let files = collect_files(protected, limits, &mut out.found.notes, &mut out.seen);
+        read_files(files, limits, &mut out.found);
+        out
+    }
+
+    /// Whether every path the walk looked at is as it was (one `stat` each, no read).
+    pub fn is_current(&self) -> bool {
+        self.seen
+            .iter()
+            .all(|s| Seen::take(&s.path, s.follow).0 == *s)
+    }
+}
+
+/// The files below the protected paths, breadth first, within the limits; every path looked
+/// at is noted in `seen`.
+fn collect_files(
+    protected: &[PathBuf],
+    limits: &Limits,
+    notes: &mut Vec<String>,
+    seen_paths: &mut Vec<Seen>,
+) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut seen = HashSet::new();
     let mut entries = 0usize;
@@ -30,12 +101,9 @@ fn collect_files(protected: &[PathBuf], limits: &Limits, notes: &mut Vec<String>
         protected.iter().map(|p| (p.clone(), 0)).collect();
     while let Some((p, depth)) = queue.pop_front() {
         // The protected path itself is followed if it is a symlink; entries below are not.
-        let meta = if depth == 0 {
-            fs::metadata(&p)
-        } else {
-            fs::symlink_metadata(&p)
-        };
-        let Ok(m) = meta else { continue };
+        let (seen_now, meta) = Seen::take(&p, depth == 0);
+        seen_paths.push(seen_now);
+        let Some(m) = meta else { continue };
         if !seen.insert((m.dev(), m.ino())) {
             continue;
         }
@@ -85,7 +153,12 @@ fn read_small(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
 
 /// The values in the protected files (see the module's documentation).
 pub fn from_files(protected: &[PathBuf], limits: &Limits, out: &mut StartSecrets) {
-    let files = collect_files(protected, limits, &mut out.notes);
+    let files = collect_files(protected, limits, &mut out.notes, &mut Vec::new());
+    read_files(files, limits, out);
+}
+
+/// The values in `files`, within the limits.
+fn read_files(files: Vec<PathBuf>, limits: &Limits, out: &mut StartSecrets) {
     let mut total = 0u64;
     for p in files {
         if is_public_file(&p) {
@@ -383,5 +456,42 @@ mod tests {
         fs::write(root.join("a/b/deep"), "tok_deep_0123456789").unwrap();
         from_files(&[root.join("a")], &shallow, &mut out);
         assert!(!out.secrets.iter().any(|(_, v)| v.contains("deep")));
+    }
+
+    #[test]
+    fn a_read_stays_current_until_a_path_it_saw_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        fs::create_dir_all(root.join("ssh")).unwrap();
+        fs::write(root.join("ssh/id"), "tok_0123456789abcdef").unwrap();
+        let protected = [root.join("ssh"), root.join(".env")];
+        let first = FileSecrets::read(&protected, &LIMITS);
+        assert_eq!(first.found.secrets.len(), 1);
+        assert!(first.is_current(), "nothing changed");
+        // The same size, other content: the file's times change.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        fs::write(root.join("ssh/id"), "tok_9876543210fedcba").unwrap();
+        assert!(!first.is_current(), "a file changed");
+        let second = FileSecrets::read(&protected, &LIMITS);
+        assert_eq!(second.found.secrets[0].1, "tok_9876543210fedcba");
+        fs::write(root.join("ssh/new"), "tok_new_0123456789ab").unwrap();
+        assert!(
+            !second.is_current(),
+            "an entry was added to a protected directory"
+        );
+        let third = FileSecrets::read(&protected, &LIMITS);
+        fs::write(root.join(".env"), "API_KEY=tok_env_0123456789").unwrap();
+        assert!(
+            !third.is_current(),
+            "a protected path that was absent appeared"
+        );
+        let fourth = FileSecrets::read(&protected, &LIMITS);
+        assert!(
+            fourth
+                .found
+                .secrets
+                .iter()
+                .any(|(_, v)| v == "tok_env_0123456789")
+        );
     }
 }

@@ -15,7 +15,7 @@ use crate::policy::{Policy, tools::MIN_SECRET_LEN};
 
 mod files;
 
-pub use files::{from_files, values_of_file};
+pub use files::{FileSecrets, from_files, values_of_file};
 
 /// How much is read at one session start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +82,20 @@ impl StartSecrets {
 /// Everything a session of `policy` starts with, as the policy's `secrets_from_protected` and
 /// `secrets_from_env` say. `env`: the agent's environment (None: it could not be read, noted).
 pub fn secrets_from_protected(policy: &Policy, env: Option<&[(String, String)]>) -> StartSecrets {
-    let mut out = StartSecrets::default();
-    if policy.secrets_from_protected() {
-        from_files(&policy.sandbox.protected, &LIMITS, &mut out);
-    }
+    let files = policy
+        .secrets_from_protected()
+        .then(|| FileSecrets::read(&policy.sandbox.protected, &LIMITS).found);
+    start_secrets(policy, files, env)
+}
+
+/// The same, with the protected files' part already read (`None`: not taken, as the policy's
+/// `secrets_from_protected` says).
+pub fn start_secrets(
+    policy: &Policy,
+    files: Option<StartSecrets>,
+    env: Option<&[(String, String)]>,
+) -> StartSecrets {
+    let mut out = files.unwrap_or_default();
     if policy.secrets_from_env() {
         match env {
             Some(env) => from_env(env, &LIMITS, &mut out),

@@ -35,7 +35,8 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "sort", "uniq", "diff", "cut", "tr",
     "stat", "file", "tree", "du", "jq", "git", "cargo", "rustc", "make", "npm", "node", "python3",
     "pytest", "go", "bash", "sh", "echo", "printf", "pwd", "true", "false", "test", "[", "which",
-    "basename", "dirname", "mkdir", "touch", "cp", "mv", "rm",
+    "basename", "dirname", "mkdir", "touch", "cp", "mv", "rm", "sed", "pnpm", "yarn", "npx", "nl",
+    "sleep", "tee",
 ];
 
 /// Hosts the agent may reach over HTTPS.
