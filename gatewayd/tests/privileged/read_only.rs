@@ -1,7 +1,9 @@
-//! `sandbox.read_only`: what the user's own git runs later. In a repository, bare, the agent
-//! can append a `core.fsmonitor` command to `.git/config`, plant a hook, and move `.git`
-//! aside; under `gatewayd run` with `.git/config` and `.git/hooks` read-only (at both tiers:
-//! read-only binds, `.git` pinned), each fails while `git status` and `git commit` work.
+//! `sandbox.read_only`: what the user's own git runs later. In a repository's layout, bare,
+//! the agent can append a `core.fsmonitor` command to `.git/config`, plant a hook, remove the
+//! config and move `.git` aside; under `gatewayd run` with `.git/config` and `.git/hooks`
+//! read-only (at both tiers: read-only binds, `.git` pinned), each fails while reading the
+//! config and git's own writes in `.git` (its index) still work. (Plain files and the shell:
+//! the guest has no git; the real git under `gatewayd run` is tests/hosts' work.)
 use serde_json::json;
 
 use super::*;
@@ -13,16 +15,19 @@ t config sh -c 'echo \"[core] fsmonitor = ./x\" >> .git/config'
 t hook sh -c 'echo evil > .git/hooks/pre-commit'
 t remove-config rm -f .git/config
 t move-git mv .git .git-old
-t status git status --short
-echo change > f.txt
-t commit sh -c 'git add f.txt && git -c user.name=A -c user.email=a@b commit -qm x'
+t read-config sh -c 'cat .git/config >/dev/null'
+t write-index sh -c 'echo index > .git/index'
+t write-workspace sh -c 'echo change > f.txt'
 ";
 
 fn repo(dir: &Scratch) -> PathBuf {
     let ws = dir.path("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let ok = Command::new("sh")
-        .args(["-c", "git init -q && mkdir -p .git/hooks && echo a > f.txt"])
+        .args([
+            "-c",
+            "mkdir -p .git/hooks .git/objects && printf '[core]\\n\\tbare = false\\n' > .git/config && echo a > f.txt",
+        ])
         .current_dir(&ws)
         .status()
         .unwrap();
@@ -70,12 +75,8 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
     for n in ["config", "hook", "remove-config", "move-git"] {
         assert_eq!(g.get(n).map(String::as_str), Some("failed"), "{n}: {out:?}");
     }
-    for n in ["status", "commit"] {
-        assert_eq!(
-            g.get(n).map(String::as_str),
-            Some("ok"),
-            "git's own {n}: {out:?}"
-        );
+    for n in ["read-config", "write-index", "write-workspace"] {
+        assert_eq!(g.get(n).map(String::as_str), Some("ok"), "{n}: {out:?}");
     }
     let config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
     assert!(!config.contains("fsmonitor"), "{config}");
