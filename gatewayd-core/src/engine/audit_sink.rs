@@ -37,6 +37,32 @@ impl AuditSink for crate::audit::AuditLog {
 }
 
 impl Engine {
+    /// A fact about a call worth recording (not a decision), best effort: a sink that fails
+    /// here already failed the call's own record, which refused it.
+    pub(super) fn record_info(
+        &self,
+        s: &Session,
+        tool: &str,
+        reason: &'static str,
+        mut detail: Value,
+    ) {
+        let Some(audit) = &self.audit else {
+            return;
+        };
+        self.secrets.all.scrub_value(&mut detail);
+        s.secrets().scrub_value(&mut detail);
+        let rec = AuditRecord {
+            session: secret_egress::scrub_text(self, s, &s.id, true),
+            tool: Some(secret_egress::scrub_text(self, s, tool, true)),
+            decision: Decision::Info,
+            reason,
+            detail,
+        };
+        if let Ok(mut a) = audit.lock() {
+            let _ = a.append(rec);
+        }
+    }
+
     /// The call's one record: argument names and digest (never values), the verdict, the
     /// legs; every string scrubbed of secrets. Ok when the sink has it (or there is none).
     pub(super) fn record(

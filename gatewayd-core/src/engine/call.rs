@@ -168,8 +168,32 @@ impl Engine {
         self.finish_output(s, &name, untrusted, result)
     }
 
-    /// The handler's result as the model gets it: credentials redacted; from an untrusted
-    /// tool, remembered for the echo check and fenced in a nonce-tagged block.
+    /// The policy's secrets and the session's own, replaced in `v` by `[REDACTED:NAME]`; when
+    /// one was there, an `output_redacted` record names them (never a value).
+    fn redact_secrets(&self, s: &Session, tool: &str, v: &mut Value) {
+        let text = v.to_string();
+        let found: Vec<String> = [&self.secrets.all, s.secrets()]
+            .iter()
+            .filter_map(|set| set.find(&text))
+            .collect();
+        if found.is_empty() {
+            return;
+        }
+        self.secrets.all.scrub_value(v);
+        s.secrets().scrub_value(v);
+        self.record_info(
+            s,
+            tool,
+            "output_redacted",
+            json!({"secrets": found,
+                   "message": "the tool's output held a secret of the session; it was replaced by [REDACTED:NAME] before the model saw it"}),
+        );
+    }
+
+    /// The handler's result as the model gets it: credentials, the policy's secrets and the
+    /// session's own (the protected files' values it started with) redacted, with an
+    /// `output_redacted` record naming them; from an untrusted tool, remembered for the echo
+    /// check and fenced in a nonce-tagged block.
     fn finish_output(
         &self,
         s: &mut Session,
@@ -185,9 +209,14 @@ impl Engine {
         let result = match result {
             Ok(mut v) => {
                 self.secrets.creds.scrub_value(&mut v);
+                self.redact_secrets(s, tool, &mut v);
                 Ok(v)
             }
-            Err(e) => Err(self.secrets.creds.scrub(&e).into_owned()),
+            Err(e) => {
+                let mut v = Value::String(self.secrets.creds.scrub(&e).into_owned());
+                self.redact_secrets(s, tool, &mut v);
+                Err(v.as_str().unwrap_or_default().to_owned())
+            }
         };
         if !untrusted {
             return match result {

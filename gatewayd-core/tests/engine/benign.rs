@@ -496,3 +496,52 @@ fn the_same_held_call_keeps_one_approval() {
     assert_ne!(a.verdict.approval_id, c.verdict.approval_id);
     assert_eq!(f.engine.pending().len(), 2);
 }
+
+/// A file the agent may read that holds a policy secret or one of the session's own: the
+/// model gets the output with each replaced by `[REDACTED:NAME]`, and an `output_redacted`
+/// record names it, never its value.
+#[test]
+fn secrets_in_an_output_are_redacted_and_recorded() {
+    let f = fx();
+    let mut s = session();
+    f.engine
+        .add_session_secret(&mut s, "minted", "sess-tok-0123456789")
+        .unwrap();
+    let text = format!("key={DEPLOY_KEY} and sess-tok-0123456789 and plain text");
+    let (o, ran) = f.call_out(
+        &mut s,
+        "read_file",
+        json!({"path": "notes.txt"}),
+        json!({"text": text}),
+    );
+    assert!(ran);
+    let out = o.output.unwrap().to_string();
+    assert!(
+        !out.contains(DEPLOY_KEY) && !out.contains("sess-tok-0123456789"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[REDACTED:") && out.contains("plain text"),
+        "{out}"
+    );
+    let recs = f.audit.lock().unwrap().records.clone();
+    let r = recs
+        .iter()
+        .find(|r| r.reason == "output_redacted")
+        .expect("an output_redacted record");
+    let detail = r.detail.to_string();
+    assert!(
+        detail.contains("minted") || detail.contains("deploy"),
+        "{detail}"
+    );
+    assert!(!detail.contains(DEPLOY_KEY) && !detail.contains("sess-tok-0123456789"));
+    // Nothing to redact: no record.
+    let before = f.records();
+    f.call_out(
+        &mut s,
+        "read_file",
+        json!({"path": "notes.txt"}),
+        json!("clean"),
+    );
+    assert_eq!(f.records(), before + 1, "the call's own record only");
+}

@@ -344,6 +344,13 @@ impl Drop for World {
     }
 }
 
+/// Prints a `HOSTS-RESULT` line even from a passing test (written to stderr directly:
+/// libtest captures `print!` and `eprint!`).
+pub(crate) fn report(line: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(format!("HOSTS-RESULT {line}\n").as_bytes());
+}
+
 /// What a run did: the host's exit and output, and each tool result the model was told, in
 /// order.
 pub(crate) struct Run {
