@@ -151,39 +151,28 @@ pub(crate) fn build_release(env: &Toolchain) -> anyhow::Result<Bins> {
     })
 }
 
-/// `cargo test` arguments that select the privileged test binary (release, with its feature).
-pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
-    "--release",
-    "-p",
-    "gatewayd",
-    "--features",
-    "privileged-tests",
-    "--test",
-    "privileged",
-];
+/// `cargo test` arguments that select one test binary of `gatewayd` built in release with
+/// the `privileged-tests` feature (one build for all of them).
+const fn release_test(name: &'static str) -> [&'static str; 7] {
+    [
+        "--release",
+        "-p",
+        "gatewayd",
+        "--features",
+        "privileged-tests",
+        "--test",
+        name,
+    ]
+}
 
-/// `cargo test` arguments that select the real agent CLIs' tests (release, the same build).
-pub(crate) const HOST_TESTS: [&str; 7] = [
-    "--release",
-    "-p",
-    "gatewayd",
-    "--features",
-    "privileged-tests",
-    "--test",
-    "hosts",
-];
+/// The privileged test binary.
+pub(crate) const PRIVILEGED_TESTS: [&str; 7] = release_test("privileged");
 
-/// `cargo test` arguments that select the packaging tests (release, the same feature and so
-/// the same build as the privileged tests).
-pub(crate) const PACKAGING_TESTS: [&str; 7] = [
-    "--release",
-    "-p",
-    "gatewayd",
-    "--features",
-    "privileged-tests",
-    "--test",
-    "packaging",
-];
+/// The real agent CLIs' tests.
+pub(crate) const HOST_TESTS: [&str; 7] = release_test("hosts");
+
+/// The packaging tests.
+pub(crate) const PACKAGING_TESTS: [&str; 7] = release_test("packaging");
 
 /// Counts from a libtest summary line, `test result: ok. 12 passed; 0 failed; 1 ignored; ...`:
 /// (passed, failed, ignored); `None` for any other line.
