@@ -49,6 +49,7 @@ pub mod agent_gateway;
 mod agent_process;
 pub mod egress_hosts;
 mod landlock_records;
+pub mod left_behind;
 mod records;
 
 use agent_process::{Agent, SpawnError, spawn_and_wait};
@@ -418,6 +419,15 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         move || restrict.as_ref().map_or(Ok(()), |r| r()),
         tell_init,
     );
+    let left = left_behind::Snapshot::take(
+        &policy
+            .sandbox
+            .writable
+            .iter()
+            .chain(&policy.sandbox.root)
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     let (status, gateway) = match gateway {
         Ok(gw) => {
             let mut env: Vec<(&'static str, std::ffi::OsString)> = gw.env().to_vec();
@@ -458,6 +468,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     // The kernel task and the Landlock reader dropped their senders when they ended:
     // everything they sent is submitted.
     let _ = forwarder.await;
+    report_left_behind(&audit, &session, &left).await?;
 
     let status = status.map_err(|e| match e {
         SpawnError::Spawn(error) => RunError::Spawn {
@@ -507,6 +518,28 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         tier,
         kernel_denials: denials.load(std::sync::atomic::Ordering::Relaxed),
     })
+}
+
+/// The watched files the agent created, changed or removed (`left_behind`): a record and a
+/// line on the terminal, for the user to review before their own tools run them.
+async fn report_left_behind(
+    audit: &gatewayd_core::audit::writer::WriterHandle,
+    session: &str,
+    snap: &left_behind::Snapshot,
+) -> Result<(), RunError> {
+    let changed = snap.changed();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+    eprintln!(
+        "gatewayd: the agent created or changed files that your own tools run later; review them before running git or opening an editor here: {}",
+        shown.join(", ")
+    );
+    let detail = json!({"paths": shown,
+        "message": "the agent created, changed or removed files that git, direnv, editors or hook managers run or load later"});
+    append(audit, info(session, "left_behind", detail)).await?;
+    Ok(())
 }
 
 /// Opens the host's program set and adds this session (owned by this process) to it.

