@@ -124,7 +124,11 @@ fn hook_command(args: &InstallArgs) -> anyhow::Result<HookCommand> {
     };
     let audit = match (&args.policy, &args.audit) {
         (Some(_), Some(a)) => Some(absolute(a)?),
-        (Some(_), None) => Some(super::hook::default_audit().map_err(anyhow::Error::msg)?),
+        (Some(_), None) => Some(match &args.home {
+            // Another user's home: their state directory, made theirs.
+            Some(home) => state_dir_of(home)?.join("hook-audit.jsonl"),
+            None => super::hook::default_audit().map_err(anyhow::Error::msg)?,
+        }),
         (None, _) => None,
     };
     Ok(HookCommand {
@@ -134,6 +138,31 @@ fn hook_command(args: &InstallArgs) -> anyhow::Result<HookCommand> {
         audit,
         deadline_ms: args.deadline_ms,
     })
+}
+
+/// `HOME/.local/state/gatewayd`, made (mode 0700) and given to the owner of `home` (when
+/// this runs as root for another user), so the hook that user's host runs can write there.
+fn state_dir_of(home: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let home = std::path::absolute(home)?;
+    let owner = std::fs::metadata(&home).with_context(|| home.display().to_string())?;
+    let dir = home.join(".local/state/gatewayd");
+    let chain = [home.join(".local"), home.join(".local/state"), dir.clone()];
+    // Only what this makes changes owner.
+    let made: Vec<bool> = chain.iter().map(|d| !d.exists()).collect();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("cannot make {}", dir.display()))?;
+    for (d, _) in chain.iter().zip(made).filter(|(_, m)| *m) {
+        let m = std::fs::metadata(d)?;
+        if m.uid() != owner.uid() {
+            std::os::unix::fs::chown(&d, Some(owner.uid()), Some(owner.gid()))
+                .with_context(|| format!("chown {}", d.display()))?;
+        }
+    }
+    Ok(dir)
 }
 
 /// Merges and writes one host's settings (or prints them); for Codex, then trusts the hook.

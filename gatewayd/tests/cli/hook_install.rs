@@ -105,3 +105,19 @@ fn settings_that_are_not_json_are_left_alone() {
     );
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ half");
 }
+
+/// With `--policy` and no `--audit`, the hook's audit log is written out in full, in the
+/// state directory of the home it is installed for (made, mode 0700): never the workspace.
+#[test]
+fn the_audit_log_goes_to_the_homes_state_directory() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = tempfile::tempdir().unwrap();
+    let out = install(d.path(), &["--host", "gemini", "--policy", "/etc/p.json"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(d.path().join(".gemini/settings.json")).unwrap();
+    let state = d.path().join(".local/state/gatewayd");
+    let want = format!("--audit {}", state.join("hook-audit.jsonl").display());
+    assert!(text.contains(&want), "{text}");
+    let mode = std::fs::metadata(&state).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}

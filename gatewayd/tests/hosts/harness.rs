@@ -262,7 +262,9 @@ impl World {
                     .arg(self.policy())
                     .arg("--audit")
                     .arg(self.audit())
-                    .arg("--")
+                    // A launcher line, as users write one (`env VAR=x claude`): the host's
+                    // install folder must be readable for `env` to start it.
+                    .args(["--", "env", "GATEWAYD_TEST_LAUNCHER=1"])
                     .arg(&self.program);
                 c
             }

@@ -215,6 +215,20 @@ fn attacks_fail(host: Host, mode: Mode) {
             host.name(),
             run.describe()
         );
+        // With a hook, each refusal has its record (the kernel's own, at tier 2, only where
+        // audit is on: docs/KERNEL.md).
+        if mode != Mode::Kernel {
+            let log = std::fs::read_to_string(&audit).unwrap_or_default();
+            let denials = log
+                .lines()
+                .filter(|l| l.contains("\"decision\":\"deny\""))
+                .count();
+            assert!(
+                denials >= 6,
+                "{} {mode:?}: {denials} deny records\n{log}",
+                host.name()
+            );
+        }
     }
 }
 
