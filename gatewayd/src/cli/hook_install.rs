@@ -158,7 +158,7 @@ fn state_dir_of(home: &Path) -> anyhow::Result<PathBuf> {
     for (d, _) in chain.iter().zip(made).filter(|(_, m)| *m) {
         let m = std::fs::metadata(d)?;
         if m.uid() != owner.uid() {
-            std::os::unix::fs::chown(&d, Some(owner.uid()), Some(owner.gid()))
+            std::os::unix::fs::chown(d, Some(owner.uid()), Some(owner.gid()))
                 .with_context(|| format!("chown {}", d.display()))?;
         }
     }
