@@ -121,15 +121,19 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
             "cwd": ws, "permission_mode": "default", "transcript_path": "/tmp/t.jsonl"})
         .to_string()
     };
+    // --authoritative: an allow is answered (by default it is silence), so each call's answer
+    // is checked.
     let via_daemon = vec![
         "--host".to_owned(),
         "claude".into(),
+        "--authoritative".into(),
         "--socket".into(),
         socket.display().to_string(),
     ];
     let local = vec![
         "--host".to_owned(),
         "claude".into(),
+        "--authoritative".into(),
         "--policy".into(),
         policy.display().to_string(),
         "--audit".into(),

@@ -59,6 +59,8 @@ pub struct Engine {
     tool_list: String,
     /// The protected files' values as last read, reused while the files are unchanged.
     file_secrets: Mutex<Option<session_secrets::FileSecrets>>,
+    /// The last sessions' secret matcher, reused by a session with the same secrets.
+    secret_memo: secrets::SecretMemo,
 }
 
 impl Engine {
@@ -81,6 +83,7 @@ impl Engine {
             rules,
             approvals: Mutex::new(approval::Approvals::default()),
             file_secrets: Mutex::new(None),
+            secret_memo: secrets::SecretMemo::default(),
             policy,
             clock,
             audit,
@@ -127,7 +130,7 @@ impl Engine {
             .secrets_from_protected()
             .then(|| self.protected_file_secrets());
         let got = session_secrets::start_secrets(&self.policy, files, env);
-        s.add_start_secrets(&got.secrets);
+        s.add_start_secrets(&got.secrets, &self.secret_memo);
         let names = got.secrets.into_iter().map(|(n, _)| n).collect();
         (names, got.notes)
     }

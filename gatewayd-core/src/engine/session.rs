@@ -5,7 +5,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
-use super::secrets::{EgressWindow, SecretSet};
+use super::secrets::{EgressWindow, SecretMemo, SecretSet};
 use crate::policy::Label;
 
 /// Most N-word sequences of untrusted output remembered per session; past this, older
@@ -50,7 +50,7 @@ pub struct Session {
     actions: BTreeMap<Label, u32>,
     /// Secrets registered for this session alone: those it started with
     /// (`Engine::start_session`) and those added later (`Engine::add_session_secret`).
-    secrets: SecretSet,
+    secrets: std::sync::Arc<SecretSet>,
     start_items: Vec<(String, String)>,
     secret_items: Vec<(String, String)>,
     /// The folded ends of the last allowed `sends_out` calls: a secret split across calls is
@@ -70,7 +70,7 @@ impl Session {
             rate: HashMap::new(),
             spent: 0,
             actions: BTreeMap::new(),
-            secrets: SecretSet::default(),
+            secrets: std::sync::Arc::default(),
             start_items: Vec::new(),
             secret_items: Vec::new(),
             egress: EgressWindow::new(),
@@ -81,23 +81,27 @@ impl Session {
     /// caller has checked its length).
     pub(super) fn add_secret(&mut self, name: &str, value: &str) {
         self.secret_items.push((name.to_owned(), value.to_owned()));
-        self.rebuild_secrets();
+        self.rebuild_secrets(None);
     }
 
-    /// Adds the secrets the session starts with (the caller has checked their lengths).
-    pub(super) fn add_start_secrets(&mut self, items: &[(String, String)]) {
+    /// Adds the secrets the session starts with (the caller has checked their lengths). The
+    /// matcher comes from `memo` when the last session built one for the same secrets.
+    pub(super) fn add_start_secrets(&mut self, items: &[(String, String)], memo: &SecretMemo) {
         self.start_items.extend_from_slice(items);
-        self.rebuild_secrets();
+        self.rebuild_secrets(Some(memo));
     }
 
-    fn rebuild_secrets(&mut self) {
+    fn rebuild_secrets(&mut self, memo: Option<&SecretMemo>) {
         let all: Vec<(String, String)> = self
             .start_items
             .iter()
             .chain(&self.secret_items)
             .cloned()
             .collect();
-        self.secrets = SecretSet::new(&all);
+        self.secrets = match memo {
+            Some(m) => m.set_for(all),
+            None => std::sync::Arc::new(SecretSet::new(&all)),
+        };
     }
 
     /// This session's own secrets (looked for on its `sends_out` calls, scrubbed from its

@@ -93,6 +93,31 @@ fn variants(v: &str) -> Vec<(String, bool, &'static str)> {
     out
 }
 
+/// The last matcher built for a session's secrets, shared by the next session with the same
+/// ones (sessions of one daemon start with the same protected files' values: building the
+/// matcher for them is most of a session's start).
+#[derive(Debug, Default)]
+pub struct SecretMemo(std::sync::Mutex<Option<(Vec<(String, String)>, std::sync::Arc<SecretSet>)>>);
+
+impl SecretMemo {
+    /// The matcher for `items`: the remembered one when the items are the same, else built
+    /// (and remembered).
+    pub fn set_for(&self, items: Vec<(String, String)>) -> std::sync::Arc<SecretSet> {
+        let mut last = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((have, set)) = last.as_ref()
+            && *have == items
+        {
+            return set.clone();
+        }
+        let set = std::sync::Arc::new(SecretSet::new(&items));
+        *last = Some((items, set.clone()));
+        set
+    }
+}
+
 /// A set of named secret values and one matcher over all their forms.
 #[derive(Debug, Default)]
 pub struct SecretSet {
