@@ -97,7 +97,10 @@ fn variants(v: &str) -> Vec<(String, bool, &'static str)> {
 /// ones (sessions of one daemon start with the same protected files' values: building the
 /// matcher for them is most of a session's start).
 #[derive(Debug, Default)]
-pub struct SecretMemo(std::sync::Mutex<Option<(Vec<(String, String)>, std::sync::Arc<SecretSet>)>>);
+pub struct SecretMemo(std::sync::Mutex<Option<Remembered>>);
+
+/// The items a matcher was built for, and the matcher.
+type Remembered = (Vec<(String, String)>, std::sync::Arc<SecretSet>);
 
 impl SecretMemo {
     /// The matcher for `items`: the remembered one when the items are the same, else built
