@@ -350,6 +350,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_memo_shares_a_matcher_for_the_same_secrets_only() {
+        let memo = SecretMemo::default();
+        let items = |v: &str| vec![("k".to_string(), v.to_string())];
+        let a = memo.set_for(items("value-0123456789"));
+        let b = memo.set_for(items("value-0123456789"));
+        assert!(std::sync::Arc::ptr_eq(&a, &b));
+        let c = memo.set_for(items("other-0123456789"));
+        assert!(!std::sync::Arc::ptr_eq(&a, &c));
+        assert!(c.find("x other-0123456789 y").is_some() && c.find("value-0123456789").is_none());
+    }
+
+    #[test]
     fn a_matcher_that_cannot_be_built_fails_closed() {
         let s = SecretSet::with_builder(&[("big".into(), "0123456789abcdef".into())], |_| {
             Regex::new(&String::from("(")) // an unclosed group: the build fails
