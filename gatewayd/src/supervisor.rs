@@ -176,10 +176,11 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         };
 
     privileges.devices(&opts.policy.sandbox.devices);
-    privileges.read_only(
-        &opts.policy.sandbox.read_only,
-        &opts.policy.sandbox.writable,
-    );
+    let read_only = opts
+        .policy
+        .sandbox
+        .read_only_with_defaults(privileges.home.as_deref().map(std::path::Path::new));
+    privileges.read_only(&read_only, &opts.policy.sandbox.writable);
     let oom_score_adj = session_limits::protect_from_oom_killer()
         .map_or_else(|e| json!({"not_lowered": e.to_string()}), |()| json!(-999));
     let cgroup = AgentCgroup::create(&session)?;

@@ -168,7 +168,11 @@ impl SandboxView {
             read,
             write,
             protected,
-            read_only: s.read_only.iter().flat_map(|p| both(p)).collect(),
+            read_only: s
+                .read_only_with_defaults(None)
+                .iter()
+                .flat_map(|p| both(p))
+                .collect(),
             protected_ids,
             exec,
         }

@@ -84,6 +84,10 @@ pub struct Sandbox {
     /// namespace under `gatewayd run` (git's config and hooks, a host's own settings).
     #[serde(default)]
     pub read_only: Vec<PathBuf>,
+    /// Whether the built-in read-only paths ([`Sandbox::READ_ONLY_BELOW_ROOTS`],
+    /// [`Sandbox::READ_ONLY_IN_HOME`]) are added to `read_only` (default: yes).
+    #[serde(default)]
+    pub read_only_defaults: Option<bool>,
     /// `gatewayd run`: the agent's `/tmp` is a directory of the session's own, empty at the
     /// start and removed at the end, readable and writable by the agent (and `/tmp` is
     /// readable and writable through tools).
@@ -92,6 +96,71 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// Read-only by default below each writable root and `root`: what git, direnv, editors,
+    /// hook managers and agent hosts run or load from a workspace later.
+    pub const READ_ONLY_BELOW_ROOTS: [&'static str; 19] = [
+        ".git/config",
+        ".git/config.worktree",
+        ".git/commondir",
+        ".git/hooks",
+        ".git/info",
+        ".envrc",
+        ".vscode/tasks.json",
+        ".vscode/launch.json",
+        ".vscode/settings.json",
+        ".devcontainer",
+        ".husky",
+        ".pre-commit-config.yaml",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".codex/config.toml",
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+        ".mcp.json",
+        "lefthook.yml",
+    ];
+
+    /// Read-only by default in the agent's home (`gatewayd run`): shell startup files, git's
+    /// and ssh's configuration, systemd user units, autostart entries, agent hosts' settings.
+    pub const READ_ONLY_IN_HOME: [&'static str; 17] = [
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".profile",
+        ".zshrc",
+        ".zprofile",
+        ".zshenv",
+        ".config/fish/config.fish",
+        ".gitconfig",
+        ".config/git/config",
+        ".ssh/config",
+        ".config/systemd/user",
+        ".config/autostart",
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+    ];
+
+    /// `read_only`, with the built-in paths unless `read_only_defaults` is `false`: those
+    /// below each writable root and `root`, and those in `home` when given (the agent's home
+    /// under `gatewayd run`).
+    pub fn read_only_with_defaults(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        let mut v = self.read_only.clone();
+        if self.read_only_defaults == Some(false) {
+            return v;
+        }
+        for root in self.writable.iter().chain(&self.root) {
+            v.extend(Self::READ_ONLY_BELOW_ROOTS.iter().map(|r| root.join(r)));
+        }
+        if let Some(h) = home {
+            v.extend(Self::READ_ONLY_IN_HOME.iter().map(|r| h.join(r)));
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// `exec_libs` when the policy leaves it out.
     pub const DEFAULT_EXEC_LIBS: [&'static str; 7] = [
         "/lib",
@@ -302,6 +371,35 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_in_read_only_paths_unless_turned_off() {
+        let sb = |extra: &str| -> Sandbox {
+            serde_json::from_str(&format!(
+                r#"{{"root": "/w", "writable": ["/w", "/out"], "read_only": ["/w/x"]{extra}}}"#
+            ))
+            .unwrap()
+        };
+        let on = sb("").read_only_with_defaults(Some(Path::new("/home/u")));
+        for p in [
+            "/w/x",
+            "/w/.git/config",
+            "/out/.git/hooks",
+            "/w/.envrc",
+            "/home/u/.bashrc",
+        ] {
+            assert!(on.contains(&PathBuf::from(p)), "{p}: {on:?}");
+        }
+        assert!(
+            !sb("")
+                .read_only_with_defaults(None)
+                .iter()
+                .any(|p| p.starts_with("/home"))
+        );
+        let off =
+            sb(r#", "read_only_defaults": false"#).read_only_with_defaults(Some(Path::new("/h")));
+        assert_eq!(off, [PathBuf::from("/w/x")]);
+    }
 
     fn parse(text: &str) -> Result<Policy, PolicyError> {
         Policy::parse(text, Path::new("p.json"))

@@ -1,7 +1,8 @@
 //! `sandbox.read_only`: what the user's own git runs later. In a repository's layout, bare,
 //! the agent can append a `core.fsmonitor` command to `.git/config`, plant a hook, remove the
-//! config and move `.git` aside; under `gatewayd run` with `.git/config` and `.git/hooks`
-//! read-only (at both tiers: read-only binds, `.git` pinned), each fails while reading the
+//! config and move `.git` aside; under `gatewayd run`, whose built-in read-only paths hold
+//! `.git/config` and `.git/hooks` (at both tiers: read-only binds, `.git` pinned; the policy
+//! names no `read_only`), each fails while reading the
 //! config and git's own writes in `.git` (its index) still work. (Plain files and the shell:
 //! the guest has no git; the real git under `gatewayd run` is tests/hosts' work.)
 use serde_json::json;
@@ -62,8 +63,7 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
     let policy = write_policy(
         &dir,
         json!({"version": 1, "kernel": "best_effort",
-               "sandbox": {"root": ws, "writable": [ws],
-                           "read_only": [ws.join(".git/config"), ws.join(".git/hooks")]}}),
+               "sandbox": {"root": ws, "writable": [ws]}}),
     );
     let audit = dir.path("audit.jsonl");
     let out = under_gatewayd(&policy, &audit, "sh")
@@ -89,8 +89,8 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
     assert_eq!(ro["pinned"], json!([ws.join(".git")]), "{start}");
 }
 
-/// What read-only binds cannot cover (paths that did not exist): a new hook in a policy
-/// without `read_only`, an `.envrc`. At the end of the session the user is told
+/// What read-only binds cannot cover (paths that did not exist): an `.envrc`, and a new hook
+/// in a policy that turns the built-in read-only paths off. At the end of the session the user is told
 /// (`left_behind` record, a line on the terminal); ordinary edits are not reported.
 #[test]
 fn what_the_agent_leaves_for_later_is_reported() {
@@ -98,7 +98,8 @@ fn what_the_agent_leaves_for_later_is_reported() {
     let ws = repo(&dir);
     let policy = write_policy(
         &dir,
-        json!({"version": 1, "kernel": "best_effort", "sandbox": {"root": ws, "writable": [ws]}}),
+        json!({"version": 1, "kernel": "best_effort",
+               "sandbox": {"root": ws, "writable": [ws], "read_only_defaults": false}}),
     );
     let audit = dir.path("audit.jsonl");
     let out = under_gatewayd(&policy, &audit, "sh")
