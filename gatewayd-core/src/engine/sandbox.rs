@@ -302,7 +302,9 @@ impl SandboxView {
             && let Some(x) = self
                 .read_only
                 .iter()
-                .find(|x| p.starts_with(x) || x.starts_with(p))
+                // Inside one whether or not it exists; above one only when it does (deleting a
+                // directory that holds a read-only path that is not there takes nothing).
+                .find(|x| p.starts_with(x) || (x.starts_with(p) && x.exists()))
         {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, which is or holds read-only path `{}`: the agent may read it but not change it (code or settings the user's own programs run later); ask the user to make that change",
