@@ -29,6 +29,7 @@ pub mod client;
 pub mod dispatch;
 pub mod gateway;
 pub mod kernel_lock;
+pub mod line_budget;
 pub mod operator;
 pub mod peer;
 pub mod poll;

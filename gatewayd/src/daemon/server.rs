@@ -16,6 +16,7 @@ use tokio::{
 use super::{
     dispatch,
     gateway::Gateway,
+    line_budget,
     peer::Peer,
     poll::{self, PollingRead},
     protocol::{MAX_LINE, RpcError, code, response},
@@ -56,6 +57,7 @@ pub async fn run(
     opts: ServerOptions,
 ) {
     let mut tasks = JoinSet::new();
+    let budget = line_budget::Budget::default();
     loop {
         tokio::select! {
             () = shutdown.recv() => break,
@@ -68,6 +70,7 @@ pub async fn run(
                     }
                     let conn = Connection {
                         gw: gw.clone(),
+                        budget: budget.clone(),
                         shutdown: shutdown.clone(),
                         write_timeout: opts.write_timeout,
                         poll: opts.poll,
@@ -109,8 +112,12 @@ async fn refuse(mut stream: UnixStream) {
     .await;
 }
 
+/// Each connection's read buffer.
+const READ_BUFFER: usize = 16 * 1024;
+
 struct Connection {
     gw: Arc<Gateway>,
+    budget: line_budget::Budget,
     shutdown: Shutdown,
     write_timeout: Duration,
     poll: Duration,
@@ -125,6 +132,8 @@ pub enum ReadLine {
     Eof,
     /// Longer than the limit: the connection cannot be resynchronised.
     TooLong,
+    /// The daemon's budget for unfinished lines is spent ([`line_budget`]): the same.
+    Busy,
 }
 
 /// Reads one line (without its newline) into `buf`, never holding more than `max` bytes.
@@ -132,6 +141,17 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     r: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
+) -> io::Result<ReadLine> {
+    read_line_within(r, buf, max, None).await
+}
+
+/// [`read_line`], the part of the line beyond [`line_budget::LINE_FREE`] taken from `held`'s
+/// budget (given back by the caller once the line is handled).
+pub async fn read_line_within<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+    mut held: Option<&mut line_budget::Held>,
 ) -> io::Result<ReadLine> {
     buf.clear();
     loop {
@@ -149,6 +169,11 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
         };
         if buf.len() + take + usize::from(done) > max {
             return Ok(ReadLine::TooLong);
+        }
+        if let Some(h) = held.as_deref_mut()
+            && !h.room_for(buf.len() + take)
+        {
+            return Ok(ReadLine::Busy);
         }
         buf.extend_from_slice(&avail[..take]);
         r.consume(take + usize::from(done));
@@ -171,7 +196,8 @@ impl Connection {
         // Polled for the first line (a client writes right after connecting) and for the
         // next one after each answer; the buffer is looked at first.
         let mut r: BufReader<PollingRead<OwnedReadHalf>> =
-            BufReader::with_capacity(64 * 1024, PollingRead::new(r, self.poll));
+            BufReader::with_capacity(READ_BUFFER, PollingRead::new(r, self.poll));
+        let mut held = line_budget::Held::new(self.budget.clone());
         r.get_mut().arm();
         let mut buf = Vec::new();
         // One wait for shutdown for the connection's life, not one per line: each new wait
@@ -183,7 +209,7 @@ impl Connection {
             let read = tokio::select! {
                 biased;
                 () = &mut stop => return,
-                read = read_line(&mut r, &mut buf, MAX_LINE) => read,
+                read = read_line_within(&mut r, &mut buf, MAX_LINE, Some(&mut held)) => read,
             };
             let answer = match read {
                 Ok(ReadLine::Line) => {
@@ -203,6 +229,13 @@ impl Connection {
                         format!("message longer than {MAX_LINE} bytes; closing the connection"),
                     )),
                 )),
+                Ok(ReadLine::Busy) => Some(response(
+                    &serde_json::Value::Null,
+                    Err(RpcError::new(
+                        code::LIMIT,
+                        "the daemon holds too many long unfinished messages; closing the connection (retry later)",
+                    )),
+                )),
                 Ok(ReadLine::Eof) | Err(_) => return,
             };
             if let Some(mut line) = answer {
@@ -214,7 +247,13 @@ impl Connection {
                     r.get_mut().arm();
                 }
             }
-            if matches!(read, Ok(ReadLine::TooLong)) {
+            // The line is handled: its share of the budget goes back, and a long line's
+            // buffer is not kept.
+            held.release();
+            if buf.capacity() > line_budget::LINE_FREE {
+                buf = Vec::new();
+            }
+            if matches!(read, Ok(ReadLine::TooLong | ReadLine::Busy)) {
                 return;
             }
         }

@@ -396,3 +396,58 @@ fn a_live_socket_is_refused_and_a_stale_one_replaced() {
     // The chain survived the kill and the restart.
     gatewayd_core::audit::verify(&dir.path().join("audit.jsonl"), None).unwrap();
 }
+
+/// Many clients each half-sending a line of nearly 1 MiB: beyond the first 16 KiB of each,
+/// the lines share one 64 MiB budget; once it is spent a client gets a `limit` error and is
+/// closed, instead of the daemon growing by a MiB per connection. When they go, a new client
+/// is served.
+#[test]
+fn half_sent_long_lines_share_one_bounded_budget() {
+    let d = Daemon::start();
+    let chunk = vec![b'x'; MAX_LINE - 1024];
+    let mut conns = Vec::new();
+    let mut refused = 0;
+    for _ in 0..100 {
+        let mut s = UnixStream::connect(&d.socket).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        // No newline: the line stays unfinished. A refused client's write fails once the
+        // daemon closes it.
+        if s.write_all(b"{\"x\": \"")
+            .and_then(|()| s.write_all(&chunk))
+            .is_err()
+        {
+            refused += 1;
+            continue;
+        }
+        conns.push(s);
+        if conns.len() >= 70 {
+            break;
+        }
+    }
+    // Each connection that was refused was answered first.
+    let mut limit_answers = 0;
+    for s in &mut conns {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut line = String::new();
+        if BufReader::new(&*s)
+            .read_line(&mut line)
+            .is_ok_and(|n| n > 0)
+            && answer(&line)["error"]["code"] == code::LIMIT
+        {
+            limit_answers += 1;
+        }
+    }
+    assert!(
+        limit_answers + refused > 0,
+        "70 lines of ~1 MiB exceed the 64 MiB budget: some client must be refused"
+    );
+    assert!(
+        conns.len() - limit_answers >= 60,
+        "most lines fit: {limit_answers} refused"
+    );
+    drop(conns);
+    let mut c = d.client();
+    assert!(c.call("hello", json!({})).is_ok(), "served again");
+}
