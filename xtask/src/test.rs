@@ -138,7 +138,7 @@ pub(crate) fn all() -> anyhow::Result<()> {
     cargo_test(
         &env,
         "real agent hosts",
-        &util::HOST_TESTS,
+        &[&util::HOST_TESTS[..], &["--", "--test-threads=1"]].concat(),
         &[("GATEWAYD_EXPECT_TIER", &host_tier())],
         &mut total,
     )?;

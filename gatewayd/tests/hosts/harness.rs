@@ -79,10 +79,11 @@ pub(crate) const KEY: &str = "PRIVATE-KEY-7f3a9c";
 pub(crate) const DOTENV: &str = "DOTENV-SECRET-52be";
 
 impl World {
-    /// Where the world of `host` in `mode` lies (its workspace is `ws`, its home `home`).
-    pub(crate) fn dir_for(host: Host, mode: Mode) -> PathBuf {
+    /// Where the world of test `what` for `host` in `mode` lies (its workspace is `ws`, its
+    /// home `home`): one of its own per test, so tests may run side by side.
+    pub(crate) fn dir_for(what: &str, host: Host, mode: Mode) -> PathBuf {
         PathBuf::from(format!(
-            "/var/tmp/gwhosts-{}-{mode:?}-{}",
+            "/var/tmp/gwhosts-{what}-{}-{mode:?}-{}",
             host.name(),
             std::process::id()
         ))
@@ -90,8 +91,14 @@ impl World {
 
     /// Makes the world and starts the model server on `steps` (in the caller's network
     /// namespace: [`loopback_only`] first).
-    pub(crate) fn new(host: Host, mode: Mode, program: PathBuf, steps: &[Value]) -> World {
-        let dir = World::dir_for(host, mode);
+    pub(crate) fn new(
+        what: &str,
+        host: Host,
+        mode: Mode,
+        program: PathBuf,
+        steps: &[Value],
+    ) -> World {
+        let dir = World::dir_for(what, host, mode);
         let _ = std::fs::remove_dir_all(&dir);
         let (ws, home) = (dir.join("ws"), dir.join("home"));
         for d in [ws.join("src"), home.join(".ssh")] {

@@ -62,9 +62,9 @@ const BENIGN_EXPECT: [&str; 12] = [
 ];
 
 /// Starts `host` in `mode` on `steps`: a git repository made first, as a user's project is.
-fn session(host: Host, mode: Mode, steps: &[Value]) -> Option<(World, Run)> {
+fn session(what: &str, host: Host, mode: Mode, steps: &[Value]) -> Option<(World, Run)> {
     let program = host.program()?;
-    let world = World::new(host, mode, program, steps);
+    let world = World::new(what, host, mode, program, steps);
     git_init(&world);
     let run = world.run();
     Some((world, run))
@@ -92,9 +92,12 @@ fn git_init(w: &World) {
 /// Every benign step worked in `mode`: the model was told each step's output.
 fn benign_session_works(host: Host, mode: Mode) {
     loopback_only();
-    let ws = World::dir_for(host, mode).join("ws").display().to_string();
+    let ws = World::dir_for("benign", host, mode)
+        .join("ws")
+        .display()
+        .to_string();
     let steps = benign(&ws);
-    let Some((w, run)) = session(host, mode, &steps) else {
+    let Some((w, run)) = session("benign", host, mode, &steps) else {
         return;
     };
     let worked = BENIGN_EXPECT
@@ -157,7 +160,7 @@ fn attacks_fail(host: Host, mode: Mode) {
     let Some(program) = host.program() else {
         return;
     };
-    let dir = World::dir_for(host, mode);
+    let dir = World::dir_for("attacks", host, mode);
     let audit = dir.join(if mode == Mode::Hooks {
         "hook-audit.jsonl"
     } else {
@@ -165,7 +168,7 @@ fn attacks_fail(host: Host, mode: Mode) {
     });
     let list = attacks(&dir, port, &audit);
     let steps: Vec<Value> = list.iter().map(|(_, s)| s.clone()).collect();
-    let w = World::new(host, mode, program, &steps);
+    let w = World::new("attacks", host, mode, program, &steps);
     git_init(&w);
     if mode == Mode::Bare {
         std::fs::write(&audit, "").unwrap();
@@ -238,12 +241,15 @@ fn attacks_fail(host: Host, mode: Mode) {
 /// built-in tool's output, so there the secret still reaches its model (docs/HOOKS.md).
 fn output_secrets(host: Host, mode: Mode) {
     loopback_only();
-    let ws = World::dir_for(host, mode).join("ws").display().to_string();
+    let ws = World::dir_for("output", host, mode)
+        .join("ws")
+        .display()
+        .to_string();
     let steps = [
         json!({"shell": "cat config.js"}),
         json!({"read": format!("{ws}/config.js")}),
     ];
-    let Some((w, run)) = session(host, mode, &steps) else {
+    let Some((w, run)) = session("output", host, mode, &steps) else {
         return;
     };
     let seen: Vec<bool> = (0..steps.len())
