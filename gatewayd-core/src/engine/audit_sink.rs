@@ -39,28 +39,37 @@ impl AuditSink for crate::audit::AuditLog {
 impl Engine {
     /// A fact about a call worth recording (not a decision), best effort: a sink that fails
     /// here already failed the call's own record, which refused it.
-    pub(super) fn record_info(
+    pub(super) fn record_info(&self, s: &Session, tool: &str, reason: &'static str, detail: Value) {
+        let _ = self.append_scrubbed(s, tool, Decision::Info, reason, detail);
+    }
+
+    /// Appends one record of session `s` about `tool`: `detail` scrubbed of the policy's and
+    /// the session's secrets, and the session id and tool name too, disguised or not (a model
+    /// can put a secret in a tool's name). Ok when the sink has it (or there is none).
+    fn append_scrubbed(
         &self,
         s: &Session,
         tool: &str,
+        decision: Decision,
         reason: &'static str,
         mut detail: Value,
-    ) {
+    ) -> Result<(), String> {
         let Some(audit) = &self.audit else {
-            return;
+            return Ok(());
         };
         self.secrets.all.scrub_value(&mut detail);
         s.secrets().scrub_value(&mut detail);
         let rec = AuditRecord {
             session: secret_egress::scrub_text(self, s, &s.id, true),
             tool: Some(secret_egress::scrub_text(self, s, tool, true)),
-            decision: Decision::Info,
+            decision,
             reason,
             detail,
         };
-        if let Ok(mut a) = audit.lock() {
-            let _ = a.append(rec);
-        }
+        audit
+            .lock()
+            .map_err(|_| "audit lock poisoned".to_string())?
+            .append(rec)
     }
 
     /// The call's one record: argument names and digest (never values), the verdict, the
@@ -72,9 +81,9 @@ impl Engine {
         v: &Verdict,
         digest: &str,
     ) -> Result<(), String> {
-        let Some(audit) = &self.audit else {
+        if self.audit.is_none() {
             return Ok(());
-        };
+        }
         let arg_names: Vec<&String> = call
             .arguments
             .as_object()
@@ -92,8 +101,7 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let secrets = &self.secrets.all;
-        let mut detail = json!({
+        let detail = json!({
             "user": s.user,
             "args_sha256": digest,
             "arg_names": arg_names,
@@ -106,19 +114,6 @@ impl Engine {
             "legs": s.legs(),
             "scan_findings": findings,
         });
-        secrets.scrub_value(&mut detail);
-        s.secrets().scrub_value(&mut detail);
-        // The session's own secrets too, disguised too: a model can put one in a tool's name.
-        let rec = AuditRecord {
-            session: secret_egress::scrub_text(self, s, &s.id, true),
-            tool: Some(secret_egress::scrub_text(self, s, &call.tool, true)),
-            decision: v.decision,
-            reason: v.reason.code(),
-            detail,
-        };
-        audit
-            .lock()
-            .map_err(|_| "audit lock poisoned".to_string())?
-            .append(rec)
+        self.append_scrubbed(s, &call.tool, v.decision, v.reason.code(), detail)
     }
 }

@@ -244,11 +244,6 @@ impl SandboxView {
         None
     }
 
-    /// A protected path that lies strictly under `p`.
-    pub fn protected_below(&self, p: &Path) -> Option<&PathBuf> {
-        self.protected.iter().find(|x| x.starts_with(p) && *x != p)
-    }
-
     /// A protected path strictly below `p` that a walk of `p` reaches: with `names_only`,
     /// only a directory (its entries are its contents); with `skip_hidden`, only one with no
     /// hidden component below `p`.
@@ -270,13 +265,6 @@ impl SandboxView {
                     })
             })
             .cloned()
-    }
-
-    /// A protected directory strictly below `p`, if any.
-    pub fn protected_dir_below(&self, p: &Path) -> Option<&PathBuf> {
-        self.protected
-            .iter()
-            .find(|x| x.starts_with(p) && *x != p && x.is_dir())
     }
 
     /// Checks a canonical path for an access; Err = the message of a `sandbox` denial.
@@ -314,8 +302,8 @@ impl SandboxView {
         }
         let below = match access {
             PathAccess::Read => None,
-            PathAccess::Names => self.protected_dir_below(p),
-            PathAccess::Write | PathAccess::Tree => self.protected_below(p),
+            PathAccess::Names => self.protected_reached_below(p, true, false),
+            PathAccess::Write | PathAccess::Tree => self.protected_reached_below(p, false, false),
         };
         if let Some(x) = below {
             return Err(format!(

@@ -5,32 +5,23 @@
 //! hook, a `.git/commondir`, an `.envrc`) is found here, by comparing each watched path of
 //! each writable root before and after the session, and reported: a `left_behind` record
 //! and a line on the terminal, so the user reviews them before running git there.
+use gatewayd_core::policy::Sandbox;
 use std::{
     os::unix::fs::MetadataExt as _,
     path::{Path, PathBuf},
 };
 
-/// Paths below a writable root that a user's tools run or load later. A directory is
-/// watched with its entries (one level).
-pub const WATCHED: &[&str] = &[
-    ".git/config",
-    ".git/config.worktree",
-    ".git/commondir",
-    ".git/hooks",
-    ".git/info/attributes",
-    ".gitattributes",
-    ".gitmodules",
-    ".envrc",
-    ".env.sh",
-    ".vscode/tasks.json",
-    ".vscode/settings.json",
-    ".vscode/launch.json",
-    ".devcontainer/devcontainer.json",
-    ".husky",
-    ".pre-commit-config.yaml",
-    ".lefthook.yml",
-    "lefthook.yml",
-];
+/// Paths below a writable root that a user's tools run or load later, beyond the built-in
+/// read-only ones ([`Sandbox::READ_ONLY_BELOW_ROOTS`], watched too: a new one is reported).
+/// A directory is watched with its entries (one level).
+pub const WATCHED_TOO: &[&str] = &[".gitattributes", ".gitmodules", ".env.sh", ".lefthook.yml"];
+
+/// Every watched path below a writable root.
+fn watched() -> impl Iterator<Item = &'static str> {
+    Sandbox::READ_ONLY_BELOW_ROOTS
+        .into_iter()
+        .chain(WATCHED_TOO.iter().copied())
+}
 
 /// What one path was: absent, or its inode, times and size (a directory: each entry's too).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +66,7 @@ impl Snapshot {
     pub fn take(roots: &[PathBuf]) -> Snapshot {
         let mut before: Vec<(PathBuf, State)> = Vec::new();
         for root in roots {
-            for rel in WATCHED {
+            for rel in watched() {
                 let p = root.join(rel);
                 if !before.iter().any(|(q, _)| *q == p) {
                     let s = state_of(&p);
