@@ -18,7 +18,8 @@ use std::{
 };
 
 use gatewayd::{
-    daemon::{self, Gateway, ServeOptions, ServerOptions, client::Client},
+    daemon::{self, Gateway, ServeOptions, ServerOptions},
+    protocol::{SessionOpen, client::Client},
     shutdown,
 };
 use gatewayd_core::clock::SystemClock;
@@ -79,8 +80,12 @@ impl Drop for Running {
 
 fn session(sock: &Path, id: &str) -> Client {
     let mut c = Client::connect(sock).unwrap();
-    c.call("session/open", json!({"session": id, "user": "bench"}))
-        .unwrap();
+    c.request(&SessionOpen {
+        session: Some(id.to_owned()),
+        user: "bench".into(),
+        scopes: Vec::new(),
+    })
+    .unwrap();
     c
 }
 

@@ -1,20 +1,21 @@
 //! A front end's way to the gateway (the MCP proxy, the agent-host hooks): the daemon over
 //! its socket (`GATEWAYD_SOCKET`: the agent's session, shared with its other tool paths), or
-//! an in-process [`Gateway`] with an audit writer of its own. Both speak the daemon's
-//! methods (docs/PROTOCOL.md), so a front end is written once.
+//! an in-process [`Gateway`] with an audit writer of its own. Both take the protocol's typed
+//! requests ([`crate::protocol`]) and give back their typed results: in process the request
+//! is run on the gateway directly, with no JSON in between.
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
 };
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::daemon::{
-    Gateway, GatewayConfig,
-    client::{Client, ClientError},
-    dispatch,
-    peer::Peer,
-    protocol::{PROTOCOL_VERSION, RpcError},
+use crate::{
+    daemon::{Gateway, GatewayConfig, dispatch::Serve, peer::Peer},
+    protocol::{
+        RpcError, SessionOpen,
+        client::{Client, ClientError},
+    },
 };
 use gatewayd_core::{
     audit::{
@@ -22,7 +23,7 @@ use gatewayd_core::{
         writer::{AuditWriter, WriterHandle},
     },
     clock::Clock,
-    engine::EngineError,
+    engine::{EngineError, Verdict},
     policy::Policy,
 };
 
@@ -44,14 +45,6 @@ pub enum BackendError {
     /// The in-process gateway's audit writer thread could not be spawned.
     #[error("cannot start the audit writer thread: {0}")]
     Thread(std::io::Error),
-    /// The daemon's `hello` names another protocol version than this build's.
-    #[error("the daemon speaks protocol {got}, this gatewayd {want}")]
-    Protocol {
-        /// The `protocol` value of the daemon's `hello`, as JSON text.
-        got: String,
-        /// This build's [`PROTOCOL_VERSION`].
-        want: u32,
-    },
     /// The answer is not the result expected (also: a failed call task or audit-log close).
     #[error("the gateway's answer is unreadable: {0}")]
     Malformed(String),
@@ -111,41 +104,28 @@ impl Backend {
         })
     }
 
-    /// Connects to the daemon and checks its protocol version.
+    /// Connects to the daemon (which checks its protocol version).
     pub fn daemon(socket: &Path) -> Result<Backend, BackendError> {
-        let mut client = Client::connect(socket)?;
-        let hello = client.call("hello", json!({}))?;
-        if hello["protocol"] != json!(PROTOCOL_VERSION) {
-            return Err(BackendError::Protocol {
-                got: hello["protocol"].to_string(),
-                want: PROTOCOL_VERSION,
-            });
-        }
+        let client = Client::connect(socket)?;
         Ok(Backend::Daemon {
             client: Arc::new(Mutex::new(client)),
             socket: socket.to_owned(),
         })
     }
 
-    /// Calls one of the daemon's methods (docs/PROTOCOL.md) and returns its result.
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, BackendError> {
+    /// Runs one request (docs/PROTOCOL.md) and returns its result.
+    pub async fn request<R: Serve>(&self, params: R) -> Result<R::Reply, BackendError> {
         match self {
             Backend::Local { gw, peer, .. } => {
-                let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-                    .to_string();
-                let answer = dispatch::handle_line(gw, peer, line.as_bytes())
-                    .await
-                    .ok_or_else(|| BackendError::Malformed("no answer".into()))?;
-                unwrap_answer(&answer)
+                params.serve(gw, peer).await.map_err(BackendError::Rpc)
             }
             Backend::Daemon { client, .. } => {
                 let client = client.clone();
-                let method = method.to_owned();
                 tokio::task::spawn_blocking(move || {
                     let mut c = client
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    c.call(&method, params)
+                    c.request(&params)
                 })
                 .await
                 .map_err(|e| BackendError::Malformed(e.to_string()))?
@@ -164,15 +144,14 @@ impl Backend {
         user: &str,
         scopes: &[String],
     ) -> Result<String, BackendError> {
-        let mut p = json!({"user": user, "scopes": scopes});
-        if let Some(s) = session {
-            p["session"] = json!(s);
-        }
-        let r = self.call("session/open", p).await?;
-        r["session"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| BackendError::Malformed(r.to_string()))
+        let opened = self
+            .request(SessionOpen {
+                session: session.map(str::to_owned),
+                user: user.to_owned(),
+                scopes: scopes.to_vec(),
+            })
+            .await?;
+        Ok(opened.session)
     }
 
     /// Where the front end's own records go (server start, refusals, kernel denials): the
@@ -205,19 +184,6 @@ impl Backend {
     }
 }
 
-fn unwrap_answer(answer: &str) -> Result<Value, BackendError> {
-    let mut v: Value =
-        serde_json::from_str(answer).map_err(|e| BackendError::Malformed(e.to_string()))?;
-    if let Some(e) = v.get_mut("error") {
-        let e: RpcError =
-            serde_json::from_value(e.take()).map_err(|e| BackendError::Malformed(e.to_string()))?;
-        return Err(BackendError::Rpc(e));
-    }
-    v.get_mut("result")
-        .map(Value::take)
-        .ok_or_else(|| BackendError::Malformed(answer.to_owned()))
-}
-
 /// A record of the front end's own (not a tool-call decision), from source `gateway`.
 pub fn entry(session: &str, decision: Decision, reason: &str, detail: Value) -> Entry {
     Entry {
@@ -228,5 +194,22 @@ pub fn entry(session: &str, decision: Decision, reason: &str, detail: Value) -> 
         decision,
         reason: reason.to_owned(),
         detail,
+    }
+}
+
+/// What a host or client is told of a verdict: the decision, its reason code and the
+/// gateway's message for the model.
+pub fn verdict_text(v: &Verdict) -> String {
+    let reason = v.reason.code();
+    match v.decision {
+        Decision::Allow => format!("gatewayd: allowed ({reason})"),
+        Decision::Hold => format!(
+            "gatewayd held this call for a person's approval (reason `{reason}`): {}",
+            v.message
+        ),
+        _ => format!(
+            "gatewayd refused this call (reason `{reason}`): {}",
+            v.message
+        ),
     }
 }

@@ -7,6 +7,8 @@
 //!
 //! Module map:
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers
+//! - [`protocol`] — the gateway's protocol, typed: one method enum, each method's parameters
+//!   and result, the frame, a blocking client that checks the version
 //! - [`daemon`]   — `gatewayd serve`: sessions of many agents over a Unix socket
 //!   (JSON-RPC, docs/PROTOCOL.md), bound to the callers' cgroups
 //! - [`backend`]  — a front end's way to the gateway: the daemon's socket or an engine in
@@ -22,6 +24,7 @@ pub mod backend;
 pub mod daemon;
 pub mod hook;
 pub mod mcp;
+pub mod protocol;
 pub mod shutdown;
 pub mod supervisor;
 

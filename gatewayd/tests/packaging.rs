@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gatewayd::daemon::client::Client;
+use gatewayd::protocol::client::Client;
 use serde_json::json;
 
 fn workspace() -> PathBuf {

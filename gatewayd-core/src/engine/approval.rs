@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use super::error::ApprovalError;
 
 /// Where an approval stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalState {
     /// Waiting for a person.
@@ -17,7 +17,7 @@ pub enum ApprovalState {
 }
 
 /// One held call.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Approval {
     /// Random 128-bit id, lowercase hex: what a person approves or rejects.
     pub id: String,

@@ -13,7 +13,7 @@ use crate::policy::Label;
 pub const ECHO_CAP: usize = 1 << 20;
 
 /// The Rule-of-Two legs a session has touched.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Legs {
     /// Output of an `untrusted_output` tool (or text the application marked) was seen.
     pub untrusted: bool,

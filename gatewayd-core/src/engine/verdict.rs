@@ -1,10 +1,10 @@
 //! A decision, explained: the [`Decision`], its [`Reason`] code and a message for the model.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::audit::Decision;
 
 /// The reason code of a decision (docs/POLICY.md lists them all).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// Allow: every check passed.
@@ -77,7 +77,7 @@ impl Reason {
 }
 
 /// A decision, explained.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// Allow, deny or hold.
     pub decision: Decision,

@@ -2,8 +2,7 @@
 //! person. The daemon refuses these to callers inside an agent's cgroup.
 use std::{path::PathBuf, process::ExitCode};
 
-use gatewayd::daemon::client::Client;
-use serde_json::json;
+use gatewayd::protocol::{ApprovalsApprove, ApprovalsDeny, ApprovalsList, Rpc, client::Client};
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
@@ -32,51 +31,44 @@ pub(super) enum Command {
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::List { conn, json } => list(conn.socket(), json),
-        Command::Approve { id, conn } => settle(conn.socket(), "approvals/approve", &id),
-        Command::Deny { id, conn } => settle(conn.socket(), "approvals/deny", &id),
+        Command::Approve { id, conn } => settle(conn.socket(), ApprovalsApprove { id }),
+        Command::Deny { id, conn } => settle(conn.socket(), ApprovalsDeny { id }),
     }
 }
 
 fn list(socket: PathBuf, as_json: bool) -> anyhow::Result<ExitCode> {
-    let r = Client::connect(&socket)?.call("approvals/list", json!({}))?;
+    let r = Client::connect(&socket)?.request(&ApprovalsList {})?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::to_value(&r)?)?
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    let list = r["approvals"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+    if r.approvals.is_empty() {
         println!("no pending approvals");
     }
-    for a in list {
+    for a in r.approvals {
         println!(
             "{}  session {}  tool {}  reasons {}  args sha256 {}  expires in {} s",
-            a["id"].as_str().unwrap_or("?"),
-            a["session"].as_str().unwrap_or("?"),
-            a["tool"].as_str().unwrap_or("?"),
-            a["reasons"]
-                .as_array()
-                .map(|v| v
-                    .iter()
-                    .filter_map(|x| x.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","))
-                .unwrap_or_default(),
-            a["args_sha256"].as_str().unwrap_or("?"),
-            a["expires_ms"]
-                .as_u64()
-                .map_or(0, |e| e.saturating_sub(now_ms()) / 1000),
+            a.id,
+            a.session,
+            a.tool,
+            a.reasons.join(","),
+            a.args_sha256,
+            a.expires_ms.saturating_sub(now_ms()) / 1000,
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn settle(socket: PathBuf, method: &str, id: &str) -> anyhow::Result<ExitCode> {
-    let r = Client::connect(&socket)?.call(method, json!({"id": id}))?;
-    println!(
-        "{} {}",
-        r["id"].as_str().unwrap_or(id),
-        r["state"].as_str().unwrap_or("?")
-    );
+fn settle<R>(socket: PathBuf, request: R) -> anyhow::Result<ExitCode>
+where
+    R: Rpc<Reply = gatewayd::protocol::Settled>,
+{
+    let r = Client::connect(&socket)?.request(&request)?;
+    let state = serde_json::to_value(r.state)?;
+    println!("{} {}", r.id, state.as_str().unwrap_or("?"));
     Ok(ExitCode::SUCCESS)
 }
 

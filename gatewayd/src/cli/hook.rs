@@ -18,8 +18,8 @@ use std::{
 
 use gatewayd::{
     backend::Backend,
-    daemon::client::Client,
     hook::{self, Answer, Gate, Host, Identity},
+    protocol::client::Client,
 };
 use gatewayd_core::{clock::SystemClock, policy::Policy};
 

@@ -10,7 +10,7 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context as _;
 use gatewayd::{
     daemon::{self, ServeOptions, ServerOptions, socket, systemd},
-    shutdown,
+    protocol, shutdown,
 };
 use gatewayd_core::clock::SystemClock;
 
@@ -96,7 +96,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     "serving on {}{} (protocol {})",
                     socket.display(),
                     if activated { ", passed by systemd" } else { "" },
-                    daemon::protocol::PROTOCOL_VERSION
+                    protocol::PROTOCOL_VERSION
                 );
                 eprintln!("gatewayd: {status}");
                 systemd::notify_ready(&status);

@@ -1,8 +1,7 @@
 //! `gatewayd sessions list [--socket S]`: the daemon's open sessions (operators only).
 use std::process::ExitCode;
 
-use gatewayd::daemon::client::Client;
-use serde_json::json;
+use gatewayd::protocol::{SessionList, client::Client};
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
@@ -18,32 +17,30 @@ pub(super) enum Command {
 
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
     let Command::List { conn, json } = cmd;
-    let r = Client::connect(&conn.socket())?.call("session/list", json!({}))?;
+    let r = Client::connect(&conn.socket())?.request(&SessionList {})?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::to_value(&r)?)?
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    let list = r["sessions"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+    if r.sessions.is_empty() {
         println!("no open sessions");
     }
-    for s in list {
-        let leg = |k: &'static str| if s["legs"][k] == true { k } else { "-" };
+    for s in r.sessions {
+        let leg = |held: bool, name: &'static str| if held { name } else { "-" };
         println!(
             "{}  user {}  cgroup {}  pid {}  legs {}/{}/{}{}  spent {}",
-            s["session"].as_str().unwrap_or("?"),
-            s["user"].as_str().unwrap_or("?"),
-            s["cgroup"].as_str().unwrap_or("?"),
-            s["pid"],
-            leg("untrusted"),
-            leg("private"),
-            leg("egress"),
-            if s["tripped"] == true {
-                "  TRIPPED"
-            } else {
-                ""
-            },
-            s["spent"],
+            s.session,
+            s.user,
+            s.cgroup,
+            s.pid,
+            leg(s.legs.untrusted, "untrusted"),
+            leg(s.legs.private, "private"),
+            leg(s.legs.egress, "egress"),
+            if s.tripped { "  TRIPPED" } else { "" },
+            s.spent,
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -1,29 +1,101 @@
 //! One request line in, one response line out: JSON-RPC parsing, method routing, parameter
-//! decoding. Transport-free, so a supervisor can serve the same methods another way.
-use serde::de::DeserializeOwned;
+//! decoding; and [`Serve`], each method's parameters run against a [`Gateway`], which the
+//! in-process [`crate::backend::Backend`] calls without a line in between.
+use std::future::Future;
+
 use serde_json::Value;
 
-use super::{
-    gateway::Gateway,
-    peer::Peer,
-    protocol::{Request, RpcError, code, response},
+use super::{gateway::Gateway, peer::Peer};
+use crate::protocol::{
+    ApprovalsApprove, ApprovalsDeny, ApprovalsList, AuditHead, CallDecide, CallOutput, Hello,
+    Method, Rpc, SecretsAdd, SessionClose, SessionList, SessionOpen, ToolsRegister,
+    messages::{ApprovalList, SessionListReply},
+    wire::{Request, RpcError, code, response},
 };
 
-/// Every method, in the order docs/PROTOCOL.md describes them.
-pub const METHODS: &[&str] = &[
-    "hello",
-    "session/open",
-    "session/close",
-    "session/list",
-    "tools/register",
-    "secrets/add",
-    "call/decide",
-    "call/output",
-    "approvals/list",
-    "approvals/approve",
-    "approvals/deny",
-    "audit/head",
-];
+/// A method's parameters, run by the gateway for a caller.
+pub trait Serve: Rpc {
+    /// Runs the method for `peer`.
+    fn serve(
+        self,
+        gw: &Gateway,
+        peer: &Peer,
+    ) -> impl Future<Output = Result<Self::Reply, RpcError>> + Send;
+}
+
+impl Serve for Hello {
+    async fn serve(self, gw: &Gateway, _: &Peer) -> Result<Self::Reply, RpcError> {
+        Ok(gw.hello())
+    }
+}
+
+impl Serve for SessionOpen {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.open(peer, self).await
+    }
+}
+
+impl Serve for SessionClose {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.close(peer, self).await
+    }
+}
+
+impl Serve for SessionList {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        let sessions = gw.sessions_list(peer).await?;
+        Ok(SessionListReply { sessions })
+    }
+}
+
+impl Serve for ToolsRegister {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.register(peer, self).await
+    }
+}
+
+impl Serve for SecretsAdd {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.add_secret(peer, self).await
+    }
+}
+
+impl Serve for CallDecide {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.decide(peer, self).await
+    }
+}
+
+impl Serve for CallOutput {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.output(peer, self).await
+    }
+}
+
+impl Serve for ApprovalsList {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        let approvals = gw.approvals_list(peer).await?;
+        Ok(ApprovalList { approvals })
+    }
+}
+
+impl Serve for ApprovalsApprove {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.settle(peer, self.id, true).await
+    }
+}
+
+impl Serve for ApprovalsDeny {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.settle(peer, self.id, false).await
+    }
+}
+
+impl Serve for AuditHead {
+    async fn serve(self, gw: &Gateway, _: &Peer) -> Result<Self::Reply, RpcError> {
+        Ok(gw.audit_head())
+    }
+}
 
 /// Handles one line (without its newline). Returns the response line, or None for a
 /// notification (a request without `id`), which is never answered.
@@ -92,13 +164,24 @@ fn parse_slowly(line: &[u8]) -> Result<Request, String> {
     })
 }
 
-fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
-    serde_json::from_value(params.unwrap_or(Value::Object(serde_json::Map::default())))
-        .map_err(|e| RpcError::params(format!("invalid params: {e}")))
-}
-
-fn to_value<T: serde::Serialize>(v: T) -> Result<Value, RpcError> {
-    serde_json::to_value(v).map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))
+/// Decodes `R` from `params`, runs it and writes its result as a JSON value (whose keys come
+/// out sorted).
+async fn serve<R: Serve>(
+    method: Method,
+    gw: &Gateway,
+    peer: &Peer,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    if R::METHOD != method {
+        return Err(RpcError::new(
+            code::INTERNAL,
+            format!("`{}` is routed to `{}`", method.name(), R::METHOD.name()),
+        ));
+    }
+    let p: R = serde_json::from_value(params.unwrap_or(Value::Object(serde_json::Map::default())))
+        .map_err(|e| RpcError::params(format!("invalid params: {e}")))?;
+    let reply = p.serve(gw, peer).await?;
+    serde_json::to_value(reply).map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))
 }
 
 async fn route(
@@ -107,30 +190,28 @@ async fn route(
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    match method {
-        "hello" => Ok(gw.hello()),
-        "session/open" => gw.open(peer, decode(params)?).await,
-        "session/close" => gw.close(peer, decode(params)?).await,
-        "session/list" => {
-            to_value(gw.sessions_list(peer).await?).map(|s| serde_json::json!({"sessions": s}))
-        }
-        "tools/register" => gw.register(peer, decode(params)?).await,
-        "secrets/add" => gw.add_secret(peer, decode(params)?).await,
-        "call/decide" => to_value(gw.decide(peer, decode(params)?).await?),
-        "call/output" => gw.output(peer, decode(params)?).await,
-        "approvals/list" => {
-            to_value(gw.approvals_list(peer).await?).map(|a| serde_json::json!({"approvals": a}))
-        }
-        "approvals/approve" => gw.settle(peer, decode(params)?, true).await,
-        "approvals/deny" => gw.settle(peer, decode(params)?, false).await,
-        "audit/head" => Ok(gw.audit_head()),
-        other => Err(RpcError::new(
+    let Some(m) = Method::from_name(method) else {
+        return Err(RpcError::new(
             code::METHOD_NOT_FOUND,
             format!(
                 "unknown method `{}`; methods: {}",
-                other.chars().take(100).collect::<String>(),
-                METHODS.join(", ")
+                method.chars().take(100).collect::<String>(),
+                Method::names()
             ),
-        )),
+        ));
+    };
+    match m {
+        Method::Hello => serve::<Hello>(m, gw, peer, params).await,
+        Method::SessionOpen => serve::<SessionOpen>(m, gw, peer, params).await,
+        Method::SessionClose => serve::<SessionClose>(m, gw, peer, params).await,
+        Method::SessionList => serve::<SessionList>(m, gw, peer, params).await,
+        Method::ToolsRegister => serve::<ToolsRegister>(m, gw, peer, params).await,
+        Method::SecretsAdd => serve::<SecretsAdd>(m, gw, peer, params).await,
+        Method::CallDecide => serve::<CallDecide>(m, gw, peer, params).await,
+        Method::CallOutput => serve::<CallOutput>(m, gw, peer, params).await,
+        Method::ApprovalsList => serve::<ApprovalsList>(m, gw, peer, params).await,
+        Method::ApprovalsApprove => serve::<ApprovalsApprove>(m, gw, peer, params).await,
+        Method::ApprovalsDeny => serve::<ApprovalsDeny>(m, gw, peer, params).await,
+        Method::AuditHead => serve::<AuditHead>(m, gw, peer, params).await,
     }
 }

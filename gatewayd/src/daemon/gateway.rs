@@ -8,18 +8,21 @@ use std::{
     sync::{Arc, Mutex, RwLock},
 };
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
     peer::Peer,
-    protocol::{PROTOCOL_VERSION, RpcError, code, params},
     sessions::{AddError, AgentCgroups, SessionSlot, SessionState, Sessions},
+};
+use crate::protocol::{
+    CallDecide, CallOutput, Checked, Closed, Decided, Head, HelloReply, MAX_LINE, Opened,
+    PROTOCOL_VERSION, Registered, RpcError, SecretAdded, SecretsAdd, SessionClose, SessionOpen,
+    Status, ToolStatus, ToolsRegister, code,
 };
 use gatewayd_core::{
     audit::{
         Decision as AD, Entry, Source,
-        writer::{DeferredSink, Head, WriterHandle},
+        writer::{DeferredSink, WriterHandle},
     },
     clock::Clock,
     engine::{
@@ -84,25 +87,8 @@ pub struct Gateway {
     clock: Arc<dyn Clock>,
 }
 
-/// `call/decide`'s result: the verdict, and on allow what the caller needs to run the call.
-#[derive(Debug, Serialize)]
-pub struct DecideResult {
-    /// The engine's verdict.
-    #[serde(flatten)]
-    pub verdict: Verdict,
-    /// The arguments to run the call with (paths canonicalised); only on allow.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
-    /// The tool's credentials; only on allow, only for a tool that has some, and never to
-    /// a caller inside an agent cgroup.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub credentials: Option<BTreeMap<String, String>>,
-    /// The session's legs after the decision.
-    pub legs: Legs,
-}
-
-fn deny(reason: Reason, message: String, legs: Legs) -> DecideResult {
-    DecideResult {
+fn deny(reason: Reason, message: String, legs: Legs) -> Decided {
+    Decided {
         verdict: Verdict {
             decision: Decision::Deny,
             reason,
@@ -250,13 +236,16 @@ impl Gateway {
     }
 
     /// `hello`: the protocol version, the server name and the line limit.
-    pub fn hello(&self) -> Value {
-        json!({"protocol": PROTOCOL_VERSION, "server": "gatewayd",
-               "max_line": super::protocol::MAX_LINE})
+    pub fn hello(&self) -> HelloReply {
+        HelloReply {
+            max_line: MAX_LINE,
+            protocol: PROTOCOL_VERSION,
+            server: "gatewayd".into(),
+        }
     }
 
     /// `session/open` for the caller's own cgroup.
-    pub async fn open(&self, peer: &Peer, p: params::Open) -> Result<Value, RpcError> {
+    pub async fn open(&self, peer: &Peer, p: SessionOpen) -> Result<Opened, RpcError> {
         let cg = Self::cgroup_of(peer)?.to_owned();
         self.open_for(&cg, peer, p).await
     }
@@ -270,8 +259,8 @@ impl Gateway {
         &self,
         owner_cgroup: &str,
         peer: &Peer,
-        p: params::Open,
-    ) -> Result<Value, RpcError> {
+        p: SessionOpen,
+    ) -> Result<Opened, RpcError> {
         let env = super::peer::environ(peer.pid);
         self.open_with_env(owner_cgroup, peer, p, env).await
     }
@@ -282,9 +271,9 @@ impl Gateway {
         &self,
         owner_cgroup: &str,
         peer: &Peer,
-        p: params::Open,
+        p: SessionOpen,
         env: Option<Vec<(String, String)>>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Opened, RpcError> {
         if p.user.is_empty() || p.user.len() > 256 {
             return Err(RpcError::params("`user` must be 1 to 256 bytes"));
         }
@@ -319,7 +308,11 @@ impl Gateway {
         match self.sessions.add(slot) {
             Ok(_) => {}
             Err(AddError::Exists(s)) if s.owner_cgroup == owner_cgroup => {
-                return Ok(json!({"session": id, "protocol": PROTOCOL_VERSION, "attached": true}));
+                return Ok(Opened {
+                    attached: true,
+                    protocol: PROTOCOL_VERSION,
+                    session: id,
+                });
             }
             Err(AddError::Exists(_)) => {
                 self.session_for(peer, &id, "session/open").await?;
@@ -335,12 +328,16 @@ impl Gateway {
             self.sessions.remove(&id);
             return Err(e);
         }
-        Ok(json!({"session": id, "protocol": PROTOCOL_VERSION, "attached": false}))
+        Ok(Opened {
+            attached: false,
+            protocol: PROTOCOL_VERSION,
+            session: id,
+        })
     }
 
     /// `session/close`, by the session's owner cgroup: waits for a call in progress, forgets the
     /// session and records it.
-    pub async fn close(&self, peer: &Peer, p: params::SessionOnly) -> Result<Value, RpcError> {
+    pub async fn close(&self, peer: &Peer, p: SessionClose) -> Result<Closed, RpcError> {
         let slot = self.session_for(peer, &p.session, "session/close").await?;
         // Wait for a call in progress on it to finish.
         let st = slot.state.lock().await;
@@ -349,35 +346,37 @@ impl Gateway {
         drop(st);
         self.note(&p.session, AD::Info, "session_close", detail)
             .await?;
-        Ok(json!({"session": p.session, "closed": true}))
+        Ok(Closed {
+            closed: true,
+            session: p.session,
+        })
     }
 
     /// `tools/register`: compares each definition with its pin and scans it; blocked ones are
     /// recorded.
-    pub async fn register(&self, peer: &Peer, p: params::Register) -> Result<Value, RpcError> {
+    pub async fn register(&self, peer: &Peer, p: ToolsRegister) -> Result<Registered, RpcError> {
         self.session_for(peer, &p.session, "tools/register").await?;
-        let results: Vec<Value> = p
+        let tools = p
             .tools
             .iter()
-            .map(|d| match self.engine.register(d) {
-                Registration::Accepted => json!({"name": d.name, "status": "accepted"}),
-                Registration::NotInPolicy => json!({"name": d.name, "status": "not_in_policy"}),
-                Registration::RugPull { pinned, got } => {
-                    json!({"name": d.name, "status": "rug_pull", "pinned": pinned, "got": got})
-                }
-                Registration::Flagged(f) => {
-                    json!({"name": d.name, "status": "flagged", "findings": f})
-                }
+            .map(|d| ToolStatus {
+                name: d.name.clone(),
+                status: match self.engine.register(d) {
+                    Registration::Accepted => Status::Accepted,
+                    Registration::NotInPolicy => Status::NotInPolicy,
+                    Registration::RugPull { pinned, got } => Status::RugPull { pinned, got },
+                    Registration::Flagged(findings) => Status::Flagged { findings },
+                },
             })
             .collect();
         self.durable()
             .await
             .map_err(|e| RpcError::new(code::AUDIT_UNAVAILABLE, e))?;
-        Ok(json!({"tools": results}))
+        Ok(Registered { tools })
     }
 
     /// `secrets/add`: a secret of this session alone (at least 8 characters); records its name.
-    pub async fn add_secret(&self, peer: &Peer, p: params::Secret) -> Result<Value, RpcError> {
+    pub async fn add_secret(&self, peer: &Peer, p: SecretsAdd) -> Result<SecretAdded, RpcError> {
         let slot = self.session_for(peer, &p.session, "secrets/add").await?;
         let mut st = slot.state.lock().await;
         self.engine
@@ -390,12 +389,15 @@ impl Gateway {
             json!({"name": p.name}),
         )
         .await?;
-        Ok(json!({"name": p.name, "added": true}))
+        Ok(SecretAdded {
+            added: true,
+            name: p.name,
+        })
     }
 
     /// `call/decide`: the full decision of [`Engine::call`] (counters, limits, approvals,
     /// legs), its record durable before the answer; the tool is run by the caller.
-    pub async fn decide(&self, peer: &Peer, p: params::Decide) -> Result<DecideResult, RpcError> {
+    pub async fn decide(&self, peer: &Peer, p: CallDecide) -> Result<Decided, RpcError> {
         let slot = self.session_for(peer, &p.session, "call/decide").await?;
         let mut st = slot.state.lock().await;
         let mut handed = None;
@@ -426,7 +428,7 @@ impl Gateway {
             .cgroup
             .as_deref()
             .is_none_or(|c| self.agents.contains(c));
-        Ok(DecideResult {
+        Ok(Decided {
             verdict: outcome.verdict,
             arguments,
             credentials: creds.filter(|_| !in_agent),
@@ -449,7 +451,7 @@ impl Gateway {
     }
 
     /// `call/output`: a tool's output or error, redacted, and fenced when untrusted.
-    pub async fn output(&self, peer: &Peer, p: params::Output) -> Result<Value, RpcError> {
+    pub async fn output(&self, peer: &Peer, p: CallOutput) -> Result<Checked, RpcError> {
         let result = match (p.output, p.error) {
             (Some(o), None) => Ok(o),
             (None, Some(e)) => Err(e),
@@ -464,15 +466,11 @@ impl Gateway {
         {
             return Err(RpcError::new(code::LOCKDOWN_FAILED, e));
         }
-        let mut r = serde_json::Map::new();
-        if let Some(o) = output {
-            r.insert("output".into(), o);
-        }
-        if let Some(e) = error {
-            r.insert("error".into(), e.into());
-        }
-        r.insert("legs".into(), json!(st.session.legs()));
-        Ok(Value::Object(r))
+        Ok(Checked {
+            output,
+            error,
+            legs: st.session.legs(),
+        })
     }
 
     /// Runs the Rule-of-Two hook once, when the session's legs first trip; a failure is
@@ -527,13 +525,16 @@ impl Gateway {
     }
 
     /// The last durable record: seq and hash, to anchor elsewhere.
-    pub fn audit_head(&self) -> Value {
-        let Head { seq, hash } = self
+    pub fn audit_head(&self) -> Head {
+        let head = self
             .audit
             .as_ref()
-            .map(gatewayd_core::audit::writer::WriterHandle::head)
+            .map(WriterHandle::head)
             .unwrap_or_default();
-        json!({"seq": seq, "hash": hash})
+        Head {
+            seq: head.seq,
+            hash: head.hash,
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 //! tool calls over a Unix socket (protocol: docs/PROTOCOL.md).
 //!
 //! Module map:
-//! - [`protocol`] — wire format: JSON-RPC 2.0 lines, the line limit, error codes, params
 //! - [`peer`]     — who is calling: `SO_PEERCRED`, groups, the cgroup v2 path
 //! - [`sessions`] — open sessions (one async mutex each) and the agent-cgroup registry
 //! - [`gateway`]  — [`Gateway`]: every method as an async function of (caller, params);
@@ -10,12 +9,12 @@
 //! - [`operator`] — the operator's methods: approvals, the session list
 //! - [`suspicion`] — kernel denials of protected files feed the sessions' Rule of Two
 //! - [`kernel_lock`] — the trip hook: lockdown of the kernel session a tripped session runs in
-//! - [`dispatch`] — one request line to one response line
+//! - [`dispatch`] — one request line to one response line; [`dispatch::Serve`], each
+//!   method run against the gateway (the protocol's types: [`crate::protocol`])
 //! - [`server`]   — accept loop, connections, graceful shutdown
 //! - [`poll`]     — bounded, adaptive polling for the next message (server and client)
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
 //! - [`systemd`]  — socket activation, readiness and watchdog notifications
-//! - [`client`]   — a blocking client (operator CLI, tests, benchmark)
 //!
 //! [`serve`] puts them together with the audit writer ([`gatewayd_core::audit::writer`]).
 use std::{
@@ -25,7 +24,6 @@ use std::{
 
 use serde_json::json;
 
-pub mod client;
 pub mod dispatch;
 pub mod gateway;
 pub mod kernel_lock;
@@ -33,7 +31,6 @@ pub mod line_budget;
 pub mod operator;
 pub mod peer;
 pub mod poll;
-pub mod protocol;
 pub mod server;
 pub mod sessions;
 pub mod socket;

@@ -1,45 +1,14 @@
 //! The operator's methods of [`Gateway`]: held calls (`approvals/*`) and the open sessions
 //! (`session/list`). Only for root or the socket's group, outside every agent cgroup and every
 //! cgroup that opened a session (an agent never approves its own calls).
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{
-    gateway::Gateway,
-    peer::Peer,
-    protocol::{RpcError, code, params},
-};
+use super::{gateway::Gateway, peer::Peer};
+use crate::protocol::{RpcError, SessionInfo, Settled, code};
 use gatewayd_core::{
     audit::Decision as AD,
-    engine::{Approval, Legs},
+    engine::{Approval, ApprovalState},
 };
-
-/// One line of `session/list`.
-#[derive(Debug, Serialize)]
-pub struct SessionInfo {
-    /// The session id.
-    pub session: String,
-    /// Who the agent acts for.
-    pub user: String,
-    /// The session's scopes.
-    pub scopes: Vec<String>,
-    /// The cgroup that owns the session.
-    pub cgroup: String,
-    /// Pid of the process that opened it.
-    pub pid: i32,
-    /// Uid of the process that opened it.
-    pub uid: u32,
-    /// When it was opened, ms since the Unix epoch.
-    pub created_ms: u64,
-    /// The Rule-of-Two legs touched so far.
-    pub legs: Legs,
-    /// Whether both untrusted and private legs are held.
-    pub tripped: bool,
-    /// Budget units spent by allowed calls.
-    pub spent: u64,
-    /// Names of the session's own secrets (never values).
-    pub secrets: Vec<String>,
-}
 
 impl Gateway {
     /// Operators: root or the socket's group, outside every agent cgroup and every cgroup
@@ -110,9 +79,9 @@ impl Gateway {
     pub async fn settle(
         &self,
         peer: &Peer,
-        p: params::ApprovalId,
+        id: String,
         approve: bool,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Settled, RpcError> {
         let method = if approve {
             "approvals/approve"
         } else {
@@ -123,21 +92,21 @@ impl Gateway {
             .engine
             .pending()
             .into_iter()
-            .find(|a| a.id == p.id)
+            .find(|a| a.id == id)
             .map_or_else(|| "-".into(), |a| a.session);
         let r = if approve {
-            self.engine.approve(&p.id)
+            self.engine.approve(&id)
         } else {
-            self.engine.reject(&p.id)
+            self.engine.reject(&id)
         };
         r.map_err(|e| RpcError::new(code::APPROVAL, e.to_string()))?;
         let (reason, state) = if approve {
-            ("approval_granted", "approved")
+            ("approval_granted", ApprovalState::Approved)
         } else {
-            ("approval_rejected", "rejected")
+            ("approval_rejected", ApprovalState::Rejected)
         };
-        self.note(&session, AD::Info, reason, json!({"id": p.id, "by": peer}))
+        self.note(&session, AD::Info, reason, json!({"id": id, "by": peer}))
             .await?;
-        Ok(json!({"id": p.id, "state": state}))
+        Ok(Settled { id, state })
     }
 }

@@ -19,9 +19,11 @@ use super::{
     line_budget,
     peer::Peer,
     poll::{self, PollingRead},
-    protocol::{MAX_LINE, RpcError, code, response},
 };
-use crate::shutdown::Shutdown;
+use crate::{
+    protocol::wire::{MAX_LINE, RpcError, code, response},
+    shutdown::Shutdown,
+};
 
 /// How the server behaves under load and at the end.
 #[derive(Debug, Clone)]

@@ -3,7 +3,8 @@
 //! gateway denial of one, as the policy's `suspicion` says.
 use serde_json::json;
 
-use super::{Gateway, peer::is_within, protocol::RpcError};
+use super::{Gateway, peer::is_within};
+use crate::protocol::RpcError;
 use gatewayd_core::audit::Decision as AD;
 
 /// The kernel reason code that counts (`gateway_common::Reason::ProtectedPath`'s name).
@@ -38,7 +39,7 @@ impl Gateway {
             let hooked = self
                 .after_change(&slot, &mut st, None, "kernel/denial")
                 .await
-                .map_err(|e| RpcError::new(super::protocol::code::LOCKDOWN_FAILED, e));
+                .map_err(|e| RpcError::new(crate::protocol::code::LOCKDOWN_FAILED, e));
             if let Err(e) = noted.and(hooked) {
                 first_err.get_or_insert(e);
             }

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::Host;
+use gatewayd_core::engine::{Decision, Verdict};
 
 /// What the hook writes and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,47 +45,20 @@ impl Answer {
     }
 }
 
-/// The gateway's decision on a call, as the host is told.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decided {
-    /// `allow`, `deny` or `hold`.
-    pub decision: String,
-    /// The gateway's reason code (docs/POLICY.md).
-    pub reason: String,
-    /// The gateway's message for the model.
-    pub message: String,
-}
-
-impl Decided {
-    fn text(&self) -> String {
-        match self.decision.as_str() {
-            "allow" => format!("gatewayd: allowed ({})", self.reason),
-            "hold" => format!(
-                "gatewayd held this call for a person's approval (reason `{}`): {}",
-                self.reason, self.message
-            ),
-            _ => format!(
-                "gatewayd refused this call (reason `{}`): {}",
-                self.reason, self.message
-            ),
-        }
-    }
-}
-
 /// The answer to a pre-tool event. A gateway allow is silence unless `authoritative`: the
 /// host's own permission step (its prompts, its allow and deny lists) then still decides,
 /// so installing the hook never widens what the agent may do without asking. Deny and hold
 /// are answered in every case.
-pub fn pre(host: Host, d: &Decided, authoritative: bool) -> Answer {
-    if d.decision == "allow" && !authoritative {
+pub fn pre(host: Host, d: &Verdict, authoritative: bool) -> Answer {
+    if d.is_allow() && !authoritative {
         return Answer::silent();
     }
-    let text = d.text();
+    let text = crate::backend::verdict_text(d);
     match host {
         Host::Claude => {
-            let decision = match d.decision.as_str() {
-                "allow" => "allow",
-                "hold" => "ask",
+            let decision = match d.decision {
+                Decision::Allow => "allow",
+                Decision::Hold => "ask",
                 _ => "deny",
             };
             Answer::json(&json!({"hookSpecificOutput": {
@@ -94,15 +68,15 @@ pub fn pre(host: Host, d: &Decided, authoritative: bool) -> Answer {
         }
         // Codex does not honour `ask`, and an `allow` without `updatedInput` marks the hook
         // failed: allow is silence, a hold is a deny whose reason says how to get approval.
-        Host::Codex => match d.decision.as_str() {
-            "allow" => Answer::silent(),
+        Host::Codex => match d.decision {
+            Decision::Allow => Answer::silent(),
             _ => Answer::json(&json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "deny",
                 "permissionDecisionReason": text}})),
         },
-        Host::Gemini => match d.decision.as_str() {
-            "allow" => Answer::json(&json!({"decision": "allow"})),
+        Host::Gemini => match d.decision {
+            Decision::Allow => Answer::json(&json!({"decision": "allow"})),
             _ => Answer::json(&json!({"decision": "deny", "reason": text})),
         },
     }
@@ -163,11 +137,19 @@ fn withheld(host: Host, host_tool: &str) -> Answer {
 mod tests {
     use super::*;
 
-    fn d(decision: &str) -> Decided {
-        Decided {
-            decision: decision.into(),
-            reason: "sandbox".into(),
+    fn d(decision: &str) -> Verdict {
+        let decision = match decision {
+            "allow" => Decision::Allow,
+            "hold" => Decision::Hold,
+            _ => Decision::Deny,
+        };
+        Verdict {
+            decision,
+            reason: gatewayd_core::engine::Reason::Sandbox,
             message: "protected".into(),
+            matched_rules: Vec::new(),
+            hold_reasons: Vec::new(),
+            approval_id: None,
         }
     }
 

@@ -12,9 +12,16 @@ use serde_json::{Value, json};
 
 use crate::{
     backend::{self, Backend},
-    daemon::client::{Client, ClientError},
+    daemon::dispatch::Serve,
+    protocol::{
+        CallDecide, CallOutput, SessionOpen,
+        client::{Client, ClientError},
+    },
 };
-use gatewayd_core::audit::Decision;
+use gatewayd_core::{
+    audit::Decision,
+    engine::{ToolCall, Verdict},
+};
 
 pub mod answer;
 pub mod codex_trust;
@@ -22,7 +29,7 @@ pub mod install;
 pub mod mapping;
 pub mod patch;
 
-pub use answer::{Answer, Decided};
+pub use answer::Answer;
 
 /// The agent host whose hook this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,16 +77,26 @@ pub enum Gate {
 }
 
 impl Gate {
-    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    fn request<R: Serve>(&mut self, params: R) -> Result<R::Reply, String> {
         match self {
-            Gate::Daemon(c) => c.call(method, params).map_err(|e| match e {
+            Gate::Daemon(c) => c.request(&params).map_err(|e| match e {
                 ClientError::Rpc(r) => r.to_string(),
                 other => other.to_string(),
             }),
             Gate::Local { rt, backend } => rt
-                .block_on(backend.call(method, params))
+                .block_on(backend.request(params))
                 .map_err(|e| e.to_string()),
         }
+    }
+
+    /// Opens (or attaches to) `session`.
+    fn open(&mut self, session: &str, user: &str, scopes: &[String]) -> Result<(), String> {
+        self.request(SessionOpen {
+            session: Some(session.to_owned()),
+            user: user.to_owned(),
+            scopes: scopes.to_vec(),
+        })
+        .map(drop)
     }
 
     /// Records input that could not be decided. The daemon has no method for a record of
@@ -98,12 +115,12 @@ impl Gate {
                 }
             }
             Gate::Daemon(_) => {
-                let _ = self.call("session/open", json!({"session": session, "user": user}));
-                let _ = self.call(
-                    "call/decide",
-                    json!({"session": session, "call": {"tool": "hook:malformed",
-                           "arguments": {"error": why.chars().take(500).collect::<String>()}}}),
-                );
+                let _ = self.open(session, user, &[]);
+                let error = why.chars().take(500).collect::<String>();
+                let _ = self.request(CallDecide {
+                    session: session.to_owned(),
+                    call: ToolCall::new("hook:malformed", json!({ "error": error })),
+                });
             }
         }
     }
@@ -184,30 +201,26 @@ pub fn handle(host: Host, input: &[u8], gate: &mut Gate, who: &Identity) -> Answ
         Ok(c) => c,
         Err(why) => return malformed(gate, &session, format!("`{tool}`: {why}")),
     };
-    if let Err(e) = gate.call(
-        "session/open",
-        json!({"session": session, "user": who.user, "scopes": who.scopes}),
-    ) {
+    if let Err(e) = gate.open(&session, &who.user, &who.scopes) {
         return Answer::fail(&format!("the gateway is unavailable ({e}); refused"));
     }
     match phase {
         Phase::Pre => {
-            let mut worst: Option<Decided> = None;
-            for c in &calls {
-                let r = match gate.call("call/decide", json!({"session": session, "call": c})) {
-                    Ok(r) => r,
+            let mut worst: Option<Verdict> = None;
+            for c in calls {
+                let decide = CallDecide {
+                    session: session.clone(),
+                    call: c,
+                };
+                let d = match gate.request(decide) {
+                    Ok(r) => r.verdict,
                     Err(e) => {
                         return Answer::fail(&format!("the gateway is unavailable ({e}); refused"));
                     }
                 };
-                let d = Decided {
-                    decision: r["decision"].as_str().unwrap_or("deny").to_owned(),
-                    reason: r["reason"].as_str().unwrap_or("check_error").to_owned(),
-                    message: r["message"].as_str().unwrap_or("").to_owned(),
-                };
-                let rank = |d: &Decided| match d.decision.as_str() {
-                    "allow" => 0,
-                    "hold" => 1,
+                let rank = |d: &Verdict| match d.decision {
+                    Decision::Allow => 0,
+                    Decision::Hold => 1,
                     _ => 2,
                 };
                 if worst.as_ref().is_none_or(|w| rank(&d) > rank(w)) {
@@ -225,12 +238,9 @@ pub fn handle(host: Host, input: &[u8], gate: &mut Gate, who: &Identity) -> Answ
                 .or_else(|| v.get("tool_output"))
                 .cloned()
                 .unwrap_or(Value::Null);
-            let r = gate.call(
-                "call/output",
-                json!({"session": session, "tool": calls[0].tool, "output": original}),
-            );
-            match r {
-                Ok(r) => answer::post(host, tool, &original, &r["output"]),
+            let report = CallOutput::of(&session, &calls[0].tool, Ok(original.clone()));
+            match gate.request(report) {
+                Ok(r) => answer::post(host, tool, &original, &r.output.unwrap_or(Value::Null)),
                 Err(e) => Answer::fail(&format!(
                     "the gateway could not check the tool's output ({e})"
                 )),

@@ -21,8 +21,14 @@ use super::{
     jsonrpc::{self, Line, Message, code},
     roots, tools,
 };
-use crate::backend::{self, Backend};
-use gatewayd_core::audit::{Decision, writer::WriterHandle};
+use crate::{
+    backend::{self, Backend},
+    protocol::{CallDecide, CallOutput, ToolStatus, ToolsRegister},
+};
+use gatewayd_core::{
+    audit::{Decision, writer::WriterHandle},
+    engine::ToolCall,
+};
 
 /// What the router needs to know.
 pub(super) struct Router {
@@ -229,10 +235,10 @@ impl Router {
         self.lock().deciding.insert(key.clone(), false);
         let decided = self
             .backend
-            .call(
-                "call/decide",
-                json!({"session": self.session, "call": {"tool": tool, "arguments": arguments}}),
-            )
+            .request(CallDecide {
+                session: self.session.clone(),
+                call: ToolCall::new(&tool, arguments),
+            })
             .await;
         let cancelled = self.lock().deciding.remove(&key).unwrap_or(false);
         if cancelled {
@@ -244,16 +250,19 @@ impl Router {
                 self.send_client(jsonrpc::error_response(&id, code::GATEWAY_UNAVAILABLE, &m))
                     .await;
             }
-            Ok(d) if d["decision"] == "allow" => {
-                if let (Some(params), Some(args)) = (msg.get_mut("params"), d.get("arguments")) {
-                    params["arguments"] = args.clone();
+            Ok(d) if d.verdict.is_allow() => {
+                if let (Some(params), Some(args)) = (msg.get_mut("params"), d.arguments) {
+                    params["arguments"] = args;
                 }
                 let line = msg.to_string();
                 self.forward(id, Kind::Call { tool }, &msg, line).await;
             }
             Ok(d) => {
-                self.send_client(jsonrpc::result_response(&id, tools::refused(&d, modern)))
-                    .await;
+                self.send_client(jsonrpc::result_response(
+                    &id,
+                    tools::refused(&d.verdict, modern),
+                ))
+                .await;
             }
         }
     }
@@ -341,17 +350,20 @@ impl Router {
     }
 
     /// Registers one page of a listing and returns the statuses.
-    async fn register(&self, tools: &[Value]) -> Result<Vec<Value>, String> {
-        let defs: Vec<Value> = tools.iter().map(tools::definition).collect();
+    async fn register(&self, tools: &[Value]) -> Result<Vec<ToolStatus>, String> {
+        let tools = tools
+            .iter()
+            .map(tools::definition)
+            .collect::<Result<Vec<_>, _>>()?;
         let r = self
             .backend
-            .call(
-                "tools/register",
-                json!({"session": self.session, "tools": defs}),
-            )
+            .request(ToolsRegister {
+                session: self.session.clone(),
+                tools,
+            })
             .await
             .map_err(|e| e.to_string())?;
-        Ok(r["tools"].as_array().cloned().unwrap_or_default())
+        Ok(r.tools)
     }
 
     /// Keeps the listing across pages; writes it out when the last page is in.
@@ -402,17 +414,15 @@ impl Router {
 
     /// A `tools/call` answer: reported to the gateway, passed on redacted (and fenced).
     async fn called(self: Arc<Self>, id: Value, mut v: Value, tool: String) {
-        let params = if let Some(e) = v.get("error") {
-            let text = e["message"].as_str().unwrap_or("").to_owned();
-            json!({"session": self.session, "tool": tool, "error": text})
-        } else {
-            json!({"session": self.session, "tool": tool,
-                   "output": tools::output_payload(&v["result"])})
+        let result = match v.get("error") {
+            Some(e) => Err(e["message"].as_str().unwrap_or("").to_owned()),
+            None => Ok(tools::output_payload(&v["result"])),
         };
-        match self.backend.call("call/output", params).await {
+        let report = CallOutput::of(&self.session, &tool, result);
+        match self.backend.request(report).await {
             Ok(answer) => {
                 if let Some(e) = v.get_mut("error") {
-                    e["message"] = answer.get("error").cloned().unwrap_or(json!(""));
+                    e["message"] = json!(answer.error.as_deref().unwrap_or(""));
                     e.as_object_mut().map(|o| o.remove("data"));
                 } else if let Some(r) = v.get_mut("result") {
                     tools::apply_output(r, &answer);

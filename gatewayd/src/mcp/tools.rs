@@ -5,16 +5,31 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-/// The definition fields the gateway fingerprints, from one listed tool.
-pub(super) fn definition(tool: &Value) -> Value {
-    let mut d = json!({
-        "name": tool.get("name").cloned().unwrap_or(Value::Null),
-        "description": tool.get("description").cloned().unwrap_or(json!("")),
-    });
-    if let Some(s) = tool.get("inputSchema") {
-        d["inputSchema"] = s.clone();
-    }
-    d
+use crate::protocol::{Checked, Status, ToolStatus};
+use gatewayd_core::engine::{ToolDefinition, Verdict};
+
+/// The definition fields the gateway fingerprints, from one listed tool; a tool without a
+/// string name, or with a description that is not a string, is refused (the whole listing
+/// is then answered with an error, as a listing the gateway could not check).
+pub(super) fn definition(tool: &Value) -> Result<ToolDefinition, String> {
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("a listed tool without a string `name`")?;
+    let description = match tool.get("description") {
+        None => "",
+        Some(d) => d
+            .as_str()
+            .ok_or_else(|| format!("tool `{name}`: `description` is not a string"))?,
+    };
+    Ok(ToolDefinition {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: tool
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(gatewayd_core::engine::fingerprint::default_schema),
+    })
 }
 
 /// What the gateway said about one listed tool (`tools/register`).
@@ -29,20 +44,20 @@ pub(super) struct Withheld {
 /// fenced text block, without structured content). Returns what was withheld.
 pub(super) fn filter_listing(
     result: &mut Value,
-    statuses: &[Value],
+    statuses: &[ToolStatus],
     untrusted: &BTreeSet<String>,
 ) -> Vec<Withheld> {
     let accepted: BTreeSet<&str> = statuses
         .iter()
-        .filter(|s| s["status"] == "accepted")
-        .filter_map(|s| s["name"].as_str())
+        .filter(|s| s.status == Status::Accepted)
+        .map(|s| s.name.as_str())
         .collect();
     let mut withheld: Vec<Withheld> = statuses
         .iter()
-        .filter(|s| s["status"] != "accepted")
+        .filter(|s| s.status != Status::Accepted)
         .map(|s| Withheld {
-            name: s["name"].as_str().unwrap_or("").to_owned(),
-            status: s["status"].as_str().unwrap_or("?").to_owned(),
+            name: s.name.clone(),
+            status: s.status.code().to_owned(),
         })
         .collect();
     let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
@@ -71,16 +86,8 @@ pub(super) fn filter_listing(
 /// The result of a refused call: a tool error naming the decision, the reason code and the
 /// gateway's message (written for the model). `modern`: the request came in a 2026-07-28
 /// session, whose results carry `resultType`.
-pub(super) fn refused(decide: &Value, modern: bool) -> Value {
-    let decision = decide["decision"].as_str().unwrap_or("deny");
-    let reason = decide["reason"].as_str().unwrap_or("check_error");
-    let message = decide["message"].as_str().unwrap_or("");
-    let text = match decision {
-        "hold" => format!(
-            "gatewayd held this call for a person's approval (reason `{reason}`): {message}"
-        ),
-        _ => format!("gatewayd refused this call (reason `{reason}`): {message}"),
-    };
+pub(super) fn refused(verdict: &Verdict, modern: bool) -> Value {
+    let text = crate::backend::verdict_text(verdict);
     let mut r = json!({"content": [{"type": "text", "text": text}], "isError": true});
     if modern {
         r["resultType"] = json!("complete");
@@ -114,11 +121,11 @@ pub(super) fn output_payload(result: &Value) -> Value {
 /// Puts the gateway's answer to `call/output` back into the tool's result: a text (redacted,
 /// or fenced for an untrusted tool) becomes the only content; a redacted payload replaces
 /// content and structured content.
-pub(super) fn apply_output(result: &mut Value, answer: &Value) {
+pub(super) fn apply_output(result: &mut Value, answer: &Checked) {
     let Some(obj) = result.as_object_mut() else {
         return;
     };
-    match answer.get("output") {
+    match answer.output.as_ref() {
         Some(Value::String(text)) => {
             obj.insert("content".into(), json!([{"type": "text", "text": text}]));
             obj.remove("structuredContent");
@@ -156,10 +163,20 @@ mod tests {
             {"name": "a", "outputSchema": {"type": "object"}},
             {"name": "b"}, {"name": "c"}, {"description": "nameless"}],
             "nextCursor": "p2"});
+        let status = |name: &str, status: Status| ToolStatus {
+            name: name.into(),
+            status,
+        };
         let statuses = vec![
-            json!({"name": "a", "status": "accepted"}),
-            json!({"name": "b", "status": "rug_pull"}),
-            json!({"name": "c", "status": "not_in_policy"}),
+            status("a", Status::Accepted),
+            status(
+                "b",
+                Status::RugPull {
+                    pinned: "sha256:a".into(),
+                    got: "sha256:b".into(),
+                },
+            ),
+            status("c", Status::NotInPolicy),
         ];
         let untrusted = BTreeSet::from(["a".to_owned()]);
         let w = filter_listing(&mut r, &statuses, &untrusted);
@@ -171,7 +188,14 @@ mod tests {
 
     #[test]
     fn refusals_are_tool_errors() {
-        let d = json!({"decision": "deny", "reason": "sandbox", "message": "protected"});
+        let d = Verdict {
+            decision: gatewayd_core::engine::Decision::Deny,
+            reason: gatewayd_core::engine::Reason::Sandbox,
+            message: "protected".into(),
+            matched_rules: Vec::new(),
+            hold_reasons: Vec::new(),
+            approval_id: None,
+        };
         let r = refused(&d, true);
         assert_eq!(r["isError"], true);
         assert_eq!(r["resultType"], "complete");
@@ -194,13 +218,21 @@ mod tests {
         assert_eq!(output_payload(&r)["structuredContent"], json!({"a": 1}));
     }
 
+    fn checked(output: Option<Value>) -> Checked {
+        Checked {
+            output,
+            error: None,
+            legs: gatewayd_core::engine::Legs::default(),
+        }
+    }
+
     #[test]
     fn outputs_are_put_back() {
         let mut r = json!({"content": [{"type": "text", "text": "raw"}],
                            "structuredContent": {"x": 1}, "isError": false});
         apply_output(
             &mut r,
-            &json!({"output": "<untrusted-output>raw</untrusted-output>"}),
+            &checked(Some(json!("<untrusted-output>raw</untrusted-output>"))),
         );
         assert_eq!(
             r["content"][0]["text"],
@@ -211,11 +243,13 @@ mod tests {
         let mut r = json!({"content": [{"type": "text", "text": "pw"}]});
         apply_output(
             &mut r,
-            &json!({"output": {"content": [{"type": "text", "text": "[REDACTED:pw]"}]}}),
+            &checked(Some(
+                json!({"content": [{"type": "text", "text": "[REDACTED:pw]"}]}),
+            )),
         );
         assert_eq!(r["content"][0]["text"], "[REDACTED:pw]");
         let mut r = json!({"content": []});
-        apply_output(&mut r, &json!({}));
+        apply_output(&mut r, &checked(None));
         assert!(
             r["content"][0]["text"]
                 .as_str()

@@ -23,9 +23,9 @@ use crate::{
     daemon::{
         Gateway, GatewayConfig, HookFuture, ServerOptions, TripHook, TrippedSession,
         peer::{Peer, is_within},
-        protocol::params,
         server, socket,
     },
+    protocol::SessionOpen,
     shutdown::{self, Trigger},
 };
 use gatewayd_core::{
@@ -193,7 +193,7 @@ impl AgentGateway {
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
         );
-        let open = params::Open {
+        let open = SessionOpen {
             session: Some(s.session.to_owned()),
             user: s.user.to_owned(),
             scopes: s.scopes.to_vec(),

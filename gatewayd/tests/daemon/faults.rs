@@ -14,9 +14,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gatewayd::daemon::{
+use gatewayd::protocol::{
+    MAX_LINE,
     client::{Client, ClientError},
-    protocol::{MAX_LINE, code},
+    code,
 };
 use serde_json::{Value, json};
 use support::{Daemon, records};

@@ -11,9 +11,9 @@ use std::{
     time::Duration,
 };
 
-use gatewayd::daemon::{
-    client::{Client, ClientError},
-    poll::{CLIENT_POLL, SERVER_POLL},
+use gatewayd::{
+    daemon::poll::{CLIENT_POLL, SERVER_POLL},
+    protocol::client::{Client, ClientError},
 };
 use gatewayd_core::clock::SystemClock;
 use serde_json::{Value, json};
@@ -132,7 +132,7 @@ fn answers_after_the_clients_window_are_read_whole() {
             vec![format!("{a}\n")]
         }
     });
-    let mut c = Client::connect(&path).unwrap();
+    let mut c = Client::connect_unchecked(&path).unwrap();
     for id in 1..=5u64 {
         assert_eq!(c.call("hello", json!({})).unwrap()["n"], json!(id));
     }

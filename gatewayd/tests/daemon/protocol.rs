@@ -7,7 +7,7 @@ use crate::support;
 
 use std::{collections::HashMap, path::Path, sync::Arc};
 
-use gatewayd::daemon::dispatch::METHODS;
+use gatewayd::protocol::Method;
 use gatewayd_core::clock::ManualClock;
 use regex::Regex;
 use serde_json::{Value, json};
@@ -114,7 +114,7 @@ fn check_schema(req: &str, answer: &str) {
     let a: Value = serde_json::from_str(answer).unwrap();
     let r: Value = serde_json::from_str(req).unwrap_or(Value::Null);
     let method = r["method"].as_str().unwrap_or("");
-    let known = METHODS.contains(&method);
+    let known = Method::from_name(method).is_some();
     let method = method.replace('/', ".");
     let mut defs = Vec::new();
     let refused = [-32700, -32600, -32602].contains(&a["error"]["code"].as_i64().unwrap_or(0));
@@ -146,7 +146,7 @@ fn check_schema(req: &str, answer: &str) {
 fn every_method_has_schemas_and_an_example() {
     let schema: Value = serde_json::from_str(SCHEMA).unwrap();
     let (_, blocks) = parse_doc();
-    for m in METHODS {
+    for m in Method::ALL.iter().map(|m| m.name()) {
         let n = m.replace('/', ".");
         for suffix in ["request", "response"] {
             assert!(

@@ -8,10 +8,12 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
-use gatewayd::daemon::{
-    HookFuture, TripHook, TrippedSession,
-    client::{Client, ClientError},
-    protocol::code,
+use gatewayd::{
+    daemon::{HookFuture, TripHook, TrippedSession},
+    protocol::{
+        client::{Client, ClientError},
+        code,
+    },
 };
 use serde_json::{Value, json};
 use support::{AgentRelay, Daemon, records, require_cgroups};

@@ -8,8 +8,9 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use gatewayd::daemon::{
-    Gateway, HookFuture, TripHook, TrippedSession, peer::Peer, protocol::params,
+use gatewayd::{
+    daemon::{Gateway, HookFuture, TripHook, TrippedSession, peer::Peer},
+    protocol::SessionOpen,
 };
 use gatewayd_core::engine::Legs;
 use serde_json::{Value, json};
@@ -48,8 +49,8 @@ fn me() -> Peer {
     Peer::from_parts(std::process::id() as i32, 0, 0)
 }
 
-fn open_params(id: &str) -> params::Open {
-    params::Open {
+fn open_params(id: &str) -> SessionOpen {
+    SessionOpen {
         session: Some(id.to_owned()),
         user: "alice".into(),
         scopes: Vec::new(),
@@ -81,7 +82,7 @@ fn a_session_starts_with_its_protected_files_and_environment_as_secrets() {
     rt().block_on(d.gw.open_with_env(&cg, &me, open_params("s"), Some(env)))
         .unwrap();
     let mut c = d.client();
-    let send = |c: &mut gatewayd::daemon::client::Client, body: &str| {
+    let send = |c: &mut gatewayd::protocol::client::Client, body: &str| {
         c.call(
             "call/decide",
             json!({"session": "s", "call": {"tool": "send_email", "arguments": {"body": body}}}),

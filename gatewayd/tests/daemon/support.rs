@@ -12,7 +12,8 @@ use std::{
 };
 
 use gatewayd::{
-    daemon::{self, DaemonError, Gateway, ServeOptions, ServerOptions, client::Client},
+    daemon::{self, DaemonError, Gateway, ServeOptions, ServerOptions},
+    protocol::client::Client,
     shutdown::{self, Trigger},
 };
 use gatewayd_core::{audit::writer::Head, clock::Clock};

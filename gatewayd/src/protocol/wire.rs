@@ -1,5 +1,5 @@
-//! The wire format (docs/PROTOCOL.md): JSON-RPC 2.0, one message per line, UTF-8, at most
-//! [`MAX_LINE`] bytes per line including the newline.
+//! The frame (docs/PROTOCOL.md): JSON-RPC 2.0, one message per line, UTF-8, at most
+//! [`MAX_LINE`] bytes per line including the newline; the error codes.
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -117,90 +117,52 @@ pub fn response(id: &Value, result: Result<Value, RpcError>) -> String {
     })
 }
 
-/// Parameters of each method (unknown fields are refused, so a misspelt field is an error,
-/// not a silently ignored option).
-pub mod params {
-    use serde::Deserialize;
-    use serde_json::Value;
-
-    use gatewayd_core::engine::{ToolCall, ToolDefinition};
-
-    /// `session/open`.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct Open {
-        /// The session id: chosen by the client (e.g. the agent host's session id), or made
-        /// up by the daemon. Opening an id the caller's cgroup already opened attaches to it.
-        #[serde(default)]
-        pub session: Option<String>,
-        /// Who the agent acts for (1 to 256 bytes), from the application.
-        pub user: String,
-        /// Scopes the session holds, from the application.
-        #[serde(default)]
-        pub scopes: Vec<String>,
+/// One request line as a client writes it (without the newline): the members in the order
+/// PROTOCOL.md's examples show them.
+pub(crate) fn request_line<P: Serialize>(
+    id: u64,
+    method: &str,
+    params: &P,
+) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct Line<'a, P> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        params: &'a P,
     }
+    serde_json::to_string(&Line {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
 
-    /// Methods that name only a session (`session/close`).
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct SessionOnly {
-        /// The session id.
-        pub session: String,
-    }
+/// One answer line as a client reads it: the result (of type `R`) or the error.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Answer<R> {
+    /// The request's id (null for a line that could not be read as a request).
+    pub(crate) id: Value,
+    /// The result; absent on error.
+    #[serde(default = "Option::default")]
+    pub(crate) result: Option<R>,
+    /// The error; absent on success.
+    #[serde(default)]
+    pub(crate) error: Option<RpcError>,
+}
 
-    /// `tools/register`.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct Register {
-        /// The session id.
-        pub session: String,
-        /// The definitions the tool server announced.
-        pub tools: Vec<ToolDefinition>,
-    }
-
-    /// `secrets/add`.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct Secret {
-        /// The session id.
-        pub session: String,
-        /// The secret's name (recorded; the value never is).
-        pub name: String,
-        /// The value, at least 8 characters.
-        pub value: String,
-    }
-
-    /// `call/decide`.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct Decide {
-        /// The session id.
-        pub session: String,
-        /// The call the agent asks for.
-        pub call: ToolCall,
-    }
-
-    /// `call/output`: what the tool returned (`output` or `error`).
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct Output {
-        /// The session id.
-        pub session: String,
-        /// The tool that ran.
-        pub tool: String,
-        /// Its output.
-        #[serde(default)]
-        pub output: Option<Value>,
-        /// Its error text.
-        #[serde(default)]
-        pub error: Option<String>,
-    }
-
-    /// `approvals/approve` and `approvals/deny`.
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct ApprovalId {
-        /// The approval id.
-        pub id: String,
+impl<R> Answer<R> {
+    /// The result or the error of an answer to request `id`; `None` when the answer is to
+    /// another id or has neither.
+    pub(crate) fn into_result(self, id: u64) -> Option<Result<R, RpcError>> {
+        if self.id.as_u64() != Some(id) && !(self.id.is_null() && self.error.is_some()) {
+            return None;
+        }
+        match (self.result, self.error) {
+            (_, Some(e)) => Some(Err(e)),
+            (Some(r), None) => Some(Ok(r)),
+            (None, None) => None,
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! A small blocking client of the daemon's protocol: the operator CLI, the tests and the
-//! benchmark use it; front ends (the MCP proxy, the hooks) can too.
+//! A small blocking client of the daemon's protocol: the operator CLI, the hooks, the MCP
+//! proxy (through [`crate::backend::Backend`]), the tests and the benchmark use it. It checks
+//! the daemon's protocol version when it connects, the one place every client does.
 use std::{
     io::{self, BufRead, BufReader, Write},
     os::{fd::AsFd as _, unix::net::UnixStream},
@@ -7,12 +8,14 @@ use std::{
     time::Instant,
 };
 
-use serde_json::{Value, json};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
 
 use super::{
-    poll::{self, Outcome, Window},
-    protocol::RpcError,
+    Hello, PROTOCOL_VERSION, Rpc,
+    wire::{Answer, RpcError, request_line},
 };
+use crate::daemon::poll::{self, Outcome, Window};
 
 /// Why a client request failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +40,14 @@ pub enum ClientError {
     /// The daemon answered with an error.
     #[error("{0}")]
     Rpc(RpcError),
+    /// The daemon's `hello` names another protocol version than this build's.
+    #[error("the daemon speaks protocol {got}, this gatewayd {want}")]
+    Protocol {
+        /// The `protocol` of the daemon's `hello`.
+        got: u32,
+        /// This build's [`PROTOCOL_VERSION`].
+        want: u32,
+    },
 }
 
 /// One connection; requests are answered in order.
@@ -50,8 +61,23 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects to the daemon's socket at `path`.
+    /// Connects to the daemon's socket at `path` and checks that it speaks this build's
+    /// protocol version (`hello`).
     pub fn connect(path: &Path) -> Result<Client, ClientError> {
+        let mut c = Client::connect_unchecked(path)?;
+        let hello = c.request(&Hello {})?;
+        if hello.protocol != PROTOCOL_VERSION {
+            return Err(ClientError::Protocol {
+                got: hello.protocol,
+                want: PROTOCOL_VERSION,
+            });
+        }
+        Ok(c)
+    }
+
+    /// Connects without the version check: for tests of the frame itself, and servers that
+    /// are not gatewayd.
+    pub fn connect_unchecked(path: &Path) -> Result<Client, ClientError> {
         let s = UnixStream::connect(path).map_err(|source| ClientError::Connect {
             path: path.display().to_string(),
             source,
@@ -118,26 +144,37 @@ impl Client {
         Ok(self.line.trim_end_matches('\n').to_owned())
     }
 
-    /// Calls `method`; the result, or the daemon's error as [`ClientError::Rpc`].
+    /// Calls the method of `params`; its result, or the daemon's error as
+    /// [`ClientError::Rpc`].
+    pub fn request<R: Rpc>(&mut self, params: &R) -> Result<R::Reply, ClientError> {
+        self.exchange(R::METHOD.name(), params)
+    }
+
+    /// Calls `method` with any parameters and returns the result as JSON: for tests that
+    /// send what the typed requests cannot (misspelt fields, wrong types).
     pub fn call(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.exchange(method, &params)
+    }
+
+    /// Sends one request and reads its answer as a `T`.
+    fn exchange<P: Serialize, T: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &P,
+    ) -> Result<T, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
-        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let answer = self.raw(&req.to_string())?;
-        let mut v: Value =
-            serde_json::from_str(&answer).map_err(|e| ClientError::Malformed(e.to_string()))?;
-        if v.get("id") != Some(&json!(id)) {
-            return Err(ClientError::Malformed(format!(
-                "answer to another id: {answer}"
-            )));
+        let line =
+            request_line(id, method, params).map_err(|e| ClientError::Malformed(e.to_string()))?;
+        let answer = self.raw(&line)?;
+        let a: Answer<T> = serde_json::from_str(&answer)
+            .map_err(|e| ClientError::Malformed(format!("{e}: {answer}")))?;
+        match a.into_result(id) {
+            Some(Ok(r)) => Ok(r),
+            Some(Err(e)) => Err(ClientError::Rpc(e)),
+            None => Err(ClientError::Malformed(format!(
+                "not an answer to request {id}: {answer}"
+            ))),
         }
-        if let Some(e) = v.get_mut("error") {
-            let e: RpcError = serde_json::from_value(e.take())
-                .map_err(|e| ClientError::Malformed(e.to_string()))?;
-            return Err(ClientError::Rpc(e));
-        }
-        v.get_mut("result")
-            .map(Value::take)
-            .ok_or(ClientError::Malformed(answer))
     }
 }
