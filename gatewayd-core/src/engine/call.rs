@@ -1,7 +1,7 @@
 //! A tool call as the agent asks for it, and its full path through [`Engine::call`]: the
 //! checks, the approval, one durable audit record, what an allowed call counts and marks,
 //! credential injection, the handler, and its output redacted and fenced.
-use std::collections::BTreeMap;
+use std::{borrow::Cow, collections::BTreeMap};
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -61,6 +61,16 @@ impl Credentials {
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
     }
+
+    /// Whether the tool was given none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Every credential by name, to hand to a tool runner in another process.
+    pub fn to_map(&self) -> BTreeMap<String, String> {
+        self.0.clone()
+    }
 }
 
 impl std::fmt::Debug for Credentials {
@@ -91,53 +101,43 @@ impl Outcome {
     }
 }
 
+/// What [`Engine::admit`] decided, and on allow what running the call needs.
+#[derive(Debug)]
+pub struct Admission<'c> {
+    /// The decision on the call (its record is written).
+    pub verdict: Verdict,
+    /// On allow: the call to run; its result goes to [`Engine::complete`].
+    pub admitted: Option<Admitted<'c>>,
+}
+
+/// An allowed call, counted and with its legs set, waiting for its result.
+#[derive(Debug)]
+pub struct Admitted<'c> {
+    /// The arguments to run the tool with (path arguments canonicalised; borrowed from the
+    /// call when nothing changed).
+    pub arguments: Cow<'c, Value>,
+    /// The credentials the tool lists, with their values; never shown to the model.
+    pub credentials: Credentials,
+    /// The tool's name.
+    tool: String,
+    /// Its output is untrusted (fenced, remembered for the echo check).
+    untrusted: bool,
+}
+
 impl Engine {
-    /// The full path of a call: every check, approval, credential injection, the handler
-    /// (only on allow), output redaction and fencing, and exactly one audit record, written
-    /// before the handler runs. If the record cannot be written the call is denied.
+    /// The full path of a call in this process: [`Engine::admit`], the handler (only on
+    /// allow), then [`Engine::complete`] on its result. The record is written before the
+    /// handler runs; if it cannot be, the call is denied.
     pub fn call<F>(&self, s: &mut Session, call: &ToolCall, handler: F) -> Outcome
     where
         F: FnOnce(&Value, &Credentials) -> Result<Value, String>,
     {
-        let now = self.clock.now_ms();
-        let (mut verdict, args) = checks::run(self, s, call, Some(now));
-        let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&args).as_bytes());
-        approval_hold::settle(self, s, call, &mut verdict, &digest, now);
-        // A secret_egress message is made of names; others can quote what the model sent.
-        let deep = !matches!(verdict.reason, Reason::Allowed | Reason::SecretEgress);
-        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
-
-        if let Err(e) = self.record(s, call, &verdict, &digest) {
-            return Outcome::refused(Verdict::deny(
-                Reason::AuditUnavailable,
-                format!("the audit record could not be written ({e}); nothing was run"),
-            ));
-        }
-        if !verdict.is_allow() {
-            // An attempt on a protected path or a secret counts toward the Rule of Two.
-            suspicion::after_denial(self, s, call, &verdict);
+        let Admission { verdict, admitted } = self.admit(s, call);
+        let Some(admitted) = admitted else {
             return Outcome::refused(verdict);
-        }
-
-        // Allowed: count it, mark the legs, run it.
-        let tools = self
-            .tools
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(tool) = tools.get(&call.tool) else {
-            return Outcome::refused(Verdict::deny(Reason::CheckError, "tool vanished"));
         };
-        limits::count(&self.policy, s, tool, now);
-        rule_of_two::mark_legs(s, tool);
-        secret_egress::remember(s, tool, call);
-        let untrusted = tool.has(Label::UntrustedOutput);
-        let creds = credentials::inject(self, tool);
-        let name = tool.def.name.clone();
-        drop(tools);
-
-        let result = handler(&args, &creds);
-        drop(creds);
-        let (output, error) = self.finish_output(s, &name, untrusted, result);
+        let result = handler(&admitted.arguments, &admitted.credentials);
+        let (output, error) = self.complete(s, admitted, result);
         Outcome {
             verdict,
             output,
@@ -145,8 +145,70 @@ impl Engine {
         }
     }
 
-    /// What follows the handler of an allowed call, for a call its caller ran itself after
-    /// [`Engine::call`] allowed it (the daemon's `call/output`): credentials redacted; for
+    /// Admission of a call: every check, approvals, the message scrubbed, exactly one audit
+    /// record (submitted to the sink; a write that fails denies), and on allow the session's
+    /// counters and Rule-of-Two legs (for an `untrusted_output` tool the untrusted leg is set
+    /// here: its output is about to be seen). A denial of a protected path or a secret counts
+    /// toward the Rule of Two ([`suspicion`]).
+    pub fn admit<'c>(&self, s: &mut Session, call: &'c ToolCall) -> Admission<'c> {
+        let now = self.clock.now_ms();
+        let (mut verdict, arguments) = checks::run(self, s, call, Some(now));
+        let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&arguments).as_bytes());
+        approval_hold::settle(self, s, call, &mut verdict, &digest, now);
+        // A secret_egress message is made of names; others can quote what the model sent.
+        let deep = !matches!(verdict.reason, Reason::Allowed | Reason::SecretEgress);
+        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
+        let refused = |verdict| Admission {
+            verdict,
+            admitted: None,
+        };
+        if let Err(e) = self.record(s, call, &verdict, &digest) {
+            return refused(Verdict::deny(
+                Reason::AuditUnavailable,
+                format!("the audit record could not be written ({e}); nothing was run"),
+            ));
+        }
+        if !verdict.is_allow() {
+            suspicion::after_denial(self, s, call, &verdict);
+            return refused(verdict);
+        }
+        let tools = self
+            .tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(tool) = tools.get(&call.tool) else {
+            return refused(Verdict::deny(Reason::CheckError, "tool vanished"));
+        };
+        limits::count(&self.policy, s, tool, now);
+        rule_of_two::mark_legs(s, tool);
+        secret_egress::remember(s, tool, call);
+        let admitted = Admitted {
+            arguments,
+            credentials: credentials::inject(self, tool),
+            tool: tool.def.name.clone(),
+            untrusted: tool.has(Label::UntrustedOutput),
+        };
+        Admission {
+            verdict,
+            admitted: Some(admitted),
+        }
+    }
+
+    /// Completion of an admitted call: its result as the model may see it (see
+    /// [`Engine::finish`]). The credentials are dropped here.
+    pub fn complete(
+        &self,
+        s: &mut Session,
+        admitted: Admitted<'_>,
+        result: Result<Value, String>,
+    ) -> (Option<Value>, Option<String>) {
+        drop(admitted.credentials);
+        self.finish_output(s, &admitted.tool, admitted.untrusted, result)
+    }
+
+    /// Completion of a call its caller ran itself after [`Engine::admit`] allowed it, named
+    /// by its tool (the daemon's `call/output`, which may come from another process than the
+    /// decision): credentials redacted; for
     /// an `untrusted_output` tool (or one not in the registry) the untrusted leg is set, the
     /// text remembered for the echo check and returned in one fenced block.
     pub fn finish(

@@ -37,7 +37,7 @@ mod verdict;
 
 pub use approval::{Approval, ApprovalState};
 pub use audit_sink::{AuditRecord, AuditSink};
-pub use call::{Credentials, Outcome, ToolCall};
+pub use call::{Admission, Admitted, Credentials, Outcome, ToolCall};
 pub use error::{ApprovalError, EngineError, SecretError};
 pub use registry::{Registration, ToolDefinition};
 pub use session::{Legs, Session};

@@ -3,7 +3,6 @@
 //! socket server (`server.rs`) and any supervisor that embeds the daemon (`gatewayd run`)
 //! call these.
 use std::{
-    collections::BTreeMap,
     path::PathBuf,
     sync::{Arc, Mutex, RwLock},
 };
@@ -400,11 +399,9 @@ impl Gateway {
     pub async fn decide(&self, peer: &Peer, p: CallDecide) -> Result<Decided, RpcError> {
         let slot = self.session_for(peer, &p.session, "call/decide").await?;
         let mut st = slot.state.lock().await;
-        let mut handed = None;
-        let outcome = self.engine.call(&mut st.session, &p.call, |args, creds| {
-            handed = Some((args.clone(), self.credentials_of(&p.call.tool, creds)));
-            Ok(Value::Null)
-        });
+        // The session stays locked until the record is durable: the decision's effects on
+        // it (counters, legs) are seen by no other call before that.
+        let admission = self.engine.admit(&mut st.session, &p.call);
         let legs = st.session.legs();
         if let Err(e) = self.durable().await {
             return Ok(deny(
@@ -419,35 +416,24 @@ impl Gateway {
         {
             return Ok(deny(Reason::CheckError, e, legs));
         }
-        let allowed = outcome.verdict.is_allow();
-        let (arguments, creds) = match handed {
-            Some((a, c)) if allowed => (Some(a), c),
-            _ => (None, None),
-        };
         let in_agent = peer
             .cgroup
             .as_deref()
             .is_none_or(|c| self.agents.contains(c));
+        let (arguments, credentials) = match admission.admitted {
+            Some(a) => {
+                let creds =
+                    (!in_agent && !a.credentials.is_empty()).then(|| a.credentials.to_map());
+                (Some(a.arguments.into_owned()), creds)
+            }
+            None => (None, None),
+        };
         Ok(Decided {
-            verdict: outcome.verdict,
+            verdict: admission.verdict,
             arguments,
-            credentials: creds.filter(|_| !in_agent),
+            credentials,
             legs,
         })
-    }
-
-    fn credentials_of(
-        &self,
-        tool: &str,
-        creds: &gatewayd_core::engine::Credentials,
-    ) -> Option<BTreeMap<String, String>> {
-        let def = self.engine.policy().tools.iter().find(|t| t.name == tool)?;
-        let m: BTreeMap<String, String> = def
-            .credentials
-            .iter()
-            .filter_map(|n| Some((n.clone(), creds.get(n)?.to_owned())))
-            .collect();
-        (!m.is_empty()).then_some(m)
     }
 
     /// `call/output`: a tool's output or error, redacted, and fenced when untrusted.

@@ -29,8 +29,14 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     Ok(())
 }
 
-/// An allowed call of a `reads_private` or `sends_out` tool marks that leg.
+/// An allowed call marks the legs its tool's labels name: `untrusted_output`, `reads_private`,
+/// `sends_out`.
 pub(in crate::engine) fn mark_legs(s: &mut Session, tool: &Tool) {
+    // Its output is about to be seen: set before the tool runs, so a call decided before the
+    // output is reported (the daemon's `call/decide`, then `call/output`) already counts it.
+    if tool.has(Label::UntrustedOutput) {
+        s.mark_untrusted();
+    }
     if tool.has(Label::ReadsPrivate) {
         s.mark_private();
     }
