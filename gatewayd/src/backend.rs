@@ -8,8 +8,6 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use serde_json::Value;
-
 use crate::{
     daemon::{Gateway, GatewayConfig, dispatch::Serve, peer::Peer},
     protocol::{
@@ -19,7 +17,7 @@ use crate::{
 };
 use gatewayd_core::{
     audit::{
-        AuditLog, Decision, Entry, Source,
+        AuditLog, Decision,
         writer::{AuditWriter, WriterHandle},
     },
     clock::Clock,
@@ -181,19 +179,6 @@ impl Backend {
                 .map_err(|e| BackendError::Malformed(format!("audit log: {e}")))?;
         }
         Ok(())
-    }
-}
-
-/// A record of the front end's own (not a tool-call decision), from source `gateway`.
-pub fn entry(session: &str, decision: Decision, reason: &str, detail: Value) -> Entry {
-    Entry {
-        source: Source::Gateway,
-        session: session.to_owned(),
-        tool: None,
-        hook: None,
-        decision,
-        reason: reason.to_owned(),
-        detail,
     }
 }
 

@@ -32,7 +32,7 @@ use tokio::sync::mpsc;
 
 use gatewayd_core::{
     audit::{
-        AuditLog, Decision, Entry, Source,
+        AuditLog, Decision, Entry,
         writer::{AuditWriter, WriteError},
     },
     clock::{Clock, SystemClock},
@@ -53,7 +53,7 @@ pub mod left_behind;
 mod records;
 
 use agent_process::{Agent, SpawnError, spawn_and_wait};
-use records::{AUDIT_QUEUE, Suspicion, append, denial, forward_kernel_records, info};
+use records::{AUDIT_QUEUE, Suspicion, append, forward_kernel_records};
 
 /// Why `gatewayd run` did not start the agent, or lost track of it.
 #[derive(Debug, thiserror::Error)]
@@ -164,8 +164,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         {
             Ok(p) => p,
             Err(e) => {
-                let entry = denial(
+                let entry = Entry::gateway(
                     &session,
+                    Decision::Deny,
                     "agent_user",
                     json!({"agent": opts.agent, "error": e.to_string(),
                     "message": "the agent's user could not be settled; it was not started"}),
@@ -209,8 +210,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             .and_then(|p| kernel::spec::inode_key(p).ok());
         if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
             let resolved = resolved.map_or_else(|| "not found".into(), |p| p.display().to_string());
-            let entry = denial(
+            let entry = Entry::gateway(
                 &session,
+                Decision::Deny,
                 "exec_not_allowed",
                 json!({
                     "agent": opts.agent, "resolved": resolved,
@@ -233,8 +235,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
             } else {
                 "the kernel layer could not take this session; the agent was not started"
             };
-            let entry = denial(
+            let entry = Entry::gateway(
                 &session,
+                Decision::Deny,
                 "kernel_unavailable",
                 json!({
                     "agent": opts.agent, "policy": opts.policy_path, "error": kernel::chain(&e),
@@ -320,8 +323,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     }
     append(
         &audit,
-        info(
+        Entry::gateway(
             &session,
+            Decision::Info,
             "session_start",
             json!({
                 "agent": opts.agent,
@@ -358,14 +362,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
         let denials = denials.clone();
         kernel::task::spawn(ksession, spec, records, move |d| {
             denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Entry {
-                source: Source::Kernel,
-                session: session.clone(),
-                tool: None,
-                hook: Some(d.hook.to_string()),
-                decision: Decision::Deny,
-                reason: d.reason.to_string(),
-                detail: d.detail,
+            records::KernelRecord {
+                reason: d.reason,
+                entry: d.into_entry(&session),
             }
         })?
     };
@@ -486,8 +485,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     if dropped > 0 {
         append(
             &audit,
-            info(
+            Entry::gateway(
                 &session,
+                Decision::Info,
                 "events_dropped",
                 json!({
                     "count": dropped,
@@ -499,8 +499,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     }
     append(
         &audit,
-        info(
+        Entry::gateway(
             &session,
+            Decision::Info,
             "session_end",
             json!({
                 "exit_code": exit_code,
@@ -539,7 +540,11 @@ async fn report_left_behind(
     );
     let detail = json!({"paths": shown,
         "message": "the agent created, changed or removed files that git, direnv, editors or hook managers run or load later"});
-    append(audit, info(session, "left_behind", detail)).await?;
+    append(
+        audit,
+        Entry::gateway(session, Decision::Info, "left_behind", detail),
+    )
+    .await?;
     Ok(())
 }
 

@@ -76,6 +76,55 @@ pub struct Entry {
     pub detail: Value,
 }
 
+impl Entry {
+    /// A record of the gateway that is not a tool call's decision (a session opened, a
+    /// refusal on the agent's behalf, a lockdown); [`Entry::tool`] sets the tool it is about.
+    pub fn gateway(session: &str, decision: Decision, reason: &str, detail: Value) -> Entry {
+        Entry {
+            source: Source::Gateway,
+            session: session.to_owned(),
+            tool: None,
+            hook: None,
+            decision,
+            reason: reason.to_owned(),
+            detail,
+        }
+    }
+
+    /// A kernel denial: the program's `hook`, its reason code and specifics.
+    pub fn kernel(session: &str, hook: &str, reason: &str, detail: Value) -> Entry {
+        Entry {
+            source: Source::Kernel,
+            session: session.to_owned(),
+            tool: None,
+            hook: Some(hook.to_owned()),
+            decision: Decision::Deny,
+            reason: reason.to_owned(),
+            detail,
+        }
+    }
+
+    /// `egress_lockdown`: every connect and send of the agent's cgroup is denied from now on.
+    /// `tool` is the call that caused it, when a call did; `detail` says what did (the
+    /// message is added).
+    pub fn egress_lockdown(session: &str, tool: Option<&str>, mut detail: Value) -> Entry {
+        if let Some(d) = detail.as_object_mut() {
+            d.insert(
+                "message".into(),
+                "all egress of the agent's cgroup is denied from now on".into(),
+            );
+        }
+        Entry::gateway(session, Decision::Deny, "egress_lockdown", detail).tool(tool)
+    }
+
+    /// This entry, about `tool`.
+    #[must_use]
+    pub fn tool(mut self, tool: Option<&str>) -> Entry {
+        self.tool = tool.map(str::to_owned);
+        self
+    }
+}
+
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -543,3 +543,19 @@ fn failed_write_poisons_the_log() {
         "nothing written once poisoned"
     );
 }
+
+#[test]
+fn a_lockdown_record_names_the_call_and_says_what_it_means() {
+    let e = Entry::egress_lockdown("s", Some("read_inbox"), json!({"trigger": "rule_of_two"}));
+    assert_eq!(e.reason, "egress_lockdown");
+    assert_eq!(e.tool.as_deref(), Some("read_inbox"));
+    assert_eq!(e.decision, Decision::Deny);
+    assert_eq!(e.source, Source::Gateway);
+    assert_eq!(e.detail["trigger"], "rule_of_two");
+    assert!(e.detail["message"].as_str().unwrap().contains("denied"));
+    let k = Entry::kernel("s", "lsm/file_open", "protected_path", json!({}));
+    assert_eq!(
+        (k.source, k.decision, k.hook.as_deref()),
+        (Source::Kernel, Decision::Deny, Some("lsm/file_open"))
+    );
+}

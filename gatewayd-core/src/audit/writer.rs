@@ -343,15 +343,7 @@ impl crate::engine::AuditSink for DeferredSink {
 
 /// An engine record as a `source: gateway` entry.
 pub fn gateway_entry(r: crate::engine::AuditRecord) -> Entry {
-    Entry {
-        source: super::Source::Gateway,
-        session: r.session,
-        tool: r.tool,
-        hook: None,
-        decision: r.decision,
-        reason: r.reason.to_owned(),
-        detail: r.detail,
-    }
+    Entry::gateway(&r.session, r.decision, r.reason, r.detail).tool(r.tool.as_deref())
 }
 
 #[cfg(test)]

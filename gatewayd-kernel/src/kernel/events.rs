@@ -17,10 +17,23 @@ pub struct Denial {
     /// Program, e.g. `lsm/file_open` (the audit record's `hook`); `unknown` for an event kind
     /// gatewayd does not know.
     pub hook: &'static str,
-    /// Reason code (the audit record's `reason`); `unknown` for a code gatewayd does not know.
-    pub reason: &'static str,
+    /// Why, as decoded; None for a code gatewayd does not know (its raw value is in
+    /// `detail.reason_code`).
+    pub reason: Option<Reason>,
     /// Specifics (the audit record's `detail`).
     pub detail: serde_json::Value,
+}
+
+impl Denial {
+    /// The audit record's reason code: the reason's name, or `unknown`.
+    pub fn reason_code(&self) -> &'static str {
+        self.reason.map_or("unknown", Reason::name)
+    }
+
+    /// The denial's audit entry in `session` (the one constructor of kernel entries).
+    pub fn into_entry(self, session: &str) -> gatewayd_core::audit::Entry {
+        gatewayd_core::audit::Entry::kernel(session, self.hook, self.reason_code(), self.detail)
+    }
 }
 
 /// Reads one event out of a ring-buffer item; `None` for a short item.
@@ -98,7 +111,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             json!("the kernel denied an operation of a kind this gatewayd does not know");
         return Denial {
             hook: "unknown",
-            reason: reason.map_or("unknown", Reason::name),
+            reason,
             detail,
         };
     };
@@ -135,7 +148,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
     detail["message"] = json!(message);
     Denial {
         hook: program.name,
-        reason: reason.map_or("unknown", Reason::name),
+        reason,
         detail,
     }
 }
@@ -184,7 +197,10 @@ mod tests {
         e.protected_ino = 77;
         e.file_dev = (8 << 20) | 1;
         let d = describe(&e, &spec());
-        assert_eq!((d.hook, d.reason), ("lsm/file_open", "protected_path"));
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("lsm/file_open", "protected_path")
+        );
         assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
         assert_eq!(d.detail["dev"], "8:1");
         assert_eq!(d.detail["comm"], "curl");
@@ -210,7 +226,10 @@ mod tests {
         e.dst_family = AF_INET6;
         e.dst_addr[15] = 1;
         let d = describe(&e, &spec());
-        assert_eq!((d.hook, d.reason), ("cgroup/sendmsg6", "egress_lockdown"));
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("cgroup/sendmsg6", "egress_lockdown")
+        );
         assert_eq!(d.detail["addr"], "::1");
     }
 
@@ -223,7 +242,7 @@ mod tests {
         e.dst_addr.copy_from_slice(&name[..16]);
         let d = describe(&e, &spec());
         assert_eq!(
-            (d.hook, d.reason),
+            (d.hook, d.reason_code()),
             ("lsm/unix_stream_connect", "unix_connect")
         );
         assert_eq!(d.detail["peer"], "abstract");
@@ -251,7 +270,7 @@ mod tests {
     #[test]
     fn self_protection_denials() {
         let d = describe(&ev(EventKind::Bpf, Reason::SelfProtection), &spec());
-        assert_eq!((d.hook, d.reason), ("lsm/bpf", "self_protection"));
+        assert_eq!((d.hook, d.reason_code()), ("lsm/bpf", "self_protection"));
         let mut e = ev(EventKind::Kill, Reason::SelfProtection);
         e.target_pid = 1234;
         e.signal = 9;
@@ -272,17 +291,26 @@ mod tests {
         e.protected_ino = 77;
         e.file_dev = (8 << 20) | 1;
         let d = describe(&e, &spec());
-        assert_eq!((d.hook, d.reason), ("lsm/inode_link", "protected_path"));
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("lsm/inode_link", "protected_path")
+        );
         assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
         let d = describe(&ev(EventKind::Mknod, Reason::ProtectedPath), &spec());
         assert_eq!(d.hook, "lsm/inode_mknod");
         assert!(d.detail["message"].as_str().unwrap().contains("creating"));
         let d = describe(&ev(EventKind::Umount, Reason::SelfProtection), &spec());
-        assert_eq!((d.hook, d.reason), ("lsm/sb_umount", "self_protection"));
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("lsm/sb_umount", "self_protection")
+        );
         let mut e = ev(EventKind::Setattr, Reason::ExecListed);
         e.file_ino = 5;
         let d = describe(&e, &spec());
-        assert_eq!((d.hook, d.reason), ("lsm/inode_setattr", "exec_listed"));
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("lsm/inode_setattr", "exec_listed")
+        );
         assert_eq!(d.detail["ino"], 5);
         assert!(d.detail.get("protected_ino").is_none());
     }
@@ -294,7 +322,7 @@ mod tests {
         e.file_dev = (8 << 20) | 2;
         let d = describe(&e, &spec());
         assert_eq!(
-            (d.hook, d.reason),
+            (d.hook, d.reason_code()),
             ("lsm/bprm_check_security", "exec_not_allowed")
         );
         assert_eq!(d.detail["dev"], "8:2");
@@ -316,12 +344,12 @@ mod tests {
         let mut e = ev(EventKind::Bpf, Reason::SelfProtection);
         e.kind = 999;
         let d = describe(&e, &spec());
-        assert_eq!((d.hook, d.reason), ("unknown", "self_protection"));
+        assert_eq!((d.hook, d.reason_code()), ("unknown", "self_protection"));
         assert_eq!(d.detail["kind"], 999);
         let mut e = ev(EventKind::Connect4, Reason::EgressLockdown);
         e.reason = 77;
         let d = describe(&e, &spec());
-        assert_eq!((d.hook, d.reason), ("cgroup/connect4", "unknown"));
+        assert_eq!((d.hook, d.reason_code()), ("cgroup/connect4", "unknown"));
         assert_eq!(d.detail["reason_code"], 77);
         assert_eq!(d.detail["message"], UNLISTED_REASON);
     }
@@ -331,7 +359,7 @@ mod tests {
         for p in &crate::kernel::PROGRAMS {
             for (reason, message) in p.messages {
                 let d = describe(&ev(p.event, *reason), &spec());
-                assert_eq!((d.hook, d.reason), (p.name, reason.name()));
+                assert_eq!((d.hook, d.reason_code()), (p.name, reason.name()));
                 assert_eq!(d.detail["message"], *message);
             }
         }

@@ -20,7 +20,7 @@ use crate::protocol::{
 };
 use gatewayd_core::{
     audit::{
-        Decision as AD, Entry, Source,
+        Decision as AD, Entry,
         writer::{DeferredSink, WriterHandle},
     },
     clock::Clock,
@@ -174,15 +174,7 @@ impl Gateway {
         let Some(h) = &self.audit else {
             return Ok(());
         };
-        let e = Entry {
-            source: Source::Gateway,
-            session: session.to_owned(),
-            tool: None,
-            hook: None,
-            decision,
-            reason: reason.to_owned(),
-            detail,
-        };
+        let e = Entry::gateway(session, decision, reason, detail);
         let t = h
             .submit(e)
             .map_err(|e| RpcError::new(code::AUDIT_UNAVAILABLE, e.to_string()))?;

@@ -9,6 +9,7 @@
 //! - [`operator`] — the operator's methods: approvals, the session list
 //! - [`suspicion`] — kernel denials of protected files feed the sessions' Rule of Two
 //! - [`kernel_lock`] — the trip hook: lockdown of the kernel session a tripped session runs in
+//!   (one hook; what it locks differs for `serve` and `run`)
 //! - [`dispatch`] — one request line to one response line; [`dispatch::Serve`], each
 //!   method run against the gateway (the protocol's types: [`crate::protocol`])
 //! - [`server`]   — accept loop, connections, graceful shutdown
@@ -43,7 +44,7 @@ pub use server::ServerOptions;
 use crate::shutdown::Shutdown;
 use gatewayd_core::{
     audit::{
-        AuditError, AuditLog, Decision, Entry, Source,
+        AuditError, AuditLog, Decision, Entry,
         writer::{AuditWriter, Head},
     },
     clock::Clock,
@@ -128,7 +129,8 @@ pub async fn serve(
     for c in &opts.agent_cgroups {
         gw.agent_cgroups().add(c);
     }
-    gw.set_trip_hook(Arc::new(kernel_lock::KernelLockHook {
+    gw.set_trip_hook(Arc::new(kernel_lock::LockdownHook {
+        lock: kernel_lock::EnclosingSession,
         audit: writer.as_ref().map(AuditWriter::handle),
     }));
     let activated = opts.listener.is_some();
@@ -166,15 +168,9 @@ pub async fn serve(
 
 fn note(writer: Option<&AuditWriter>, reason: &str, detail: serde_json::Value) {
     if let Some(w) = writer {
-        let _ = w.handle().append(Entry {
-            source: Source::Gateway,
-            session: "-".into(),
-            tool: None,
-            hook: None,
-            decision: Decision::Info,
-            reason: reason.into(),
-            detail,
-        });
+        let _ = w
+            .handle()
+            .append(Entry::gateway("-", Decision::Info, reason, detail));
     }
 }
 

@@ -5,21 +5,23 @@ use serde_json::json;
 
 use super::{Gateway, peer::is_within};
 use crate::protocol::RpcError;
+use gateway_common::Reason;
 use gatewayd_core::audit::Decision as AD;
 
-/// The kernel reason code that counts (`gateway_common::Reason::ProtectedPath`'s name).
-pub const PROTECTED_PATH: &str = "protected_path";
-
 impl Gateway {
-    /// A kernel denial (`reason`, the audit record's reason code) of a process in `cgroup`
+    /// A kernel denial (`reason`, as the kernel's event decoded) of a process in `cgroup`
     /// (its cgroup v2 path, as in `/proc/PID/cgroup`). For `protected_path`, every open
     /// session whose owner cgroup is `cgroup` or one of its ancestors gets the policy's
     /// `suspicion` mode applied (`private`: the private leg; `lockdown`: both legs, and the
     /// trip hook runs); each change is recorded (`suspicion`). Other reasons change nothing.
     /// Returns how many sessions changed. An `Err` is a failed record or a failed trip hook;
     /// the legs are set regardless.
-    pub async fn note_kernel_denial(&self, cgroup: &str, reason: &str) -> Result<usize, RpcError> {
-        if reason != PROTECTED_PATH {
+    pub async fn note_kernel_denial(
+        &self,
+        cgroup: &str,
+        reason: Reason,
+    ) -> Result<usize, RpcError> {
+        if reason != Reason::ProtectedPath {
             return Ok(0);
         }
         let mut changed = 0;
@@ -33,7 +35,7 @@ impl Gateway {
                 continue;
             }
             changed += 1;
-            let detail = json!({"cause": "kernel", "reason": reason, "cgroup": cgroup,
+            let detail = json!({"cause": "kernel", "reason": reason.name(), "cgroup": cgroup,
                 "mode": self.engine.policy().suspicion, "legs": st.session.legs()});
             let noted = self.note(&slot.id, AD::Info, "suspicion", detail).await;
             let hooked = self

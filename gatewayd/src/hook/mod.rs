@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use crate::{
-    backend::{self, Backend},
+    backend::Backend,
     daemon::dispatch::Serve,
     protocol::{
         CallDecide, CallOutput, SessionOpen,
@@ -19,7 +19,7 @@ use crate::{
     },
 };
 use gatewayd_core::{
-    audit::Decision,
+    audit::{Decision, Entry},
     engine::{ToolCall, Verdict},
 };
 
@@ -106,7 +106,7 @@ impl Gate {
         match self {
             Gate::Local { backend, .. } => {
                 if let Some(r) = backend.recorder() {
-                    let _ = r.append(backend::entry(
+                    let _ = r.append(Entry::gateway(
                         session,
                         Decision::Deny,
                         "hook_malformed",

@@ -21,10 +21,10 @@ use std::{
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
-use crate::backend::{self, Backend, BackendError};
+use crate::backend::{Backend, BackendError};
 use gatewayd_core::{
     audit::{
-        AuditLog, Decision,
+        AuditLog, Decision, Entry,
         writer::{AuditWriter, WriterHandle},
     },
     clock::{Clock, SystemClock},
@@ -143,7 +143,7 @@ where
         .await?;
     let record = |decision, reason: &str, detail| {
         if let Some(r) = &recorder {
-            let _ = r.append(backend::entry(&session, decision, reason, detail));
+            let _ = r.append(Entry::gateway(&session, decision, reason, detail));
         }
     };
 

@@ -22,11 +22,11 @@ use super::{
     roots, tools,
 };
 use crate::{
-    backend::{self, Backend},
+    backend::Backend,
     protocol::{CallDecide, CallOutput, ToolStatus, ToolsRegister},
 };
 use gatewayd_core::{
-    audit::{Decision, writer::WriterHandle},
+    audit::{Decision, Entry, writer::WriterHandle},
     engine::ToolCall,
 };
 
@@ -91,7 +91,7 @@ impl Router {
 
     async fn record(&self, decision: Decision, reason: &str, detail: Value) {
         if let Some(r) = &self.recorder
-            && let Ok(t) = r.submit(backend::entry(&self.session, decision, reason, detail))
+            && let Ok(t) = r.submit(Entry::gateway(&self.session, decision, reason, detail))
         {
             let _ = r.wait_async(t).await;
         }

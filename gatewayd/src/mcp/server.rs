@@ -17,7 +17,7 @@ use tokio::{
 
 use super::confine::{ConfineError, Confinement};
 use gatewayd_core::{
-    audit::{Decision, Entry, Source, writer::WriterHandle},
+    audit::{Entry, writer::WriterHandle},
     policy::{McpServer, Policy},
 };
 use gatewayd_kernel::kernel;
@@ -174,14 +174,8 @@ pub fn start(
                     }
                 }
             });
-            Some(kernel::task::spawn(layer, spec, tx, move |d| Entry {
-                source: Source::Kernel,
-                session: session.clone(),
-                tool: None,
-                hook: Some(d.hook.to_string()),
-                decision: Decision::Deny,
-                reason: d.reason.to_string(),
-                detail: d.detail,
+            Some(kernel::task::spawn(layer, spec, tx, move |d| {
+                d.into_entry(&session)
             })?)
         }
         None => None,

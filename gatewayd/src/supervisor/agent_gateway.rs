@@ -12,16 +12,14 @@ use std::{
     os::unix::fs::DirBuilderExt as _,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
-    time::Instant,
 };
 
-use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::records::lockdown_record;
 use crate::{
     daemon::{
-        Gateway, GatewayConfig, HookFuture, ServerOptions, TripHook, TrippedSession,
+        Gateway, GatewayConfig, ServerOptions,
+        kernel_lock::{EgressLock, LockFuture, LockdownHook},
         peer::{Peer, is_within},
         server, socket,
     },
@@ -129,7 +127,7 @@ pub(super) struct AgentGateway {
     session: String,
     trigger: Trigger,
     server: JoinHandle<()>,
-    hook: Arc<LockdownHook>,
+    hook: Arc<LockdownHook<RunSession>>,
     gateway: Arc<Gateway>,
     cgroup: String,
 }
@@ -155,9 +153,11 @@ impl AgentGateway {
         }
         gw.agent_cgroups().add(&cgroup);
         let hook = Arc::new(LockdownHook {
-            kernel: Mutex::new(Some(s.kernel)),
-            audit: s.audit,
-            agent_cgroup: cgroup.clone(),
+            lock: RunSession {
+                kernel: Mutex::new(Some(s.kernel)),
+                agent_cgroup: cgroup.clone(),
+            },
+            audit: Some(s.audit),
         });
         gw.set_trip_hook(hook.clone());
 
@@ -245,6 +245,7 @@ impl AgentGateway {
     /// directory.
     pub(super) async fn stop(self) {
         self.hook
+            .lock
             .kernel
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -294,21 +295,20 @@ fn cgroup_path(dir: &Path) -> Result<String, AgentGatewayError> {
     Ok(format!("/{}", rel.display()))
 }
 
-/// The Rule-of-Two hook of `gatewayd run`: locks the agent cgroup's egress in the kernel.
-struct LockdownHook {
+/// `gatewayd run`'s lock: the agent cgroup's own kernel session.
+struct RunSession {
     /// Taken out when the gateway stops, so the kernel task can end.
     kernel: Mutex<Option<kernel::task::Handle>>,
-    audit: WriterHandle,
     /// The agent's cgroup, as peers see it.
     agent_cgroup: String,
 }
 
-impl TripHook for LockdownHook {
-    fn session_tripped<'a>(&'a self, s: &'a TrippedSession<'a>) -> HookFuture<'a> {
+impl EgressLock for RunSession {
+    fn lock<'a>(&'a self, cgroup: &'a str) -> LockFuture<'a> {
         Box::pin(async move {
             // A session opened from outside the agent's cgroup has no egress of ours to lock.
-            if !is_within(s.cgroup, &self.agent_cgroup) {
-                return Ok(());
+            if !is_within(cgroup, &self.agent_cgroup) {
+                return Ok(None);
             }
             let kernel = self
                 .kernel
@@ -316,25 +316,8 @@ impl TripHook for LockdownHook {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone()
                 .ok_or("the kernel layer has stopped")?;
-            let t0 = Instant::now();
             kernel.lockdown(true).await.map_err(|e| kernel::chain(&e))?;
-            let took = t0.elapsed();
-            let entry = lockdown_record(
-                s.id,
-                s.tool,
-                json!({
-                    "trigger": "rule_of_two",
-                    "method": s.method,
-                    "legs": s.legs,
-                    "cgroup": s.cgroup,
-                    "lockdown_us": took.as_micros() as u64,
-                }),
-            );
-            let ticket = self.audit.submit(entry).map_err(|e| e.to_string())?;
-            self.audit
-                .wait_async(ticket)
-                .await
-                .map_err(|e| e.to_string())
+            Ok(Some(serde_json::Map::new()))
         })
     }
 }

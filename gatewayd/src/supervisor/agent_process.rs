@@ -4,8 +4,7 @@
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::records::lockdown_record;
-use gatewayd_core::audit::writer::WriterHandle;
+use gatewayd_core::audit::{Entry, writer::WriterHandle};
 use gatewayd_kernel::kernel;
 
 /// Why the agent could not be run or waited for.
@@ -79,7 +78,7 @@ where
             Some(()) = lockdown.recv() => {
                 // The operator's switch: deny all egress of the agent's cgroup from now on.
                 let result = kernel.lockdown(true).await;
-                let entry = lockdown_record(session, None, json!({
+                let entry = Entry::egress_lockdown(session, None, json!({
                     "trigger": "SIGUSR1",
                     "error": result.as_ref().err().map(|e| kernel::chain(e)),
                 }));

@@ -24,8 +24,12 @@ use hickory_resolver::{
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::records::{append, info};
-use gatewayd_core::{audit::writer::WriterHandle, net::Cidr, policy::Policy};
+use super::records::append;
+use gatewayd_core::{
+    audit::{Decision, Entry, writer::WriterHandle},
+    net::Cidr,
+    policy::Policy,
+};
 use gatewayd_kernel::kernel::{self, spec::egress_rule};
 
 /// Overrides the name server (`ADDR:PORT`), for tests.
@@ -206,7 +210,8 @@ async fn keep_current(
                     }
                     Err(err) => detail["kernel_error"] = json!(kernel::chain(err)),
                 }
-                let entry = info(&report.session, "egress_resolved", detail);
+                let entry =
+                    Entry::gateway(&report.session, Decision::Info, "egress_resolved", detail);
                 if let Err(err) = append(&report.audit, entry).await {
                     eprintln!("gatewayd: audit write failed for egress_resolved: {err}");
                 }

@@ -22,7 +22,7 @@ use std::{
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use gatewayd_core::audit::{Decision, Entry, Source};
+use gatewayd_core::audit::Entry;
 use gatewayd_kernel::landlock_audit::{
     Subscription,
     records::{Denial, Tracker},
@@ -44,7 +44,7 @@ pub(super) struct Sink {
     /// The session's id, for the records.
     pub(super) session: String,
     /// The kernel records' path to the audit writer.
-    pub(super) records: mpsc::Sender<Entry>,
+    pub(super) records: mpsc::Sender<super::records::KernelRecord>,
     /// The session's count of kernel denials.
     pub(super) denials: Arc<AtomicU64>,
 }
@@ -101,7 +101,11 @@ fn read_records(subscription: &Subscription, pid_pipe: &OwnedFd, stop: &AtomicBo
             Ok(Some((ty, text))) => {
                 for d in tracker.take(ty, &text) {
                     sink.denials.fetch_add(1, Ordering::Relaxed);
-                    if sink.records.blocking_send(entry(&sink.session, d)).is_err() {
+                    let record = super::records::KernelRecord {
+                        entry: entry(&sink.session, d),
+                        reason: None,
+                    };
+                    if sink.records.blocking_send(record).is_err() {
                         return;
                     }
                 }
@@ -165,20 +169,13 @@ fn entry(session: &str, d: Denial) -> Entry {
     detail["message"] = json!(format!(
         "the kernel's Landlock sandbox of this session denied {blockers}{object}: outside what the policy allows the agent"
     ));
-    Entry {
-        source: Source::Kernel,
-        session: session.to_string(),
-        tool: None,
-        hook: Some("landlock".into()),
-        decision: Decision::Deny,
-        reason: d.reason.to_string(),
-        detail,
-    }
+    Entry::kernel(session, "landlock", d.reason, detail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gatewayd_core::audit::{Decision, Source};
 
     #[test]
     fn a_denial_becomes_a_kernel_record_a_model_can_read() {

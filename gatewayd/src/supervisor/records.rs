@@ -3,12 +3,12 @@
 //! the runtime that forwards signals and serves the agent's gateway never waits on a disk.
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::daemon::{Gateway, suspicion::PROTECTED_PATH};
+use crate::daemon::Gateway;
+use gateway_common::Reason;
 use gatewayd_core::audit::{
-    Decision, Entry, Source,
+    Entry,
     writer::{WriteError, WriterHandle},
 };
 
@@ -22,6 +22,14 @@ pub(super) async fn append(audit: &WriterHandle, entry: Entry) -> Result<(), Wri
 /// durable, the forwarder waits for the disk, the kernel task then waits on the channel, and
 /// events stay in the kernel's ring buffer (which counts what it cannot hold).
 pub(super) const AUDIT_QUEUE: usize = 1024;
+
+/// A kernel denial on its way to the audit log, with the reason it was decoded with (None: a
+/// Landlock denial, whose blockers name no program's reason, or a code gatewayd does not
+/// know).
+pub(super) struct KernelRecord {
+    pub(super) entry: Entry,
+    pub(super) reason: Option<Reason>,
+}
 
 /// Where a kernel denial's suspicion goes: the agent's gateway, and the agent's cgroup as
 /// its peers see it (`/proc/PID/cgroup`).
@@ -71,19 +79,19 @@ impl WhenUnrecorded {
 /// gateway session (the policy's `suspicion`; `Gateway::note_kernel_denial`). Ends, with
 /// everything submitted, once the kernel task has dropped its sender.
 pub(super) async fn forward_kernel_records(
-    mut rx: mpsc::Receiver<Entry>,
+    mut rx: mpsc::Receiver<KernelRecord>,
     audit: WriterHandle,
     suspicion: Option<Suspicion>,
     mut unrecorded: WhenUnrecorded,
 ) {
     let mut pending = 0;
-    while let Some(entry) = rx.recv().await {
+    while let Some(KernelRecord { entry, reason }) = rx.recv().await {
         let what = format!(
             "{} {}",
             entry.hook.as_deref().unwrap_or("gateway"),
             entry.reason
         );
-        let suspect = entry.reason == PROTECTED_PATH;
+        let suspect = reason == Some(Reason::ProtectedPath);
         match audit.submit(entry) {
             Ok(ticket) => {
                 pending += 1;
@@ -101,65 +109,13 @@ pub(super) async fn forward_kernel_records(
             // waiting for this loop to take its next record.
             let (gateway, cgroup) = (s.gateway.clone(), s.cgroup.clone());
             tokio::spawn(async move {
-                if let Err(e) = gateway.note_kernel_denial(&cgroup, PROTECTED_PATH).await {
+                if let Err(e) = gateway
+                    .note_kernel_denial(&cgroup, Reason::ProtectedPath)
+                    .await
+                {
                     eprintln!("gatewayd: a kernel denial's suspicion: {}", e.message);
                 }
             });
         }
-    }
-}
-
-/// A gateway record of something refused on the agent's behalf (not a tool call).
-pub(super) fn denial(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
-    Entry {
-        decision: Decision::Deny,
-        ..info(session, reason, detail)
-    }
-}
-
-/// A gateway record of something that happened to the session.
-pub(super) fn info(session: &str, reason: &str, detail: serde_json::Value) -> Entry {
-    Entry {
-        source: Source::Gateway,
-        session: session.to_string(),
-        tool: None,
-        hook: None,
-        decision: Decision::Info,
-        reason: reason.to_string(),
-        detail,
-    }
-}
-
-/// An `egress_lockdown` record: all of the agent's egress is off from now on. `tool` names
-/// the call that caused it, when a call did.
-pub(super) fn lockdown_record(
-    session: &str,
-    tool: Option<&str>,
-    mut detail: serde_json::Value,
-) -> Entry {
-    if let Some(d) = detail.as_object_mut() {
-        d.insert(
-            "message".into(),
-            json!("all egress of the agent's cgroup is denied from now on"),
-        );
-    }
-    Entry {
-        tool: tool.map(str::to_owned),
-        ..denial(session, "egress_lockdown", detail)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lockdown_record_names_the_call() {
-        let e = lockdown_record("s", Some("read_inbox"), json!({"trigger": "rule_of_two"}));
-        assert_eq!(e.reason, "egress_lockdown");
-        assert_eq!(e.tool.as_deref(), Some("read_inbox"));
-        assert_eq!(e.decision, Decision::Deny);
-        assert_eq!(e.source, Source::Gateway);
-        assert!(e.detail["message"].as_str().unwrap().contains("denied"));
     }
 }

@@ -8,6 +8,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use gateway_common::Reason;
 use gatewayd::{
     daemon::{Gateway, HookFuture, TripHook, TrippedSession, peer::Peer},
     protocol::SessionOpen,
@@ -181,15 +182,15 @@ fn a_kernel_denial_of_a_protected_file_marks_the_sessions_of_its_cgroup() {
             .unwrap();
     }
     // Another reason, or another cgroup: nothing.
-    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-a", "egress_not_allowed"));
+    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-a", Reason::EgressNotAllowed));
     assert_eq!(n.unwrap(), 0);
     // A process below the session's cgroup: the session's private leg.
-    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-a/child", "protected_path"));
+    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-a/child", Reason::ProtectedPath));
     assert_eq!(n.unwrap(), 1);
     assert!(legs(&d.gw, "a").private && !legs(&d.gw, "a").untrusted);
     assert!(!legs(&d.gw, "b").private);
     // Already marked: no change, no second record.
-    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-a", "protected_path"));
+    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-a", Reason::ProtectedPath));
     assert_eq!(n.unwrap(), 0);
     let recs = records(d.audit.as_ref().unwrap());
     let marks: Vec<&Value> = recs.iter().filter(|r| r["reason"] == "suspicion").collect();
@@ -207,7 +208,7 @@ fn in_lockdown_mode_a_kernel_denial_trips_the_session_and_runs_the_hook() {
     let rt = rt();
     rt.block_on(d.gw.open_with_env("/gatewayd/agent-l", &me, open_params("l"), Some(Vec::new())))
         .unwrap();
-    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-l", "protected_path"));
+    let n = rt.block_on(d.gw.note_kernel_denial("/gatewayd/agent-l", Reason::ProtectedPath));
     assert_eq!(n.unwrap(), 1);
     assert!(legs(&d.gw, "l").tripped());
     assert_eq!(*hook.0.lock().unwrap(), ["/gatewayd/agent-l"]);
