@@ -12,6 +12,8 @@
 //! - [`landlock_audit`] — Landlock's denials, read from the kernel's audit subsystem
 //! - [`agent_privileges`] — whom the agent runs as, what it keeps, its seccomp filter
 //! - [`cgroup`]   — the agent's cgroup v2: create, enter, kill, remove
+//! - [`confinement`] — the one confinement builder: cgroup, own files, kernel session,
+//!   Landlock, and a report of what each step reached (`gatewayd run`, `gatewayd mcp`)
 //! - [`session_limits`] — the session cgroup's `pids.max` and `memory.max`, and what it met
 //! - [`child`]    — a supervised child: dies with gatewayd, confined before exec
 #![warn(missing_docs)]
@@ -19,6 +21,7 @@
 pub mod agent_privileges;
 pub mod cgroup;
 pub mod child;
+pub mod confinement;
 pub mod fs_roots;
 pub mod kernel;
 pub mod landlock;

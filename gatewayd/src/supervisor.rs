@@ -20,15 +20,18 @@
 //! One audit log: kernel denials and the gateway's decisions go through one group-commit
 //! writer thread ([`AuditWriter`]); the runtime that forwards signals never waits on a disk.
 //!
+//! Phases, one module each: `prepare` (privileges, the session's `/tmp`, the confinement:
+//! `gatewayd_kernel::confinement`), `start` (the `session_start` record, the kernel task, the
+//! agent's gateway; then the agent itself), `teardown`.
+//!
 //! Module map: [`agent_gateway`] (the agent's gateway, its socket, the lockdown hook),
 //! `agent_process` (spawn, signals, SIGUSR1), `records` (run's own records, kernel records
 //! to the writer), [`egress_hosts`] (the egress allowlist's host names, resolved into the
 //! kernel and kept current with their TTL), `landlock_records` (tier 2's Landlock denials,
 //! read from the kernel's audit subsystem).
-use std::{os::unix::process::ExitStatusExt as _, path::PathBuf, sync::Arc};
+use std::{path::PathBuf, sync::Arc};
 
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use gatewayd_core::{
     audit::{
@@ -36,13 +39,11 @@ use gatewayd_core::{
         writer::{AuditWriter, WriteError},
     },
     clock::{Clock, SystemClock},
-    policy::{AuditFailure, Policy, UnixEntry},
+    policy::Policy,
 };
 use gatewayd_kernel::{
-    agent_privileges::{AgentPrivileges, PrivilegesError, hide, private_tmp},
-    cgroup::{self, AgentCgroup},
-    kernel::{self, KernelSpec, Session, SharedPrograms, Tier},
-    landlock, session_limits,
+    agent_privileges::{PrivilegesError, private_tmp},
+    kernel::{self, Tier},
 };
 
 pub mod agent_gateway;
@@ -50,10 +51,12 @@ mod agent_process;
 pub mod egress_hosts;
 mod landlock_records;
 pub mod left_behind;
+mod prepare;
 mod records;
+mod start;
+mod teardown;
 
-use agent_process::{Agent, SpawnError, spawn_and_wait};
-use records::{AUDIT_QUEUE, Suspicion, append, forward_kernel_records};
+use records::append;
 
 /// Why `gatewayd run` did not start the agent, or lost track of it.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +96,12 @@ pub enum RunError {
     /// The agent command line is empty.
     #[error("no agent command given")]
     NoAgent,
+    /// The tier-2 Landlock ruleset could not be built.
+    #[error("refusing to start the agent: {0}")]
+    Landlock(#[from] gatewayd_kernel::landlock::LandlockError),
+    /// A step found what another step should have made (a bug).
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// The agent's user or privileges could not be settled; nothing was started.
     #[error("refusing to start the agent: {0}")]
     Privileges(#[from] PrivilegesError),
@@ -146,380 +155,28 @@ pub struct RunOutcome {
     pub kernel_denials: u64,
 }
 
-/// Runs the agent to completion. Must be called on a current-thread runtime from the main
-/// thread: `PR_SET_PDEATHSIG` fires when the *thread* that forked the agent exits.
+/// Runs the agent to completion: prepare → start → run the agent → tear down (each phase in
+/// a module of its own). Must be called on a current-thread runtime from the main thread:
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the agent exits.
 pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let started = std::time::Instant::now();
     let program = opts.agent.first().ok_or(RunError::NoAgent)?.clone();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let session = format!("run-{}-{}", std::process::id(), clock.now_ms());
     let writer = AuditWriter::start(AuditLog::open(&opts.audit_path, clock.clone())?)
         .map_err(RunError::AuditThread)?;
-    let audit = writer.handle();
-    let mut privileges =
-        match AgentPrivileges::resolve(opts.user.as_deref(), &opts.policy.agent, |k| {
-            std::env::var(k).ok()
-        })
-        .and_then(|mut p| p.preserve_fds(&opts.preserve_fds).map(|()| p))
-        {
-            Ok(p) => p,
-            Err(e) => {
-                let entry = Entry::gateway(
-                    &session,
-                    Decision::Deny,
-                    "agent_user",
-                    json!({"agent": opts.agent, "error": e.to_string(),
-                    "message": "the agent's user could not be settled; it was not started"}),
-                );
-                append(&audit, entry).await?;
-                return Err(e.into());
-            }
-        };
-
-    privileges.devices(&opts.policy.sandbox.devices);
-    let read_only = opts
-        .policy
-        .sandbox
-        .read_only_with_defaults(privileges.home.as_deref().map(std::path::Path::new));
-    privileges.read_only(&read_only, &opts.policy.sandbox.writable);
-    let oom_score_adj = session_limits::protect_from_oom_killer()
-        .map_or_else(|e| json!({"not_lowered": e.to_string()}), |()| json!(-999));
-    let cgroup = AgentCgroup::create(&session)?;
-    let limits = session_limits::apply(
-        &cgroup::cgroup2_mount()?,
-        cgroup.path(),
-        session_limits::Limits::for_agent(&opts.policy.agent),
-    );
-    // The policy and the audit log are protected paths too (self-protection).
-    let mut policy = opts.policy.clone();
-    for own in [&opts.policy_path, &opts.audit_path] {
-        if let Ok(p) = std::fs::canonicalize(own) {
-            policy.sandbox.protected.push(p);
-        }
-    }
-    // Removed when `run` returns, after the cgroup is empty.
-    let session_tmp = private_tmp::for_sandbox(&mut policy.sandbox, &session)?;
-    if let Some(t) = &session_tmp {
-        privileges.private_tmp(t.dir());
-    }
-    let (spec, mut warnings) = KernelSpec::from_policy(&policy, cgroup.path().to_owned());
-    if spec.exec_enforced {
-        let resolved = crate::mcp::server::resolve_program(&program);
-        let key = resolved
-            .as_ref()
-            .and_then(|p| kernel::spec::inode_key(p).ok());
-        if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
-            let resolved = resolved.map_or_else(|| "not found".into(), |p| p.display().to_string());
-            let entry = Entry::gateway(
-                &session,
-                Decision::Deny,
-                "exec_not_allowed",
-                json!({
-                    "agent": opts.agent, "resolved": resolved,
-                    "message": "the agent's own program is not in the policy's exec allowlist; it was not started",
-                }),
-            );
-            append(&audit, entry).await?;
-            return Err(RunError::AgentNotInExec {
-                agent: program,
-                resolved,
-            });
-        }
-    }
-    let opening = std::time::Instant::now();
-    let (programs, ksession, add_ms) = match open_session(&spec) {
-        Ok(p) => p,
-        Err(e) => {
-            let message = if matches!(e, kernel::KernelError::Required { .. }) {
-                "the policy requires kernel enforcement this kernel cannot give; the agent was not started"
-            } else {
-                "the kernel layer could not take this session; the agent was not started"
-            };
-            let entry = Entry::gateway(
-                &session,
-                Decision::Deny,
-                "kernel_unavailable",
-                json!({
-                    "agent": opts.agent, "policy": opts.policy_path, "error": kernel::chain(&e),
-                    "message": message,
-                }),
-            );
-            append(&audit, entry).await?;
-            return Err(e.into());
-        }
+    let ctx = prepare::Ctx {
+        opts: &opts,
+        session: format!("run-{}-{}", std::process::id(), clock.now_ms()),
+        program,
+        audit: writer.handle(),
+        clock,
     };
-    let open_ms = opening.elapsed().as_secs_f64() * 1000.0;
-    let phases: serde_json::Map<String, serde_json::Value> = programs
-        .phases()
-        .iter()
-        .copied()
-        .chain([("add", add_ms)])
-        .map(|(p, ms)| (p.to_string(), json!(ms)))
-        .collect();
-    let mut pieces: serde_json::Map<String, serde_json::Value> = programs
-        .status()
-        .iter()
-        .map(|s| (s.program.name.to_string(), json!(s.state())))
-        .collect();
-    // Without BPF LSM, Landlock stands in for the file sandbox and the exec allowlist.
-    let ruleset = if Tier::resolve(programs.status(), true) == Tier::CgroupLandlock {
-        landlock_fallback(&policy, &program, &mut pieces).inspect(|_| {
-            // Landlock grants every path; the protected ones are hidden by mounts instead.
-            let (mut hiding, links) =
-                hide::Hiding::plan(&policy.sandbox.protected, &policy.sandbox.exec);
-            // Landlock has no right for path-named sockets: the host's are covered instead,
-            // but for the listed ones and the session's own gateway socket.
-            let mut allowed: Vec<PathBuf> = policy
-                .network
-                .unix
-                .iter()
-                .filter_map(|e| match UnixEntry::parse(e) {
-                    Ok(UnixEntry::Path(p)) => Some(p),
-                    _ => None,
-                })
-                .collect();
-            allowed.push(agent_gateway::paths(&opts.runtime_dir, &session).1);
-            hiding.cover_sockets(&allowed);
-            privileges.hide(hiding);
-            warnings.extend(
-                links
-                    .into_iter()
-                    .map(|(path, message)| kernel::spec::SpecWarning { path, message }),
-            );
-        })
-    } else {
-        None
-    };
-    let tier = Tier::resolve(programs.status(), ruleset.is_some());
-    let denials = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
-    // Tier 2's denials, where the kernel logs them to audit and audit is on.
-    let (landlock_reader, tell_init) = match &ruleset {
-        Some(rs) => {
-            let sink = landlock_records::Sink {
-                session: session.clone(),
-                records: records.clone(),
-                denials: denials.clone(),
-            };
-            match landlock_records::LandlockRecords::start(rs.abi, sink) {
-                Ok((reader, tell)) => {
-                    pieces.insert("landlock_audit".into(), json!("recorded"));
-                    (Some(reader), Some(tell))
-                }
-                Err(why) => {
-                    pieces.insert(
-                        "landlock_audit".into(),
-                        json!(format!("not recorded: {why}")),
-                    );
-                    (None, None)
-                }
-            }
-        }
-        None => (None, None),
-    };
-    let (_, socket) = agent_gateway::paths(&opts.runtime_dir, &session);
-    if tier == Tier::Full {
-        privileges.leave_to_bpf_lsm();
-    }
-    append(
-        &audit,
-        Entry::gateway(
-            &session,
-            Decision::Info,
-            "session_start",
-            json!({
-                "agent": opts.agent,
-                "policy": opts.policy_path,
-                "socket": socket,
-                "cgroup": cgroup.path(),
-                "cgroup_id": cgroup.id(),
-                "limits": limits.describe(),
-                "gatewayd_oom_score_adj": oom_score_adj,
-                "program_set": {
-                    "pins": programs.pin_dir(),
-                    "adopted": programs.adopted(),
-                    "stale_sessions_removed": programs.cleaned().len(),
-                    "open_ms": open_ms,
-                    "phases_ms": phases,
-                    "file_index": match ksession.file_index() {
-                        Ok(inodes) => json!({"indexed": inodes}),
-                        Err(why) => json!({"walk": why.to_string()}),
-                    },
-                },
-                "startup_ms": started.elapsed().as_secs_f64() * 1000.0,
-                "tier": tier.as_str(),
-                "tier_level": tier.level(),
-                "kernel": pieces,
-                "agent_privileges": privileges.describe(),
-                "warnings": warnings.iter().map(|w| format!("{}: {}", w.path.display(), w.message)).collect::<Vec<_>>(),
-            }),
-        ),
-    )
-    .await?;
-
-    let (handle, kernel_task) = {
-        let session = session.clone();
-        let denials = denials.clone();
-        kernel::task::spawn(ksession, spec, records, move |d| {
-            denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            records::KernelRecord {
-                reason: d.reason,
-                entry: d.into_entry(&session),
-            }
-        })?
-    };
-    // The host names of the egress allowlist, resolved into the kernel before the agent runs.
-    let resolving = egress_hosts::start(
-        egress_hosts::host_entries(&policy),
-        handle.clone(),
-        egress_hosts::Reporting {
-            audit: audit.clone(),
-            session: session.clone(),
-        },
-    )
-    .await;
-    // The policy as written: its protected files are read for the session's secrets, and the
-    // audit log (which names the session) must not be one of them. The gateway protects the
-    // policy file and the audit log from tool arguments on its own.
-    let gateway = agent_gateway::AgentGateway::start(agent_gateway::Setup {
-        policy: &opts.policy,
-        protect: vec![opts.policy_path.clone(), opts.audit_path.clone()],
-        audit: audit.clone(),
-        clock: clock.clone(),
-        cgroup_dir: cgroup.path(),
-        session: &session,
-        user: privileges.name.as_deref().unwrap_or(&opts.session_user),
-        agent_owner: (privileges.uid, privileges.gid),
-        scopes: &opts.scopes,
-        runtime_dir: &opts.runtime_dir,
-        kernel: handle.clone(),
-    })
-    .await;
-    let suspicion = gateway.as_ref().ok().map(|gw| Suspicion {
-        gateway: gw.gateway(),
-        cgroup: gw.cgroup().to_owned(),
-    });
-    let forwarder = tokio::spawn(forward_kernel_records(
-        kernel_records,
-        audit.clone(),
-        suspicion,
-        records::WhenUnrecorded {
-            stop: opts.policy.on_audit_failure == AuditFailure::Stop,
-            cgroup: cgroup.path().to_owned(),
-            stopped: false,
-        },
-    ));
-
-    let restrict = ruleset
-        .as_ref()
-        .map(gatewayd_kernel::landlock::Ruleset::restrict_fn);
-    // The private mount namespace, the cgroup, Landlock, the credentials, seccomp.
-    let confine = privileges.pre_exec_fn(
-        cgroup.enter_fn(),
-        move || restrict.as_ref().map_or(Ok(()), |r| r()),
-        tell_init,
-    );
-    let left = left_behind::Snapshot::take(
-        &policy
-            .sandbox
-            .writable
-            .iter()
-            .chain(&policy.sandbox.root)
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
-    let (status, gateway) = match gateway {
-        Ok(gw) => {
-            let mut env: Vec<(&'static str, std::ffi::OsString)> = gw.env().to_vec();
-            env.extend(privileges.env().into_iter().map(|(k, v)| (k, v.into())));
-            let agent = Agent {
-                argv: &opts.agent,
-                confine,
-                env: &env,
-            };
-            (
-                spawn_and_wait(agent, &handle, &audit, &session).await,
-                Some(gw),
-            )
-        }
-        Err(e) => (Err(SpawnError::Gateway(e)), None),
-    };
-    drop(ruleset);
-    if let Some(task) = resolving {
-        task.abort();
-        let _ = task.await;
-    }
-    let dropped = handle.drain().await;
-    let kill = cgroup.kill_all();
-    if let Some(gw) = gateway {
-        gw.stop().await;
-    }
-    drop(handle);
-    // Now that nothing runs in the cgroup, the session's entries go; the programs stay.
-    let entries = match kernel_task.await {
-        Ok(ks) => ks.remove().map_err(|e| kernel::chain(&e)),
-        Err(e) => Err(format!("the kernel task failed: {e}")),
-    };
-    let hits = session_limits::Hits::read(cgroup.path());
-    let removed = cgroup.remove();
-    if let Some(reader) = landlock_reader {
-        reader.finish().await;
-    }
-    // The kernel task and the Landlock reader dropped their senders when they ended:
-    // everything they sent is submitted.
-    let _ = forwarder.await;
-    report_left_behind(&audit, &session, &left).await?;
-
-    let status = status.map_err(|e| match e {
-        SpawnError::Spawn(error) => RunError::Spawn {
-            agent: program.clone(),
-            error,
-        },
-        SpawnError::Wait(e) => RunError::Wait(e),
-        SpawnError::Gateway(e) => RunError::Gateway(e),
-    });
-    let exit_code = match &status {
-        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
-        Err(_) => 127,
-    };
-    if dropped > 0 {
-        append(
-            &audit,
-            Entry::gateway(
-                &session,
-                Decision::Info,
-                "events_dropped",
-                json!({
-                    "count": dropped,
-                    "message": "the kernel denied these but this session's event buffer was full, so they have no record of their own",
-                }),
-            ),
-        )
-        .await?;
-    }
-    append(
-        &audit,
-        Entry::gateway(
-            &session,
-            Decision::Info,
-            "session_end",
-            json!({
-                "exit_code": exit_code,
-                "error": status.as_ref().err().map(std::string::ToString::to_string),
-                "kernel_denials": denials.load(std::sync::atomic::Ordering::Relaxed),
-                "cleanup": kill.and(removed).err().map(|e| e.to_string()).or(entries.err()),
-                "limits_met": hits.any().then(|| hits.describe()),
-            }),
-        ),
-    )
-    .await?;
+    let prepared = prepare::prepare(&ctx).await?;
+    let mut live = start::start(&ctx, prepared, started).await?;
+    let status = live.run_agent(&ctx).await;
+    let outcome = teardown::teardown(&ctx, live, status).await;
     writer.close()?;
-    status?;
-    Ok(RunOutcome {
-        exit_code,
-        tier,
-        kernel_denials: denials.load(std::sync::atomic::Ordering::Relaxed),
-    })
+    outcome
 }
 
 /// The watched files the agent created, changed or removed (`left_behind`): a record and a
@@ -546,42 +203,4 @@ async fn report_left_behind(
     )
     .await?;
     Ok(())
-}
-
-/// Opens the host's program set and adds this session (owned by this process) to it.
-/// Also returns how long adding the session took (ms).
-fn open_session(spec: &KernelSpec) -> Result<(SharedPrograms, Session, f64), kernel::KernelError> {
-    let programs = SharedPrograms::open_or_load()?;
-    let adding = std::time::Instant::now();
-    let session = programs.add_session(spec, std::process::id())?;
-    Ok((programs, session, adding.elapsed().as_secs_f64() * 1000.0))
-}
-
-/// Builds the tier-2 Landlock ruleset and notes the outcome in `pieces` (the start record).
-fn landlock_fallback(
-    policy: &Policy,
-    program: &str,
-    pieces: &mut serde_json::Map<String, serde_json::Value>,
-) -> Option<landlock::Ruleset> {
-    let fs = landlock::FsPolicy {
-        exec: policy.sandbox.exec.clone(),
-        roots: gatewayd_kernel::fs_roots::FsRoots::of(&policy.sandbox),
-        program: crate::mcp::server::resolve_program(program),
-    };
-    match landlock::Ruleset::build(&fs) {
-        Ok(rs) => {
-            let signals = if rs.scoped_signals {
-                ", signals and abstract Unix sockets scoped"
-            } else {
-                ""
-            };
-            let state = format!("applied (ABI {}, {} rules{signals})", rs.abi, rs.rules);
-            pieces.insert("landlock".into(), json!(state));
-            Some(rs)
-        }
-        Err(e) => {
-            pieces.insert("landlock".into(), json!(format!("not applied: {e}")));
-            None
-        }
-    }
 }

@@ -1,49 +1,34 @@
-//! A tool server's own kernel profile (`mcp_servers.NAME` in the policy): a cgroup of its
-//! own with gatewayd's kernel programs attached for the server's sandbox and egress (as
-//! `gatewayd run` does for the agent), and a Landlock allowlist of the server's trees, all
-//! in place before the server's program starts: the child enters the cgroup and restricts
-//! itself between fork and exec ([`Confinement::pre_exec`]).
+//! A tool server's own kernel profile (`mcp_servers.NAME` in the policy): the confinement
+//! `gatewayd run` gives its agent ([`gatewayd_kernel::confinement`]), built for the server's
+//! sandbox and egress, with a Landlock allowlist of the server's trees, all in place before the
+//! server's program starts: the child enters the cgroup and restricts itself between fork
+//! and exec ([`ServerConfinement::pre_exec`]).
 //!
-//! The one entry point is [`Confinement::prepare`]; what it reached is in
-//! [`Confinement::pieces`] (the `mcp_server_start` record).
+//! The one entry point is [`ServerConfinement::prepare`]; what it reached is in
+//! [`ServerConfinement::pieces`] (the `mcp_server_start` record).
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
 use gatewayd_core::policy::{KernelMode, McpServer, Policy, ServerKernel};
 use gatewayd_kernel::{
-    cgroup::AgentCgroup,
-    kernel::{self, KernelSpec, SharedPrograms},
-    landlock::{AllowPolicy, Ruleset},
+    cgroup::CgroupError,
+    confinement::{Confinement, LandlockUse, Plan},
+    kernel::{KernelSpec, Session},
 };
 
-/// Why a server's profile could not be put in place (with `kernel: require`).
-#[derive(Debug, thiserror::Error)]
-pub enum ConfineError {
-    /// The server's cgroup could not be created.
-    #[error("the server's cgroup: {0}")]
-    Cgroup(#[from] gatewayd_kernel::cgroup::CgroupError),
-    /// The kernel programs could not be loaded or attached to the server's cgroup.
-    #[error("the server's kernel programs")]
-    Kernel(#[from] kernel::KernelError),
-    /// The Landlock ruleset of the server's trees could not be built.
-    #[error("the server's Landlock ruleset: {0}")]
-    Landlock(#[from] gatewayd_kernel::landlock::LandlockError),
-}
+pub use gatewayd_kernel::confinement::ConfineError;
 
-/// A server's profile, ready before it starts; dropping it detaches the programs and removes
-/// the cgroup (killing what is left in it).
-pub struct Confinement {
-    cgroup: Option<AgentCgroup>,
-    layer: Option<(kernel::Session, KernelSpec)>,
-    ruleset: Option<Ruleset>,
-    /// What is in force, piece by piece (for the start record).
+/// A server's profile, ready before it starts (none with `kernel: off`); dropping it detaches
+/// the programs and removes the cgroup (killing what is left in it).
+pub struct ServerConfinement {
+    confinement: Option<Confinement>,
+    /// What is in force, piece by piece, with `warnings` when paths of the profile do not
+    /// exist (for the start record).
     pub pieces: Map<String, Value>,
-    /// Paths from the profile that do not exist (not protected by identity).
-    pub warnings: Vec<String>,
 }
 
-impl Confinement {
+impl ServerConfinement {
     /// Prepares the profile of server `name`. `own` lists files no server may touch (the
     /// policy and the audit logs): protected in its profile too. With [`ServerKernel::Off`]
     /// nothing is applied; with `BestEffort` what fails is recorded in [`Self::pieces`];
@@ -53,142 +38,77 @@ impl Confinement {
         server: &McpServer,
         mode: ServerKernel,
         own: &[PathBuf],
-    ) -> Result<Confinement, ConfineError> {
-        let mut c = Confinement {
-            cgroup: None,
-            layer: None,
-            ruleset: None,
-            pieces: Map::new(),
-            warnings: Vec::new(),
-        };
+    ) -> Result<ServerConfinement, ConfineError> {
         if mode == ServerKernel::Off {
-            c.pieces.insert("kernel".into(), json!("off"));
-            return Ok(c);
+            let mut pieces = Map::new();
+            pieces.insert("kernel".into(), json!("off"));
+            return Ok(ServerConfinement {
+                confinement: None,
+                pieces,
+            });
         }
         let require = mode == ServerKernel::Require;
-        let mut sandbox = server.sandbox.clone();
-        sandbox
-            .protected
-            .extend(own.iter().filter_map(|p| std::fs::canonicalize(p).ok()));
-        let cgroup_name = format!("mcp-{name}-{}", std::process::id());
-        match AgentCgroup::create(&cgroup_name) {
-            Ok(cg) => {
-                c.pieces.insert("cgroup".into(), json!(cg.path()));
-                c.cgroup = Some(cg);
-            }
-            Err(e) if require => return Err(e.into()),
-            Err(e) => {
-                c.pieces
-                    .insert("cgroup".into(), json!(format!("not created: {e}")));
-            }
-        }
-        if let Some(cg) = &c.cgroup {
-            // The kernel layer of `gatewayd run`, for the server's sandbox and egress.
-            let as_policy = Policy {
-                version: 1,
-                kernel: if require {
-                    KernelMode::Require
-                } else {
-                    KernelMode::BestEffort
-                },
-                sandbox: sandbox.clone(),
-                network: server.network.clone(),
-                ..Policy::default()
-            };
-            let (spec, warnings) = KernelSpec::from_policy(&as_policy, cg.path().to_owned());
-            c.warnings.extend(
-                warnings
-                    .iter()
-                    .map(|w| format!("{}: {}", w.path.display(), w.message)),
-            );
-            // The server's session in the host's one program set (loaded and pinned first
-            // when the host has none), owned by this process.
-            let opened = SharedPrograms::open_or_load().and_then(|programs| {
-                let session = programs.add_session(&spec, std::process::id())?;
-                Ok((programs, session))
-            });
-            match opened {
-                Ok((programs, session)) => {
-                    for s in programs.status() {
-                        c.pieces.insert(s.program.name.into(), json!(s.state()));
-                    }
-                    c.layer = Some((session, spec));
-                }
-                Err(e) if require => return Err(e.into()),
-                Err(e) => {
-                    c.pieces.insert(
-                        "kernel".into(),
-                        json!(format!("not loaded: {}", kernel::chain(&e))),
-                    );
-                }
-            }
-        }
-        let allow = AllowPolicy {
-            read: {
-                let mut r = sandbox.readable.clone();
-                r.extend(sandbox.root.iter().cloned());
-                r
+        let as_policy = Policy {
+            version: 1,
+            kernel: if require {
+                KernelMode::Require
+            } else {
+                KernelMode::BestEffort
             },
-            write: sandbox.writable.clone(),
-            protected: sandbox.protected.clone(),
-            exec: sandbox.exec.clone(),
+            sandbox: server.sandbox.clone(),
+            network: server.network.clone(),
+            ..Policy::default()
         };
-        match Ruleset::build_allowlist(&allow) {
-            Ok(rs) => {
-                c.pieces.insert(
-                    "landlock".into(),
-                    json!(format!(
-                        "allowlist applied (ABI {}, {} rules)",
-                        rs.abi, rs.rules
-                    )),
-                );
-                c.ruleset = Some(rs);
-            }
-            Err(e) if require => return Err(e.into()),
-            Err(e) => {
-                c.pieces
-                    .insert("landlock".into(), json!(format!("not applied: {e}")));
-            }
+        let c = Confinement::prepare(&Plan {
+            name: &format!("mcp-{name}-{}", std::process::id()),
+            policy: &as_policy,
+            own_files: own,
+            limits: None,
+            program: None,
+            program_in_exec: false,
+            landlock: LandlockUse::Allowlist,
+            require,
+        })?;
+        let mut pieces = c.report.pieces.clone();
+        if let Some(cg) = &c.report.cgroup {
+            pieces.insert("cgroup".into(), json!(cg));
         }
-        Ok(c)
+        if !c.report.warnings.is_empty() {
+            pieces.insert("warnings".into(), json!(c.report.warnings));
+        }
+        Ok(ServerConfinement {
+            confinement: Some(c),
+            pieces,
+        })
     }
 
     /// The server's kernel session and its spec, for the task that reads its events.
-    pub fn take_layer(&mut self) -> Option<(kernel::Session, KernelSpec)> {
-        self.layer.take()
+    pub fn take_layer(&mut self) -> Option<(Session, KernelSpec)> {
+        self.confinement.as_mut()?.take_kernel()
     }
 
-    /// The server's cgroup, when one was created.
-    pub fn cgroup(&self) -> Option<&AgentCgroup> {
-        self.cgroup.as_ref()
+    /// Kills what is left in the server's cgroup.
+    pub fn kill_all(&self) -> Result<(), CgroupError> {
+        self.confinement
+            .as_ref()
+            .map_or(Ok(()), Confinement::kill_all)
     }
 
     /// For `Command::pre_exec`: enter the cgroup, then restrict to the Landlock ruleset.
     /// Only async-signal-safe syscalls.
     pub fn pre_exec(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
-        let enter = self.cgroup.as_ref().map(AgentCgroup::enter_fn);
-        let restrict = self.ruleset.as_ref().map(Ruleset::restrict_fn);
-        move || {
-            if let Some(e) = &enter {
-                e()?;
-            }
-            if let Some(r) = &restrict {
-                r()?;
-            }
-            Ok(())
+        let steps = self
+            .confinement
+            .as_ref()
+            .map(|c| (c.enter_fn(), c.restrict_fn()));
+        move || match &steps {
+            Some((enter, restrict)) => enter().and_then(|()| restrict()),
+            None => Ok(()),
         }
     }
 
     /// Kills what is left in the server's cgroup and removes it.
-    pub fn finish(mut self) -> Result<(), gatewayd_kernel::cgroup::CgroupError> {
-        self.ruleset = None;
-        match self.cgroup.take() {
-            Some(cg) => {
-                cg.kill_all()?;
-                drop(self.layer.take());
-                cg.remove()
-            }
-            None => Ok(()),
-        }
+    pub fn finish(self) -> Result<(), CgroupError> {
+        self.confinement.map_or(Ok(()), Confinement::finish)
     }
 }

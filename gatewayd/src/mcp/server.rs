@@ -15,7 +15,7 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::confine::{ConfineError, Confinement};
+use super::confine::{ConfineError, ServerConfinement};
 use gatewayd_core::{
     audit::{Entry, writer::WriterHandle},
     policy::{McpServer, Policy},
@@ -133,7 +133,7 @@ pub fn check_pin(
 pub struct Running {
     /// The server's process.
     pub child: Child,
-    confinement: Confinement,
+    confinement: ServerConfinement,
     kernel: Option<(kernel::task::Handle, JoinHandle<kernel::Session>)>,
 }
 
@@ -148,15 +148,12 @@ pub fn start(
     recorder: Option<WriterHandle>,
 ) -> Result<Started, ServerError> {
     let program = command.first().ok_or(ServerError::NoCommand)?;
-    let mut confinement = Confinement::prepare(name, server, server.kernel_mode(policy), own)
+    let mut confinement = ServerConfinement::prepare(name, server, server.kernel_mode(policy), own)
         .map_err(|source| ServerError::Confine {
             name: name.into(),
             source: Box::new(source),
         })?;
-    let mut pieces = confinement.pieces.clone();
-    if !confinement.warnings.is_empty() {
-        pieces.insert("warnings".into(), serde_json::json!(confinement.warnings));
-    }
+    let pieces = confinement.pieces.clone();
     let kernel = match confinement.take_layer() {
         Some((layer, spec)) => {
             let (tx, mut rx) = mpsc::channel::<Entry>(256);
@@ -186,7 +183,7 @@ pub fn start(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
-    // SAFETY: `Confinement::pre_exec` makes only async-signal-safe syscalls (open, write,
+    // SAFETY: `ServerConfinement::pre_exec` makes only async-signal-safe syscalls (open, write,
     // close, landlock) in the forked child.
     unsafe { gatewayd_kernel::child::supervise(&mut cmd, confinement.pre_exec()) };
     let mut child = cmd.spawn().map_err(|source| ServerError::Spawn {
@@ -235,9 +232,7 @@ impl Running {
             let _ = self.child.kill().await;
             self.child.wait().await.ok()
         };
-        if let Some(cg) = self.confinement.cgroup() {
-            let _ = cg.kill_all();
-        }
+        let _ = self.confinement.kill_all();
         if let Some((handle, task)) = self.kernel.take() {
             handle.drain().await;
             drop(handle);

@@ -1,0 +1,171 @@
+//! `gatewayd run`, phase 1: everything settled before anything of the agent's exists. The
+//! agent's user and privileges, the session's own `/tmp`, then the one confinement builder
+//! ([`gatewayd_kernel::confinement`]: cgroup and limits, gatewayd's files protected, the
+//! kernel session, the tier-2 Landlock fallback), then at tier 2 the mounts that hide the
+//! protected paths. A refusal is recorded with a message a person or a model can act on.
+use std::{path::PathBuf, sync::Arc};
+
+use serde_json::{Value, json};
+
+use super::{RunError, RunOptions, agent_gateway, records::append};
+use gatewayd_core::{
+    audit::{Decision, Entry, writer::WriterHandle},
+    clock::Clock,
+    policy::UnixEntry,
+};
+use gatewayd_kernel::{
+    agent_privileges::{AgentPrivileges, hide, private_tmp},
+    confinement::{ConfineError, Confinement, LandlockUse, Plan},
+    kernel::{self, Tier},
+    session_limits,
+};
+
+/// What every phase of a run shares.
+pub(super) struct Ctx<'a> {
+    pub(super) opts: &'a RunOptions,
+    /// The session id (`run-PID-MS`): the cgroup's name and every record's session.
+    pub(super) session: String,
+    /// The agent's program, as given.
+    pub(super) program: String,
+    pub(super) audit: WriterHandle,
+    pub(super) clock: Arc<dyn Clock>,
+}
+
+/// What phase 1 settled.
+pub(super) struct Prepared {
+    pub(super) privileges: AgentPrivileges,
+    pub(super) confinement: Confinement,
+    /// The session's own `/tmp`, removed when this is dropped (after the cgroup is empty).
+    pub(super) session_tmp: Option<private_tmp::SessionTmp>,
+    /// gatewayd's `oom_score_adj`, or why it was not lowered.
+    pub(super) oom_score_adj: Value,
+}
+
+/// Phase 1; see the module.
+pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
+    let opts = ctx.opts;
+    let mut privileges = settle_privileges(ctx).await?;
+    privileges.devices(&opts.policy.sandbox.devices);
+    let read_only = opts
+        .policy
+        .sandbox
+        .read_only_with_defaults(privileges.home.as_deref().map(std::path::Path::new));
+    privileges.read_only(&read_only, &opts.policy.sandbox.writable);
+    let oom_score_adj = session_limits::protect_from_oom_killer()
+        .map_or_else(|e| json!({"not_lowered": e.to_string()}), |()| json!(-999));
+    let mut policy = opts.policy.clone();
+    let session_tmp = private_tmp::for_sandbox(&mut policy.sandbox, &ctx.session)?;
+    if let Some(t) = &session_tmp {
+        privileges.private_tmp(t.dir());
+    }
+    let resolved = crate::mcp::server::resolve_program(&ctx.program);
+    let plan = Plan {
+        name: &ctx.session,
+        policy: &policy,
+        own_files: &[opts.policy_path.clone(), opts.audit_path.clone()],
+        limits: Some(session_limits::Limits::for_agent(&policy.agent)),
+        program: resolved.as_deref(),
+        program_in_exec: true,
+        landlock: LandlockUse::Fallback,
+        require: true,
+    };
+    let mut confinement = match Confinement::prepare(&plan) {
+        Ok(c) => c,
+        Err(e) => return Err(refused(ctx, e, resolved).await),
+    };
+    if confinement.ruleset().is_some() {
+        hide_protected(ctx, &mut confinement, &mut privileges);
+    }
+    if confinement.report.tier == Tier::Full {
+        privileges.leave_to_bpf_lsm();
+    }
+    Ok(Prepared {
+        privileges,
+        confinement,
+        session_tmp,
+        oom_score_adj,
+    })
+}
+
+/// The agent's user and what it keeps; a failure is recorded (`agent_user`).
+async fn settle_privileges(ctx: &Ctx<'_>) -> Result<AgentPrivileges, RunError> {
+    let opts = ctx.opts;
+    let settled = AgentPrivileges::resolve(opts.user.as_deref(), &opts.policy.agent, |k| {
+        std::env::var(k).ok()
+    })
+    .and_then(|mut p| p.preserve_fds(&opts.preserve_fds).map(|()| p));
+    match settled {
+        Ok(p) => Ok(p),
+        Err(e) => {
+            let detail = json!({"agent": opts.agent, "error": e.to_string(),
+                "message": "the agent's user could not be settled; it was not started"});
+            let entry = Entry::gateway(&ctx.session, Decision::Deny, "agent_user", detail);
+            append(&ctx.audit, entry).await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// Tier 2: Landlock grants every path, so the protected ones are hidden by mounts; Landlock
+/// has no right for path-named sockets, so the host's are covered, but for the listed ones
+/// and the session's own gateway socket.
+fn hide_protected(ctx: &Ctx<'_>, c: &mut Confinement, privileges: &mut AgentPrivileges) {
+    let sandbox = &c.policy.sandbox;
+    let (mut hiding, links) = hide::Hiding::plan(&sandbox.protected, &sandbox.exec);
+    let mut allowed: Vec<PathBuf> = c
+        .policy
+        .network
+        .unix
+        .iter()
+        .filter_map(|e| match UnixEntry::parse(e) {
+            Ok(UnixEntry::Path(p)) => Some(p),
+            _ => None,
+        })
+        .collect();
+    allowed.push(agent_gateway::paths(&ctx.opts.runtime_dir, &ctx.session).1);
+    hiding.cover_sockets(&allowed);
+    privileges.hide(hiding);
+    c.report.warnings.extend(
+        links
+            .into_iter()
+            .map(|(path, message)| format!("{}: {message}", path.display())),
+    );
+}
+
+/// Records why the confinement could not be put in place, and the error to return.
+async fn refused(ctx: &Ctx<'_>, e: ConfineError, resolved: Option<PathBuf>) -> RunError {
+    let opts = ctx.opts;
+    let (reason, detail, error) = match e {
+        ConfineError::NotInExec => {
+            let resolved = resolved.map_or_else(|| "not found".into(), |p| p.display().to_string());
+            let detail = json!({
+                "agent": opts.agent, "resolved": resolved,
+                "message": "the agent's own program is not in the policy's exec allowlist; it was not started",
+            });
+            let error = RunError::AgentNotInExec {
+                agent: ctx.program.clone(),
+                resolved,
+            };
+            ("exec_not_allowed", detail, error)
+        }
+        ConfineError::Kernel(e) => {
+            let message = if matches!(e, kernel::KernelError::Required { .. }) {
+                "the policy requires kernel enforcement this kernel cannot give; the agent was not started"
+            } else {
+                "the kernel layer could not take this session; the agent was not started"
+            };
+            let detail = json!({
+                "agent": opts.agent, "policy": opts.policy_path, "error": kernel::chain(&e),
+                "message": message,
+            });
+            ("kernel_unavailable", detail, RunError::Kernel(e))
+        }
+        ConfineError::Cgroup(e) => return RunError::Cgroup(e),
+        ConfineError::Landlock(e) => return RunError::Landlock(e),
+    };
+    let entry = Entry::gateway(&ctx.session, Decision::Deny, reason, detail);
+    match append(&ctx.audit, entry).await {
+        Ok(()) => error,
+        Err(w) => RunError::AuditWrite(w),
+    }
+}

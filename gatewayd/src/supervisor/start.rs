@@ -1,0 +1,241 @@
+//! `gatewayd run`, phases 2 and 3: start what serves the session (the `session_start` record,
+//! the kernel task and the path of its records, the egress host names, the agent's gateway),
+//! then run the agent to its end under all of it.
+use std::{
+    ffi::OsString,
+    os::fd::OwnedFd,
+    sync::{Arc, atomic::AtomicU64},
+    time::Instant,
+};
+
+use serde_json::{Value, json};
+use tokio::{sync::mpsc, task::JoinHandle};
+
+use super::{
+    RunError, agent_gateway,
+    agent_process::{Agent, SpawnError, spawn_and_wait},
+    egress_hosts, landlock_records, left_behind,
+    prepare::{Ctx, Prepared},
+    records::{self, AUDIT_QUEUE, KernelRecord, Suspicion, append, forward_kernel_records},
+};
+use gatewayd_core::{
+    audit::{Decision, Entry},
+    policy::AuditFailure,
+};
+use gatewayd_kernel::kernel;
+
+/// A session whose agent can start: what phase 2 started, for phase 3 and the teardown.
+pub(super) struct Live {
+    pub(super) prepared: Prepared,
+    pub(super) handle: kernel::task::Handle,
+    pub(super) kernel_task: JoinHandle<kernel::Session>,
+    /// Keeps the egress allowlist's host names current (aborted at the end).
+    pub(super) resolving: Option<JoinHandle<()>>,
+    pub(super) gateway: Option<agent_gateway::AgentGateway>,
+    /// Why the gateway could not start (then the agent is not started).
+    pub(super) gateway_failed: Option<agent_gateway::AgentGatewayError>,
+    /// Hands kernel records to the writer; ends once every sender is gone.
+    pub(super) forwarder: JoinHandle<()>,
+    /// Tier 2's Landlock denials, when the kernel logs them to audit.
+    pub(super) landlock_reader: Option<landlock_records::LandlockRecords>,
+    /// Tells the reader the agent's init pid (taken by the agent's pre-exec steps).
+    pub(super) tell_init: Option<OwnedFd>,
+    /// Kernel denials recorded so far.
+    pub(super) denials: Arc<AtomicU64>,
+    /// The files the agent could leave for the user's own tools, as they were.
+    pub(super) left: left_behind::Snapshot,
+}
+
+/// Phase 2: records `session_start` (what the confinement reached, the tier), then starts
+/// the kernel task, the egress host names, the agent's gateway and the records' forwarder.
+pub(super) async fn start(
+    ctx: &Ctx<'_>,
+    mut prepared: Prepared,
+    started: Instant,
+) -> Result<Live, RunError> {
+    let denials = Arc::new(AtomicU64::new(0));
+    let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
+    let (landlock_reader, tell_init) = landlock_reader(ctx, &mut prepared, &records, &denials);
+    let detail = session_start(ctx, &prepared, started);
+    append(
+        &ctx.audit,
+        Entry::gateway(&ctx.session, Decision::Info, "session_start", detail),
+    )
+    .await?;
+    let c = &mut prepared.confinement;
+    let (ksession, spec) = c
+        .take_kernel()
+        .ok_or(RunError::Internal("the confinement has no kernel session"))?;
+    let (handle, kernel_task) = {
+        let session = ctx.session.clone();
+        let denials = denials.clone();
+        kernel::task::spawn(ksession, spec, records, move |d| {
+            denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            KernelRecord {
+                reason: d.reason,
+                entry: d.into_entry(&session),
+            }
+        })?
+    };
+    // The host names of the egress allowlist, resolved into the kernel before the agent runs.
+    let resolving = egress_hosts::start(
+        egress_hosts::host_entries(&c.policy),
+        handle.clone(),
+        egress_hosts::Reporting {
+            audit: ctx.audit.clone(),
+            session: ctx.session.clone(),
+        },
+    )
+    .await;
+    let (gateway, gateway_failed) = match start_gateway(ctx, &prepared, handle.clone()).await {
+        Ok(gw) => (Some(gw), None),
+        Err(e) => (None, Some(e)),
+    };
+    let suspicion = gateway.as_ref().map(|gw| Suspicion {
+        gateway: gw.gateway(),
+        cgroup: gw.cgroup().to_owned(),
+    });
+    let c = &prepared.confinement;
+    let forwarder = tokio::spawn(forward_kernel_records(
+        kernel_records,
+        ctx.audit.clone(),
+        suspicion,
+        records::WhenUnrecorded {
+            stop: ctx.opts.policy.on_audit_failure == AuditFailure::Stop,
+            cgroup: c.report.cgroup.clone().unwrap_or_default(),
+            stopped: false,
+        },
+    ));
+    let sandbox = &c.policy.sandbox;
+    let left = left_behind::Snapshot::take(
+        &sandbox
+            .writable
+            .iter()
+            .chain(&sandbox.root)
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    Ok(Live {
+        prepared,
+        handle,
+        kernel_task,
+        resolving,
+        gateway,
+        gateway_failed,
+        forwarder,
+        landlock_reader,
+        tell_init,
+        denials,
+        left,
+    })
+}
+
+/// Tier 2's denials, where the kernel logs them to audit and audit is on.
+fn landlock_reader(
+    ctx: &Ctx<'_>,
+    prepared: &mut Prepared,
+    records: &mpsc::Sender<KernelRecord>,
+    denials: &Arc<AtomicU64>,
+) -> (Option<landlock_records::LandlockRecords>, Option<OwnedFd>) {
+    let c = &mut prepared.confinement;
+    let Some(abi) = c.ruleset().map(|rs| rs.abi) else {
+        return (None, None);
+    };
+    let sink = landlock_records::Sink {
+        session: ctx.session.clone(),
+        records: records.clone(),
+        denials: denials.clone(),
+    };
+    let (state, started) = match landlock_records::LandlockRecords::start(abi, sink) {
+        Ok((reader, tell)) => (json!("recorded"), (Some(reader), Some(tell))),
+        Err(why) => (json!(format!("not recorded: {why}")), (None, None)),
+    };
+    c.report.pieces.insert("landlock_audit".into(), state);
+    started
+}
+
+/// The `session_start` record's detail: the confinement's report, and the run's own.
+fn session_start(ctx: &Ctx<'_>, prepared: &Prepared, started: Instant) -> Value {
+    let opts = ctx.opts;
+    let (_, socket) = agent_gateway::paths(&opts.runtime_dir, &ctx.session);
+    let mut detail = serde_json::to_value(&prepared.confinement.report).unwrap_or_default();
+    if let Some(d) = detail.as_object_mut() {
+        d.insert("agent".into(), json!(opts.agent));
+        d.insert("policy".into(), json!(opts.policy_path));
+        d.insert("socket".into(), json!(socket));
+        d.insert(
+            "gatewayd_oom_score_adj".into(),
+            prepared.oom_score_adj.clone(),
+        );
+        d.insert(
+            "startup_ms".into(),
+            json!(started.elapsed().as_secs_f64() * 1000.0),
+        );
+        d.insert("agent_privileges".into(), prepared.privileges.describe());
+    }
+    detail
+}
+
+/// The agent's gateway: its socket, its open session, the Rule-of-Two lockdown. The policy
+/// as written: its protected files are read for the session's secrets, and the audit log
+/// (which names the session) must not be one of them; the gateway protects the policy file
+/// and the audit log from tool arguments on its own.
+async fn start_gateway(
+    ctx: &Ctx<'_>,
+    prepared: &Prepared,
+    kernel: kernel::task::Handle,
+) -> Result<agent_gateway::AgentGateway, agent_gateway::AgentGatewayError> {
+    let opts = ctx.opts;
+    let privileges = &prepared.privileges;
+    let cgroup_dir = prepared
+        .confinement
+        .report
+        .cgroup
+        .clone()
+        .unwrap_or_default();
+    agent_gateway::AgentGateway::start(agent_gateway::Setup {
+        policy: &opts.policy,
+        protect: vec![opts.policy_path.clone(), opts.audit_path.clone()],
+        audit: ctx.audit.clone(),
+        clock: ctx.clock.clone(),
+        cgroup_dir: &cgroup_dir,
+        session: &ctx.session,
+        user: privileges.name.as_deref().unwrap_or(&opts.session_user),
+        agent_owner: (privileges.uid, privileges.gid),
+        scopes: &opts.scopes,
+        runtime_dir: &opts.runtime_dir,
+        kernel,
+    })
+    .await
+}
+
+impl Live {
+    /// Phase 3: the agent, confined before exec (the private mount namespace, the cgroup,
+    /// Landlock, the credentials, seccomp), run to its end with signals forwarded. Without a
+    /// gateway it is not started.
+    pub(super) async fn run_agent(
+        &mut self,
+        ctx: &Ctx<'_>,
+    ) -> Result<std::process::ExitStatus, SpawnError> {
+        let Some(gw) = &self.gateway else {
+            return match self.gateway_failed.take() {
+                Some(e) => Err(SpawnError::Gateway(e)),
+                None => Err(SpawnError::Spawn(std::io::Error::other("no gateway"))),
+            };
+        };
+        let p = &self.prepared;
+        let confine = p.privileges.pre_exec_fn(
+            p.confinement.enter_fn(),
+            p.confinement.restrict_fn(),
+            self.tell_init.take(),
+        );
+        let mut env: Vec<(&'static str, OsString)> = gw.env().to_vec();
+        env.extend(p.privileges.env().into_iter().map(|(k, v)| (k, v.into())));
+        let agent = Agent {
+            argv: &ctx.opts.agent,
+            confine,
+            env: &env,
+        };
+        spawn_and_wait(agent, &self.handle, &ctx.audit, &ctx.session).await
+    }
+}

@@ -1,0 +1,104 @@
+//! `gatewayd run`, phase 4: after the agent's end, in this order: the egress resolver stops,
+//! the kernel's last events are read, what is left in the cgroup is killed, the gateway stops
+//! (its socket directory goes), the session's kernel entries are removed (the programs stay,
+//! pinned, for the next session), the limits the cgroup met are read, the confinement ends
+//! (the cgroup is removed), every kernel record is submitted, the files left behind are
+//! reported, and the session's end is recorded.
+use std::os::unix::process::ExitStatusExt as _;
+
+use serde_json::json;
+
+use super::{
+    RunError, RunOutcome, agent_process::SpawnError, prepare::Ctx, records::append,
+    report_left_behind, start::Live,
+};
+use gatewayd_core::audit::{Decision, Entry};
+use gatewayd_kernel::{kernel, session_limits};
+
+/// Phase 4; see the module. `status` is the agent's end as phase 3 saw it.
+pub(super) async fn teardown(
+    ctx: &Ctx<'_>,
+    live: Live,
+    status: Result<std::process::ExitStatus, SpawnError>,
+) -> Result<RunOutcome, RunError> {
+    let Live {
+        prepared,
+        handle,
+        kernel_task,
+        resolving,
+        gateway,
+        forwarder,
+        landlock_reader,
+        denials,
+        left,
+        ..
+    } = live;
+    if let Some(task) = resolving {
+        task.abort();
+        let _ = task.await;
+    }
+    let dropped = handle.drain().await;
+    let confinement = prepared.confinement;
+    let kill = confinement.kill_all();
+    if let Some(gw) = gateway {
+        gw.stop().await;
+    }
+    drop(handle);
+    // Nothing runs in the cgroup any more: the session's entries go; the programs stay.
+    let entries = match kernel_task.await {
+        Ok(ks) => ks.remove().map_err(|e| kernel::chain(&e)),
+        Err(e) => Err(format!("the kernel task failed: {e}")),
+    };
+    let hits = confinement
+        .report
+        .cgroup
+        .as_deref()
+        .map(session_limits::Hits::read);
+    let tier = confinement.report.tier;
+    let removed = confinement.finish();
+    drop(prepared.session_tmp);
+    if let Some(reader) = landlock_reader {
+        reader.finish().await;
+    }
+    // The kernel task and the Landlock reader dropped their senders when they ended:
+    // everything they sent is submitted.
+    let _ = forwarder.await;
+    report_left_behind(&ctx.audit, &ctx.session, &left).await?;
+
+    let status = status.map_err(|e| match e {
+        SpawnError::Spawn(error) => RunError::Spawn {
+            agent: ctx.program.clone(),
+            error,
+        },
+        SpawnError::Wait(e) => RunError::Wait(e),
+        SpawnError::Gateway(e) => RunError::Gateway(e),
+    });
+    let exit_code = match &status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+        Err(_) => 127,
+    };
+    let kernel_denials = denials.load(std::sync::atomic::Ordering::Relaxed);
+    if dropped > 0 {
+        let detail = json!({
+            "count": dropped,
+            "message": "the kernel denied these but this session's event buffer was full, so they have no record of their own",
+        });
+        let entry = Entry::gateway(&ctx.session, Decision::Info, "events_dropped", detail);
+        append(&ctx.audit, entry).await?;
+    }
+    let detail = json!({
+        "exit_code": exit_code,
+        "error": status.as_ref().err().map(std::string::ToString::to_string),
+        "kernel_denials": kernel_denials,
+        "cleanup": kill.and(removed).err().map(|e| e.to_string()).or(entries.err()),
+        "limits_met": hits.filter(|h| h.any()).map(session_limits::Hits::describe),
+    });
+    let entry = Entry::gateway(&ctx.session, Decision::Info, "session_end", detail);
+    append(&ctx.audit, entry).await?;
+    status?;
+    Ok(RunOutcome {
+        exit_code,
+        tier,
+        kernel_denials,
+    })
+}
