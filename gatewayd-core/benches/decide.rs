@@ -280,4 +280,21 @@ fn main() {
     bench("call: noop with audit record (end to end)", 2_000, || {
         black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
     });
+    // A kernel denial through the aggregator: a repeat within its window is counted.
+    let denial = Entry::kernel(
+        "bench",
+        "cgroup/connect4",
+        "egress_not_allowed",
+        json!({"addr": "10.0.0.1", "port": 443, "pid": 7, "comm": "agent",
+               "cgroup_id": 1, "session_cgroup_id": 1, "message": "not in the allowlist"}),
+    );
+    let mut aggregator = gatewayd_core::audit::aggregate::Aggregator::new();
+    let _ = aggregator.offer(denial.clone(), 0);
+    bench(
+        "aggregate: a repeated kernel denial (counted)",
+        200_000,
+        || {
+            black_box(aggregator.offer(black_box(denial.clone()), 1));
+        },
+    );
 }

@@ -37,7 +37,10 @@
 //! - `log.rs`: [`AuditLog`], the locked, append-only writer (write + fdatasync, poisoning);
 //! - `verify.rs`: the chain verifier ([`verify()`], [`VerifyError`]);
 //! - `writer.rs`: the daemon's one writer thread, group commit ([`writer::AuditWriter`]);
+//! - `aggregate.rs`: kernel denials, the first of each kind per window in full, the rest
+//!   counted ([`aggregate::Aggregator`]);
 //! - `tests.rs`: the writer and the verifier together.
+pub mod aggregate;
 mod log;
 mod record;
 mod verify;

@@ -17,7 +17,11 @@ use tokio::{
 
 use super::confine::{ConfineError, ServerConfinement};
 use gatewayd_core::{
-    audit::{Entry, writer::WriterHandle},
+    audit::{
+        Entry,
+        aggregate::{self, Aggregator},
+        writer::WriterHandle,
+    },
     policy::{McpServer, Policy},
 };
 use gatewayd_kernel::kernel;
@@ -156,21 +160,9 @@ pub fn start(
     let pieces = confinement.pieces.clone();
     let kernel = match confinement.take_layer() {
         Some((layer, spec)) => {
-            let (tx, mut rx) = mpsc::channel::<Entry>(256);
+            let (tx, rx) = mpsc::channel::<Entry>(256);
             let session = format!("mcp:{name}");
-            let rec = recorder.clone();
-            tokio::spawn(async move {
-                while let Some(e) = rx.recv().await {
-                    match &rec {
-                        Some(r) => {
-                            if let Ok(t) = r.submit(e) {
-                                let _ = r.wait_async(t).await;
-                            }
-                        }
-                        None => eprintln!("gatewayd mcp: kernel denial: {} {}", e.reason, e.detail),
-                    }
-                }
-            });
+            tokio::spawn(record_denials(rx, recorder.clone()));
             Some(kernel::task::spawn(layer, spec, tx, move |d| {
                 d.into_entry(&session)
             })?)
@@ -206,6 +198,39 @@ pub fn start(
         stdout,
         pieces,
     })
+}
+
+/// Records the server's kernel denials, aggregated as `gatewayd run`'s are (the first of
+/// each kind per window in full, the rest counted), or prints them without a recorder.
+async fn record_denials(mut rx: mpsc::Receiver<Entry>, recorder: Option<WriterHandle>) {
+    let mut aggregator = Aggregator::new();
+    let started = std::time::Instant::now();
+    let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(aggregate::WINDOW_MS));
+    loop {
+        let entries = tokio::select! {
+            e = rx.recv() => match e {
+                Some(e) => aggregator.offer(e, now_ms()),
+                None => break,
+            },
+            _ = tick.tick() => aggregator.due(now_ms()),
+        };
+        write_denials(entries, recorder.as_ref()).await;
+    }
+    write_denials(aggregator.flush(), recorder.as_ref()).await;
+}
+
+async fn write_denials(entries: Vec<Entry>, recorder: Option<&WriterHandle>) {
+    for e in entries {
+        match recorder {
+            Some(r) => {
+                if let Ok(t) = r.submit(e) {
+                    let _ = r.wait_async(t).await;
+                }
+            }
+            None => eprintln!("gatewayd mcp: kernel denial: {} {}", e.reason, e.detail),
+        }
+    }
 }
 
 /// What [`start`] hands back: the process, its pipes, and the profile's pieces in force.

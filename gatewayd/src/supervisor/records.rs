@@ -9,6 +9,7 @@ use crate::daemon::Gateway;
 use gateway_common::Reason;
 use gatewayd_core::audit::{
     Entry,
+    aggregate::{self, Aggregator},
     writer::{WriteError, WriterHandle},
 };
 
@@ -71,39 +72,46 @@ impl WhenUnrecorded {
     }
 }
 
-/// Hands the kernel task's records to the writer, in order. Submitting never waits for the
-/// disk; every [`AUDIT_QUEUE`] records it waits for them to be durable. A record the writer
-/// refuses is lost (the kernel has already decided): it is reported on stderr, and the
-/// agent is stopped unless the policy's `on_audit_failure` is `continue`. A
-/// `protected_path` denial, once recorded, counts toward the Rule of Two of the agent's
-/// gateway session (the policy's `suspicion`; `Gateway::note_kernel_denial`). Ends, with
-/// everything submitted, once the kernel task has dropped its sender.
+/// Hands the kernel task's records to the writer, in order, aggregated
+/// ([`gatewayd_core::audit::aggregate`]: the first denial of each kind per window in full,
+/// the rest counted, so a flood cannot fill the log). Submitting never waits for the disk;
+/// every [`AUDIT_QUEUE`] records it waits for them to be durable. A record the writer refuses
+/// is lost (the kernel has already decided): it is reported on stderr, and the agent is
+/// stopped unless the policy's `on_audit_failure` is `continue`. A `protected_path` denial,
+/// once recorded, counts toward the Rule of Two of the agent's gateway session (the policy's
+/// `suspicion`; `Gateway::note_kernel_denial`). Ends, with everything submitted and every
+/// open window's count recorded, once every sender is gone.
 pub(super) async fn forward_kernel_records(
     mut rx: mpsc::Receiver<KernelRecord>,
     audit: WriterHandle,
     suspicion: Option<Suspicion>,
     mut unrecorded: WhenUnrecorded,
 ) {
-    let mut pending = 0;
-    while let Some(KernelRecord { entry, reason }) = rx.recv().await {
-        let what = format!(
-            "{} {}",
-            entry.hook.as_deref().unwrap_or("gateway"),
-            entry.reason
-        );
-        let suspect = reason == Some(Reason::ProtectedPath);
-        match audit.submit(entry) {
-            Ok(ticket) => {
-                pending += 1;
-                if pending >= AUDIT_QUEUE || rx.is_empty() {
-                    pending = 0;
-                    if let Err(e) = audit.wait_async(ticket).await {
-                        unrecorded.failed(&what, &e);
-                    }
-                }
+    let mut out = Submitter {
+        audit,
+        pending: 0,
+        unrecorded: &mut unrecorded,
+    };
+    let mut aggregator = Aggregator::new();
+    let started = std::time::Instant::now();
+    let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(aggregate::WINDOW_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let record = tokio::select! {
+            r = rx.recv() => r,
+            _ = tick.tick() => {
+                out.submit_all(aggregator.due(now_ms()), rx.is_empty()).await;
+                continue;
             }
-            Err(e) => unrecorded.failed(&what, &e),
-        }
+        };
+        let Some(KernelRecord { entry, reason }) = record else {
+            out.submit_all(aggregator.flush(), true).await;
+            return;
+        };
+        let written = aggregator.offer(entry, now_ms());
+        let suspect = reason == Some(Reason::ProtectedPath) && !written.is_empty();
+        out.submit_all(written, rx.is_empty()).await;
         if let (true, Some(s)) = (suspect, &suspicion) {
             // Its own task: the trip hook it may run waits on the kernel task, which may be
             // waiting for this loop to take its next record.
@@ -116,6 +124,39 @@ pub(super) async fn forward_kernel_records(
                     eprintln!("gatewayd: a kernel denial's suspicion: {}", e.message);
                 }
             });
+        }
+    }
+}
+
+/// Submits records to the writer, waiting for durability every [`AUDIT_QUEUE`] records and
+/// whenever nothing more is queued.
+struct Submitter<'a> {
+    audit: WriterHandle,
+    pending: usize,
+    unrecorded: &'a mut WhenUnrecorded,
+}
+
+impl Submitter<'_> {
+    async fn submit_all(&mut self, entries: Vec<Entry>, idle: bool) {
+        let n = entries.len();
+        for (i, entry) in entries.into_iter().enumerate() {
+            let what = format!(
+                "{} {}",
+                entry.hook.as_deref().unwrap_or("gateway"),
+                entry.reason
+            );
+            match self.audit.submit(entry) {
+                Ok(ticket) => {
+                    self.pending += 1;
+                    if self.pending >= AUDIT_QUEUE || (idle && i + 1 == n) {
+                        self.pending = 0;
+                        if let Err(e) = self.audit.wait_async(ticket).await {
+                            self.unrecorded.failed(&what, &e);
+                        }
+                    }
+                }
+                Err(e) => self.unrecorded.failed(&what, &e),
+            }
         }
     }
 }

@@ -32,6 +32,8 @@
 //! gw-testagent subread PATH              # make a sub-cgroup of ours, start a child in it
 //!                                         # (clone3 CLONE_INTO_CGROUP), the child reads PATH
 //! gw-testagent tryconnect IP:PORT N      # N TCP connect attempts, print how many failed
+//! gw-testagent tryports IP:PORT N        # N connect attempts, the i-th to PORT + i (mod
+//!                                         # 65536, 0 skipped): every one to another port
 //! gw-testagent rpc METHOD PARAMS_JSON    # one request to the gateway at $GATEWAYD_SOCKET
 //!                                         # ($GW_RPC_SOCKET instead when set; `$SESSION` in
 //!                                         # PARAMS_JSON becomes $GATEWAYD_SESSION); prints the
@@ -180,6 +182,19 @@ fn run(action: &[String]) -> Result<String, String> {
             let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
             let to = addr(arg(1)?)?;
             let failed = (0..n).filter(|_| TcpStream::connect(to).is_err()).count();
+            Ok(format!("{n} attempts, {failed} failed"))
+        }
+        "tryports" => {
+            let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
+            let mut to = addr(arg(1)?)?;
+            let first = to.port();
+            let failed = (0..n)
+                .filter(|i| {
+                    let port = (u32::from(first) + i) % 65_536;
+                    to.set_port(u16::try_from(port).unwrap_or(1).max(1));
+                    TcpStream::connect_timeout(&to, Duration::from_millis(200)).is_err()
+                })
+                .count();
             Ok(format!("{n} attempts, {failed} failed"))
         }
         "subread" => subcgroup_read(arg(1)?),

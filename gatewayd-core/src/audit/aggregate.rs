@@ -1,0 +1,266 @@
+//! Kernel denials, aggregated so a flood cannot fill the audit log: per kind (the program's
+//! hook, the reason and the object denied), the first denial of each window is recorded in
+//! full, the others of that window are counted, and one `denials_aggregated` record gives the
+//! count when the window ends. Nothing is lost from the counts: every denial is either a
+//! record of its own or counted in exactly one `denials_aggregated` record. At most
+//! [`MAX_KINDS`] kinds have windows open at once; a denial of a kind beyond them is counted
+//! under the kind `(hook, reason, *)`.
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::Entry;
+
+/// How long a window is, in ms.
+pub const WINDOW_MS: u64 = 1000;
+/// Kinds with a window open at once, at most.
+pub const MAX_KINDS: usize = 1024;
+
+/// What a denial is of: its program, its reason, the object it names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Kind {
+    session: String,
+    hook: String,
+    reason: String,
+    object: String,
+}
+
+#[derive(Debug)]
+struct Window {
+    started_ms: u64,
+    counted: u64,
+    /// What the first denial's detail says of the session (`session_cgroup_id`, `cgroup_id`),
+    /// repeated in the window's summary.
+    ids: serde_json::Map<String, Value>,
+}
+
+impl Window {
+    fn new(first: &Entry, now_ms: u64) -> Window {
+        let ids = ["session_cgroup_id", "cgroup_id"]
+            .iter()
+            .filter_map(|k| Some(((*k).to_owned(), first.detail.get(*k)?.clone())))
+            .collect();
+        Window {
+            started_ms: now_ms,
+            counted: 0,
+            ids,
+        }
+    }
+}
+
+/// The aggregation state of one stream of kernel records.
+#[derive(Debug, Default)]
+pub struct Aggregator {
+    open: HashMap<Kind, Window>,
+}
+
+impl Aggregator {
+    /// A new aggregator with no window open.
+    pub fn new() -> Aggregator {
+        Aggregator::default()
+    }
+
+    /// Offers a kernel denial at `now_ms`. Returns what to record now: the denial itself when
+    /// it is the first of its kind in its window (after the summary of that kind's previous
+    /// window, when it had one), nothing when it is counted.
+    pub fn offer(&mut self, entry: Entry, now_ms: u64) -> Vec<Entry> {
+        let mut kind = kind_of(&entry);
+        if !self.open.contains_key(&kind) && self.open.len() >= MAX_KINDS {
+            kind.object = "*".into();
+        }
+        match self.open.get_mut(&kind) {
+            Some(w) if now_ms.saturating_sub(w.started_ms) < WINDOW_MS => {
+                w.counted += 1;
+                Vec::new()
+            }
+            Some(w) => {
+                let ended = std::mem::replace(w, Window::new(&entry, now_ms));
+                let mut out: Vec<Entry> = summary(&kind, &ended).into_iter().collect();
+                out.push(entry);
+                out
+            }
+            None => {
+                self.open.insert(kind, Window::new(&entry, now_ms));
+                vec![entry]
+            }
+        }
+    }
+
+    /// The summaries of the windows that have ended by `now_ms` (those that counted any);
+    /// their kinds are closed.
+    pub fn due(&mut self, now_ms: u64) -> Vec<Entry> {
+        let ended: Vec<Kind> = self
+            .open
+            .iter()
+            .filter(|(_, w)| now_ms.saturating_sub(w.started_ms) >= WINDOW_MS)
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.close(ended)
+    }
+
+    /// The summaries of every open window (at the end of the stream).
+    pub fn flush(&mut self) -> Vec<Entry> {
+        let all: Vec<Kind> = self.open.keys().cloned().collect();
+        self.close(all)
+    }
+
+    fn close(&mut self, kinds: Vec<Kind>) -> Vec<Entry> {
+        let mut out: Vec<(u64, Entry)> = kinds
+            .into_iter()
+            .filter_map(|k| {
+                let w = self.open.remove(&k)?;
+                Some((w.started_ms, summary(&k, &w)?))
+            })
+            .collect();
+        out.sort_by_key(|(started, _)| *started);
+        out.into_iter().map(|(_, e)| e).collect()
+    }
+}
+
+/// The `denials_aggregated` record of a window that counted any.
+fn summary(kind: &Kind, w: &Window) -> Option<Entry> {
+    if w.counted == 0 {
+        return None;
+    }
+    let mut detail = json!({
+        "reason": kind.reason,
+        "object": kind.object,
+        "count": w.counted,
+        "window_ms": WINDOW_MS,
+        "message": format!(
+            "{} more denials of this kind within {} ms of the first, which has a record of its own; counted, not recorded one by one",
+            w.counted, WINDOW_MS
+        ),
+    });
+    if let Some(d) = detail.as_object_mut() {
+        d.extend(w.ids.clone());
+    }
+    Some(Entry::kernel(
+        &kind.session,
+        &kind.hook,
+        "denials_aggregated",
+        detail,
+    ))
+}
+
+/// The kind of a kernel record: its hook, its reason and the object its detail names.
+fn kind_of(e: &Entry) -> Kind {
+    Kind {
+        session: e.session.clone(),
+        hook: e.hook.clone().unwrap_or_default(),
+        reason: e.reason.clone(),
+        object: object_of(&e.detail),
+    }
+}
+
+/// The object a kernel record's detail names: a path (with the inode, so the files under a
+/// protected directory are kinds apart), an address and port, a socket name, a signalled
+/// pid, or an inode.
+fn object_of(detail: &Value) -> String {
+    let s = |k: &str| match detail.get(k) {
+        Some(Value::String(v)) => Some(v.clone()),
+        Some(Value::Null) | None => None,
+        Some(v) => Some(v.to_string()),
+    };
+    let inode = match (s("dev"), s("ino")) {
+        (Some(d), Some(i)) => Some(format!("{d}:{i}")),
+        _ => None,
+    };
+    if let Some(p) = s("protected_path").or_else(|| s("path")) {
+        return match inode {
+            Some(i) => format!("{p} (inode {i})"),
+            None => p,
+        };
+    }
+    if let Some(a) = s("addr").or_else(|| s("from")) {
+        return format!("{a}:{}", s("port").unwrap_or_default());
+    }
+    if let Some(n) = s("name") {
+        return n;
+    }
+    if let Some(t) = s("target_pid") {
+        return format!("pid {t}");
+    }
+    inode.or_else(|| s("blockers")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect(port: u16) -> Entry {
+        Entry::kernel(
+            "s",
+            "cgroup/connect4",
+            "egress_not_allowed",
+            json!({"addr": "10.0.0.1", "port": port, "pid": 7}),
+        )
+    }
+
+    fn count(out: &[Entry]) -> u64 {
+        out.iter()
+            .map(|e| {
+                if e.reason == "denials_aggregated" {
+                    e.detail["count"].as_u64().unwrap()
+                } else {
+                    1
+                }
+            })
+            .sum()
+    }
+
+    #[test]
+    fn a_flood_is_one_record_and_a_count_per_window_and_nothing_is_lost() {
+        let mut a = Aggregator::new();
+        let mut out = Vec::new();
+        // 10,000 denials over 10 s.
+        for t in 1_000_000..1_010_000 {
+            out.extend(a.due(t));
+            out.extend(a.offer(connect(443), t));
+        }
+        out.extend(a.flush());
+        assert_eq!(count(&out), 10_000, "every denial counted once");
+        assert!(
+            out.len() <= 22,
+            "{} records for 10 s of one kind",
+            out.len()
+        );
+        assert_eq!(out[0].reason, "egress_not_allowed", "the first is in full");
+        assert_eq!(out[1].reason, "denials_aggregated");
+        assert_eq!(out[1].detail["object"], "10.0.0.1:443");
+    }
+
+    #[test]
+    fn kinds_are_apart_and_beyond_the_cap_they_are_counted_together() {
+        let mut a = Aggregator::new();
+        let mut out = Vec::new();
+        for port in 0..(MAX_KINDS as u16 + 100) {
+            out.extend(a.offer(connect(port), 5));
+            out.extend(a.offer(connect(port), 6));
+        }
+        out.extend(a.flush());
+        let full = out
+            .iter()
+            .filter(|e| e.reason == "egress_not_allowed")
+            .count();
+        assert_eq!(
+            full,
+            MAX_KINDS + 1,
+            "one in full per kind, one for the rest"
+        );
+        assert_eq!(count(&out), 2 * (MAX_KINDS as u64 + 100));
+        assert!(
+            out.iter()
+                .any(|e| e.reason == "denials_aggregated" && e.detail["object"] == "*")
+        );
+    }
+
+    #[test]
+    fn a_quiet_kind_has_no_summary() {
+        let mut a = Aggregator::new();
+        assert_eq!(a.offer(connect(1), 0).len(), 1);
+        assert!(a.due(5_000).is_empty());
+        assert_eq!(a.offer(connect(1), 6_000).len(), 1, "a new window, in full");
+        assert!(a.flush().is_empty());
+    }
+}
