@@ -75,3 +75,100 @@ fn the_agent_cannot_push_input_into_its_terminal() {
         "under gatewayd, the terminal stays usable:\n{text}"
     );
 }
+
+/// A terminal of `rows` x `cols`: (master, slave).
+fn pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes the two fds and reads the window size it is given.
+    let rc = unsafe {
+        libc::openpty(
+            &raw mut master,
+            &raw mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &raw const ws,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: two fresh fds from openpty, each owned once.
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+/// `cmd` as an interactive program: a session of its own whose controlling terminal (and
+/// stdin) is `slave`; its stdout is piped.
+fn interactive(mut cmd: Command, slave: OwnedFd) -> std::process::Child {
+    cmd.stdin(Stdio::from(slave)).stdout(Stdio::piped());
+    // SAFETY: setsid and ioctl are async-signal-safe; stdin is the pty's slave by now.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("spawn on a terminal")
+}
+
+/// An interactive agent keeps its terminal under gatewayd as it does bare: it reads the
+/// window size, and Ctrl-C typed on the terminal ends it (SIGINT, exit 130), with its
+/// signals otherwise kept inside the session (`shared_objects`).
+#[test]
+fn an_interactive_agent_keeps_its_terminal_and_ctrl_c() {
+    let _ = tier();
+    let dir = Scratch::new("pty");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let args = ["winsize", "+", "sleep", "30"];
+    for under in [false, true] {
+        let (master, slave) = pty(41, 123);
+        let cmd = if under {
+            let mut c = gatewayd_run();
+            c.arg("--policy")
+                .arg(&policy)
+                .arg("--audit")
+                .arg(&audit)
+                .arg("--")
+                .arg(agent())
+                .args(args);
+            c
+        } else {
+            let mut c = Command::new(agent());
+            c.args(args);
+            c
+        };
+        let mut child = interactive(cmd, slave);
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(
+            line.trim(),
+            "OK winsize: 41 rows, 123 columns",
+            "under gatewayd: {under}"
+        );
+        // Ctrl-C, typed on the terminal: the line discipline signals its foreground group.
+        let mut m = std::fs::File::from(master);
+        std::io::Write::write_all(&mut m, b"\x03").unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "Ctrl-C did not end the agent (under gatewayd: {under})"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let code = status
+            .code()
+            .or_else(|| std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s));
+        assert_eq!(code, Some(130), "under gatewayd: {under}: {status:?}");
+    }
+}

@@ -39,6 +39,7 @@
 //!                                         # PARAMS_JSON becomes $GATEWAYD_SESSION); prints the
 //!                                         # answer line, FAIL on an error answer
 //! gw-testagent sleep SECS
+//! gw-testagent winsize                    # the window size of the terminal on stdin
 //! gw-testagent fork                       # the rest of the chain runs in a child (which
 //!                                         # outlives gatewayd); this process waits until killed
 //! gw-testagent exit CODE                  # exit now with CODE
@@ -205,6 +206,15 @@ fn run(action: &[String]) -> Result<String, String> {
                 .map_err(|_| "sleep: not a number".to_string())?;
             std::thread::sleep(Duration::from_secs_f64(secs));
             Ok(format!("slept {secs}s"))
+        }
+        "winsize" => {
+            // SAFETY: TIOCGWINSZ writes one winsize into the struct it is given.
+            let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+            // SAFETY: fd 0 and a valid pointer to that struct.
+            if unsafe { libc::ioctl(0, libc::TIOCGWINSZ, &raw mut ws) } != 0 {
+                return Err(std::io::Error::last_os_error().to_string());
+            }
+            Ok(format!("{} rows, {} columns", ws.ws_row, ws.ws_col))
         }
         "bpf" => bpf_map_create(),
         "run" => {
