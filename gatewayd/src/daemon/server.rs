@@ -199,7 +199,11 @@ impl Connection {
         // next one after each answer; the buffer is looked at first.
         let mut r: BufReader<PollingRead<OwnedReadHalf>> =
             BufReader::with_capacity(READ_BUFFER, PollingRead::new(r, self.poll));
-        let mut held = line_budget::Held::new(self.budget.clone());
+        let key = peer
+            .cgroup
+            .clone()
+            .unwrap_or_else(|| format!("uid {}", peer.uid));
+        let mut held = line_budget::Held::new(self.budget.clone(), &key);
         r.get_mut().arm();
         let mut buf = Vec::new();
         // One wait for shutdown for the connection's life, not one per line: each new wait

@@ -398,17 +398,18 @@ fn a_live_socket_is_refused_and_a_stale_one_replaced() {
     gatewayd_core::audit::verify(&dir.path().join("audit.jsonl"), None).unwrap();
 }
 
-/// Many clients each half-sending a line of nearly 1 MiB: beyond the first 16 KiB of each,
-/// the lines share one 64 MiB budget; once it is spent a client gets a `limit` error and is
-/// closed, instead of the daemon growing by a MiB per connection. When they go, a new client
-/// is served.
+/// Many connections of one peer each half-sending a line of nearly 1 MiB: beyond the first
+/// 16 KiB of each, the lines take from the peer's part of the daemon's budget (8 MiB of the
+/// 64 MiB all peers share); once it is spent a connection gets a `limit` error and is closed,
+/// instead of the daemon growing by a MiB per connection. When they go, a new client is
+/// served. (How peers share the 64 MiB: `daemon::line_budget`'s unit tests.)
 #[test]
 fn half_sent_long_lines_share_one_bounded_budget() {
     let d = Daemon::start();
     let chunk = vec![b'x'; MAX_LINE - 1024];
     let mut conns = Vec::new();
     let mut refused = 0;
-    for _ in 0..100 {
+    for _ in 0..20 {
         let mut s = UnixStream::connect(&d.socket).unwrap();
         s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -422,9 +423,6 @@ fn half_sent_long_lines_share_one_bounded_budget() {
             continue;
         }
         conns.push(s);
-        if conns.len() >= 70 {
-            break;
-        }
     }
     // Each connection that was refused was answered first.
     let mut limit_answers = 0;
@@ -440,13 +438,10 @@ fn half_sent_long_lines_share_one_bounded_budget() {
             limit_answers += 1;
         }
     }
+    let held = conns.len() - limit_answers;
     assert!(
-        limit_answers + refused > 0,
-        "70 lines of ~1 MiB exceed the 64 MiB budget: some client must be refused"
-    );
-    assert!(
-        conns.len() - limit_answers >= 60,
-        "most lines fit: {limit_answers} refused"
+        (7..=9).contains(&held),
+        "about 8 lines of ~1 MiB fit in one peer's 8 MiB: {held} held, {limit_answers} answered `limit`, {refused} closed"
     );
     drop(conns);
     let mut c = d.client();
