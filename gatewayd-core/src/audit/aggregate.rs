@@ -117,6 +117,58 @@ impl Aggregator {
     }
 }
 
+/// An [`Aggregator`] on the monotonic clock, with the tick that closes its windows: the one
+/// loop shape of `gatewayd run`'s and `gatewayd mcp`'s kernel-record forwarders (offer each
+/// record, record what [`Timed::window_end`] returns, [`Timed::flush`] at the end). Made
+/// inside a tokio runtime.
+#[derive(Debug)]
+pub struct Timed {
+    aggregator: Aggregator,
+    started: std::time::Instant,
+    tick: tokio::time::Interval,
+}
+
+impl Timed {
+    /// No window open; the first tick is a window from now.
+    pub fn new() -> Timed {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(WINDOW_MS));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Timed {
+            aggregator: Aggregator::new(),
+            started: std::time::Instant::now(),
+            tick,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// [`Aggregator::offer`], now.
+    pub fn offer(&mut self, entry: Entry) -> Vec<Entry> {
+        let now = self.now_ms();
+        self.aggregator.offer(entry, now)
+    }
+
+    /// Waits for the next tick; then the summaries of the windows that have ended.
+    pub async fn window_end(&mut self) -> Vec<Entry> {
+        self.tick.tick().await;
+        let now = self.now_ms();
+        self.aggregator.due(now)
+    }
+
+    /// [`Aggregator::flush`].
+    pub fn flush(&mut self) -> Vec<Entry> {
+        self.aggregator.flush()
+    }
+}
+
+impl Default for Timed {
+    fn default() -> Timed {
+        Timed::new()
+    }
+}
+
 /// The `denials_aggregated` record of a window that counted any.
 fn summary(kind: &Kind, w: &Window) -> Option<Entry> {
     if w.counted == 0 {

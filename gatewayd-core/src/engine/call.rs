@@ -68,8 +68,8 @@ impl Credentials {
     }
 
     /// Every credential by name, to hand to a tool runner in another process.
-    pub fn to_map(&self) -> BTreeMap<String, String> {
-        self.0.clone()
+    pub fn into_map(self) -> BTreeMap<String, String> {
+        self.0
     }
 }
 

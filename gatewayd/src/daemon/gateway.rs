@@ -415,7 +415,7 @@ impl Gateway {
         let (arguments, credentials) = match admission.admitted {
             Some(a) => {
                 let creds =
-                    (!in_agent && !a.credentials.is_empty()).then(|| a.credentials.to_map());
+                    (!in_agent && !a.credentials.is_empty()).then(|| a.credentials.into_map());
                 (Some(a.arguments.into_owned()), creds)
             }
             None => (None, None),

@@ -17,11 +17,7 @@ use tokio::{
 
 use super::confine::{ConfineError, ServerConfinement};
 use gatewayd_core::{
-    audit::{
-        Entry,
-        aggregate::{self, Aggregator},
-        writer::WriterHandle,
-    },
+    audit::{Entry, aggregate, writer::WriterHandle},
     policy::{McpServer, Policy},
 };
 use gatewayd_kernel::kernel;
@@ -203,21 +199,19 @@ pub fn start(
 /// Records the server's kernel denials, aggregated as `gatewayd run`'s are (the first of
 /// each kind per window in full, the rest counted), or prints them without a recorder.
 async fn record_denials(mut rx: mpsc::Receiver<Entry>, recorder: Option<WriterHandle>) {
-    let mut aggregator = Aggregator::new();
-    let started = std::time::Instant::now();
-    let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(aggregate::WINDOW_MS));
+    let mut windows = aggregate::Timed::new();
     loop {
-        let entries = tokio::select! {
-            e = rx.recv() => match e {
-                Some(e) => aggregator.offer(e, now_ms()),
-                None => break,
-            },
-            _ = tick.tick() => aggregator.due(now_ms()),
+        let entry = tokio::select! {
+            e = rx.recv() => e,
+            due = windows.window_end() => {
+                write_denials(due, recorder.as_ref()).await;
+                continue;
+            }
         };
-        write_denials(entries, recorder.as_ref()).await;
+        let Some(entry) = entry else { break };
+        write_denials(windows.offer(entry), recorder.as_ref()).await;
     }
-    write_denials(aggregator.flush(), recorder.as_ref()).await;
+    write_denials(windows.flush(), recorder.as_ref()).await;
 }
 
 async fn write_denials(entries: Vec<Entry>, recorder: Option<&WriterHandle>) {

@@ -8,8 +8,7 @@ use tokio::sync::mpsc;
 use crate::daemon::Gateway;
 use gateway_common::Reason;
 use gatewayd_core::audit::{
-    Entry,
-    aggregate::{self, Aggregator},
+    Entry, aggregate,
     writer::{WriteError, WriterHandle},
 };
 
@@ -92,24 +91,20 @@ pub(super) async fn forward_kernel_records(
         pending: 0,
         unrecorded: &mut unrecorded,
     };
-    let mut aggregator = Aggregator::new();
-    let started = std::time::Instant::now();
-    let now_ms = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(aggregate::WINDOW_MS));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut windows = aggregate::Timed::new();
     loop {
         let record = tokio::select! {
             r = rx.recv() => r,
-            _ = tick.tick() => {
-                out.submit_all(aggregator.due(now_ms()), rx.is_empty()).await;
+            due = windows.window_end() => {
+                out.submit_all(due, rx.is_empty()).await;
                 continue;
             }
         };
         let Some(KernelRecord { entry, reason }) = record else {
-            out.submit_all(aggregator.flush(), true).await;
+            out.submit_all(windows.flush(), true).await;
             return;
         };
-        let written = aggregator.offer(entry, now_ms());
+        let written = windows.offer(entry);
         let suspect = reason == Some(Reason::ProtectedPath) && !written.is_empty();
         out.submit_all(written, rx.is_empty()).await;
         if let (true, Some(s)) = (suspect, &suspicion) {

@@ -13,30 +13,8 @@ use escape::{Outcome, escape_bin, parse};
 
 /// Runs `cmd` in a session of its own whose controlling terminal, and stdin, is a new pty.
 fn on_a_terminal(mut cmd: Command) -> Output {
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes the two fds; no name, settings or window size are asked for.
-    let rc = unsafe {
-        libc::openpty(
-            &raw mut master,
-            &raw mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: two fresh fds from openpty, each owned once.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    cmd.stdin(Stdio::from(slave));
-    // SAFETY: setsid and ioctl are async-signal-safe; stdin is the pty's slave by now.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let (master, slave) = pty(0, 0);
+    controlled_by(&mut cmd, slave);
     let out = cmd.output().expect("spawn on a terminal");
     // Held open until the session ends: a closed master hangs the terminal up.
     drop(master);
@@ -76,7 +54,7 @@ fn the_agent_cannot_push_input_into_its_terminal() {
     );
 }
 
-/// A terminal of `rows` x `cols`: (master, slave).
+/// A new pty of `rows` x `cols` (0 x 0: the size a pty starts with): (master, slave).
 fn pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
     let (mut master, mut slave) = (0, 0);
     let ws = libc::winsize {
@@ -100,12 +78,11 @@ fn pty(rows: u16, cols: u16) -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
 
-/// `cmd` as an interactive program: a session of its own whose controlling terminal (and
-/// stdin) is `slave`; its stdout is piped. SIGINT goes back to its default action, as a
-/// shell does for a job it runs in the foreground (a test run started in the background of
-/// a script inherits SIGINT ignored).
-fn interactive(mut cmd: Command, slave: OwnedFd) -> std::process::Child {
-    cmd.stdin(Stdio::from(slave)).stdout(Stdio::piped());
+/// Makes `slave` the controlling terminal and stdin of `cmd`, in a session of its own.
+/// SIGINT goes back to its default action, as a shell does for a job it runs in the
+/// foreground (a test run started in the background of a script inherits SIGINT ignored).
+fn controlled_by(cmd: &mut Command, slave: OwnedFd) {
+    cmd.stdin(Stdio::from(slave));
     // SAFETY: setsid, ioctl and sigaction are async-signal-safe; stdin is the pty's slave
     // by now; the sigaction struct is plain data, zeroed then given SIG_DFL.
     unsafe {
@@ -121,7 +98,6 @@ fn interactive(mut cmd: Command, slave: OwnedFd) -> std::process::Child {
             Ok(())
         });
     }
-    cmd.spawn().expect("spawn on a terminal")
 }
 
 /// An interactive agent keeps its terminal under gatewayd as it does bare: it reads the
@@ -136,22 +112,14 @@ fn an_interactive_agent_keeps_its_terminal_and_ctrl_c() {
     let args = ["winsize", "+", "sleep", "30"];
     for under in [false, true] {
         let (master, slave) = pty(41, 123);
-        let cmd = if under {
-            let mut c = gatewayd_run();
-            c.arg("--policy")
-                .arg(&policy)
-                .arg("--audit")
-                .arg(&audit)
-                .arg("--")
-                .arg(agent())
-                .args(args);
-            c
+        let mut cmd = if under {
+            under_gatewayd(&policy, &audit, agent())
         } else {
-            let mut c = Command::new(agent());
-            c.args(args);
-            c
+            Command::new(agent())
         };
-        let mut child = interactive(cmd, slave);
+        cmd.args(args).stdout(Stdio::piped());
+        controlled_by(&mut cmd, slave);
+        let mut child = cmd.spawn().expect("spawn on a terminal");
         let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         std::io::BufRead::read_line(&mut out, &mut line).unwrap();
