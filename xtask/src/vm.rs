@@ -144,6 +144,8 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     copy_with_libs(&bins.testagent, &root, "gw-testagent")?;
     copy_with_libs(&bins.escape, &root, "gw-escape")?;
     copy_with_libs(test_bin, &root, "privileged")?;
+    // The job-control test (`terminal.rs`) runs the real bash, as a user would.
+    copy_with_libs(Path::new("/bin/bash"), &root, "bin/bash")?;
     let status = Command::new("sh")
         .arg("-c")
         .arg(format!(

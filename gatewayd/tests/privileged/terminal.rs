@@ -6,6 +6,7 @@ use std::{
     os::fd::{FromRawFd as _, OwnedFd},
     os::unix::process::CommandExt as _,
     process::Stdio,
+    sync::{Arc, Mutex},
 };
 
 use super::*;
@@ -146,5 +147,144 @@ fn an_interactive_agent_keeps_its_terminal_and_ctrl_c() {
             .code()
             .or_else(|| std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s));
         assert_eq!(code, Some(130), "under gatewayd: {under}: {status:?}");
+    }
+}
+
+/// What a pty's master has read so far, filled by a thread until the terminal closes.
+fn read_terminal(master: OwnedFd) -> (std::fs::File, Arc<Mutex<String>>) {
+    let writer = std::fs::File::from(master.try_clone().expect("dup the master"));
+    let seen = Arc::new(Mutex::new(String::new()));
+    let fill = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut m = std::fs::File::from(master);
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut m, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            fill.lock().unwrap().push_str(&text);
+        }
+    });
+    (writer, seen)
+}
+
+/// Waits until `cond` holds; `what` names it when it never does, with the terminal's text.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool, terminal: &Mutex<String>) {
+    let started = std::time::Instant::now();
+    while !cond() {
+        let waited = started.elapsed();
+        assert!(
+            waited < MUST_HAPPEN_WITHIN,
+            "{what}; the terminal:\n{}",
+            terminal.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The state letter (`/proc/PID/stat`'s third field) of every process whose command line
+/// is `argv`.
+fn states_of(argv: &[&str]) -> Vec<char> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let mut states = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = e.path();
+        if std::fs::read(dir.join("cmdline")).ok().as_deref() != Some(&want[..]) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // After the command name's closing parenthesis: " S ...".
+        if let Some(state) = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.trim().chars().next())
+        {
+            states.push(state);
+        }
+    }
+    states
+}
+
+/// A job-control shell stops the session with Ctrl-Z and resumes it with `fg`, as it does a
+/// bare agent: the real bash, interactive on a pty, runs the agent in the foreground; Ctrl-Z
+/// stops it (bash reports `Stopped`, the agent's state is `T` and it prints nothing more),
+/// `fg` lets it go on printing, Ctrl-C then ends it and bash reads 130.
+#[test]
+fn a_job_control_shell_stops_and_resumes_the_session() {
+    let _ = tier();
+    let dir = Scratch::new("jobs");
+    let policy = write_policy(&dir, best_effort(serde_json::json!([])));
+    let audit = dir.path("audit.jsonl");
+    let agent = agent();
+    let argv = [agent.as_str(), "tick", "50"];
+    for under in [false, true] {
+        let out = dir.path(if under { "under.txt" } else { "bare.txt" });
+        let job = if under {
+            let mut c = under_gatewayd(&policy, &audit, agent.as_str());
+            c.args(&argv[1..]);
+            std::iter::once(c.get_program())
+                .chain(c.get_args())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            argv.join(" ")
+        };
+        let (master, slave) = pty(24, 80);
+        let mut bash = Command::new("bash");
+        bash.args(["--norc", "--noprofile", "-i"])
+            .env("PS1", "$ ")
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave.try_clone().unwrap()));
+        controlled_by(&mut bash, slave);
+        let mut shell = bash.spawn().expect("spawn bash on a terminal");
+        let (mut term, seen) = read_terminal(master);
+        let mut type_in =
+            |keys: &str| std::io::Write::write_all(&mut term, keys.as_bytes()).unwrap();
+        let ticks = || std::fs::read_to_string(&out).map_or(0, |s| s.lines().count());
+        type_in(&format!("{job} > {}\n", out.display()));
+        wait_until(
+            &format!("the agent never printed (under gatewayd: {under})"),
+            || ticks() >= 3,
+            &seen,
+        );
+        type_in("\x1a");
+        wait_until(
+            &format!("bash never saw the job stop (under gatewayd: {under})"),
+            || seen.lock().unwrap().contains("Stopped"),
+            &seen,
+        );
+        let states = states_of(&argv);
+        assert_eq!(
+            states,
+            ['T'],
+            "the agent is stopped (under gatewayd: {under})"
+        );
+        let stopped_at = ticks();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            ticks(),
+            stopped_at,
+            "a stopped agent printed (under gatewayd: {under})"
+        );
+        type_in("fg\n");
+        wait_until(
+            &format!("fg did not resume the agent (under gatewayd: {under})"),
+            || ticks() > stopped_at + 2,
+            &seen,
+        );
+        type_in("\x03");
+        type_in("echo status:$?\n");
+        wait_until(
+            &format!("no 130 after Ctrl-C (under gatewayd: {under})"),
+            || seen.lock().unwrap().contains("status:130"),
+            &seen,
+        );
+        type_in("exit\n");
+        let st = shell.wait().unwrap();
+        assert!(st.success(), "bash: {st:?}\n{}", seen.lock().unwrap());
     }
 }

@@ -40,6 +40,7 @@
 //!                                         # answer line, FAIL on an error answer
 //! gw-testagent sleep SECS
 //! gw-testagent winsize                    # the window size of the terminal on stdin
+//! gw-testagent tick MS                    # print `tick N` every MS ms, until ended
 //! gw-testagent fork                       # the rest of the chain runs in a child (which
 //!                                         # outlives gatewayd); this process waits until killed
 //! gw-testagent exit CODE                  # exit now with CODE
@@ -215,6 +216,16 @@ fn run(action: &[String]) -> Result<String, String> {
                 return Err(std::io::Error::last_os_error().to_string());
             }
             Ok(format!("{} rows, {} columns", ws.ws_row, ws.ws_col))
+        }
+        "tick" => {
+            let ms: u64 = arg(1)?
+                .parse()
+                .map_err(|_| "tick: not a number".to_string())?;
+            for n in 0u64.. {
+                println!("tick {n}");
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+            Ok("ticked".to_string())
         }
         "bpf" => bpf_map_create(),
         "run" => {
