@@ -56,6 +56,13 @@ pub const MAX_UNIX_TOTAL: u32 = 16384;
 /// Longest abstract Unix socket name, in bytes (`sun_path` is 108 bytes, the first of which
 /// is the NUL that makes the name abstract).
 pub const UNIX_NAME_MAX: u32 = 107;
+/// Read-only names one session may have (`READ_ONLY_NAMES`: read-only paths that did not
+/// exist when it started).
+pub const MAX_READ_ONLY_NAMES: u32 = 256;
+/// Capacity of `READ_ONLY_NAMES`, shared by all live sessions.
+pub const MAX_READ_ONLY_NAMES_TOTAL: u32 = 16384;
+/// The longest name (in bytes) `READ_ONLY_NAMES` holds; a longer one is not refused by name.
+pub const READ_ONLY_NAME_MAX: u32 = 30;
 /// Entries one session may have in `ROOTS`: its readable and writable roots and the mount
 /// points under them.
 pub const MAX_ROOTS: u32 = 1024;
@@ -227,11 +234,14 @@ pub enum Reason {
     /// A signal from the agent to a process outside its session (its caller's process
     /// group through `kill(0)`, say).
     SignalOutside = 13,
+    /// The name is a read-only path that did not exist when the session started (a new
+    /// `.git/commondir`, an `.envrc`): the agent may not make, link, move in or replace it.
+    ReadOnlyName = 14,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -245,6 +255,7 @@ impl Reason {
         Reason::OutsideWritable,
         Reason::InboundNotAllowed,
         Reason::SignalOutside,
+        Reason::ReadOnlyName,
     ];
 
     /// The audit record's `reason` value.
@@ -263,6 +274,7 @@ impl Reason {
             Reason::OutsideWritable => "outside_writable",
             Reason::InboundNotAllowed => "inbound_not_allowed",
             Reason::SignalOutside => "signal_outside_session",
+            Reason::ReadOnlyName => "read_only_name",
         }
     }
 }
@@ -417,6 +429,8 @@ pub struct Config {
     pub off_task_cgroups: u64,
     /// offsetof(struct `css_set`, `dfl_cgrp`): the task's cgroup v2 cgroup
     pub off_css_set_dfl_cgrp: u64,
+    /// offsetof(struct dentry, `d_name`) + offsetof(struct qstr, name): the name's bytes
+    pub off_dentry_name: u64,
 }
 
 /// A file or directory by identity, not by name.
@@ -467,6 +481,41 @@ impl UnixName {
             len: name.len() as u32,
             pad: 0,
             name: [0; 112],
+        };
+        key.name[..name.len()].copy_from_slice(name);
+        Some(key)
+    }
+}
+
+/// Key of the `READ_ONLY_NAMES` map: one session's name in one directory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DirName {
+    /// The session's cgroup id.
+    pub session: u64,
+    /// Kernel `dev_t` of the directory's superblock.
+    pub dev: u64,
+    /// The directory's inode number.
+    pub ino: u64,
+    /// The name, at most [`READ_ONLY_NAME_MAX`] bytes, every byte after it 0.
+    pub name: [u8; 32],
+}
+
+impl DirName {
+    /// The key of `session` for `name` in the directory (`dev`, `ino`); `None` when the name
+    /// is empty, holds a NUL or a `/`, or is longer than [`READ_ONLY_NAME_MAX`].
+    pub fn new(session: u64, dev: u64, ino: u64, name: &[u8]) -> Option<DirName> {
+        if name.is_empty()
+            || name.len() > READ_ONLY_NAME_MAX as usize
+            || name.iter().any(|&b| b == 0 || b == b'/')
+        {
+            return None;
+        }
+        let mut key = DirName {
+            session,
+            dev,
+            ino,
+            name: [0; 32],
         };
         key.name[..name.len()].copy_from_slice(name);
         Some(key)
@@ -546,7 +595,9 @@ const _: () = {
     assert!(core::mem::offset_of!(Event, comm) == 72);
     assert!(core::mem::offset_of!(Event, target_pid) == 88);
     assert!(core::mem::offset_of!(Event, signal) == 92);
-    assert!(core::mem::size_of::<Config>() == 248);
+    assert!(core::mem::size_of::<Config>() == 256);
+    assert!(core::mem::offset_of!(Config, off_dentry_name) == 248);
+    assert!(core::mem::size_of::<DirName>() == 56);
     assert!(core::mem::offset_of!(Config, off_file_flags) == 216);
     assert!(core::mem::offset_of!(Config, off_file_inode) == 224);
     assert!(core::mem::offset_of!(Config, off_css_set_dfl_cgrp) == 240);
@@ -570,6 +621,7 @@ mod pod {
     unsafe impl aya::Pod for super::InodeKey {}
     unsafe impl aya::Pod for super::SessionInode {}
     unsafe impl aya::Pod for super::UnixName {}
+    unsafe impl aya::Pod for super::DirName {}
     unsafe impl aya::Pod for super::SessionInfo {}
     unsafe impl aya::Pod for super::EgressRule {}
     unsafe impl aya::Pod for super::EgressPolicy {}

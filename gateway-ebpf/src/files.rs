@@ -16,17 +16,22 @@
 //! - `inode_create`, `inode_mknod`, `inode_symlink`, `inode_mkdir`: creating anything inside
 //!   a protected directory or outside the writable roots (the new, negative dentry's walk
 //!   starts at its parent).
+//! - every hook above, on the side that makes or changes a name: a name of the session's
+//!   `READ_ONLY_NAMES` (a read-only path that did not exist when it started) in its
+//!   directory.
 //! - `d_instantiate` (and `inode_rename`, before its decision), for every process: keeping
 //!   the index current (`TREE`), never denying.
-use aya_ebpf::{macros::lsm, maps::Array, programs::LsmContext};
+use aya_ebpf::{
+    helpers::bpf_probe_read_kernel_str_bytes, macros::lsm, maps::Array, programs::LsmContext,
+};
 use gateway_common::{
-    Config, EventKind, InodeKey, MAX_PATH_DEPTH, ROOT_READ, ROOT_WRITE, Reason, TREE_MARKED,
-    TREE_PROTECTED,
+    Config, DirName, EventKind, InodeKey, MAX_PATH_DEPTH, READ_ONLY_NAME_MAX, ROOT_READ,
+    ROOT_WRITE, Reason, TREE_MARKED, TREE_PROTECTED,
 };
 
 use crate::{
     config, inode_key, load,
-    maps::{EVERY_OPEN, EXEC, FILE_WALK, PROTECTED, ROOTS, TREE},
+    maps::{EVERY_OPEN, EXEC, FILE_WALK, PROTECTED, READ_ONLY_NAMES, ROOTS, TREE},
     opened_inode_key, read,
     session::{Session, Subject, current_session, lsm_session, session_inode, under_parent},
 };
@@ -452,7 +457,8 @@ enum ExecListed {
 /// Denies the hook when any of the dentries is, or lies under, a protected path (or, with
 /// [`ExecListed::Deny`], is an exec-listed file), or lies outside the session's roots for
 /// the rights its `needs` entry asks (`ROOT_WRITE` or 0; only the sides the session
-/// enforces are asked).
+/// enforces are asked); a side that asks `ROOT_WRITE` also when its name is one of the
+/// session's read-only names.
 #[inline(always)]
 fn deny_file(
     earlier: i32,
@@ -486,11 +492,63 @@ fn deny_file(
             Ok(Found::Outside(missing)) => Some(outside(missing)),
             Err(()) => Some(Reason::Unresolvable),
         };
+        let reason = match reason {
+            None if need & ROOT_WRITE != 0 => match read_only_name(cfg, &session, d, &mut hit) {
+                Ok(false) => None,
+                Ok(true) => Some(Reason::ReadOnlyName),
+                Err(()) => Some(Reason::Unresolvable),
+            },
+            other => other,
+        };
         if let Some(reason) = reason {
             return hit.deny(&session, kind, reason);
         }
     }
     0
+}
+
+/// Whether `dentry`'s name in its directory is one of the session's `READ_ONLY_NAMES`; the
+/// event then names the directory (`file_ino`) and the name's index in the session's list
+/// (`protected_ino`).
+#[inline(always)]
+fn read_only_name(
+    cfg: &Config,
+    session: &Session,
+    dentry: *const u8,
+    hit: &mut Subject,
+) -> Result<bool, ()> {
+    let parent: *const u8 = read(dentry, cfg.off_dentry_parent)?;
+    let dir: *const u8 = read(parent, cfg.off_dentry_inode)?;
+    if dir.is_null() {
+        return Err(());
+    }
+    let dir = inode_key(cfg, dir)?;
+    let name: *const u8 = read(dentry, cfg.off_dentry_name)?;
+    let mut key = DirName {
+        session: session.id,
+        dev: dir.dev,
+        ino: dir.ino,
+        name: [0; 32],
+    };
+    // SAFETY: copies at most 32 bytes (the NUL included) into the key's own array, and fails
+    // instead of faulting on a bad address.
+    let len = unsafe { bpf_probe_read_kernel_str_bytes(name, &mut key.name) }
+        .map_err(|_| ())?
+        .len();
+    // A longer name was cut at 31 bytes: none of the session's.
+    if len > READ_ONLY_NAME_MAX as usize {
+        return Ok(false);
+    }
+    match READ_ONLY_NAMES.get_ptr(&key) {
+        Some(index) => {
+            hit.file_ino = dir.ino;
+            hit.file_dev = dir.dev as u32;
+            // SAFETY: a non-null pointer from a map lookup, read at once.
+            hit.protected_ino = u64::from(unsafe { *index });
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// LSM_HOOK(int, 0, inode_unlink, struct inode *dir, struct dentry *dentry)

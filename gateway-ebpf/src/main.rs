@@ -92,6 +92,7 @@ pub(crate) static CONFIG: Global<Config> = Global::new(Config {
     off_file_inode: 0,
     off_task_cgroups: 0,
     off_css_set_dfl_cgrp: 0,
+    off_dentry_name: 0,
 });
 
 /// The load-time configuration, read field by field where it is used (`CONFIG.load()`

@@ -7,10 +7,12 @@ use aya_ebpf::{
     maps::{Array, CgroupArray, HashMap, PerCpuArray},
 };
 use gateway_common::{
+    DirName, MAX_READ_ONLY_NAMES_TOTAL, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName,
+};
+use gateway_common::{
     EgressPolicy, Event, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS,
     MAX_TREE_TOTAL, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
 };
-use gateway_common::{MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
 
 /// Values are replaced whole by userspace while programs read them: without preallocation
 /// the kernel frees a replaced value only after every reader is done (no aliasing).
@@ -50,6 +52,14 @@ pub static EXEC: HashMap<SessionInode, u32> =
 #[map]
 pub static ROOTS: HashMap<SessionInode, u32> =
     HashMap::with_max_entries(MAX_ROOTS_TOTAL, BPF_F_NO_PREALLOC);
+
+/// Names a session's agent may not make: its read-only paths (`sandbox.read_only`, the
+/// built-in ones among them) that did not exist when it started, by (session, the parent
+/// directory's dev_t and inode, name). Value: the path's index in the session's list, for
+/// the audit record.
+#[map]
+pub static READ_ONLY_NAMES: HashMap<DirName, u32> =
+    HashMap::with_max_entries(MAX_READ_ONLY_NAMES_TOTAL, BPF_F_NO_PREALLOC);
 
 /// Each session's egress allowlist and lockdown switch.
 #[map]

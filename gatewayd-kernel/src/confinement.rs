@@ -47,6 +47,9 @@ pub struct Plan<'a> {
     pub policy: &'a Policy,
     /// gatewayd's own files: protected paths of this confinement too.
     pub own_files: &'a [PathBuf],
+    /// The read-only paths (`sandbox.read_only` with the built-in ones); at tier 1 those
+    /// that do not exist are names the agent may not make.
+    pub read_only: &'a [PathBuf],
     /// The cgroup's limits (None: none set).
     pub limits: Option<Limits>,
     /// The program that will be started, resolved (None: not found or not known).
@@ -94,6 +97,9 @@ pub struct ProgramSet {
     pub phases_ms: Map<String, Value>,
     /// How many inodes the session's file index holds, or why it has none.
     pub file_index: Value,
+    /// The read-only paths that did not exist, which the BPF LSM programs refuse to let the
+    /// agent make (at tier 2 nothing uses them).
+    pub read_only_names: Vec<PathBuf>,
 }
 
 /// What a confinement reached, step by step (the `session_start` and `mcp_server_start`
@@ -230,7 +236,8 @@ impl Confinement {
         plan: &Plan<'_>,
         require: bool,
     ) -> Result<(), ConfineError> {
-        let (spec, warnings) = KernelSpec::from_policy(&self.policy, dir.to_owned());
+        let (spec, warnings) =
+            KernelSpec::from_policy(&self.policy, plan.read_only, dir.to_owned());
         self.report.warnings.extend(
             warnings
                 .iter()
@@ -278,6 +285,11 @@ impl Confinement {
                 Ok(inodes) => json!({"indexed": inodes}),
                 Err(why) => json!({"walk": why.to_string()}),
             },
+            read_only_names: spec
+                .read_only_names
+                .iter()
+                .map(|n| n.path.clone())
+                .collect(),
         });
         self.programs = Some(programs);
         self.kernel = Some((session, spec));

@@ -130,6 +130,14 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
                 detail["protected_path"] = json!(p.display().to_string());
             }
         }
+        Payload::File if reason == Some(Reason::ReadOnlyName) => {
+            let named = usize::try_from(ev.protected_ino)
+                .ok()
+                .and_then(|i| spec.read_only_names.get(i));
+            if let Some(n) = named {
+                detail["read_only_path"] = json!(n.path.display().to_string());
+            }
+        }
         Payload::Signal => detail["signal"] = json!(ev.signal),
         Payload::Destination => {
             detail["addr"] = json!(event_ip(ev).to_string());
@@ -184,6 +192,7 @@ mod tests {
             egress: vec![],
             unix_paths: vec![],
             unix_names: vec![],
+            read_only_names: vec![],
             roots_enforced: 0,
             roots: vec![],
             require: true,

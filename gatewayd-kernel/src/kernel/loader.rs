@@ -61,6 +61,8 @@ pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, Kerne
         off_task_tgid: kbtf.member_offset("task_struct", "tgid")?,
         off_task_cgroups: kbtf.member_offset("task_struct", "cgroups")?,
         off_css_set_dfl_cgrp: kbtf.member_offset("css_set", "dfl_cgrp")?,
+        off_dentry_name: kbtf.member_offset("dentry", "d_name")?
+            + kbtf.member_offset("qstr", "name")?,
         off_bprm_file: kbtf.member_offset("linux_binprm", "file")?,
         off_inode_mode: kbtf.member_offset("inode", "i_mode")?,
         off_dentry_flags: kbtf.member_offset("dentry", "d_flags")?,

@@ -6,17 +6,17 @@ use aya::{
     Ebpf,
     maps::{Array, ArrayOfMaps, HashMap, Map, MapData, MapError, PerCpuArray},
 };
+use gateway_common::{DirName, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
 use gateway_common::{
     EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, MAX_TREE_TOTAL,
     SessionInfo, SessionInode,
 };
-use gateway_common::{MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 13] = [
+pub const PINNED: [&str; 14] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -30,6 +30,7 @@ pub const PINNED: [&str; 13] = [
     "UNIX_PATHS",
     "UNIX_NAMES",
     "ROOTS",
+    "READ_ONLY_NAMES",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -87,6 +88,9 @@ pub struct SetMaps {
     /// `ROOTS`: a session's readable and writable roots (and the mount points under them),
     /// with their rights.
     pub roots: HashMap<MapData, SessionInode, u32>,
+    /// `READ_ONLY_NAMES`: names a session's agent may not make in a directory, with the
+    /// index of the read-only path each is for.
+    pub read_only_names: HashMap<MapData, DirName, u32>,
 }
 
 /// Stated capacities, for [`insert_err`].
@@ -122,6 +126,8 @@ impl SetMaps {
             unix_paths: HashMap::try_from(open("UNIX_PATHS")?).map_err(map_err("UNIX_PATHS"))?,
             unix_names: HashMap::try_from(open("UNIX_NAMES")?).map_err(map_err("UNIX_NAMES"))?,
             roots: HashMap::try_from(open("ROOTS")?).map_err(map_err("ROOTS"))?,
+            read_only_names: HashMap::try_from(open("READ_ONLY_NAMES")?)
+                .map_err(map_err("READ_ONLY_NAMES"))?,
         })
     }
 

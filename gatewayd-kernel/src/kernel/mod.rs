@@ -26,6 +26,7 @@ pub mod index;
 pub mod loader;
 pub mod maps;
 pub mod programs;
+mod read_only_names;
 pub mod session;
 pub mod set;
 pub mod spec;

@@ -92,6 +92,10 @@ const OUTSIDE_WRITABLE: (Reason, &str) = (
     Reason::OutsideWritable,
     "this path is outside the policy's writable roots (sandbox.writable): changing, creating or deleting it is denied by the kernel",
 );
+const READ_ONLY_NAME: (Reason, &str) = (
+    Reason::ReadOnlyName,
+    "this name is a read-only path that did not exist when the session started (git's config or hooks, an .envrc, an editor's task file): the agent may not make it, so the user's own tools will not run it later",
+);
 const EXEC_LISTED: (Reason, &str) = (
     Reason::ExecListed,
     "this file is on the policy's exec allowlist: writing, truncating, replacing or deleting it is denied by the kernel",
@@ -176,6 +180,7 @@ pub static PROGRAMS: [Program; 27] = [
             CHANGE_PROTECTED,
             EXEC_LISTED,
             OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
             UNRESOLVABLE,
         ],
     },
@@ -188,7 +193,12 @@ pub static PROGRAMS: [Program; 27] = [
         event: EventKind::Rmdir,
         payload: Payload::File,
         enforces: "removing a protected directory or one under a protected directory; with sandbox.writable listed, one outside the writable roots",
-        messages: &[CHANGE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
+        messages: &[
+            CHANGE_PROTECTED,
+            OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_rename",
@@ -198,11 +208,12 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Rename,
         payload: Payload::File,
-        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory; renaming or replacing an exec-listed file; with sandbox.writable listed, either side outside the writable roots",
+        enforces: "renaming a protected path, replacing one, or moving anything into a protected directory; renaming or replacing an exec-listed file; with sandbox.writable listed, either side outside the writable roots; making a read-only path that did not exist when the session started",
         messages: &[
             CHANGE_PROTECTED,
             EXEC_LISTED,
             OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
             UNRESOLVABLE,
         ],
     },
@@ -219,6 +230,7 @@ pub static PROGRAMS: [Program; 27] = [
             CHANGE_PROTECTED,
             EXEC_LISTED,
             OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
             UNRESOLVABLE,
         ],
     },
@@ -230,8 +242,13 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Link,
         payload: Payload::File,
-        enforces: "a hard link to a protected path or to anything under a protected directory, and a new link inside a protected directory or, with sandbox.writable listed, outside the writable roots",
-        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
+        enforces: "a hard link to a protected path or to anything under a protected directory, and a new link inside a protected directory or, with sandbox.writable listed, outside the writable roots; making a read-only path that did not exist when the session started",
+        messages: &[
+            CREATE_PROTECTED,
+            OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_create",
@@ -241,8 +258,13 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Create,
         payload: Payload::File,
-        enforces: "creating a file inside a protected directory or, with sandbox.writable listed, outside the writable roots",
-        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
+        enforces: "creating a file inside a protected directory or, with sandbox.writable listed, outside the writable roots; making a read-only path that did not exist when the session started",
+        messages: &[
+            CREATE_PROTECTED,
+            OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_mknod",
@@ -252,8 +274,13 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Mknod,
         payload: Payload::File,
-        enforces: "creating a FIFO, socket or device node inside a protected directory or, with sandbox.writable listed, outside the writable roots",
-        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
+        enforces: "creating a FIFO, socket or device node inside a protected directory or, with sandbox.writable listed, outside the writable roots; making a read-only path that did not exist when the session started",
+        messages: &[
+            CREATE_PROTECTED,
+            OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_symlink",
@@ -263,8 +290,13 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Symlink,
         payload: Payload::File,
-        enforces: "creating a symbolic link inside a protected directory or, with sandbox.writable listed, outside the writable roots",
-        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
+        enforces: "creating a symbolic link inside a protected directory or, with sandbox.writable listed, outside the writable roots; making a read-only path that did not exist when the session started",
+        messages: &[
+            CREATE_PROTECTED,
+            OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/inode_mkdir",
@@ -274,8 +306,13 @@ pub static PROGRAMS: [Program; 27] = [
         },
         event: EventKind::Mkdir,
         payload: Payload::File,
-        enforces: "creating a directory inside a protected directory or, with sandbox.writable listed, outside the writable roots",
-        messages: &[CREATE_PROTECTED, OUTSIDE_WRITABLE, UNRESOLVABLE],
+        enforces: "creating a directory inside a protected directory or, with sandbox.writable listed, outside the writable roots; making a read-only path that did not exist when the session started",
+        messages: &[
+            CREATE_PROTECTED,
+            OUTSIDE_WRITABLE,
+            READ_ONLY_NAME,
+            UNRESOLVABLE,
+        ],
     },
     Program {
         name: "lsm/d_instantiate",

@@ -20,6 +20,7 @@ use super::{
     KernelError, KernelSpec,
     index::{NotIndexed, index_trees},
     maps::{EXEC_CAPACITY, PROTECTED_CAPACITY, ROOTS_CAPACITY, SetMaps, insert_err, map_err},
+    read_only_names::ReadOnlyNames,
     set::{SetLock, lock},
     unix_sockets::UnixKeys,
 };
@@ -84,6 +85,7 @@ pub struct Session {
     roots: Vec<SessionInode>,
     index: Result<usize, NotIndexed>,
     unix: UnixKeys,
+    names: ReadOnlyNames,
     /// The policy's own (`cidr`) egress rules: resolved host rules go after them.
     egress: Vec<EgressRule>,
     maps: Arc<Mutex<SetMaps>>,
@@ -180,6 +182,7 @@ pub(crate) fn add(
         .map(|(k, rights)| (entries(id, &[*k])[0], *rights))
         .collect();
     let unix = UnixKeys::of(id, spec)?;
+    let names = ReadOnlyNames::of(id, spec);
     let mut egress = EgressPolicy::EMPTY;
     egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
     egress.count = spec.egress.len() as u32;
@@ -269,6 +272,7 @@ pub(crate) fn add(
                 .map_err(insert_err("ROOTS", ROOTS_CAPACITY))?;
         }
         unix.insert(&mut m)?;
+        names.insert(&mut m)?;
         let info = SessionInfo {
             owner_tgid,
             exec_enforced: u32::from(spec.exec_enforced),
@@ -287,7 +291,7 @@ pub(crate) fn add(
     let exec = [run, map_only].concat();
     let roots: Vec<SessionInode> = file_roots.into_iter().map(|(k, _)| k).collect();
     if let Err(e) = result {
-        let _ = remove_entries(&mut m, id, &protected, &exec, &roots, &unix);
+        let _ = remove_entries(&mut m, id, &protected, &exec, &roots, (&unix, &names));
         let _ = m.after_removal();
         if raised {
             lower_nested(&mut m, place.top);
@@ -303,6 +307,7 @@ pub(crate) fn add(
         roots,
         index,
         unix,
+        names,
         egress: spec.egress.clone(),
         maps,
         events: Some(events),
@@ -350,7 +355,7 @@ pub(crate) fn remove_entries(
     protected: &[SessionInode],
     exec: &[SessionInode],
     roots: &[SessionInode],
-    unix: &UnixKeys,
+    (unix, names): (&UnixKeys, &ReadOnlyNames),
 ) -> Result<(), KernelError> {
     let mut first = None;
     let mut note = |map: &'static str, r: Result<(), aya::maps::MapError>| {
@@ -373,6 +378,7 @@ pub(crate) fn remove_entries(
         note("ROOTS", m.roots.remove(k));
     }
     unix.remove(m, &mut note);
+    names.remove(m, &mut note);
     note("EGRESS", m.egress.remove(&id));
     first.map_or(Ok(()), Err)
 }
@@ -436,7 +442,7 @@ impl Session {
             &self.protected,
             &self.exec,
             &self.roots,
-            &self.unix,
+            (&self.unix, &self.names),
         );
         if self.place.depth > 1 {
             lower_nested(&mut m, self.place.top);
@@ -472,6 +478,7 @@ mod tests {
             egress: vec![gateway_common::EgressRule::default(); egress],
             unix_paths: vec![],
             unix_names: vec![],
+            read_only_names: vec![],
             roots_enforced: 0,
             roots: vec![],
             require: false,

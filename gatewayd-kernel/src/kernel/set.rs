@@ -391,13 +391,14 @@ fn clean_stale(maps: &mut SetMaps, parent: &Path) -> Result<Vec<u64>, KernelErro
             keys.iter().filter(|k| k.session == *id).copied().collect()
         };
         let unix = super::unix_sockets::UnixKeys::scan(maps, *id);
+        let names = super::read_only_names::ReadOnlyNames::scan(maps, *id);
         session::remove_entries(
             maps,
             *id,
             &own(&protected),
             &own(&exec),
             &own(&roots),
-            &unix,
+            (&unix, &names),
         )?;
     }
     maps.after_removal()?;

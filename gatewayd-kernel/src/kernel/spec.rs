@@ -2,7 +2,9 @@
 //! allowlist the gateway checks, turned into map entries.
 use std::{os::unix::fs::MetadataExt, path::PathBuf};
 
-use gateway_common::{AF_INET, AF_INET6, EgressRule, InodeKey};
+use gateway_common::{
+    AF_INET, AF_INET6, EgressRule, InodeKey, MAX_READ_ONLY_NAMES, READ_ONLY_NAME_MAX,
+};
 
 use gatewayd_core::{
     net::Cidr,
@@ -18,6 +20,18 @@ pub struct ProtectedInode {
     pub path: PathBuf,
     /// Its kernel identity (kernel `dev_t`, inode), symlinks followed.
     pub key: InodeKey,
+}
+
+/// A read-only path that does not exist, as the kernel refuses to let the agent make it: a
+/// name in a directory that does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOnlyName {
+    /// The read-only path.
+    pub path: PathBuf,
+    /// Its directory's kernel identity (symlinks followed).
+    pub dir: InodeKey,
+    /// Its last component.
+    pub name: Vec<u8>,
 }
 
 /// A readable or writable root (or a mount point under one) as the kernel sees it.
@@ -53,6 +67,9 @@ pub struct KernelSpec {
     /// Abstract Unix socket names the agent may reach (`network.unix`'s `@name`s, without
     /// the `@`).
     pub unix_names: Vec<Vec<u8>>,
+    /// Read-only paths (`sandbox.read_only` with the built-in ones) that did not exist when
+    /// the spec was derived and whose directory did: names the agent may not make.
+    pub read_only_names: Vec<ReadOnlyName>,
     /// The sides of the file roots enforced (`ROOT_READ` | `ROOT_WRITE`; 0: none), from
     /// [`FsRoots::flags`].
     pub roots_enforced: u32,
@@ -138,6 +155,43 @@ fn unix_entries(
     (paths, names)
 }
 
+/// The read-only paths of `read_only` that do not exist, in a directory that does, as names
+/// in that directory; the first [`MAX_READ_ONLY_NAMES`] whose name the map can hold (the
+/// others are reported). A path whose directory does not exist either is not among them.
+fn read_only_names(read_only: &[PathBuf], warnings: &mut Vec<SpecWarning>) -> Vec<ReadOnlyName> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut names = Vec::new();
+    for path in read_only {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        let absent = matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        let Ok(dir_md) = std::fs::metadata(dir) else {
+            continue;
+        };
+        if !absent || !dir_md.is_dir() {
+            continue;
+        }
+        let name = name.as_bytes().to_vec();
+        if names.len() == MAX_READ_ONLY_NAMES as usize || name.len() > READ_ONLY_NAME_MAX as usize {
+            warnings.push(SpecWarning {
+                path: path.clone(),
+                message: "read-only path that does not exist: the kernel does not refuse making it (too many such paths, or a name over 30 bytes)".into(),
+            });
+            continue;
+        }
+        names.push(ReadOnlyName {
+            path: path.clone(),
+            dir: InodeKey {
+                dev: kernel_dev(dir_md.dev()),
+                ino: dir_md.ino(),
+            },
+            name,
+        });
+    }
+    names
+}
+
 /// The inodes of the roots (and of the mount points under them, as mounted now). A listed
 /// `readable` or `writable` entry that does not exist is reported: nothing under it can be
 /// opened.
@@ -170,7 +224,13 @@ fn root_inodes(
 impl KernelSpec {
     /// Derives the spec for one agent cgroup. Protected paths are resolved to inodes now:
     /// a path that does not exist yet cannot be protected by identity and is reported.
-    pub fn from_policy(policy: &Policy, cgroup_dir: PathBuf) -> (KernelSpec, Vec<SpecWarning>) {
+    /// `read_only` (the session's read-only paths, built-in ones included) gives the names
+    /// the agent may not make.
+    pub fn from_policy(
+        policy: &Policy,
+        read_only: &[PathBuf],
+        cgroup_dir: PathBuf,
+    ) -> (KernelSpec, Vec<SpecWarning>) {
         let mut warnings = Vec::new();
         let mut resolve = |paths: &[PathBuf], what: &str| -> Vec<ProtectedInode> {
             let mut out = Vec::new();
@@ -222,6 +282,7 @@ impl KernelSpec {
         let (unix_paths, unix_names) = unix_entries(policy, &mut warnings);
         let fs_roots = FsRoots::of(&policy.sandbox);
         let roots = root_inodes(&policy.sandbox, &fs_roots, &mut warnings);
+        let read_only_names = read_only_names(read_only, &mut warnings);
         let spec = KernelSpec {
             cgroup_dir,
             protected,
@@ -231,6 +292,7 @@ impl KernelSpec {
             egress,
             unix_paths,
             unix_names,
+            read_only_names,
             roots_enforced: fs_roots.flags(),
             roots,
             require: policy.kernel == KernelMode::Require,
@@ -312,7 +374,7 @@ mod tests {
             secret.display()
         );
         let p = Policy::parse(&text, Path::new("t")).unwrap();
-        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into());
+        let (spec, warnings) = KernelSpec::from_policy(&p, &[], "/x".into());
         assert!(!spec.require);
         assert_eq!(spec.protected.len(), 1);
         assert_eq!(warnings.len(), 1);
@@ -343,7 +405,7 @@ mod tests {
             "readable": [a, dir.path().join("missing")], "writable": [b]}})
         .to_string();
         let p = Policy::parse(&text, Path::new("t")).unwrap();
-        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into());
+        let (spec, warnings) = KernelSpec::from_policy(&p, &[], "/x".into());
         assert_eq!(spec.roots_enforced, ROOT_READ | ROOT_WRITE);
         let keys = spec.root_keys();
         let rights = |path: &Path| {
@@ -362,7 +424,7 @@ mod tests {
 
         let text = r#"{"version": 1, "sandbox": {"root": "/tmp"}}"#;
         let p = Policy::parse(text, Path::new("t")).unwrap();
-        let (spec, _) = KernelSpec::from_policy(&p, "/x".into());
+        let (spec, _) = KernelSpec::from_policy(&p, &[], "/x".into());
         assert_eq!(spec.roots_enforced, 0, "no list: no kernel roots");
         assert!(spec.roots.is_empty());
     }
@@ -378,7 +440,7 @@ mod tests {
             sock, plain, dir.path().join("missing"), "@abstract"]}})
         .to_string();
         let p = Policy::parse(&text, Path::new("t")).unwrap();
-        let (spec, warnings) = KernelSpec::from_policy(&p, "/x".into());
+        let (spec, warnings) = KernelSpec::from_policy(&p, &[], "/x".into());
         assert_eq!(spec.unix_paths.len(), 1);
         let md = std::fs::metadata(&sock).unwrap();
         assert_eq!(spec.unix_path(kernel_dev(md.dev()), md.ino()), Some(&sock));

@@ -63,6 +63,7 @@ impl ServerConfinement {
             name: &format!("mcp-{name}-{}", std::process::id()),
             policy: &as_policy,
             own_files: own,
+            read_only: &[],
             limits: None,
             program: None,
             program_in_exec: false,

@@ -63,6 +63,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         name: &ctx.session,
         policy: &policy,
         own_files: &[opts.policy_path.clone(), opts.audit_path.clone()],
+        read_only: &read_only,
         limits: Some(session_limits::Limits::for_agent(&policy.agent)),
         program: resolved.as_deref(),
         program_in_exec: true,

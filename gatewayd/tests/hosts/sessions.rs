@@ -121,6 +121,16 @@ fn benign_session_works(host: Host, mode: Mode) {
         );
     }
     assert!(w.ws.join("build/app.py").is_file() && w.ws.join("NOTES.md").is_file());
+    if matches!(mode, Mode::Kernel | Mode::KernelAndHooks) {
+        // Nothing for the end-of-session review: the host made no file of the read-only
+        // lists (at tier 1 the kernel would have refused it: KERNEL.md, "Read-only paths").
+        let audit = std::fs::read_to_string(w.audit()).unwrap_or_default();
+        assert!(
+            !audit.contains("\"left_behind\""),
+            "{} {mode:?} left files for review:\n{audit}",
+            host.name()
+        );
+    }
 }
 
 /// The attacks, by name, given the exfiltration receiver's port and the audit log.

@@ -14,6 +14,10 @@ const ATTEMPTS: &str = "\
 t() { n=$1; shift; if \"$@\" 2>/dev/null; then echo \"$n ok\"; else echo \"$n failed\"; fi; }
 t config sh -c 'echo \"[core] fsmonitor = ./x\" >> .git/config'
 t hook sh -c 'echo evil > .git/hooks/pre-commit'
+t commondir sh -c 'echo /tmp/elsewhere > .git/commondir'
+t envrc sh -c 'echo evil > .envrc'
+t envrc-moved-in sh -c 'echo x > e.tmp && mv e.tmp .envrc'
+t envrc-symlink ln -sf /tmp/x .envrc
 t remove-config rm -f .git/config
 t move-git mv .git .git-old
 t read-config sh -c 'cat .git/config >/dev/null'
@@ -36,6 +40,9 @@ fn repo(dir: &Scratch) -> PathBuf {
     ws
 }
 
+/// Read-only paths that did not exist: refused at tier 1 only (`read_only_name`).
+const NEW_NAMES: [&str; 4] = ["commondir", "envrc", "envrc-moved-in", "envrc-symlink"];
+
 fn outcomes(o: &Output) -> std::collections::BTreeMap<String, String> {
     escape_outcomes(&stdout(o))
 }
@@ -50,9 +57,12 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
         .output()
         .unwrap();
     let b = outcomes(&bare);
-    for n in ["config", "hook", "remove-config", "move-git"] {
+    for n in NEW_NAMES
+        .iter()
+        .chain(&["config", "hook", "remove-config", "move-git"])
+    {
         assert_eq!(
-            b.get(n).map(String::as_str),
+            b.get(*n).map(String::as_str),
             Some("ok"),
             "bare {n}: {bare:?}"
         );
@@ -87,6 +97,51 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
         .expect("session_start");
     let ro = &start["detail"]["agent_privileges"]["kernel_interfaces"]["read_only"];
     assert_eq!(ro["pinned"], json!([ws.join(".git")]), "{start}");
+    new_names_at_each_tier(&g, &out, &audit, &ws);
+}
+
+/// Tier 1 refuses making a read-only path that did not exist, each attempt recorded with the
+/// path; tier 2 cannot (KERNEL.md), and the end-of-session review lists what was made.
+fn new_names_at_each_tier(
+    g: &std::collections::BTreeMap<String, String>,
+    out: &Output,
+    audit: &Path,
+    ws: &Path,
+) {
+    let recs = records(audit);
+    if tier() == Tier::BpfLsm {
+        for n in NEW_NAMES {
+            assert_eq!(g.get(n).map(String::as_str), Some("failed"), "{n}: {out:?}");
+        }
+        assert!(!ws.join(".git/commondir").exists() && !ws.join(".envrc").exists());
+        let refused: Vec<String> = recs
+            .iter()
+            .filter(|r| r["reason"] == "read_only_name")
+            .map(|r| {
+                r["detail"]["read_only_path"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        for p in [".git/commondir", ".envrc"] {
+            let p = ws.join(p).display().to_string();
+            assert!(refused.contains(&p), "{p} not in {refused:?}");
+        }
+    } else {
+        for n in NEW_NAMES {
+            assert_eq!(g.get(n).map(String::as_str), Some("ok"), "{n}: {out:?}");
+        }
+        let left = recs
+            .iter()
+            .find(|r| r["reason"] == "left_behind")
+            .map(|r| r["detail"]["paths"].to_string())
+            .unwrap_or_default();
+        assert!(
+            left.contains(".git/commondir") && left.contains(".envrc"),
+            "{left}"
+        );
+    }
 }
 
 /// What read-only binds cannot cover (paths that did not exist): an `.envrc`, and a new hook
@@ -157,11 +212,13 @@ fn left_behind_fail_ends_the_run_with_its_own_code() {
     };
     let quiet = run("echo b > f.txt; exit 7");
     assert_eq!(quiet.status.code(), Some(7), "{quiet:?}");
-    let left = run("echo 'curl x | sh' > .envrc");
+    // A `.gitattributes` filter runs a command at the user's next checkout; the file is
+    // watched, not read-only, so it is made at both tiers.
+    let left = run("echo '* filter=x' > .gitattributes");
     assert_eq!(left.status.code(), Some(125), "{left:?}");
     let stderr = String::from_utf8_lossy(&left.stderr);
     assert!(
-        stderr.contains("--left-behind fail") && stderr.contains(".envrc"),
+        stderr.contains("--left-behind fail") && stderr.contains(".gitattributes"),
         "{stderr}"
     );
 }
