@@ -14,7 +14,7 @@
 //! - [`canonical`] — canonical JSON and SHA-256 hex, shared by the audit chain and fingerprints
 //! - [`clock`]    — injected time (every check reads time through a [`clock::Clock`])
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod audit;
 pub mod canonical;

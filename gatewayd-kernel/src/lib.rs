@@ -16,7 +16,7 @@
 //!   Landlock, and a report of what each step reached (`gatewayd run`, `gatewayd mcp`)
 //! - [`session_limits`] — the session cgroup's `pids.max` and `memory.max`, and what it met
 //! - [`child`]    — a supervised child: dies with gatewayd, confined before exec
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod agent_privileges;
 pub mod cgroup;

@@ -18,7 +18,7 @@
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod backend;
 pub mod daemon;

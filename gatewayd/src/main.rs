@@ -2,6 +2,7 @@
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
+#![warn(unreachable_pub)]
 mod cli;
 
 use clap::Parser as _;

@@ -48,9 +48,9 @@ use gatewayd_kernel::{
 
 pub mod agent_gateway;
 mod agent_process;
-pub mod egress_hosts;
+pub(crate) mod egress_hosts;
 mod landlock_records;
-pub mod left_behind;
+pub(crate) mod left_behind;
 mod prepare;
 mod records;
 mod start;

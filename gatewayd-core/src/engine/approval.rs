@@ -40,14 +40,14 @@ pub struct Approval {
 
 /// All approvals of one engine.
 #[derive(Debug, Default)]
-pub struct Approvals {
+pub(crate) struct Approvals {
     map: HashMap<String, Approval>,
 }
 
 impl Approvals {
     /// Adds `a`, first forgetting approvals expired for longer than their own lifetime (`now` in
     /// ms).
-    pub fn insert(&mut self, a: Approval, now: u64) {
+    pub(crate) fn insert(&mut self, a: Approval, now: u64) {
         // Forget approvals expired for longer than their own lifetime: a later use of such
         // an id is "unknown", which is denied all the same.
         self.map
@@ -56,17 +56,22 @@ impl Approvals {
     }
 
     /// The approval with this id, whatever its state.
-    pub fn get(&self, id: &str) -> Option<&Approval> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Approval> {
         self.map.get(id)
     }
 
     /// Single use: the approval is gone once taken.
-    pub fn take(&mut self, id: &str) -> Option<Approval> {
+    pub(crate) fn take(&mut self, id: &str) -> Option<Approval> {
         self.map.remove(id)
     }
 
     /// Sets the state of a pending approval that has not expired.
-    pub fn set(&mut self, id: &str, state: ApprovalState, now: u64) -> Result<(), ApprovalError> {
+    pub(crate) fn set(
+        &mut self,
+        id: &str,
+        state: ApprovalState,
+        now: u64,
+    ) -> Result<(), ApprovalError> {
         let a = self
             .map
             .get_mut(id)
@@ -82,7 +87,7 @@ impl Approvals {
     }
 
     /// The id of a pending, unexpired approval for exactly this call.
-    pub fn find_pending(
+    pub(crate) fn find_pending(
         &self,
         session: &str,
         tool: &str,
@@ -104,7 +109,7 @@ impl Approvals {
     }
 
     /// Pending, unexpired approvals at `now` (ms), oldest first.
-    pub fn pending(&self, now: u64) -> Vec<Approval> {
+    pub(crate) fn pending(&self, now: u64) -> Vec<Approval> {
         let mut v: Vec<Approval> = self
             .map
             .values()

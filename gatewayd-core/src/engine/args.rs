@@ -11,7 +11,7 @@ const MAX_SCHEMA_MESSAGE: usize = 200;
 /// compiled when the policy loaded (`crate::policy::schema`: every keyword of the schema's
 /// draft holds). The message names the failing keyword and where in the arguments it failed,
 /// and does not repeat the argument's value.
-pub fn schema_check(tool: &ToolDef, v: &Value, at: &str) -> Result<(), String> {
+pub(crate) fn schema_check(tool: &ToolDef, v: &Value, at: &str) -> Result<(), String> {
     let schema = tool.arg_schema().map_err(|e| {
         format!(
             "the input schema of tool `{}` does not compile ({e}); every call is refused",
@@ -54,7 +54,7 @@ fn readable_path(at: &str, v: &Value, pointer: &str) -> String {
 
 /// An argument rule with its regexes compiled.
 #[derive(Debug)]
-pub struct CArg {
+pub(crate) struct CArg {
     /// The rule as written in the policy.
     pub rule: ArgRule,
     regex: Option<Regex>,
@@ -63,7 +63,7 @@ pub struct CArg {
 
 impl CArg {
     /// Compiles `rule`'s `regex` and `forbid` patterns; errs with the regex error's text.
-    pub fn new(rule: &ArgRule) -> Result<CArg, String> {
+    pub(crate) fn new(rule: &ArgRule) -> Result<CArg, String> {
         let c = |r: &String| Regex::new(r).map_err(|e| e.to_string());
         Ok(CArg {
             regex: rule.regex.as_ref().map(c).transpose()?,
@@ -74,7 +74,7 @@ impl CArg {
 
     /// The value-level constraints (prefix, glob, regex, forbid, enum, min, max, `max_len`).
     /// `v` is one scalar: a string (for paths, the canonical path) or a number.
-    pub fn check_scalar(&self, name: &str, v: &Value) -> Result<(), String> {
+    pub(crate) fn check_scalar(&self, name: &str, v: &Value) -> Result<(), String> {
         let r = &self.rule;
         if let Some(e) = r.one_of.as_ref().filter(|e| !e.contains(v)) {
             return Err(format!(
@@ -139,14 +139,14 @@ impl CArg {
 
 /// A rule condition with its regex compiled.
 #[derive(Debug)]
-pub struct CCond {
+pub(crate) struct CCond {
     cond: Cond,
     regex: Option<Regex>,
 }
 
 impl CCond {
     /// Compiles `c`'s `regex`; errs with the regex error's text.
-    pub fn new(c: &Cond) -> Result<CCond, String> {
+    pub(crate) fn new(c: &Cond) -> Result<CCond, String> {
         Ok(CCond {
             regex: c
                 .regex
@@ -160,7 +160,7 @@ impl CCond {
     /// Whether the argument value `v` (None = absent) meets the condition. An array meets it
     /// when every element does (`all`, for allow rules) or any element does (hold and deny
     /// rules): either way the more restrictive reading.
-    pub fn matches(&self, v: Option<&Value>, all: bool) -> bool {
+    pub(crate) fn matches(&self, v: Option<&Value>, all: bool) -> bool {
         let c = &self.cond;
         let Some(v) = v else {
             return c.present == Some(false);

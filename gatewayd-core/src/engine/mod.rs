@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::{clock::Clock, policy::Policy};
 
-pub mod approval;
-pub mod args;
+pub(crate) mod approval;
+pub(crate) mod args;
 mod audit_sink;
 mod call;
 mod checks;
@@ -30,9 +30,9 @@ pub mod sandbox;
 pub mod scan;
 mod secret_store;
 pub mod secrets;
-pub mod session;
+pub(crate) mod session;
 pub mod session_secrets;
-pub mod shellcheck;
+pub(crate) mod shellcheck;
 mod verdict;
 
 pub use approval::{Approval, ApprovalState};

@@ -10,7 +10,7 @@ use crate::policy::Label;
 
 /// Most N-word sequences of untrusted output remembered per session; past this, older
 /// output stays remembered and newer output is no longer indexed (a documented limit).
-pub const ECHO_CAP: usize = 1 << 20;
+pub(crate) const ECHO_CAP: usize = 1 << 20;
 
 /// The Rule-of-Two legs a session has touched.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -60,7 +60,7 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
 }
 
 /// Checks one command line; `user` is the session's (`~`, `$HOME` are that user's home).
-pub fn check(
+pub(crate) fn check(
     sb: &SandboxView,
     rule: &ShellRule,
     name: &str,
@@ -133,7 +133,7 @@ fn check_line(
 }
 
 /// The policy checks on an analysed command.
-pub fn check_analysis(
+pub(crate) fn check_analysis(
     sb: &SandboxView,
     rule: &ShellRule,
     name: &str,

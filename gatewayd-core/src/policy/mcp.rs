@@ -57,7 +57,7 @@ impl McpServer {
 }
 
 /// A valid server name: what `--server` accepts and cgroup names can carry.
-pub fn valid_server_name(name: &str) -> bool {
+pub(crate) fn valid_server_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()

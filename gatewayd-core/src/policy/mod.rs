@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub mod agent;
+pub(crate) mod agent;
 mod error;
-pub mod mcp;
+pub(crate) mod mcp;
 pub mod names;
 pub mod schema;
 pub mod spans;
 pub mod starter;
-pub mod tools;
+pub(crate) mod tools;
 mod validate;
 pub use agent::{Account, Agent, DEFAULT_MAX_PIDS};
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};

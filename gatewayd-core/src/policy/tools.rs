@@ -337,7 +337,7 @@ impl SecretSource {
 }
 
 /// Shortest secret value the egress check accepts: shorter values would match everywhere.
-pub const MIN_SECRET_LEN: usize = 8;
+pub(crate) const MIN_SECRET_LEN: usize = 8;
 
 /// Whether `glob` (`*`, `?`) matches the whole of `s`.
 pub fn glob_match_str(glob: &str, s: &str) -> bool {

@@ -147,7 +147,7 @@ mod split;
 mod tar;
 #[cfg(test)]
 mod test_support;
-pub mod uri;
+pub(crate) mod uri;
 mod walk;
 
 pub use split::split;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 /// A word that is a URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Uri {
+pub(crate) enum Uri {
     /// A `file://` URI naming a local file: its path, percent-decoded (always absolute).
     File(PathBuf),
     /// A URI of another scheme (`https`, `ssh`, …), named here.
@@ -15,7 +15,7 @@ pub enum Uri {
 
 /// Why a `file://` URI names no local path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UriError {
+pub(crate) enum UriError {
     /// `file://host/…` with a host other than `localhost`.
     #[error("`{uri}` names a file on host `{host}`; only local files (`file:///path`) are allowed")]
     RemoteHost {
@@ -36,7 +36,7 @@ pub enum UriError {
 
 /// The scheme of `word` when it starts with `scheme://` (RFC 3986: a letter, then letters,
 /// digits, `+`, `-` or `.`); `None` for anything else, such as `a/b://c` or `file:/x`.
-pub fn scheme(word: &str) -> Option<&str> {
+pub(crate) fn scheme(word: &str) -> Option<&str> {
     let (scheme, _) = word.split_once("://")?;
     let mut chars = scheme.chars();
     let first = chars.next()?;
@@ -47,7 +47,7 @@ pub fn scheme(word: &str) -> Option<&str> {
 /// `word` read as a URI: `Ok(None)` when it is not one. A `file://` URI must name a local
 /// file (no host, or `localhost`), have no query or fragment, and decode (`%XX`) to a path
 /// without NUL bytes that is valid UTF-8.
-pub fn parse(word: &str) -> Result<Option<Uri>, UriError> {
+pub(crate) fn parse(word: &str) -> Result<Option<Uri>, UriError> {
     let Some(scheme) = scheme(word) else {
         return Ok(None);
     };

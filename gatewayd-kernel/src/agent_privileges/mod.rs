@@ -37,9 +37,9 @@ pub mod hide;
 pub(crate) mod host_sockets;
 pub(crate) mod pid_namespace;
 pub mod private_tmp;
-pub mod read_only;
-pub mod seccomp;
-pub mod surfaces;
+pub(crate) mod read_only;
+pub(crate) mod seccomp;
+pub(crate) mod surfaces;
 
 /// Why the agent's user or its privileges could not be settled; nothing was started.
 #[derive(Debug, thiserror::Error)]

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use gatewayd_core::policy::Agent;
 
 /// Syscalls denied outright with `EPERM`, by reason code.
-pub const DENIED: [(&str, &[&str]); 8] = [
+pub(crate) const DENIED: [(&str, &[&str]); 8] = [
     (
         "mount",
         &[
@@ -64,11 +64,12 @@ pub const DENIED: [(&str, &[&str]); 8] = [
 /// `move_mount`, and files opened through it still meet `lsm/file_open`. The other calls of
 /// the new mount API (`fsopen`, `fsconfig`, `fsmount`, `fspick`, `mount_setattr`) stay with
 /// seccomp.
-pub const LEFT_TO_BPF_LSM: [&str; 5] = ["bpf", "mount", "umount2", "move_mount", "open_tree"];
+pub(crate) const LEFT_TO_BPF_LSM: [&str; 5] =
+    ["bpf", "mount", "umount2", "move_mount", "open_tree"];
 
 /// The first syscall number this build's tables do not know (463: `setxattrat`, Linux 6.13;
 /// since Linux 5.1 new syscalls have one number on every architecture).
-pub const FIRST_UNKNOWN_SYSCALL: u32 = 463;
+pub(crate) const FIRST_UNKNOWN_SYSCALL: u32 = 463;
 
 const AF_UNIX: u64 = 1;
 const AF_INET: u64 = 2;
@@ -108,7 +109,7 @@ pub enum SeccompError {
 
 /// The compiled filters, ready for the forked child.
 #[derive(Debug, Clone)]
-pub struct Filter {
+pub(crate) struct Filter {
     programs: Vec<Vec<libc::sock_filter>>,
     families: Vec<u64>,
     netlink: Vec<u64>,
@@ -119,14 +120,18 @@ impl Filter {
     /// The filters for this policy and the architecture gatewayd runs on.
     /// `bpf_lsm`: the BPF LSM programs are attached (tier 1), so [`LEFT_TO_BPF_LSM`] is left to
     /// them.
-    pub fn for_policy(agent: &Agent, bpf_lsm: bool) -> Result<Filter, SeccompError> {
+    pub(crate) fn for_policy(agent: &Agent, bpf_lsm: bool) -> Result<Filter, SeccompError> {
         let arch = TargetArch::try_from(std::env::consts::ARCH)
             .map_err(|_| SeccompError::Arch(std::env::consts::ARCH.into()))?;
         Filter::build(agent, arch, bpf_lsm)
     }
 
     /// The filters for `arch`.
-    pub fn build(agent: &Agent, arch: TargetArch, bpf_lsm: bool) -> Result<Filter, SeccompError> {
+    pub(crate) fn build(
+        agent: &Agent,
+        arch: TargetArch,
+        bpf_lsm: bool,
+    ) -> Result<Filter, SeccompError> {
         let mut families = vec![AF_UNIX, AF_INET, AF_INET6];
         families.extend(agent.socket_family_numbers().into_iter().map(u64::from));
         let netlink: Vec<u64> = agent.netlink_numbers().into_iter().map(u64::from).collect();
@@ -157,7 +162,7 @@ impl Filter {
     }
 
     /// What the `session_start` record says of the filter.
-    pub fn describe(&self) -> Value {
+    pub(crate) fn describe(&self) -> Value {
         let left: &[&str] = if self.bpf_lsm { &LEFT_TO_BPF_LSM } else { &[] };
         json!({
             "denied": DENIED.iter().flat_map(|(_, s)| s.iter()).filter(|s| !left.contains(s)).collect::<Vec<_>>(),
@@ -171,7 +176,7 @@ impl Filter {
 
     /// Installs the filters on the calling thread; `no_new_privs` must be set. For the
     /// forked child: async-signal-safe.
-    pub fn install(&self) -> std::io::Result<()> {
+    pub(crate) fn install(&self) -> std::io::Result<()> {
         self.programs.iter().try_for_each(|p| install_program(p))
     }
 
@@ -183,7 +188,7 @@ impl Filter {
 
 /// Installs one classic-BPF program as a seccomp filter on the calling thread;
 /// `no_new_privs` must be set. Async-signal-safe.
-pub fn install_program(p: &[libc::sock_filter]) -> std::io::Result<()> {
+pub(crate) fn install_program(p: &[libc::sock_filter]) -> std::io::Result<()> {
     let prog = libc::sock_fprog {
         len: p.len() as libc::c_ushort,
         filter: p.as_ptr().cast_mut(),

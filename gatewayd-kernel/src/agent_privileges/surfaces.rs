@@ -37,7 +37,7 @@ use super::{
 };
 
 /// Bound read-only onto themselves in the agent's procfs.
-pub const PROC_READ_ONLY: [&str; 5] = [
+pub(crate) const PROC_READ_ONLY: [&str; 5] = [
     "/proc/sys",
     "/proc/sysrq-trigger",
     "/proc/irq",
@@ -46,7 +46,7 @@ pub const PROC_READ_ONLY: [&str; 5] = [
 ];
 
 /// Covered in the agent's procfs, where the kernel has them.
-pub const PROC_MASKED: [&str; 8] = [
+pub(crate) const PROC_MASKED: [&str; 8] = [
     "/proc/kcore",
     "/proc/keys",
     "/proc/timer_list",
@@ -58,7 +58,7 @@ pub const PROC_MASKED: [&str; 8] = [
 ];
 
 /// Covered in the agent's `/sys`, where the kernel has them.
-pub const SYS_MASKED: [&str; 1] = ["/sys/firmware"];
+pub(crate) const SYS_MASKED: [&str; 1] = ["/sys/firmware"];
 
 /// The plan of the agent's `/proc`, `/sys` and `/dev`.
 #[derive(Debug, Clone, Default)]

@@ -66,7 +66,7 @@ fn key(md: &std::fs::Metadata) -> InodeKey {
 /// only (a mount point inside a protected directory is not entered, as the dentry walk stops
 /// at its filesystem's root). Symbolic links inside are not followed. `on_dir` is called with
 /// each directory before it is listed; an `Err` from it stops the index.
-pub fn index_trees(
+pub(crate) fn index_trees(
     roots: &[&Path],
     limit: usize,
     mut on_dir: impl FnMut(InodeKey) -> Result<(), ()>,

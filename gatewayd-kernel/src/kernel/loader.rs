@@ -22,7 +22,7 @@ use super::{
 
 /// What to do with the links of attached programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Links {
+pub(crate) enum Links {
     /// Leave them with the programs: everything detaches when the [`Loaded`] is dropped.
     Owned,
     /// Take them out (into [`Loaded::links`]) to be pinned.
@@ -30,7 +30,7 @@ pub enum Links {
 }
 
 /// A loaded object, every program tried.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The loaded object, with its maps and the programs that loaded.
     pub ebpf: Ebpf,
     /// One entry per program of [`PROGRAMS`], in order.
@@ -42,7 +42,7 @@ pub struct Loaded {
 /// Loads the object for the parent cgroup `parent` (an open directory with cgroup id
 /// `parent_id`) and tries every program; a program that does not load or attach is recorded
 /// in the status, not an error.
-pub fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, KernelError> {
+pub(crate) fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded, KernelError> {
     if OBJECT.is_empty() {
         return Err(KernelError::Stub);
     }

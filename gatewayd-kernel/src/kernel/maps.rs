@@ -8,15 +8,15 @@ use aya::{
 };
 use gateway_common::{DirName, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
 use gateway_common::{
-    EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, MAX_TREE_TOTAL,
-    SessionInfo, SessionInode,
+    EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SessionInfo,
+    SessionInode,
 };
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub const PINNED: [&str; 14] = [
+pub(crate) const PINNED: [&str; 14] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -34,17 +34,20 @@ pub const PINNED: [&str; 14] = [
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
-pub fn map_mut<'a>(ebpf: &'a mut Ebpf, map: &'static str) -> Result<&'a mut Map, KernelError> {
+pub(crate) fn map_mut<'a>(
+    ebpf: &'a mut Ebpf,
+    map: &'static str,
+) -> Result<&'a mut Map, KernelError> {
     ebpf.map_mut(map).ok_or(KernelError::MapMissing { map })
 }
 
 /// Wraps aya's error for the map `map` as [`KernelError::Map`].
-pub fn map_err(map: &'static str) -> impl Fn(MapError) -> KernelError {
+pub(crate) fn map_err(map: &'static str) -> impl Fn(MapError) -> KernelError {
     move |source| KernelError::Map { map, source }
 }
 
 /// For an insert: a full map (`E2BIG`) is [`KernelError::MapFull`], with its stated limit.
-pub fn insert_err(map: &'static str, capacity: u32) -> impl Fn(MapError) -> KernelError {
+pub(crate) fn insert_err(map: &'static str, capacity: u32) -> impl Fn(MapError) -> KernelError {
     move |source| match &source {
         MapError::SyscallError(e) if e.io_error.raw_os_error() == Some(libc::E2BIG) => {
             KernelError::MapFull { map, capacity }
@@ -54,12 +57,12 @@ pub fn insert_err(map: &'static str, capacity: u32) -> impl Fn(MapError) -> Kern
 }
 
 /// Where the map `name` of the set in `dir` is pinned.
-pub fn pin_path(dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn pin_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("map-{name}"))
 }
 
 /// The maps sessions are added to and removed from.
-pub struct SetMaps {
+pub(crate) struct SetMaps {
     /// `SESSIONS`: live sessions by cgroup id.
     pub sessions: HashMap<MapData, u64, SessionInfo>,
     /// `PROTECTED`: protected inodes, per session; the value is the inode number of the
@@ -93,22 +96,20 @@ pub struct SetMaps {
     pub read_only_names: HashMap<MapData, DirName, u32>,
 }
 
-/// Stated capacities, for [`insert_err`].
-pub const SESSIONS_CAPACITY: u32 = MAX_SESSIONS;
+// Stated capacities, for [`insert_err`].
+
 /// Capacity of `PROTECTED`, shared by all live sessions.
-pub const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
+pub(crate) const PROTECTED_CAPACITY: u32 = MAX_PROTECTED_TOTAL;
 /// Capacity of `EXEC`, shared by all live sessions.
-pub const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
-/// Capacity of `TREE`, shared by all live sessions.
-pub const TREE_CAPACITY: u32 = MAX_TREE_TOTAL;
+pub(crate) const EXEC_CAPACITY: u32 = MAX_EXEC_TOTAL;
 /// Capacity of `ROOTS`, shared by all live sessions.
-pub const ROOTS_CAPACITY: u32 = MAX_ROOTS_TOTAL;
+pub(crate) const ROOTS_CAPACITY: u32 = MAX_ROOTS_TOTAL;
 /// Capacity of `UNIX_PATHS` and of `UNIX_NAMES`, each shared by all live sessions.
-pub const UNIX_CAPACITY: u32 = MAX_UNIX_TOTAL;
+pub(crate) const UNIX_CAPACITY: u32 = MAX_UNIX_TOTAL;
 
 impl SetMaps {
     /// Opens the maps of the set pinned in `dir`.
-    pub fn open(dir: &Path) -> Result<SetMaps, KernelError> {
+    pub(crate) fn open(dir: &Path) -> Result<SetMaps, KernelError> {
         let open = |name: &'static str| -> Result<Map, KernelError> {
             let data = MapData::from_pin(pin_path(dir, name)).map_err(map_err(name))?;
             Map::from_map_data(data).map_err(map_err(name))
@@ -134,7 +135,7 @@ impl SetMaps {
     /// Sets `EVERY_OPEN` from `SESSIONS`: non-zero while a live session enforces roots or
     /// is not indexed (it walks). Called under the set lock after sessions are removed; a
     /// session that needs it sets it before its own `SESSIONS` entry goes in.
-    pub fn refresh_every_open(&mut self) -> Result<(), KernelError> {
+    pub(crate) fn refresh_every_open(&mut self) -> Result<(), KernelError> {
         let mut any = false;
         for entry in &self.sessions {
             let (_, info) = entry.map_err(map_err("SESSIONS"))?;
@@ -149,7 +150,7 @@ impl SetMaps {
     /// left, empties `TREE` and clears `FILE_WALK`: the marks and the directories of ended
     /// sessions' trees only slow file checks down. Every step is tried; the first failure is
     /// the error.
-    pub fn after_removal(&mut self) -> Result<(), KernelError> {
+    pub(crate) fn after_removal(&mut self) -> Result<(), KernelError> {
         let refreshed = self.refresh_every_open();
         if !self.session_ids()?.is_empty() {
             return refreshed;
@@ -172,7 +173,7 @@ impl SetMaps {
     }
 
     /// Session ids (cgroup ids) in `SESSIONS`.
-    pub fn session_ids(&self) -> Result<Vec<u64>, KernelError> {
+    pub(crate) fn session_ids(&self) -> Result<Vec<u64>, KernelError> {
         self.sessions
             .keys()
             .collect::<Result<_, _>>()
@@ -180,7 +181,7 @@ impl SetMaps {
     }
 
     /// The lowest slot no live session holds.
-    pub fn free_slot(&self) -> Result<u32, KernelError> {
+    pub(crate) fn free_slot(&self) -> Result<u32, KernelError> {
         let mut used = vec![false; MAX_SESSIONS as usize];
         for entry in &self.sessions {
             let (_, info) = entry.map_err(map_err("SESSIONS"))?;

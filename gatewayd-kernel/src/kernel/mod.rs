@@ -20,19 +20,19 @@
 //! - [`error`]    — [`KernelError`], with aya's errors as sources
 pub mod btf;
 pub mod enclosing;
-pub mod error;
+pub(crate) mod error;
 pub mod events;
-pub mod index;
-pub mod loader;
-pub mod maps;
-pub mod programs;
+pub(crate) mod index;
+pub(crate) mod loader;
+pub(crate) mod maps;
+pub(crate) mod programs;
 mod read_only_names;
-pub mod session;
+pub(crate) mod session;
 pub mod set;
 pub mod spec;
-pub mod status;
+pub(crate) mod status;
 pub mod task;
-pub mod tier;
+pub(crate) mod tier;
 pub mod tier1_advice;
 mod unix_sockets;
 

@@ -27,11 +27,11 @@ use super::{
 
 /// How many levels below the parent cgroup a session's cgroup may sit: 1 for a session of
 /// its own, up to `1 + MAX_SESSION_NESTING` for one nested in another session's cgroup.
-pub const MAX_DEPTH: usize = 1 + MAX_SESSION_NESTING as usize;
+pub(crate) const MAX_DEPTH: usize = 1 + MAX_SESSION_NESTING as usize;
 
 /// Where a session's cgroup sits below the parent cgroup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     /// The session's cgroup id.
     pub id: u64,
     /// Levels below the parent (1: a session of its own).
@@ -44,7 +44,7 @@ pub struct Place {
 impl Place {
     /// Finds `cgroup` below `parent` (both paths as this process sees them: the depth
     /// between them is the same in every cgroup namespace).
-    pub fn of(cgroup: &Path, parent: &Path) -> Result<Place, KernelError> {
+    pub(crate) fn of(cgroup: &Path, parent: &Path) -> Result<Place, KernelError> {
         let not_under = || KernelError::NotUnderParent {
             cgroup: cgroup.to_owned(),
             parent: parent.to_owned(),

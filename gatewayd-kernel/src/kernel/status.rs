@@ -17,7 +17,11 @@ const STATUS_BYTES: usize = 4096;
 type StatusSlot = [u8; STATUS_BYTES];
 
 /// The `status` map: slot 0 the set's header, slot 1 + i program i's state.
-pub fn write_status(dir: &Path, parent_id: u64, status: &[PieceStatus]) -> Result<(), KernelError> {
+pub(crate) fn write_status(
+    dir: &Path,
+    parent_id: u64,
+    status: &[PieceStatus],
+) -> Result<(), KernelError> {
     let mut array: Array<MapData, StatusSlot> =
         Array::create(PROGRAMS.len() as u32 + 1, 0).map_err(map_err("status"))?;
     let header = serde_json::json!({
@@ -66,7 +70,7 @@ fn truncated(text: &str) -> String {
 /// Reads the `status` map of the set in `dir`: the state of every program, provided the set
 /// is complete (every map and every attached program's link pinned) and was made for the
 /// parent cgroup `parent_id`.
-pub fn read_status(dir: &Path, parent_id: u64) -> Result<Vec<PieceStatus>, KernelError> {
+pub(crate) fn read_status(dir: &Path, parent_id: u64) -> Result<Vec<PieceStatus>, KernelError> {
     let data = MapData::from_pin(dir.join("status")).map_err(map_err("status"))?;
     let array: Array<MapData, StatusSlot> =
         Array::try_from(Map::from_map_data(data).map_err(map_err("status"))?)

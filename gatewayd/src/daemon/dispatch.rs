@@ -99,7 +99,7 @@ impl Serve for AuditHead {
 
 /// Handles one line (without its newline). Returns the response line, or None for a
 /// notification (a request without `id`), which is never answered.
-pub async fn handle_line(gw: &Gateway, peer: &Peer, line: &[u8]) -> Option<String> {
+pub(crate) async fn handle_line(gw: &Gateway, peer: &Peer, line: &[u8]) -> Option<String> {
     // A well-formed request is read straight into its fields; anything else is read again
     // as a value to say what is wrong with it.
     let req = match serde_json::from_slice::<Request>(line) {

@@ -20,18 +20,18 @@ use gatewayd_kernel::kernel::{
 
 /// What [`EgressLock::lock`] returns: `Ok(Some(detail))` locked (with what the record adds),
 /// `Ok(None)` nothing of ours to lock, `Err` why the lock failed.
-pub type LockFuture<'a> =
+pub(crate) type LockFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Option<Map<String, Value>>, String>> + Send + 'a>>;
 
 /// Turns off all egress of the kernel session a tripped session's owner cgroup runs in.
-pub trait EgressLock: Send + Sync {
+pub(crate) trait EgressLock: Send + Sync {
     /// Locks for `cgroup` (the owner cgroup, as peers see it).
     fn lock<'a>(&'a self, cgroup: &'a str) -> LockFuture<'a>;
 }
 
 /// The trip hook: locks through `L`, then records `egress_lockdown` and waits until it is
 /// durable.
-pub struct LockdownHook<L> {
+pub(crate) struct LockdownHook<L> {
     /// What locks.
     pub lock: L,
     /// Where `egress_lockdown` is recorded (None: not recorded; tests and benchmarks).
@@ -68,7 +68,7 @@ impl<L: EgressLock> TripHook for LockdownHook<L> {
 
 /// `gatewayd serve`'s lock: the innermost kernel session of this gatewayd's program set that
 /// encloses the cgroup.
-pub struct EnclosingSession;
+pub(crate) struct EnclosingSession;
 
 impl EgressLock for EnclosingSession {
     fn lock<'a>(&'a self, cgroup: &'a str) -> LockFuture<'a> {

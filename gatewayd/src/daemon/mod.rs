@@ -25,17 +25,17 @@ use std::{
 
 use serde_json::json;
 
-pub mod dispatch;
-pub mod gateway;
-pub mod kernel_lock;
+pub(crate) mod dispatch;
+pub(crate) mod gateway;
+pub(crate) mod kernel_lock;
 pub mod line_budget;
-pub mod operator;
+pub(crate) mod operator;
 pub mod peer;
 pub mod poll;
-pub mod server;
-pub mod sessions;
+pub(crate) mod server;
+pub(crate) mod sessions;
 pub mod socket;
-pub mod suspicion;
+pub(crate) mod suspicion;
 pub mod systemd;
 
 pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};

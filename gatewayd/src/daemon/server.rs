@@ -52,7 +52,7 @@ impl Default for ServerOptions {
 }
 
 /// Serves `gw` on `listener` until `shutdown` fires, then drains (see the module docs).
-pub async fn run(
+pub(crate) async fn run(
     listener: UnixListener,
     gw: Arc<Gateway>,
     mut shutdown: Shutdown,
@@ -127,7 +127,7 @@ struct Connection {
 
 /// What reading one line gave.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ReadLine {
+pub(crate) enum ReadLine {
     /// A whole line was read into the buffer.
     Line,
     /// End of stream (a last line without a newline is returned as `Line` first).
@@ -138,18 +138,10 @@ pub enum ReadLine {
     Busy,
 }
 
-/// Reads one line (without its newline) into `buf`, never holding more than `max` bytes.
-pub async fn read_line<R: AsyncBufRead + Unpin>(
-    r: &mut R,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> io::Result<ReadLine> {
-    read_line_within(r, buf, max, None).await
-}
-
-/// [`read_line`], the part of the line beyond [`line_budget::LINE_FREE`] taken from `held`'s
-/// budget (given back by the caller once the line is handled).
-pub async fn read_line_within<R: AsyncBufRead + Unpin>(
+/// Reads one line (without its newline) into `buf`, never holding more than `max` bytes; the
+/// part of the line beyond [`line_budget::LINE_FREE`] taken from `held`'s budget (given back
+/// by the caller once the line is handled).
+pub(crate) async fn read_line_within<R: AsyncBufRead + Unpin>(
     r: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
@@ -292,26 +284,29 @@ mod tests {
         let mut r = BufReader::with_capacity(4, &data[..]);
         let mut buf = Vec::new();
         assert_eq!(
-            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            read_line_within(&mut r, &mut buf, 8, None).await.unwrap(),
             ReadLine::Line
         );
         assert_eq!(buf, b"abc\r");
         assert_eq!(
-            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            read_line_within(&mut r, &mut buf, 8, None).await.unwrap(),
             ReadLine::Line
         );
         assert_eq!(buf, b"xyz");
         assert_eq!(
-            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            read_line_within(&mut r, &mut buf, 8, None).await.unwrap(),
             ReadLine::TooLong
         );
         assert!(buf.len() <= 8);
         let mut r = BufReader::new(&b"last"[..]);
         assert_eq!(
-            read_line(&mut r, &mut buf, 8).await.unwrap(),
+            read_line_within(&mut r, &mut buf, 8, None).await.unwrap(),
             ReadLine::Line
         );
         assert_eq!(buf, b"last");
-        assert_eq!(read_line(&mut r, &mut buf, 8).await.unwrap(), ReadLine::Eof);
+        assert_eq!(
+            read_line_within(&mut r, &mut buf, 8, None).await.unwrap(),
+            ReadLine::Eof
+        );
     }
 }

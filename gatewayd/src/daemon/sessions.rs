@@ -10,11 +10,11 @@ use super::peer::{Peer, is_within};
 use gatewayd_core::engine::Session;
 
 /// Most sessions open at once.
-pub const MAX_SESSIONS: usize = 65_536;
+pub(crate) const MAX_SESSIONS: usize = 65_536;
 
 /// Where `gatewayd run` creates its agents' cgroups (relative to the cgroup v2 mount): always
 /// an agent subtree.
-pub const AGENT_CGROUP_ROOT: &str = "/gatewayd";
+pub(crate) const AGENT_CGROUP_ROOT: &str = "/gatewayd";
 
 /// One open session.
 #[derive(Debug)]

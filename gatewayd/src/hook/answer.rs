@@ -49,7 +49,7 @@ impl Answer {
 /// host's own permission step (its prompts, its allow and deny lists) then still decides,
 /// so installing the hook never widens what the agent may do without asking. Deny and hold
 /// are answered in every case.
-pub fn pre(host: Host, d: &Verdict, authoritative: bool) -> Answer {
+pub(crate) fn pre(host: Host, d: &Verdict, authoritative: bool) -> Answer {
     if d.is_allow() && !authoritative {
         return Answer::silent();
     }
@@ -84,7 +84,7 @@ pub fn pre(host: Host, d: &Verdict, authoritative: bool) -> Answer {
 
 /// The answer to a post-tool event, given the tool's output as the host reported it and
 /// the gateway's version of it (redacted; fenced for an untrusted tool).
-pub fn post(host: Host, host_tool: &str, original: &Value, checked: &Value) -> Answer {
+pub(crate) fn post(host: Host, host_tool: &str, original: &Value, checked: &Value) -> Answer {
     if checked == original {
         return Answer::silent();
     }

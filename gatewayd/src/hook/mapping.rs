@@ -12,7 +12,7 @@ use super::{Host, patch};
 use gatewayd_core::engine::ToolCall;
 
 /// Why a tool's input could not be mapped (the call is denied and recorded).
-pub type MapError = String;
+pub(crate) type MapError = String;
 
 fn field<'a>(input: &'a Value, names: &[&str]) -> Option<&'a str> {
     names
@@ -75,7 +75,7 @@ fn with_opt(mut args: Value, key: &str, v: Option<&str>) -> Value {
 }
 
 /// The gateway calls for one host tool call.
-pub fn map(
+pub(crate) fn map(
     host: Host,
     tool: &str,
     input: &Value,

@@ -23,11 +23,11 @@ use gatewayd_core::{
     engine::{ToolCall, Verdict},
 };
 
-pub mod answer;
+pub(crate) mod answer;
 pub mod codex_trust;
 pub mod install;
-pub mod mapping;
-pub mod patch;
+pub(crate) mod mapping;
+pub(crate) mod patch;
 
 pub use answer::Answer;
 

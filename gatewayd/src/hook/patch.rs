@@ -4,7 +4,7 @@
 
 /// The paths the patch writes, in order, without repeats. A patch that names none is an
 /// error (it cannot be decided, so it is denied).
-pub fn files(patch: &str) -> Result<Vec<String>, String> {
+pub(crate) fn files(patch: &str) -> Result<Vec<String>, String> {
     const MARKERS: [&str; 4] = [
         "*** Add File:",
         "*** Update File:",

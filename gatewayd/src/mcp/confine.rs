@@ -17,11 +17,11 @@ use gatewayd_kernel::{
     kernel::{KernelSpec, Session},
 };
 
-pub use gatewayd_kernel::confinement::ConfineError;
+pub(crate) use gatewayd_kernel::confinement::ConfineError;
 
 /// A server's profile, ready before it starts (none with `kernel: off`); dropping it detaches
 /// the programs and removes the cgroup (killing what is left in it).
-pub struct ServerConfinement {
+pub(crate) struct ServerConfinement {
     confinement: Option<Confinement>,
     /// What is in force, piece by piece, with `warnings` when paths of the profile do not
     /// exist (for the start record).
@@ -33,7 +33,7 @@ impl ServerConfinement {
     /// policy and the audit logs): protected in its profile too. With [`ServerKernel::Off`]
     /// nothing is applied; with `BestEffort` what fails is recorded in [`Self::pieces`];
     /// with `Require` any piece that fails is the error.
-    pub fn prepare(
+    pub(crate) fn prepare(
         name: &str,
         server: &McpServer,
         mode: ServerKernel,
@@ -84,12 +84,12 @@ impl ServerConfinement {
     }
 
     /// The server's kernel session and its spec, for the task that reads its events.
-    pub fn take_layer(&mut self) -> Option<(Session, KernelSpec)> {
+    pub(crate) fn take_layer(&mut self) -> Option<(Session, KernelSpec)> {
         self.confinement.as_mut()?.take_kernel()
     }
 
     /// Kills what is left in the server's cgroup.
-    pub fn kill_all(&self) -> Result<(), CgroupError> {
+    pub(crate) fn kill_all(&self) -> Result<(), CgroupError> {
         self.confinement
             .as_ref()
             .map_or(Ok(()), Confinement::kill_all)
@@ -97,7 +97,7 @@ impl ServerConfinement {
 
     /// For `Command::pre_exec`: enter the cgroup, then restrict to the Landlock ruleset.
     /// Only async-signal-safe syscalls.
-    pub fn pre_exec(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
+    pub(crate) fn pre_exec(&self) -> impl Fn() -> std::io::Result<()> + Send + Sync + 'static {
         let steps = self
             .confinement
             .as_ref()
@@ -109,7 +109,7 @@ impl ServerConfinement {
     }
 
     /// Kills what is left in the server's cgroup and removes it.
-    pub fn finish(self) -> Result<(), CgroupError> {
+    pub(crate) fn finish(self) -> Result<(), CgroupError> {
         self.confinement.map_or(Ok(()), Confinement::finish)
     }
 }

@@ -5,35 +5,35 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _};
 
 /// JSON-RPC error codes the proxy answers with (docs/MCP.md lists them).
-pub mod code {
+pub(crate) mod code {
     /// The line is not JSON.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub(crate) const PARSE_ERROR: i64 = -32700;
     /// Not a JSON-RPC message, a batch, or a line over the size limit.
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
     /// `tools/call` without a tool name.
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub(crate) const INVALID_PARAMS: i64 = -32602;
     /// The tool server exited, or its answer could not be processed.
-    pub const SERVER_GONE: i64 = -32050;
+    pub(crate) const SERVER_GONE: i64 = -32050;
     /// The tool server did not answer in time.
-    pub const SERVER_TIMEOUT: i64 = -32051;
+    pub(crate) const SERVER_TIMEOUT: i64 = -32051;
     /// The gateway (the daemon, or the proxy's own engine) could not decide: the call is not
     /// run.
-    pub const GATEWAY_UNAVAILABLE: i64 = -32052;
+    pub(crate) const GATEWAY_UNAVAILABLE: i64 = -32052;
 }
 
 /// What one read produced.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Line {
+pub(crate) enum Line {
     /// A whole line is in the buffer (without its `\n`, and without a `\r` before it).
-    Line,
+    Whole,
     /// The line was longer than the limit; it was read to its end and thrown away.
     TooLong,
-    /// End of input (a last line without `\n` is returned as [`Line::Line`] first).
+    /// End of input (a last line without `\n` is returned as [`Line::Whole`] first).
     Eof,
 }
 
 /// Reads one line into `buf` (cleared first), holding at most `max` bytes of it.
-pub async fn read_line<R: AsyncBufRead + Unpin>(
+pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
     r: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
@@ -46,7 +46,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             return Ok(match (too_long, buf.is_empty()) {
                 (true, _) => Line::TooLong,
                 (false, true) => Line::Eof,
-                (false, false) => Line::Line,
+                (false, false) => Line::Whole,
             });
         }
         let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
@@ -69,14 +69,14 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
-            return Ok(Line::Line);
+            return Ok(Line::Whole);
         }
     }
 }
 
 /// A parsed message.
 #[derive(Debug)]
-pub enum Message {
+pub(crate) enum Message {
     /// `method` and `id`.
     Request {
         /// The request's `id`, echoed in its response.
@@ -98,7 +98,7 @@ pub enum Message {
 
 /// Why a line is not a message.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Malformed {
+pub(crate) enum Malformed {
     /// Not JSON at all.
     NotJson(String),
     /// JSON, but not one JSON-RPC 2.0 message (a batch, a scalar, no method and no id).
@@ -107,7 +107,7 @@ pub enum Malformed {
 
 impl Malformed {
     /// The error object the proxy answers with.
-    pub fn error(&self) -> Value {
+    pub(crate) fn error(&self) -> Value {
         match self {
             Malformed::NotJson(e) => error_obj(code::PARSE_ERROR, &format!("parse error: {e}")),
             Malformed::NotRpc(why) => error_obj(code::INVALID_REQUEST, why),
@@ -116,7 +116,7 @@ impl Malformed {
 }
 
 /// Parses one line into its JSON value and what kind of message it is.
-pub fn parse(line: &[u8]) -> Result<(Value, Message), Malformed> {
+pub(crate) fn parse(line: &[u8]) -> Result<(Value, Message), Malformed> {
     let v: Value = serde_json::from_slice(line).map_err(|e| Malformed::NotJson(e.to_string()))?;
     let obj = match &v {
         Value::Object(o) => o,
@@ -152,27 +152,27 @@ pub fn parse(line: &[u8]) -> Result<(Value, Message), Malformed> {
 }
 
 /// A key for maps of pending ids: `1` and `"1"` are different ids.
-pub fn id_key(id: &Value) -> String {
+pub(crate) fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
 /// A JSON-RPC error object.
-pub fn error_obj(code: i64, message: &str) -> Value {
+pub(crate) fn error_obj(code: i64, message: &str) -> Value {
     json!({"code": code, "message": message})
 }
 
 /// An error response line.
-pub fn error_response(id: &Value, code: i64, message: &str) -> String {
+pub(crate) fn error_response(id: &Value, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": error_obj(code, message)}).to_string()
 }
 
 /// A result response line.
-pub fn result_response(id: &Value, result: Value) -> String {
+pub(crate) fn result_response(id: &Value, result: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
 }
 
 /// The 2026-07-28 per-request protocol version (`_meta`), if the request carries one.
-pub fn meta_version(msg: &Value) -> Option<&str> {
+pub(crate) fn meta_version(msg: &Value) -> Option<&str> {
     msg.pointer("/params/_meta")?
         .get("io.modelcontextprotocol/protocolVersion")?
         .as_str()
@@ -199,9 +199,9 @@ mod tests {
     #[tokio::test]
     async fn lines_are_split_and_limited() {
         let got = lines(b"{\"a\":1}\r\n0123456789abc\nlast", 8).await;
-        assert_eq!(got[0], (Line::Line, "{\"a\":1}".into()));
+        assert_eq!(got[0], (Line::Whole, "{\"a\":1}".into()));
         assert_eq!(got[1].0, Line::TooLong, "{got:?}");
-        assert_eq!(got[2], (Line::Line, "last".into()));
+        assert_eq!(got[2], (Line::Whole, "last".into()));
         assert_eq!(got[3].0, Line::Eof);
     }
 

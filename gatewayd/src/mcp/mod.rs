@@ -31,10 +31,10 @@ use gatewayd_core::{
     policy::{Label, Policy},
 };
 
-pub mod confine;
-pub mod jsonrpc;
+pub(crate) mod confine;
+pub(crate) mod jsonrpc;
 mod proxy;
-pub mod roots;
+pub(crate) mod roots;
 pub mod server;
 mod tools;
 

@@ -112,7 +112,7 @@ impl Router {
                     ))
                     .await;
                 }
-                Ok(Line::Line) => {
+                Ok(Line::Whole) => {
                     if buf.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
@@ -277,7 +277,7 @@ impl Router {
                     self.server_malformed(&format!("a line over {} bytes", self.max_message))
                         .await;
                 }
-                Ok(Line::Line) => {
+                Ok(Line::Whole) => {
                     if buf.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }

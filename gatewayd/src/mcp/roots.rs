@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The path of a `file://` URI (percent-decoded), or None for anything else.
-pub fn file_uri_path(uri: &str) -> Option<PathBuf> {
+pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
     let rest = uri.strip_prefix("file://")?;
     // `file:///p` (empty authority) or `file://localhost/p`.
     let rest = rest.strip_prefix("localhost").unwrap_or(rest);
@@ -48,7 +48,7 @@ fn inside(path: &Path, trees: &[PathBuf]) -> bool {
 
 /// Removes from a `roots/list` result every root outside `trees`; returns the URIs dropped.
 /// A result that is not `{"roots": [...]}` is emptied (nothing unknown gets through).
-pub fn clamp(result: &mut Value, trees: &[PathBuf]) -> Vec<String> {
+pub(crate) fn clamp(result: &mut Value, trees: &[PathBuf]) -> Vec<String> {
     let Some(roots) = result.get_mut("roots").and_then(Value::as_array_mut) else {
         *result = serde_json::json!({"roots": []});
         return vec!["(a result without a roots list)".into()];

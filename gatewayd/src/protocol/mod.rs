@@ -10,8 +10,8 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 pub mod client;
-pub mod messages;
-pub mod wire;
+pub(crate) mod messages;
+pub(crate) mod wire;
 
 pub use messages::*;
 pub use wire::{MAX_LINE, PROTOCOL_VERSION, RpcError, code};

@@ -46,7 +46,7 @@ pub mod code {
 
 /// A request as read from a line. `id` absent = a notification (never answered).
 #[derive(Debug, Deserialize)]
-pub struct Request {
+pub(crate) struct Request {
     /// Must be `"2.0"`.
     pub jsonrpc: String,
     /// A string or a number; absent for a notification.
@@ -85,7 +85,7 @@ impl RpcError {
 }
 
 /// One response line (without the newline).
-pub fn response(id: &Value, result: Result<Value, RpcError>) -> String {
+pub(crate) fn response(id: &Value, result: Result<Value, RpcError>) -> String {
     /// The members in the order a JSON object of them always had (sorted by name), written
     /// without building that object first.
     #[derive(Serialize)]

@@ -33,21 +33,21 @@ use gatewayd_core::{
 use gatewayd_kernel::kernel::{self, spec::egress_rule};
 
 /// Overrides the name server (`ADDR:PORT`), for tests.
-pub const ENV_DNS_SERVER: &str = "GATEWAYD_DNS_SERVER";
+pub(crate) const ENV_DNS_SERVER: &str = "GATEWAYD_DNS_SERVER";
 /// Addresses kept per host name (the first ones, in address order).
-pub const MAX_ADDRS_PER_HOST: usize = 8;
+pub(crate) const MAX_ADDRS_PER_HOST: usize = 8;
 /// Shortest wait between two resolutions of a host (a TTL of 0 included).
 const MIN_REFRESH: Duration = Duration::from_secs(1);
 /// Longest wait between two resolutions of a host, whatever its TTL.
 const MAX_REFRESH: Duration = Duration::from_hours(1);
 /// Wait after a failed resolution.
-pub const RETRY: Duration = Duration::from_secs(30);
+pub(crate) const RETRY: Duration = Duration::from_secs(30);
 /// How long one resolution may take.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One `host` entry to resolve.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostEntry {
+pub(crate) struct HostEntry {
     /// The name, as the policy writes it.
     pub host: String,
     /// The entry's port (`None`: any).
@@ -56,7 +56,7 @@ pub struct HostEntry {
 
 /// The policy's egress entries the kernel can only get by resolving: a `host` without a
 /// `cidr`, not a `*.domain` pattern.
-pub fn host_entries(policy: &Policy) -> Vec<HostEntry> {
+pub(crate) fn host_entries(policy: &Policy) -> Vec<HostEntry> {
     policy
         .network
         .egress
@@ -107,7 +107,7 @@ async fn resolve(r: &TokioResolver, host: &str) -> Result<(Vec<IpAddr>, Duration
 }
 
 /// The kernel rules of every host's current addresses, in policy order.
-pub fn rules(entries: &[HostEntry], addrs: &[Vec<IpAddr>]) -> Vec<EgressRule> {
+pub(crate) fn rules(entries: &[HostEntry], addrs: &[Vec<IpAddr>]) -> Vec<EgressRule> {
     entries
         .iter()
         .zip(addrs)

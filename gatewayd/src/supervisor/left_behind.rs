@@ -14,7 +14,8 @@ use std::{
 /// Paths below a writable root that a user's tools run or load later, beyond the built-in
 /// read-only ones ([`Sandbox::READ_ONLY_BELOW_ROOTS`], watched too: a new one is reported).
 /// A directory is watched with its entries (one level).
-pub const WATCHED_TOO: &[&str] = &[".gitattributes", ".gitmodules", ".env.sh", ".lefthook.yml"];
+pub(crate) const WATCHED_TOO: &[&str] =
+    &[".gitattributes", ".gitmodules", ".env.sh", ".lefthook.yml"];
 
 /// Every watched path below a writable root.
 fn watched() -> impl Iterator<Item = &'static str> {
@@ -56,14 +57,14 @@ fn state_of(p: &Path) -> State {
 
 /// The watched paths of the writable roots as they were at the start.
 #[derive(Debug)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     before: Vec<(PathBuf, State)>,
 }
 
 impl Snapshot {
     /// Takes the watched paths below each of `roots` (the policy's writable roots and its
     /// `root`).
-    pub fn take(roots: &[PathBuf]) -> Snapshot {
+    pub(crate) fn take(roots: &[PathBuf]) -> Snapshot {
         let mut before: Vec<(PathBuf, State)> = Vec::new();
         for root in roots {
             for rel in watched() {
@@ -78,7 +79,7 @@ impl Snapshot {
     }
 
     /// The watched paths that are not as they were: created, changed or removed.
-    pub fn changed(&self) -> Vec<PathBuf> {
+    pub(crate) fn changed(&self) -> Vec<PathBuf> {
         self.before
             .iter()
             .filter(|(p, s)| state_of(p) != *s)
