@@ -51,6 +51,7 @@ mod agent_process;
 pub(crate) mod egress_hosts;
 mod landlock_records;
 pub(crate) mod left_behind;
+pub mod nested_sandbox;
 mod prepare;
 mod records;
 mod start;

@@ -57,6 +57,9 @@ const LEFT_BEHIND_EXIT: u8 = 125;
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
+    if let Some(advice) = supervisor::nested_sandbox::advice(&args.agent) {
+        eprintln!("gatewayd: note: {advice}");
+    }
     // Current-thread runtime on the main thread: the agent's PR_SET_PDEATHSIG is tied to the
     // thread that forked it, which must live as long as gatewayd does.
     let rt = tokio::runtime::Builder::new_current_thread()

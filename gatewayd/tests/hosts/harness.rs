@@ -73,6 +73,8 @@ pub(crate) struct World {
     model: ModelServer,
     /// The model server's port.
     port: u16,
+    /// Codex runs with its own sandbox (its default), not `-s danger-full-access`.
+    pub(crate) codex_own_sandbox: bool,
 }
 
 pub(crate) const KEY: &str = "PRIVATE-KEY-7f3a9c";
@@ -126,6 +128,7 @@ impl World {
             program,
             model,
             port,
+            codex_own_sandbox: false,
         };
         w.write_policy();
         w.write_host_settings();
@@ -295,12 +298,11 @@ impl World {
                     .env("DISABLE_ERROR_REPORTING", "1");
             }
             Host::Codex => {
-                c.args(["exec", "--skip-git-repo-check", "--ephemeral", "--json"])
-                    .args([
-                        "-s",
-                        "danger-full-access",
-                        "--dangerously-bypass-hook-trust",
-                    ])
+                c.args(["exec", "--skip-git-repo-check", "--ephemeral", "--json"]);
+                if !self.codex_own_sandbox {
+                    c.args(["-s", "danger-full-access"]);
+                }
+                c.arg("--dangerously-bypass-hook-trust")
                     .arg("do the task")
                     .env("FAKE_KEY", "x");
             }

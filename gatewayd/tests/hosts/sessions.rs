@@ -322,3 +322,39 @@ macro_rules! per_host {
 }
 
 per_host!(Claude: claude, Codex: codex, Gemini: gemini);
+
+/// Codex's own sandbox (its default) is bubblewrap, which needs a user namespace. Bare, it
+/// runs a command; under `gatewayd run`, which refuses user namespaces to the agent, the
+/// command fails, and gatewayd said so before Codex started, naming the way out
+/// (`--sandbox danger-full-access`, which the other Codex tests use: gatewayd is the sandbox).
+#[test]
+fn codex_own_sandbox_is_explained_under_gatewayd() {
+    loopback_only();
+    let steps = [json!({"shell": "cat README.md"})];
+    for mode in [Mode::Bare, Mode::Kernel] {
+        let Some(program) = Host::Codex.program() else {
+            return;
+        };
+        let mut world = World::new("own-sandbox", Host::Codex, mode, program, &steps);
+        world.codex_own_sandbox = true;
+        let run = world.run();
+        let told = run.results.first().cloned().unwrap_or_default();
+        let stderr = String::from_utf8_lossy(&run.out.stderr);
+        let advised = stderr.contains("--sandbox danger-full-access");
+        if mode == Mode::Bare {
+            assert!(told.contains("A small project"), "{}", run.describe());
+            assert!(!advised, "{stderr}");
+        } else {
+            assert!(told.contains("bwrap"), "{}", run.describe());
+            assert!(advised, "gatewayd did not explain: {stderr}");
+        }
+        report(&format!(
+            "codex own-sandbox {mode:?}: command {}",
+            if told.contains("A small project") {
+                "ran"
+            } else {
+                "failed"
+            }
+        ));
+    }
+}
