@@ -57,8 +57,10 @@ const LEFT_BEHIND_EXIT: u8 = 125;
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
-    if let Some(advice) = supervisor::nested_sandbox::advice(&args.agent) {
-        eprintln!("gatewayd: note: {advice}");
+    // Before the agent starts, and again after it ends: a full-screen agent clears the first.
+    let advice = supervisor::nested_sandbox::advice(&args.agent);
+    if let Some(a) = advice {
+        errln!("gatewayd: note: {a}");
     }
     // Current-thread runtime on the main thread: the agent's PR_SET_PDEATHSIG is tied to the
     // thread that forked it, which must live as long as gatewayd does.
@@ -86,6 +88,9 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         outcome.kernel_denials,
         args.audit.display()
     );
+    if let Some(a) = advice {
+        errln!("gatewayd: note: {a}");
+    }
     if args.left_behind == LeftBehind::Fail && !outcome.left_behind.is_empty() {
         errln!(
             "gatewayd: --left-behind fail: the agent left files your own tools run later (above); exiting with {LEFT_BEHIND_EXIT} instead of the agent's {}",
