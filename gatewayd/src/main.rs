@@ -8,5 +8,8 @@ mod cli;
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {
-    cli::dispatch(cli::Cli::parse())
+    match cli::Cli::try_parse() {
+        Ok(c) => cli::dispatch(c),
+        Err(e) => cli::parse_error(&e),
+    }
 }

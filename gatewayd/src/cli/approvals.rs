@@ -16,12 +16,14 @@ pub(super) enum Command {
     },
     /// Approve a held call: the agent may then repeat exactly that call, once.
     Approve {
+        /// The held call's id (`gatewayd approvals list`).
         id: String,
         #[command(flatten)]
         conn: super::Conn,
     },
     /// Reject a held call: repeating it with this id is denied.
     Deny {
+        /// The held call's id (`gatewayd approvals list`).
         id: String,
         #[command(flatten)]
         conn: super::Conn,

@@ -14,6 +14,7 @@ use super::out::outln;
 pub(super) enum Command {
     /// Check the hash chain; names the first broken record.
     Verify {
+        /// The audit log (JSON Lines).
         file: PathBuf,
         /// Head hash kept elsewhere: catches truncation and a full rewrite.
         #[arg(long)]

@@ -14,6 +14,7 @@ use super::out::{errln, outln};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
+    /// The policy file (JSON) to decide with.
     #[arg(long)]
     policy: PathBuf,
     /// The tool call as JSON: {"tool": "...", "arguments": {...}}

@@ -20,7 +20,7 @@ mod test;
 
 /// gatewayd: an AI agent behind two doors — a tool-call gateway and kernel enforcement.
 #[derive(Debug, Parser)]
-#[command(name = "gatewayd", version, about)]
+#[command(name = "gatewayd", version, about, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,14 +56,32 @@ enum Command {
     Test(test::Args),
 }
 
+/// The end of `gatewayd --help`: what a first hour needs.
+const EXAMPLES: &str = "\
+Examples:
+  gatewayd policy init --host claude --out policy.json   # a starter policy for Claude Code's workspace
+  gatewayd policy validate policy.json
+  sudo gatewayd run --policy policy.json -- claude        # the agent under both layers
+  gatewayd hook install --host claude --policy policy.json
+  gatewayd check --policy policy.json --call '{\"tool\": \"read_file\", \"arguments\": {\"path\": \".env\"}}'
+  sudo gatewayd doctor                                    # what this kernel enforces
+
+`run` needs root (the agent's cgroup, kernel programs and mount namespace; the agent itself
+runs as the user who called sudo); `doctor` needs it to probe; `check`, `test`, `policy`,
+`audit` and `hook` do not.
+Docs: /usr/share/doc/gatewayd/ (the package), docs/ in the source: POLICY.md, KERNEL.md,
+HOOKS.md, MCP.md, PROTOCOL.md.";
+
 /// Where `gatewayd serve` listens unless told otherwise (packaging/gatewayd.socket too).
 pub(crate) const DEFAULT_SOCKET: &str = "/run/gatewayd/gatewayd.sock";
 
 /// Where the operator commands find the daemon.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Conn {
-    /// The daemon's socket [default: $`GATEWAYD_SOCKET`, else /run/gatewayd/gatewayd.sock]
-    #[arg(long)]
+    #[arg(
+        long,
+        help = "The daemon's socket [default: $GATEWAYD_SOCKET, else /run/gatewayd/gatewayd.sock]"
+    )]
     socket: Option<PathBuf>,
 }
 
@@ -74,6 +92,23 @@ impl Conn {
             .or_else(|| std::env::var_os("GATEWAYD_SOCKET").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
     }
+}
+
+/// Prints a command-line error as clap does (help and version too, with exit 0), and for
+/// `run` with an argument it does not know, where the agent's command line goes.
+pub(crate) fn parse_error(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    let run = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .as_deref()
+        == Some("run");
+    if run && e.kind() == clap::error::ErrorKind::UnknownArgument {
+        out::errln!(
+            "tip: the agent's command line goes after `--`: gatewayd run --policy POLICY -- PROGRAM [ARGS...]"
+        );
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 /// Runs the chosen subcommand. Errors are printed as one chain of causes; exit code 2

@@ -22,12 +22,17 @@ use super::out::{errln, outln};
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
     /// Parse and check a policy file; errors carry line and column.
-    Validate { policy: PathBuf },
+    Validate {
+        /// The policy file (JSON).
+        policy: PathBuf,
+    },
     /// Rewrite the tools' pinned fingerprints from their current definitions, printing what
     /// changed. With --from, the definitions (description, input schema) are first taken
     /// from a tool server's list (MCP `tools/list` result: `{"tools": [...]}` or `[...]`).
     Pin {
+        /// The policy file (JSON), rewritten in place.
         policy: PathBuf,
+        /// A tool server's `tools/list` result (JSON) to take the definitions from.
         #[arg(long)]
         from: Option<PathBuf>,
     },
@@ -35,7 +40,7 @@ pub(super) enum Command {
     /// machine's usual secrets protected, an egress allowlist, the agent hosts' built-in
     /// tools (docs/HOOKS.md). Review it before use.
     Init {
-        /// Where to write it (refused if it exists).
+        /// Where to write it (refused if it exists: name another file).
         #[arg(long, default_value = "gatewayd-policy.json")]
         out: PathBuf,
         /// The workspace [default: the current directory].
@@ -128,7 +133,12 @@ fn init(
         .write(true)
         .create_new(true)
         .open(out)
-        .with_context(|| format!("{} (it is not overwritten)", out.display()))?;
+        .with_context(|| {
+            format!(
+                "{} is not overwritten: write the starter elsewhere with `--out FILE`",
+                out.display()
+            )
+        })?;
     std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes())?;
     outln!(
         "{}: starter policy for {}; review it, then `gatewayd policy validate`",

@@ -56,6 +56,10 @@ enum LeftBehind {
 const LEFT_BEHIND_EXIT: u8 = 125;
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        nix::unistd::geteuid().is_root(),
+        "gatewayd run needs root: it makes the agent's cgroup, loads the kernel programs and sets up the agent's mount namespace. Run it with sudo: the agent runs as the user who called sudo (or --user NAME), without root's capabilities"
+    );
     let policy = Policy::load(&args.policy)?;
     // Before the agent starts, and again after it ends: a full-screen agent clears the first.
     let advice = supervisor::nested_sandbox::advice(&args.agent);

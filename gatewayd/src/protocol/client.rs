@@ -21,7 +21,9 @@ use crate::daemon::poll::{self, Outcome, Window};
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The socket could not be connected to.
-    #[error("cannot connect to {path}: {source}")]
+    #[error(
+        "cannot connect to {path}: {source} (is `gatewayd serve` running there? The socket is --socket, else $GATEWAYD_SOCKET, else /run/gatewayd/gatewayd.sock)"
+    )]
     Connect {
         /// The socket path.
         path: String,

@@ -7,3 +7,4 @@ mod check;
 mod hook;
 mod hook_install;
 mod scenarios;
+mod teaching;

@@ -1,0 +1,179 @@
+//! Help and errors that teach (a user's first hour): `--help` ends with examples, what needs
+//! root and where the docs are; every argument has help text; a mistake names its fix.
+use std::process::{Command, Output};
+
+fn gatewayd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gatewayd"))
+        .args(args)
+        .env_remove("GATEWAYD_SOCKET")
+        .output()
+        .expect("run gatewayd")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn help_ends_with_examples_root_and_the_docs() {
+    let help = text(&gatewayd(&["--help"]));
+    for want in [
+        "Examples:",
+        "sudo gatewayd run --policy policy.json -- claude",
+        "`run` needs root",
+        "/usr/share/doc/gatewayd/",
+    ] {
+        assert!(help.contains(want), "{want:?} not in:\n{help}");
+    }
+}
+
+/// A line of an `Arguments:` or `Options:` list that names an argument and says nothing of
+/// it: no help after it on its line (clap's short form) nor on the lines below, indented
+/// further (clap's long form, for long help texts).
+fn blank_help_lines(help: &str) -> Vec<String> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let lines: Vec<&str> = help.lines().collect();
+    let mut blank = Vec::new();
+    let mut in_list = false;
+    for (i, line) in lines.iter().enumerate() {
+        if line.ends_with(':') && !line.starts_with(' ') {
+            in_list = matches!(*line, "Arguments:" | "Options:");
+            continue;
+        }
+        let named = line.trim();
+        let is_name =
+            (named.starts_with('-') && !named.starts_with("- ")) || named.starts_with('<');
+        if !in_list || !is_name || named.contains("  ") {
+            continue;
+        }
+        let below = lines.get(i + 1).copied().unwrap_or("");
+        if below.trim().is_empty() || indent(below) <= indent(line) {
+            blank.push((*line).to_owned());
+        }
+    }
+    blank
+}
+
+#[test]
+fn every_argument_has_help_text() {
+    let commands: [&[&str]; 18] = [
+        &["run"],
+        &["doctor"],
+        &["audit", "verify"],
+        &["check"],
+        &["policy", "validate"],
+        &["policy", "pin"],
+        &["policy", "init"],
+        &["serve"],
+        &["mcp"],
+        &["hook"],
+        &["hook", "install"],
+        &["approvals", "list"],
+        &["approvals", "approve"],
+        &["approvals", "deny"],
+        &["sessions", "list"],
+        &["test"],
+        &["audit"],
+        &["policy"],
+    ];
+    let mut missing = Vec::new();
+    for c in commands {
+        let mut args = c.to_vec();
+        args.push("--help");
+        let out = gatewayd(&args);
+        assert!(out.status.success(), "{c:?}: {}", text(&out));
+        for l in blank_help_lines(&String::from_utf8_lossy(&out.stdout)) {
+            missing.push(format!("{}: {l}", c.join(" ")));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "arguments without help:\n{}",
+        missing.join("\n")
+    );
+    // The check itself: a name alone is found.
+    assert_eq!(
+        blank_help_lines("Options:\n      --policy <POLICY>  \n").len(),
+        1
+    );
+    assert!(
+        blank_help_lines("Options:\n      --policy <POLICY>\n          The policy\n").is_empty()
+    );
+}
+
+#[test]
+fn run_without_the_double_dash_says_where_the_agent_goes() {
+    let out = gatewayd(&["run", "--policy", "p.json", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let t = text(&out);
+    assert!(
+        t.contains("unexpected argument") && t.contains("goes after `--`"),
+        "{t}"
+    );
+}
+
+#[test]
+fn run_as_an_ordinary_user_says_it_needs_root() {
+    let bin = env!("CARGO_BIN_EXE_gatewayd");
+    let args = ["run", "--policy", "/nonexistent.json", "--", "/bin/true"];
+    let out = if nix::unistd::geteuid().is_root() {
+        // As a user with no rights, the way a user without sudo would call it.
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin])
+            .args(args)
+            .output()
+            .expect("setpriv")
+    } else {
+        Command::new(bin).args(args).output().expect("run gatewayd")
+    };
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("gatewayd run needs root") && t.contains("sudo"),
+        "{t}"
+    );
+}
+
+#[test]
+fn an_unreachable_daemon_asks_whether_serve_runs_and_names_the_socket() {
+    let out = gatewayd(&["sessions", "list", "--socket", "/nonexistent/gw.sock"]);
+    assert_eq!(out.status.code(), Some(2));
+    let t = text(&out);
+    assert!(
+        t.contains("/nonexistent/gw.sock") && t.contains("is `gatewayd serve` running"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_second_init_names_another_file() {
+    let dir = std::env::temp_dir().join(format!("gw-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_file = dir.join("policy.json");
+    let init = |ws: &std::path::Path| {
+        gatewayd(&[
+            "policy",
+            "init",
+            "--workspace",
+            &ws.to_string_lossy(),
+            "--home",
+            &ws.to_string_lossy(),
+            "--out",
+            &out_file.to_string_lossy(),
+        ])
+    };
+    let first = init(&dir);
+    assert!(first.status.success(), "{}", text(&first));
+    let second = init(&dir);
+    assert_eq!(second.status.code(), Some(2));
+    let t = text(&second);
+    assert!(
+        t.contains("is not overwritten") && t.contains("--out FILE"),
+        "{t}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
