@@ -329,11 +329,16 @@ impl Policy {
 
     /// Parses and validates policy text; `path` is only used in error messages.
     pub fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
-        let policy: Policy = serde_json::from_str(text).map_err(|e| PolicyError::Parse {
-            path: path.to_owned(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
+        let policy: Policy = serde_json::from_str(text).map_err(|e| {
+            // The position is the error's own `FILE:LINE:COL`, not repeated after the message.
+            let full = e.to_string();
+            let at = format!(" at line {} column {}", e.line(), e.column());
+            PolicyError::Parse {
+                path: path.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message: full.strip_suffix(&at).unwrap_or(&full).to_owned(),
+            }
         })?;
         policy.validate().map_err(|source| {
             let (line, column) = spans::locate(text, source.path()).unwrap_or((1, 1));
@@ -415,10 +420,16 @@ mod tests {
     #[test]
     fn parse_error_has_line_and_column() {
         let e = parse("{\n  \"version\": 1,\n  \"kernel\": nope\n}").unwrap_err();
+        let shown = e.to_string();
         match e {
             PolicyError::Parse { line, column, .. } => assert_eq!((line, column), (3, 13)),
             other => panic!("unexpected {other}"),
         }
+        // Said once, as FILE:LINE:COL.
+        assert!(
+            shown.contains(":3:13: ") && !shown.contains("at line"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         outln!("{}", serde_json::Value::Object(obj))?;
     } else {
-        for (k, v) in &rows {
+        for (k, v) in grouped(&rows) {
             match v {
                 Ok(s) => outln!("  ok    {k:<28} {s}")?,
                 Err(e) => outln!("  NO    {k:<28} {}", e.replace('\n', "\n        "))?,
@@ -140,6 +140,28 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rows as the terminal shows them: a run of failed rows with the same reason (the BPF
+/// LSM programs a kernel refuses, say) is one row naming the first and the last.
+fn grouped(rows: &[(String, Result<String, String>)]) -> Vec<(String, &Result<String, String>)> {
+    let mut out: Vec<(String, &Result<String, String>)> = Vec::new();
+    let mut i = 0;
+    while let Some((name, result)) = rows.get(i) {
+        let same = rows[i..]
+            .iter()
+            .take_while(|(_, r)| r.is_err() && r == result)
+            .count();
+        if same >= 2 {
+            let last = &rows[i + same - 1].0;
+            out.push((format!("{same} programs, {name} .. {last}"), result));
+            i += same;
+        } else {
+            out.push((name.clone(), result));
+            i += 1;
+        }
+    }
+    out
 }
 
 /// What this kernel supports, for tests and users to branch on (`features` in `--json`).
@@ -172,5 +194,34 @@ impl Features {
             "cgroup_connect_unix": self.cgroup_connect_unix,
             "memfd_noexec": self.memfd_noexec,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_programs_with_one_reason_are_one_row() {
+        let no = |n: &str| (n.to_string(), Err("not loaded: EPERM".to_string()));
+        let rows = vec![
+            ("kernel".to_string(), Ok("6.1".to_string())),
+            no("lsm/a"),
+            no("lsm/b"),
+            no("lsm/c"),
+            ("cgroup/x".to_string(), Ok("works".to_string())),
+            no("landlock"),
+        ];
+        let g = grouped(&rows);
+        let names: Vec<&str> = g.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "kernel",
+                "3 programs, lsm/a .. lsm/c",
+                "cgroup/x",
+                "landlock"
+            ]
+        );
     }
 }

@@ -25,6 +25,10 @@ pub(super) enum Command {
     Validate {
         /// The policy file (JSON).
         policy: PathBuf,
+        /// Every warning is an error (exit code 2): a protected path that does not exist, a
+        /// relative sandbox root, a tool definition that differs from its pin, ...
+        #[arg(long)]
+        strict: bool,
     },
     /// Rewrite the tools' pinned fingerprints from their current definitions, printing what
     /// changed. With --from, the definitions (description, input schema) are first taken
@@ -59,11 +63,21 @@ pub(super) enum Command {
 
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
     match cmd {
-        Command::Validate { policy } => {
+        Command::Validate { policy, strict } => {
             let p = Policy::load(&policy)?;
-            for w in warnings(&p) {
+            let found: Vec<String> = sandbox_warnings(&p)
+                .into_iter()
+                .chain(warnings(&p))
+                .collect();
+            for w in &found {
                 outln!("warning: {w}")?;
             }
+            anyhow::ensure!(
+                !strict || found.is_empty(),
+                "{}: {} warning(s), and --strict makes them errors",
+                policy.display(),
+                found.len()
+            );
             outln!("{}: valid", policy.display())?;
             Ok(ExitCode::SUCCESS)
         }
@@ -159,6 +173,42 @@ fn init(
 }
 
 /// What `validate` reports without refusing the file: stale pins and scan findings.
+/// What the sandbox section names that cannot be enforced as written: protected paths that
+/// do not exist (the kernel protects by identity: a file made there later is not protected),
+/// a relative `root`, read and write roots that do not exist. `gatewayd run` prints them too.
+pub(super) fn sandbox_warnings(p: &Policy) -> Vec<String> {
+    let sb = &p.sandbox;
+    let mut out = Vec::new();
+    let missing: Vec<String> = sb
+        .protected
+        .iter()
+        .filter(|path| std::fs::symlink_metadata(path).is_err())
+        .map(|path| path.display().to_string())
+        .collect();
+    if !missing.is_empty() {
+        out.push(format!(
+            "{} protected path(s) do not exist, so the kernel does not protect them (one made there later is not protected; the gateway still refuses them by name): {}",
+            missing.len(),
+            missing.join(", ")
+        ));
+    }
+    if let Some(root) = sb.root.as_ref().filter(|r| r.is_relative()) {
+        out.push(format!(
+            "sandbox.root `{}` is relative: it is taken from the directory gatewayd is started in; write it absolute",
+            root.display()
+        ));
+    }
+    for (what, roots) in [("readable", &sb.readable), ("writable", &sb.writable)] {
+        for r in roots.iter().filter(|r| std::fs::metadata(r).is_err()) {
+            out.push(format!(
+                "sandbox.{what} `{}` does not exist: nothing under it can be opened",
+                r.display()
+            ));
+        }
+    }
+    out
+}
+
 fn warnings(p: &Policy) -> Vec<String> {
     let mut out = Vec::new();
     for t in &p.tools {

@@ -61,6 +61,9 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         "gatewayd run needs root: it makes the agent's cgroup, loads the kernel programs and sets up the agent's mount namespace. Run it with sudo: the agent runs as the user who called sudo (or --user NAME), without root's capabilities"
     );
     let policy = Policy::load(&args.policy)?;
+    for w in super::policy::sandbox_warnings(&policy) {
+        errln!("gatewayd: warning: {w}");
+    }
     // Before the agent starts, and again after it ends: a full-screen agent clears the first.
     let advice = supervisor::nested_sandbox::advice(&args.agent);
     if let Some(a) = advice {

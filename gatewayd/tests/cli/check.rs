@@ -123,7 +123,12 @@ fn validate_reports_line_and_column() {
 
     let (code, out, _) = gatewayd(&["policy", "validate", &example()]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("valid") && !out.contains("warning"), "{out}");
+    // Its sandbox paths are another machine's (warned about where they do not exist); its
+    // tools are clean.
+    assert!(
+        out.contains("valid") && !out.contains("warning: tool"),
+        "{out}"
+    );
 
     // a rule for an argument the schema does not have: a warning, not an error
     std::fs::write(

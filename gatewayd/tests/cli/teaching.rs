@@ -177,3 +177,28 @@ fn a_second_init_names_another_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A policy that cannot be enforced as written says so (a typo in a protected path, a
+/// relative root) instead of validating silently; `--strict` makes it an error.
+#[test]
+fn validate_names_what_cannot_be_enforced_and_strict_refuses_it() {
+    let dir = std::env::temp_dir().join(format!("gw-weak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let typo = dir.join(".shh");
+    let policy = dir.join("p.json");
+    let body = serde_json::json!({"version": 1,
+        "sandbox": {"protected": [typo], "root": "relative/ws"}});
+    std::fs::write(&policy, body.to_string()).unwrap();
+    let p = policy.to_string_lossy().into_owned();
+    let lax = gatewayd(&["policy", "validate", &p]);
+    assert!(lax.status.success(), "{}", text(&lax));
+    let t = text(&lax);
+    assert!(
+        t.contains("do not exist") && t.contains(".shh") && t.contains("is relative"),
+        "{t}"
+    );
+    let strict = gatewayd(&["policy", "validate", "--strict", &p]);
+    assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
+    assert!(text(&strict).contains("--strict"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
