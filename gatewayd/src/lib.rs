@@ -32,6 +32,7 @@ pub mod supervisor;
 // dependencies, and the library itself never uses them.
 use anyhow as _;
 use clap as _;
+use clap_mangen as _;
 
 // Used by the integration tests only.
 #[cfg(test)]

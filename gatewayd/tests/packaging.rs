@@ -129,6 +129,61 @@ fn the_package_holds_the_binary_units_policies_and_docs() {
     );
 }
 
+/// The man pages, made from the command line itself: one per command and subcommand, each
+/// renders with `man` and documents every option of its command (`run`'s `--left-behind`,
+/// the newest, among them).
+#[test]
+fn the_package_holds_man_pages_that_render() {
+    let root = tempfile::tempdir().unwrap();
+    run(Command::new("dpkg-deb")
+        .arg("--extract")
+        .arg(deb())
+        .arg(root.path()));
+    let man1 = root.path().join("usr/share/man/man1");
+    for page in [
+        "gatewayd",
+        "gatewayd-run",
+        "gatewayd-policy-init",
+        "gatewayd-hook-install",
+    ] {
+        let path = man1.join(format!("{page}.1.gz"));
+        assert!(path.is_file(), "{} missing", path.display());
+        let shown = run(Command::new("man")
+            .arg("-l")
+            .arg(&path)
+            .env("MANWIDTH", "200"));
+        let t = without_overstrike(&text(&shown.stdout));
+        assert!(t.contains("NAME") && t.contains("OPTIONS"), "{page}:\n{t}");
+        if page == "gatewayd-run" {
+            assert!(
+                t.contains("--left-behind") && t.contains("--preserve-fd"),
+                "{t}"
+            );
+        }
+        if page == "gatewayd" {
+            assert!(
+                t.contains("Examples:") && t.contains("gatewayd-run(1)"),
+                "{t}"
+            );
+        }
+    }
+}
+
+/// `man`'s output to a pipe without its overstrikes (`X\x08X` for bold, `_\x08X` for
+/// underline): the text a reader sees.
+fn without_overstrike(t: &str) -> String {
+    let mut out: Vec<char> = Vec::with_capacity(t.len());
+    for c in t.chars() {
+        if c == '\u{8}' {
+            out.pop();
+        } else {
+            out.push(c);
+        }
+    }
+    // After a backspace the next char replaces the one popped.
+    out.into_iter().collect()
+}
+
 /// A root for `systemd-analyze --root`: the package unpacked over a copy of this machine's
 /// system units (so `sysinit.target` and friends resolve).
 fn unpacked_root() -> tempfile::TempDir {

@@ -11,14 +11,16 @@ use anyhow::{Context as _, bail};
 
 use crate::util::{Env, Toolchain, cache_dir, run};
 
-/// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`.
-const APT_PACKAGES: [&str; 6] = [
+/// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`;
+/// `man-db`: `man -l`, with which the packaging test renders the packaged man pages.
+const APT_PACKAGES: [&str; 7] = [
     "qemu-system-x86",
     "cpio",
     "nodejs",
     "npm",
     "python3-venv",
     "iproute2",
+    "man-db",
 ];
 /// Packages whose command may come from another package: the `nodejs` package of `NodeSource` ships `npm`
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.

@@ -10,6 +10,7 @@ mod check;
 mod doctor;
 mod hook;
 mod hook_install;
+mod man;
 mod mcp;
 mod out;
 mod policy;
@@ -20,7 +21,12 @@ mod test;
 
 /// gatewayd: an AI agent behind two doors — a tool-call gateway and kernel enforcement.
 #[derive(Debug, Parser)]
-#[command(name = "gatewayd", version, about, after_help = EXAMPLES)]
+#[command(
+    name = "gatewayd",
+    version,
+    about = "An AI agent behind two doors: a tool-call gateway and kernel enforcement",
+    after_help = EXAMPLES
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,6 +60,9 @@ enum Command {
     Sessions(sessions::Command),
     /// Run policy scenarios (tests as data) on the real engine.
     Test(test::Args),
+    /// Write the man pages (made from this command line) into a directory.
+    #[command(hide = true)]
+    Man(man::Args),
 }
 
 /// The end of `gatewayd --help`: what a first hour needs.
@@ -127,6 +136,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Approvals(c) => approvals::exec(c),
         Command::Sessions(c) => sessions::exec(c),
         Command::Test(a) => test::exec(a),
+        Command::Man(a) => man::exec(a),
     };
     match res {
         Ok(code) => code,
