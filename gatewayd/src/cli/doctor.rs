@@ -22,7 +22,7 @@ pub(super) struct Args {
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let mut rows: Vec<(String, Result<String, String>)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     let uname = nix::sys::utsname::uname()?;
     let release = uname.release().to_string_lossy().into_owned();
     rows.push(("kernel".into(), Ok(release.clone())));
@@ -50,6 +50,50 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .is_ok()
     });
     drop(btf);
+    let (tier, lsm_refused) = probe_programs(&mut rows, &mut features, abi.is_ok())?;
+    rows.push((
+        "landlock denials to audit".into(),
+        features.landlock_audit.clone(),
+    ));
+    rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
+    // The agent hosts' hooks (`gatewayd hook install --check`), for the hosts found here.
+    rows.extend(super::hook_install::doctor_rows());
+    if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
+        rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
+    }
+    // How to reach tier 1, when this kernel is below it (as root: an ordinary user's probes
+    // fail for want of rights, not for the kernel's sake).
+    let root = nix::unistd::geteuid().is_root();
+    let advice = if tier == Tier::Full || !root {
+        Vec::new()
+    } else {
+        tier1_advice::advice(&tier1_advice::LsmFacts::gather(
+            built_with_bpf_lsm,
+            lsm_refused,
+        ))
+    };
+    let report = Report {
+        rows,
+        tier,
+        features,
+        advice,
+        root,
+    };
+    if args.json {
+        report.print_json()?;
+    } else {
+        report.print_text()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per program of the set, loaded and attached to a throwaway cgroup; the tier they
+/// give (with Landlock standing in when `landlock_ok`) and the first BPF LSM refusal.
+fn probe_programs(
+    rows: &mut Vec<Row>,
+    features: &mut Features,
+    landlock_ok: bool,
+) -> anyhow::Result<(Tier, Option<String>)> {
     let mut lsm_refused = None;
     let mut tier = Tier::None;
     match AgentCgroup::create(&format!("doctor-{}", std::process::id())) {
@@ -74,7 +118,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                         rows.push((s.program.name.into(), row));
                     }
                     // As `gatewayd run` decides it: without BPF LSM, Landlock stands in.
-                    tier = Tier::resolve(layer.status(), abi.is_ok());
+                    tier = Tier::resolve(layer.status(), landlock_ok);
                     lsm_refused = layer
                         .status()
                         .iter()
@@ -89,27 +133,24 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             cg.remove()?;
         }
     }
-    rows.push((
-        "landlock denials to audit".into(),
-        features.landlock_audit.clone(),
-    ));
-    rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
-    // The agent hosts' hooks (`gatewayd hook install --check`), for the hosts found here.
-    rows.extend(super::hook_install::doctor_rows());
-    if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
-        rows.push(("active LSMs (informational)".into(), Ok(lsm.trim().into())));
-    }
-    // How to reach tier 1, when this kernel is below it.
-    let advice = if tier == Tier::Full {
-        Vec::new()
-    } else {
-        tier1_advice::advice(&tier1_advice::LsmFacts::gather(
-            built_with_bpf_lsm,
-            lsm_refused,
-        ))
-    };
-    if args.json {
-        let obj: serde_json::Map<String, serde_json::Value> = rows
+    Ok((tier, lsm_refused))
+}
+/// A row: a piece's name and what it does here, or why not.
+type Row = (String, Result<String, String>);
+
+/// What doctor found, to print.
+struct Report {
+    rows: Vec<Row>,
+    tier: Tier,
+    features: Features,
+    advice: Vec<String>,
+    root: bool,
+}
+
+impl Report {
+    fn print_json(&self) -> anyhow::Result<()> {
+        let obj: serde_json::Map<String, serde_json::Value> = self
+            .rows
             .iter()
             .map(|(k, v)| {
                 let v = match v {
@@ -119,32 +160,44 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 (k.clone(), v)
             })
             .chain([
-                ("tier".to_string(), serde_json::json!(tier.level())),
-                ("tier_text".to_string(), serde_json::json!(tier.as_str())),
-                ("features".to_string(), features.to_json()),
-                ("tier1_advice".to_string(), serde_json::json!(advice)),
+                ("tier".to_string(), serde_json::json!(self.tier.level())),
+                (
+                    "tier_text".to_string(),
+                    serde_json::json!(self.tier.as_str()),
+                ),
+                ("features".to_string(), self.features.to_json()),
+                ("tier1_advice".to_string(), serde_json::json!(self.advice)),
+                ("root".to_string(), serde_json::json!(self.root)),
             ])
             .collect();
         outln!("{}", serde_json::Value::Object(obj))?;
-    } else {
-        for (k, v) in grouped(&rows) {
+        Ok(())
+    }
+
+    fn print_text(&self) -> anyhow::Result<()> {
+        for (k, v) in grouped(&self.rows) {
             match v {
                 Ok(s) => outln!("  ok    {k:<28} {s}")?,
                 Err(e) => outln!("  NO    {k:<28} {}", e.replace('\n', "\n        "))?,
             }
         }
-        outln!("enforcement tier: {}", tier.as_str())?;
-        outln!("kernel features: {}", features.to_json())?;
-        for a in &advice {
+        outln!("enforcement tier: {}", self.tier.as_str())?;
+        if !self.root {
+            outln!(
+                "not root: the probes need root (a cgroup, BPF programs), so the tier above is this user's, not what `sudo gatewayd run` gets; run `sudo gatewayd doctor`"
+            )?;
+        }
+        outln!("kernel features: {}", self.features.to_json())?;
+        for a in &self.advice {
             outln!("to reach tier 1: {a}")?;
         }
+        Ok(())
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The rows as the terminal shows them: a run of failed rows with the same reason (the BPF
 /// LSM programs a kernel refuses, say) is one row naming the first and the last.
-fn grouped(rows: &[(String, Result<String, String>)]) -> Vec<(String, &Result<String, String>)> {
+fn grouped(rows: &[Row]) -> Vec<(String, &Result<String, String>)> {
     let mut out: Vec<(String, &Result<String, String>)> = Vec::new();
     let mut i = 0;
     while let Some((name, result)) = rows.get(i) {

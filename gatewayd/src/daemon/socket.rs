@@ -30,16 +30,34 @@ pub enum SocketError {
         /// The I/O error.
         source: io::Error,
     },
+    /// The socket path could not be made for lack of rights.
+    #[error(
+        "{op} {path}: permission denied: the daemon's socket is made by root (the packaged service runs as root): run `gatewayd serve` as root, or name a socket in a directory you can write with --socket"
+    )]
+    NotAllowed {
+        /// What was being done, e.g. `bind`.
+        op: &'static str,
+        /// The socket path.
+        path: PathBuf,
+    },
     /// The operators' group name is not in the group database.
     #[error("group `{0}` does not exist")]
     NoGroup(String),
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> SocketError + 'a {
-    move |source| SocketError::Io {
-        op,
-        path: path.to_owned(),
-        source,
+    move |source| {
+        if source.kind() == io::ErrorKind::PermissionDenied {
+            return SocketError::NotAllowed {
+                op,
+                path: path.to_owned(),
+            };
+        }
+        SocketError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        }
     }
 }
 

@@ -202,3 +202,57 @@ fn validate_names_what_cannot_be_enforced_and_strict_refuses_it() {
     assert!(text(&strict).contains("--strict"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs the binary as an ordinary user (uid 65534 when the test runs as root).
+fn as_ordinary_user(args: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_gatewayd");
+    if nix::unistd::geteuid().is_root() {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin])
+            .args(args)
+            .current_dir("/")
+            .output()
+            .expect("setpriv")
+    } else {
+        Command::new(bin).args(args).output().expect("run gatewayd")
+    }
+}
+
+#[test]
+fn doctor_as_an_ordinary_user_says_its_tier_is_not_what_run_gets() {
+    let out = as_ordinary_user(&["doctor"]);
+    let t = text(&out);
+    assert!(t.contains("not root: the probes need root"), "{t}");
+    assert!(
+        !t.contains("to reach tier 1"),
+        "no kernel advice for a rights problem: {t}"
+    );
+}
+
+#[test]
+fn serve_where_it_may_not_make_its_socket_says_how_to_run_it() {
+    // A policy and an audit directory an ordinary user can use; the socket in `/`, which
+    // only root can write.
+    let dir = std::env::temp_dir().join(format!("gw-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let policy = dir.join("p.json");
+    std::fs::write(&policy, r#"{"version": 1}"#).unwrap();
+    let audit = dir.join("audit.jsonl");
+    let out = as_ordinary_user(&[
+        "serve",
+        "--policy",
+        &policy.to_string_lossy(),
+        "--audit",
+        &audit.to_string_lossy(),
+        "--socket",
+        "/gatewayd-test-not-allowed.sock",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("permission denied") && t.contains("run `gatewayd serve` as root"),
+        "{t}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
