@@ -155,8 +155,7 @@ impl Engine {
         let (mut verdict, arguments) = checks::run(self, s, call, Some(now));
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&arguments).as_bytes());
         approval_hold::settle(self, s, call, &mut verdict, &digest, now);
-        // A secret_egress message is made of names; others can quote what the model sent.
-        let deep = !matches!(verdict.reason, Reason::Allowed | Reason::SecretEgress);
+        let deep = secret_egress::message_quotes_arguments(verdict.reason);
         verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
         let refused = |verdict| Admission {
             verdict,

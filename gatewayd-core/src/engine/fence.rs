@@ -9,7 +9,7 @@ pub fn random_hex(n: usize) -> Result<String, String> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
         .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::canonical::hex(&buf))
 }
 
 /// `text` inside a block whose tags carry a fresh nonce, so the text cannot close the block.

@@ -182,9 +182,7 @@ impl Engine {
     pub fn decide(&self, s: &Session, call: &ToolCall) -> Verdict {
         let (mut v, _) = checks::run(self, s, call, None);
         if v.reason != Reason::Allowed {
-            // An allow message names only the registered tool; a secret_egress message is
-            // made of names; others can quote what the model sent.
-            let deep = v.reason != Reason::SecretEgress;
+            let deep = checks::secret_egress::message_quotes_arguments(v.reason);
             v.message = checks::secret_egress::scrub_text(self, s, &v.message, deep);
         }
         v

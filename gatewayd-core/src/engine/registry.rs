@@ -9,7 +9,7 @@ use super::{
     AuditRecord, Decision, Engine, EngineError, Reason, args, fingerprint,
     scan::{self, Finding},
 };
-use crate::policy::{Label, Policy, ScanMode, ToolDef};
+use crate::policy::{Label, Policy, ScanMode, ToolDef, glob_match_str};
 
 /// A tool definition as a tool server announces it (e.g. MCP `tools/list`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, Serialize)]
@@ -51,6 +51,9 @@ pub(super) struct Tool {
     pub current: String,
     pub findings: Vec<Finding>,
     pub args: Vec<(String, args::CArg)>,
+    /// The policy's rules whose tool glob matches this tool, by index in policy order
+    /// (matched once here instead of on every call).
+    pub rules: Vec<usize>,
 }
 
 impl Tool {
@@ -58,7 +61,8 @@ impl Tool {
         self.def.labels.contains(&l)
     }
 
-    fn compile(t: &ToolDef, scan_mode: ScanMode) -> Result<Tool, EngineError> {
+    fn compile(t: &ToolDef, policy: &Policy) -> Result<Tool, EngineError> {
+        let scan_mode = policy.description_scan;
         let schema = t
             .input_schema
             .clone()
@@ -82,12 +86,17 @@ impl Tool {
                     })
             })
             .collect::<Result<_, _>>()?;
+        let rules = (policy.rules.iter().enumerate())
+            .filter(|(_, r)| glob_match_str(&r.tool, &t.name))
+            .map(|(i, _)| i)
+            .collect();
         Ok(Tool {
             def: t.clone(),
             pin,
             current,
             findings,
             args,
+            rules,
         })
     }
 }
@@ -97,7 +106,7 @@ pub(super) fn compile(policy: &Policy) -> Result<HashMap<String, Tool>, EngineEr
     policy
         .tools
         .iter()
-        .map(|t| Ok((t.name.clone(), Tool::compile(t, policy.description_scan)?)))
+        .map(|t| Ok((t.name.clone(), Tool::compile(t, policy)?)))
         .collect()
 }
 

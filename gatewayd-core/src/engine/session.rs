@@ -201,6 +201,11 @@ impl Session {
         }
     }
 
+    /// Whether the session remembers any untrusted text (else nothing can be echoed).
+    pub(crate) fn has_untrusted_text(&self) -> bool {
+        !self.echo.is_empty()
+    }
+
     /// The first run of `n` words of `text` that repeats untrusted output, if any.
     pub fn echoed(&self, text: &str, n: usize) -> Option<String> {
         if self.echo.is_empty() || n == 0 {

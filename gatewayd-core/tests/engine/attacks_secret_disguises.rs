@@ -321,9 +321,14 @@ fn a_disguised_secret_quoted_in_a_denial_is_withheld_from_the_message_and_record
         o.verdict.message
     );
     // A tool name and an approval id are the model's text too.
-    denied(
+    let o = denied(
         f.call(&mut s, &format!("x_{hidden}"), json!({})),
         Reason::NotAllowlisted,
+    );
+    assert!(
+        !o.verdict.message.contains(&hidden) && o.verdict.message.contains("withheld"),
+        "{}",
+        o.verdict.message
     );
     let call = gatewayd_core::engine::ToolCall::new("weather", json!({"city": "Oslo"}))
         .with_approval(&hex(DEPLOY_KEY.as_bytes()));

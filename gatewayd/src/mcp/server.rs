@@ -105,7 +105,7 @@ pub fn sha256_file(path: &Path) -> Result<String, ServerError> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(gatewayd_core::canonical::hex(&h.finalize()))
 }
 
 /// The server program's path and hash, refused when it differs from the pin.

@@ -10,9 +10,12 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         cx.tool = Some(tool);
         Ok(())
     } else {
+        // The one text of the model's in this message, scrubbed here as deeply as a message
+        // that quotes arguments (the tool list is the policy's own).
+        let name: String = cx.call.tool.chars().take(100).collect();
+        let name = super::secret_egress::scrub_text(cx.engine, cx.session, &name, true);
         let message = format!(
-            "tool `{}` is not in the registry; registered tools: {}",
-            cx.call.tool.chars().take(100).collect::<String>(),
+            "tool `{name}` is not in the registry; registered tools: {}",
             cx.engine.tool_list
         );
         Err(cx.deny(Reason::NotAllowlisted, message))

@@ -4,7 +4,7 @@
 use super::{Ctx, Step, arg_ref};
 use crate::{
     engine::{EngineError, Reason, args},
-    policy::{DefaultDecision, Policy, Rule, RuleDecision, glob_match_str},
+    policy::{DefaultDecision, Policy, Rule, RuleDecision},
 };
 
 /// A policy rule with its conditions compiled.
@@ -38,13 +38,9 @@ pub(in crate::engine) fn compile(policy: &Policy) -> Result<Vec<CRule>, EngineEr
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
-    let name = &tool.def.name;
     let engine = cx.engine;
     let mut worst: Option<&CRule> = None;
-    for r in &engine.rules {
-        if !glob_match_str(&r.rule.tool, name) {
-            continue;
-        }
+    for r in tool.rules.iter().filter_map(|&i| engine.rules.get(i)) {
         let all = r.rule.decision == RuleDecision::Allow;
         if r.when
             .iter()

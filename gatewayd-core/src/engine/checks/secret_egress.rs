@@ -65,6 +65,17 @@ pub(in crate::engine) fn remember(s: &mut Session, tool: &Tool, call: &ToolCall)
 /// may see it: the exact forms of every secret replaced by `[REDACTED:name]`; then, when
 /// `deep`, if the matcher still finds a secret in it (encoded, disguised, a fragment: a path
 /// or a URL quoted in a denial can hold one), the whole text is withheld.
+/// Whether a message of `reason` can quote the model's text beyond names: such a message is
+/// scrubbed deeply (encodings, fragments), others for the exact values. An allow message names
+/// the registered tool, a `secret_egress` message is made of names, and a `not_allowlisted`
+/// message's one quote (the tool name asked for) is scrubbed deeply where it is made.
+pub(in crate::engine) fn message_quotes_arguments(reason: Reason) -> bool {
+    !matches!(
+        reason,
+        Reason::Allowed | Reason::SecretEgress | Reason::NotAllowlisted
+    )
+}
+
 pub(in crate::engine) fn scrub_text(
     engine: &Engine,
     s: &Session,
