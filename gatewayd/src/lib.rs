@@ -36,8 +36,6 @@ use clap_mangen as _;
 
 // Used by the integration tests only.
 #[cfg(test)]
-use aya as _;
-#[cfg(test)]
 use gatewayd_testkit as _;
 #[cfg(test)]
 use jsonschema as _;

@@ -41,17 +41,21 @@ fn declared_modules(krate: &str) -> BTreeSet<String> {
     out
 }
 
-/// The workspace members, from the root `Cargo.toml`.
+/// The workspace members' package names, as `cargo metadata` reports them.
 fn members() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(workspace_root().join("Cargo.toml")).expect("Cargo.toml");
-    let list = text
-        .split("members = [")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .expect("workspace members");
-    list.split(',')
-        .map(|m| m.trim().trim_matches('"').to_owned())
-        .filter(|m| !m.is_empty())
+    let out = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(workspace_root())
+        .output()
+        .expect("cargo metadata");
+    assert!(out.status.success(), "cargo metadata: {}", out.status);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
         .collect()
 }
 

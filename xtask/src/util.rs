@@ -165,8 +165,17 @@ const fn release_test(name: &'static str) -> [&'static str; 7] {
     ]
 }
 
-/// The privileged test binary.
-pub(crate) const PRIVILEGED_TESTS: [&str; 7] = release_test("privileged");
+/// The privileged test binary: the crate `gatewayd-privileged-tests` (tests/privileged), in
+/// release with its `privileged` feature.
+pub(crate) const PRIVILEGED_TESTS: [&str; 7] = [
+    "--release",
+    "-p",
+    "gatewayd-privileged-tests",
+    "--features",
+    "privileged",
+    "--test",
+    "privileged",
+];
 
 /// The real agent CLIs' tests.
 pub(crate) const HOST_TESTS: [&str; 7] = release_test("hosts");

@@ -11,7 +11,7 @@
 //! `gw-escape ATTEMPT[=ARG] ...`; the attempts that act on "the parent" act on the pid in
 //! `GW_ESCAPE_TARGET` (the tests put gatewayd's there), else on this process's parent (the
 //! test when run bare; under `gatewayd run`, the init of the agent's PID namespace). The list is
-//! [`ATTEMPTS`]; `gatewayd/tests/privileged/escape.rs` says what each must do bare and under
+//! [`ATTEMPTS`]; `tests/privileged/src/escape.rs` says what each must do bare and under
 //! gatewayd. std and libc only: the attempt is the syscall, nothing in between.
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
