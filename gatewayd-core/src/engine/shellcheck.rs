@@ -3,7 +3,10 @@
 //! and the trees it walks are checked against the sandbox.
 use std::path::{Path, PathBuf};
 
-use super::{Reason, sandbox::SandboxView};
+use super::{
+    Reason,
+    sandbox::{self, EgressView, SandboxView},
+};
 use crate::{
     policy::{PathAccess, ShellRule},
     shell::{self, CommandAnalysis, ShellError},
@@ -59,29 +62,38 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
     }
 }
 
+/// What an allowed line does that the rest of the decision needs to know.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LineReach {
+    /// A command of the line connects to a URL (allowed by the egress list): the line sends
+    /// data out, so the secret matcher and the Rule of Two treat the call as `sends_out`.
+    pub(crate) sends_out: bool,
+}
+
 /// Checks one command line; `user` is the session's (`~`, `$HOME` are that user's home).
 pub(crate) fn check(
     sb: &SandboxView,
+    egress: &EgressView,
     rule: &ShellRule,
     name: &str,
     line: &str,
     user: &str,
-) -> Result<(), (Reason, String)> {
+) -> Result<LineReach, (Reason, String)> {
     if rule.through_shell {
         match shell::split(line, true) {
             // What a shell would interpret, or a shell's `-c` body: the line's commands one
             // by one.
             Err(ShellError::Metachar { .. } | ShellError::Assignment(_)) => {
-                return check_line(sb, rule, name, line, user);
+                return check_line(sb, egress, rule, name, line, user);
             }
             Ok(argv) if shell::line::runs_a_body(&argv) => {
-                return check_line(sb, rule, name, line, user);
+                return check_line(sb, egress, rule, name, line, user);
             }
             _ => {}
         }
     }
     let a = analyze_line(line, rule.through_shell)?;
-    check_analysis(sb, rule, name, &a)
+    check_analysis(sb, egress, rule, name, &a)
 }
 
 /// A line of several commands, redirections or expansions ([`shell::line`]): each command
@@ -89,11 +101,13 @@ pub(crate) fn check(
 /// and each file a redirection opens as a read or a write.
 fn check_line(
     sb: &SandboxView,
+    egress: &EgressView,
     rule: &ShellRule,
     name: &str,
     line: &str,
     user: &str,
-) -> Result<(), (Reason, String)> {
+) -> Result<LineReach, (Reason, String)> {
+    let mut reach = LineReach::default();
     let ctx = shell::line::Context {
         cwd: sb
             .root
@@ -118,7 +132,7 @@ fn check_line(
                 {
                     *p = c.cwd.join(&*p);
                 }
-                check_analysis(sb, rule, name, &a)?;
+                reach.sends_out |= check_analysis(sb, egress, rule, name, &a)?.sends_out;
             } else if !program_allowed(sb, rule, program) {
                 return Err((
                     Reason::Shell,
@@ -129,16 +143,17 @@ fn check_line(
         check_paths(sb, name, &c.reads, PathAccess::Read)?;
         check_paths(sb, name, &c.writes, PathAccess::Write)?;
     }
-    Ok(())
+    Ok(reach)
 }
 
 /// The policy checks on an analysed command.
 pub(crate) fn check_analysis(
     sb: &SandboxView,
+    egress: &EgressView,
     rule: &ShellRule,
     name: &str,
     a: &CommandAnalysis,
-) -> Result<(), (Reason, String)> {
+) -> Result<LineReach, (Reason, String)> {
     if !program_allowed(sb, rule, &a.program) {
         return Err((
             Reason::Shell,
@@ -195,7 +210,35 @@ pub(crate) fn check_analysis(
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     check_paths(sb, name, &a.reads, PathAccess::Read)?;
-    check_paths(sb, name, &a.writes, PathAccess::Write)
+    check_paths(sb, name, &a.writes, PathAccess::Write)?;
+    check_urls(egress, name, &a.program, &a.urls)?;
+    Ok(LineReach {
+        sends_out: !a.urls.is_empty(),
+    })
+}
+
+/// Each URL a command connects to, against the egress allowlist (`sandbox` denials, as a
+/// `url` argument's destination is).
+fn check_urls(
+    egress: &EgressView,
+    name: &str,
+    program: &str,
+    urls: &[String],
+) -> Result<(), (Reason, String)> {
+    for url in urls {
+        let d = sandbox::parse_url(url)
+            .map_err(|m| (Reason::Shell, format!("`{name}`: `{program}`: {m}")))?;
+        if !egress.allows(&d) {
+            return Err((
+                Reason::Sandbox,
+                format!(
+                    "`{name}`: `{program}` would connect to {}:{}, which is not in the network egress allowlist; fetch only from the hosts the policy lists, or ask the user to add this one",
+                    d.host, d.port
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Each path resolved and checked against the sandbox for `access` (`sandbox` denials).

@@ -215,7 +215,12 @@ pub(super) const AWK: OptionTable = OptionTable::gnu(&[
     option('f', "file", Required, Effect::PatternFile),
     option('E', "exec", Required, Effect::PatternFile),
     option('e', "source", Required, Effect::Pattern),
-    option('i', "include", Required, Effect::Read),
+    option(
+        'i',
+        "include",
+        Required,
+        Effect::Forbid("loads awk source from a file, which is not analysed"),
+    ),
     option(
         'l',
         "load",

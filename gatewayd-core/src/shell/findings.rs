@@ -15,6 +15,7 @@ pub(super) struct Findings {
     reads: Vec<PathBuf>,
     writes: Vec<PathBuf>,
     recursive_roots: Vec<PathBuf>,
+    urls: Vec<String>,
     forbidden: Vec<String>,
     /// A walk may follow symbolic links out of its roots.
     pub(super) follows_symlinks: bool,
@@ -48,6 +49,7 @@ impl Findings {
             reads: Vec::new(),
             writes: Vec::new(),
             recursive_roots: Vec::new(),
+            urls: Vec::new(),
             forbidden: Vec::new(),
             follows_symlinks: false,
             names_only: false,
@@ -61,11 +63,11 @@ impl Findings {
     }
 
     /// Whether `path`, a path the command opens, names a file: not empty, not `-`
-    /// (stdin/stdout). A URI is forbidden: the command takes paths, and would open the URI
+    /// (stdin/stdout), not `/dev/null` (nothing is read from it or kept). A URI is forbidden: the command takes paths, and would open the URI
     /// as a relative path, not the file it names.
     fn names_file(&mut self, path: &Path) -> bool {
         let s = path.as_os_str();
-        if s.is_empty() || s == "-" {
+        if s.is_empty() || s == "-" || s == "/dev/null" {
             return false;
         }
         let text = path.to_string_lossy();
@@ -117,6 +119,13 @@ impl Findings {
         }
     }
 
+    /// The command connects to `url` (already `http://` or `https://`).
+    pub(super) fn url(&mut self, url: &str) {
+        if !self.urls.iter().any(|u| u == url) {
+            self.urls.push(url.to_owned());
+        }
+    }
+
     /// [`Findings::walk`] when `recursive`, else [`Findings::read`].
     pub(super) fn read_or_walk(&mut self, path: &Path, recursive: bool) {
         if recursive {
@@ -146,6 +155,7 @@ impl Findings {
             reads: self.reads,
             writes: self.writes,
             recursive_roots: self.recursive_roots,
+            urls: self.urls,
             forbidden: self.forbidden,
             follows_symlinks: self.follows_symlinks,
             walks_names_only: self.names_only,

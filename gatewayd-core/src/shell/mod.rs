@@ -120,8 +120,10 @@
 //!   KEY` (an implicit get) is forbidden like a set.
 use std::path::PathBuf;
 
+mod awk;
 mod coreutils;
 mod coreutils_tables;
+mod curl;
 mod file_ops;
 mod findings;
 mod git;
@@ -229,6 +231,9 @@ pub struct CommandAnalysis {
     pub writes: Vec<PathBuf>,
     /// Directories walked recursively.
     pub recursive_roots: Vec<PathBuf>,
+    /// URLs the command connects to (curl's), each `http://` or `https://`: the engine checks
+    /// their hosts against the egress allowlist, and a line with any sends data out.
+    pub urls: Vec<String>,
     /// Forbidden options or programs found, each as `what: why`.
     pub forbidden: Vec<String>,
     /// The walk follows symbolic links, so it may leave its roots.
@@ -279,10 +284,9 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
             found.names_only = true;
         }
         "diff" => coreutils::diff(args, found)?,
+        "curl" => curl::curl(args, found)?,
         "sed" => sed::sed(args, found)?,
-        "awk" | "gawk" | "mawk" | "nawk" => {
-            coreutils::script_then_files(args, &coreutils_tables::AWK, found)?;
-        }
+        "awk" | "gawk" | "mawk" | "nawk" => awk::awk(args, found)?,
         "tar" => tar::tar(args, found)?,
         "cp" => file_ops::copy_or_move(args, file_ops::Transfer::Copy, found)?,
         "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found)?,

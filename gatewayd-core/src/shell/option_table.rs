@@ -71,6 +71,25 @@ pub(super) enum Effect {
     EndsOptions,
     /// awk's `-W` words: forbidden unless each is known to touch no file.
     AwkW,
+    /// The value is a URL the command connects to (`curl --url`).
+    Url,
+    /// The value is data that may name a file the command reads, in curl's forms.
+    CurlData(CurlData),
+}
+
+/// How a curl option's value names a file it reads (or writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CurlData {
+    /// `@FILE` reads FILE (`-d`, `--data-binary`, `--json`, `-H`).
+    At,
+    /// `NAME=@FILE` or `NAME=<FILE` reads FILE (`-F`).
+    Form,
+    /// `@FILE` or `NAME@FILE` reads FILE (`--data-urlencode`).
+    Urlencode,
+    /// A cookie string when it holds `=`, else a file read (`-b`).
+    CookieOrFile,
+    /// A format, whose `%output{FILE}` writes FILE (`-w`).
+    WriteOut,
 }
 
 /// The reason shared by every option that runs a program named in its value.

@@ -241,6 +241,16 @@ fn apply_effect<'a>(
     let name = || option.display(long_written);
     match option.effect {
         Effect::None => {}
+        Effect::Url => {
+            if let Some(v) = value {
+                super::curl::url_operand(v, findings);
+            }
+        }
+        Effect::CurlData(form) => {
+            if let Some(v) = value {
+                super::curl::data_value(form, v, &|f| parsed.path(f), findings);
+            }
+        }
         Effect::Read => {
             if let Some(v) = value {
                 findings.read(&parsed.path(v));

@@ -17,6 +17,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     }
     // Canonical forms of path values: (argument, array index, value).
     let mut canon: Vec<(&str, Option<usize>, Value)> = Vec::new();
+    let mut reach = shellcheck::LineReach::default();
     for (arg, c) in &tool.args {
         let Some(v) = arg_ref(&cx.args, arg) else {
             if c.rule.required {
@@ -28,18 +29,21 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         match v {
             Value::Array(a) => {
                 for (i, item) in a.iter().enumerate() {
-                    if let Some(n) = check_value(cx.engine, &cx.session.user, arg, c, item)? {
+                    if let Some(n) =
+                        check_value(cx.engine, &cx.session.user, arg, c, item, &mut reach)?
+                    {
                         canon.push((arg, Some(i), n));
                     }
                 }
             }
             x => {
-                if let Some(n) = check_value(cx.engine, &cx.session.user, arg, c, x)? {
+                if let Some(n) = check_value(cx.engine, &cx.session.user, arg, c, x, &mut reach)? {
                     canon.push((arg, None, n));
                 }
             }
         }
     }
+    cx.line_sends_out |= reach.sends_out;
     if !canon.is_empty() {
         let a = cx.args.to_mut();
         for (k, i, n) in canon {
@@ -63,6 +67,7 @@ fn check_value(
     arg: &str,
     c: &args::CArg,
     v: &Value,
+    reach: &mut shellcheck::LineReach,
 ) -> Result<Option<Value>, Verdict> {
     use Reason as R;
     if let Some(access) = c.rule.path {
@@ -100,8 +105,9 @@ fn check_value(
         let line = v.as_str().ok_or_else(|| {
             Verdict::deny(R::ArgRule, format!("`{arg}` must be a command string"))
         })?;
-        shellcheck::check(&engine.sandbox, rule, arg, line, user)
+        let line_reach = shellcheck::check(&engine.sandbox, &engine.egress, rule, arg, line, user)
             .map_err(|(r, m)| Verdict::deny(r, m))?;
+        reach.sends_out |= line_reach.sends_out;
     }
     c.check_scalar(arg, v)
         .map_err(|m| Verdict::deny(R::ArgRule, m))?;

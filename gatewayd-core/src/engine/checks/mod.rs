@@ -74,11 +74,20 @@ pub(super) struct Ctx<'e, 'c> {
     matched: Vec<String>,
     /// The message of the deciding hold or deny rule, when it has one.
     rule_msg: Option<String>,
+    /// A command line of the arguments connects to a URL (curl): the call sends data out
+    /// whatever its tool's labels say.
+    line_sends_out: bool,
 }
 
 impl<'e, 'c> Ctx<'e, 'c> {
     /// The tool called. Only a pipeline in the wrong order could ask before the registry
     /// check found it: that denies.
+    /// Whether the call sends data out: its tool is `sends_out`, or a command line of its
+    /// arguments connects to a URL.
+    fn sends_out(&self) -> Result<bool, Verdict> {
+        Ok(self.tool()?.has(crate::policy::Label::SendsOut) || self.line_sends_out)
+    }
+
     fn tool(&self) -> Result<&'e Tool, Verdict> {
         self.tool.ok_or_else(|| {
             Verdict::deny(
@@ -145,6 +154,7 @@ pub(super) fn run<'c>(
         hold: Vec::new(),
         matched: Vec::new(),
         rule_msg: None,
+        line_sends_out: false,
     };
     let verdict = match PIPELINE.iter().try_for_each(|(_, check)| check(&mut cx)) {
         Ok(()) => cx.allow().unwrap_or_else(|v| v),

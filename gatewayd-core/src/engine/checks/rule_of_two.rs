@@ -11,10 +11,7 @@ use crate::{
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
     let legs = cx.session.legs();
-    if tool.has(Label::SendsOut)
-        && legs.untrusted
-        && (legs.private || tool.has(Label::ReadsPrivate))
-    {
+    if cx.sends_out()? && legs.untrusted && (legs.private || tool.has(Label::ReadsPrivate)) {
         let msg = "Rule of Two: this session has seen untrusted content and read private data, so it may not send data out";
         match cx.engine.policy.trifecta {
             TrifectaMode::Deny => {

@@ -19,7 +19,7 @@ use crate::{
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
     let store = &cx.engine.secrets;
-    let sends_out = tool.has(Label::SendsOut);
+    let sends_out = cx.sends_out()?;
     if sends_out && !store.missing.is_empty() {
         let message = format!(
             "secret(s) {} could not be loaded, so what `{}` sends cannot be checked",
