@@ -16,16 +16,7 @@ pub(super) fn awk(args: &[String], findings: &mut Findings) -> Result<(), ShellE
     if parsed.pattern_file {
         findings.forbid("-f", "its program is in a file, which is not analysed");
     }
-    let programs: Vec<&str> = if parsed.pattern_given {
-        parsed.patterns.clone()
-    } else {
-        parsed
-            .operands
-            .first()
-            .map(|o| o.word)
-            .into_iter()
-            .collect()
-    };
+    let programs = parsed.scripts();
     for program in programs {
         if let Err(why) = check_program(program) {
             findings.forbid("program", &format!("refused: {why}"));

@@ -103,6 +103,15 @@ pub(super) struct ParsedArgs<'a> {
 }
 
 impl<'a> ParsedArgs<'a> {
+    /// The scripts or programs given (sed's, awk's): each `-e` value, else the first operand.
+    pub(super) fn scripts(&self) -> Vec<&'a str> {
+        if self.pattern_given {
+            self.patterns.clone()
+        } else {
+            self.operands.first().map(|o| o.word).into_iter().collect()
+        }
+    }
+
     /// The operands after the pattern/script/program: all of them when an option gave it (or
     /// there is none), else all but the first.
     pub(super) fn after_pattern(&self) -> &[Operand<'a>] {

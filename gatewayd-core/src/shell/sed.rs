@@ -12,16 +12,7 @@ use super::{ShellError, coreutils_tables::SED, findings::Findings, options::pars
 /// with `-i`, which the option table refuses for now).
 pub(super) fn sed(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &SED, findings)?;
-    let scripts: Vec<&str> = if parsed.pattern_given {
-        parsed.patterns.clone()
-    } else {
-        parsed
-            .operands
-            .first()
-            .map(|o| o.word)
-            .into_iter()
-            .collect()
-    };
+    let scripts = parsed.scripts();
     if parsed.pattern_file {
         findings.forbid("sed", "-f: its script is in a file, which is not analysed");
     }

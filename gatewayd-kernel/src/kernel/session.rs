@@ -173,106 +173,21 @@ pub(crate) fn add(
 ) -> Result<Session, KernelError> {
     check_limits(spec)?;
     let id = place.id;
-    let mut protected = entries(id, &spec.protected_keys());
-    let run = entries(id, &spec.exec_keys());
-    let map_only = entries(id, &spec.exec_map_keys());
-    let root_keys = spec.root_keys();
-    let file_roots: Vec<(SessionInode, u32)> = root_keys
-        .iter()
-        .map(|(k, rights)| (entries(id, &[*k])[0], *rights))
-        .collect();
-    let unix = UnixKeys::of(id, spec)?;
-    let names = ReadOnlyNames::of(id, spec);
-    let mut egress = EgressPolicy::EMPTY;
-    egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
-    egress.count = spec.egress.len() as u32;
-    let zeros = aya::util::nr_cpus()
-        .map_err(|(_, e)| e)
-        .and_then(|n| PerCpuValues::try_from(vec![0u64; n]))
-        .map_err(|source| KernelError::Pins {
-            op: "count CPUs",
-            path: "/sys/devices/system/cpu/possible".into(),
-            source,
-        })?;
+    let wanted = Wanted::of(id, spec)?;
+    let zeros = zeros_per_cpu()?;
     let mut m = lock(&maps);
     let slot = m.free_slot()?;
     let events = slot_ring(&mut m, slot)?;
-    // Each directory goes in `TREE` before it is listed: the kernel marks what comes into it
-    // from then on.
-    let roots: Vec<&Path> = spec.protected.iter().map(|p| p.path.as_path()).collect();
-    let index = {
-        let tree = &mut m.tree;
-        index_trees(&roots, MAX_INDEXED as usize, |k| {
-            tree.insert(k, TREE_INDEXED, 0).map_err(|_| ())
-        })
-    };
-    // Each entry's value is the inode number of its protected path, for the audit record.
-    let own = spec.protected_keys();
-    let mut indexed: Vec<(SessionInode, u64)> = match &index {
-        Ok(keys) => keys
-            .iter()
-            .filter(|(k, _)| !own.contains(k))
-            .map(|(k, root)| (entries(id, &[*k])[0], *root))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    let mut index = index.map(|keys| keys.len());
+    let (mut indexed, mut index) = index_protected(&mut m, id, spec);
     let mut raised = false;
     let result = (|| {
-        let full = insert_err("SESSIONS", MAX_SESSIONS);
-        if place.depth > 1 {
-            let mut top =
-                m.sessions
-                    .get(&place.top, 0)
-                    .map_err(|_| KernelError::NoEnclosingSession {
-                        cgroup: spec.cgroup_dir.clone(),
-                    })?;
-            top.nested += 1;
-            m.sessions.insert(place.top, top, 0).map_err(&full)?;
-            raised = true;
-        }
+        raised = raise_enclosing(&mut m, &place, spec)?;
         m.dropped.set(slot, zeros, 0).map_err(map_err("DROPPED"))?;
-        m.egress.insert(id, egress, 0).map_err(&full)?;
-        for k in &protected {
-            m.protected
-                .insert(k, k.ino, 0)
-                .map_err(insert_err("PROTECTED", PROTECTED_CAPACITY))?;
-        }
-        // The index is a speed-up: when `PROTECTED` has no room for it, the session walks.
-        if let Some(at) = indexed
-            .iter()
-            .position(|(k, root)| m.protected.insert(k, *root, 0).is_err())
-        {
-            for (k, _) in &indexed[..at] {
-                let _ = m.protected.remove(k);
-            }
-            indexed.clear();
-            index = Err(NotIndexed::MapFull);
-        }
-        // Each protected inode in `TREE` too: the file check looks `PROTECTED` up only for
-        // an inode `TREE` holds. Without room there, the session looks every inode up and
-        // walks (as an unindexed one).
-        let tree_room = protected
-            .iter()
-            .chain(indexed.iter().map(|(k, _)| k))
-            .all(|k| tree_protected(&mut m.tree, k));
-        if !tree_room && index.is_ok() {
-            index = Err(NotIndexed::Refused);
-        }
-        for (keys, value) in [(&run, EXEC_RUN), (&map_only, EXEC_MAP_ONLY)] {
-            for k in keys {
-                m.exec
-                    .insert(k, value, 0)
-                    .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
-            }
-        }
-        for (k, rights) in &file_roots {
-            m.roots
-                .insert(k, rights, 0)
-                .map_err(insert_err("ROOTS", ROOTS_CAPACITY))?;
-        }
-        unix.insert(&mut m)?;
-        names.insert(&mut m)?;
+        m.egress
+            .insert(id, wanted.egress, 0)
+            .map_err(insert_err("SESSIONS", MAX_SESSIONS))?;
+        insert_protected(&mut m, &wanted.protected, &mut indexed, &mut index)?;
+        wanted.insert_exec_and_roots(&mut m)?;
         let info = SessionInfo {
             owner_tgid,
             exec_enforced: u32::from(spec.exec_enforced),
@@ -285,8 +200,19 @@ pub(crate) fn add(
         if info.roots != 0 || info.file_walk != 0 {
             m.every_open.set(0, 1, 0).map_err(map_err("EVERY_OPEN"))?;
         }
-        m.sessions.insert(id, info, 0).map_err(&full)
+        m.sessions
+            .insert(id, info, 0)
+            .map_err(insert_err("SESSIONS", MAX_SESSIONS))
     })();
+    let Wanted {
+        mut protected,
+        run,
+        map_only,
+        file_roots,
+        unix,
+        names,
+        ..
+    } = wanted;
     protected.extend(indexed.iter().map(|(k, _)| *k));
     let exec = [run, map_only].concat();
     let roots: Vec<SessionInode> = file_roots.into_iter().map(|(k, _)| k).collect();
@@ -312,6 +238,150 @@ pub(crate) fn add(
         maps,
         events: Some(events),
     })
+}
+
+/// What one session puts in the shared maps, derived from its spec before the maps' lock is
+/// taken.
+struct Wanted {
+    protected: Vec<SessionInode>,
+    run: Vec<SessionInode>,
+    map_only: Vec<SessionInode>,
+    file_roots: Vec<(SessionInode, u32)>,
+    unix: UnixKeys,
+    names: ReadOnlyNames,
+    egress: EgressPolicy,
+}
+
+/// A zero per CPU: a session's `DROPPED` counter when it starts.
+fn zeros_per_cpu() -> Result<PerCpuValues<u64>, KernelError> {
+    aya::util::nr_cpus()
+        .map_err(|(_, e)| e)
+        .and_then(|n| PerCpuValues::try_from(vec![0u64; n]))
+        .map_err(|source| KernelError::Pins {
+            op: "count CPUs",
+            path: "/sys/devices/system/cpu/possible".into(),
+            source,
+        })
+}
+
+impl Wanted {
+    fn of(id: u64, spec: &KernelSpec) -> Result<Wanted, KernelError> {
+        let file_roots = (spec.root_keys().iter())
+            .map(|(k, rights)| (entries(id, &[*k])[0], *rights))
+            .collect();
+        let mut egress = EgressPolicy::EMPTY;
+        egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
+        egress.count = spec.egress.len() as u32;
+        Ok(Wanted {
+            protected: entries(id, &spec.protected_keys()),
+            run: entries(id, &spec.exec_keys()),
+            map_only: entries(id, &spec.exec_map_keys()),
+            file_roots,
+            unix: UnixKeys::of(id, spec)?,
+            names: ReadOnlyNames::of(id, spec),
+            egress,
+        })
+    }
+
+    /// The exec allowlist's entries, the file roots, the listed sockets and the read-only
+    /// names.
+    fn insert_exec_and_roots(&self, m: &mut SetMaps) -> Result<(), KernelError> {
+        for (keys, value) in [(&self.run, EXEC_RUN), (&self.map_only, EXEC_MAP_ONLY)] {
+            for k in keys {
+                m.exec
+                    .insert(k, value, 0)
+                    .map_err(insert_err("EXEC", EXEC_CAPACITY))?;
+            }
+        }
+        for (k, rights) in &self.file_roots {
+            m.roots
+                .insert(k, rights, 0)
+                .map_err(insert_err("ROOTS", ROOTS_CAPACITY))?;
+        }
+        self.unix.insert(m)?;
+        self.names.insert(m)
+    }
+}
+
+/// Indexes the protected trees: each directory goes in `TREE` before it is listed (the
+/// kernel marks what comes into it from then on). Returns the indexed entries (each with the
+/// inode number of its protected path, for the audit record) and how many, or why not.
+fn index_protected(
+    m: &mut SetMaps,
+    id: u64,
+    spec: &KernelSpec,
+) -> (Vec<(SessionInode, u64)>, Result<usize, NotIndexed>) {
+    let roots: Vec<&Path> = spec.protected.iter().map(|p| p.path.as_path()).collect();
+    let index = {
+        let tree = &mut m.tree;
+        index_trees(&roots, MAX_INDEXED as usize, |k| {
+            tree.insert(k, TREE_INDEXED, 0).map_err(|_| ())
+        })
+    };
+    let own = spec.protected_keys();
+    let indexed = match &index {
+        Ok(keys) => keys
+            .iter()
+            .filter(|(k, _)| !own.contains(k))
+            .map(|(k, root)| (entries(id, &[*k])[0], *root))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    (indexed, index.map(|keys| keys.len()))
+}
+
+/// A nested session raises the `nested` count of the session it lies in (its top); true
+/// when it did, so a failure lowers it again.
+fn raise_enclosing(m: &mut SetMaps, place: &Place, spec: &KernelSpec) -> Result<bool, KernelError> {
+    if place.depth <= 1 {
+        return Ok(false);
+    }
+    let mut top = m
+        .sessions
+        .get(&place.top, 0)
+        .map_err(|_| KernelError::NoEnclosingSession {
+            cgroup: spec.cgroup_dir.clone(),
+        })?;
+    top.nested += 1;
+    m.sessions
+        .insert(place.top, top, 0)
+        .map_err(insert_err("SESSIONS", MAX_SESSIONS))?;
+    Ok(true)
+}
+
+/// The protected entries and the index in `PROTECTED`, and each in `TREE`. The index is a
+/// speed-up: without room for it in `PROTECTED` the session walks (`index` says why), and
+/// without room in `TREE` (the file check looks `PROTECTED` up only for an inode `TREE`
+/// holds) it looks every inode up and walks.
+fn insert_protected(
+    m: &mut SetMaps,
+    protected: &[SessionInode],
+    indexed: &mut Vec<(SessionInode, u64)>,
+    index: &mut Result<usize, NotIndexed>,
+) -> Result<(), KernelError> {
+    for k in protected {
+        m.protected
+            .insert(k, k.ino, 0)
+            .map_err(insert_err("PROTECTED", PROTECTED_CAPACITY))?;
+    }
+    if let Some(at) = indexed
+        .iter()
+        .position(|(k, root)| m.protected.insert(k, *root, 0).is_err())
+    {
+        for (k, _) in &indexed[..at] {
+            let _ = m.protected.remove(k);
+        }
+        indexed.clear();
+        *index = Err(NotIndexed::MapFull);
+    }
+    let tree_room = protected
+        .iter()
+        .chain(indexed.iter().map(|(k, _)| k))
+        .all(|k| tree_protected(&mut m.tree, k));
+    if !tree_room && index.is_ok() {
+        *index = Err(NotIndexed::Refused);
+    }
+    Ok(())
 }
 
 /// Enters a protected inode in `TREE` as `TREE_PROTECTED`, unless `TREE` holds it already

@@ -249,22 +249,52 @@ fn warnings(p: &Policy) -> Vec<String> {
     out
 }
 
+/// The tool definitions a server served (`--from`: a `tools/list` result or its `tools`
+/// array), by name.
+fn served_definitions(f: &Path) -> anyhow::Result<BTreeMap<String, ToolDefinition>> {
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+    )
+    .with_context(|| format!("{}: not JSON", f.display()))?;
+    let list = v.get("tools").cloned().unwrap_or(v);
+    let list: Vec<ToolDefinition> = serde_json::from_value(list)
+        .with_context(|| format!("{}: expected a list of tool definitions", f.display()))?;
+    Ok(list.into_iter().map(|d| (d.name.clone(), d)).collect())
+}
+
+/// The description scan's findings for one tool, as warnings on stderr.
+fn warn_scan_findings(name: &str, desc: &str, schema: &Value) {
+    for f in scan::scan(desc, schema) {
+        errln!(
+            "warning: {name}: description scan: {} in {}: \"{}\"",
+            f.kind,
+            f.place,
+            f.excerpt
+        );
+    }
+}
+
+/// Replaces the file at `path` (through a symlink, the real file) with `text` atomically,
+/// keeping its permissions.
+fn replace_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let real =
+        std::fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
+    let perms = std::fs::metadata(&real)?.permissions();
+    let tmp = real.with_extension("json.pin-tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, perms)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, &real).with_context(|| format!("replacing {}", real.display()))?;
+    Ok(())
+}
+
 fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let policy = Policy::parse(&text, path)?;
-    let defs: BTreeMap<String, ToolDefinition> = match from {
+    let defs = match from {
         None => BTreeMap::new(),
-        Some(f) => {
-            let v: Value = serde_json::from_str(
-                &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
-            )
-            .with_context(|| format!("{}: not JSON", f.display()))?;
-            let list = v.get("tools").cloned().unwrap_or(v);
-            let list: Vec<ToolDefinition> = serde_json::from_value(list)
-                .with_context(|| format!("{}: expected a list of tool definitions", f.display()))?;
-            list.into_iter().map(|d| (d.name.clone(), d)).collect()
-        }
+        Some(f) => served_definitions(f)?,
     };
     let root = spans::parse(&text)?;
     let Some(spans::Node {
@@ -306,15 +336,7 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
                 outln!("{}: input_schema updated", t.name)?;
             }
         }
-        for f in scan::scan(&desc, &schema) {
-            errln!(
-                "warning: {}: description scan: {} in {}: \"{}\"",
-                t.name,
-                f.kind,
-                f.place,
-                f.excerpt
-            );
-        }
+        warn_scan_findings(&t.name, &desc, &schema);
         match &t.fingerprint {
             Some(old) if *old == fp => outln!("{}: unchanged {fp}", t.name)?,
             old => {
@@ -344,15 +366,7 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    // Replaced atomically, through a symlink to the real file, keeping its permissions.
-    let real =
-        std::fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
-    let perms = std::fs::metadata(&real)?.permissions();
-    let tmp = real.with_extension("json.pin-tmp");
-    std::fs::write(&tmp, &out).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::set_permissions(&tmp, perms)?;
-    std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, &real).with_context(|| format!("replacing {}", real.display()))?;
+    replace_file(path, &out)?;
     outln!("{}: {changed} fingerprint(s) pinned", path.display())?;
     Ok(ExitCode::SUCCESS)
 }

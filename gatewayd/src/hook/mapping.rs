@@ -85,16 +85,7 @@ pub(crate) fn map(
     if !input.is_object() {
         return Err("`tool_input` is not an object".into());
     }
-    // MCP tools: `mcp__server__tool` (Claude Code, Codex); Gemini CLI names them bare or
-    // `server__tool` and says which server in `mcp_context`.
-    if let Some(rest) = tool.strip_prefix("mcp__") {
-        let (_, name) = rest
-            .split_once("__")
-            .ok_or_else(|| format!("`{tool}` is not `mcp__SERVER__TOOL`"))?;
-        return Ok(vec![call(name, input.clone())]);
-    }
-    if let (Host::Gemini, Some(server)) = (host, mcp_server) {
-        let name = tool.strip_prefix(&format!("{server}__")).unwrap_or(tool);
+    if let Some(name) = mcp_tool_name(host, tool, mcp_server)? {
         return Ok(vec![call(name, input.clone())]);
     }
     let path_of =
@@ -103,45 +94,14 @@ pub(crate) fn map(
     let calls = match (host, tool) {
         (Host::Claude | Host::Codex, "Bash")
         | (Host::Codex, "shell" | "local_shell" | "exec_command")
-        | (Host::Gemini, "run_shell_command") => {
-            let command = match input.get("command") {
-                Some(Value::Array(argv)) => shell_join(argv)?,
-                _ => need(input, &["command", "cmd"], tool)?.to_owned(),
-            };
-            // Where the host runs it: its working directory (which a host keeps across
-            // shell calls), or Gemini CLI's `dir_path`. The gateway resolves relative paths
-            // from the directory a line `cd`s into, so the line says it first.
-            let dir = match (host, field(input, &["dir_path", "directory"])) {
-                (Host::Gemini, Some(d)) if !d.is_empty() => abs(cwd, d),
-                _ => cwd.to_owned(),
-            };
-            let command = if dir.is_empty() {
-                command
-            } else {
-                format!("cd {} && {command}", quote_word(&dir))
-            };
-            vec![call("shell", json!({"command": command}))]
-        }
+        | (Host::Gemini, "run_shell_command") => vec![shell_call(host, tool, input, cwd)?],
         (Host::Claude, "Read") | (Host::Gemini, "read_file") => {
             vec![call(
                 "read_file",
                 json!({"path": path_of(&["file_path", "absolute_path", "path"])?}),
             )]
         }
-        (Host::Gemini, "read_many_files") => {
-            let paths = input
-                .get("paths")
-                .and_then(Value::as_array)
-                .filter(|a| !a.is_empty())
-                .ok_or("`read_many_files` needs `paths`")?;
-            paths
-                .iter()
-                .map(|p| {
-                    let p = p.as_str().ok_or("`paths` must be strings")?;
-                    Ok(call("read_file", json!({"path": abs(cwd, p)})))
-                })
-                .collect::<Result<_, MapError>>()?
-        }
+        (Host::Gemini, "read_many_files") => read_many(input, cwd)?,
         (Host::Claude, "Write" | "Edit" | "MultiEdit")
         | (Host::Gemini, "write_file" | "replace") => {
             let args = json!({"path": path_of(&["file_path", "path"])?});
@@ -158,9 +118,7 @@ pub(crate) fn map(
         )],
         (Host::Codex, "apply_patch") => {
             let text = need(input, &["command", "patch", "input"], tool)?;
-            let files = patch::files(text)?;
-            files
-                .iter()
+            (patch::files(text)?.iter())
                 .map(|f| call("write_file", json!({"path": abs(cwd, f)})))
                 .collect()
         }
@@ -187,16 +145,7 @@ pub(crate) fn map(
                 field(input, &["prompt"]),
             ),
         )],
-        (Host::Gemini, "web_fetch") => {
-            let prompt = need(input, &["prompt"], tool)?;
-            let urls = urls_in(prompt);
-            if urls.is_empty() {
-                return Err("`web_fetch` names no http(s) URL in its prompt".into());
-            }
-            urls.into_iter()
-                .map(|u| call("web_fetch", json!({"url": u})))
-                .collect()
-        }
+        (Host::Gemini, "web_fetch") => gemini_web_fetch(need(input, &["prompt"], tool)?)?,
         (Host::Claude, "WebSearch") | (Host::Gemini, "google_web_search") => vec![call(
             "web_search",
             json!({"query": need(input, &["query"], tool)?}),
@@ -209,6 +158,77 @@ pub(crate) fn map(
         _ => vec![call(tool, input.clone())],
     };
     Ok(calls)
+}
+
+/// The MCP tool a host tool name stands for, if it is one: `mcp__server__tool` (Claude Code,
+/// Codex); Gemini CLI names them bare or `server__tool` and says which server in
+/// `mcp_context`.
+fn mcp_tool_name<'a>(
+    host: Host,
+    tool: &'a str,
+    mcp_server: Option<&str>,
+) -> Result<Option<&'a str>, MapError> {
+    if let Some(rest) = tool.strip_prefix("mcp__") {
+        let (_, name) = rest
+            .split_once("__")
+            .ok_or_else(|| format!("`{tool}` is not `mcp__SERVER__TOOL`"))?;
+        return Ok(Some(name));
+    }
+    Ok(match (host, mcp_server) {
+        (Host::Gemini, Some(server)) => {
+            Some(tool.strip_prefix(&format!("{server}__")).unwrap_or(tool))
+        }
+        _ => None,
+    })
+}
+
+/// A host's shell tool call as the gateway's `shell` call: the line (an argv array joined),
+/// prefixed with a `cd` to where the host runs it (its working directory, which a host keeps
+/// across shell calls, or Gemini CLI's `dir_path`), since the gateway resolves relative paths
+/// from the directory a line `cd`s into.
+fn shell_call(host: Host, tool: &str, input: &Value, cwd: &str) -> Result<ToolCall, MapError> {
+    let command = match input.get("command") {
+        Some(Value::Array(argv)) => shell_join(argv)?,
+        _ => need(input, &["command", "cmd"], tool)?.to_owned(),
+    };
+    let dir = match (host, field(input, &["dir_path", "directory"])) {
+        (Host::Gemini, Some(d)) if !d.is_empty() => abs(cwd, d),
+        _ => cwd.to_owned(),
+    };
+    let command = if dir.is_empty() {
+        command
+    } else {
+        format!("cd {} && {command}", quote_word(&dir))
+    };
+    Ok(call("shell", json!({"command": command})))
+}
+
+/// Gemini CLI's `read_many_files`: a `read_file` call per path.
+fn read_many(input: &Value, cwd: &str) -> Result<Vec<ToolCall>, MapError> {
+    let paths = input
+        .get("paths")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or("`read_many_files` needs `paths`")?;
+    paths
+        .iter()
+        .map(|p| {
+            let p = p.as_str().ok_or("`paths` must be strings")?;
+            Ok(call("read_file", json!({"path": abs(cwd, p)})))
+        })
+        .collect()
+}
+
+/// Gemini CLI's `web_fetch`: a `web_fetch` call per http(s) URL its prompt names.
+fn gemini_web_fetch(prompt: &str) -> Result<Vec<ToolCall>, MapError> {
+    let urls = urls_in(prompt);
+    if urls.is_empty() {
+        return Err("`web_fetch` names no http(s) URL in its prompt".into());
+    }
+    Ok(urls
+        .into_iter()
+        .map(|u| call("web_fetch", json!({"url": u})))
+        .collect())
 }
 
 /// An argv array (Codex's `shell` tool) as one line; each word quoted when needed, so the

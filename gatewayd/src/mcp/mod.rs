@@ -103,6 +103,7 @@ pub struct ProxyOutcome {
 
 /// Runs the proxy until the client's input ends. Must run on a current-thread runtime on the
 /// main thread (the server dies with the thread that started it, `PR_SET_PDEATHSIG`).
+/// Phases: connect to the gateway, start the server, route until the client is done, stop.
 pub async fn run<R, W>(opts: ProxyOptions, input: R, output: W) -> Result<ProxyOutcome, McpError>
 where
     R: AsyncRead + Unpin,
@@ -114,78 +115,9 @@ where
         .get(&opts.server)
         .cloned()
         .ok_or_else(|| McpError::UnknownServer(opts.server.clone()))?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let own = vec![opts.policy_path.clone(), opts.audit.clone()];
-    let untrusted: BTreeSet<String> = opts
-        .policy
-        .tools
-        .iter()
-        .filter(|t| t.labels.contains(&Label::UntrustedOutput))
-        .map(|t| t.name.clone())
-        .collect();
-    let (backend, own_writer) = match &opts.socket {
-        Some(s) => {
-            let w = AuditWriter::start(AuditLog::open(&opts.audit, clock.clone())?)
-                .map_err(McpError::Thread)?;
-            (Backend::daemon(s)?, Some(w))
-        }
-        None => (
-            Backend::local(opts.policy.clone(), own.clone(), Some(&opts.audit), clock)?,
-            None,
-        ),
-    };
-    let recorder: Option<WriterHandle> = backend
-        .recorder()
-        .or_else(|| own_writer.as_ref().map(AuditWriter::handle));
-    let backend = Arc::new(backend);
-    let session = backend
-        .open(opts.session.as_deref(), &opts.user, &opts.scopes)
-        .await?;
-    let record = |decision, reason: &str, detail| {
-        if let Some(r) = &recorder {
-            let _ = r.append(Entry::gateway(&session, decision, reason, detail));
-        }
-    };
-
-    let program = opts.command.first().cloned().unwrap_or_default();
-    let (path, sha) =
-        match server::check_pin(&opts.server, &program, server.command_sha256.as_deref()) {
-            Ok(p) => p,
-            Err(e) => {
-                record(
-                    Decision::Deny,
-                    "mcp_server_refused",
-                    json!({"server": opts.server, "command": opts.command, "error": e.to_string()}),
-                );
-                return Err(e.into());
-            }
-        };
-    let started = match server::start(
-        &opts.server,
-        &opts.command,
-        &server,
-        &opts.policy,
-        &own,
-        recorder.clone(),
-    ) {
-        Ok(r) => r,
-        Err(e) => {
-            record(
-                Decision::Deny,
-                "mcp_server_refused",
-                json!({"server": opts.server, "command": opts.command,
-                       "error": gatewayd_kernel::kernel::chain(&e)}),
-            );
-            return Err(e.into());
-        }
-    };
-    record(
-        Decision::Info,
-        "mcp_server_start",
-        json!({"server": opts.server, "command": opts.command, "program": path,
-               "sha256": sha, "pinned": server.command_sha256.is_some(),
-               "pid": started.running.child.id(), "profile": started.pieces}),
-    );
+    let gateway = Gateway::connect(&opts, &own).await?;
+    let started = start_server(&opts, &server, &own, &gateway)?;
     let server::Started {
         running,
         stdin,
@@ -195,11 +127,11 @@ where
     let (to_client, client_rx) = tokio::sync::mpsc::channel(1024);
     let (to_server, server_rx) = tokio::sync::mpsc::channel(1024);
     let router = Arc::new(proxy::Router {
-        backend: backend.clone(),
-        session: session.clone(),
+        backend: gateway.backend.clone(),
+        session: gateway.session.clone(),
         server: opts.server.clone(),
-        recorder: recorder.clone(),
-        untrusted,
+        recorder: gateway.recorder.clone(),
+        untrusted: untrusted_tools(&opts.policy),
         trees: server.readable_trees(),
         listing: opts.listing.clone(),
         timeout: opts.request_timeout,
@@ -231,20 +163,134 @@ where
     let status = running.stop().await;
     let _ = from_server.await;
     let _ = client_writer.await;
-    record(
+    gateway.record(
         Decision::Info,
         "mcp_server_stop",
         json!({"server": opts.server, "status": status.map(|s| s.to_string())}),
     );
-    if let Ok(b) = Arc::try_unwrap(backend) {
-        b.close()?;
-    }
-    if let Some(w) = own_writer {
-        w.close()
-            .map_err(|e| McpError::Backend(BackendError::Malformed(format!("audit log: {e}"))))?;
-    }
+    let session = gateway.close()?;
     Ok(ProxyOutcome {
         session,
         server_status: status,
     })
+}
+
+/// The tools whose output is untrusted (`untrusted_output`): the proxy fences their results.
+fn untrusted_tools(policy: &Policy) -> BTreeSet<String> {
+    policy
+        .tools
+        .iter()
+        .filter(|t| t.labels.contains(&Label::UntrustedOutput))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+/// The gateway the proxy decides through, its session and where the proxy's records go.
+struct Gateway {
+    backend: Arc<Backend>,
+    /// The proxy's own audit writer beside a daemon (None: the local engine's log).
+    own_writer: Option<AuditWriter>,
+    recorder: Option<WriterHandle>,
+    session: String,
+}
+
+impl Gateway {
+    /// The daemon at `--socket` (with an audit log of the proxy's own for its records), else
+    /// an engine of the proxy's own; the session opened or attached to.
+    async fn connect(opts: &ProxyOptions, own: &[PathBuf]) -> Result<Gateway, McpError> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let (backend, own_writer) = match &opts.socket {
+            Some(s) => {
+                let w = AuditWriter::start(AuditLog::open(&opts.audit, clock.clone())?)
+                    .map_err(McpError::Thread)?;
+                (Backend::daemon(s)?, Some(w))
+            }
+            None => (
+                Backend::local(opts.policy.clone(), own.to_vec(), Some(&opts.audit), clock)?,
+                None,
+            ),
+        };
+        let recorder = backend
+            .recorder()
+            .or_else(|| own_writer.as_ref().map(AuditWriter::handle));
+        let backend = Arc::new(backend);
+        let session = backend
+            .open(opts.session.as_deref(), &opts.user, &opts.scopes)
+            .await?;
+        Ok(Gateway {
+            backend,
+            own_writer,
+            recorder,
+            session,
+        })
+    }
+
+    /// Writes one record of the proxy's (best effort: the chain's writer reports its own
+    /// failures).
+    fn record(&self, decision: Decision, reason: &str, detail: serde_json::Value) {
+        if let Some(r) = &self.recorder {
+            let _ = r.append(Entry::gateway(&self.session, decision, reason, detail));
+        }
+    }
+
+    /// Closes the local engine or the proxy's own audit log; the session's id.
+    fn close(self) -> Result<String, McpError> {
+        if let Ok(b) = Arc::try_unwrap(self.backend) {
+            b.close()?;
+        }
+        if let Some(w) = self.own_writer {
+            w.close().map_err(|e| {
+                McpError::Backend(BackendError::Malformed(format!("audit log: {e}")))
+            })?;
+        }
+        Ok(self.session)
+    }
+}
+
+/// The server checked against its pin and started in its profile, each step recorded
+/// (`mcp_server_refused` with the error, or `mcp_server_start`).
+fn start_server(
+    opts: &ProxyOptions,
+    server: &gatewayd_core::policy::McpServer,
+    own: &[PathBuf],
+    gateway: &Gateway,
+) -> Result<server::Started, McpError> {
+    let program = opts.command.first().cloned().unwrap_or_default();
+    let refused = |error: String| {
+        gateway.record(
+            Decision::Deny,
+            "mcp_server_refused",
+            json!({"server": opts.server, "command": opts.command, "error": error}),
+        );
+    };
+    let (path, sha) =
+        match server::check_pin(&opts.server, &program, server.command_sha256.as_deref()) {
+            Ok(p) => p,
+            Err(e) => {
+                refused(e.to_string());
+                return Err(e.into());
+            }
+        };
+    let started = match server::start(
+        &opts.server,
+        &opts.command,
+        server,
+        &opts.policy,
+        own,
+        gateway.recorder.clone(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            refused(gatewayd_kernel::kernel::chain(&e));
+            return Err(e.into());
+        }
+    };
+    gateway.record(
+        Decision::Info,
+        "mcp_server_start",
+        json!({"server": opts.server, "command": opts.command, "program": path,
+               "sha256": sha, "pinned": server.command_sha256.is_some(),
+               "pid": started.running.child.id(), "profile": started.pieces}),
+    );
+    Ok(started)
 }
