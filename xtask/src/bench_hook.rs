@@ -95,6 +95,11 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
     if !out.status.success() {
         bail!("policy init: {}", String::from_utf8_lossy(&out.stderr));
     }
+    // Each run starts with empty logs: a log another run left would be verified whole at
+    // each open without a daemon, and the later run would pay for the earlier one's records.
+    for log in ["hook-daemon.jsonl", "hook-local.jsonl"] {
+        let _ = std::fs::remove_file(dir.join(log));
+    }
     let socket = dir.join("hook.sock");
     let mut daemon = Command::new(gatewayd)
         .args(["serve", "--policy"])

@@ -3,6 +3,7 @@
 //! zero false blocks) and the robustness suites (random and mutated inputs, no panic). Every
 //! call goes through the real `Engine` on the fixture tree of `support`.
 // The package's dependencies the engine's tests do not use.
+use aho_corasick as _;
 use base64 as _;
 use brush_parser as _;
 use flate2 as _;

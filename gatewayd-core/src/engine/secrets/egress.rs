@@ -62,7 +62,7 @@ pub fn find_in_call(sets: &[&SecretSet], texts: &[&str], window: &EgressWindow) 
     if sets.iter().any(|s| s.broken) {
         return Some(Match::unchecked("the secret matcher could not be built"));
     }
-    if sets.iter().all(|s| s.re.is_none()) {
+    if sets.iter().all(|s| s.forms.is_none()) {
         return None;
     }
     // The buffers are the thread's own, taken for the check and put back after it (a check
@@ -111,13 +111,13 @@ fn search(
     window: &EgressWindow,
     scratch: &mut Scratch,
 ) -> Option<Match> {
-    let sets: Vec<&SecretSet> = sets.iter().copied().filter(|s| s.re.is_some()).collect();
-    // The exact forms (the regex) are found by the scans below too, except for a secret with
+    let sets: Vec<&SecretSet> = sets.iter().copied().filter(|s| s.forms.is_some()).collect();
+    // The exact forms (the exact-forms matcher) are found by the scans below too, except for a secret with
     // fewer than 8 letters and digits: only then is the regex run.
     for set in sets.iter().filter(|s| s.exact_only) {
-        let re = set.re.as_ref()?;
+        let forms = set.forms.as_ref()?;
         for t in texts {
-            if let Some((name, encoding)) = set.find_form(re, t, true) {
+            if let Some((name, encoding)) = set.find_form(forms, t, true) {
                 return Some(Match {
                     secret: Some(name),
                     encoding,

@@ -427,10 +427,8 @@ fn a_zip_bomb_is_denied_without_a_name() {
 
 #[test]
 fn a_set_that_cannot_be_built_denies_every_call() {
-    // An unclosed group: the build fails.
-    let s = SecretSet::with_builder(&[("k".into(), KEY.into())], |_| {
-        Regex::new(&String::from("("))
-    });
+    // The matcher could not be built.
+    let s = SecretSet::with_builder(&[("k".into(), KEY.into())], |_, _| None);
     let m = s
         .find_in_call(&["hello"], &EgressWindow::new())
         .expect("fail closed");
@@ -473,9 +471,7 @@ fn several_sets_are_searched_in_one_pass() {
     assert_eq!(find_in_call(&both, &["nothing to see here"], &w), None);
     assert_eq!(find_in_call(&[&empty], &[KEY], &w), None);
     // One set that cannot be built fails the whole call closed.
-    let broken = SecretSet::with_builder(&[("k".into(), PASS.into())], |_| {
-        Regex::new(&String::from("("))
-    });
+    let broken = SecretSet::with_builder(&[("k".into(), PASS.into())], |_, _| None);
     let m = find_in_call(&[&engine, &broken], &["hello"], &w).expect("fail closed");
     assert_eq!(m.secret, None);
 }

@@ -10,12 +10,12 @@
 use std::{borrow::Cow, collections::HashMap};
 
 use base64::Engine as _;
-use regex::Regex;
 
 mod decode;
 mod egress;
 #[cfg(test)]
 mod egress_tests;
+mod exact;
 mod fragments;
 mod inflate;
 mod normalise;
@@ -23,6 +23,7 @@ mod tokens;
 mod window;
 
 pub use egress::{Match, egress_texts, find_in_call};
+use exact::ExactForms;
 use fragments::FragmentIndex;
 pub use window::EgressWindow;
 
@@ -124,7 +125,8 @@ impl SecretMemo {
 /// A set of named secret values and one matcher over all their forms.
 #[derive(Debug, Default)]
 pub struct SecretSet {
-    re: Option<Regex>,
+    /// The matcher of the exact forms (None: no values, or it could not be built).
+    forms: Option<ExactForms>,
     /// The matcher could not be built: fail closed.
     broken: bool,
     /// Each form (lower-cased if case-insensitive) → (secret name, encoding).
@@ -143,50 +145,47 @@ impl SecretSet {
     /// `items`: (name, value). Values shorter than 8 characters are ignored by the caller's
     /// validation; empty values are skipped here.
     pub fn new(items: &[(String, String)]) -> SecretSet {
-        Self::with_builder(items, |pattern| {
-            regex::RegexBuilder::new(pattern)
-                .size_limit(1 << 28)
-                .build()
+        Self::with_builder(items, |written, folded| {
+            ExactForms::new(written, folded).ok()
         })
     }
 
-    /// Builds the set with `build` compiling the matcher. If it cannot be built (e.g. huge
-    /// secret values), the set fails closed: every string counts as holding a secret and is
-    /// redacted whole.
+    /// Builds the set with `build` making the matcher of the exact forms (as written, and
+    /// ASCII-case-folded). If it cannot be built, the set fails closed: every string counts as
+    /// holding a secret and is redacted whole.
     fn with_builder(
         items: &[(String, String)],
-        build: impl Fn(&str) -> Result<Regex, regex::Error>,
+        build: impl Fn(&[String], &[String]) -> Option<ExactForms>,
     ) -> SecretSet {
         let mut by_form = HashMap::new();
-        let mut alts = Vec::new();
+        let (mut written, mut folded) = (Vec::new(), Vec::new());
         for (name, value) in items {
             if value.is_empty() {
                 continue;
             }
+            // The case-insensitive forms (hex, percent-encoding) are ASCII.
             for (form, ci, kind) in variants(value) {
+                let ci = ci && form.is_ascii();
                 let key = if ci {
                     form.to_ascii_lowercase()
                 } else {
                     form.clone()
                 };
                 by_form.entry(key).or_insert_with(|| (name.clone(), kind));
-                let esc = regex::escape(&form);
-                alts.push(if ci { format!("(?i:{esc})") } else { esc });
+                if ci { &mut folded } else { &mut written }.push(form);
             }
         }
-        // Longest first so the leftmost match is the most complete form.
-        alts.sort_by_key(|a| std::cmp::Reverse(a.len()));
-        let (re, broken) = if alts.is_empty() {
+        let (forms, broken) = if written.is_empty() && folded.is_empty() {
             (None, false)
         } else {
-            match build(&alts.join("|")) {
-                Ok(re) => (Some(re), false),
-                Err(_) => (None, true),
+            match build(&written, &folded) {
+                Some(f) => (Some(f), false),
+                None => (None, true),
             }
         };
         let index = FragmentIndex::new(&items.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>());
         SecretSet {
-            re,
+            forms,
             broken,
             by_form,
             names: items.iter().map(|(n, _)| n.clone()).collect(),
@@ -201,7 +200,7 @@ impl SecretSet {
 
     /// Whether there is nothing to look for (no values, and the matcher did not fail).
     pub fn is_empty(&self) -> bool {
-        self.re.is_none() && !self.broken
+        self.forms.is_none() && !self.broken
     }
 
     fn name_of(&self, m: &str) -> &str {
@@ -222,14 +221,14 @@ impl SecretSet {
         if self.broken {
             return Some("secret (the secret matcher could not be built; failing closed)".into());
         }
-        let re = self.re.as_ref()?;
-        self.find_form(re, s, true).map(|(name, _)| name)
+        let forms = self.forms.as_ref()?;
+        self.find_form(forms, s, true).map(|(name, _)| name)
     }
 
     /// A secret in `s` in one of its exact forms (see [`find`](Self::find); with whitespace
     /// removed only if `squeeze`): its name and the encoding.
-    fn find_form(&self, re: &Regex, s: &str, squeeze: bool) -> Option<(String, String)> {
-        let hit = |t: &str| re.find(t).map(|m| self.form_of(m.as_str()));
+    fn find_form(&self, forms: &ExactForms, s: &str, squeeze: bool) -> Option<(String, String)> {
+        let hit = |t: &str| forms.find(t).map(|m| self.form_of(m));
         if let Some((name, kind)) = hit(s) {
             return Some((name.to_owned(), kind.to_owned()));
         }
@@ -253,12 +252,10 @@ impl SecretSet {
 
     /// `s` with every form of every secret replaced by `[REDACTED:name]`.
     pub fn scrub<'a>(&self, s: &'a str) -> Cow<'a, str> {
-        match &self.re {
+        match &self.forms {
             None if self.broken => Cow::Owned("[REDACTED:secrets]".into()),
             None => Cow::Borrowed(s),
-            Some(re) => re.replace_all(s, |c: &regex::Captures| {
-                format!("[REDACTED:{}]", self.name_of(&c[0]))
-            }),
+            Some(forms) => forms.replace_all(s, |m| format!("[REDACTED:{}]", self.name_of(m))),
         }
     }
 
@@ -363,9 +360,8 @@ mod tests {
 
     #[test]
     fn a_matcher_that_cannot_be_built_fails_closed() {
-        let s = SecretSet::with_builder(&[("big".into(), "0123456789abcdef".into())], |_| {
-            Regex::new(&String::from("(")) // an unclosed group: the build fails
-        });
+        // A matcher that could not be built (the builder gives none).
+        let s = SecretSet::with_builder(&[("big".into(), "0123456789abcdef".into())], |_, _| None);
         assert!(!s.is_empty());
         assert!(s.find("nothing secret here").is_some());
         assert_eq!(s.scrub("nothing secret here"), "[REDACTED:secrets]");
