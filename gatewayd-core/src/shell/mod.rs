@@ -124,6 +124,7 @@ mod awk;
 mod coreutils;
 mod coreutils_tables;
 mod curl;
+mod docker;
 mod file_ops;
 mod findings;
 mod git;
@@ -285,6 +286,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         }
         "diff" => coreutils::diff(args, found)?,
         "curl" => curl::curl(args, found)?,
+        "docker" => docker::docker(args, found)?,
         "sed" => sed::sed(args, found)?,
         "awk" | "gawk" | "mawk" | "nawk" => awk::awk(args, found)?,
         "tar" => tar::tar(args, found)?,
