@@ -84,6 +84,29 @@ fn send(to: &str, data: &[u8]) -> Result<(), String> {
 }
 
 fn run(action: &[String]) -> Result<String, String> {
+    let name = action[0].as_str();
+    if FILES_AND_NETWORK.contains(&name) {
+        files_and_network(action)
+    } else if PROBES.contains(&name) {
+        probes(action)
+    } else if PROCESS.contains(&name) {
+        process(action)
+    } else if ATTACKS.contains(&name) {
+        attacks(action)
+    } else if fs_actions::handles(name) {
+        fs_actions::run(name, &action[1..])
+    } else {
+        Err(format!("unknown action {name}"))
+    }
+}
+
+/// The actions [`files_and_network`] runs.
+const FILES_AND_NETWORK: &[&str] = &[
+    "read", "send", "exfil", "udp", "write", "rm", "mv", "truncate",
+];
+
+/// Files read, written, moved, truncated; data sent.
+fn files_and_network(action: &[String]) -> Result<String, String> {
     let arg = |i: usize| {
         action
             .get(i)
@@ -131,20 +154,22 @@ fn run(action: &[String]) -> Result<String, String> {
             }
             Ok(format!("truncated {}", arg(1).unwrap_or("")))
         }
-        "pid" => Ok(format!("pid {}", std::process::id())),
-        "cgroup" => std::fs::read_to_string("/proc/self/cgroup")
-            .map(|s| s.trim().replace('\n', " "))
-            .map_err(|e| e.to_string()),
-        "waitfile" => {
-            let path = std::path::Path::new(arg(1)?);
-            for _ in 0..3000 {
-                if path.exists() {
-                    return Ok(format!("{} exists", path.display()));
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(format!("{} did not appear", path.display()))
-        }
+        other => Err(format!("unknown action {other}")),
+    }
+}
+
+/// The actions [`probes`] runs.
+const PROBES: &[&str] = &["tryconnect", "tryports", "openloop", "openbest", "subread"];
+
+/// Probes that report what was allowed: connects, ports, opens in a loop, a sub-cgroup read.
+fn probes(action: &[String]) -> Result<String, String> {
+    let arg = |i: usize| {
+        action
+            .get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("{}: missing argument", action[0]))
+    };
+    match action[0].as_str() {
         "openloop" | "connectloop" => {
             let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
             let t0 = std::time::Instant::now();
@@ -179,7 +204,6 @@ fn run(action: &[String]) -> Result<String, String> {
                 "best of {k} batches of {n}: stat {best_stat} ns, open {best} ns each"
             ))
         }
-        "turns" => turns::turns(&action[1..]),
         "tryconnect" => {
             let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
             let to = addr(arg(1)?)?;
@@ -200,6 +224,39 @@ fn run(action: &[String]) -> Result<String, String> {
             Ok(format!("{n} attempts, {failed} failed"))
         }
         "subread" => subcgroup_read(arg(1)?),
+        other => Err(format!("unknown action {other}")),
+    }
+}
+
+/// The actions [`process`] runs.
+const PROCESS: &[&str] = &[
+    "pid", "cgroup", "waitfile", "turns", "rpc", "sleep", "winsize", "tick",
+];
+
+/// The agent as a process: its pid, cgroup, terminal, timing, the gateway socket.
+fn process(action: &[String]) -> Result<String, String> {
+    let arg = |i: usize| {
+        action
+            .get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("{}: missing argument", action[0]))
+    };
+    match action[0].as_str() {
+        "pid" => Ok(format!("pid {}", std::process::id())),
+        "cgroup" => std::fs::read_to_string("/proc/self/cgroup")
+            .map(|s| s.trim().replace('\n', " "))
+            .map_err(|e| e.to_string()),
+        "waitfile" => {
+            let path = std::path::Path::new(arg(1)?);
+            for _ in 0..3000 {
+                if path.exists() {
+                    return Ok(format!("{} exists", path.display()));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(format!("{} did not appear", path.display()))
+        }
+        "turns" => turns::turns(&action[1..]),
         "rpc" => rpc(arg(1)?, arg(2)?),
         "sleep" => {
             let secs: f64 = arg(1)?
@@ -227,6 +284,30 @@ fn run(action: &[String]) -> Result<String, String> {
             }
             Ok("ticked".to_string())
         }
+        other => Err(format!("unknown action {other}")),
+    }
+}
+
+/// The actions [`attacks`] runs.
+const ATTACKS: &[&str] = &[
+    "bpf",
+    "run",
+    "escape",
+    "mount",
+    "killparent",
+    "ptraceparent",
+    "mcpserver",
+];
+
+/// Attempts on the kernel and the parent, and the test MCP server.
+fn attacks(action: &[String]) -> Result<String, String> {
+    let arg = |i: usize| {
+        action
+            .get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("{}: missing argument", action[0]))
+    };
+    match action[0].as_str() {
         "bpf" => bpf_map_create(),
         "run" => {
             let st = std::process::Command::new(arg(1)?)
@@ -283,7 +364,6 @@ fn run(action: &[String]) -> Result<String, String> {
             Ok("seized and released the parent".into())
         }
         "mcpserver" => mcp_server(),
-        name if fs_actions::handles(name) => fs_actions::run(name, &action[1..]),
         other => Err(format!("unknown action {other}")),
     }
 }
