@@ -155,8 +155,17 @@ pub(crate) fn run() -> anyhow::Result<()> {
     show("attacker", &stolen);
     show("allowed API", &received(&api_rx));
 
+    let recs = show_audit(&bins.gatewayd, &audit)?;
+    let agent_out = String::from_utf8_lossy(&out.stdout);
+    report_enforcement(&recs, &agent_out, &stolen)?;
+    println!("\ndemo: ok");
+    Ok(())
+}
+
+/// Step 3: the audit log's records, one line each, and `gatewayd audit verify` on it.
+fn show_audit(gatewayd: &Path, audit: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     println!("\n=== 3. the audit log ({})", audit.display());
-    let text = std::fs::read_to_string(&audit).context("the audit log was not written")?;
+    let text = std::fs::read_to_string(audit).context("the audit log was not written")?;
     let recs: Vec<serde_json::Value> = text
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -172,9 +181,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
             r["detail"]["message"].as_str().unwrap_or("")
         );
     }
-    let v = Command::new(&bins.gatewayd)
+    let v = Command::new(gatewayd)
         .args(["audit", "verify"])
-        .arg(&audit)
+        .arg(audit)
         .output()?;
     println!(
         "    $ gatewayd audit verify {}\n    {}",
@@ -185,6 +194,16 @@ pub(crate) fn run() -> anyhow::Result<()> {
         bail!("the audit log does not verify");
     }
 
+    Ok(recs)
+}
+
+/// Step 4: what this kernel enforced (the session's tier and programs), and whether the
+/// exfiltration was stopped: an error if it was not.
+fn report_enforcement(
+    recs: &[serde_json::Value],
+    agent_out: &str,
+    stolen: &[String],
+) -> anyhow::Result<()> {
     println!("\n=== 4. what was enforced on this kernel");
     let start = recs.first().context("empty audit log")?;
     println!(
@@ -203,7 +222,6 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let egress_denied = recs
         .iter()
         .any(|r| r["source"] == "kernel" && r["reason"] == "egress_not_allowed");
-    let agent_out = String::from_utf8_lossy(&out.stdout);
     let key_denied = agent_out
         .lines()
         .nth(1)
@@ -237,6 +255,5 @@ pub(crate) fn run() -> anyhow::Result<()> {
     if !egress_denied || !stolen.is_empty() || ((lsm || landlock) && !key_denied) {
         bail!("the demo expected the kernel to stop the exfiltration");
     }
-    println!("\ndemo: ok");
     Ok(())
 }
