@@ -4,6 +4,7 @@
 #![allow(unused_crate_dependencies)]
 mod audit;
 mod check;
+mod cookbook;
 mod hook;
 mod hook_install;
 mod scenarios;
