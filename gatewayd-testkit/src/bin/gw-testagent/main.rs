@@ -100,6 +100,14 @@ fn run(action: &[String]) -> Result<String, String> {
     }
 }
 
+/// The action's argument `i`, or an error naming the action.
+fn argument(action: &[String], i: usize) -> Result<&str, String> {
+    action
+        .get(i)
+        .map(String::as_str)
+        .ok_or_else(|| format!("{}: missing argument", action[0]))
+}
+
 /// The actions [`files_and_network`] runs.
 const FILES_AND_NETWORK: &[&str] = &[
     "read", "send", "exfil", "udp", "write", "rm", "mv", "truncate",
@@ -107,12 +115,7 @@ const FILES_AND_NETWORK: &[&str] = &[
 
 /// Files read, written, moved, truncated; data sent.
 fn files_and_network(action: &[String]) -> Result<String, String> {
-    let arg = |i: usize| {
-        action
-            .get(i)
-            .map(String::as_str)
-            .ok_or_else(|| format!("{}: missing argument", action[0]))
-    };
+    let arg = |i: usize| argument(action, i);
     match action[0].as_str() {
         "read" => read(arg(1)?).map(|b| format!("read {} bytes", b.len())),
         "send" => {
@@ -163,12 +166,7 @@ const PROBES: &[&str] = &["tryconnect", "tryports", "openloop", "openbest", "sub
 
 /// Probes that report what was allowed: connects, ports, opens in a loop, a sub-cgroup read.
 fn probes(action: &[String]) -> Result<String, String> {
-    let arg = |i: usize| {
-        action
-            .get(i)
-            .map(String::as_str)
-            .ok_or_else(|| format!("{}: missing argument", action[0]))
-    };
+    let arg = |i: usize| argument(action, i);
     match action[0].as_str() {
         "openloop" | "connectloop" => {
             let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
@@ -235,12 +233,7 @@ const PROCESS: &[&str] = &[
 
 /// The agent as a process: its pid, cgroup, terminal, timing, the gateway socket.
 fn process(action: &[String]) -> Result<String, String> {
-    let arg = |i: usize| {
-        action
-            .get(i)
-            .map(String::as_str)
-            .ok_or_else(|| format!("{}: missing argument", action[0]))
-    };
+    let arg = |i: usize| argument(action, i);
     match action[0].as_str() {
         "pid" => Ok(format!("pid {}", std::process::id())),
         "cgroup" => std::fs::read_to_string("/proc/self/cgroup")
@@ -301,12 +294,7 @@ const ATTACKS: &[&str] = &[
 
 /// Attempts on the kernel and the parent, and the test MCP server.
 fn attacks(action: &[String]) -> Result<String, String> {
-    let arg = |i: usize| {
-        action
-            .get(i)
-            .map(String::as_str)
-            .ok_or_else(|| format!("{}: missing argument", action[0]))
-    };
+    let arg = |i: usize| argument(action, i);
     match action[0].as_str() {
         "bpf" => bpf_map_create(),
         "run" => {
