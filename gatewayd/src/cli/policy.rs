@@ -206,7 +206,77 @@ pub(super) fn sandbox_warnings(p: &Policy) -> Vec<String> {
             ));
         }
     }
+    out.extend(wildcard_egress_warnings(p));
+    out.extend(tier_warnings(p, bpf_lsm_listed()));
     out
+}
+
+/// `*.domain` egress entries: the gateway decides them; the kernel has no address for them.
+fn wildcard_egress_warnings(p: &Policy) -> Vec<String> {
+    let names: Vec<&str> = (p.network.egress.iter())
+        .filter_map(|e| e.host.as_deref())
+        .filter(|h| h.starts_with("*."))
+        .collect();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "network.egress {}: a wildcard is decided by the gateway only; under `gatewayd run` the kernel has no address for it, so the agent's own connections to those hosts are refused: list the hosts it needs by name (or their addresses as `cidr`)",
+        names.join(", ")
+    )]
+}
+
+/// Whether this kernel lists BPF among its active LSMs (`/sys/kernel/security/lsm`; None when
+/// that cannot be read): without it, `gatewayd run` runs at tier 2 here.
+fn bpf_lsm_listed() -> Option<bool> {
+    let lsm = std::fs::read_to_string("/sys/kernel/security/lsm").ok()?;
+    Some(lsm.trim().split(',').any(|m| m == "bpf"))
+}
+
+/// Entries the kernel cannot enforce at this host's tier: `bpf_lsm` says whether BPF LSM is
+/// active (tier 1 possible), None when unknown (nothing said).
+fn tier_warnings(p: &Policy, bpf_lsm: Option<bool>) -> Vec<String> {
+    let absent: Vec<&std::path::Path> = (p.sandbox.read_only.iter())
+        .filter(|path| std::fs::symlink_metadata(path).is_err())
+        .map(PathBuf::as_path)
+        .collect();
+    // Tier 1 refuses making a name of at most READ_ONLY_NAME_MAX bytes in a directory that
+    // exists when the session starts.
+    let unrefusable = |path: &&std::path::Path| {
+        let long = path
+            .file_name()
+            .is_some_and(|n| n.len() > gateway_common::READ_ONLY_NAME_MAX as usize);
+        long || path.parent().is_none_or(|d| !d.is_dir())
+    };
+    let list = |v: &[&std::path::Path]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let at_tier_2 = "so the agent can create it: it is reported when the session ends (`gatewayd run --left-behind fail` fails the run), not refused";
+    match bpf_lsm {
+        _ if absent.is_empty() => Vec::new(),
+        Some(false) => vec![format!(
+            "sandbox.read_only {}: does not exist, and this kernel has no BPF LSM (tier 2), {at_tier_2}",
+            list(&absent)
+        )],
+        None => vec![format!(
+            "sandbox.read_only {}: does not exist; if this kernel has no BPF LSM (tier 2; `gatewayd doctor` tells, /sys/kernel/security is not readable here), {at_tier_2}",
+            list(&absent)
+        )],
+        Some(true) => {
+            let left: Vec<&std::path::Path> = absent.into_iter().filter(unrefusable).collect();
+            if left.is_empty() {
+                return Vec::new();
+            }
+            vec![format!(
+                "sandbox.read_only {}: does not exist, and its name is longer than {} bytes or its directory does not exist either, so the kernel cannot refuse making it (it is reported when the session ends)",
+                list(&left),
+                gateway_common::READ_ONLY_NAME_MAX
+            )]
+        }
+    }
 }
 
 fn warnings(p: &Policy) -> Vec<String> {

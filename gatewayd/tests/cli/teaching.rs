@@ -256,3 +256,51 @@ fn serve_where_it_may_not_make_its_socket_says_how_to_run_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What the kernel cannot enforce as written is named by `validate`: a wildcard egress host
+/// (no address for the kernel), and a read-only path that does not exist, which the kernel
+/// refuses to make only at tier 1 and only for names of up to 30 bytes. Branches on this
+/// kernel's LSM list, as `validate` does.
+#[test]
+fn validate_names_entries_the_kernel_cannot_enforce_here() {
+    let dir = std::env::temp_dir().join(format!("gw-tier-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let short = dir.join(".envrc");
+    let long = dir.join("a-name-longer-than-thirty-bytes.conf");
+    let policy = dir.join("p.json");
+    let body = serde_json::json!({"version": 1,
+        "sandbox": {"read_only": [short, long]},
+        "network": {"egress": [{"host": "*.example.com", "port": 443}, {"host": "example.org"}]}});
+    std::fs::write(&policy, body.to_string()).unwrap();
+    let p = policy.to_string_lossy().into_owned();
+    let out = gatewayd(&["policy", "validate", &p]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("*.example.com: a wildcard is decided by the gateway only")
+            && !t.contains("example.org:"),
+        "{t}"
+    );
+    let bpf = std::fs::read_to_string("/sys/kernel/security/lsm")
+        .ok()
+        .map(|l| l.trim().split(',').any(|m| m == "bpf"));
+    match bpf {
+        Some(false) => assert!(
+            t.contains("tier 2") && t.contains(".envrc") && t.contains("thirty-bytes"),
+            "{t}"
+        ),
+        Some(true) => assert!(
+            t.contains("longer than 30 bytes")
+                && t.contains("thirty-bytes")
+                && !t.contains(".envrc,"),
+            "{t}"
+        ),
+        None => assert!(
+            t.contains("if this kernel has no BPF LSM") && t.contains(".envrc"),
+            "{t}"
+        ),
+    }
+    let strict = gatewayd(&["policy", "validate", "--strict", &p]);
+    assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
+    let _ = std::fs::remove_dir_all(&dir);
+}
