@@ -516,13 +516,29 @@ fn another_sessions_protected_file_moved_into_a_protected_directory_stays_protec
     )
     .unwrap();
     let go = dir.path("free/go");
+    let ready = dir.path("free/ready");
     let other_audit = dir.path("other-audit.jsonl");
+    // The other agent says it runs by writing `ready`: its session's start record comes
+    // before its process is set up (the hiding mounts of its protected file), and moving the
+    // file away before then fails that start, closed.
     let other = under_gatewayd(&other_policy, &other_audit, agent())
+        .arg("write")
+        .arg(&ready)
+        .arg("+")
         .arg("waitfile")
         .arg(&go)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_start(&other_audit);
+    let t0 = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            t0.elapsed() < MUST_HAPPEN_WITHIN,
+            "the other agent did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let policy = vault_policy(&dir);
     let audit = dir.path("audit.jsonl");
     let actions: &[&[&str]] = &[
@@ -541,7 +557,13 @@ fn another_sessions_protected_file_moved_into_a_protected_directory_stays_protec
     assert_eq!(std::fs::read(dir.path("vault/guarded")).unwrap(), b"g");
     std::fs::write(&go, "").unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(other.wait_with_output().unwrap().status.success());
+    let other = other.wait_with_output().unwrap();
+    assert!(
+        other.status.success(),
+        "the other session: {}{}",
+        stdout(&other),
+        String::from_utf8_lossy(&other.stderr)
+    );
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), actions.len(), "{text}");

@@ -100,6 +100,9 @@ fn run(action: &[String]) -> Result<String, String> {
     }
 }
 
+/// How long `waitfile` waits for its file.
+const WAITFILE_DEADLINE: Duration = Duration::from_mins(5);
+
 /// The action's argument `i`, or an error naming the action.
 fn argument(action: &[String], i: usize) -> Result<&str, String> {
     action
@@ -240,8 +243,12 @@ fn process(action: &[String]) -> Result<String, String> {
             .map(|s| s.trim().replace('\n', " "))
             .map_err(|e| e.to_string()),
         "waitfile" => {
+            // The test makes the file when it is ready: it may first start another session,
+            // which on a busy machine takes tens of seconds. The deadline only ends an agent
+            // whose test gave up.
             let path = std::path::Path::new(arg(1)?);
-            for _ in 0..3000 {
+            let deadline = std::time::Instant::now() + WAITFILE_DEADLINE;
+            while std::time::Instant::now() < deadline {
                 if path.exists() {
                     return Ok(format!("{} exists", path.display()));
                 }
