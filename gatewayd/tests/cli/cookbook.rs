@@ -1,10 +1,9 @@
 //! The policy cookbook (policies/cookbook/, docs/COOKBOOK.md): each recipe validates as
 //! written and passes its scenarios with `gatewayd test`, each scenario file has calls that
 //! are allowed and calls that are refused, and the cookbook's page names every recipe.
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Output},
-};
+use std::path::{Path, PathBuf};
+
+use crate::teaching::{gatewayd, text};
 
 fn cookbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/cookbook")
@@ -22,21 +21,6 @@ fn recipes() -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
-}
-
-fn gatewayd(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gatewayd"))
-        .args(args)
-        .output()
-        .expect("run gatewayd")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

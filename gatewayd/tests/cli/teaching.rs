@@ -2,7 +2,8 @@
 //! root and where the docs are; every argument has help text; a mistake names its fix.
 use std::process::{Command, Output};
 
-fn gatewayd(args: &[&str]) -> Output {
+/// `gatewayd ARGS` (no daemon socket from the environment): its output.
+pub(crate) fn gatewayd<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gatewayd"))
         .args(args)
         .env_remove("GATEWAYD_SOCKET")
@@ -10,7 +11,8 @@ fn gatewayd(args: &[&str]) -> Output {
         .expect("run gatewayd")
 }
 
-fn text(o: &Output) -> String {
+/// Standard output, then standard error.
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
