@@ -139,10 +139,6 @@ pub(super) const CURL: OptionTable = OptionTable::gnu(&[
     ),
 ]);
 
-/// Short options of [`CURL`] that take a value: in a cluster (`-sSLo FILE`), the letters
-/// after one of them are its value.
-const SHORT_WITH_VALUE: &str = "XAeumrHdFbwTEoDcxK";
-
 /// curl `args`: its URLs, and the file `-O` writes for each (the URL's last segment, in the
 /// working directory; with `--output-dir`, in that directory, a write already).
 pub(super) fn curl(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
@@ -172,7 +168,13 @@ fn names_remote_file(a: &str) -> bool {
         if c == 'O' {
             return true;
         }
-        if SHORT_WITH_VALUE.contains(c) {
+        // In a cluster (`-sSLo FILE`), the letters after an option that takes a value are
+        // that value.
+        if CURL
+            .options
+            .iter()
+            .any(|o| o.short == c && o.value == Required)
+        {
             return false;
         }
     }

@@ -40,8 +40,6 @@ const GLOBAL: OptionTable = OptionTable::until_first_operand(&[
     ),
 ]);
 
-const FORMAT: &[super::options::OptionSpec] = &[option('f', "format", Required, Effect::None)];
-
 const PS: OptionTable = OptionTable::gnu(&[
     option('a', "all", Flag, Effect::None),
     option('f', "filter", Required, Effect::None),
@@ -85,7 +83,7 @@ const HISTORY: OptionTable = OptionTable::gnu(&[
     long_option("format", Required, Effect::None),
 ]);
 
-const FORMAT_ONLY: OptionTable = OptionTable::gnu(FORMAT);
+const FORMAT_ONLY: OptionTable = OptionTable::gnu(&[option('f', "format", Required, Effect::None)]);
 const NONE: OptionTable = OptionTable::gnu(&[]);
 
 /// The table of an allowed subcommand (`container` and `image` forms included).

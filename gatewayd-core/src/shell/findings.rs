@@ -63,8 +63,9 @@ impl Findings {
     }
 
     /// Whether `path`, a path the command opens, names a file: not empty, not `-`
-    /// (stdin/stdout), not `/dev/null` (nothing is read from it or kept). A URI is forbidden: the command takes paths, and would open the URI
-    /// as a relative path, not the file it names.
+    /// (stdin/stdout), not `/dev/null` (nothing is read from it or kept). A URI is forbidden:
+    /// the command takes paths, and would open the URI as a relative path, not the file it
+    /// names.
     fn names_file(&mut self, path: &Path) -> bool {
         let s = path.as_os_str();
         if s.is_empty() || s == "-" || s == "/dev/null" {

@@ -112,7 +112,7 @@ fn search(
     scratch: &mut Scratch,
 ) -> Option<Match> {
     let sets: Vec<&SecretSet> = sets.iter().copied().filter(|s| s.forms.is_some()).collect();
-    // The exact forms (the exact-forms matcher) are found by the scans below too, except for a secret with
+    // The exact forms (`ExactForms`) are found by the scans below too, except for a secret with
     // fewer than 8 letters and digits: only then is the regex run.
     for set in sets.iter().filter(|s| s.exact_only) {
         let forms = set.forms.as_ref()?;
