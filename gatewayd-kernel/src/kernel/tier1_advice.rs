@@ -34,6 +34,17 @@ impl LsmFacts {
     }
 }
 
+impl LsmFacts {
+    /// Whether `bpf` is in the LSM list the kernel runs with: the active list, else the
+    /// command line's `lsm=` (which replaces the built-in list); `None` when neither says.
+    pub fn bpf_listed(&self) -> Option<bool> {
+        self.active
+            .as_deref()
+            .or(self.cmdline_lsm.as_deref())
+            .map(lists_bpf)
+    }
+}
+
 /// The BTF function whose presence means `CONFIG_BPF_LSM=y`.
 pub const BPF_LSM_PROBE_FUNCTION: &str = "bpf_lsm_file_open";
 
@@ -112,6 +123,15 @@ pub fn advice(f: &LsmFacts) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bpf_is_listed_by_the_active_list_else_the_command_line() {
+        let l = |a, c| facts(None, a, c).bpf_listed();
+        assert_eq!(l(Some("lockdown,capability,bpf"), None), Some(true));
+        assert_eq!(l(Some("capability,landlock"), Some("bpf")), Some(false));
+        assert_eq!(l(None, Some("landlock,bpf")), Some(true));
+        assert_eq!(l(None, None), None);
+    }
 
     fn facts(built: Option<bool>, active: Option<&str>, cmd: Option<&str>) -> LsmFacts {
         LsmFacts {

@@ -207,7 +207,9 @@ pub(super) fn sandbox_warnings(p: &Policy) -> Vec<String> {
         }
     }
     out.extend(wildcard_egress_warnings(p));
-    out.extend(tier_warnings(p, bpf_lsm_listed()));
+    // Without BPF in the LSM list `gatewayd run` is at tier 2 here (None: unknown).
+    let bpf_lsm = gatewayd_kernel::kernel::tier1_advice::LsmFacts::gather(None, None).bpf_listed();
+    out.extend(tier_warnings(p, bpf_lsm));
     out
 }
 
@@ -224,13 +226,6 @@ fn wildcard_egress_warnings(p: &Policy) -> Vec<String> {
         "network.egress {}: a wildcard is decided by the gateway only; under `gatewayd run` the kernel has no address for it, so the agent's own connections to those hosts are refused: list the hosts it needs by name (or their addresses as `cidr`)",
         names.join(", ")
     )]
-}
-
-/// Whether this kernel lists BPF among its active LSMs (`/sys/kernel/security/lsm`; None when
-/// that cannot be read): without it, `gatewayd run` runs at tier 2 here.
-fn bpf_lsm_listed() -> Option<bool> {
-    let lsm = std::fs::read_to_string("/sys/kernel/security/lsm").ok()?;
-    Some(lsm.trim().split(',').any(|m| m == "bpf"))
 }
 
 /// Entries the kernel cannot enforce at this host's tier: `bpf_lsm` says whether BPF LSM is
@@ -262,7 +257,7 @@ fn tier_warnings(p: &Policy, bpf_lsm: Option<bool>) -> Vec<String> {
             list(&absent)
         )],
         None => vec![format!(
-            "sandbox.read_only {}: does not exist; if this kernel has no BPF LSM (tier 2; `gatewayd doctor` tells, /sys/kernel/security is not readable here), {at_tier_2}",
+            "sandbox.read_only {}: does not exist; if this kernel has no BPF LSM (tier 2; `gatewayd doctor` tells, neither /sys/kernel/security/lsm nor an lsm= on the command line says), {at_tier_2}",
             list(&absent)
         )],
         Some(true) => {

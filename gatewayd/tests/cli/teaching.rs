@@ -262,7 +262,7 @@ fn serve_where_it_may_not_make_its_socket_says_how_to_run_it() {
 /// What the kernel cannot enforce as written is named by `validate`: a wildcard egress host
 /// (no address for the kernel), and a read-only path that does not exist, which the kernel
 /// refuses to make only at tier 1 and only for names of up to 30 bytes. Branches on this
-/// kernel's LSM list, as `validate` does.
+/// kernel's LSM list (or its command line's `lsm=`), as `validate` does.
 #[test]
 fn validate_names_entries_the_kernel_cannot_enforce_here() {
     let dir = std::env::temp_dir().join(format!("gw-tier-{}", std::process::id()));
@@ -283,9 +283,7 @@ fn validate_names_entries_the_kernel_cannot_enforce_here() {
             && !t.contains("example.org:"),
         "{t}"
     );
-    let bpf = std::fs::read_to_string("/sys/kernel/security/lsm")
-        .ok()
-        .map(|l| l.trim().split(',').any(|m| m == "bpf"));
+    let bpf = gatewayd_kernel::kernel::tier1_advice::LsmFacts::gather(None, None).bpf_listed();
     match bpf {
         Some(false) => assert!(
             t.contains("tier 2") && t.contains(".envrc") && t.contains("thirty-bytes"),
