@@ -6,6 +6,11 @@
 #![no_std]
 #![warn(missing_docs)]
 
+mod calls;
+pub use calls::{
+    CALL_PATH_BYTES, CallEvent, EBUSY, EROFS, NO_ARG, PathArgs, REGS_ARGS, REGS_ORIG_AX, path_call,
+};
+
 /// Live sessions one host's program set holds at once (capacity of `SESSIONS` and `EGRESS`,
 /// and the number of slots of `EVENTS` and `DROPPED`).
 pub const MAX_SESSIONS: u32 = 1024;
@@ -145,11 +150,14 @@ pub enum EventKind {
     /// `cgroup_skb/ingress`: a connection request (a packet for a listening TCP socket)
     /// from outside the host's loopback addresses.
     Inbound = 26,
+    /// `raw_tp/sys_exit`: a path call of the agent failed with `EROFS` or `EBUSY` (a
+    /// read-only or pinned bind of the session); recorded, not refused by the program.
+    CallRefused = 27,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 27] = [
+    pub const ALL: [EventKind; 28] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -177,6 +185,7 @@ impl EventKind {
         EventKind::UnixConnect,
         EventKind::UnixSend,
         EventKind::Inbound,
+        EventKind::CallRefused,
     ];
 }
 
@@ -237,11 +246,15 @@ pub enum Reason {
     /// The name is a read-only path that did not exist when the session started (a new
     /// `.git/commondir`, an `.envrc`): the agent may not make, link, move in or replace it.
     ReadOnlyName = 14,
+    /// The path is read-only in the agent's mount namespace (a read-only path of the
+    /// session, bound read-only, or a directory pinned above one): the VFS refused a write
+    /// (`EROFS`), a rename or a removal (`EBUSY`) before any LSM hook.
+    ReadOnlyPath = 15,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 15] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -256,6 +269,7 @@ impl Reason {
         Reason::InboundNotAllowed,
         Reason::SignalOutside,
         Reason::ReadOnlyName,
+        Reason::ReadOnlyPath,
     ];
 
     /// The audit record's `reason` value.
@@ -275,6 +289,7 @@ impl Reason {
             Reason::InboundNotAllowed => "inbound_not_allowed",
             Reason::SignalOutside => "signal_outside_session",
             Reason::ReadOnlyName => "read_only_name",
+            Reason::ReadOnlyPath => "read_only_path",
         }
     }
 }

@@ -28,11 +28,16 @@
 //!   connection requests to a session's listening TCP sockets from outside the loopback
 //!   addresses.
 //!
+//! - `sys_exit` (raw tracepoint, `calls.rs`): records, refuses nothing: a session's path
+//!   calls that the VFS refused with `EROFS` or `EBUSY` (its read-only binds), which no LSM
+//!   hook sees.
+//!
 //! Userspace knows each of these through its program table (`gatewayd-kernel/src/kernel/
 //! programs.rs`); a test there fails when a program here is missing from it, or the reverse.
 #![no_std]
 #![no_main]
 
+mod calls;
 mod exec;
 mod files;
 mod inbound;

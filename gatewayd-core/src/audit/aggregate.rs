@@ -206,7 +206,8 @@ fn kind_of(e: &Entry) -> Kind {
 }
 
 /// The object a kernel record's detail names: a path (with the inode, so the files under a
-/// protected directory are kinds apart), an address and port, a socket name, a signalled
+/// protected directory are kinds apart, or the refused call, so a write and a removal are),
+/// an address and port, a socket name, a signalled
 /// pid, or an inode.
 fn object_of(detail: &Value) -> String {
     let s = |k: &str| match detail.get(k) {
@@ -219,9 +220,10 @@ fn object_of(detail: &Value) -> String {
         _ => None,
     };
     if let Some(p) = s("protected_path").or_else(|| s("path")) {
-        return match inode {
-            Some(i) => format!("{p} (inode {i})"),
-            None => p,
+        return match (inode, s("syscall")) {
+            (Some(i), _) => format!("{p} (inode {i})"),
+            (None, Some(call)) => format!("{p} ({call})"),
+            (None, None) => p,
         };
     }
     if let Some(a) = s("addr").or_else(|| s("from")) {
@@ -314,5 +316,29 @@ mod tests {
         assert!(a.due(5_000).is_empty());
         assert_eq!(a.offer(connect(1), 6_000).len(), 1, "a new window, in full");
         assert!(a.flush().is_empty());
+    }
+
+    #[test]
+    fn a_refused_write_and_removal_of_one_path_are_kinds_apart() {
+        let call = |syscall: &str| {
+            Entry::kernel(
+                "s",
+                "raw_tp/sys_exit",
+                "read_only_path",
+                json!({"path": ".git/config", "syscall": syscall}),
+            )
+        };
+        let mut a = Aggregator::new();
+        assert_eq!(a.offer(call("openat"), 0).len(), 1);
+        assert_eq!(
+            a.offer(call("unlinkat"), 1).len(),
+            1,
+            "a removal is its own kind"
+        );
+        assert!(
+            a.offer(call("openat"), 2).is_empty(),
+            "a second write is counted"
+        );
+        assert_eq!(a.flush()[0].detail["object"], ".git/config (openat)");
     }
 }

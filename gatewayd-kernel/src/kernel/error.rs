@@ -31,6 +31,14 @@ pub enum KernelError {
         /// The object (function) name looked for.
         object: &'static str,
     },
+    /// A program that reads one architecture's registers, on another.
+    #[error(
+        "kernel program {program}: it reads x86_64's system call registers; not attached on this architecture"
+    )]
+    NotThisArchitecture {
+        /// The program's name, e.g. `raw_tp/sys_exit`.
+        program: &'static str,
+    },
     /// The LSM hook a program attaches to is not in the kernel's BTF.
     #[error("kernel program {program}: its hook is not in the kernel's BTF")]
     HookNotInBtf {

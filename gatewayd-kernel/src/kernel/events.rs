@@ -3,7 +3,7 @@
 //! `unknown` with their raw value, never dropped and never a panic.
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use gateway_common::{AF_INET, Event, EventKind, Reason};
+use gateway_common::{AF_INET, CallEvent, EBUSY, EROFS, Event, EventKind, Reason, path_call};
 use serde_json::json;
 
 use super::{
@@ -44,6 +44,48 @@ pub fn parse(item: &[u8]) -> Option<Event> {
     // SAFETY: Event is repr(C) plain data (integers and byte arrays: every bit pattern is
     // valid); the length is checked; read_unaligned copes with alignment.
     Some(unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<Event>()) })
+}
+
+/// Decodes one ring-buffer item: [`describe`] its event, and for a refused call
+/// ([`Payload::Call`]) what the rest of the item says of the call. `None` for a short item.
+pub fn describe_item(item: &[u8], spec: &KernelSpec) -> Option<Denial> {
+    let ev = parse(item)?;
+    let mut denial = describe(&ev, spec);
+    if Program::for_event(EventKind::try_from(ev.kind).ok()?).map(|p| p.payload)
+        == Some(Payload::Call)
+    {
+        call_detail(item, &mut denial.detail);
+    }
+    Some(denial)
+}
+
+/// What a refused call's item says beyond its event: the call's name, its error and the paths
+/// it named (`path_cut` when a path filled the program's buffer).
+fn call_detail(item: &[u8], detail: &mut serde_json::Value) {
+    if item.len() < size_of::<CallEvent>() {
+        detail["call"] = json!("unknown: the record was cut short");
+        return;
+    }
+    // SAFETY: CallEvent is repr(C) plain data (integers and byte arrays: every bit pattern
+    // is valid); the length is checked; read_unaligned copes with alignment.
+    let call = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<CallEvent>()) };
+    detail["syscall"] = json!(path_call(call.nr).map_or("unknown", |a| a.name));
+    detail["syscall_nr"] = json!(call.nr);
+    detail["errno"] = json!(match call.errno {
+        EROFS => "EROFS".to_owned(),
+        EBUSY => "EBUSY".to_owned(),
+        n => n.to_string(),
+    });
+    for (key, bytes) in [("path", &call.path[..]), ("path2", &call.path2[..])] {
+        let len = bytes.iter().position(|&b| b == 0);
+        let text = String::from_utf8_lossy(&bytes[..len.unwrap_or(bytes.len())]);
+        if !text.is_empty() {
+            detail[key] = json!(text);
+        }
+        if len.is_none() || len == Some(bytes.len() - 1) {
+            detail["path_cut"] = json!(true);
+        }
+    }
 }
 
 /// A kernel `dev_t` (`MAJOR << 20 | MINOR`) as `major:minor`.
@@ -121,7 +163,11 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             detail["dev"] = json!(major_minor(ev.file_dev));
         }
         Payload::Target | Payload::Signal => detail["target_pid"] = json!(ev.target_pid),
-        Payload::Nothing | Payload::Destination | Payload::Inbound | Payload::UnixPeer => {}
+        Payload::Nothing
+        | Payload::Destination
+        | Payload::Inbound
+        | Payload::UnixPeer
+        | Payload::Call => {}
     }
     match program.payload {
         Payload::File if reason == Some(Reason::ProtectedPath) => {
@@ -385,5 +431,45 @@ mod tests {
         assert_eq!(d.hook, "lsm/ptrace_access_check");
         assert_eq!(d.detail["target_pid"], 31337);
         assert_eq!(d.detail["comm"], "curl");
+    }
+
+    #[test]
+    fn a_refused_call_names_its_call_error_and_paths() {
+        let mut call = CallEvent {
+            event: ev(EventKind::CallRefused, Reason::ReadOnlyPath),
+            nr: 316,
+            errno: EBUSY,
+            path: [0; gateway_common::CALL_PATH_BYTES],
+            path2: [0; gateway_common::CALL_PATH_BYTES],
+        };
+        call.path[..4].copy_from_slice(b".git");
+        call.path2[..8].copy_from_slice(b".git-old");
+        // SAFETY: CallEvent is repr(C) plain data without padding (asserted in gateway-common).
+        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
+        let d = describe_item(&bytes, &spec()).unwrap();
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("raw_tp/sys_exit", "read_only_path")
+        );
+        assert_eq!(
+            (&d.detail["syscall"], &d.detail["errno"]),
+            (&json!("renameat2"), &json!("EBUSY"))
+        );
+        assert_eq!(
+            (&d.detail["path"], &d.detail["path2"]),
+            (&json!(".git"), &json!(".git-old"))
+        );
+        assert!(d.detail.get("path_cut").is_none());
+        let d = describe_item(&bytes[..size_of::<Event>()], &spec()).unwrap();
+        assert!(d.detail["call"].as_str().unwrap().contains("cut short"));
+        call.path = [b'a'; gateway_common::CALL_PATH_BYTES];
+        call.errno = EROFS;
+        // SAFETY: as above.
+        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
+        let d = describe_item(&bytes, &spec()).unwrap();
+        assert_eq!(
+            (&d.detail["errno"], &d.detail["path_cut"]),
+            (&json!("EROFS"), &json!(true))
+        );
     }
 }

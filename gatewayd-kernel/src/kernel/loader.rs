@@ -8,7 +8,7 @@ use aya::{
     Ebpf, EbpfLoader,
     maps::CgroupArray,
     programs::{
-        CgroupAttachMode, CgroupSkb, CgroupSkbAttachType, CgroupSockAddr, Lsm,
+        CgroupAttachMode, CgroupSkb, CgroupSkbAttachType, CgroupSockAddr, Lsm, RawTracePoint,
         links::{FdLink, LinkError},
     },
 };
@@ -113,6 +113,9 @@ pub(crate) fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded
             Attach::SockAddr { object } | Attach::SkbIngress { object } => {
                 loaded.attach_cgroup(program, object, parent, links)
             }
+            Attach::RawTracepoint { object, tracepoint } => {
+                loaded.attach_raw_tracepoint(program, object, tracepoint, links)
+            }
         };
         loaded.status.push(PieceStatus { program, result });
     }
@@ -164,6 +167,45 @@ impl Loaded {
             .map_err(load)?;
         p.load(hook, aya_btf).map_err(load)?;
         let id = p.attach().map_err(attach)?;
+        if links == Links::Taken {
+            let link = p.take_link(id).map_err(attach)?;
+            self.links.push((object, link.into()));
+        }
+        Ok(())
+    }
+
+    /// A raw tracepoint program, attached globally (`x86_64` only: it reads that
+    /// architecture's system call registers).
+    fn attach_raw_tracepoint(
+        &mut self,
+        program: &'static Program,
+        object: &'static str,
+        tracepoint: &'static str,
+        links: Links,
+    ) -> Result<(), KernelError> {
+        let name = program.name;
+        if !cfg!(target_arch = "x86_64") {
+            return Err(KernelError::NotThisArchitecture { program: name });
+        }
+        let load = |source| KernelError::Load {
+            program: name,
+            source,
+        };
+        let attach = |source| KernelError::Attach {
+            program: name,
+            source,
+        };
+        let p: &mut RawTracePoint = self
+            .ebpf
+            .program_mut(object)
+            .ok_or(KernelError::ProgramMissing {
+                program: name,
+                object,
+            })?
+            .try_into()
+            .map_err(load)?;
+        p.load().map_err(load)?;
+        let id = p.attach(tracepoint).map_err(attach)?;
         if links == Links::Taken {
             let link = p.take_link(id).map_err(attach)?;
             self.links.push((object, link.into()));

@@ -34,6 +34,15 @@ pub enum Attach {
         /// The program's name in the object.
         object: &'static str,
     },
+    /// A raw tracepoint, attached globally; the program acts only inside the agent's cgroup.
+    /// It records and refuses nothing, so the tier does not depend on it. `x86_64` only (it
+    /// reads `x86_64`'s system call registers).
+    RawTracepoint {
+        /// The program's name in the object.
+        object: &'static str,
+        /// The tracepoint, e.g. `sys_exit`.
+        tracepoint: &'static str,
+    },
 }
 
 /// What a denial's audit `detail` carries beyond `pid`, `comm` and `cgroup_id`.
@@ -57,6 +66,9 @@ pub enum Payload {
     /// The Unix socket peer: `peer` (`path`, `abstract` or `unnamed`), the socket file's
     /// `ino` and `dev` (and its `path` when the policy lists it), or the abstract `name`.
     UnixPeer,
+    /// The refused call: `syscall`, `errno`, and the `path` (and `path2`) it named, as the
+    /// agent passed them.
+    Call,
 }
 
 /// One kernel program as gatewayd knows it.
@@ -133,7 +145,7 @@ const UNIX: &[(Reason, &str)] = &[
 ];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 27] = [
+pub static PROGRAMS: [Program; 28] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -514,6 +526,20 @@ pub static PROGRAMS: [Program; 27] = [
             "a connection from outside this host to a port the agent listens on was dropped by the kernel: only local (loopback) clients may connect to the agent",
         )],
     },
+    Program {
+        name: "raw_tp/sys_exit",
+        attach: Attach::RawTracepoint {
+            object: "sys_exit",
+            tracepoint: "sys_exit",
+        },
+        event: EventKind::CallRefused,
+        payload: Payload::Call,
+        enforces: "nothing: it records the agent's path calls that its read-only binds refused (EROFS: a write under a read-only path; EBUSY: a rename or removal of one, or of a directory pinned above one), which no LSM hook sees",
+        messages: &[(
+            Reason::ReadOnlyPath,
+            "this path is read-only in the agent's session (a read-only path of the policy, such as git's config and hooks, a directory pinned above one, or a system interface): writing, truncating, making, renaming or removing it is refused; leave it as it is, or ask the user to change it",
+        )],
+    },
 ];
 
 impl Program {
@@ -525,6 +551,11 @@ impl Program {
     /// Whether it is a BPF LSM program (as opposed to a cgroup program).
     pub fn is_lsm(&self) -> bool {
         matches!(self.attach, Attach::Lsm { .. })
+    }
+
+    /// Whether it only records (refuses nothing): the tier does not depend on it.
+    pub fn records_only(&self) -> bool {
+        matches!(self.attach, Attach::RawTracepoint { .. })
     }
 
     /// The message for a denial with `reason`, when this program denies for that reason.
@@ -539,7 +570,9 @@ impl Program {
     pub fn object_programs(&self) -> Vec<&'static str> {
         match self.attach {
             Attach::Lsm { by_params, .. } => by_params.iter().map(|(_, name)| *name).collect(),
-            Attach::SockAddr { object } | Attach::SkbIngress { object } => vec![object],
+            Attach::SockAddr { object }
+            | Attach::SkbIngress { object }
+            | Attach::RawTracepoint { object, .. } => vec![object],
         }
     }
 }

@@ -16,6 +16,9 @@ fn doc_row(p: &Program) -> String {
         Attach::Lsm { hook, .. } => format!("BPF LSM `{hook}`"),
         Attach::SockAddr { object } => format!("cgroup sock_addr `{object}`"),
         Attach::SkbIngress { object } => format!("cgroup_skb ingress `{object}`"),
+        Attach::RawTracepoint { object, tracepoint } => {
+            format!("raw tracepoint `{tracepoint}` (`{object}`)")
+        }
     };
     let reasons: Vec<String> = p
         .messages
@@ -36,7 +39,7 @@ fn kernel_md_lists_every_program_of_the_table() {
     let rows: Vec<&str> = doc
         .lines()
         .filter(|l| {
-            ["| `lsm/", "| `cgroup/", "| `cgroup_skb/"]
+            ["| `lsm/", "| `cgroup/", "| `cgroup_skb/", "| `raw_tp/"]
                 .iter()
                 .any(|p| l.starts_with(p))
         })
@@ -75,7 +78,7 @@ fn one_program_per_event_kind_and_every_reason_has_a_message() {
     assert!(PROGRAMS[first_sock..].iter().all(|p| !p.is_lsm()));
 }
 
-/// Programs in the embedded eBPF object, by name: "lsm", "`sock_addr`" or "skb".
+/// Programs in the embedded eBPF object, by name: "lsm", "`sock_addr`", "skb" or "`raw_tp`".
 fn object_programs() -> BTreeMap<String, &'static str> {
     use aya_obj::ProgramSection;
     let obj = aya_obj::Object::parse(super::super::OBJECT).expect("the eBPF object parses");
@@ -86,6 +89,7 @@ fn object_programs() -> BTreeMap<String, &'static str> {
                 ProgramSection::Lsm { .. } => "lsm",
                 ProgramSection::CgroupSockAddr { .. } => "sock_addr",
                 ProgramSection::CgroupSkb { .. } => "skb",
+                ProgramSection::RawTracePoint => "raw_tp",
                 ref other => {
                     panic!("{name}: a program of a kind the table has no attach for: {other:?}")
                 }
@@ -116,6 +120,7 @@ fn the_table_and_the_ebpf_object_name_the_same_programs() {
                 Attach::Lsm { .. } => "lsm",
                 Attach::SockAddr { .. } => "sock_addr",
                 Attach::SkbIngress { .. } => "skb",
+                Attach::RawTracepoint { .. } => "raw_tp",
             };
             p.object_programs()
                 .into_iter()

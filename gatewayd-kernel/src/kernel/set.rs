@@ -228,10 +228,13 @@ impl SharedPrograms {
     /// Adds a session for `spec` (its cgroup must sit under the parent cgroup, directly or
     /// nested in another session's cgroup), owned by the process `owner_tgid`, whom its
     /// agent may not signal or trace. With `spec.require`, refuses when a program of the set
-    /// is missing (the error names it and the kernel's answer).
+    /// that enforces is missing (the error names it and the kernel's answer).
     pub fn add_session(&self, spec: &KernelSpec, owner_tgid: u32) -> Result<Session, KernelError> {
         if spec.require
-            && let Some(missing) = self.status.iter().find(|s| s.result.is_err())
+            && let Some(missing) = self
+                .status
+                .iter()
+                .find(|s| s.result.is_err() && !s.program.records_only())
         {
             return Err(KernelError::Required {
                 program: missing.program.name,

@@ -146,13 +146,13 @@ impl<T, F: FnMut(events::Denial) -> T> Sink<'_, T, F> {
     /// Sends every event now in the ring buffer, in order.
     async fn read_all(&mut self, ring: &mut RingBuf<MapData>) {
         loop {
-            // The item borrows the ring buffer: copy the event out before awaiting.
-            let ev = match ring.next() {
+            // The item borrows the ring buffer: decode it before awaiting.
+            let denial = match ring.next() {
                 None => return,
-                Some(item) => events::parse(&item),
+                Some(item) => events::describe_item(&item, self.spec),
             };
-            if let Some(ev) = ev {
-                let item = (self.wrap)(events::describe(&ev, self.spec));
+            if let Some(denial) = denial {
+                let item = (self.wrap)(denial);
                 let _ = self.tx.send(item).await;
             }
         }

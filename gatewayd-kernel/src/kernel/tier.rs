@@ -19,6 +19,7 @@ impl Tier {
     /// The tier from what the loader got (`status`: one entry per program it tried; a
     /// program without one did not attach) and whether a Landlock ruleset stands in for the
     /// BPF LSM programs (`run`: the ruleset was built; `doctor`: this kernel has Landlock).
+    /// A program that only records does not count.
     pub fn resolve(status: &[PieceStatus], landlock: bool) -> Tier {
         let attached = |name: &str| {
             status
@@ -28,7 +29,7 @@ impl Tier {
         let all = |lsm: bool| {
             PROGRAMS
                 .iter()
-                .filter(|p| p.is_lsm() == lsm)
+                .filter(|p| p.is_lsm() == lsm && !p.records_only())
                 .all(|p| attached(p.name))
         };
         let (lsm, sock) = (all(true), all(false));
@@ -100,7 +101,10 @@ mod tests {
         let one_sock_missing = status(|p| p.name != "cgroup/sendmsg6");
         assert_eq!(Tier::resolve(&one_sock_missing, true), Tier::None);
         assert_eq!(Tier::resolve(&[], true), Tier::None);
-        assert_eq!(Tier::resolve(&all[..all.len() - 1], true), Tier::None);
+        let no_inbound = status(|p| p.name != "cgroup_skb/ingress");
+        assert_eq!(Tier::resolve(&no_inbound, true), Tier::None);
+        let no_recorder = status(|p| !p.records_only());
+        assert_eq!(Tier::resolve(&no_recorder, false), Tier::Full);
     }
 
     #[test]

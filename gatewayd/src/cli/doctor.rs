@@ -112,6 +112,9 @@ fn probe_programs(
                     ));
                     for s in layer.status() {
                         let row = match &s.result {
+                            Ok(()) if s.program.records_only() => {
+                                Ok(format!("works: {}", s.program.enforces))
+                            }
                             Ok(()) => Ok(format!("works: denies {}", s.program.enforces)),
                             Err(_) => Err(s.state()),
                         };

@@ -2,7 +2,7 @@
 //! the agent can append a `core.fsmonitor` command to `.git/config`, plant a hook, remove the
 //! config and move `.git` aside; under `gatewayd run`, whose built-in read-only paths hold
 //! `.git/config` and `.git/hooks` (at both tiers: read-only binds, `.git` pinned; the policy
-//! names no `read_only`), each fails while reading the
+//! names no `read_only`), each fails, and is recorded, while reading the
 //! config and git's own writes in `.git` (its index) still work. (Plain files and the shell:
 //! the guest has no git; the real git under `gatewayd run` is tests/hosts' work.)
 use serde_json::json;
@@ -97,7 +97,38 @@ fn git_config_and_hooks_stay_as_the_user_left_them() {
         .expect("session_start");
     let ro = &start["detail"]["agent_privileges"]["kernel_interfaces"]["read_only"];
     assert_eq!(ro["pinned"], json!([ws.join(".git")]), "{start}");
+    binds_refusals_are_recorded(&audit);
     new_names_at_each_tier(&g, &out, &audit, &ws);
+}
+
+/// The binds' refusals (`EROFS`, `EBUSY`) come from the VFS before any LSM hook: at both
+/// tiers `raw_tp/sys_exit` records each with the call and the path the agent named.
+fn binds_refusals_are_recorded(audit: &Path) {
+    let calls: Vec<(String, String, String)> = records(audit)
+        .into_iter()
+        .filter(|r| r["hook"] == "raw_tp/sys_exit" && r["reason"] == "read_only_path")
+        .map(|r| {
+            let d = &r["detail"];
+            let text = |k: &str| d[k].as_str().unwrap_or("").to_string();
+            (text("syscall"), text("errno"), text("path"))
+        })
+        .collect();
+    let found = |call: &str, errno: &str, path: &str| {
+        calls
+            .iter()
+            .any(|(c, e, p)| c.contains(call) && e == errno && p == path)
+    };
+    for (call, errno, path) in [
+        ("open", "EROFS", ".git/config"),
+        ("open", "EROFS", ".git/hooks/pre-commit"),
+        ("unlink", "EBUSY", ".git/config"),
+        ("rename", "EBUSY", ".git"),
+    ] {
+        assert!(
+            found(call, errno, path),
+            "no {call} {errno} record of {path} in {calls:?}"
+        );
+    }
 }
 
 /// Tier 1 refuses making a read-only path that did not exist, each attempt recorded with the

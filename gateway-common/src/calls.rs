@@ -1,0 +1,116 @@
+//! Refused path calls: the agent's system calls on a path that the VFS failed with `EROFS`
+//! or `EBUSY`, where no LSM hook runs (a write under a read-only bind of the session's mount
+//! namespace, a rename or removal of one of its mount points). `raw_tp/sys_exit` records them
+//! into the session's ring buffer as a [`CallEvent`]: an [`Event`] of kind
+//! [`EventKind::CallRefused`](crate::EventKind::CallRefused) followed by the call and the
+//! paths it named. It refuses nothing itself.
+//!
+//! The system call numbers and the registers are `x86_64`'s; userspace attaches the program on
+//! `x86_64` only.
+use crate::Event;
+
+/// Bytes of each path a [`CallEvent`] carries (with its NUL; a longer path is cut).
+pub const CALL_PATH_BYTES: usize = 192;
+/// `errno` of a write to a read-only mount.
+pub const EROFS: u32 = 30;
+/// `errno` of a rename or removal of a mount point.
+pub const EBUSY: u32 = 16;
+/// A [`PathArgs`] position meaning "no second path".
+pub const NO_ARG: u8 = 0xff;
+
+/// Offsets in `x86_64`'s `struct pt_regs` of the system call number (`orig_ax`) and of the
+/// registers holding its first four arguments (`di`, `si`, `dx`, `r10`).
+pub const REGS_ORIG_AX: u64 = 120;
+/// See [`REGS_ORIG_AX`].
+pub const REGS_ARGS: [u64; 4] = [112, 104, 96, 56];
+
+/// One refused path call, as the ring buffer carries it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CallEvent {
+    /// The denial: its kind, `Reason::ReadOnlyPath`, pid, cgroups, `comm`.
+    pub event: Event,
+    /// The system call number (`x86_64`).
+    pub nr: u32,
+    /// The error it returned, positive ([`EROFS`] or [`EBUSY`]).
+    pub errno: u32,
+    /// The path it named, as the agent passed it (relative to its working directory or to a
+    /// directory descriptor), NUL-terminated; cut at [`CALL_PATH_BYTES`].
+    pub path: [u8; CALL_PATH_BYTES],
+    /// The second path of a rename or link, the link's name of a symlink; empty otherwise.
+    pub path2: [u8; CALL_PATH_BYTES],
+}
+
+/// Where a path call's paths are among its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathArgs {
+    /// The call's name, for the audit record.
+    pub name: &'static str,
+    /// Which argument (0-3) is the path.
+    pub path: u8,
+    /// Which argument is the second path, or [`NO_ARG`].
+    pub path2: u8,
+}
+
+const fn one(name: &'static str, path: u8) -> PathArgs {
+    PathArgs {
+        name,
+        path,
+        path2: NO_ARG,
+    }
+}
+
+const fn two(name: &'static str, path: u8, path2: u8) -> PathArgs {
+    PathArgs { name, path, path2 }
+}
+
+/// The `x86_64` system calls that change or make a file by path, with where their paths are;
+/// `None` for any other call (those on descriptors included: a descriptor open for writing
+/// on a read-only mount cannot be had).
+pub const fn path_call(nr: u32) -> Option<PathArgs> {
+    match nr {
+        2 => Some(one("open", 0)),
+        85 => Some(one("creat", 0)),
+        257 => Some(one("openat", 1)),
+        437 => Some(one("openat2", 1)),
+        76 => Some(one("truncate", 0)),
+        87 => Some(one("unlink", 0)),
+        263 => Some(one("unlinkat", 1)),
+        84 => Some(one("rmdir", 0)),
+        82 => Some(two("rename", 0, 1)),
+        264 => Some(two("renameat", 1, 3)),
+        316 => Some(two("renameat2", 1, 3)),
+        83 => Some(one("mkdir", 0)),
+        258 => Some(one("mkdirat", 1)),
+        86 => Some(two("link", 0, 1)),
+        265 => Some(two("linkat", 1, 3)),
+        88 => Some(one("symlink", 1)),
+        266 => Some(one("symlinkat", 2)),
+        133 => Some(one("mknod", 0)),
+        259 => Some(one("mknodat", 1)),
+        90 => Some(one("chmod", 0)),
+        268 => Some(one("fchmodat", 1)),
+        452 => Some(one("fchmodat2", 1)),
+        92 => Some(one("chown", 0)),
+        94 => Some(one("lchown", 0)),
+        260 => Some(one("fchownat", 1)),
+        132 => Some(one("utime", 0)),
+        235 => Some(one("utimes", 0)),
+        261 => Some(one("futimesat", 1)),
+        280 => Some(one("utimensat", 1)),
+        188 => Some(one("setxattr", 0)),
+        189 => Some(one("lsetxattr", 0)),
+        197 => Some(one("removexattr", 0)),
+        198 => Some(one("lremovexattr", 0)),
+        _ => None,
+    }
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<CallEvent>() == 96 + 8 + 2 * CALL_PATH_BYTES);
+    assert!(core::mem::offset_of!(CallEvent, path) == 104);
+};
+
+#[cfg(feature = "user")]
+// SAFETY: repr(C) plain data with no implicit padding and no invalid bit patterns.
+unsafe impl aya::Pod for CallEvent {}
