@@ -14,6 +14,7 @@ mod man;
 mod mcp;
 mod out;
 mod policy;
+mod policy_mcp;
 mod run;
 mod serve;
 mod sessions;

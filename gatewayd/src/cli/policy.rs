@@ -1,5 +1,6 @@
 //! `gatewayd policy validate P`, `gatewayd policy pin P [--from TOOLS.json]`,
-//! `gatewayd policy init [--out P] [--workspace DIR] [--home DIR]`
+//! `gatewayd policy init [--out P] [--workspace DIR] [--home DIR]`,
+//! `gatewayd policy add-mcp P --server NAME -- SERVER_CMD...` (`policy_mcp.rs`)
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -59,6 +60,25 @@ pub(super) enum Command {
         #[arg(long = "host", value_parser = parse_host)]
         hosts: Vec<AgentHost>,
     },
+    /// Put an MCP tool server behind the proxy: add its entry to `mcp_servers` (its
+    /// program's SHA-256; a kernel profile: the system's files and its install folder
+    /// readable, the directories its command line names readable and writable, no egress),
+    /// start it once under that profile to list its tools, and add them pinned and labelled
+    /// `untrusted_output`. Review what it prints, then start the server with `gatewayd mcp`.
+    #[command(name = "add-mcp")]
+    AddMcp {
+        /// The policy file (JSON), rewritten in place.
+        policy: PathBuf,
+        /// The server's name in `mcp_servers` (what `gatewayd mcp --server` names).
+        #[arg(long)]
+        server: String,
+        /// How long the server may take to answer each request, in seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
+        /// The server's command line, after `--`.
+        #[arg(last = true, required = true, value_name = "SERVER_CMD")]
+        command: Vec<String>,
+    },
 }
 
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -88,6 +108,12 @@ pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
             home,
             hosts,
         } => init(&out, workspace, home, &hosts),
+        Command::AddMcp {
+            policy,
+            server,
+            timeout_s,
+            command,
+        } => super::policy_mcp::add_mcp(&policy, &server, &command, timeout_s),
     }
 }
 
@@ -101,28 +127,34 @@ fn parse_host(name: &str) -> Result<AgentHost, String> {
 /// Where `host` is installed on this machine (its program looked up on PATH), and the
 /// Node.js it runs on when that lies outside `/usr`.
 fn locate(host: AgentHost) -> HostInstall {
-    let program = gatewayd::mcp::server::resolve_program(host.name());
-    let install = program.as_deref().and_then(starter::hosts::install_dir);
-    let script = program
-        .as_deref()
-        .and_then(|p| std::fs::read(p).ok())
-        .is_some_and(|b| {
-            b.starts_with(b"#!")
-                && b.split(|c| *c == b'\n')
-                    .next()
-                    .is_some_and(|l| l.windows(4).any(|w| w == b"node"))
-        });
+    let (install, runtime) = match gatewayd::mcp::server::resolve_program(host.name()) {
+        Some(program) => install_of(&program),
+        None => (None, None),
+    };
+    HostInstall {
+        host,
+        install,
+        runtime,
+    }
+}
+
+/// The install folder of a program found on this machine ([`starter::hosts::install_dir`]),
+/// and the Node.js it runs on when it is a Node script and that lies outside `/usr`.
+pub(super) fn install_of(program: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
+    let install = starter::hosts::install_dir(program);
+    let script = std::fs::read(program).ok().is_some_and(|b| {
+        b.starts_with(b"#!")
+            && b.split(|c| *c == b'\n')
+                .next()
+                .is_some_and(|l| l.windows(4).any(|w| w == b"node"))
+    });
     let runtime = script
         .then(|| gatewayd::mcp::server::resolve_program("node"))
         .flatten()
         .and_then(|n| std::fs::canonicalize(n).ok())
         .filter(|n| !n.starts_with("/usr"))
         .and_then(|n| n.parent().and_then(Path::parent).map(Path::to_path_buf));
-    HostInstall {
-        host,
-        install,
-        runtime,
-    }
+    (install, runtime)
 }
 
 fn init(
@@ -341,7 +373,7 @@ fn warn_scan_findings(name: &str, desc: &str, schema: &Value) {
 
 /// Replaces the file at `path` (through a symlink, the real file) with `text` atomically,
 /// keeping its permissions.
-fn replace_file(path: &Path, text: &str) -> anyhow::Result<()> {
+pub(super) fn replace_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let real =
         std::fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
     let perms = std::fs::metadata(&real)?.permissions();

@@ -7,6 +7,7 @@
 //! - [`roots`]   — client roots clamped to the server's trees
 //! - [`server`]  — the server's program pin (SHA-256) and its start
 //! - [`confine`] — the server's own kernel profile: cgroup, kernel programs, Landlock
+//! - [`discover`] — listing a server's tools once (`gatewayd policy add-mcp`)
 //!
 //! Decisions go through [`crate::backend::Backend`]: the daemon when `GATEWAYD_SOCKET` is set
 //! (the agent's session, shared with its other tool paths), else an engine of the proxy's
@@ -32,6 +33,7 @@ use gatewayd_core::{
 };
 
 pub(crate) mod confine;
+pub mod discover;
 pub(crate) mod jsonrpc;
 mod proxy;
 pub(crate) mod roots;

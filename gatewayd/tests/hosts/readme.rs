@@ -8,22 +8,12 @@ use std::process::Command;
 
 use crate::harness::Host;
 
-/// The lines of the README's fenced block tagged `tag`.
-fn block(tag: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
-    let fence = format!("```sh {tag}\n");
-    let start = readme.find(&fence).expect("the quickstart block") + fence.len();
-    let end = start + readme[start..].find("```").expect("its end");
-    readme[start..end].lines().map(str::to_owned).collect()
-}
-
 #[test]
 fn the_readme_quickstart_starts_claude_code_under_gatewayd() {
     let Some(claude) = Host::Claude.program() else {
         return;
     };
-    let lines = block("quickstart-claude");
+    let lines = gatewayd_testkit::readme::block("quickstart-claude");
     assert_eq!(lines.len(), 4, "{lines:?}");
     assert!(lines[3].ends_with("-- claude"), "{}", lines[3]);
     let dir = tempfile::tempdir().expect("tempdir");

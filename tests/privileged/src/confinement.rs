@@ -70,6 +70,15 @@ fn agent_cannot_weaken_its_own_confinement() {
     denied("killparent", "No such process");
     denied("ptraceparent", "No such process");
     let start = &records(&audit)[0];
+    // The VFS refuses the write at the read-only mount before any LSM hook: at both tiers
+    // `raw_tp/sys_exit` records it with the path the agent named.
+    let escape_recorded = records(&audit).iter().any(|r| {
+        r["hook"] == "raw_tp/sys_exit"
+            && r["reason"] == "read_only_path"
+            && r["detail"]["errno"] == "EROFS"
+            && r["detail"]["path"] == parent_procs.to_str().unwrap()
+    });
+    assert!(escape_recorded, "the refused escape has no record:\n{text}");
     match tier {
         Tier::BpfLsm => {
             denied("bpf", "Operation not permitted");
@@ -80,7 +89,7 @@ fn agent_cannot_weaken_its_own_confinement() {
             );
             let hooks: Vec<(String, String)> = records(&audit)
                 .iter()
-                .filter(|r| r["source"] == "kernel")
+                .filter(|r| r["source"] == "kernel" && r["hook"] != "raw_tp/sys_exit")
                 .map(|r| {
                     (
                         r["hook"].as_str().unwrap().into(),
