@@ -37,6 +37,9 @@ pub(crate) struct Loaded {
     pub status: Vec<PieceStatus>,
     /// With [`Links::Taken`]: (program name in the object, its link), one per attached program.
     pub links: Vec<(&'static str, FdLink)>,
+    /// With [`Links::Taken`]: the programs loaded but left unattached, to be pinned
+    /// (the recorders: `super::recorders`).
+    pub unattached: Vec<&'static str>,
 }
 
 /// Loads the object for the parent cgroup `parent` (an open directory with cgroup id
@@ -104,6 +107,7 @@ pub(crate) fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded
         ebpf,
         status: Vec::new(),
         links: Vec::new(),
+        unattached: Vec::new(),
     };
     for program in &PROGRAMS {
         let result = match program.attach {
@@ -175,7 +179,8 @@ impl Loaded {
     }
 
     /// A raw tracepoint program, attached globally (`x86_64` only: it reads that
-    /// architecture's system call registers).
+    /// architecture's system call registers); with [`Links::Taken`] only loaded, for the set
+    /// to pin and attach on demand.
     fn attach_raw_tracepoint(
         &mut self,
         program: &'static Program,
@@ -205,11 +210,12 @@ impl Loaded {
             .try_into()
             .map_err(load)?;
         p.load().map_err(load)?;
-        let id = p.attach(tracepoint).map_err(attach)?;
         if links == Links::Taken {
-            let link = p.take_link(id).map_err(attach)?;
-            self.links.push((object, link.into()));
+            // Pinned loaded, attached while the set has a session (`recorders`).
+            self.unattached.push(object);
+            return Ok(());
         }
+        p.attach(tracepoint).map_err(attach)?;
         Ok(())
     }
 

@@ -94,6 +94,8 @@ pub(crate) struct SetMaps {
     /// `READ_ONLY_NAMES`: names a session's agent may not make in a directory, with the
     /// index of the read-only path each is for.
     pub read_only_names: HashMap<MapData, DirName, u32>,
+    /// The set's folder in bpffs (its recorders are attached and detached there).
+    pub dir: std::path::PathBuf,
 }
 
 // Stated capacities, for [`insert_err`].
@@ -129,6 +131,7 @@ impl SetMaps {
             roots: HashMap::try_from(open("ROOTS")?).map_err(map_err("ROOTS"))?,
             read_only_names: HashMap::try_from(open("READ_ONLY_NAMES")?)
                 .map_err(map_err("READ_ONLY_NAMES"))?,
+            dir: dir.to_owned(),
         })
     }
 
@@ -147,9 +150,9 @@ impl SetMaps {
     }
 
     /// After sessions are removed: [`SetMaps::refresh_every_open`], and with no session
-    /// left, empties `TREE` and clears `FILE_WALK`: the marks and the directories of ended
-    /// sessions' trees only slow file checks down. Every step is tried; the first failure is
-    /// the error.
+    /// left, empties `TREE`, clears `FILE_WALK` and detaches the recorders: the marks and the
+    /// directories of ended sessions' trees only slow file checks down, and a recorder every
+    /// system call. Every step is tried; the first failure is the error.
     pub(crate) fn after_removal(&mut self) -> Result<(), KernelError> {
         let refreshed = self.refresh_every_open();
         if !self.session_ids()?.is_empty() {
@@ -168,6 +171,11 @@ impl SetMaps {
             && first.is_none()
         {
             first = Some(map_err("FILE_WALK")(e));
+        }
+        if let Err(e) = super::recorders::detach(&self.dir)
+            && first.is_none()
+        {
+            first = Some(e);
         }
         refreshed.and(first.map_or(Ok(()), Err))
     }

@@ -27,6 +27,7 @@ pub(crate) mod loader;
 pub(crate) mod maps;
 pub(crate) mod programs;
 mod read_only_names;
+pub(crate) mod recorders;
 pub(crate) mod session;
 pub mod set;
 pub mod spec;

@@ -181,6 +181,13 @@ pub(crate) fn add(
     let (mut indexed, mut index) = index_protected(&mut m, id, spec);
     let mut raised = false;
     let result = (|| {
+        // The recorders run while the set has a session; one that cannot be attached costs
+        // records, not enforcement: refused only where the policy requires every piece.
+        if let Err(e) = super::recorders::attach(&m.dir)
+            && spec.require
+        {
+            return Err(e);
+        }
         raised = raise_enclosing(&mut m, &place, spec)?;
         m.dropped.set(slot, zeros, 0).map_err(map_err("DROPPED"))?;
         m.egress

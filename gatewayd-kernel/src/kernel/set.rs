@@ -46,12 +46,20 @@ pub const BPFFS: &str = "/sys/fs/bpf";
 /// The folder, in bpffs, holding every program set.
 pub const PIN_BASE: &str = "/sys/fs/bpf/gatewayd";
 
-/// This build's tag: its version and the hash of its eBPF object (the first 16 hex digits
-/// of its SHA-256, computed by `build.rs`). Sets of other tags are other gatewayd builds'.
-/// (bpffs refuses names with a `.`.)
+/// How a set's folder is laid out; raised when what is pinned there changes (2: the
+/// recorders pinned loaded, attached on demand), so a set pinned the old way is another
+/// build's.
+const PIN_LAYOUT: u32 = 2;
+
+/// This build's tag: its version, its pin layout and the hash of its eBPF object (the first
+/// 16 hex digits of its SHA-256, computed by `build.rs`). Sets of other tags are other
+/// gatewayd builds'. (bpffs refuses names with a `.`.)
 pub fn tag() -> String {
     let hex = &env!("GATEWAYD_OBJECT_SHA256")[..16];
-    format!("v{}-{hex}", env!("CARGO_PKG_VERSION").replace('.', "_"))
+    format!(
+        "v{}-p{PIN_LAYOUT}-{hex}",
+        env!("CARGO_PKG_VERSION").replace('.', "_")
+    )
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> KernelError + 'a {
@@ -282,6 +290,20 @@ fn create(
         for name in maps::PINNED {
             let path = maps::pin_path(&new, name);
             maps::map_mut(&mut loaded.ebpf, name)?
+                .pin(&path)
+                .map_err(|source| KernelError::Pin { path, source })?;
+        }
+        for object in std::mem::take(&mut loaded.unattached) {
+            let path = super::recorders::prog_path(&new, object);
+            let program: &mut aya::programs::RawTracePoint = loaded
+                .ebpf
+                .program_mut(object)
+                .and_then(|p| p.try_into().ok())
+                .ok_or(KernelError::ProgramMissing {
+                    program: object,
+                    object,
+                })?;
+            program
                 .pin(&path)
                 .map_err(|source| KernelError::Pin { path, source })?;
         }

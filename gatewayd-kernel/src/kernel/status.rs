@@ -105,12 +105,16 @@ pub(crate) fn read_status(dir: &Path, parent_id: u64) -> Result<Vec<PieceStatus>
         }
         let result = match v["stage"].as_str() {
             None => {
-                let linked = program
-                    .object_programs()
-                    .iter()
-                    .any(|o| dir.join(format!("link-{o}")).exists());
-                if !linked {
-                    return Err(incomplete(format!("{} has no pinned link", program.name)));
+                // A recorder is pinned loaded and linked only while a session lives.
+                let pinned = |o: &&str| {
+                    if program.records_only() {
+                        super::recorders::prog_path(dir, o).exists()
+                    } else {
+                        super::recorders::link_path(dir, o).exists()
+                    }
+                };
+                if !program.object_programs().iter().any(pinned) {
+                    return Err(incomplete(format!("{} has no pin", program.name)));
                 }
                 Ok(())
             }

@@ -253,3 +253,34 @@ fn left_behind_fail_ends_the_run_with_its_own_code() {
         "{stderr}"
     );
 }
+
+/// `raw_tp/sys_exit` runs at every system call's exit of the host while attached: the set
+/// keeps it pinned loaded and attaches it only while a session lives (docs/KERNEL.md, "One
+/// program set per host"). The suite runs one session at a time.
+#[test]
+fn the_recorder_is_attached_only_while_a_session_lives() {
+    use std::io::Read as _;
+    let dir = Scratch::new("recorder");
+    let policy = write_policy(&dir, best_effort(json!([])));
+    let go = dir.path("go");
+    let mut child = under_gatewayd(&policy, dir.path("audit.jsonl"), agent())
+        .args(["pid", "+", "waitfile", go.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The agent's first line: it runs, so its session is in the set.
+    let mut out = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {}
+    let set = Path::new(gatewayd_kernel::kernel::set::PIN_BASE)
+        .join(gatewayd_kernel::kernel::set::tag());
+    let attached = set.join("link-sys_exit").exists();
+    std::fs::write(&go, "").unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(set.join("prog-sys_exit").exists(), "the recorder is pinned loaded");
+    assert!(attached, "attached while the session lived");
+    assert!(
+        !set.join("link-sys_exit").exists(),
+        "detached once the last session ended"
+    );
+}
