@@ -221,6 +221,16 @@ pub enum KernelError {
 }
 
 impl KernelError {
+    /// For `map_err`: program `program` could not be loaded.
+    pub(crate) fn load_of(program: &'static str) -> impl Fn(ProgramError) -> KernelError + Copy {
+        move |source| KernelError::Load { program, source }
+    }
+
+    /// For `map_err`: program `program` could not be attached.
+    pub(crate) fn attach_of(program: &'static str) -> impl Fn(ProgramError) -> KernelError + Copy {
+        move |source| KernelError::Attach { program, source }
+    }
+
     /// For a program that did not make it: the step it failed at (`found`, `loaded`,
     /// `attached`), as the `session_start` record and `doctor` show it.
     pub fn stage(&self) -> &'static str {

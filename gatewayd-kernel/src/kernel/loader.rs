@@ -127,6 +127,26 @@ pub(crate) fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded
 }
 
 impl Loaded {
+    /// The object's program `object` (of table entry `name`), as its kind.
+    fn program<T>(
+        &mut self,
+        name: &'static str,
+        object: &'static str,
+    ) -> Result<&mut T, KernelError>
+    where
+        for<'p> &'p mut T:
+            TryFrom<&'p mut aya::programs::Program, Error = aya::programs::ProgramError>,
+    {
+        self.ebpf
+            .program_mut(object)
+            .ok_or(KernelError::ProgramMissing {
+                program: name,
+                object,
+            })?
+            .try_into()
+            .map_err(KernelError::load_of(name))
+    }
+
     fn attach_lsm(
         &mut self,
         program: &'static Program,
@@ -152,23 +172,8 @@ impl Loaded {
                 hook,
                 params,
             })?;
-        let load = |source| KernelError::Load {
-            program: name,
-            source,
-        };
-        let attach = |source| KernelError::Attach {
-            program: name,
-            source,
-        };
-        let p: &mut Lsm = self
-            .ebpf
-            .program_mut(object)
-            .ok_or(KernelError::ProgramMissing {
-                program: name,
-                object,
-            })?
-            .try_into()
-            .map_err(load)?;
+        let (load, attach) = (KernelError::load_of(name), KernelError::attach_of(name));
+        let p: &mut Lsm = self.program(name, object)?;
         p.load(hook, aya_btf).map_err(load)?;
         let id = p.attach().map_err(attach)?;
         if links == Links::Taken {
@@ -192,23 +197,8 @@ impl Loaded {
         if !cfg!(target_arch = "x86_64") {
             return Err(KernelError::NotThisArchitecture { program: name });
         }
-        let load = |source| KernelError::Load {
-            program: name,
-            source,
-        };
-        let attach = |source| KernelError::Attach {
-            program: name,
-            source,
-        };
-        let p: &mut RawTracePoint = self
-            .ebpf
-            .program_mut(object)
-            .ok_or(KernelError::ProgramMissing {
-                program: name,
-                object,
-            })?
-            .try_into()
-            .map_err(load)?;
+        let (load, attach) = (KernelError::load_of(name), KernelError::attach_of(name));
+        let p: &mut RawTracePoint = self.program(name, object)?;
         p.load().map_err(load)?;
         if links == Links::Taken {
             // Pinned loaded, attached while the set has a session (`recorders`).
@@ -229,14 +219,7 @@ impl Loaded {
         links: Links,
     ) -> Result<(), KernelError> {
         let name = program.name;
-        let load = |source| KernelError::Load {
-            program: name,
-            source,
-        };
-        let attach = |source| KernelError::Attach {
-            program: name,
-            source,
-        };
+        let (load, attach) = (KernelError::load_of(name), KernelError::attach_of(name));
         let p = self
             .ebpf
             .program_mut(object)

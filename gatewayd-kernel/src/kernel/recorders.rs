@@ -38,15 +38,8 @@ pub(crate) fn attach(dir: &Path) -> Result<(), KernelError> {
         if !prog.exists() || link.exists() {
             continue;
         }
-        let load = |source| KernelError::Load {
-            program: name,
-            source,
-        };
-        let attached = |source| KernelError::Attach {
-            program: name,
-            source,
-        };
-        let mut p = RawTracePoint::from_pin(&prog).map_err(load)?;
+        let attached = KernelError::attach_of(name);
+        let mut p = RawTracePoint::from_pin(&prog).map_err(KernelError::load_of(name))?;
         let id = p.attach(tracepoint).map_err(attached)?;
         let fd_link: FdLink = p.take_link(id).map_err(attached)?.into();
         fd_link

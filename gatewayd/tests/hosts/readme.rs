@@ -4,8 +4,6 @@
 //! with `--user root` after the subcommand (uid 0 without capabilities, as the other host
 //! tests run the agent); the agent's own `--version` is the other addition (the session is
 //! offline). Claude Code starts under the starter policy and the hook is in its settings.
-use std::process::Command;
-
 use crate::harness::Host;
 
 #[test]
@@ -28,29 +26,18 @@ fn the_readme_quickstart_starts_claude_code_under_gatewayd() {
     );
     // `sudo gatewayd run ...` for a caller who is root: `--user root` names the agent's user.
     let prelude = "sudo() { cmd=$1; sub=$2; shift 2; \"$cmd\" \"$sub\" --user root \"$@\"; }\n";
+    let shell = gatewayd_testkit::readme::UserShell {
+        home: &home,
+        path: &path,
+        project: &project,
+    };
     for (i, line) in lines.iter().enumerate() {
         let line = if i == 3 {
             format!("{line} --version")
         } else {
             line.clone()
         };
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!("{prelude}{line}"))
-            .env_clear()
-            .env("HOME", &home)
-            .env("PATH", &path)
-            .env("LANG", "C.UTF-8")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .current_dir(&project)
-            .output()
-            .expect("sh");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "`{line}`: {text}");
+        let text = shell.run(prelude, &line);
         if i == 3 {
             assert!(text.contains("Claude Code"), "`{line}`: {text}");
             assert!(

@@ -5,10 +5,7 @@
 //! the words the shell gives it); the test then starts that command as Claude Code would and
 //! drives it with the Python MCP SDK client: the project's file is read through the proxy,
 //! its `.env` is refused by the gateway before the server sees the call.
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -72,25 +69,13 @@ fn the_readme_mcp_quickstart_puts_the_filesystem_server_behind_the_proxy() {
     );
     // Without the real Claude Code: a `claude` that keeps the words after `mcp add fs --`.
     let stand_in = "claude() { shift 4; printf '%s\\n' \"$@\" > \"$HOME/stored\"; }\n";
+    let shell = gatewayd_testkit::readme::UserShell {
+        home: &home,
+        path: &path,
+        project: &project,
+    };
     for line in &lines {
-        let prelude = if claude.is_none() { stand_in } else { "" };
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!("{prelude}{line}"))
-            .env_clear()
-            .env("HOME", &home)
-            .env("PATH", &path)
-            .env("LANG", "C.UTF-8")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .current_dir(&project)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "`{line}`: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        shell.run(if claude.is_none() { stand_in } else { "" }, line);
     }
     let mut command = if claude.is_some() {
         stored_by_claude(&home, &project)

@@ -272,12 +272,15 @@ fn the_recorder_is_attached_only_while_a_session_lives() {
     let mut out = child.stdout.take().unwrap();
     let mut byte = [0u8; 1];
     while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {}
-    let set = Path::new(gatewayd_kernel::kernel::set::PIN_BASE)
-        .join(gatewayd_kernel::kernel::set::tag());
+    let set =
+        Path::new(gatewayd_kernel::kernel::set::PIN_BASE).join(gatewayd_kernel::kernel::set::tag());
     let attached = set.join("link-sys_exit").exists();
     std::fs::write(&go, "").unwrap();
     assert!(child.wait().unwrap().success());
-    assert!(set.join("prog-sys_exit").exists(), "the recorder is pinned loaded");
+    assert!(
+        set.join("prog-sys_exit").exists(),
+        "the recorder is pinned loaded"
+    );
     assert!(attached, "attached while the session lived");
     assert!(
         !set.join("link-sys_exit").exists(),
