@@ -2,7 +2,7 @@
 //! hash-chained audit log and policy scenarios. No kernel, no eBPF build, no syscalls beyond
 //! files: `cargo test -p gatewayd-core` runs on stable Rust alone.
 //!
-//! How the pieces fit and where to add a check: `docs/ARCHITECTURE.md`.
+//! How the pieces fit and where to add a check: `docs/internals/ARCHITECTURE.md`.
 //!
 //! Module map:
 //! - [`policy`]   — the policy file: shapes, loading, validation (single source of truth)

@@ -3,7 +3,8 @@
 //! the agent's cgroup, privileges, seccomp filter and pre-exec confinement.
 //!
 //! It reads the policy from `gatewayd-core` and knows nothing of the daemon or front ends.
-//! The kernel layer's reference: `docs/KERNEL.md`; where things live: `docs/ARCHITECTURE.md`.
+//! The kernel layer's reference: `docs/KERNEL.md` (its internals: `docs/internals/KERNEL.md`);
+//! where things live: `docs/internals/ARCHITECTURE.md`.
 //!
 //! Module map:
 //! - [`kernel`]   — BTF offsets, loading/attaching programs, maps, sessions, events

@@ -3,7 +3,7 @@
 //! `gatewayd-core`; the kernel layer is in `gatewayd-kernel`.
 //!
 //! How the pieces fit, the two data flows and where to add a check, a kernel hook or a
-//! command: `docs/ARCHITECTURE.md`.
+//! command: `docs/internals/ARCHITECTURE.md`.
 //!
 //! Module map:
 //! - [`supervisor`] — `gatewayd run`: the agent's lifecycle under both layers

@@ -101,6 +101,26 @@ fn the_package_holds_the_binary_units_policies_and_docs() {
     ] {
         assert!(files.contains(&want), "{want} missing from:\n{contents}");
     }
+    // Every document of docs/ and docs/internals/, the index as INDEX.md (the project's
+    // README.md has that name), so a new one cannot be left out of the assets.
+    for (dir, into) in [("docs", ""), ("docs/internals", "internals/")] {
+        for entry in std::fs::read_dir(workspace().join(dir)).unwrap().flatten() {
+            let name = entry.file_name().into_string().unwrap();
+            if !name.ends_with(".md") {
+                continue;
+            }
+            let installed = if name == "README.md" && into.is_empty() {
+                "INDEX.md"
+            } else {
+                name.as_str()
+            };
+            let want = format!("./usr/share/doc/gatewayd/{into}{installed}");
+            assert!(
+                files.contains(&want.as_str()),
+                "{want} missing from:\n{contents}"
+            );
+        }
+    }
     assert!(
         !files.iter().any(|f| f.contains("gw-testagent")),
         "the test agent is not shipped"

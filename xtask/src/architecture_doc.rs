@@ -1,6 +1,6 @@
-//! docs/ARCHITECTURE.md cannot drift from the tree: its crate table names every workspace
-//! member, and each "Modules of `CRATE`" table names exactly the top-level modules that
-//! crate's `src/lib.rs` declares.
+//! docs/internals/ARCHITECTURE.md cannot drift from the tree: its crate table names every
+//! workspace member, and each "Modules of `CRATE`" table names exactly the top-level modules
+//! that crate's `src/lib.rs` declares.
 use std::collections::BTreeSet;
 
 use crate::util::workspace_root;
@@ -9,7 +9,7 @@ use crate::util::workspace_root;
 fn first_column(doc: &str, heading: &str) -> BTreeSet<String> {
     let start = doc
         .find(heading)
-        .unwrap_or_else(|| panic!("docs/ARCHITECTURE.md has no heading {heading:?}"));
+        .unwrap_or_else(|| panic!("docs/internals/ARCHITECTURE.md has no heading {heading:?}"));
     doc[start..]
         .lines()
         .skip_while(|l| !l.starts_with('|'))
@@ -61,8 +61,8 @@ fn members() -> BTreeSet<String> {
 
 #[test]
 fn architecture_lists_every_crate_and_module() {
-    let doc = std::fs::read_to_string(workspace_root().join("docs/ARCHITECTURE.md"))
-        .expect("docs/ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(workspace_root().join("docs/internals/ARCHITECTURE.md"))
+        .expect("docs/internals/ARCHITECTURE.md");
     assert_eq!(
         first_column(&doc, "## Crates"),
         members(),

@@ -1,6 +1,6 @@
 //! The kernels the guest suite boots: every Debian cloud kernel line reachable through apt
-//! (docs/KERNEL.md, "Kernels tested"), each resolved at run time to the newest image of its
-//! line, downloaded once and kept under `~/.cache/gatewayd/guest/<package>/`.
+//! (docs/internals/KERNEL.md, "Kernels tested"), each resolved at run time to the newest
+//! image of its line, downloaded once and kept under `~/.cache/gatewayd/guest/<package>/`.
 use std::{
     path::{Path, PathBuf},
     process::Command,

@@ -79,8 +79,9 @@ Examples:
 `run` needs root (the agent's cgroup, kernel programs and mount namespace; the agent itself
 runs as the user who called sudo); `doctor` needs it to probe; `check`, `test`, `policy`,
 `audit` and `hook` do not.
-Docs: /usr/share/doc/gatewayd/ (the package), docs/ in the source: POLICY.md, KERNEL.md,
-HOOKS.md, MCP.md, PROTOCOL.md.";
+Docs: /usr/share/doc/gatewayd/ (the package; INDEX.md lists them), docs/ in the source
+(README.md lists them): CONCEPTS.md, POLICY.md, KERNEL.md, HOOKS.md, MCP.md, PROTOCOL.md,
+OPERATIONS.md (systemd, logs, troubleshooting), LIMITS.md (every known limit, per tier).";
 
 /// Where `gatewayd serve` listens unless told otherwise (packaging/gatewayd.socket too).
 pub(crate) const DEFAULT_SOCKET: &str = "/run/gatewayd/gatewayd.sock";

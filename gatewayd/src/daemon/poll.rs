@@ -6,7 +6,7 @@
 //! blocked in `read`, the daemon's worker in `epoll_wait`): a socket round trip with no work
 //! at all measured 46 µs p50 there. Polling the socket for a few tens of microseconds before
 //! blocking keeps the waiting thread on its vCPU when the other side answers quickly (see
-//! docs/PROTOCOL.md, Bounded polling, for the figures).
+//! docs/internals/PROTOCOL.md, Bounded polling, for the figures).
 //!
 //! Bounds: a wait polls for at most its window, and stops early when the polling thread
 //! stalls ([`STALL`]: it lost its CPU, so the machine is busy and polling would only keep a

@@ -263,7 +263,7 @@ fn malformed_files_and_policies_are_usage_errors() {
 fn the_worked_example_in_policy_md_runs_as_shown() {
     let doc = include_str!("../../../docs/POLICY.md");
     let start = doc.find("## Testing a policy").unwrap();
-    let section = &doc[start..start + doc[start..].find("\n## Embedding").unwrap()];
+    let section = &doc[start..start + 3 + doc[start + 3..].find("\n## ").unwrap()];
     let block = |fence: &str, nth: usize| -> &str {
         let mut rest = section;
         for _ in 0..nth {
