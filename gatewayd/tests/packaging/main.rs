@@ -2,7 +2,8 @@
 //! and `--contents`), its units pass `systemd-analyze verify` (against the package's own
 //! binary, in a root made of the package and this machine's units), their hardening scores,
 //! and `gatewayd serve` started by socket activation (`systemd-socket-activate`) serves a
-//! call, notifies `READY=1`, pings the watchdog, and says `STOPPING=1`.
+//! call, notifies `READY=1`, pings the watchdog, and says `STOPPING=1`; the README's systemd
+//! quickstart (`quickstart`).
 //!
 //! Built with the `privileged-tests` feature and run by `cargo xtask test` on the host after
 //! it built the package (`GATEWAYD_DEB` names it); without a package these tests fail: run
@@ -16,6 +17,8 @@ use std::{
     process::{Command, Output, Stdio},
     time::{Duration, Instant},
 };
+
+mod quickstart;
 
 use gatewayd::protocol::client::Client;
 use serde_json::json;
@@ -106,7 +109,7 @@ fn the_package_holds_the_binary_units_policies_and_docs() {
     for (dir, into) in [("docs", ""), ("docs/internals", "internals/")] {
         for entry in std::fs::read_dir(workspace().join(dir)).unwrap().flatten() {
             let name = entry.file_name().into_string().unwrap();
-            if !name.ends_with(".md") {
+            if entry.path().extension().is_none_or(|x| x != "md") {
                 continue;
             }
             let installed = if name == "README.md" && into.is_empty() {
