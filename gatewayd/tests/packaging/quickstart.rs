@@ -45,8 +45,9 @@ fn enable_now(root: &Path, scratch: &Path) -> Activator {
         .arg(format!("--root={}", root.display()))
         .args(["enable", "gatewayd.socket"]));
     let wants = root.join("etc/systemd/system/sockets.target.wants/gatewayd.socket");
-    assert!(wants.exists(), "systemctl enable made no link");
-    let units = root.join("lib/systemd/system");
+    let link = std::fs::read_link(&wants).expect("systemctl enable made no link");
+    assert_eq!(link, Path::new("/usr/lib/systemd/system/gatewayd.socket"));
+    let units = root.join("usr/lib/systemd/system");
     let socket = std::fs::read_to_string(units.join("gatewayd.socket")).unwrap();
     let service = std::fs::read_to_string(units.join("gatewayd.service")).unwrap();
     let listen = unit_value(&socket, "ListenStream");
