@@ -39,13 +39,17 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "sleep", "tee", "awk", "curl", "docker",
 ];
 
-/// Hosts the agent may reach over HTTPS.
+/// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the
+/// agent's own connections (a `*.domain` entry is the gateway's alone).
 pub const EGRESS_HOSTS: &[&str] = &[
     "github.com",
-    "*.github.com",
-    "*.githubusercontent.com",
+    "api.github.com",
+    "codeload.github.com",
+    "raw.githubusercontent.com",
+    "objects.githubusercontent.com",
     "crates.io",
-    "*.crates.io",
+    "index.crates.io",
+    "static.crates.io",
     "registry.npmjs.org",
     "pypi.org",
     "files.pythonhosted.org",
@@ -141,7 +145,7 @@ pub const HOME_READABLE: &[(&str, &str)] = &[
 ];
 
 /// What git runs on the user's behalf later, in the workspace: readable (git reads its
-/// config on every command), never changed by the agent.
+/// config on every command), never changed by the agent. Listed where they exist.
 pub const WORKSPACE_READ_ONLY: &[&str] = &[".git/config", ".git/hooks"];
 
 /// Under `/etc`'s readable trees but secret: the TLS private keys.
@@ -217,9 +221,13 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         v.dedup();
         v
     };
+    // Where they exist: the built-in read-only paths cover them anyway, and one that does
+    // not exist is only a warning on every run (a workspace with no repository).
     let mut read_only: Vec<String> = WORKSPACE_READ_ONLY
         .iter()
-        .map(|s| workspace.join(s).display().to_string())
+        .map(|s| workspace.join(s))
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
         .collect();
     read_only.extend(listed("read_only"));
     let mut readable = vec![ws.clone()];
