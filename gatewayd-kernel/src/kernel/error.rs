@@ -31,6 +31,19 @@ pub enum KernelError {
         /// The object (function) name looked for.
         object: &'static str,
     },
+    /// A recorder (a program that only records) could not be attached from its pin.
+    #[error("kernel program {program}: cannot {op} {path}")]
+    Recorder {
+        /// The program's name, e.g. `raw_tp/sys_exit`.
+        program: &'static str,
+        /// What failed: `open` the program's pin, `attach` it, `pin` its link.
+        op: &'static str,
+        /// The pin.
+        path: PathBuf,
+        /// The kernel's answer.
+        #[source]
+        source: std::io::Error,
+    },
     /// A program that reads one architecture's registers, on another.
     #[error(
         "kernel program {program}: it reads x86_64's system call registers; not attached on this architecture"
