@@ -41,6 +41,7 @@
 //!   counted ([`aggregate::Aggregator`]);
 //! - `tests.rs`: the writer and the verifier together.
 pub mod aggregate;
+pub mod explain;
 mod log;
 mod record;
 mod verify;

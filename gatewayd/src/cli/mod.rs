@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod check;
 mod doctor;
+mod explain;
 mod hook;
 mod hook_install;
 mod man;
@@ -42,6 +43,9 @@ enum Command {
     /// Audit log tools.
     #[command(subcommand)]
     Audit(audit::Command),
+    /// Every refusal of an audit log in plain words: the policy line that decided it and
+    /// the smallest change that would allow it.
+    Explain(explain::Args),
     /// One decision, dry run, explained.
     Check(check::Args),
     /// Policy tools.
@@ -75,9 +79,10 @@ Examples:
   gatewayd hook install --host claude --policy policy.json
   gatewayd check --policy policy.json --call '{\"tool\": \"read_file\", \"arguments\": {\"path\": \".env\"}}'
   sudo gatewayd doctor                                    # what this kernel enforces
+  gatewayd explain gatewayd-audit.jsonl --policy policy.json   # every refusal, and what would allow it
 
 `run` needs root (the agent's cgroup, kernel programs and mount namespace; the agent itself
-runs as the user who called sudo); `doctor` needs it to probe; `check`, `test`, `policy`,
+runs as the user who called sudo); `doctor` needs it to probe; `check`, `test`, `policy`, `explain`,
 `audit` and `hook` do not.
 Docs: /usr/share/doc/gatewayd/ (the package; INDEX.md lists them), docs/ in the source
 (README.md lists them): CONCEPTS.md, POLICY.md, KERNEL.md, HOOKS.md, MCP.md, PROTOCOL.md,
@@ -130,6 +135,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(a) => run::exec(a),
         Command::Doctor(a) => doctor::exec(a),
         Command::Audit(c) => audit::exec(c),
+        Command::Explain(a) => explain::exec(a),
         Command::Check(a) => check::exec(a),
         Command::Policy(c) => policy::exec(c),
         Command::Serve(a) => serve::exec(a),
