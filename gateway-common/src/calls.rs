@@ -15,6 +15,10 @@ pub const CALL_PATH_BYTES: usize = 192;
 pub const EROFS: u32 = 30;
 /// `errno` of a rename or removal of a mount point.
 pub const EBUSY: u32 = 16;
+/// `errno` of a refused permission: at tier 2 an open under a hidden (protected) path.
+pub const EACCES: u32 = 13;
+/// The directory descriptor meaning "the working directory".
+pub const AT_FDCWD: i32 = -100;
 /// A [`PathArgs`] position meaning "no second path".
 pub const NO_ARG: u8 = 0xff;
 
@@ -32,8 +36,13 @@ pub struct CallEvent {
     pub event: Event,
     /// The system call number (`x86_64`).
     pub nr: u32,
-    /// The error it returned, positive ([`EROFS`] or [`EBUSY`]).
+    /// The error it returned, positive ([`EROFS`], [`EBUSY`] or [`EACCES`]).
     pub errno: u32,
+    /// The directory descriptor a relative `path` starts from ([`AT_FDCWD`]: the working
+    /// directory).
+    pub dirfd: i32,
+    /// Padding.
+    pub pad: u32,
     /// The path it named, as the agent passed it (relative to its working directory or to a
     /// directory descriptor), NUL-terminated; cut at [`CALL_PATH_BYTES`].
     pub path: [u8; CALL_PATH_BYTES],
@@ -50,18 +59,24 @@ pub struct PathArgs {
     pub path: u8,
     /// Which argument is the second path, or [`NO_ARG`].
     pub path2: u8,
+    /// Which argument is the directory descriptor `path` is relative to, or [`NO_ARG`].
+    pub dirfd: u8,
 }
 
+/// A call whose `path` argument is the path: for an `*at` call (`path` > 0) the argument
+/// before it is its directory descriptor.
 const fn one(name: &'static str, path: u8) -> PathArgs {
-    PathArgs {
-        name,
-        path,
-        path2: NO_ARG,
-    }
+    two(name, path, NO_ARG)
 }
 
 const fn two(name: &'static str, path: u8, path2: u8) -> PathArgs {
-    PathArgs { name, path, path2 }
+    let dirfd = if path > 0 { path - 1 } else { NO_ARG };
+    PathArgs {
+        name,
+        path,
+        path2,
+        dirfd,
+    }
 }
 
 /// The `x86_64` system calls that change or make a file by path, with where their paths are;
@@ -84,7 +99,11 @@ pub const fn path_call(nr: u32) -> Option<PathArgs> {
         258 => Some(one("mkdirat", 1)),
         86 => Some(two("link", 0, 1)),
         265 => Some(two("linkat", 1, 3)),
-        88 => Some(one("symlink", 1)),
+        // symlink(target, linkpath): its first argument is no descriptor.
+        88 => Some(PathArgs {
+            dirfd: NO_ARG,
+            ..one("symlink", 1)
+        }),
         266 => Some(one("symlinkat", 2)),
         133 => Some(one("mknod", 0)),
         259 => Some(one("mknodat", 1)),
@@ -107,8 +126,8 @@ pub const fn path_call(nr: u32) -> Option<PathArgs> {
 }
 
 const _: () = {
-    assert!(core::mem::size_of::<CallEvent>() == 96 + 8 + 2 * CALL_PATH_BYTES);
-    assert!(core::mem::offset_of!(CallEvent, path) == 104);
+    assert!(core::mem::size_of::<CallEvent>() == 96 + 16 + 2 * CALL_PATH_BYTES);
+    assert!(core::mem::offset_of!(CallEvent, path) == 112);
 };
 
 #[cfg(feature = "user")]

@@ -8,7 +8,8 @@
 
 mod calls;
 pub use calls::{
-    CALL_PATH_BYTES, CallEvent, EBUSY, EROFS, NO_ARG, PathArgs, REGS_ARGS, REGS_ORIG_AX, path_call,
+    AT_FDCWD, CALL_PATH_BYTES, CallEvent, EACCES, EBUSY, EROFS, NO_ARG, PathArgs, REGS_ARGS,
+    REGS_ORIG_AX, path_call,
 };
 
 /// Live sessions one host's program set holds at once (capacity of `SESSIONS` and `EGRESS`,

@@ -1,6 +1,8 @@
 //! `raw_tp/sys_exit`: records a session's path calls that the VFS refused with `EROFS` or
 //! `EBUSY` (a write under a read-only bind, a rename or removal of a pinned directory), which
-//! no LSM hook sees: the refusal comes from the mount before any hook runs. It refuses
+//! no LSM hook sees: the refusal comes from the mount before any hook runs; and those refused
+//! with `EACCES`, which userspace keeps for a path under the session's protected paths (at
+//! tier 2 they are hidden by mounts, which no program sees either). It refuses
 //! nothing. A call that succeeded, or failed otherwise, costs one comparison; only a task
 //! under gatewayd's parent cgroup goes on to find its session.
 use aya_ebpf::{
@@ -12,7 +14,8 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use gateway_common::{
-    CallEvent, EBUSY, EROFS, Event, EventKind, NO_ARG, REGS_ARGS, REGS_ORIG_AX, Reason, path_call,
+    AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, NO_ARG, REGS_ARGS, REGS_ORIG_AX,
+    Reason, path_call,
 };
 
 use crate::{
@@ -31,9 +34,15 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
 fn try_sys_exit(ctx: &RawTracePointContext) -> Result<(), ()> {
     // sys_exit's arguments: the task's saved registers and the call's return value.
     let ret: i64 = ctx.arg(1);
-    if ret != -i64::from(EROFS) && ret != -i64::from(EBUSY) {
+    let reason = if ret == -i64::from(EROFS) || ret == -i64::from(EBUSY) {
+        Reason::ReadOnlyPath
+    } else if ret == -i64::from(EACCES) {
+        // Userspace keeps it only for a path under the session's protected (at tier 2,
+        // hidden) paths: an ordinary permission refusal is not gatewayd's.
+        Reason::ProtectedPath
+    } else {
         return Ok(());
-    }
+    };
     if !under_parent() {
         return Ok(());
     }
@@ -61,7 +70,7 @@ fn try_sys_exit(ctx: &RawTracePointContext) -> Result<(), ()> {
     // SAFETY: `call` points at the reserved entry, which this run owns until it submits it;
     // every field is written before the submit.
     unsafe {
-        let mut ev = Event::new(EventKind::CallRefused, Reason::ReadOnlyPath);
+        let mut ev = Event::new(EventKind::CallRefused, reason);
         ev.pid = (bpf_get_current_pid_tgid() >> 32) as u32;
         ev.cgroup_id = bpf_get_current_cgroup_id();
         ev.session_id = session.id;
@@ -69,6 +78,11 @@ fn try_sys_exit(ctx: &RawTracePointContext) -> Result<(), ()> {
         (*call).event = ev;
         (*call).nr = nr as u32;
         (*call).errno = (-ret) as u32;
+        (*call).dirfd = match args.dirfd {
+            NO_ARG => AT_FDCWD,
+            i => read::<u64>(regs, REGS_ARGS[(i & 3) as usize]).map_or(AT_FDCWD, |fd| fd as i32),
+        };
+        (*call).pad = 0;
         user_path(regs, args.path, &mut (*call).path);
         user_path(regs, args.path2, &mut (*call).path2);
     }

@@ -3,11 +3,13 @@
 //! `unknown` with their raw value, never dropped and never a panic.
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use gateway_common::{AF_INET, CallEvent, EBUSY, EROFS, Event, EventKind, Reason, path_call};
+use gateway_common::{
+    AF_INET, AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, Reason, path_call,
+};
 use serde_json::json;
 
 use super::{
-    KernelSpec,
+    KernelSpec, call_paths,
     programs::{Payload, Program},
 };
 
@@ -54,17 +56,32 @@ pub fn describe_item(item: &[u8], spec: &KernelSpec) -> Option<Denial> {
     if Program::for_event(EventKind::try_from(ev.kind).ok()?).map(|p| p.payload)
         == Some(Payload::Call)
     {
-        call_detail(item, &mut denial.detail);
+        let call = call_detail(item, &mut denial.detail);
+        if let Some(call) = call.filter(|c| c.errno == EACCES) {
+            // gatewayd's only under a protected path (at tier 2 hidden): else the file's own
+            // permissions refused it, which is not recorded.
+            let path = String::from_utf8_lossy(cstr(&call.path)).into_owned();
+            let resolved = call_paths::resolve(ev.pid, call.dirfd, &path)?;
+            let by = call_paths::protected_by(&resolved, &spec.protected)?;
+            denial.detail["resolved_path"] = json!(resolved.display().to_string());
+            denial.detail["protected_path"] = json!(by.display().to_string());
+        }
     }
     Some(denial)
 }
 
-/// What a refused call's item says beyond its event: the call's name, its error and the paths
-/// it named (`path_cut` when a path filled the program's buffer).
-fn call_detail(item: &[u8], detail: &mut serde_json::Value) {
+/// The bytes of a NUL-terminated buffer before its NUL.
+fn cstr(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
+}
+
+/// What a refused call's item says beyond its event: the call's name, its error, its directory
+/// descriptor and the paths it named (`path_cut` when a path filled the program's buffer).
+/// The call, when the item holds it whole.
+fn call_detail(item: &[u8], detail: &mut serde_json::Value) -> Option<CallEvent> {
     if item.len() < size_of::<CallEvent>() {
         detail["call"] = json!("unknown: the record was cut short");
-        return;
+        return None;
     }
     // SAFETY: CallEvent is repr(C) plain data (integers and byte arrays: every bit pattern
     // is valid); the length is checked; read_unaligned copes with alignment.
@@ -74,8 +91,12 @@ fn call_detail(item: &[u8], detail: &mut serde_json::Value) {
     detail["errno"] = json!(match call.errno {
         EROFS => "EROFS".to_owned(),
         EBUSY => "EBUSY".to_owned(),
+        EACCES => "EACCES".to_owned(),
         n => n.to_string(),
     });
+    if call.dirfd != AT_FDCWD {
+        detail["dirfd"] = json!(call.dirfd);
+    }
     for (key, bytes) in [("path", &call.path[..]), ("path2", &call.path2[..])] {
         let len = bytes.iter().position(|&b| b == 0);
         let text = String::from_utf8_lossy(&bytes[..len.unwrap_or(bytes.len())]);
@@ -86,6 +107,7 @@ fn call_detail(item: &[u8], detail: &mut serde_json::Value) {
             detail["path_cut"] = json!(true);
         }
     }
+    Some(call)
 }
 
 /// A kernel `dev_t` (`MAJOR << 20 | MINOR`) as `major:minor`.
@@ -439,6 +461,8 @@ mod tests {
             event: ev(EventKind::CallRefused, Reason::ReadOnlyPath),
             nr: 316,
             errno: EBUSY,
+            dirfd: AT_FDCWD,
+            pad: 0,
             path: [0; gateway_common::CALL_PATH_BYTES],
             path2: [0; gateway_common::CALL_PATH_BYTES],
         };
@@ -470,6 +494,39 @@ mod tests {
         assert_eq!(
             (&d.detail["errno"], &d.detail["path_cut"]),
             (&json!("EROFS"), &json!(true))
+        );
+    }
+
+    #[test]
+    fn an_eacces_is_kept_only_under_a_protected_path() {
+        let mut call = CallEvent {
+            event: ev(EventKind::CallRefused, Reason::ProtectedPath),
+            nr: 257,
+            errno: EACCES,
+            dirfd: AT_FDCWD,
+            pad: 0,
+            path: [0; gateway_common::CALL_PATH_BYTES],
+            path2: [0; gateway_common::CALL_PATH_BYTES],
+        };
+        let under = b"/home/u/.ssh/../.ssh/id_rsa";
+        call.path[..under.len()].copy_from_slice(under);
+        // SAFETY: CallEvent is repr(C) plain data without padding (asserted in gateway-common).
+        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
+        let d = describe_item(&bytes, &spec()).expect("kept");
+        assert_eq!(
+            (d.hook, d.reason_code()),
+            ("raw_tp/sys_exit", "protected_path")
+        );
+        assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
+        assert_eq!(d.detail["resolved_path"], "/home/u/.ssh/id_rsa");
+        assert_eq!(d.detail["errno"], "EACCES");
+        call.path = [0; gateway_common::CALL_PATH_BYTES];
+        call.path[..11].copy_from_slice(b"/etc/shadow");
+        // SAFETY: as above.
+        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
+        assert!(
+            describe_item(&bytes, &spec()).is_none(),
+            "not gatewayd's refusal"
         );
     }
 }

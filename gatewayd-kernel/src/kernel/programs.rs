@@ -534,11 +534,17 @@ pub static PROGRAMS: [Program; 28] = [
         },
         event: EventKind::CallRefused,
         payload: Payload::Call,
-        enforces: "nothing: it records the agent's path calls that its read-only binds refused (EROFS: a write under a read-only path; EBUSY: a rename or removal of one, or of a directory pinned above one), which no LSM hook sees",
-        messages: &[(
-            Reason::ReadOnlyPath,
-            "this path is read-only in the agent's session (a read-only path of the policy, such as git's config and hooks, a directory pinned above one, or a system interface): writing, truncating, making, renaming or removing it is refused; leave it as it is, or ask the user to change it",
-        )],
+        enforces: "nothing: it records the agent's path calls that its read-only binds refused (EROFS: a write under a read-only path; EBUSY: a rename or removal of one, or of a directory pinned above one), which no LSM hook sees, and those refused with EACCES under a protected path (at tier 2 its hiding mount refused them)",
+        messages: &[
+            (
+                Reason::ReadOnlyPath,
+                "this path is read-only in the agent's session (a read-only path of the policy, such as git's config and hooks, a directory pinned above one, or a system interface): writing, truncating, making, renaming or removing it is refused; leave it as it is, or ask the user to change it",
+            ),
+            (
+                Reason::ProtectedPath,
+                "this path is protected (a secret the policy keeps from the agent): it is hidden in the agent's session and cannot be opened; do not try another way to reach it",
+            ),
+        ],
     },
 ];
 

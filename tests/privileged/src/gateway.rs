@@ -7,8 +7,7 @@ use std::{path::Path, process::Command, time::Duration};
 use serde_json::{Value, json};
 
 use super::{
-    MUST_HAPPEN_WITHIN, Scratch, listener, note, records, run_agent, stdout, tier, verify,
-    write_policy,
+    MUST_HAPPEN_WITHIN, Scratch, listener, records, run_agent, stdout, tier, verify, write_policy,
 };
 
 /// Egress to one loopback port, and two tools: one whose output is untrusted, one that
@@ -198,8 +197,8 @@ fn the_agent_gets_its_session_and_socket_and_nothing_more() {
 /// A kernel denial of a protected file counts toward the Rule of Two of the session `run`
 /// serves (the policy's `suspicion`, here its default `private`): after untrusted content and
 /// a denied `open()` of a protected file, the agent's `sends_out` call is denied, and the
-/// tripped session locks the agent's egress. Where no kernel program reports the denial
-/// (tier 2: Landlock denies the open but tells gatewayd nothing), the session is unchanged.
+/// tripped session locks the agent's egress, at both tiers: tier 1's `lsm/file_open` records
+/// the denial, tier 2's `raw_tp/sys_exit` the EACCES of the file's hiding mount.
 #[test]
 fn a_kernel_denial_of_a_protected_file_counts_toward_the_rule_of_two() {
     let tier = tier();
@@ -254,53 +253,46 @@ fn a_kernel_denial_of_a_protected_file_counts_toward_the_rule_of_two() {
         "the kernel denies: {text}"
     );
     let recs = records(&audit);
-    let has = |reason: &str| recs.iter().any(|r| r["reason"] == reason);
-    match tier {
-        super::Tier::BpfLsm => {
-            let mail = answer(lines[3]);
-            assert_eq!(mail["result"]["decision"], "deny", "{text}");
-            assert_eq!(mail["result"]["reason"], "trifecta", "{text}");
-            assert_eq!(
-                mail["result"]["legs"],
-                json!({"egress": false, "private": true, "untrusted": true})
-            );
-            assert!(
-                lines[4].starts_with("FAIL send: Operation not permitted"),
-                "the trip locked the agent's egress: {text}"
-            );
-            assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
-            let suspicion = recs.iter().find(|r| r["reason"] == "suspicion").unwrap();
-            assert_eq!(suspicion["detail"]["cause"], "kernel");
-            assert_eq!(suspicion["detail"]["reason"], "protected_path");
-            let lock = recs
-                .iter()
-                .find(|r| r["reason"] == "egress_lockdown" && r["source"] == "gateway")
-                .unwrap();
-            assert_eq!(lock["detail"]["method"], "kernel/denial");
-            assert_eq!(lock["tool"], Value::Null);
-            let seq = |reason: &str, source: &str| {
-                recs.iter()
-                    .find(|r| r["reason"] == reason && r["source"] == source)
-                    .map(|r| r["seq"].as_u64().unwrap())
-                    .unwrap()
-            };
-            assert!(seq("protected_path", "kernel") < seq("suspicion", "gateway"));
-            assert!(seq("suspicion", "gateway") < seq("trifecta", "gateway"));
-        }
-        super::Tier::Landlock => {
-            note(
-                "tier 2: the protected open was refused (the file is hidden by a mount) but \
-                 nothing reports it to gatewayd, so it did not count toward the Rule of Two: \
-                 the sends_out call was allowed",
-            );
-            let mail = answer(lines[3]);
-            assert_eq!(mail["result"]["decision"], "allow", "{text}");
-            assert_eq!(mail["result"]["legs"]["private"], false);
-            assert!(lines[4].starts_with("OK send"), "{text}");
-            assert_eq!(rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap(), b"after");
-            assert!(!has("suspicion") && !has("protected_path"));
-        }
-    }
+    // Tier 1's file program refuses the open and records it; at tier 2 the file's hiding
+    // mount refuses it and `raw_tp/sys_exit` records the EACCES under the protected path.
+    let hook = match tier {
+        super::Tier::BpfLsm => "lsm/file_open",
+        super::Tier::Landlock => "raw_tp/sys_exit",
+    };
+    let mail = answer(lines[3]);
+    assert_eq!(mail["result"]["decision"], "deny", "{text}");
+    assert_eq!(mail["result"]["reason"], "trifecta", "{text}");
+    assert_eq!(
+        mail["result"]["legs"],
+        json!({"egress": false, "private": true, "untrusted": true})
+    );
+    assert!(
+        lines[4].starts_with("FAIL send: Operation not permitted"),
+        "the trip locked the agent's egress: {text}"
+    );
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    let denial = recs
+        .iter()
+        .find(|r| r["reason"] == "protected_path" && r["source"] == "kernel")
+        .unwrap();
+    assert_eq!(denial["hook"], hook, "{denial}");
+    let suspicion = recs.iter().find(|r| r["reason"] == "suspicion").unwrap();
+    assert_eq!(suspicion["detail"]["cause"], "kernel");
+    assert_eq!(suspicion["detail"]["reason"], "protected_path");
+    let lock = recs
+        .iter()
+        .find(|r| r["reason"] == "egress_lockdown" && r["source"] == "gateway")
+        .unwrap();
+    assert_eq!(lock["detail"]["method"], "kernel/denial");
+    assert_eq!(lock["tool"], Value::Null);
+    let seq = |reason: &str, source: &str| {
+        recs.iter()
+            .find(|r| r["reason"] == reason && r["source"] == source)
+            .map(|r| r["seq"].as_u64().unwrap())
+            .unwrap()
+    };
+    assert!(seq("protected_path", "kernel") < seq("suspicion", "gateway"));
+    assert!(seq("suspicion", "gateway") < seq("trifecta", "gateway"));
     assert!(verify(&audit).status.success());
 }
 

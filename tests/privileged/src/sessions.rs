@@ -140,24 +140,21 @@ fn two_concurrent_sessions_enforce_and_audit_their_own_policies() {
         } else {
             (&b_secret, a_port)
         };
-        match tier {
-            Tier::BpfLsm => {
-                assert_eq!(
-                    hooks,
-                    [
-                        ("lsm/file_open", "protected_path"),
-                        ("cgroup/connect4", "egress_not_allowed")
-                    ],
-                    "{name}: {k:#?}"
-                );
-                assert_eq!(k[0]["detail"]["protected_path"], s(own_secret));
-                assert_eq!(k[1]["detail"]["port"], other_port);
-            }
-            Tier::Landlock => {
-                assert_eq!(hooks, [("cgroup/connect4", "egress_not_allowed")], "{k:#?}");
-                assert_eq!(k[0]["detail"]["port"], other_port);
-            }
-        }
+        // Tier 2: the hiding mount refuses the open, `raw_tp/sys_exit` records it.
+        let file_hook = match tier {
+            Tier::BpfLsm => "lsm/file_open",
+            Tier::Landlock => "raw_tp/sys_exit",
+        };
+        assert_eq!(
+            hooks,
+            [
+                (file_hook, "protected_path"),
+                ("cgroup/connect4", "egress_not_allowed")
+            ],
+            "{name}: {k:#?}"
+        );
+        assert_eq!(k[0]["detail"]["protected_path"], s(own_secret));
+        assert_eq!(k[1]["detail"]["port"], other_port);
         assert!(verify(&audit).status.success());
     }
     assert_eq!(pins[0], pins[1], "both sessions share one program set");
