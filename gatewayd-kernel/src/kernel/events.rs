@@ -98,12 +98,12 @@ fn call_detail(item: &[u8], detail: &mut serde_json::Value) -> Option<CallEvent>
         detail["dirfd"] = json!(call.dirfd);
     }
     for (key, bytes) in [("path", &call.path[..]), ("path2", &call.path2[..])] {
-        let len = bytes.iter().position(|&b| b == 0);
-        let text = String::from_utf8_lossy(&bytes[..len.unwrap_or(bytes.len())]);
-        if !text.is_empty() {
-            detail[key] = json!(text);
+        let named = cstr(bytes);
+        if !named.is_empty() {
+            detail[key] = json!(String::from_utf8_lossy(named));
         }
-        if len.is_none() || len == Some(bytes.len() - 1) {
+        // The program's buffer full: the name may go on.
+        if named.len() >= bytes.len() - 1 {
             detail["path_cut"] = json!(true);
         }
     }
@@ -455,21 +455,31 @@ mod tests {
         assert_eq!(d.detail["comm"], "curl");
     }
 
-    #[test]
-    fn a_refused_call_names_its_call_error_and_paths() {
-        let mut call = CallEvent {
-            event: ev(EventKind::CallRefused, Reason::ReadOnlyPath),
-            nr: 316,
-            errno: EBUSY,
+    /// A refused call of system call `nr` with `errno`, reported for `reason`, no path yet.
+    fn call_event(reason: Reason, nr: u32, errno: u32) -> CallEvent {
+        CallEvent {
+            event: ev(EventKind::CallRefused, reason),
+            nr,
+            errno,
             dirfd: AT_FDCWD,
             pad: 0,
             path: [0; gateway_common::CALL_PATH_BYTES],
             path2: [0; gateway_common::CALL_PATH_BYTES],
-        };
+        }
+    }
+
+    /// The ring-buffer item the program writes for `call`.
+    fn item(call: &CallEvent) -> [u8; size_of::<CallEvent>()] {
+        // SAFETY: CallEvent is repr(C) plain data without padding (asserted in gateway-common).
+        unsafe { std::mem::transmute(*call) }
+    }
+
+    #[test]
+    fn a_refused_call_names_its_call_error_and_paths() {
+        let mut call = call_event(Reason::ReadOnlyPath, 316, EBUSY);
         call.path[..4].copy_from_slice(b".git");
         call.path2[..8].copy_from_slice(b".git-old");
-        // SAFETY: CallEvent is repr(C) plain data without padding (asserted in gateway-common).
-        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
+        let bytes = item(&call);
         let d = describe_item(&bytes, &spec()).unwrap();
         assert_eq!(
             (d.hook, d.reason_code()),
@@ -488,9 +498,7 @@ mod tests {
         assert!(d.detail["call"].as_str().unwrap().contains("cut short"));
         call.path = [b'a'; gateway_common::CALL_PATH_BYTES];
         call.errno = EROFS;
-        // SAFETY: as above.
-        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
-        let d = describe_item(&bytes, &spec()).unwrap();
+        let d = describe_item(&item(&call), &spec()).unwrap();
         assert_eq!(
             (&d.detail["errno"], &d.detail["path_cut"]),
             (&json!("EROFS"), &json!(true))
@@ -499,20 +507,10 @@ mod tests {
 
     #[test]
     fn an_eacces_is_kept_only_under_a_protected_path() {
-        let mut call = CallEvent {
-            event: ev(EventKind::CallRefused, Reason::ProtectedPath),
-            nr: 257,
-            errno: EACCES,
-            dirfd: AT_FDCWD,
-            pad: 0,
-            path: [0; gateway_common::CALL_PATH_BYTES],
-            path2: [0; gateway_common::CALL_PATH_BYTES],
-        };
+        let mut call = call_event(Reason::ProtectedPath, 257, EACCES);
         let under = b"/home/u/.ssh/../.ssh/id_rsa";
         call.path[..under.len()].copy_from_slice(under);
-        // SAFETY: CallEvent is repr(C) plain data without padding (asserted in gateway-common).
-        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
-        let d = describe_item(&bytes, &spec()).expect("kept");
+        let d = describe_item(&item(&call), &spec()).expect("kept");
         assert_eq!(
             (d.hook, d.reason_code()),
             ("raw_tp/sys_exit", "protected_path")
@@ -522,10 +520,8 @@ mod tests {
         assert_eq!(d.detail["errno"], "EACCES");
         call.path = [0; gateway_common::CALL_PATH_BYTES];
         call.path[..11].copy_from_slice(b"/etc/shadow");
-        // SAFETY: as above.
-        let bytes: [u8; size_of::<CallEvent>()] = unsafe { std::mem::transmute(call) };
         assert!(
-            describe_item(&bytes, &spec()).is_none(),
+            describe_item(&item(&call), &spec()).is_none(),
             "not gatewayd's refusal"
         );
     }

@@ -128,7 +128,7 @@ pub(crate) fn load(parent: &File, parent_id: u64, links: Links) -> Result<Loaded
 
 impl Loaded {
     /// The object's program `object` (of table entry `name`), as its kind.
-    fn program<T>(
+    pub(crate) fn program<T>(
         &mut self,
         name: &'static str,
         object: &'static str,

@@ -61,6 +61,17 @@ pub(crate) fn pin_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("map-{name}"))
 }
 
+/// Where the set in `dir` pins the link of program `object` while it is attached.
+pub(crate) fn link_path(dir: &Path, object: &str) -> PathBuf {
+    dir.join(format!("link-{object}"))
+}
+
+/// Where the set in `dir` pins the loaded program `object` that it attaches on demand (a
+/// recorder: `super::recorders`).
+pub(crate) fn prog_path(dir: &Path, object: &str) -> PathBuf {
+    dir.join(format!("prog-{object}"))
+}
+
 /// The maps sessions are added to and removed from.
 pub(crate) struct SetMaps {
     /// `SESSIONS`: live sessions by cgroup id.

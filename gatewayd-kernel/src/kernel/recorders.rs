@@ -1,24 +1,15 @@
 //! The programs that only record ([`super::Program::records_only`]: `raw_tp/sys_exit`) run
-//! on every system call's exit of the host while attached: about 40 ns a call on the CI host,
-//! for every process. So the set pins them loaded but not attached (`prog-OBJECT`), and they
+//! on every system call's exit of the host while attached: some tens of ns a call on the CI
+//! host, for every process. So the set pins them loaded but not attached (`prog-OBJECT`), and they
 //! are attached (`link-OBJECT` pinned) while the set has a live session: by the session that
 //! finds them detached, under the set lock, and detached when the last session is removed.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{
     KernelError,
+    maps::{link_path, prog_path},
     programs::{Attach, PROGRAMS},
 };
-
-/// Where the set in `dir` pins the loaded program `object`.
-pub(crate) fn prog_path(dir: &Path, object: &str) -> PathBuf {
-    dir.join(format!("prog-{object}"))
-}
-
-/// Where the set in `dir` pins the link of program `object` while it is attached.
-pub(crate) fn link_path(dir: &Path, object: &str) -> PathBuf {
-    dir.join(format!("link-{object}"))
-}
 
 /// (program name, object, tracepoint) of each recorder of the table.
 fn recorders() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {

@@ -294,21 +294,14 @@ fn create(
                 .map_err(|source| KernelError::Pin { path, source })?;
         }
         for object in std::mem::take(&mut loaded.unattached) {
-            let path = super::recorders::prog_path(&new, object);
-            let program: &mut aya::programs::RawTracePoint = loaded
-                .ebpf
-                .program_mut(object)
-                .and_then(|p| p.try_into().ok())
-                .ok_or(KernelError::ProgramMissing {
-                    program: object,
-                    object,
-                })?;
-            program
+            let path = maps::prog_path(&new, object);
+            loaded
+                .program::<aya::programs::RawTracePoint>(object, object)?
                 .pin(&path)
                 .map_err(|source| KernelError::Pin { path, source })?;
         }
         for (object, link) in loaded.links.drain(..) {
-            let path = new.join(format!("link-{object}"));
+            let path = maps::link_path(&new, object);
             link.pin(&path)
                 .map_err(|source| KernelError::Pin { path, source })?;
         }

@@ -108,9 +108,9 @@ pub(crate) fn read_status(dir: &Path, parent_id: u64) -> Result<Vec<PieceStatus>
                 // A recorder is pinned loaded and linked only while a session lives.
                 let pinned = |o: &&str| {
                     if program.records_only() {
-                        super::recorders::prog_path(dir, o).exists()
+                        maps::prog_path(dir, o).exists()
                     } else {
-                        super::recorders::link_path(dir, o).exists()
+                        maps::link_path(dir, o).exists()
                     }
                 };
                 if !program.object_programs().iter().any(pinned) {

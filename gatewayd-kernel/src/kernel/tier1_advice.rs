@@ -32,9 +32,7 @@ impl LsmFacts {
             refused,
         }
     }
-}
 
-impl LsmFacts {
     /// Whether `bpf` is in the LSM list the kernel runs with: the active list, else the
     /// command line's `lsm=` (which replaces the built-in list); `None` when neither says.
     pub fn bpf_listed(&self) -> Option<bool> {

@@ -11,7 +11,7 @@ use std::{
 use anyhow::Context as _;
 use gatewayd_core::{
     audit::{self, explain},
-    policy::{JsonPath, spans},
+    policy::spans,
 };
 use serde_json::Value;
 
@@ -31,18 +31,16 @@ pub(super) struct Args {
 
 /// Where `field` is in the policy `text` (`FILE:LINE:COLUMN`), or that it is not there.
 fn located(policy: &Path, text: &str, field: &[&str]) -> String {
-    let path = field.iter().fold(JsonPath::root(), |p, k| p.key(*k));
     let root = spans::parse(text).ok();
-    let present = root.as_ref().is_some_and(|r| {
-        let mut node = Some(r);
-        for k in field {
-            node = node.and_then(|n| n.member(k));
+    let node = root
+        .as_ref()
+        .and_then(|r| field.iter().try_fold(r, |n, k| n.member(k)));
+    match node {
+        Some(n) => {
+            let (line, col) = spans::line_column(text, n.start);
+            format!("{}:{line}:{col}", policy.display())
         }
-        node.is_some()
-    });
-    match spans::locate(text, &path) {
-        Some((line, col)) if present => format!("{}:{line}:{col}", policy.display()),
-        _ => format!("not set in {}: its default decided", policy.display()),
+        None => format!("not set in {}: its default decided", policy.display()),
     }
 }
 
