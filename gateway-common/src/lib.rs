@@ -80,6 +80,13 @@ pub const ROOT_READ: u32 = 1;
 /// A `ROOTS` value bit, and a `SessionInfo::roots` bit: writing (the write side is
 /// enforced; the tree may be written).
 pub const ROOT_WRITE: u32 = 2;
+/// A `ROOTS` value bit: the session's `sandbox.protected_names` apply beneath this root
+/// (`sandbox.root` and the writable roots).
+pub const ROOT_NAMES: u32 = 4;
+/// Patterns one session may have in `NAMES` (`sandbox.protected_names`).
+pub const MAX_NAME_PATTERNS: u32 = 16;
+/// The longest prefix, and the longest suffix, of a name pattern, in bytes.
+pub const NAME_PART_MAX: u32 = 32;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
 /// protected ancestor. A deeper file is denied ([`Reason::Unresolvable`]): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
@@ -251,11 +258,15 @@ pub enum Reason {
     /// session, bound read-only, or a directory pinned above one): the VFS refused a write
     /// (`EROFS`), a rename or a removal (`EBUSY`) before any LSM hook.
     ReadOnlyPath = 15,
+    /// The file's name matches one of the session's `sandbox.protected_names` and it lies
+    /// under the session's `root` or a writable root: the agent may not open, make, rename,
+    /// link or remove it.
+    ProtectedName = 16,
 }
 
 impl Reason {
     /// Every reason, in code order.
-    pub const ALL: [Reason; 15] = [
+    pub const ALL: [Reason; 16] = [
         Reason::ProtectedPath,
         Reason::EgressNotAllowed,
         Reason::EgressLockdown,
@@ -271,7 +282,15 @@ impl Reason {
         Reason::SignalOutside,
         Reason::ReadOnlyName,
         Reason::ReadOnlyPath,
+        Reason::ProtectedName,
     ];
+
+    /// Whether a denial for this reason is an attempt on a secret, which counts toward the
+    /// session's Rule of Two as a gateway `protected_path` denial does (the policy's
+    /// `suspicion`).
+    pub const fn is_secret_attempt(self) -> bool {
+        matches!(self, Reason::ProtectedPath | Reason::ProtectedName)
+    }
 
     /// The audit record's `reason` value.
     pub const fn name(self) -> &'static str {
@@ -291,6 +310,7 @@ impl Reason {
             Reason::SignalOutside => "signal_outside_session",
             Reason::ReadOnlyName => "read_only_name",
             Reason::ReadOnlyPath => "read_only_path",
+            Reason::ProtectedName => "protected_name",
         }
     }
 }
@@ -561,6 +581,113 @@ pub struct SessionInfo {
     /// (`sandbox.readable` is listed), [`ROOT_WRITE`] (`sandbox.writable` is listed); 0:
     /// the kernel does not restrict by roots.
     pub roots: u32,
+    /// How many `sandbox.protected_names` patterns the session has in `NAMES`; 0: none.
+    pub names: u32,
+}
+
+impl SessionInfo {
+    /// Whether `file_open` must find this session for every open (`EVERY_OPEN`): it
+    /// enforces roots, protects names, or walks.
+    pub const fn needs_every_open(&self) -> bool {
+        self.roots != 0 || self.file_walk != 0 || self.names != 0
+    }
+}
+
+/// One `sandbox.protected_names` pattern, laid out for word-wise comparison in the kernel:
+/// a name's first [`NAME_PART_MAX`] bytes (`head`) and its last ones, right-aligned
+/// (`tail`), each as four little-endian words ([`NamePattern::matches`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NamePattern {
+    /// The prefix's bytes from the name's first byte on; 0 beyond it.
+    pub prefix: [u64; 4],
+    /// 0xff over the prefix's bytes.
+    pub prefix_mask: [u64; 4],
+    /// The suffix's bytes, ending at the tail's last byte; 0 before it.
+    pub suffix: [u64; 4],
+    /// 0xff over the suffix's bytes.
+    pub suffix_mask: [u64; 4],
+    /// The shortest matching name: the prefix's length plus the suffix's.
+    pub min_len: u32,
+    /// Non-zero for a pattern without `*`: the only length that matches.
+    pub exact_len: u32,
+}
+
+impl NamePattern {
+    /// A pattern of `prefix`, then any bytes (with `wildcard`), then `suffix`; `None` when a
+    /// part is longer than [`NAME_PART_MAX`], or a pattern without `*` has a suffix.
+    pub fn new(prefix: &[u8], suffix: &[u8], wildcard: bool) -> Option<NamePattern> {
+        let max = NAME_PART_MAX as usize;
+        if prefix.len() > max || suffix.len() > max || (!wildcard && !suffix.is_empty()) {
+            return None;
+        }
+        let mut p = NamePattern {
+            min_len: (prefix.len() + suffix.len()) as u32,
+            exact_len: if wildcard { 0 } else { prefix.len() as u32 },
+            ..NamePattern::default()
+        };
+        for (i, b) in prefix.iter().enumerate() {
+            p.prefix[i / 8] |= u64::from(*b) << ((i % 8) * 8);
+            p.prefix_mask[i / 8] |= 0xff << ((i % 8) * 8);
+        }
+        let start = max - suffix.len();
+        for (j, b) in suffix.iter().enumerate() {
+            let i = start + j;
+            p.suffix[i / 8] |= u64::from(*b) << ((i % 8) * 8);
+            p.suffix_mask[i / 8] |= 0xff << ((i % 8) * 8);
+        }
+        Some(p)
+    }
+
+    /// Whether a name of `len` bytes matches, given its `head` (first bytes, whatever
+    /// follows a shorter name) and `tail` (last bytes, right-aligned; whatever precedes a
+    /// shorter name): a few word operations, the same in the kernel and in userspace.
+    // Inlined into the eBPF file programs, as their own helpers are.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub fn matches(&self, head: &[u64; 4], tail: &[u64; 4], len: u32) -> bool {
+        if len < self.min_len || (self.exact_len != 0 && len != self.exact_len) {
+            return false;
+        }
+        let mut diff = 0;
+        for i in 0..4 {
+            diff |= (head[i] ^ self.prefix[i]) & self.prefix_mask[i];
+            diff |= (tail[i] ^ self.suffix[i]) & self.suffix_mask[i];
+        }
+        diff == 0
+    }
+}
+
+/// Value of the `NAMES` map, keyed by the session's cgroup id: its protected-name patterns.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NamePatterns {
+    /// Patterns in use, from `patterns[0]`.
+    pub count: u32,
+    /// Padding (0).
+    pub pad: u32,
+    /// The patterns (the first `count` are in use).
+    pub patterns: [NamePattern; MAX_NAME_PATTERNS as usize],
+}
+
+/// A name's head and tail words, as the kernel builds them ([`NamePattern::matches`]).
+pub fn name_words(name: &[u8]) -> ([u64; 4], [u64; 4], u32) {
+    let max = NAME_PART_MAX as usize;
+    let mut head = [0u8; 32];
+    let mut tail = [0u8; 32];
+    let n = name.len().min(max);
+    head[..n].copy_from_slice(&name[..n]);
+    tail[max - n..].copy_from_slice(&name[name.len() - n..]);
+    let words = |b: [u8; 32]| {
+        let mut w = [0u64; 4];
+        for (i, c) in b.chunks_exact(8).enumerate() {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(c);
+            w[i] = u64::from_le_bytes(x);
+        }
+        w
+    };
+    (words(head), words(tail), name.len() as u32)
 }
 
 /// One allowed destination in the `EGRESS` array map.
@@ -621,7 +748,9 @@ const _: () = {
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);
-    assert!(core::mem::size_of::<SessionInfo>() == 24);
+    assert!(core::mem::size_of::<SessionInfo>() == 28);
+    assert!(core::mem::size_of::<NamePattern>() == 136);
+    assert!(core::mem::size_of::<NamePatterns>() == 8 + 136 * MAX_NAME_PATTERNS as usize);
     assert!(core::mem::offset_of!(SessionInfo, file_walk) == 16);
     assert!(core::mem::offset_of!(SessionInfo, roots) == 20);
     assert!(core::mem::size_of::<EgressRule>() == 40);
@@ -639,6 +768,7 @@ mod pod {
     unsafe impl aya::Pod for super::UnixName {}
     unsafe impl aya::Pod for super::DirName {}
     unsafe impl aya::Pod for super::SessionInfo {}
+    unsafe impl aya::Pod for super::NamePatterns {}
     unsafe impl aya::Pod for super::EgressRule {}
     unsafe impl aya::Pod for super::EgressPolicy {}
 }

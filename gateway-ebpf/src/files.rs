@@ -19,6 +19,9 @@
 //! - every hook above, on the side that makes or changes a name: a name of the session's
 //!   `READ_ONLY_NAMES` (a read-only path that did not exist when it started) in its
 //!   directory.
+//! - every hook above, on every side, after the checks above found nothing: a name that
+//!   matches one of the session's `sandbox.protected_names` under a `ROOT_NAMES` root
+//!   ([`crate::names`]).
 //! - `d_instantiate` (and `inode_rename`, before its decision), for every process: keeping
 //!   the index current (`TREE`), never denying.
 use aya_ebpf::{
@@ -134,6 +137,16 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         Ok(Found::Protected) => return deny(hit, Reason::ProtectedPath),
         Ok(Found::Outside(missing)) => return deny(hit, outside(missing)),
         Err(()) => return deny(hit, Reason::Unresolvable),
+    }
+    if session.info.names != 0 {
+        let Ok(d) = dentry() else {
+            return deny(hit, Reason::Unresolvable);
+        };
+        match crate::names::protected_by_name(cfg, &session, d, &mut hit) {
+            Ok(false) => {}
+            Ok(true) => return deny(hit, Reason::ProtectedName),
+            Err(()) => return deny(hit, Reason::Unresolvable),
+        }
     }
     if mode & FMODE_WRITE == 0 {
         return Ok(0);
@@ -303,6 +316,19 @@ fn check_inode(
         return Ok(Found::Clear);
     }
     walk(cfg, session, first()?, hit, need, protected)
+}
+
+/// Whether the dentry lies under a root of the session whose `ROOTS` value has `right`:
+/// the walk from its parent up finds one. Err as [`walk`]'s.
+#[inline(always)]
+pub fn walk_to_root(
+    cfg: &Config,
+    session: &Session,
+    dentry: *const u8,
+    right: u32,
+) -> Result<bool, ()> {
+    let mut ignored = Subject::default();
+    Ok(walk(cfg, session, dentry, &mut ignored, right, false)? == Found::Clear)
 }
 
 /// Walks from a positive dentry's parent up to its filesystem root (the dentry itself was
@@ -496,6 +522,14 @@ fn deny_file(
             None if need & ROOT_WRITE != 0 => match read_only_name(cfg, &session, d, &mut hit) {
                 Ok(false) => None,
                 Ok(true) => Some(Reason::ReadOnlyName),
+                Err(()) => Some(Reason::Unresolvable),
+            },
+            other => other,
+        };
+        let reason = match reason {
+            None => match crate::names::protected_by_name(cfg, &session, d, &mut hit) {
+                Ok(false) => None,
+                Ok(true) => Some(Reason::ProtectedName),
                 Err(()) => Some(Reason::Unresolvable),
             },
             other => other,

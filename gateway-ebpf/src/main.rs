@@ -42,6 +42,7 @@ mod exec;
 mod files;
 mod inbound;
 mod maps;
+mod names;
 mod session;
 mod unix;
 

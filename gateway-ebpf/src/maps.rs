@@ -7,7 +7,7 @@ use aya_ebpf::{
     maps::{Array, CgroupArray, HashMap, PerCpuArray},
 };
 use gateway_common::{
-    DirName, MAX_READ_ONLY_NAMES_TOTAL, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName,
+    DirName, MAX_READ_ONLY_NAMES_TOTAL, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, NamePatterns, UnixName,
 };
 use gateway_common::{
     EgressPolicy, Event, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS,
@@ -60,6 +60,12 @@ pub static ROOTS: HashMap<SessionInode, u32> =
 #[map]
 pub static READ_ONLY_NAMES: HashMap<DirName, u32> =
     HashMap::with_max_entries(MAX_READ_ONLY_NAMES_TOTAL, BPF_F_NO_PREALLOC);
+
+/// With a session's `SessionInfo::names`: its `sandbox.protected_names` patterns, by cgroup
+/// id (a file of such a name under a `ROOT_NAMES` root is protected).
+#[map]
+pub static NAMES: HashMap<u64, NamePatterns> =
+    HashMap::with_max_entries(MAX_SESSIONS, BPF_F_NO_PREALLOC);
 
 /// Each session's egress allowlist and lockdown switch.
 #[map]

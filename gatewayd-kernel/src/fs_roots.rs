@@ -11,7 +11,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use gateway_common::{ROOT_READ, ROOT_WRITE};
+use gateway_common::{ROOT_NAMES, ROOT_READ, ROOT_WRITE};
 
 use gatewayd_core::policy::Sandbox;
 
@@ -29,6 +29,9 @@ pub struct FsRoots {
     /// With `sandbox.writable` listed: the trees the agent may write. `None`: writing is not
     /// restricted.
     pub write: Option<Vec<PathBuf>>,
+    /// With `sandbox.protected_names` listed: where the names apply (`root` and the
+    /// writable roots). `None`: no name is protected.
+    pub names: Option<Vec<PathBuf>>,
 }
 
 impl FsRoots {
@@ -46,7 +49,12 @@ impl FsRoots {
             dedup(v)
         });
         let write = (!sandbox.writable.is_empty()).then(|| dedup(sandbox.writable.clone()));
-        FsRoots { read, write }
+        let names = (!sandbox.protected_names.is_empty()).then(|| {
+            let mut v = sandbox.writable.clone();
+            v.extend(sandbox.root.iter().cloned());
+            dedup(v)
+        });
+        FsRoots { read, write, names }
     }
 
     /// Whether the kernel restricts anything by roots.
@@ -66,14 +74,19 @@ impl FsRoots {
         f
     }
 
-    /// Every path the kernel matches, with its rights ([`ROOT_READ`] | [`ROOT_WRITE`]): each
+    /// Every path the kernel matches, with its rights ([`ROOT_READ`] | [`ROOT_WRITE`] |
+    /// [`ROOT_NAMES`]): each
     /// root that exists (made canonical), then each of `mounts` (mount points) lying strictly
     /// under a root, with the union of the rights of the roots it lies under. A walk up the
     /// dentry parents stops at its filesystem's root, so the root of a filesystem mounted
     /// under a root needs an entry of its own. Sorted by path, one entry per path.
     pub fn entries(&self, mounts: &[PathBuf]) -> Vec<(PathBuf, u32)> {
         let mut roots: BTreeMap<PathBuf, u32> = BTreeMap::new();
-        for (paths, rights) in [(&self.read, ROOT_READ), (&self.write, ROOT_WRITE)] {
+        for (paths, rights) in [
+            (&self.read, ROOT_READ),
+            (&self.write, ROOT_WRITE),
+            (&self.names, ROOT_NAMES),
+        ] {
             for p in paths.iter().flatten() {
                 if let Ok(c) = std::fs::canonicalize(p) {
                     *roots.entry(c).or_default() |= rights;
@@ -207,6 +220,7 @@ mod tests {
         let r = FsRoots {
             read: Some(vec![a.clone(), b.clone()]),
             write: Some(vec![b.clone(), base.join("missing")]),
+            names: Some(vec![b.join("in")]),
         };
         let mounts = [
             a.join("mnt"),
@@ -222,7 +236,8 @@ mod tests {
                 (a.clone(), ROOT_READ),
                 (a.join("mnt"), ROOT_READ),
                 (b.clone(), ROOT_READ | ROOT_WRITE),
-                (b.join("in/mnt"), ROOT_READ | ROOT_WRITE),
+                (b.join("in"), ROOT_NAMES),
+                (b.join("in/mnt"), ROOT_READ | ROOT_WRITE | ROOT_NAMES),
             ],
             "a missing root and mounts elsewhere have no entry"
         );

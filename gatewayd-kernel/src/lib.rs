@@ -27,4 +27,5 @@ pub mod fs_roots;
 pub mod kernel;
 pub mod landlock;
 pub mod landlock_audit;
+pub mod name_guard;
 pub mod session_limits;

@@ -100,6 +100,10 @@ pub enum RunError {
     /// The tier-2 Landlock ruleset could not be built.
     #[error("refusing to start the agent: {0}")]
     Landlock(#[from] gatewayd_kernel::landlock::LandlockError),
+    /// `sandbox.protected_names` cannot be enforced at tier 2 here and the policy says
+    /// `kernel: "require"`.
+    #[error("refusing to start the agent (the policy says kernel: require): {0}")]
+    NamesNotEnforced(gatewayd_kernel::name_guard::NameGuardError),
     /// A step found what another step should have made (a bug).
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -63,6 +63,8 @@ fn advice(reason: &str, object: Option<&str>) -> (Vec<&'static str>, String) {
     let (field, change): (&[&'static str], String) = match reason {
         "protected_path" => (&["sandbox", "protected"], format!(
             "{it} is a protected path (a secret): only if the agent must read it, remove the entry that covers it from sandbox.protected")),
+        "protected_name" => (&["sandbox", "protected_names"], format!(
+            "{it} has a protected name (a secret by its name, such as .env or a key): only if the agent must read it, remove the pattern that matches it from sandbox.protected_names")),
         "outside_readable" => (&["sandbox", "readable"], format!("add a directory that holds {it} to sandbox.readable")),
         "outside_writable" => (&["sandbox", "writable"], format!("add a directory that holds {it} to sandbox.writable")),
         "read_only_path" | "read_only_name" => (&["sandbox", "read_only"], format!(
@@ -103,6 +105,8 @@ fn sandbox_kind<'a>(reason: &'a str, message: &str) -> &'a str {
         "outside_writable"
     } else if message.contains("readable root") {
         "outside_readable"
+    } else if message.contains("sandbox.protected_names") {
+        "protected_name"
     } else if message.contains("protected") {
         "protected_path"
     } else if message.contains("read-only") {

@@ -8,7 +8,7 @@ use std::{
 
 use crate::{
     net::Cidr,
-    policy::{Network, PathAccess, Sandbox},
+    policy::{Network, PathAccess, Sandbox, protected_names::ProtectedNames},
     shell::uri::{self, Uri},
 };
 
@@ -140,6 +140,10 @@ pub struct SandboxView {
     protected_ids: HashSet<(u64, u64)>,
     /// Allowed binaries: canonical paths, and the file names written in the policy.
     pub exec: Vec<PathBuf>,
+    /// `sandbox.protected_names` (checked when the policy loaded).
+    names: ProtectedNames,
+    /// Where the names apply: `root` and the writable roots (as written and canonical).
+    name_roots: Vec<PathBuf>,
 }
 
 impl SandboxView {
@@ -163,7 +167,11 @@ impl SandboxView {
             index_protected(p, &mut protected_ids);
         }
         let exec = s.exec.iter().flat_map(|p| both(p)).collect();
+        let names = ProtectedNames::parse(&s.protected_names).unwrap_or_default();
+        let name_roots = root.iter().chain(&write).cloned().collect();
         SandboxView {
+            names,
+            name_roots,
             root,
             read,
             write,
@@ -267,6 +275,17 @@ impl SandboxView {
             .cloned()
     }
 
+    /// The `sandbox.protected_names` pattern a path's own name matches, when it lies under
+    /// `root` or a writable root.
+    pub fn protected_name(&self, p: &Path) -> Option<&str> {
+        let name = p.file_name()?;
+        let pattern = self.names.matching(name)?;
+        self.name_roots
+            .iter()
+            .any(|r| p.starts_with(r))
+            .then_some(pattern)
+    }
+
     /// Checks a canonical path for an access; Err = the message of a `sandbox` denial.
     pub fn check(&self, raw: &str, p: &Path, access: PathAccess) -> Result<(), String> {
         if let Some(x) = self.protected_hit(p) {
@@ -274,6 +293,12 @@ impl SandboxView {
                 "path `{raw}` resolves to `{}`, which is inside protected path `{}`; protected paths are never readable or writable through tools",
                 p.display(),
                 x.display()
+            ));
+        }
+        if let Some(pattern) = self.protected_name(p) {
+            return Err(format!(
+                "path `{raw}` resolves to `{}`, whose name matches protected name `{pattern}` (sandbox.protected_names): files of that name are never readable or writable by the agent; ask the user for what you need from it",
+                p.display(),
             ));
         }
         let (roots, what) = match access {
@@ -426,6 +451,35 @@ impl EgressView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protected_names_apply_under_root_and_writable_roots_to_files_made_later() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(d.path()).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let sb: Sandbox = serde_json::from_value(serde_json::json!({
+            "root": ws, "readable": [elsewhere.path()],
+            "protected_names": [".env", ".env.*", "*.pem"]}))
+        .unwrap();
+        let view = SandboxView::new(&sb);
+        // Made after the view: names are matched at each call.
+        std::fs::create_dir_all(ws.join("svc")).unwrap();
+        std::fs::write(ws.join("svc/.env.local"), "K=v").unwrap();
+        for (path, refused) in [
+            (ws.join(".env"), true),
+            (ws.join("svc/.env.local"), true),
+            (ws.join("tls/server.pem"), true),
+            (ws.join("svc/env.txt"), false),
+            (ws.join(".envrc"), false),
+            (elsewhere.path().join(".env"), false),
+        ] {
+            let r = view.check("x", &path, PathAccess::Read);
+            assert_eq!(r.is_err(), refused, "{}: {r:?}", path.display());
+            if let Err(m) = r {
+                assert!(m.contains("sandbox.protected_names"), "{m}");
+            }
+        }
+    }
 
     #[test]
     fn names_pass_a_protected_file_below_and_read_only_paths_take_no_write() {

@@ -12,6 +12,7 @@ pub(crate) mod agent;
 mod error;
 pub(crate) mod mcp;
 pub mod names;
+pub mod protected_names;
 pub mod schema;
 pub mod spans;
 pub mod starter;
@@ -66,6 +67,11 @@ pub struct Sandbox {
     /// (a directory protects everything under it). The kernel matches them by inode.
     #[serde(default)]
     pub protected: Vec<PathBuf>,
+    /// File names nobody in the agent's cgroup may open under `root` and the `writable`
+    /// roots, whether the file exists at start or is made later: `.env`, `.env.*`, `*.pem`,
+    /// `id_*` ([`protected_names::NamePattern`]: at most one `*`).
+    #[serde(default)]
+    pub protected_names: Vec<String>,
     /// Binaries the agent may execute.
     #[serde(default)]
     pub exec: Vec<PathBuf>,

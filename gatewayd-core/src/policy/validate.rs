@@ -52,6 +52,18 @@ impl Policy {
                 }
             }
         }
+        super::protected_names::ProtectedNames::parse(&self.sandbox.protected_names).map_err(
+            |(i, m)| ValidationError::value(root.key("sandbox").key("protected_names").index(i), m),
+        )?;
+        if !self.sandbox.protected_names.is_empty()
+            && self.sandbox.root.is_none()
+            && self.sandbox.writable.is_empty()
+        {
+            return Err(ValidationError::value(
+                root.key("sandbox").key("protected_names"),
+                "protected names apply under sandbox.root and the sandbox.writable roots, and neither is set: nothing would be protected",
+            ));
+        }
         for (i, d) in self.sandbox.devices.iter().enumerate() {
             device(d).map_err(|m| {
                 ValidationError::value(root.key("sandbox").key("devices").index(i), m)

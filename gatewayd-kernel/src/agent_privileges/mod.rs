@@ -35,6 +35,7 @@ pub(crate) mod descriptors;
 pub(crate) mod dev;
 pub mod hide;
 pub(crate) mod host_sockets;
+pub mod name_marks;
 pub(crate) mod pid_namespace;
 pub mod private_tmp;
 pub(crate) mod read_only;
@@ -141,6 +142,8 @@ pub struct AgentPrivileges {
     filter_bpf_lsm: Option<seccomp::Filter>,
     /// Tier 2: the mounts that hide the protected paths ([`AgentPrivileges::hide`]).
     hiding: hide::Hiding,
+    /// Tier 2: the roots marked for protected names ([`AgentPrivileges::protect_names`]).
+    name_marks: name_marks::NameMarks,
     /// Both tiers: what the agent sees of `/proc`, `/sys` and `/dev`.
     surfaces: surfaces::Surfaces,
     /// The descriptors above 2 the agent keeps (`--preserve-fd`).
@@ -209,6 +212,7 @@ impl AgentPrivileges {
             pid_namespace: pid_namespace::PidNamespace::new(),
             filter_bpf_lsm: Some(filter_bpf_lsm),
             hiding: hide::Hiding::default(),
+            name_marks: name_marks::NameMarks::default(),
             surfaces: surfaces::Surfaces::plan(&[]),
             descriptors: descriptors::Descriptors::default(),
         })
@@ -251,6 +255,15 @@ impl AgentPrivileges {
     /// At tier 2: the mounts that hide the protected paths in the agent's namespace.
     pub fn hide(&mut self, hiding: hide::Hiding) {
         self.hiding = hiding;
+    }
+
+    /// At tier 2, with `sandbox.protected_names`: the roots bound and marked for the
+    /// fanotify group of [`crate::name_guard`], and hard links refused to the agent (a link
+    /// is no open, and would give a protected file a free name).
+    pub fn protect_names(&mut self, marks: name_marks::NameMarks) -> Result<(), PrivilegesError> {
+        self.name_marks = marks;
+        self.filter.refuse_hard_links()?;
+        Ok(())
     }
 
     /// Environment variables the agent gets in place of gatewayd's (`HOME`, `USER`,
@@ -317,6 +330,7 @@ impl AgentPrivileges {
         let filter = self.filter.clone();
         let pid_namespace = self.pid_namespace;
         let hiding = self.hiding.clone();
+        let name_marks = self.name_marks.clone();
         let surfaces = self.surfaces.clone();
         let descriptors = self.descriptors.clone();
         move || {
@@ -328,6 +342,7 @@ impl AgentPrivileges {
                     enter()?;
                     surfaces.seal()?;
                     hiding.apply()?;
+                    name_marks.apply()?;
                     between()
                 },
                 tell_init.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),

@@ -114,6 +114,8 @@ pub(crate) struct Filter {
     families: Vec<u64>,
     netlink: Vec<u64>,
     bpf_lsm: bool,
+    /// Hard links refused too ([`Filter::refuse_hard_links`]).
+    links_refused: bool,
 }
 
 impl Filter {
@@ -158,7 +160,33 @@ impl Filter {
             families,
             netlink,
             bpf_lsm,
+            links_refused: false,
         })
+    }
+
+    /// Adds a filter that refuses hard links (`link`, `linkat`) with `EPERM`
+    /// (`hard_link_named`): at tier 2 with `sandbox.protected_names`, where nothing could
+    /// stop a link from giving a protected-name file a name no pattern matches. git, cargo
+    /// and pnpm fall back to a rename or a copy when a link fails.
+    pub(crate) fn refuse_hard_links(&mut self) -> Result<(), SeccompError> {
+        if self.links_refused {
+            return Ok(());
+        }
+        let arch = TargetArch::try_from(std::env::consts::ARCH)
+            .map_err(|_| SeccompError::Arch(std::env::consts::ARCH.into()))?;
+        let calls: &[&str] = if matches!(arch, TargetArch::x86_64) {
+            &["link", "linkat"]
+        } else {
+            &["linkat"]
+        };
+        let filter: Vec<Value> = calls.iter().map(|c| json!({"syscall": c})).collect();
+        let doc = json!({"links": {"mismatch_action": "allow",
+            "match_action": {"errno": libc::EPERM}, "filter": filter}});
+        let mut compiled = seccompiler::compile_from_json(doc.to_string().as_bytes(), arch)?;
+        let p = compiled.remove("links").unwrap_or_default();
+        self.programs.push(p.iter().map(to_libc).collect());
+        self.links_refused = true;
+        Ok(())
     }
 
     /// What the `session_start` record says of the filter.
@@ -171,6 +199,7 @@ impl Filter {
             "netlink_protocols": self.netlink,
             "unknown_syscalls_from": FIRST_UNKNOWN_SYSCALL,
             "denied_ioctls": TERMINAL_INJECTION.map(|(name, _)| name),
+            "hard_links": if self.links_refused { "refused (protected names at tier 2)" } else { "allowed" },
         })
     }
 

@@ -198,6 +198,14 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
                 detail["protected_path"] = json!(p.display().to_string());
             }
         }
+        Payload::File if reason == Some(Reason::ProtectedName) => {
+            let pattern = usize::try_from(ev.protected_ino)
+                .ok()
+                .and_then(|i| spec.protected_names.patterns.get(i));
+            if let Some((written, _)) = pattern {
+                detail["protected_name"] = json!(written);
+            }
+        }
         Payload::File if reason == Some(Reason::ReadOnlyName) => {
             let named = usize::try_from(ev.protected_ino)
                 .ok()
@@ -263,6 +271,7 @@ mod tests {
             read_only_names: vec![],
             roots_enforced: 0,
             roots: vec![],
+            protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
             require: true,
         }
     }

@@ -6,7 +6,7 @@ use aya::{
     Ebpf,
     maps::{Array, ArrayOfMaps, HashMap, Map, MapData, MapError, PerCpuArray},
 };
-use gateway_common::{DirName, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, UnixName};
+use gateway_common::{DirName, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, NamePatterns, UnixName};
 use gateway_common::{
     EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SessionInfo,
     SessionInode,
@@ -16,7 +16,7 @@ use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub(crate) const PINNED: [&str; 14] = [
+pub(crate) const PINNED: [&str; 15] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -31,6 +31,7 @@ pub(crate) const PINNED: [&str; 14] = [
     "UNIX_NAMES",
     "ROOTS",
     "READ_ONLY_NAMES",
+    "NAMES",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -105,6 +106,8 @@ pub(crate) struct SetMaps {
     /// `READ_ONLY_NAMES`: names a session's agent may not make in a directory, with the
     /// index of the read-only path each is for.
     pub read_only_names: HashMap<MapData, DirName, u32>,
+    /// `NAMES`: each session's `sandbox.protected_names` patterns, by cgroup id.
+    pub names: HashMap<MapData, u64, NamePatterns>,
     /// The set's folder in bpffs (its recorders are attached and detached there).
     pub dir: std::path::PathBuf,
 }
@@ -142,18 +145,19 @@ impl SetMaps {
             roots: HashMap::try_from(open("ROOTS")?).map_err(map_err("ROOTS"))?,
             read_only_names: HashMap::try_from(open("READ_ONLY_NAMES")?)
                 .map_err(map_err("READ_ONLY_NAMES"))?,
+            names: HashMap::try_from(open("NAMES")?).map_err(map_err("NAMES"))?,
             dir: dir.to_owned(),
         })
     }
 
-    /// Sets `EVERY_OPEN` from `SESSIONS`: non-zero while a live session enforces roots or
-    /// is not indexed (it walks). Called under the set lock after sessions are removed; a
+    /// Sets `EVERY_OPEN` from `SESSIONS`: non-zero while a live session enforces roots,
+    /// protects names or is not indexed (it walks). Called under the set lock after sessions are removed; a
     /// session that needs it sets it before its own `SESSIONS` entry goes in.
     pub(crate) fn refresh_every_open(&mut self) -> Result<(), KernelError> {
         let mut any = false;
         for entry in &self.sessions {
             let (_, info) = entry.map_err(map_err("SESSIONS"))?;
-            any |= info.roots != 0 || info.file_walk != 0;
+            any |= info.needs_every_open();
         }
         self.every_open
             .set(0, u32::from(any), 0)

@@ -12,9 +12,11 @@ use std::{
 use aya::maps::{Map, MapData, PerCpuValues, RingBuf};
 use gateway_common::{
     EXEC_MAP_ONLY, EXEC_RUN, EgressPolicy, EgressRule, InodeKey, MAX_EGRESS_RULES, MAX_EXEC,
-    MAX_INDEXED, MAX_PROTECTED, MAX_ROOTS, MAX_SESSION_NESTING, MAX_SESSIONS, SESSION_EVENTS_BYTES,
-    SessionInfo, SessionInode, TREE_INDEXED, TREE_PROTECTED,
+    MAX_INDEXED, MAX_NAME_PATTERNS, MAX_PROTECTED, MAX_ROOTS, MAX_SESSION_NESTING, MAX_SESSIONS,
+    NamePattern, NamePatterns, SESSION_EVENTS_BYTES, SessionInfo, SessionInode, TREE_INDEXED,
+    TREE_PROTECTED,
 };
+use gatewayd_core::policy::protected_names::ProtectedNames;
 
 use super::{
     KernelError, KernelSpec,
@@ -202,9 +204,10 @@ pub(crate) fn add(
             slot,
             file_walk: u32::from(index.is_err()),
             roots: spec.roots_enforced,
+            names: spec.protected_names.patterns.len() as u32,
         };
         // Before the session is live: its file checks need more than `TREE`.
-        if info.roots != 0 || info.file_walk != 0 {
+        if info.needs_every_open() {
             m.every_open.set(0, 1, 0).map_err(map_err("EVERY_OPEN"))?;
         }
         m.sessions
@@ -250,6 +253,8 @@ pub(crate) fn add(
 /// What one session puts in the shared maps, derived from its spec before the maps' lock is
 /// taken.
 struct Wanted {
+    /// The session's cgroup id.
+    id: u64,
     protected: Vec<SessionInode>,
     run: Vec<SessionInode>,
     map_only: Vec<SessionInode>,
@@ -257,6 +262,8 @@ struct Wanted {
     unix: UnixKeys,
     names: ReadOnlyNames,
     egress: EgressPolicy,
+    /// `sandbox.protected_names` in the kernel's layout; `None` without any.
+    name_patterns: Option<NamePatterns>,
 }
 
 /// A zero per CPU: a session's `DROPPED` counter when it starts.
@@ -280,6 +287,7 @@ impl Wanted {
         egress.rules[..spec.egress.len()].copy_from_slice(&spec.egress);
         egress.count = spec.egress.len() as u32;
         Ok(Wanted {
+            id,
             protected: entries(id, &spec.protected_keys()),
             run: entries(id, &spec.exec_keys()),
             map_only: entries(id, &spec.exec_map_keys()),
@@ -287,6 +295,7 @@ impl Wanted {
             unix: UnixKeys::of(id, spec)?,
             names: ReadOnlyNames::of(id, spec),
             egress,
+            name_patterns: name_patterns(&spec.protected_names),
         })
     }
 
@@ -305,9 +314,32 @@ impl Wanted {
                 .insert(k, rights, 0)
                 .map_err(insert_err("ROOTS", ROOTS_CAPACITY))?;
         }
+        if let Some(p) = &self.name_patterns {
+            m.names
+                .insert(self.id, p, 0)
+                .map_err(insert_err("NAMES", MAX_SESSIONS))?;
+        }
         self.unix.insert(m)?;
         self.names.insert(m)
     }
+}
+
+/// The kernel's form of the policy's protected names (at most [`MAX_NAME_PATTERNS`], each
+/// part at most [`gateway_common::NAME_PART_MAX`] bytes: checked when the policy loaded).
+fn name_patterns(names: &ProtectedNames) -> Option<NamePatterns> {
+    if names.is_empty() {
+        return None;
+    }
+    let mut out = NamePatterns {
+        count: 0,
+        pad: 0,
+        patterns: [NamePattern::default(); MAX_NAME_PATTERNS as usize],
+    };
+    for (slot, (_, p)) in out.patterns.iter_mut().zip(&names.patterns) {
+        *slot = NamePattern::new(&p.prefix, &p.suffix, p.wildcard)?;
+        out.count += 1;
+    }
+    Some(out)
 }
 
 /// Indexes the protected trees: each directory goes in `TREE` before it is listed (the
@@ -457,6 +489,7 @@ pub(crate) fn remove_entries(
     unix.remove(m, &mut note);
     names.remove(m, &mut note);
     note("EGRESS", m.egress.remove(&id));
+    note("NAMES", m.names.remove(&id));
     first.map_or(Ok(()), Err)
 }
 
@@ -558,6 +591,7 @@ mod tests {
             read_only_names: vec![],
             roots_enforced: 0,
             roots: vec![],
+            protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
             require: false,
         }
     }

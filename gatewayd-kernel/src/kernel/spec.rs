@@ -12,6 +12,7 @@ use gatewayd_core::{
 };
 
 use crate::fs_roots::FsRoots;
+use gatewayd_core::policy::protected_names::ProtectedNames;
 
 /// A protected path as the kernel sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +42,8 @@ pub struct RootInode {
     pub path: PathBuf,
     /// Its kernel identity (for a mount point: the root of the filesystem mounted there).
     pub key: InodeKey,
-    /// `ROOT_READ` | `ROOT_WRITE`: what may be done beneath it.
+    /// `ROOT_READ` | `ROOT_WRITE` | `ROOT_NAMES`: what may be done beneath it, and whether
+    /// the protected names apply there.
     pub rights: u32,
 }
 
@@ -73,8 +75,11 @@ pub struct KernelSpec {
     /// The sides of the file roots enforced (`ROOT_READ` | `ROOT_WRITE`; 0: none), from
     /// [`FsRoots::flags`].
     pub roots_enforced: u32,
-    /// With `roots_enforced`: the roots and the mount points under them, resolved now.
+    /// With `roots_enforced` or `protected_names`: the roots and the mount points under
+    /// them, resolved now.
     pub roots: Vec<RootInode>,
+    /// `sandbox.protected_names`, parsed (`NAMES`; checked when the policy loaded).
+    pub protected_names: ProtectedNames,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
 }
@@ -200,7 +205,7 @@ fn root_inodes(
     roots: &FsRoots,
     warnings: &mut Vec<SpecWarning>,
 ) -> Vec<RootInode> {
-    if !roots.enforced() {
+    if !roots.enforced() && roots.names.is_none() {
         return Vec::new();
     }
     for p in sandbox.readable.iter().chain(&sandbox.writable) {
@@ -295,6 +300,8 @@ impl KernelSpec {
             read_only_names,
             roots_enforced: fs_roots.flags(),
             roots,
+            protected_names: ProtectedNames::parse(&policy.sandbox.protected_names)
+                .unwrap_or_default(),
             require: policy.kernel == KernelMode::Require,
         };
         (spec, warnings)

@@ -10,7 +10,8 @@ use gatewayd_core::audit::Decision as AD;
 
 impl Gateway {
     /// A kernel denial (`reason`, as the kernel's event decoded) of a process in `cgroup`
-    /// (its cgroup v2 path, as in `/proc/PID/cgroup`). For `protected_path`, every open
+    /// (its cgroup v2 path, as in `/proc/PID/cgroup`). For `protected_path` and
+    /// `protected_name` (an attempt on a secret), every open
     /// session whose owner cgroup is `cgroup` or one of its ancestors gets the policy's
     /// `suspicion` mode applied (`private`: the private leg; `lockdown`: both legs, and the
     /// trip hook runs); each change is recorded (`suspicion`). Other reasons change nothing.
@@ -21,7 +22,7 @@ impl Gateway {
         cgroup: &str,
         reason: Reason,
     ) -> Result<usize, RpcError> {
-        if reason != Reason::ProtectedPath {
+        if !reason.is_secret_attempt() {
             return Ok(0);
         }
         let mut changed = 0;

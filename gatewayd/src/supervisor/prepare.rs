@@ -11,12 +11,14 @@ use super::{RunError, RunOptions, agent_gateway, records::append};
 use gatewayd_core::{
     audit::{Decision, Entry, writer::WriterHandle},
     clock::Clock,
-    policy::UnixEntry,
+    policy::{KernelMode, UnixEntry, protected_names::ProtectedNames},
 };
 use gatewayd_kernel::{
-    agent_privileges::{AgentPrivileges, hide, private_tmp},
+    agent_privileges::{AgentPrivileges, hide, name_marks::NameMarks, private_tmp},
     confinement::{ConfineError, Confinement, LandlockUse, Plan},
+    fs_roots::FsRoots,
     kernel::{self, Tier},
+    name_guard::NameGuard,
     session_limits,
 };
 
@@ -39,6 +41,9 @@ pub(super) struct Prepared {
     pub(super) session_tmp: Option<private_tmp::SessionTmp>,
     /// gatewayd's `oom_score_adj`, or why it was not lowered.
     pub(super) oom_score_adj: Value,
+    /// Tier 2 with `sandbox.protected_names`: the fanotify group that refuses them, served
+    /// once the session starts.
+    pub(super) name_guard: Option<NameGuard>,
 }
 
 /// Phase 1; see the module.
@@ -74,8 +79,10 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         Ok(c) => c,
         Err(e) => return Err(refused(ctx, e, resolved).await),
     };
+    let mut name_guard = None;
     if confinement.ruleset().is_some() {
         hide_protected(ctx, &mut confinement, &mut privileges);
+        name_guard = guard_names(&mut confinement, &mut privileges)?;
     }
     if confinement.report.tier == Tier::Full {
         privileges.leave_to_bpf_lsm();
@@ -85,7 +92,46 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         confinement,
         session_tmp,
         oom_score_adj,
+        name_guard,
     })
+}
+
+/// Tier 2 with `sandbox.protected_names`: the fanotify group, its marks in the agent's
+/// namespace, and hard links refused ([`gatewayd_kernel::name_guard`]). Where fanotify
+/// permission events are missing the names are not enforced by the kernel: an error when
+/// the policy says `kernel: "require"`, a warning otherwise.
+fn guard_names(
+    c: &mut Confinement,
+    privileges: &mut AgentPrivileges,
+) -> Result<Option<NameGuard>, RunError> {
+    let sandbox = &c.policy.sandbox;
+    let Some(roots) = FsRoots::of(sandbox).names else {
+        return Ok(None);
+    };
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect();
+    let names = ProtectedNames::parse(&sandbox.protected_names).unwrap_or_default();
+    match NameGuard::open(names, roots) {
+        Ok(guard) => {
+            let (fd, roots) = guard.marks();
+            privileges.protect_names(NameMarks::new(fd, roots))?;
+            c.report
+                .pieces
+                .insert("protected_names".into(), guard.describe());
+            Ok(Some(guard))
+        }
+        Err(e) if c.policy.kernel == KernelMode::Require => Err(RunError::NamesNotEnforced(e)),
+        Err(e) => {
+            let why = format!("not enforced by the kernel: {e}");
+            c.report
+                .warnings
+                .push(format!("sandbox.protected_names: {why}"));
+            c.report.pieces.insert("protected_names".into(), json!(why));
+            Ok(None)
+        }
+    }
 }
 
 /// The agent's user and what it keeps; a failure is recorded (`agent_user`).

@@ -105,17 +105,14 @@ pub(super) async fn forward_kernel_records(
             return;
         };
         let written = windows.offer(entry);
-        let suspect = reason == Some(Reason::ProtectedPath) && !written.is_empty();
+        let suspect = reason.filter(|r| r.is_secret_attempt() && !written.is_empty());
         out.submit_all(written, rx.is_empty()).await;
-        if let (true, Some(s)) = (suspect, &suspicion) {
+        if let (Some(reason), Some(s)) = (suspect, &suspicion) {
             // Its own task: the trip hook it may run waits on the kernel task, which may be
             // waiting for this loop to take its next record.
             let (gateway, cgroup) = (s.gateway.clone(), s.cgroup.clone());
             tokio::spawn(async move {
-                if let Err(e) = gateway
-                    .note_kernel_denial(&cgroup, Reason::ProtectedPath)
-                    .await
-                {
+                if let Err(e) = gateway.note_kernel_denial(&cgroup, reason).await {
                     eprintln!("gatewayd: a kernel denial's suspicion: {}", e.message);
                 }
             });

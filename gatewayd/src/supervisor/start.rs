@@ -38,6 +38,8 @@ pub(super) struct Live {
     pub(super) forwarder: JoinHandle<()>,
     /// Tier 2's Landlock denials, when the kernel logs them to audit.
     pub(super) landlock_reader: Option<landlock_records::LandlockRecords>,
+    /// Tier 2: refuses the protected names' opens (ended before the forwarder).
+    pub(super) name_guard: Option<gatewayd_kernel::name_guard::Serving>,
     /// Tells the reader the agent's init pid (taken by the agent's pre-exec steps).
     pub(super) tell_init: Option<OwnedFd>,
     /// Kernel denials recorded so far.
@@ -56,6 +58,7 @@ pub(super) async fn start(
     let denials = Arc::new(AtomicU64::new(0));
     let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
     let (landlock_reader, tell_init) = landlock_reader(ctx, &mut prepared, &records, &denials);
+    let name_guard = serve_names(ctx, &mut prepared, &records, &denials)?;
     let detail = session_start(ctx, &prepared, started);
     append(
         &ctx.audit,
@@ -124,10 +127,51 @@ pub(super) async fn start(
         gateway_failed,
         forwarder,
         landlock_reader,
+        name_guard,
         tell_init,
         denials,
         left,
     })
+}
+
+/// Tier 2's protected names: each refused open becomes a kernel record (`protected_name`,
+/// which counts toward the Rule of Two as a protected path does).
+fn serve_names(
+    ctx: &Ctx<'_>,
+    prepared: &mut Prepared,
+    records: &mpsc::Sender<KernelRecord>,
+    denials: &Arc<AtomicU64>,
+) -> Result<Option<gatewayd_kernel::name_guard::Serving>, RunError> {
+    let Some(guard) = prepared.name_guard.take() else {
+        return Ok(None);
+    };
+    let (session, records, denials) = (ctx.session.clone(), records.clone(), denials.clone());
+    let serving = guard
+        .serve(move |d| {
+            denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let record = KernelRecord {
+                entry: name_denial_entry(&session, &d),
+                reason: Some(gateway_common::Reason::ProtectedName),
+            };
+            // The forwarder is gone only at the very end: nothing is left to record.
+            let _ = records.blocking_send(record);
+        })
+        .map_err(RunError::NamesNotEnforced)?;
+    Ok(Some(serving))
+}
+
+/// The audit entry of an open refused by name at tier 2.
+fn name_denial_entry(session: &str, d: &gatewayd_kernel::name_guard::NameDenial) -> Entry {
+    let message = if d.by_name {
+        "this file's name is one of the policy's sandbox.protected_names (a secret by its name, such as .env or a key): opening it is denied; ask the user for what you need from it"
+    } else {
+        "this file was seen under a name of the policy's sandbox.protected_names and was renamed or linked since: opening it under another name is denied too"
+    };
+    let detail = json!({
+        "pid": d.pid, "path": d.path, "protected_name": d.pattern, "by_name": d.by_name,
+        "channel": "fanotify", "message": message,
+    });
+    Entry::kernel(session, "fanotify/open_perm", "protected_name", detail)
 }
 
 /// Tier 2's denials, where the kernel logs them to audit and audit is on.

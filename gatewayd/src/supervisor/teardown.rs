@@ -29,6 +29,7 @@ pub(super) async fn teardown(
         gateway,
         forwarder,
         landlock_reader,
+        name_guard,
         denials,
         left,
         ..
@@ -59,6 +60,10 @@ pub(super) async fn teardown(
     drop(prepared.session_tmp);
     if let Some(reader) = landlock_reader {
         reader.finish().await;
+    }
+    if let Some(guard) = name_guard {
+        // Its thread holds a sender of kernel records; nothing opens any more.
+        let _ = tokio::task::spawn_blocking(move || guard.finish()).await;
     }
     // The kernel task and the Landlock reader dropped their senders when they ended:
     // everything they sent is submitted.

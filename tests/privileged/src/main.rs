@@ -31,6 +31,7 @@ mod limits;
 mod mcp_servers;
 mod private_tmp;
 mod protected_files;
+mod protected_names;
 mod read_only;
 mod sandbox_roots;
 mod sessions;

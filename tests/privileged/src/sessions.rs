@@ -279,6 +279,7 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd_kernel::kernel::KernelSpec 
         read_only_names: Vec::new(),
         roots_enforced: 0,
         roots: Vec::new(),
+        protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
         require: false,
     }
 }
@@ -529,6 +530,7 @@ fn protected_session(
         read_only_names: Vec::new(),
         roots_enforced: 0,
         roots: Vec::new(),
+        protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
         require: false,
     };
     let added = programs.add_session(&spec, std::process::id());
