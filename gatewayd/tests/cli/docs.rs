@@ -305,3 +305,92 @@ pub(crate) fn with_gatewayd() -> String {
         std::env::var("PATH").unwrap_or_default()
     )
 }
+
+/// The policy POLICY.md's field examples make together: the top-level example, then each
+/// `"field": ...` example merged in (objects field by field) and the tool example as a tool.
+fn policy_of_the_field_examples() -> (serde_json::Value, usize) {
+    let doc = gatewayd_testkit::readme::doc_text("docs/POLICY.md");
+    let fields = &doc[..doc
+        .find("## Testing a policy")
+        .expect("the testing section")];
+    let blocks: Vec<&str> = fields
+        .split("```json\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    let (first, rest) = blocks.split_first().expect("a top-level example");
+    let mut policy: serde_json::Value = serde_json::from_str(first).expect("the top level");
+    for b in rest {
+        let b = b.trim();
+        if b.starts_with('{') {
+            let tool: serde_json::Value = serde_json::from_str(b).expect("a tool");
+            policy["tools"] = serde_json::json!([tool]);
+            continue;
+        }
+        let fragment: serde_json::Value =
+            serde_json::from_str(&format!("{{{b}}}")).unwrap_or_else(|e| panic!("{b}: {e}"));
+        for (k, v) in fragment.as_object().expect("an object") {
+            match (
+                policy.get_mut(k).and_then(|p| p.as_object_mut()),
+                v.as_object(),
+            ) {
+                (Some(into), Some(from)) => into.extend(from.clone()),
+                _ => policy[k] = v.clone(),
+            }
+        }
+    }
+    (policy, blocks.len())
+}
+
+/// `gatewayd policy validate` on `policy` written to `dir`: exit code and output.
+fn validate(dir: &Path, policy: &serde_json::Value) -> (Option<i32>, String) {
+    let path = dir.join("policy.json");
+    std::fs::write(&path, serde_json::to_string_pretty(policy).unwrap()).unwrap();
+    let out =
+        gatewayd::<&std::ffi::OsStr>(&["policy".as_ref(), "validate".as_ref(), path.as_os_str()]);
+    (out.status.code(), text(&out))
+}
+
+/// Every field example of POLICY.md (top level, sandbox, network, agent, a tool, rules,
+/// limits, secrets and credentials, `mcp_servers`) and MCP.md's server entry, put together,
+/// is a valid policy, and the tool's fingerprint is its definition's (`policy pin` changes
+/// nothing).
+#[test]
+fn the_policy_md_field_examples_make_a_valid_policy() {
+    let (mut policy, blocks) = policy_of_the_field_examples();
+    assert!(blocks >= 10, "only {blocks} examples found");
+    for field in [
+        "sandbox",
+        "network",
+        "agent",
+        "tools",
+        "rules",
+        "limits",
+        "secrets",
+        "credentials",
+        "mcp_servers",
+    ] {
+        assert!(policy.get(field).is_some(), "no {field} example: {policy}");
+    }
+    assert!(policy["network"]["unix"].is_array() && policy["network"]["egress"].is_array());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out) = validate(dir.path(), &policy);
+    assert_eq!(code, Some(0), "{out}");
+    let pin = gatewayd::<&std::ffi::OsStr>(&[
+        "policy".as_ref(),
+        "pin".as_ref(),
+        dir.path().join("policy.json").as_os_str(),
+    ]);
+    assert!(text(&pin).contains("nothing to change"), "{}", text(&pin));
+    // MCP.md's server entry in the place of POLICY.md's.
+    let mcp = gatewayd_testkit::readme::doc_text("docs/MCP.md");
+    let entry = mcp
+        .split("```json\n")
+        .map(|b| b.split("```").next().unwrap_or_default())
+        .find(|b| b.starts_with("\"mcp_servers\""))
+        .expect("MCP.md's server entry");
+    let entry: serde_json::Value = serde_json::from_str(&format!("{{{entry}}}")).unwrap();
+    policy["mcp_servers"] = entry["mcp_servers"].clone();
+    let (code, out) = validate(dir.path(), &policy);
+    assert_eq!(code, Some(0), "{out}");
+}
