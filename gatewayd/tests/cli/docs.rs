@@ -2,8 +2,12 @@
 //! --help`'s examples) against the command line itself: every `gatewayd ...` they show, in
 //! a code span or a `sh` block, names subcommands and options that exist. Placeholders
 //! (`P`, `FILE`, `ID`) stay as written: what is checked is that the command line still
-//! takes the words. The examples that can run here run as written: OPERATIONS.md's audit
-//! block (here) and its operators' block (the daemon tests, `cli.rs`).
+//! takes the words. POLICY.md's field examples, put together, make a valid policy (here).
+//! The examples that can run run as written: OPERATIONS.md's audit block (here), its
+//! operators' block (daemon tests, `cli.rs`) and its systemd block (packaging tests,
+//! `quickstart.rs`), the cookbook's check lines (`cookbook.rs`), HOOKS.md's install block
+//! (hosts tests, `readme.rs`); PROTOCOL.md's exchanges, MCP.md's client configuration and the
+//! README's quickstarts have tests of their own.
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::Path,
