@@ -398,3 +398,33 @@ fn the_policy_md_field_examples_make_a_valid_policy() {
     let (code, out) = validate(dir.path(), &policy);
     assert_eq!(code, Some(0), "{out}");
 }
+
+/// POLICY.md's example of an input-schema refusal ("input schemas") is the message
+/// `gatewayd check` gives for a `to` that misses the pattern it shows.
+#[test]
+fn the_policy_md_input_schema_message_is_the_engines() {
+    let doc = gatewayd_testkit::readme::doc_text("docs/POLICY.md");
+    let section = &doc[doc.find("### input schemas").expect("the section")..];
+    let shown = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the example")
+        .trim();
+    let pattern = shown.split('"').nth(1).expect("the pattern in the example");
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    let body = serde_json::json!({"version": 1, "tools": [{"name": "send_email", "input_schema":
+        {"type": "object", "properties": {"to": {"type": "string", "pattern": pattern}}}}]});
+    std::fs::write(&policy, body.to_string()).unwrap();
+    let out = gatewayd::<&std::ffi::OsStr>(&[
+        "check".as_ref(),
+        "--policy".as_ref(),
+        policy.as_os_str(),
+        "--call".as_ref(),
+        r#"{"tool": "send_email", "arguments": {"to": "x@evil.test"}}"#.as_ref(),
+        "--json".as_ref(),
+    ]);
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(verdict["message"], shown, "{}", text(&out));
+}
