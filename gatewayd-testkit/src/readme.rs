@@ -1,19 +1,39 @@
-//! The README's quickstarts, for the tests that run them as written.
+//! The README's quickstarts and the user docs' examples, for the tests that run them as
+//! written.
 
 /// The lines of the README's fenced block opened with ```` ```sh TAG ````.
 ///
 /// # Panics
 /// When the README or the block is missing: the test that asked for it has nothing to run.
 pub fn block(tag: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
-    let fence = format!("```sh {tag}\n");
-    let start = readme
+    doc_block("README.md", &format!("sh {tag}"))
+}
+
+/// The lines of the fenced block opened with ```` ```INFO ```` (such as `sh operations-audit`)
+/// in `doc`, a path from the workspace's root (`docs/OPERATIONS.md`).
+///
+/// # Panics
+/// When the document or the block is missing: the test that asked for it has nothing to run.
+pub fn doc_block(doc: &str, info: &str) -> Vec<String> {
+    let text = doc_text(doc);
+    let fence = format!("```{info}\n");
+    let start = text
         .find(&fence)
-        .unwrap_or_else(|| panic!("README.md has no `{tag}` block"))
+        .unwrap_or_else(|| panic!("{doc} has no `{info}` block"))
         + fence.len();
-    let end = start + readme[start..].find("```").expect("the block's end");
-    readme[start..end].lines().map(str::to_owned).collect()
+    let end = start + text[start..].find("```").expect("the block's end");
+    text[start..end].lines().map(str::to_owned).collect()
+}
+
+/// The text of `doc`, a path from the workspace's root.
+///
+/// # Panics
+/// When the document cannot be read.
+pub fn doc_text(doc: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(doc);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Where a quickstart line runs: a user's fresh home and project, with nothing of the

@@ -1,6 +1,6 @@
 //! Description scan: hidden instructions in a tool's description or input schema, looked for
 //! when the tool is registered. A heuristic: it catches the phrasings seen in published tool
-//! poisoning attacks, not every possible wording (docs/POLICY.md, "Limits").
+//! poisoning attacks, not every possible wording (docs/POLICY.md, "Limits of the engine").
 use std::sync::OnceLock;
 
 use regex::Regex;

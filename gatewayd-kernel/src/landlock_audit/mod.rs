@@ -1,10 +1,10 @@
 //! Landlock's own denial records, read from the kernel's audit subsystem (`gatewayd doctor`,
-//! `gatewayd run` at tier 2; see
-//! docs/KERNEL.md, "Tier 2"): Landlock ABI 7 (Linux 6.15) logs each denial to the kernel's
-//! audit subsystem (`AUDIT_LANDLOCK_ACCESS`, `AUDIT_LANDLOCK_DOMAIN`), which a process with
-//! `CAP_AUDIT_READ` may read on the `NETLINK_AUDIT` multicast group `AUDIT_NLGRP_READLOG`,
-//! but only while audit is enabled host-wide. [`Subscription::open`] joins the channel where
-//! that works (and says why not where it does not; [`probe`] is its answer for `doctor`), and
+//! `gatewayd run` at tier 2; see docs/internals/SANDBOX.md, "Tier 2's Landlock records"):
+//! Landlock ABI 7 (Linux 6.15) logs each denial to the kernel's audit subsystem
+//! (`AUDIT_LANDLOCK_ACCESS`, `AUDIT_LANDLOCK_DOMAIN`), which a process with `CAP_AUDIT_READ`
+//! may read on the `NETLINK_AUDIT` multicast group `AUDIT_NLGRP_READLOG`, but only while
+//! audit is enabled host-wide. [`Subscription::open`] joins the channel where that works (and
+//! says why not where it does not; [`probe`] is its answer for `doctor`), and
 //! [`records::Tracker`] keeps the records of a session's own domain.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 

@@ -72,3 +72,38 @@ fn every_recipe_validates_and_passes_its_scenarios() {
         assert!(out.contains(" 0 failed"), "{name}: {out}");
     }
 }
+
+/// The cookbook's own two lines, run as written in a folder holding a recipe as
+/// `my-policy.json` and its scenarios as `my.scenarios.json`: each recipe in turn.
+#[test]
+fn the_cookbook_check_lines_run_as_written() {
+    let lines = gatewayd_testkit::readme::doc_block("docs/COOKBOOK.md", "sh cookbook-check");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let bin = Path::new(env!("CARGO_BIN_EXE_gatewayd"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("the binary's folder").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for recipe in recipes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::copy(&recipe, dir.path().join("my-policy.json")).expect("the recipe");
+        let scenarios = recipe.with_extension("scenarios.json");
+        std::fs::copy(&scenarios, dir.path().join("my.scenarios.json")).expect("its scenarios");
+        for line in &lines {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(line)
+                .env("PATH", &path)
+                .current_dir(dir.path())
+                .output()
+                .expect("sh");
+            assert!(
+                out.status.success(),
+                "{}: `{line}`: {}",
+                recipe.display(),
+                text(&out)
+            );
+        }
+    }
+}

@@ -5,6 +5,7 @@
 mod audit;
 mod check;
 mod cookbook;
+mod docs;
 mod explain;
 mod hook;
 mod hook_install;

@@ -136,3 +136,81 @@ fn no_daemon_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("cannot connect to"), "{}", text(&out));
 }
+
+/// docs/OPERATIONS.md's operators' block, line by line as written, against a daemon found
+/// through `$GATEWAYD_SOCKET` (the doc's second place to look): `ID` is the id of a held call
+/// (one approved, another denied). `sudo` runs its command; `adduser` stands in, checking
+/// that the group named is the one the package's `postinst` makes and the unit serves.
+#[test]
+fn the_operations_doc_operator_commands_run_as_written() {
+    require_cgroups();
+    let lines =
+        gatewayd_testkit::readme::doc_block("docs/OPERATIONS.md", "sh operations-operators");
+    let commands: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split(" # ").next().unwrap_or(l).trim_end())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "sudo adduser alice gatewayd",
+            "gatewayd approvals list",
+            "gatewayd approvals approve ID",
+            "gatewayd approvals deny ID",
+            "gatewayd sessions list",
+        ],
+        "the tests below follow these lines"
+    );
+    let d = Daemon::start();
+    let (mut one, approve) = held(&d, "doc-approve", "hello");
+    let (mut two, deny) = held(&d, "doc-deny", "bye");
+    let packaging = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging");
+    let prelude = format!(
+        "sudo() {{ \"$@\"; }}\nadduser() {{ grep -q \"addgroup --system $2$\" {postinst} && grep -q -- \"--group $2$\" {service}; }}\n",
+        postinst = packaging.join("debian/postinst").display(),
+        service = packaging.join("gatewayd.service").display(),
+    );
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_gatewayd"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sh = |line: &str| -> String {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{prelude}{line}"))
+            .env("GATEWAYD_SOCKET", &d.socket)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "`{line}`: {}", text(&out));
+        text(&out)
+    };
+    sh(&lines[0]);
+    let listed = sh(&lines[1]);
+    let first = listed.find(&approve).expect("the first held call listed");
+    let second = listed.find(&deny).expect("the second held call listed");
+    assert!(first < second, "oldest first: {listed}");
+    assert_eq!(
+        sh(&lines[2].replace("ID", &approve)).trim(),
+        format!("{approve} approved")
+    );
+    assert_eq!(
+        repeat(&mut one, "doc-approve", "hello", &approve)["reason"],
+        "approved"
+    );
+    assert_eq!(
+        sh(&lines[3].replace("ID", &deny)).trim(),
+        format!("{deny} rejected")
+    );
+    assert_eq!(
+        repeat(&mut two, "doc-deny", "bye", &deny)["reason"],
+        "approval_denied"
+    );
+    let sessions = sh(&lines[4]);
+    for want in ["doc-approve  user bob", "doc-deny  user bob", "TRIPPED"] {
+        assert!(sessions.contains(want), "{want}: {sessions}");
+    }
+    assert!(sessions.contains(&one.cgroup_path()), "{sessions}");
+}

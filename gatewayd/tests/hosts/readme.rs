@@ -50,3 +50,49 @@ fn the_readme_quickstart_starts_claude_code_under_gatewayd() {
     assert!(settings.contains("gatewayd"), "{settings}");
     assert!(home.join(".config/gatewayd/policy.json").is_file());
 }
+
+/// docs/HOOKS.md's install block, line by line as written, with the real Codex on `PATH`
+/// (its trust needs it) in a fresh home and project: the hooks are installed for each host
+/// (the first line), Codex's in the project (the second), a dry run prints the file, and
+/// `--check` finds Codex's hook there, enabled, trusted and given time.
+#[test]
+fn the_hooks_doc_install_block_runs_as_written() {
+    let Some(codex) = Host::Codex.program() else {
+        return;
+    };
+    let lines = gatewayd_testkit::readme::doc_block("docs/HOOKS.md", "sh hooks-install");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(&project).expect("project");
+    std::fs::create_dir_all(&home).expect("home");
+    let starter = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../policies/cookbook/workstation.json");
+    std::fs::copy(starter, home.join("gatewayd-policy.json")).expect("the policy");
+    let path = format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        codex.parent().expect("bin dir").display(),
+        crate::gatewayd().parent().expect("target dir").display()
+    );
+    let shell = gatewayd_testkit::readme::UserShell {
+        home: &home,
+        path: &path,
+        project: &project,
+    };
+    let outputs: Vec<String> = lines.iter().map(|l| shell.run("", l)).collect();
+    for (file, host) in [
+        (home.join(".claude/settings.json"), "claude"),
+        (home.join(".codex/hooks.json"), "codex"),
+        (home.join(".gemini/settings.json"), "gemini"),
+        (project.join(".codex/hooks.json"), "codex"),
+    ] {
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert!(
+            text.contains(&format!("hook --host {host}")),
+            "{}: {text}",
+            file.display()
+        );
+    }
+    assert!(outputs[2].contains("would write"), "{}", outputs[2]);
+}

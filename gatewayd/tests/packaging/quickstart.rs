@@ -11,6 +11,10 @@
 //! - `sudo gatewayd sessions list`: run as written, with the unpacked `gatewayd` first on
 //!   `PATH`: it reaches the daemon through the unit's socket, and the daemon records its
 //!   start in its audit log.
+//!
+//! docs/OPERATIONS.md's systemd block (`operations-systemd`) the same way: `sudoedit` stands
+//! in as a check that the file is there to edit, the package's `/etc/gatewayd/` is the
+//! unpacked root's, and `gatewayd policy validate` runs the unpacked binary on it.
 use std::{
     path::Path,
     process::{Child, Command, Stdio},
@@ -38,6 +42,9 @@ impl Drop for Activator {
         let _ = std::fs::remove_file(&self.1);
     }
 }
+
+/// The unit's socket path is one for the machine: one test at a time listens there.
+static LISTEN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `systemctl enable --now gatewayd.socket`, as far as this machine allows (module doc).
 fn enable_now(root: &Path, scratch: &Path) -> Activator {
@@ -106,6 +113,9 @@ fn the_readme_systemd_quickstart_serves_the_operators_commands() {
         .arg(&root));
     let scratch = dir.path().join("log");
     std::fs::create_dir_all(&scratch).unwrap();
+    let _listen = LISTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let _activator = enable_now(&root, &scratch);
     let path = format!("{}/usr/bin:/usr/local/bin:/usr/bin:/bin", root.display());
     let out = run(Command::new("sh")
@@ -117,4 +127,57 @@ fn the_readme_systemd_quickstart_serves_the_operators_commands() {
     assert_eq!(text(&out.stdout).trim(), "no open sessions");
     let audit = std::fs::read_to_string(scratch.join("audit.jsonl")).unwrap();
     assert!(audit.contains("\"daemon_start\""), "{audit}");
+}
+
+#[test]
+fn the_operations_doc_systemd_block_validates_and_serves() {
+    let lines = gatewayd_testkit::readme::doc_block("docs/OPERATIONS.md", "sh operations-systemd");
+    let commands: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split(" # ").next().unwrap_or(l).trim_end())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "sudoedit /etc/gatewayd/policy.json",
+            "gatewayd policy validate /etc/gatewayd/policy.json",
+            "sudo systemctl enable --now gatewayd.socket",
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    run(Command::new("dpkg-deb")
+        .arg("--extract")
+        .arg(deb())
+        .arg(&root));
+    let path = format!("{}/usr/bin:/usr/local/bin:/usr/bin:/bin", root.display());
+    let sh = |line: &str| {
+        let line = line.replace(
+            "/etc/gatewayd/",
+            &format!("{}/etc/gatewayd/", root.display()),
+        );
+        run(Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "sudoedit() {{ test -f \"$1\" && test -w \"$1\"; }}\n{line}"
+            ))
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", dir.path()))
+    };
+    sh(commands[0]);
+    let valid = sh(commands[1]);
+    assert!(
+        text(&valid.stdout).ends_with(": valid\n"),
+        "{}",
+        text(&valid.stdout)
+    );
+    let scratch = dir.path().join("log");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let _listen = LISTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _activator = enable_now(&root, &scratch);
+    let out = sh("gatewayd sessions list");
+    assert_eq!(text(&out.stdout).trim(), "no open sessions");
 }
