@@ -3,6 +3,7 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use gatewayd::protocol::{ApprovalsApprove, ApprovalsDeny, ApprovalsList, Rpc, client::Client};
+use gatewayd_core::engine::Legs;
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
@@ -50,18 +51,37 @@ fn list(socket: PathBuf, as_json: bool) -> anyhow::Result<ExitCode> {
     if r.approvals.is_empty() {
         println!("no pending approvals");
     }
-    for a in r.approvals {
+    for p in r.approvals {
+        let a = p.approval;
         println!(
-            "{}  session {}  tool {}  reasons {}  args sha256 {}  expires in {} s",
+            "{}  session {}  tool {}  reasons {}  legs {}  args sha256 {}  expires in {} s",
             a.id,
             a.session,
             a.tool,
             a.reasons.join(","),
+            p.legs.map_or_else(|| "(session closed)".into(), legs_short),
             a.args_sha256,
             a.expires_ms.saturating_sub(now_ms()) / 1000,
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The legs held, e.g. `untrusted+private`, or `none`.
+fn legs_short(l: Legs) -> String {
+    let held: Vec<&str> = [
+        (l.untrusted, "untrusted"),
+        (l.private, "private"),
+        (l.egress, "egress"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    if held.is_empty() {
+        "none".into()
+    } else {
+        held.join("+")
+    }
 }
 
 fn settle<R>(socket: PathBuf, request: R) -> anyhow::Result<ExitCode>
