@@ -12,8 +12,9 @@ use anyhow::{Context as _, bail};
 use crate::util::{Env, Toolchain, cache_dir, run};
 
 /// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`;
-/// `man-db`: `man -l`, with which the packaging test renders the packaged man pages.
-const APT_PACKAGES: [&str; 7] = [
+/// `man-db`: `man -l`, with which the packaging test renders the packaged man pages;
+/// `tmux`: the real terminal the `gatewayd approvals watch` test types into.
+const APT_PACKAGES: [&str; 8] = [
     "qemu-system-x86",
     "cpio",
     "nodejs",
@@ -21,6 +22,7 @@ const APT_PACKAGES: [&str; 7] = [
     "python3-venv",
     "iproute2",
     "man-db",
+    "tmux",
 ];
 /// Packages whose command may come from another package: the `nodejs` package of `NodeSource` ships `npm`
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.

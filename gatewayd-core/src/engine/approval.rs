@@ -27,6 +27,9 @@ pub struct Approval {
     pub tool: String,
     /// SHA-256 of the canonical JSON of the arguments (after path canonicalisation).
     pub args_sha256: String,
+    /// The arguments themselves, as the call would run with them (paths canonicalised): what a
+    /// person approves.
+    pub arguments: serde_json::Value,
     /// Why the call was held (`trifecta`, `rule:ID`, `default:hold`); the approval covers exactly
     /// these.
     pub reasons: Vec<String>,

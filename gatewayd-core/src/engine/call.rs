@@ -154,7 +154,7 @@ impl Engine {
         let now = self.clock.now_ms();
         let (mut verdict, arguments) = checks::run(self, s, call, Some(now));
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&arguments).as_bytes());
-        approval_hold::settle(self, s, call, &mut verdict, &digest, now);
+        approval_hold::settle(self, s, call, &mut verdict, &arguments, &digest, now);
         let deep = secret_egress::message_quotes_arguments(verdict.reason);
         verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
         let refused = |verdict| Admission {

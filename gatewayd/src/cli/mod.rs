@@ -80,6 +80,7 @@ Examples:
   gatewayd check --policy policy.json --call '{\"tool\": \"read_file\", \"arguments\": {\"path\": \".env\"}}'
   sudo gatewayd doctor                                    # what this kernel enforces
   gatewayd explain gatewayd-audit.jsonl --policy policy.json   # every refusal, and what would allow it
+  sudo gatewayd approvals watch                           # decide held calls as they arrive, one key each
 
 `run` needs root (the agent's cgroup, kernel programs and mount namespace; the agent itself
 runs as the user who called sudo); `doctor` needs it to probe; `check`, `test`, `policy`, `explain`,

@@ -4,11 +4,8 @@
 use serde_json::json;
 
 use super::{gateway::Gateway, peer::Peer};
-use crate::protocol::{RpcError, SessionInfo, Settled, code};
-use gatewayd_core::{
-    audit::Decision as AD,
-    engine::{Approval, ApprovalState},
-};
+use crate::protocol::{PendingApproval, RpcError, SessionInfo, Settled, code};
+use gatewayd_core::{audit::Decision as AD, engine::ApprovalState};
 
 impl Gateway {
     /// Operators: root or the socket's group, outside every agent cgroup and every cgroup
@@ -69,10 +66,19 @@ impl Gateway {
         Ok(out)
     }
 
-    /// `approvals/list` (operators only): pending approvals, oldest first.
-    pub async fn approvals_list(&self, peer: &Peer) -> Result<Vec<Approval>, RpcError> {
+    /// `approvals/list` (operators only): pending approvals, oldest first, each with its
+    /// session's legs (None: the session is closed).
+    pub async fn approvals_list(&self, peer: &Peer) -> Result<Vec<PendingApproval>, RpcError> {
         self.require_operator(peer, "approvals/list").await?;
-        Ok(self.engine.pending())
+        let mut out = Vec::new();
+        for approval in self.engine.pending() {
+            let legs = match self.sessions.get(&approval.session) {
+                Some(slot) => Some(slot.state.lock().await.session.legs()),
+                None => None,
+            };
+            out.push(PendingApproval { approval, legs });
+        }
+        Ok(out)
     }
 
     /// `approvals/approve` (`approve` true) or `approvals/deny`.

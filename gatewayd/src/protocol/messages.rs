@@ -267,7 +267,18 @@ pub struct ApprovalsList {}
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApprovalList {
     /// Pending approvals, oldest first.
-    pub approvals: Vec<Approval>,
+    pub approvals: Vec<PendingApproval>,
+}
+
+/// One held call of `approvals/list`: what a person needs to decide it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The approval: id, session, tool, the canonical `arguments` and their SHA-256, the
+    /// reasons of the hold, created and expiry times, state.
+    #[serde(flatten)]
+    pub approval: Approval,
+    /// The session's Rule-of-Two legs now; null when the session has been closed.
+    pub legs: Option<Legs>,
 }
 
 /// `approvals/approve` (operators).

@@ -26,7 +26,7 @@ fn text(o: &Output) -> String {
 }
 
 /// An agent session with one held call; returns the relay and the approval id.
-fn held(d: &Daemon, name: &str, body: &str) -> (AgentRelay, String) {
+pub(crate) fn held(d: &Daemon, name: &str, body: &str) -> (AgentRelay, String) {
     let mut agent = AgentRelay::spawn(&d.socket, name);
     agent.call("session/open", json!({"session": name, "user": "bob"}));
     agent.call(
@@ -46,7 +46,7 @@ fn held(d: &Daemon, name: &str, body: &str) -> (AgentRelay, String) {
     (agent, id)
 }
 
-fn repeat(agent: &mut AgentRelay, name: &str, body: &str, id: &str) -> Value {
+pub(crate) fn repeat(agent: &mut AgentRelay, name: &str, body: &str, id: &str) -> Value {
     agent.call(
         "call/decide",
         json!({"session": name, "call": {"tool": "send_email", "arguments": {"body": body}, "approval": id}}),
@@ -67,6 +67,7 @@ fn an_operator_lists_and_approves_and_an_agent_cannot() {
     assert!(listed.contains(&id), "{listed}");
     assert!(listed.contains("tool send_email"), "{listed}");
     assert!(listed.contains("reasons trifecta"), "{listed}");
+    assert!(listed.contains("legs untrusted+private"), "{listed}");
 
     // From inside the agent's cgroup the same command is refused.
     let mut inside = gatewayd(&["approvals", "approve", &id], &d.socket);

@@ -73,13 +73,15 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
 }
 
 /// After the checks, in `Engine::call`: a held call gets an approval id (the pending one of
-/// the same call, or a new one; no randomness = `check_error`) and the message names it; an
+/// the same call, or a new one, which keeps the canonical `arguments` for the person to see;
+/// no randomness = `check_error`) and the message names it; an
 /// approval that allowed the call is spent (a second use is `approval_denied`).
 pub(in crate::engine) fn settle(
     engine: &Engine,
     s: &Session,
     call: &ToolCall,
     verdict: &mut Verdict,
+    arguments: &serde_json::Value,
     digest: &str,
     now: u64,
 ) {
@@ -103,6 +105,7 @@ pub(in crate::engine) fn settle(
                         session: s.id.clone(),
                         tool: call.tool.clone(),
                         args_sha256: digest.to_owned(),
+                        arguments: arguments.clone(),
                         reasons: verdict.hold_reasons.clone(),
                         created_ms: now,
                         expires_ms: now.saturating_add(ttl),
