@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The protocol version, in the `hello` and `session/open` results. Raised on any change a
-/// client could notice.
+/// The protocol version, in the `hello` and `session/open` results. Raised on any change an
+/// existing client would misread (docs/PROTOCOL.md, "Versioning"); not for a field added to
+/// a result, which clients ignore.
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Longest message accepted, newline included. A longer line is answered with an
