@@ -670,15 +670,43 @@ pub struct NamePatterns {
     pub patterns: [NamePattern; MAX_NAME_PATTERNS as usize],
 }
 
-/// A name's head and tail words, as the kernel builds them ([`NamePattern::matches`]).
+/// The tail of a name shorter than [`NAME_PART_MAX`] bytes, from its head: the first `len`
+/// bytes moved to the end of the 32, as a shift of the 256-bit little-endian number left by
+/// `32 - len` bytes (what lies past the name in `head` is shifted out). Constant indices and
+/// shifts only, for the eBPF verifier (no variable offset into the stack).
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub fn right_aligned(head: &[u64; 4], len: u32) -> [u64; 4] {
+    let bits = NAME_PART_MAX.saturating_sub(len) * 8;
+    let [a, b, c, d] = *head;
+    let y = match bits / 64 {
+        0 => [a, b, c, d],
+        1 => [0, a, b, c],
+        2 => [0, 0, a, b],
+        3 => [0, 0, 0, a],
+        _ => [0, 0, 0, 0],
+    };
+    let s = bits % 64;
+    if s == 0 {
+        return y;
+    }
+    [
+        y[0] << s,
+        (y[1] << s) | (y[0] >> (64 - s)),
+        (y[2] << s) | (y[1] >> (64 - s)),
+        (y[3] << s) | (y[2] >> (64 - s)),
+    ]
+}
+
+/// A name's head and tail words, as the kernel builds them ([`NamePattern::matches`]): the
+/// head is its first 32 bytes (whatever follows a shorter name stays there, as in the
+/// kernel's read), the tail its last 32, or [`right_aligned`] for a shorter name.
 pub fn name_words(name: &[u8]) -> ([u64; 4], [u64; 4], u32) {
     let max = NAME_PART_MAX as usize;
-    let mut head = [0u8; 32];
-    let mut tail = [0u8; 32];
+    let mut head = [0xAAu8; 32];
     let n = name.len().min(max);
     head[..n].copy_from_slice(&name[..n]);
-    tail[max - n..].copy_from_slice(&name[name.len() - n..]);
-    let words = |b: [u8; 32]| {
+    let words = |b: &[u8]| {
         let mut w = [0u64; 4];
         for (i, c) in b.chunks_exact(8).enumerate() {
             let mut x = [0u8; 8];
@@ -687,7 +715,13 @@ pub fn name_words(name: &[u8]) -> ([u64; 4], [u64; 4], u32) {
         }
         w
     };
-    (words(head), words(tail), name.len() as u32)
+    let head_words = words(&head);
+    let tail = if name.len() >= max {
+        words(&name[name.len() - max..])
+    } else {
+        right_aligned(&head_words, name.len() as u32)
+    };
+    (head_words, tail, name.len() as u32)
 }
 
 /// One allowed destination in the `EGRESS` array map.

@@ -41,7 +41,7 @@ pub fn matching_pattern(
     let tail: [u64; 4] = if len >= NAME_PART_MAX {
         read(name, u64::from(len - NAME_PART_MAX))?
     } else {
-        right_aligned(&head, len)
+        gateway_common::right_aligned(&head, len)
     };
     for i in 0..MAX_NAME_PATTERNS {
         if i >= patterns.count {
@@ -54,22 +54,6 @@ pub fn matching_pattern(
         }
     }
     Ok(None)
-}
-
-/// The first `len` (< 32) bytes of `head`, moved to the end of 32.
-#[inline(always)]
-fn right_aligned(head: &[u64; 4], len: u32) -> [u64; 4] {
-    // SAFETY: [u64; 4] and [u8; 32] have the same size, and every bit pattern is valid.
-    let bytes: [u8; 32] = unsafe { core::mem::transmute(*head) };
-    let mut out = [0u8; 32];
-    let shift = (NAME_PART_MAX - len) as usize;
-    for j in 0..32usize {
-        if j >= shift {
-            out[j] = bytes[(j - shift) & 31];
-        }
-    }
-    // SAFETY: as above.
-    unsafe { core::mem::transmute(out) }
 }
 
 /// Whether the dentry is protected by name: its name matches and it lies under one of the

@@ -25,6 +25,22 @@ pub fn doc_block(doc: &str, info: &str) -> Vec<String> {
     text[start..end].lines().map(str::to_owned).collect()
 }
 
+/// A block's line without its trailing ` # ` comment.
+pub fn command_of(line: &str) -> &str {
+    line.split(" # ").next().unwrap_or(line).trim_end()
+}
+
+/// The commands of [`doc_block`]'s block: each line without its trailing comment.
+///
+/// # Panics
+/// As [`doc_block`].
+pub fn doc_commands(doc: &str, info: &str) -> Vec<String> {
+    doc_block(doc, info)
+        .iter()
+        .map(|l| command_of(l).to_owned())
+        .collect()
+}
+
 /// The text of `doc`, a path from the workspace's root.
 ///
 /// # Panics

@@ -140,7 +140,7 @@ fn commands(doc: &str) -> Vec<(usize, String)> {
         }
         match in_sh {
             Some(true) => {
-                let command = line.split(" # ").next().unwrap_or(line).trim_end();
+                let command = gatewayd_testkit::readme::command_of(line);
                 if command.starts_with(' ') {
                     if let Some((_, last)) = found.last_mut() {
                         *last = format!("{last} {}", command.trim());

@@ -145,12 +145,8 @@ fn no_daemon_is_a_clear_error() {
 #[test]
 fn the_operations_doc_operator_commands_run_as_written() {
     require_cgroups();
-    let lines =
-        gatewayd_testkit::readme::doc_block("docs/OPERATIONS.md", "sh operations-operators");
-    let commands: Vec<&str> = lines
-        .iter()
-        .map(|l| l.split(" # ").next().unwrap_or(l).trim_end())
-        .collect();
+    let commands =
+        gatewayd_testkit::readme::doc_commands("docs/OPERATIONS.md", "sh operations-operators");
     assert_eq!(
         commands,
         [
@@ -188,13 +184,13 @@ fn the_operations_doc_operator_commands_run_as_written() {
         assert!(out.status.success(), "`{line}`: {}", text(&out));
         text(&out)
     };
-    sh(&lines[0]);
-    let listed = sh(&lines[1]);
+    sh(&commands[0]);
+    let listed = sh(&commands[1]);
     let first = listed.find(&approve).expect("the first held call listed");
     let second = listed.find(&deny).expect("the second held call listed");
     assert!(first < second, "oldest first: {listed}");
     assert_eq!(
-        sh(&lines[2].replace("ID", &approve)).trim(),
+        sh(&commands[2].replace("ID", &approve)).trim(),
         format!("{approve} approved")
     );
     assert_eq!(
@@ -202,14 +198,14 @@ fn the_operations_doc_operator_commands_run_as_written() {
         "approved"
     );
     assert_eq!(
-        sh(&lines[3].replace("ID", &deny)).trim(),
+        sh(&commands[3].replace("ID", &deny)).trim(),
         format!("{deny} rejected")
     );
     assert_eq!(
         repeat(&mut two, "doc-deny", "bye", &deny)["reason"],
         "approval_denied"
     );
-    let sessions = sh(&lines[4]);
+    let sessions = sh(&commands[4]);
     for want in ["doc-approve  user bob", "doc-deny  user bob", "TRIPPED"] {
         assert!(sessions.contains(want), "{want}: {sessions}");
     }

@@ -46,6 +46,17 @@ impl Drop for Activator {
 /// The unit's socket path is one for the machine: one test at a time listens there.
 static LISTEN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The unpacked package's socket enabled and listening, its logs in `scratch`: one test at
+/// a time (the socket's path is the package's own). The activator comes first, so it stops
+/// before the lock is released.
+fn serve(root: &Path, scratch: &Path) -> (Activator, std::sync::MutexGuard<'static, ()>) {
+    std::fs::create_dir_all(scratch).unwrap();
+    let listen = LISTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    (enable_now(root, scratch), listen)
+}
+
 /// `systemctl enable --now gatewayd.socket`, as far as this machine allows (module doc).
 fn enable_now(root: &Path, scratch: &Path) -> Activator {
     run(Command::new("systemctl")
@@ -112,11 +123,7 @@ fn the_readme_systemd_quickstart_serves_the_operators_commands() {
         .arg(&package)
         .arg(&root));
     let scratch = dir.path().join("log");
-    std::fs::create_dir_all(&scratch).unwrap();
-    let _listen = LISTEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let _activator = enable_now(&root, &scratch);
+    let _serving = serve(&root, &scratch);
     let path = format!("{}/usr/bin:/usr/local/bin:/usr/bin:/bin", root.display());
     let out = run(Command::new("sh")
         .arg("-c")
@@ -131,11 +138,8 @@ fn the_readme_systemd_quickstart_serves_the_operators_commands() {
 
 #[test]
 fn the_operations_doc_systemd_block_validates_and_serves() {
-    let lines = gatewayd_testkit::readme::doc_block("docs/OPERATIONS.md", "sh operations-systemd");
-    let commands: Vec<&str> = lines
-        .iter()
-        .map(|l| l.split(" # ").next().unwrap_or(l).trim_end())
-        .collect();
+    let commands =
+        gatewayd_testkit::readme::doc_commands("docs/OPERATIONS.md", "sh operations-systemd");
     assert_eq!(
         commands,
         [
@@ -165,19 +169,15 @@ fn the_operations_doc_systemd_block_validates_and_serves() {
             .env("PATH", &path)
             .env("HOME", dir.path()))
     };
-    sh(commands[0]);
-    let valid = sh(commands[1]);
+    sh(&commands[0]);
+    let valid = sh(&commands[1]);
     assert!(
         text(&valid.stdout).ends_with(": valid\n"),
         "{}",
         text(&valid.stdout)
     );
     let scratch = dir.path().join("log");
-    std::fs::create_dir_all(&scratch).unwrap();
-    let _listen = LISTEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let _activator = enable_now(&root, &scratch);
+    let _serving = serve(&root, &scratch);
     let out = sh("gatewayd sessions list");
     assert_eq!(text(&out.stdout).trim(), "no open sessions");
 }

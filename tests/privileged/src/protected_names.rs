@@ -28,6 +28,10 @@ t read-notes cat notes.txt
 t read-similar cat env.txt
 t write-notes sh -c 'echo more >> notes.txt'
 t list ls -a svc
+t read-draft cat draft.txt
+touch phase1
+while [ ! -e go2 ]; do sleep 0.05; done
+t read-renamed cat .env.draft
 ";
 
 /// What each attempt does under gatewayd, at both tiers (the rename and the link differ by
@@ -51,6 +55,7 @@ fn workspace(dir: &Scratch) -> PathBuf {
         ("tls/server.pem", "-----BEGIN PRIVATE KEY-----"),
         ("notes.txt", "notes"),
         ("env.txt", "not a secret"),
+        ("draft.txt", "draft"),
     ] {
         std::fs::write(ws.join(f), text).unwrap();
     }
@@ -58,7 +63,9 @@ fn workspace(dir: &Scratch) -> PathBuf {
 }
 
 /// Runs the attempts in `ws` (under gatewayd when `gw` holds its policy and audit paths);
-/// makes `svc/.env.local` once the session has started, then says `go`.
+/// makes `svc/.env.local` once the session has started, then says `go`; once the agent has
+/// read `draft.txt` (at tier 2 gatewayd then stops asking about that file), writes a secret
+/// into it and renames it `.env.draft`, then says `go2`.
 fn attempts(ws: &Path, gw: Option<(&Path, &Path)>) -> Output {
     let mut cmd = match gw {
         Some((policy, audit)) => under_gatewayd(policy, audit, "sh"),
@@ -76,6 +83,17 @@ fn attempts(ws: &Path, gw: Option<(&Path, &Path)>) -> Output {
     }
     std::fs::write(ws.join("svc/.env.local"), "API_KEY=later").unwrap();
     std::fs::write(ws.join("go"), "").unwrap();
+    let t0 = std::time::Instant::now();
+    while !ws.join("phase1").exists() {
+        assert!(
+            t0.elapsed() < MUST_HAPPEN_WITHIN,
+            "the agent did not reach phase 1"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(ws.join("draft.txt"), "API_KEY=changed").unwrap();
+    std::fs::rename(ws.join("draft.txt"), ws.join(".env.draft")).unwrap();
+    std::fs::write(ws.join("go2"), "").unwrap();
     child.wait_with_output().unwrap()
 }
 

@@ -167,6 +167,24 @@ pub struct HostInstall {
     pub runtime: Option<PathBuf>,
 }
 
+/// Secrets by their names anywhere under the workspace, whether they exist when a session
+/// starts or appear later (`sandbox.protected_names`). Not `*.pem`: a project's virtual
+/// environment holds certificate bundles (`certifi/cacert.pem`) its tools must read.
+pub const WORKSPACE_SECRET_NAMES: [&str; 12] = [
+    ".env",
+    ".env.local",
+    ".env.*.local",
+    ".env.production",
+    "id_rsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".netrc",
+    "*.key",
+    "*-key.pem",
+    "*.p12",
+    "*.pfx",
+];
+
 /// The starter policy for `workspace`, protecting the secrets under `home`, with no agent host
 /// profile.
 pub fn starter(workspace: &Path, home: &Path) -> Value {
@@ -251,7 +269,8 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         "kernel": "best_effort",
         "trifecta": "hold",
         "sandbox": {"root": ws, "readable": readable, "writable": writable,
-                    "protected": protected, "read_only": read_only, "private_tmp": private_tmp},
+                    "protected": protected, "protected_names": WORKSPACE_SECRET_NAMES,
+                    "read_only": read_only, "private_tmp": private_tmp},
         "network": {"egress": egress},
         "tools": host_tools(),
         "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
@@ -270,6 +289,7 @@ mod tests {
         let text = serde_json::to_string_pretty(&v).unwrap();
         let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
         assert!(p.sandbox.protected.iter().any(|x| x.ends_with(".ssh")));
+        assert!(p.sandbox.protected_names.iter().any(|n| n == ".env.*.local"));
         let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
             names,
