@@ -209,7 +209,7 @@ fn kind_of(e: &Entry) -> Kind {
 /// protected directory are kinds apart, or the refused call, so a write and a removal are),
 /// an address and port, a socket name, a signalled
 /// pid, or an inode.
-fn object_of(detail: &Value) -> String {
+pub(crate) fn object_of(detail: &Value) -> String {
     let s = |k: &str| match detail.get(k) {
         Some(Value::String(v)) => Some(v.clone()),
         Some(Value::Null) | None => None,

@@ -23,7 +23,7 @@ fn text<'a>(detail: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// The object a record names: a path, an address and port, a socket, a peer.
-fn object(detail: &Value) -> Option<String> {
+pub(crate) fn object(detail: &Value) -> Option<String> {
     if let Some(p) = text(detail, "protected_path")
         .or_else(|| text(detail, "read_only_path"))
         .or_else(|| text(detail, "path"))
@@ -95,7 +95,7 @@ fn advice(reason: &str, object: Option<&str>) -> (Vec<&'static str>, String) {
 
 /// The gateway's `sandbox` refusals by what their message says (the roots, a protected
 /// path, egress), so each names its own field; any other reason as it is.
-fn sandbox_kind<'a>(reason: &'a str, message: &str) -> &'a str {
+pub(crate) fn sandbox_kind<'a>(reason: &'a str, message: &str) -> &'a str {
     if reason != "sandbox" {
         return reason;
     }

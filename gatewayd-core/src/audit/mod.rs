@@ -39,11 +39,14 @@
 //! - `writer.rs`: the daemon's one writer thread, group commit ([`writer::AuditWriter`]);
 //! - `aggregate.rs`: kernel denials, the first of each kind per window in full, the rest
 //!   counted ([`aggregate::Aggregator`]);
+//! - `explain.rs`, `suggest/`: a refusal in plain words; refusals turned into proposed policy
+//!   entries (`gatewayd explain`, `gatewayd policy suggest`);
 //! - `tests.rs`: the writer and the verifier together.
 pub mod aggregate;
 pub mod explain;
 mod log;
 mod record;
+pub mod suggest;
 mod verify;
 pub mod writer;
 

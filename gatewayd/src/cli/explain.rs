@@ -44,7 +44,8 @@ fn located(policy: &Path, text: &str, field: &[&str]) -> String {
     }
 }
 
-fn records(file: &Path) -> anyhow::Result<Vec<Value>> {
+/// The log's records as JSON values (also `policy suggest`'s input).
+pub(super) fn records(file: &Path) -> anyhow::Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     text.lines()

@@ -16,6 +16,7 @@ mod mcp;
 mod out;
 mod policy;
 mod policy_mcp;
+mod policy_suggest;
 mod run;
 mod serve;
 mod sessions;
@@ -80,6 +81,7 @@ Examples:
   gatewayd check --policy policy.json --call '{\"tool\": \"read_file\", \"arguments\": {\"path\": \".env\"}}'
   sudo gatewayd doctor                                    # what this kernel enforces
   gatewayd explain gatewayd-audit.jsonl --policy policy.json   # every refusal, and what would allow it
+  gatewayd policy suggest gatewayd-audit.jsonl --policy policy.json --out next.json   # refusals as a reviewed policy diff
   sudo gatewayd approvals watch                           # decide held calls as they arrive, one key each
 
 `run` needs root (the agent's cgroup, kernel programs and mount namespace; the agent itself

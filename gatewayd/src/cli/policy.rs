@@ -1,6 +1,7 @@
 //! `gatewayd policy validate P`, `gatewayd policy pin P [--from TOOLS.json]`,
 //! `gatewayd policy init [--out P] [--workspace DIR] [--home DIR]`,
-//! `gatewayd policy add-mcp P --server NAME -- SERVER_CMD...` (`policy_mcp.rs`)
+//! `gatewayd policy add-mcp P --server NAME -- SERVER_CMD...` (`policy_mcp.rs`),
+//! `gatewayd policy suggest AUDIT [--policy P] [--out FILE]` (`policy_suggest.rs`)
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -79,6 +80,11 @@ pub(super) enum Command {
         #[arg(last = true, required = true, value_name = "SERVER_CMD")]
         command: Vec<String>,
     },
+    /// Turn an audit log's refusals into a reviewed diff against the policy: each proposed
+    /// entry with its reasons and count, grouped (the host's config dirs, the runtime's
+    /// files, egress, exec, roots, tools), and what is never proposed (protected paths and
+    /// names, secrets, self-protection, the Rule of Two) with why. --out writes the result.
+    Suggest(super::policy_suggest::Args),
 }
 
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -114,6 +120,7 @@ pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
             timeout_s,
             command,
         } => super::policy_mcp::add_mcp(&policy, &server, &command, timeout_s),
+        Command::Suggest(a) => super::policy_suggest::exec(a),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `gatewayd` binary's commands, run as a user would: `audit verify`, `check`,
-//! `policy validate|pin`, `explain`, `test` (the project's scenario files) and `hook` for each agent host.
+//! `policy validate|pin|suggest`, `explain`, `test` (the project's scenario files) and `hook` for each agent host.
 // A test binary sees every dependency of the package; the lint guards the library's list.
 #![allow(unused_crate_dependencies)]
 mod audit;
@@ -10,4 +10,5 @@ mod explain;
 mod hook;
 mod hook_install;
 mod scenarios;
+mod suggest;
 mod teaching;

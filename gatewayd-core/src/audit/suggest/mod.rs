@@ -1,0 +1,430 @@
+//! `gatewayd policy suggest`: a session's refusals turned into a reviewed diff against the
+//! policy. Each proposed entry comes with the reason codes that asked for it and how many
+//! refusals it answers (the records' own and those counted in `denials_aggregated` records),
+//! grouped ([`Group`]); paths are proposed as the smallest directory that covers them
+//! sensibly ([`cover`]'s rule). What is never proposed, whatever the log says, is listed
+//! with its [`Rule`]: a protected path or name, a secret, gatewayd's self-protection, the
+//! Rule of Two's lockdown, the built-in read-only paths, writes to the system's files.
+//!
+//! Input: records of decision `deny`, and `would_deny` — what a learn mode records when it
+//! lets a refusal through, with the same reason codes and details — so one code serves both.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::policy::Policy;
+
+pub mod apply;
+mod ask;
+pub mod cover;
+mod never;
+
+use ask::Ask;
+pub use cover::Group;
+
+/// Why a refusal is not turned into a proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// It is (or lies under) a protected path: `sandbox.protected`.
+    ProtectedPath,
+    /// Its name is a protected name: `sandbox.protected_names`.
+    ProtectedName,
+    /// A secret: a credential store, a key's or `.env`'s name, the metadata service, a
+    /// secret on its way out.
+    Secret,
+    /// gatewayd's self-protection (`self_protection` and its kin, gatewayd's own files).
+    SelfProtection,
+    /// The Rule of Two's lockdown (`egress_lockdown`, `trifecta`).
+    RuleOfTwo,
+    /// A built-in or listed read-only path.
+    ReadOnly,
+    /// A write to the system's files.
+    SystemWrite,
+    /// `/proc`, `/sys`, `/dev`.
+    KernelFs,
+    /// The record names no object to propose (an inode only, a cut name).
+    NoObject,
+    /// Not a matter of the allowlists (an argument rule, a limit, a pin, an echo).
+    NotAnAllowlist,
+    /// The policy already allows what the proposal would: something else refused it.
+    AlreadyAllowed,
+}
+
+/// One proposed entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Proposal {
+    /// Where it belongs in the grouped list.
+    pub group: Group,
+    /// The policy field it is added to (`sandbox.readable`, `network.egress`, ...).
+    pub field: &'static str,
+    /// The entry: a path, an egress object, a tool object, or `true` (`private_tmp`).
+    pub value: Value,
+    /// The reason codes of the refusals it answers.
+    pub reasons: BTreeSet<String>,
+    /// How many refusals it answers.
+    pub count: u64,
+    /// Up to three of the refused objects.
+    pub examples: Vec<String>,
+}
+
+/// A refusal that is not proposed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotProposed {
+    /// Which rule keeps it out.
+    pub rule: Rule,
+    /// What was refused.
+    pub object: String,
+    /// The record's reason code.
+    pub reason: String,
+    /// How many refusals.
+    pub count: u64,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// What `suggest` found in a log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Suggestions {
+    /// The sessions read, in log order.
+    pub sessions: Vec<String>,
+    /// The refusals read (records and counted ones).
+    pub refusals: u64,
+    /// Proposed entries, by group then field.
+    pub proposals: Vec<Proposal>,
+    /// Refusals not proposed.
+    pub not_proposed: Vec<NotProposed>,
+    /// Refusals counted in `denials_aggregated` records whose first record is not in the log
+    /// (or which were counted beyond the aggregator's kinds): counted, not attributed.
+    pub unattributed: u64,
+}
+
+/// Whether `suggest` reads the record: a denial, or a learn mode's `would_deny`.
+pub fn is_input(record: &Value) -> bool {
+    matches!(record["decision"].as_str(), Some("deny" | "would_deny"))
+        && record["reason"] != "denials_aggregated"
+}
+
+/// The aggregation kind of a record (session, hook, reason, object), as `aggregate` counts.
+fn kind(r: &Value) -> (String, String, String, String) {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    (
+        s(&r["session"]),
+        s(&r["hook"]),
+        s(&r["reason"]),
+        super::aggregate::object_of(&r["detail"]),
+    )
+}
+
+/// The refusals of `records` (of `session`, or all), each with its count.
+fn counted<'r>(records: &'r [Value], session: Option<&str>) -> (Vec<(&'r Value, u64)>, u64) {
+    let mine = |r: &&Value| session.is_none_or(|s| r["session"] == s);
+    let mut out: Vec<(&Value, u64)> = records
+        .iter()
+        .filter(mine)
+        .filter(|r| is_input(r))
+        .map(|r| (r, 1))
+        .collect();
+    let index: BTreeMap<_, usize> = out
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, (r, _))| (kind(r), i))
+        .collect();
+    let mut unattributed = 0;
+    for a in records
+        .iter()
+        .filter(mine)
+        .filter(|r| r["reason"] == "denials_aggregated")
+    {
+        let d = &a["detail"];
+        let n = d["count"].as_u64().unwrap_or(0);
+        let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let k = (
+            s(&a["session"]),
+            s(&a["hook"]),
+            s(&d["reason"]),
+            s(&d["object"]),
+        );
+        match index.get(&k) {
+            Some(i) => out[*i].1 += n,
+            None => unattributed += n,
+        }
+    }
+    (out, unattributed)
+}
+
+/// Suggests the changes to `policy` that the refusals of `records` (the audit log's lines,
+/// of `session` or all) ask for.
+pub fn suggest(records: &[Value], session: Option<&str>, policy: &Policy) -> Suggestions {
+    let (refusals, unattributed) = counted(records, session);
+    let mut b = Builder::new(policy);
+    let mut sessions: Vec<String> = Vec::new();
+    for (r, n) in &refusals {
+        if let Some(s) = r["session"]
+            .as_str()
+            .filter(|s| !sessions.iter().any(|x| x == s))
+        {
+            sessions.push(s.to_owned());
+        }
+        b.take(r, *n);
+    }
+    Suggestions {
+        sessions,
+        refusals: refusals.iter().map(|(_, n)| n).sum::<u64>() + unattributed,
+        proposals: b.proposals(),
+        not_proposed: b.not.into_values().collect(),
+        unattributed,
+    }
+}
+
+/// Path-like argument names: a proposed tool checks them as paths to read.
+const PATH_ARGS: &[&str] = &[
+    "path",
+    "file_path",
+    "filename",
+    "file",
+    "notebook_path",
+    "dir",
+    "directory",
+    "cwd",
+];
+
+struct Builder<'a> {
+    policy: &'a Policy,
+    guard: never::Guard<'a>,
+    props: BTreeMap<(&'static str, String), Proposal>,
+    not: BTreeMap<(Rule, String, String), NotProposed>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(policy: &'a Policy) -> Builder<'a> {
+        Builder {
+            policy,
+            guard: never::Guard::new(policy),
+            props: BTreeMap::new(),
+            not: BTreeMap::new(),
+        }
+    }
+
+    fn refuse(&mut self, r: &Value, object: String, n: u64, (rule, why): (Rule, String)) {
+        let reason = r["reason"].as_str().unwrap_or("unknown").to_owned();
+        let e = self
+            .not
+            .entry((rule, object.clone(), reason.clone()))
+            .or_insert(NotProposed {
+                rule,
+                object,
+                reason,
+                count: 0,
+                why,
+            });
+        e.count += n;
+    }
+
+    fn propose(
+        &mut self,
+        r: &Value,
+        (group, field, value): (Group, &'static str, Value),
+        example: String,
+        n: u64,
+    ) {
+        let key = (field, value.to_string());
+        let p = self.props.entry(key).or_insert(Proposal {
+            group,
+            field,
+            value,
+            reasons: BTreeSet::new(),
+            count: 0,
+            examples: Vec::new(),
+        });
+        p.count += n;
+        p.reasons
+            .insert(r["reason"].as_str().unwrap_or("unknown").to_owned());
+        if p.examples.len() < 3 && !p.examples.contains(&example) {
+            p.examples.push(example);
+        }
+    }
+
+    fn take(&mut self, r: &Value, n: u64) {
+        let tool = r["tool"]
+            .as_str()
+            .unwrap_or(r["reason"].as_str().unwrap_or("-"));
+        match ask::ask(r) {
+            Ask::Never(rule, why) => {
+                let object =
+                    super::explain::object(&r["detail"]).unwrap_or_else(|| tool.to_owned());
+                self.refuse(r, object, n, (rule, why));
+            }
+            Ask::Read(p) => self.path(r, &p, "sandbox.readable", n),
+            Ask::Write(p) => self.path(r, &p, "sandbox.writable", n),
+            Ask::Exec(p) => match self.exec(&p) {
+                Ok(e) => self.propose(r, e, p.display().to_string(), n),
+                Err(no) => self.refuse(r, p.display().to_string(), n, no),
+            },
+            Ask::Egress { host, port } => match Self::egress(&host, port) {
+                Ok(e) => self.propose(
+                    r,
+                    e,
+                    format!("{host}:{}", port.map_or("*".into(), |p| p.to_string())),
+                    n,
+                ),
+                Err(no) => self.refuse(r, host, n, no),
+            },
+            Ask::Unix(s) => match self.unix(&s) {
+                Ok(e) => self.propose(r, e, s, n),
+                Err(no) => self.refuse(r, s, n, no),
+            },
+            Ask::Tool { name, args } => match self.tool(&name, &args) {
+                Ok(e) => self.propose(r, e, name, n),
+                Err(no) => self.refuse(r, name, n, no),
+            },
+        }
+    }
+
+    /// A path to read or write: its cover, unless a rule keeps it out or the policy has it.
+    fn path(&mut self, r: &Value, path: &Path, field: &'static str, n: u64) {
+        let write = field == "sandbox.writable";
+        let shown = path.display().to_string();
+        if path.starts_with("/tmp") {
+            if self.policy.sandbox.private_tmp {
+                let why = "sandbox.private_tmp is on: the refusal came from something else (`gatewayd explain`)";
+                return self.refuse(r, shown, n, (Rule::AlreadyAllowed, why.to_owned()));
+            }
+            return self.propose(
+                r,
+                (Group::System, "sandbox.private_tmp", Value::Bool(true)),
+                shown,
+                n,
+            );
+        }
+        let (dir, group) = cover::cover(path);
+        let dir = never::Guard::narrow(path, dir);
+        if let Some(no) = self.guard.path(path, &dir, write) {
+            return self.refuse(r, shown, n, no);
+        }
+        let sb = &self.policy.sandbox;
+        let mut have: Vec<&PathBuf> = sb.writable.iter().collect();
+        if !write {
+            have.extend(&sb.readable);
+        }
+        if let Some(h) = have.iter().find(|h| dir.starts_with(h)) {
+            let why = format!(
+                "{field} already holds `{}`: the refusal came from something else (`gatewayd explain`)",
+                h.display()
+            );
+            return self.refuse(r, shown, n, (Rule::AlreadyAllowed, why));
+        }
+        self.propose(
+            r,
+            (group, field, Value::String(dir.display().to_string())),
+            shown,
+            n,
+        );
+    }
+
+    fn exec(&self, path: &Path) -> Result<(Group, &'static str, Value), (Rule, String)> {
+        if let Some(no) = self.guard.path(path, path, false) {
+            return Err(no);
+        }
+        if self.policy.sandbox.exec.iter().any(|e| e == path) {
+            return Err((
+                Rule::AlreadyAllowed,
+                "sandbox.exec already lists it".to_owned(),
+            ));
+        }
+        Ok((
+            Group::Exec,
+            "sandbox.exec",
+            Value::String(path.display().to_string()),
+        ))
+    }
+
+    fn egress(
+        host: &str,
+        port: Option<u16>,
+    ) -> Result<(Group, &'static str, Value), (Rule, String)> {
+        if let Some(no) = never::Guard::egress(host) {
+            return Err(no);
+        }
+        let entry = if ask::is_address(host) {
+            let bits = if host.contains(':') { 128 } else { 32 };
+            json!({"cidr": format!("{host}/{bits}"), "port": port})
+        } else {
+            json!({"host": host, "port": port})
+        };
+        Ok((Group::Egress, "network.egress", entry))
+    }
+
+    fn unix(&self, s: &str) -> Result<(Group, &'static str, Value), (Rule, String)> {
+        if s.starts_with('/')
+            && let Some(no) = self.guard.path(Path::new(s), Path::new(s), false)
+        {
+            return Err(no);
+        }
+        if self.policy.network.unix.iter().any(|u| u == s) {
+            return Err((
+                Rule::AlreadyAllowed,
+                "network.unix already lists it".to_owned(),
+            ));
+        }
+        Ok((Group::Unix, "network.unix", Value::String(s.to_owned())))
+    }
+
+    /// A tool the gateway did not know: proposed held for a person (`default: hold`), its
+    /// path-like arguments checked as paths to read, until its labels and rules are written.
+    fn tool(
+        &self,
+        name: &str,
+        args: &[String],
+    ) -> Result<(Group, &'static str, Value), (Rule, String)> {
+        if self.policy.tools.iter().any(|t| t.name == name) {
+            return Err((Rule::AlreadyAllowed, "tools already lists it".to_owned()));
+        }
+        let rules: serde_json::Map<String, Value> = args
+            .iter()
+            .filter(|a| PATH_ARGS.contains(&a.as_str()))
+            .map(|a| (a.clone(), json!({"path": "read"})))
+            .collect();
+        let mut t = json!({"name": name, "description": "", "default": "hold"});
+        if !rules.is_empty() {
+            t["args"] = Value::Object(rules);
+        }
+        Ok((Group::Tools, "tools", t))
+    }
+
+    /// The proposals, a path folded into a proposed directory of the same field above it.
+    fn proposals(&mut self) -> Vec<Proposal> {
+        let all: Vec<Proposal> = std::mem::take(&mut self.props).into_values().collect();
+        let mut out: Vec<Proposal> = Vec::new();
+        let is_path = |p: &Proposal| {
+            p.field.starts_with("sandbox.") && p.value.is_string() && p.field != "sandbox.exec"
+        };
+        for p in all {
+            let above = out.iter().position(|o| {
+                o.field == p.field
+                    && is_path(o)
+                    && is_path(&p)
+                    && Path::new(p.value.as_str().unwrap_or(""))
+                        .starts_with(o.value.as_str().unwrap_or("\0"))
+            });
+            match above {
+                Some(i) => {
+                    let o = &mut out[i];
+                    o.count += p.count;
+                    o.reasons.extend(p.reasons);
+                    o.examples.extend(p.examples);
+                    o.examples.truncate(3);
+                }
+                None => out.push(p),
+            }
+        }
+        out.sort_by(|a, b| (a.group, a.field, b.count).cmp(&(b.group, b.field, a.count)));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,219 @@
+//! `suggest` on whole logs: grouping and folding, counts with aggregated records, learn
+//! mode's `would_deny`, and what is never proposed.
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn policy(v: Value) -> Policy {
+    let mut v = v;
+    v["version"] = json!(1);
+    Policy::parse(&v.to_string(), Path::new("p.json")).unwrap()
+}
+
+fn kernel(reason: &str, detail: Value) -> Value {
+    json!({"session": "s1", "source": "kernel", "hook": "landlock", "decision": "deny",
+           "reason": reason, "detail": detail})
+}
+
+fn values(s: &Suggestions, field: &str) -> Vec<Value> {
+    s.proposals
+        .iter()
+        .filter(|p| p.field == field)
+        .map(|p| p.value.clone())
+        .collect()
+}
+
+#[test]
+fn files_are_grouped_under_their_smallest_sensible_directory_with_counts() {
+    let log = vec![
+        kernel("outside_readable", json!({"path": "/etc/ssl/openssl.cnf"})),
+        kernel(
+            "outside_readable",
+            json!({"path": "/etc/ssl/certs/ca-certificates.crt"}),
+        ),
+        kernel(
+            "outside_readable",
+            json!({"path": "/home/u/.config/app/a.json"}),
+        ),
+        kernel(
+            "outside_readable",
+            json!({"path": "/home/u/.config/app/b/c.json"}),
+        ),
+        kernel(
+            "outside_readable",
+            json!({"path": "/usr/lib/node_modules/@x/cli/cli.js"}),
+        ),
+        kernel(
+            "outside_writable",
+            json!({"path": "/home/u/.claude/projects/p.jsonl"}),
+        ),
+        kernel("outside_writable", json!({"path": "/tmp/x"})),
+        json!({"session": "s1", "source": "kernel", "hook": "landlock", "decision": "deny",
+               "reason": "denials_aggregated",
+               "detail": {"reason": "outside_readable", "object": "/etc/ssl/openssl.cnf", "count": 40}}),
+    ];
+    let s = suggest(
+        &log,
+        None,
+        &policy(json!({"sandbox": {"root": "/w", "readable": ["/w"]}})),
+    );
+    assert_eq!(
+        values(&s, "sandbox.readable"),
+        [
+            json!("/home/u/.config/app"),
+            json!("/usr/lib/node_modules"),
+            json!("/etc/ssl")
+        ]
+    );
+    let ssl = s.proposals.iter().find(|p| p.value == "/etc/ssl").unwrap();
+    assert_eq!(
+        (ssl.count, ssl.group),
+        (42, Group::System),
+        "the aggregated 40 counted"
+    );
+    assert_eq!(ssl.examples.len(), 2);
+    let app = s
+        .proposals
+        .iter()
+        .find(|p| p.value == "/home/u/.config/app")
+        .unwrap();
+    assert_eq!((app.count, app.group), (2, Group::HostConfig));
+    assert_eq!(values(&s, "sandbox.writable"), [json!("/home/u/.claude")]);
+    assert_eq!(values(&s, "sandbox.private_tmp"), [json!(true)]);
+    assert_eq!((s.refusals, s.unattributed), (47, 0));
+}
+
+#[test]
+fn a_learn_mode_would_deny_is_read_as_a_denial_and_other_decisions_are_not() {
+    let mut r = kernel(
+        "egress_not_allowed",
+        json!({"addr": "203.0.113.9", "port": 443}),
+    );
+    r["decision"] = json!("would_deny");
+    let mut allowed = kernel(
+        "egress_not_allowed",
+        json!({"addr": "198.51.100.1", "port": 443}),
+    );
+    allowed["decision"] = json!("allow");
+    let s = suggest(&[r, allowed], None, &policy(json!({})));
+    assert_eq!(
+        values(&s, "network.egress"),
+        [json!({"cidr": "203.0.113.9/32", "port": 443})]
+    );
+}
+
+#[test]
+fn gateway_refusals_give_egress_names_and_held_tools_and_a_session_is_chosen() {
+    let gw = |session: &str, tool: &str, reason: &str, message: &str| {
+        json!({"session": session, "source": "gateway", "tool": tool, "decision": "deny",
+               "reason": reason, "detail": {"message": message, "arg_names": ["path"]}})
+    };
+    let log = vec![
+        gw(
+            "a",
+            "fetch",
+            "sandbox",
+            "`url`: destination docs.example:443 is not in the network egress allowlist",
+        ),
+        gw("a", "read_file", "not_allowlisted", "not in the registry"),
+        gw(
+            "b",
+            "fetch",
+            "sandbox",
+            "`url`: destination other.example:443 is not in the network egress allowlist",
+        ),
+    ];
+    let s = suggest(&log, Some("a"), &policy(json!({})));
+    assert_eq!(s.sessions, ["a"]);
+    assert_eq!(
+        values(&s, "network.egress"),
+        [json!({"host": "docs.example", "port": 443})]
+    );
+    assert_eq!(
+        values(&s, "tools"),
+        [
+            json!({"name": "read_file", "description": "", "default": "hold", "args": {"path": {"path": "read"}}})
+        ]
+    );
+}
+
+/// Each never-propose rule, end to end: the refusal is listed as not proposed, with its rule,
+/// and nothing is proposed for it.
+#[test]
+fn protected_secret_self_protection_and_rule_of_two_are_never_proposed() {
+    let p = policy(
+        json!({"sandbox": {"root": "/w", "protected": ["/srv/keys"], "protected_names": ["*.token"]}}),
+    );
+    let cases = [
+        (
+            kernel("outside_readable", json!({"path": "/srv/keys/a"})),
+            Rule::ProtectedPath,
+        ),
+        (
+            kernel("outside_readable", json!({"path": "/w/sub/api.token"})),
+            Rule::ProtectedName,
+        ),
+        (
+            kernel("protected_path", json!({"protected_path": "/srv/keys"})),
+            Rule::ProtectedPath,
+        ),
+        (
+            kernel("protected_name", json!({"path": "/w/.env"})),
+            Rule::ProtectedName,
+        ),
+        (
+            kernel("outside_readable", json!({"path": "/home/u/.ssh/config"})),
+            Rule::Secret,
+        ),
+        (
+            kernel(
+                "egress_not_allowed",
+                json!({"addr": "169.254.169.254", "port": 80}),
+            ),
+            Rule::Secret,
+        ),
+        (
+            kernel("self_protection", json!({"target_pid": 1})),
+            Rule::SelfProtection,
+        ),
+        (
+            kernel(
+                "outside_readable",
+                json!({"path": "/run/gatewayd/gatewayd.sock"}),
+            ),
+            Rule::SelfProtection,
+        ),
+        (
+            kernel(
+                "egress_lockdown",
+                json!({"addr": "203.0.113.9", "port": 443}),
+            ),
+            Rule::RuleOfTwo,
+        ),
+        (
+            json!({"session": "s1", "source": "gateway", "tool": "send", "decision": "deny",
+                "reason": "trifecta", "detail": {}}),
+            Rule::RuleOfTwo,
+        ),
+    ];
+    for (record, rule) in cases {
+        let s = suggest(std::slice::from_ref(&record), None, &p);
+        assert!(s.proposals.is_empty(), "{record}: {:?}", s.proposals);
+        assert_eq!(s.not_proposed.len(), 1, "{record}");
+        assert_eq!(s.not_proposed[0].rule, rule, "{record}");
+    }
+}
+
+#[test]
+fn what_the_policy_already_allows_is_said_not_proposed() {
+    let p = policy(json!({"sandbox": {"root": "/w", "readable": ["/etc/ssl"]}}));
+    let s = suggest(
+        &[kernel("outside_readable", json!({"path": "/etc/ssl/x"}))],
+        None,
+        &p,
+    );
+    assert!(s.proposals.is_empty());
+    assert_eq!(s.not_proposed[0].rule, Rule::AlreadyAllowed);
+}
