@@ -142,6 +142,18 @@ pub struct Serving {
     thread: std::thread::JoinHandle<()>,
 }
 
+/// Whether fanotify permission events are available here (`gatewayd doctor`): a group of the
+/// content class is opened and closed. Fails without `CONFIG_FANOTIFY_ACCESS_PERMISSIONS`
+/// (`EINVAL`) or without root (`EPERM`).
+pub fn probe() -> Result<(), NameGuardError> {
+    Fanotify::init(
+        InitFlags::FAN_CLASS_CONTENT | InitFlags::FAN_CLOEXEC,
+        EventFFlags::O_RDONLY | EventFFlags::O_CLOEXEC,
+    )
+    .map(drop)
+    .map_err(NameGuardError::Init)
+}
+
 impl NameGuard {
     /// Opens the group and walks the roots (step 1 of the module).
     pub fn open(names: ProtectedNames, roots: Vec<PathBuf>) -> Result<NameGuard, NameGuardError> {

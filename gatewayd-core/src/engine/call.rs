@@ -157,6 +157,8 @@ impl Engine {
         approval_hold::settle(self, s, call, &mut verdict, &arguments, &digest, now);
         let deep = secret_egress::message_quotes_arguments(verdict.reason);
         verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
+        // A message withheld for a secret it quoted lost its next step: the reason's own.
+        verdict.add_next();
         let refused = |verdict| Admission {
             verdict,
             admitted: None,

@@ -41,7 +41,7 @@ pub use call::{Admission, Admitted, Credentials, Outcome, ToolCall};
 pub use error::{ApprovalError, EngineError, SecretError};
 pub use registry::{Registration, ToolDefinition};
 pub use session::{Legs, Session};
-pub use verdict::{Decision, Reason, Verdict};
+pub use verdict::{Decision, NEXT, Reason, Verdict, with_next};
 
 /// The decision engine for one policy.
 pub struct Engine {
@@ -184,6 +184,7 @@ impl Engine {
         if v.reason != Reason::Allowed {
             let deep = checks::secret_egress::message_quotes_arguments(v.reason);
             v.message = checks::secret_egress::scrub_text(self, s, &v.message, deep);
+            v.add_next();
         }
         v
     }

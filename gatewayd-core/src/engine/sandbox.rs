@@ -290,14 +290,14 @@ impl SandboxView {
     pub fn check(&self, raw: &str, p: &Path, access: PathAccess) -> Result<(), String> {
         if let Some(x) = self.protected_hit(p) {
             return Err(format!(
-                "path `{raw}` resolves to `{}`, which is inside protected path `{}`; protected paths are never readable or writable through tools",
+                "path `{raw}` resolves to `{}`, which is inside protected path `{}`; protected paths are never readable or writable through tools. Next: do not try to reach it another way; ask the user for what you need from it.",
                 p.display(),
                 x.display()
             ));
         }
         if let Some(pattern) = self.protected_name(p) {
             return Err(format!(
-                "path `{raw}` resolves to `{}`, whose name matches protected name `{pattern}` (sandbox.protected_names): files of that name are never readable or writable by the agent; ask the user for what you need from it",
+                "path `{raw}` resolves to `{}`, whose name matches protected name `{pattern}` (sandbox.protected_names): files of that name are never readable or writable by the agent. Next: do not try to reach it another way; ask the user for what you need from it.",
                 p.display(),
             ));
         }
@@ -306,8 +306,32 @@ impl SandboxView {
             PathAccess::Read | PathAccess::Tree | PathAccess::Names => (&self.read, "readable"),
         };
         if !roots.iter().any(|r| p.starts_with(r)) {
+            // The root first (for reads), each once, three at most.
+            let mut seen: Vec<&PathBuf> = Vec::new();
+            let root = self.root.iter().filter(|_| access != PathAccess::Write);
+            for r in root.chain(roots.iter()) {
+                if !seen.contains(&r) {
+                    seen.push(r);
+                }
+            }
+            let mut list: Vec<String> = seen
+                .iter()
+                .take(3)
+                .map(|r| format!("`{}`", r.display()))
+                .collect();
+            if seen.len() > 3 {
+                list.push("…".into());
+            }
+            let next = if list.is_empty() {
+                "ask the user; this session has no such root".to_owned()
+            } else {
+                format!(
+                    "use a path under {}, or ask the user to allow this one",
+                    list.join(", ")
+                )
+            };
             return Err(format!(
-                "path `{raw}` resolves to `{}`, outside every {what} root of the sandbox",
+                "path `{raw}` resolves to `{}`, outside every {what} root of the sandbox. Next: {next}.",
                 p.display()
             ));
         }
@@ -320,7 +344,7 @@ impl SandboxView {
                 .find(|x| p.starts_with(x) || (x.starts_with(p) && x.exists()))
         {
             return Err(format!(
-                "path `{raw}` resolves to `{}`, which is or holds read-only path `{}`: the agent may read it but not change it (code or settings the user's own programs run later); ask the user to make that change",
+                "path `{raw}` resolves to `{}`, which is or holds read-only path `{}`: the agent may read it but not change it (code or settings the user's own programs run later). Next: ask the user to make that change.",
                 p.display(),
                 x.display()
             ));
@@ -332,7 +356,7 @@ impl SandboxView {
         };
         if let Some(x) = below {
             return Err(format!(
-                "path `{raw}` resolves to `{}`, which contains protected path `{}`",
+                "path `{raw}` resolves to `{}`, which contains protected path `{}`. Next: name a narrower path that leaves it out, or ask the user.",
                 p.display(),
                 x.display()
             ));

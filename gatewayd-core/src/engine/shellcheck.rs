@@ -231,9 +231,12 @@ fn check_urls(
         if !egress.allows(&d) {
             return Err((
                 Reason::Sandbox,
-                format!(
-                    "`{name}`: `{program}` would connect to {}:{}, which is not in the network egress allowlist; fetch only from the hosts the policy lists, or ask the user to add this one",
-                    d.host, d.port
+                super::with_next(
+                    &format!(
+                        "`{name}`: `{program}` would connect to {}:{}, which is not in the network egress allowlist",
+                        d.host, d.port
+                    ),
+                    "fetch only from hosts the policy allows, or ask the user to allow this one",
                 ),
             ));
         }

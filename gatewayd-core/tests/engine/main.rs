@@ -29,5 +29,6 @@ mod attacks_secret_disguises;
 mod attacks_shell;
 mod benign;
 mod corpora;
+mod next_steps;
 mod robustness;
 mod support;

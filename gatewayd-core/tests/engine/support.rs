@@ -144,7 +144,7 @@ pub(crate) fn refused(r: (Outcome, bool), decision: Decision, reason: Reason) ->
     );
     assert!(!ran, "the handler ran");
     count_call("refused");
-    assert!(!o.verdict.message.is_empty());
+    crate::next_steps::assert_next_step(&o.verdict);
     o
 }
 

@@ -3,13 +3,15 @@
 //! `--json` gives one object: a row per piece (`{"ok": bool, "detail": text}`), `tier` (the
 //! tier's number, see `kernel::Tier::level`), `tier_text` (the same in words) and `features`
 //! (what this kernel supports that the tests and a user may branch on, see [`Features`]) and
-//! `tier1_advice` (below tier 1: why, and what to change; `kernel::tier1_advice`).
+//! `tier1_advice` (below tier 1: why, and what to change; `kernel::tier1_advice`) and
+//! `tier2_denials`: per kind of denial at tier 2, which channel records it on this host, or
+//! that none does ([`denial_channels`]).
 use std::process::ExitCode;
 
 use gatewayd_kernel::{
     cgroup::AgentCgroup,
     kernel::{self, Tier, tier1_advice},
-    landlock,
+    landlock, name_guard,
 };
 
 use super::out::outln;
@@ -72,12 +74,26 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             lsm_refused,
         ))
     };
+    let row = |name: &str| {
+        rows.iter().find(|(n, _)| n == name).map_or_else(
+            || Err("gatewayd's eBPF object did not load here".to_owned()),
+            |(_, r)| r.clone(),
+        )
+    };
+    let probes = ChannelProbes {
+        recorder: row("raw_tp/sys_exit"),
+        fanotify: name_guard::probe().map_err(|e| e.to_string()),
+        landlock_audit: features.landlock_audit.clone(),
+        egress: row("cgroup/connect4"),
+    };
+    let channels = denial_channels(&probes);
     let report = Report {
         rows,
         tier,
         features,
         advice,
         root,
+        channels,
     };
     if args.json {
         report.print_json()?;
@@ -141,6 +157,104 @@ fn probe_programs(
 /// A row: a piece's name and what it does here, or why not.
 type Row = (String, Result<String, String>);
 
+/// What doctor found of each channel that records tier-2 denials: `Ok` = it works here.
+struct ChannelProbes {
+    /// The `raw_tp/sys_exit` recorder loaded and attached (`x86_64` only).
+    recorder: Result<String, String>,
+    /// A fanotify group of the content class could be opened (permission events).
+    fanotify: Result<(), String>,
+    /// Landlock logs its denials (ABI 7) and gatewayd can read them (audit on).
+    landlock_audit: Result<String, String>,
+    /// The cgroup connect programs loaded and attached.
+    egress: Result<String, String>,
+}
+
+/// One kind of denial at tier 2 and the channel that records it here, if any.
+#[derive(Debug, PartialEq)]
+struct Recording {
+    /// The kind, as the record's reason names it (`read_only_path`, ...).
+    kind: &'static str,
+    /// What the agent did that is refused.
+    what: &'static str,
+    /// The channel that records it on this host; `None`: not recorded here.
+    channel: Option<&'static str>,
+    /// Why it is or is not recorded.
+    detail: String,
+}
+
+/// Per kind of denial at tier 2 (Landlock, mounts, seccomp, fanotify), which channel records
+/// it on this host, from what doctor found. At tier 1 the BPF LSM programs record file and
+/// exec denials themselves; the read-only binds' refusals are the recorder's at both tiers.
+fn denial_channels(p: &ChannelProbes) -> Vec<Recording> {
+    fn one(
+        kind: &'static str,
+        what: &'static str,
+        name: &'static str,
+        probe: Result<String, String>,
+    ) -> Recording {
+        match probe {
+            Ok(d) => Recording {
+                kind,
+                what,
+                channel: Some(name),
+                detail: d,
+            },
+            Err(e) => Recording {
+                kind,
+                what,
+                channel: None,
+                detail: format!("{name} unavailable: {e}"),
+            },
+        }
+    }
+    let recorder = p.recorder.clone().map(|_| {
+        "the system call's result (EROFS, EBUSY, EACCES), read by the recorder".to_owned()
+    });
+    vec![
+        one(
+            "read_only_path",
+            "a write, rename or removal under a read-only path (its bind refuses it)",
+            "raw_tp/sys_exit",
+            recorder.clone(),
+        ),
+        one(
+            "protected_path",
+            "an open under a protected path (its hiding mount refuses it)",
+            "raw_tp/sys_exit",
+            recorder,
+        ),
+        one(
+            "protected_name",
+            "an open of a file of a protected name (sandbox.protected_names)",
+            "fanotify",
+            p.fanotify.clone().map(|()| {
+                "permission events (FAN_CLASS_CONTENT): gatewayd refuses and records each"
+                    .to_owned()
+            }),
+        ),
+        one(
+            "landlock",
+            "a read, write or exec outside the roots, or a refused Unix socket (Landlock)",
+            "landlock audit",
+            p.landlock_audit.clone(),
+        ),
+        one(
+            "egress",
+            "a connection or datagram to an address outside the egress allowlist",
+            "cgroup/connect4",
+            p.egress
+                .clone()
+                .map(|_| "the cgroup programs refuse and record it, at every tier".to_owned()),
+        ),
+        Recording {
+            kind: "seccomp",
+            what: "a system call the seccomp filter refuses (mount calls, bpf, hard links)",
+            channel: None,
+            detail: "seccomp refuses without a record, at every tier".into(),
+        },
+    ]
+}
+
 /// What doctor found, to print.
 struct Report {
     rows: Vec<Row>,
@@ -148,6 +262,18 @@ struct Report {
     features: Features,
     advice: Vec<String>,
     root: bool,
+    channels: Vec<Recording>,
+}
+
+impl Recording {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "recorded": self.channel.is_some(),
+            "channel": self.channel,
+            "what": self.what,
+            "detail": self.detail,
+        })
+    }
 }
 
 impl Report {
@@ -171,6 +297,14 @@ impl Report {
                 ("features".to_string(), self.features.to_json()),
                 ("tier1_advice".to_string(), serde_json::json!(self.advice)),
                 ("root".to_string(), serde_json::json!(self.root)),
+                (
+                    "tier2_denials".to_string(),
+                    self.channels
+                        .iter()
+                        .map(|c| (c.kind.to_owned(), c.to_json()))
+                        .collect::<serde_json::Map<_, _>>()
+                        .into(),
+                ),
             ])
             .collect();
         outln!("{}", serde_json::Value::Object(obj))?;
@@ -185,6 +319,13 @@ impl Report {
             }
         }
         outln!("enforcement tier: {}", self.tier.as_str())?;
+        outln!("denials at tier 2, and what records them here:")?;
+        for c in &self.channels {
+            match c.channel {
+                Some(ch) => outln!("  ok    {:<16} {ch}: {}", c.kind, c.detail)?,
+                None => outln!("  NO    {:<16} not recorded: {}", c.kind, c.detail)?,
+            }
+        }
         if !self.root {
             outln!(
                 "not root: the probes need root (a cgroup, BPF programs), so the tier above is this user's, not what `sudo gatewayd run` gets; run `sudo gatewayd doctor`"
@@ -256,6 +397,52 @@ impl Features {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kind_of_tier_2_denial_names_its_channel_or_none() {
+        let all = ChannelProbes {
+            recorder: Ok("works".into()),
+            fanotify: Ok(()),
+            landlock_audit: Ok("readable".into()),
+            egress: Ok("works".into()),
+        };
+        let kinds: Vec<(&str, Option<&str>)> = denial_channels(&all)
+            .iter()
+            .map(|c| (c.kind, c.channel))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("read_only_path", Some("raw_tp/sys_exit")),
+                ("protected_path", Some("raw_tp/sys_exit")),
+                ("protected_name", Some("fanotify")),
+                ("landlock", Some("landlock audit")),
+                ("egress", Some("cgroup/connect4")),
+                ("seccomp", None),
+            ]
+        );
+        // An arm64 host without audit or fanotify permission events: only egress.
+        let none = ChannelProbes {
+            recorder: Err("it reads x86_64's system call registers".into()),
+            fanotify: Err("EINVAL".into()),
+            landlock_audit: Err("audit is disabled on this host".into()),
+            egress: Ok("works".into()),
+        };
+        let c = denial_channels(&none);
+        let recorded: Vec<&str> = c
+            .iter()
+            .filter(|c| c.channel.is_some())
+            .map(|c| c.kind)
+            .collect();
+        assert_eq!(recorded, ["egress"]);
+        assert!(c[0].detail.contains("x86_64"), "{:?}", c[0]);
+        assert!(
+            c[2].detail.contains("fanotify unavailable: EINVAL"),
+            "{:?}",
+            c[2]
+        );
+        assert!(c[3].detail.contains("audit is disabled"), "{:?}", c[3]);
+    }
 
     #[test]
     fn refused_programs_with_one_reason_are_one_row() {

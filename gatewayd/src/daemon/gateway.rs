@@ -24,9 +24,7 @@ use gatewayd_core::{
         writer::{DeferredSink, WriterHandle},
     },
     clock::Clock,
-    engine::{
-        AuditSink, Decision, Engine, EngineError, Legs, Reason, Registration, Session, Verdict,
-    },
+    engine::{AuditSink, Engine, EngineError, Legs, Reason, Registration, Session, Verdict},
     policy::Policy,
 };
 
@@ -88,14 +86,7 @@ pub struct Gateway {
 
 fn deny(reason: Reason, message: String, legs: Legs) -> Decided {
     Decided {
-        verdict: Verdict {
-            decision: Decision::Deny,
-            reason,
-            message,
-            matched_rules: Vec::new(),
-            hold_reasons: Vec::new(),
-            approval_id: None,
-        },
+        verdict: Verdict::deny(reason, message),
         arguments: None,
         credentials: None,
         legs,

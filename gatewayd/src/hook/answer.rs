@@ -35,11 +35,16 @@ impl Answer {
         }
     }
 
-    /// Exit 2 with the reason on stderr: a deny in every host.
+    /// Exit 2 with the reason on stderr: a deny in every host. The reason ends with a next
+    /// step, as the gateway's own do (docs/POLICY.md, "What a call returns").
     pub fn fail(reason: &str) -> Answer {
+        let text = gatewayd_core::engine::with_next(
+            reason,
+            "nothing ran; do not try it another way; ask the user to check gatewayd (`gatewayd doctor`, the daemon)",
+        );
         Answer {
             stdout: String::new(),
-            stderr: format!("gatewayd: {reason}\n"),
+            stderr: format!("gatewayd: {text}\n"),
             code: 2,
         }
     }

@@ -231,6 +231,72 @@ fn doctor_as_an_ordinary_user_says_its_tier_is_not_what_run_gets() {
     );
 }
 
+/// `doctor --json`'s `tier2_denials`: each kind of tier-2 denial with the channel that records
+/// it here, agreeing with the rows and features doctor reports and with a fanotify group
+/// opened here.
+#[test]
+fn doctor_says_which_channel_records_each_tier_2_denial() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &v["tier2_denials"];
+    let kinds = [
+        "read_only_path",
+        "protected_path",
+        "protected_name",
+        "landlock",
+        "egress",
+        "seccomp",
+    ];
+    assert_eq!(
+        d.as_object().map(serde_json::Map::len),
+        Some(kinds.len()),
+        "{d}"
+    );
+    for k in kinds {
+        let c = &d[k];
+        assert_eq!(c["recorded"], c["channel"].is_string(), "{k}: {c}");
+        assert!(
+            c["detail"].as_str().is_some_and(|s| !s.is_empty()),
+            "{k}: {c}"
+        );
+    }
+    let recorder = v["raw_tp/sys_exit"]["ok"] == true;
+    assert_eq!(d["read_only_path"]["recorded"], recorder, "{v}");
+    assert_eq!(d["protected_path"]["recorded"], recorder, "{v}");
+    assert_eq!(
+        d["landlock"]["recorded"], v["features"]["landlock_audit"],
+        "{v}"
+    );
+    assert_eq!(
+        d["egress"]["recorded"],
+        v["cgroup/connect4"]["ok"] == true,
+        "{v}"
+    );
+    assert_eq!(d["seccomp"]["recorded"], false);
+    // SAFETY: plain flags; the descriptor, if any, is closed at once.
+    let fd = unsafe {
+        libc::fanotify_init(
+            libc::FAN_CLASS_CONTENT | libc::FAN_CLOEXEC,
+            (libc::O_RDONLY | libc::O_CLOEXEC) as u32,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: fd was just opened here.
+        unsafe { libc::close(fd) };
+    }
+    assert_eq!(d["protected_name"]["recorded"], fd >= 0, "{v}");
+    let t = text(&as_ordinary_user(&["doctor"]));
+    assert!(
+        t.contains("denials at tier 2, and what records them here:"),
+        "{t}"
+    );
+    assert!(t.contains("NO    seccomp          not recorded"), "{t}");
+}
+
 #[test]
 fn serve_where_it_may_not_make_its_socket_says_how_to_run_it() {
     // A policy and an audit directory an ordinary user can use; the socket in `/`, which

@@ -5,7 +5,7 @@
 use super::{Ctx, Step};
 use crate::engine::{
     Approval, ApprovalState, Decision, Engine, Reason, Session, ToolCall, Verdict, fence,
-    fingerprint,
+    fingerprint, with_next,
 };
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
@@ -29,9 +29,14 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let now = cx.now();
     let approvals = cx.engine.lock_approvals();
     let fail = |m: &str, v: Verdict| {
+        let next = if m.starts_with("rejected") {
+            "a person refused this call: do not repeat it; ask the user how to go on"
+        } else {
+            "repeat the call without an approval id to be held for a new approval, or ask the user"
+        };
         let mut d = Verdict::deny(
             Reason::ApprovalDenied,
-            format!("approval {id}: {m}; the call is refused"),
+            with_next(&format!("approval {id}: {m}; the call is refused"), next),
         );
         d.matched_rules = v.matched_rules;
         d.hold_reasons = v.hold_reasons;
@@ -120,11 +125,18 @@ pub(in crate::engine) fn settle(
     }
     if verdict.decision == Decision::Hold
         && let Some(id) = &verdict.approval_id
-        && !verdict.message.contains(id.as_str())
+        && verdict.next().is_none()
     {
-        verdict.message = format!(
-            "{} Approval id: {id}. A person must approve it; then repeat the same call with this approval id.",
-            verdict.message
+        let what = if verdict.message.contains(id.as_str()) {
+            verdict.message.clone()
+        } else {
+            format!("{} Approval id: {id}.", verdict.message)
+        };
+        verdict.message = with_next(
+            &what,
+            &format!(
+                "ask the user to approve it (`gatewayd approvals approve {id}`), then repeat the same call with approval id {id}"
+            ),
         );
     }
     if verdict.reason == Reason::Approved {

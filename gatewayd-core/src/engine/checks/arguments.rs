@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{Ctx, Step, arg_ref};
-use crate::engine::{Engine, Reason, Verdict, args, sandbox, shellcheck};
+use crate::engine::{Engine, Reason, Verdict, args, sandbox, shellcheck, with_next};
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
@@ -95,9 +95,12 @@ fn check_value(
         if !engine.egress.allows(&d) {
             return Err(Verdict::deny(
                 R::Sandbox,
-                format!(
-                    "`{arg}`: destination {}:{} is not in the network egress allowlist",
-                    d.host, d.port
+                with_next(
+                    &format!(
+                        "`{arg}`: destination {}:{} is not in the network egress allowlist",
+                        d.host, d.port
+                    ),
+                    "use a destination the policy allows, or ask the user to allow this one",
                 ),
             ));
         }

@@ -7,7 +7,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
     if tool.current != tool.pin {
         let message = format!(
-            "tool `{}` changed since it was pinned (now {}, pinned {}); it is blocked until a person re-pins it with `gatewayd policy pin`",
+            "tool `{}` changed since it was pinned (now {}, pinned {}); it is blocked until a person re-pins it",
             tool.def.name, tool.current, tool.pin
         );
         return Err(cx.deny(Reason::RugPull, message));

@@ -2,7 +2,7 @@
 //! are counted ([`count`], after the audit record): a denied call costs nothing.
 use super::{Ctx, Step};
 use crate::{
-    engine::{Reason, Session, registry::Tool},
+    engine::{Reason, Session, registry::Tool, with_next},
     policy::{Policy, RateLimit, glob_match_str},
 };
 
@@ -31,12 +31,12 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
             let wait = recent
                 .first_ms
                 .map_or(0, |t| t.saturating_add(window).saturating_sub(now));
-            let message = format!(
-                "rate limit: at most {} calls of `{}` per {} s; retry in {} s",
-                r.max,
-                r.tool,
-                r.window_s,
-                wait.div_ceil(1000)
+            let message = with_next(
+                &format!(
+                    "rate limit: at most {} calls of `{}` per {} s",
+                    r.max, r.tool, r.window_s
+                ),
+                &format!("retry in {} s", wait.div_ceil(1000)),
             );
             return Err(cx.deny(Reason::RateLimit, message));
         }

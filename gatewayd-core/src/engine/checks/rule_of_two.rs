@@ -15,10 +15,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         let msg = "Rule of Two: this session has seen untrusted content and read private data, so it may not send data out";
         match cx.engine.policy.trifecta {
             TrifectaMode::Deny => {
-                return Err(cx.deny(
-                    Reason::Trifecta,
-                    format!("{msg}; start a new session for this"),
-                ));
+                return Err(cx.deny(Reason::Trifecta, msg));
             }
             TrifectaMode::Hold => cx.hold.push("trifecta".to_owned()),
         }

@@ -3,7 +3,7 @@
 //! tool's default. Conditions see the canonicalised arguments.
 use super::{Ctx, Step, arg_ref};
 use crate::{
-    engine::{EngineError, Reason, args},
+    engine::{EngineError, Reason, args, with_next},
     policy::{DefaultDecision, Policy, Rule, RuleDecision},
 };
 
@@ -60,10 +60,14 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         .and_then(|w| Some(format!("{} (rule {})", w.rule.message.as_ref()?, w.rule.id)));
     match worst.map(|w| (w.rule.decision, &w.rule.id)) {
         Some((RuleDecision::Deny, id)) => {
-            let message = cx
+            let what = cx
                 .rule_msg
                 .clone()
                 .unwrap_or_else(|| format!("refused by policy rule `{id}`"));
+            let message = with_next(
+                &what,
+                "do not repeat the call with these arguments; if the task needs it, ask the user",
+            );
             Err(cx.deny(Reason::ArgRule, message))
         }
         None if tool.def.default == DefaultDecision::Hold => {

@@ -12,6 +12,7 @@ use crate::{
         Engine, Reason, Session, ToolCall,
         registry::Tool,
         secrets::{self, EgressWindow, Match},
+        with_next,
     },
     policy::Label,
 };
@@ -21,10 +22,13 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let store = &cx.engine.secrets;
     let sends_out = cx.sends_out()?;
     if sends_out && !store.missing.is_empty() {
-        let message = format!(
-            "secret(s) {} could not be loaded, so what `{}` sends cannot be checked",
-            store.missing.join(", "),
-            tool.def.name
+        let message = with_next(
+            &format!(
+                "secret(s) {} could not be loaded, so what `{}` sends cannot be checked",
+                store.missing.join(", "),
+                tool.def.name
+            ),
+            "nothing was sent; ask the user to make the secret(s) loadable",
         );
         return Err(cx.deny(Reason::CheckError, message));
     }
