@@ -98,10 +98,50 @@ impl Approvals {
         reasons: &[String],
         now: u64,
     ) -> Option<String> {
+        self.find(
+            ApprovalState::Pending,
+            session,
+            tool,
+            args_sha256,
+            reasons,
+            now,
+        )
+    }
+
+    /// The id of a granted, unexpired, unspent approval for exactly this call: a host's hook
+    /// repeats a call without the approval id (no hook format carries one), so the same
+    /// call in the same session finds the approval a person gave it.
+    pub(crate) fn find_approved(
+        &self,
+        session: &str,
+        tool: &str,
+        args_sha256: &str,
+        reasons: &[String],
+        now: u64,
+    ) -> Option<String> {
+        self.find(
+            ApprovalState::Approved,
+            session,
+            tool,
+            args_sha256,
+            reasons,
+            now,
+        )
+    }
+
+    fn find(
+        &self,
+        state: ApprovalState,
+        session: &str,
+        tool: &str,
+        args_sha256: &str,
+        reasons: &[String],
+        now: u64,
+    ) -> Option<String> {
         self.map
             .values()
             .find(|a| {
-                a.state == ApprovalState::Pending
+                a.state == state
                     && now <= a.expires_ms
                     && a.session == session
                     && a.tool == tool

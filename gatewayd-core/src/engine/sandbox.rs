@@ -295,7 +295,10 @@ impl SandboxView {
                 x.display()
             ));
         }
-        if let Some(pattern) = self.protected_name(p) {
+        // A name protects a file: reading a path that names nothing opens nothing (a shell
+        // word taken as a path, jq's `.key`), while a write could make it.
+        let named = access == PathAccess::Write || std::fs::symlink_metadata(p).is_ok();
+        if let Some(pattern) = self.protected_name(p).filter(|_| named) {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, whose name matches protected name `{pattern}` (sandbox.protected_names): files of that name are never readable or writable by the agent. Next: do not try to reach it another way; ask the user for what you need from it.",
                 p.display(),
@@ -487,17 +490,32 @@ mod tests {
         .unwrap();
         let view = SandboxView::new(&sb);
         // Made after the view: names are matched at each call.
-        std::fs::create_dir_all(ws.join("svc")).unwrap();
-        std::fs::write(ws.join("svc/.env.local"), "K=v").unwrap();
-        for (path, refused) in [
-            (ws.join(".env"), true),
-            (ws.join("svc/.env.local"), true),
-            (ws.join("tls/server.pem"), true),
-            (ws.join("svc/env.txt"), false),
-            (ws.join(".envrc"), false),
-            (elsewhere.path().join(".env"), false),
+        for dir in ["svc", "tls"] {
+            std::fs::create_dir_all(ws.join(dir)).unwrap();
+        }
+        for f in [
+            ".env",
+            "svc/.env.local",
+            "tls/server.pem",
+            "svc/env.txt",
+            ".envrc",
         ] {
-            let r = view.check("x", &path, PathAccess::Read);
+            std::fs::write(ws.join(f), "K=v").unwrap();
+        }
+        std::fs::write(elsewhere.path().join(".env"), "K=v").unwrap();
+        for (path, access, refused) in [
+            (ws.join(".env"), PathAccess::Read, true),
+            (ws.join("svc/.env.local"), PathAccess::Read, true),
+            (ws.join("tls/server.pem"), PathAccess::Read, true),
+            (ws.join("svc/env.txt"), PathAccess::Read, false),
+            (ws.join(".envrc"), PathAccess::Read, false),
+            (elsewhere.path().join(".env"), PathAccess::Read, false),
+            // A name that names nothing: nothing to read (a shell word such as jq's
+            // `.key`), but writing would make it.
+            (ws.join("new/.env"), PathAccess::Read, false),
+            (ws.join("new/.env"), PathAccess::Write, true),
+        ] {
+            let r = view.check("x", &path, access);
             assert_eq!(r.is_err(), refused, "{}: {r:?}", path.display());
             if let Err(m) = r {
                 assert!(m.contains("sandbox.protected_names"), "{m}");

@@ -139,7 +139,7 @@ impl Reason {
                 "do not send the secret in any form; leave it out of the call, or ask the user"
             }
             Reason::Trifecta => {
-                "this session may not send data out; ask the user to do it in a new session"
+                "leave the sending to the user, or ask the user to start a new session for it"
             }
             Reason::ApprovalRequired => {
                 "ask the user to approve it, then repeat the same call with the approval id"

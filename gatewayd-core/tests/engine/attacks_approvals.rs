@@ -37,6 +37,52 @@ fn approval_replay() {
     );
 }
 
+/// A host's hook cannot carry an approval id: the same call, repeated without one in the
+/// same session, runs once under the approval a person gave it; a changed call, another
+/// session, a rejected or a spent approval do not.
+#[test]
+fn approved_call_repeated_without_its_id_runs_once() {
+    let f = fx();
+    let mut s = session();
+    let args = json!({"payee": "landlord", "amount": 80.0});
+    let id = held_transfer(&f, &mut s, 80.0);
+    let mut other = Session::new("s2", "alice", ALL_SCOPES);
+    f.engine.approve(&id).unwrap();
+    refused(
+        f.call(&mut other, "transfer", args.clone()),
+        Decision::Hold,
+        Reason::ApprovalRequired,
+    );
+    refused(
+        f.call(
+            &mut s,
+            "transfer",
+            json!({"payee": "landlord", "amount": 81.0}),
+        ),
+        Decision::Hold,
+        Reason::ApprovalRequired,
+    );
+    let o = allowed(f.call(&mut s, "transfer", args.clone()));
+    assert_eq!(o.verdict.approval_id.as_deref(), Some(id.as_str()));
+    let again = refused(
+        f.call(&mut s, "transfer", args.clone()),
+        Decision::Hold,
+        Reason::ApprovalRequired,
+    );
+    assert_ne!(
+        again.verdict.approval_id.as_deref(),
+        Some(id.as_str()),
+        "spent"
+    );
+    let rejected = again.verdict.approval_id.unwrap();
+    f.engine.reject(&rejected).unwrap();
+    refused(
+        f.call(&mut s, "transfer", args),
+        Decision::Hold,
+        Reason::ApprovalRequired,
+    );
+}
+
 #[test]
 fn approval_with_changed_arguments() {
     let f = fx();

@@ -151,12 +151,13 @@ fn the_operations_doc_operator_commands_run_as_written() {
         commands,
         [
             "sudo adduser alice gatewayd",
+            "gatewayd approvals watch",
             "gatewayd approvals list",
             "gatewayd approvals approve ID",
             "gatewayd approvals deny ID",
             "gatewayd sessions list",
         ],
-        "the tests below follow these lines"
+        "the tests below follow these lines (the prompt, `approvals watch`, runs in a terminal in approvals_watch.rs)"
     );
     let d = Daemon::start();
     let (mut one, approve) = held(&d, "doc-approve", "hello");
@@ -185,12 +186,12 @@ fn the_operations_doc_operator_commands_run_as_written() {
         text(&out)
     };
     sh(&commands[0]);
-    let listed = sh(&commands[1]);
+    let listed = sh(&commands[2]);
     let first = listed.find(&approve).expect("the first held call listed");
     let second = listed.find(&deny).expect("the second held call listed");
     assert!(first < second, "oldest first: {listed}");
     assert_eq!(
-        sh(&commands[2].replace("ID", &approve)).trim(),
+        sh(&commands[3].replace("ID", &approve)).trim(),
         format!("{approve} approved")
     );
     assert_eq!(
@@ -198,14 +199,14 @@ fn the_operations_doc_operator_commands_run_as_written() {
         "approved"
     );
     assert_eq!(
-        sh(&commands[3].replace("ID", &deny)).trim(),
+        sh(&commands[4].replace("ID", &deny)).trim(),
         format!("{deny} rejected")
     );
     assert_eq!(
         repeat(&mut two, "doc-deny", "bye", &deny)["reason"],
         "approval_denied"
     );
-    let sessions = sh(&commands[4]);
+    let sessions = sh(&commands[5]);
     for want in ["doc-approve  user bob", "doc-deny  user bob", "TRIPPED"] {
         assert!(sessions.contains(want), "{want}: {sessions}");
     }

@@ -1,7 +1,9 @@
 //! A call that anything asked to hold waits for a person (`approval_required`); repeated with
 //! the id of an approval, it runs when that approval is granted, unexpired, and for exactly
 //! this session, tool, canonical arguments and hold reasons (`approved`), and is refused
-//! otherwise (`approval_denied`). [`settle`] issues approval ids and spends approvals.
+//! otherwise (`approval_denied`). Repeated without an id (a host's hook carries none), it
+//! runs when a person granted an approval for exactly that call in that session. [`settle`]
+//! issues approval ids and spends approvals.
 use super::{Ctx, Step};
 use crate::engine::{
     Approval, ApprovalState, Decision, Engine, Reason, Session, ToolCall, Verdict, fence,
@@ -20,14 +22,25 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         v.hold_reasons.join(", "),
         rule_msg.map(|m| format!(" {m}.")).unwrap_or_default()
     );
+    let now = cx.now();
+    let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&cx.args).as_bytes());
+    let approvals = cx.engine.lock_approvals();
     let Some(id) = &cx.call.approval else {
+        // The same call repeated without the id (a hook cannot carry one): the approval a
+        // person gave exactly this call in this session, if any.
+        if let Some(id) =
+            approvals.find_approved(&cx.session.id, name, &digest, &v.hold_reasons, now)
+        {
+            v.reason = Reason::Approved;
+            v.message = format!("`{name}` allowed by approval {id}");
+            v.approval_id = Some(id);
+            return Err(v);
+        }
         v.decision = Decision::Hold;
         v.reason = Reason::ApprovalRequired;
         v.message = format!("`{name}` is held for a person's approval. {why}");
         return Err(v);
     };
-    let now = cx.now();
-    let approvals = cx.engine.lock_approvals();
     let fail = |m: &str, v: Verdict| {
         let next = if m.starts_with("rejected") {
             "a person refused this call: do not repeat it; ask the user how to go on"
@@ -48,7 +61,6 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     if now > a.expires_ms {
         return fail("expired", v);
     }
-    let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&cx.args).as_bytes());
     if a.session != cx.session.id
         || a.tool != *name
         || a.args_sha256 != digest
@@ -140,7 +152,9 @@ pub(in crate::engine) fn settle(
         );
     }
     if verdict.reason == Reason::Approved {
-        let id = call.approval.as_deref().unwrap_or_default();
+        let id = (call.approval.as_deref())
+            .or(verdict.approval_id.as_deref())
+            .unwrap_or_default();
         if engine.lock_approvals().take(id).is_none() {
             *verdict = Verdict::deny(Reason::ApprovalDenied, "the approval was already used");
         }

@@ -289,7 +289,12 @@ mod tests {
         let text = serde_json::to_string_pretty(&v).unwrap();
         let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
         assert!(p.sandbox.protected.iter().any(|x| x.ends_with(".ssh")));
-        assert!(p.sandbox.protected_names.iter().any(|n| n == ".env.*.local"));
+        assert!(
+            p.sandbox
+                .protected_names
+                .iter()
+                .any(|n| n == ".env.*.local")
+        );
         let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(
             names,
