@@ -82,7 +82,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     let mut name_guard = None;
     if confinement.ruleset().is_some() {
         hide_protected(ctx, &mut confinement, &mut privileges);
-        name_guard = guard_names(&mut confinement, &mut privileges)?;
+        name_guard = guard_names(ctx, &mut confinement, &mut privileges)?;
     }
     if confinement.report.tier == Tier::Full {
         privileges.leave_to_bpf_lsm();
@@ -97,14 +97,17 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
 }
 
 /// Tier 2 with `sandbox.protected_names`: the fanotify group, its marks in the agent's
-/// namespace, and hard links refused ([`gatewayd_kernel::name_guard`]). Where fanotify
-/// permission events are missing the names are not enforced by the kernel: an error when
-/// the policy says `kernel: "require"`, a warning otherwise.
+/// namespace, and hard links refused ([`gatewayd_kernel::name_guard`]). The roots are the
+/// policy's as written: the session's own `/tmp` (`private_tmp`) lies elsewhere on the host
+/// than in the agent's namespace, and is not marked. Where fanotify permission events are
+/// missing the names are not enforced by the kernel: an error when the policy says
+/// `kernel: "require"`, a warning otherwise.
 fn guard_names(
+    ctx: &Ctx<'_>,
     c: &mut Confinement,
     privileges: &mut AgentPrivileges,
 ) -> Result<Option<NameGuard>, RunError> {
-    let sandbox = &c.policy.sandbox;
+    let sandbox = &ctx.opts.policy.sandbox;
     let Some(roots) = FsRoots::of(sandbox).names else {
         return Ok(None);
     };
