@@ -42,7 +42,6 @@ impl Learn {
 pub(super) fn stays_enforced(engine: &Engine, call: &ToolCall, v: &Verdict) -> bool {
     let unsafe_too = engine.learn == Learn::Unsafe;
     match v.reason {
-        Reason::Allowed | Reason::Approved | Reason::Learned => false,
         Reason::AuditUnavailable | Reason::CheckError | Reason::ApprovalDenied => true,
         Reason::RugPull | Reason::SecretEgress | Reason::Trifecta => !unsafe_too,
         Reason::Sandbox | Reason::Shell => {
@@ -50,8 +49,29 @@ pub(super) fn stays_enforced(engine: &Engine, call: &ToolCall, v: &Verdict) -> b
                 || (!unsafe_too && protected(engine, call, &v.message))
         }
         Reason::ApprovalRequired => !unsafe_too && v.hold_reasons.iter().any(|h| h == "trifecta"),
+        // A tool the policy does not list has no path rules: any string of its arguments
+        // that names a protected path or name (or gatewayd's own file) keeps it refused.
+        Reason::NotAllowlisted => {
+            let (own, protected) = reaches(engine, call);
+            own || (!unsafe_too && protected)
+        }
         _ => false,
     }
+}
+
+/// Whether a string of the call's arguments, taken as a path, is or lies in one of
+/// gatewayd's own files, and whether in a protected path or has a protected name.
+fn reaches(engine: &Engine, call: &ToolCall) -> (bool, bool) {
+    let sb = &engine.sandbox;
+    let mut texts = Vec::new();
+    super::secrets::strings_ref(&call.arguments, &mut texts);
+    let paths: Vec<_> = texts.iter().filter_map(|t| sb.resolve(t).ok()).collect();
+    let own = paths.iter().any(|p| sb.own_hit(p));
+    let protected = paths.iter().any(|p| {
+        sb.protected_hit(p).is_some()
+            || (sb.protected_name(p).is_some() && std::fs::symlink_metadata(p).is_ok())
+    });
+    (own, protected)
 }
 
 /// A `sandbox` or `shell` refusal of a protected path or name: by its message (what the

@@ -198,6 +198,11 @@ impl SandboxView {
         }
     }
 
+    /// Whether `p` is or lies in one of gatewayd's own files.
+    pub fn own_hit(&self, p: &Path) -> bool {
+        self.own.iter().any(|x| p.starts_with(x))
+    }
+
     /// Whether a refusal's message names one of gatewayd's own files as the protected path
     /// it reached (as the path and shell checks write it).
     pub fn names_own_path(&self, message: &str) -> bool {

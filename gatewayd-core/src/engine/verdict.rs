@@ -189,7 +189,7 @@ pub struct Verdict {
     pub approval_id: Option<String>,
     /// Learn mode (reason `learned`): what the checks said of the call it let through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub would_deny: Option<WouldDeny>,
+    pub would_deny: Option<Box<WouldDeny>>,
 }
 
 /// What the checks said of a call learn mode let through.
@@ -231,10 +231,10 @@ impl Verdict {
             matched_rules: refused.matched_rules.clone(),
             hold_reasons: refused.hold_reasons.clone(),
             approval_id: None,
-            would_deny: Some(WouldDeny {
+            would_deny: Some(Box::new(WouldDeny {
                 reason: refused.reason,
                 message: refused.message.clone(),
-            }),
+            })),
         }
     }
 

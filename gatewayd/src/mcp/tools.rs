@@ -76,8 +76,16 @@ pub(super) fn filter_listing(
         }
         keep
     });
+    // A tool the policy does not list, shown in learn mode, is untrusted too.
+    let unlisted: BTreeSet<&str> = statuses
+        .iter()
+        .filter(|s| s.status == Status::NotInPolicy)
+        .map(|s| s.name.as_str())
+        .collect();
     for t in tools.iter_mut() {
-        if t["name"].as_str().is_some_and(|n| untrusted.contains(n))
+        if t["name"]
+            .as_str()
+            .is_some_and(|n| untrusted.contains(n) || unlisted.contains(n))
             && let Some(o) = t.as_object_mut()
         {
             o.remove("outputSchema");
@@ -188,7 +196,9 @@ mod tests {
         assert_eq!(w.len(), 3, "{w:?}");
         assert_eq!(w[0].status, "rug_pull");
         // Learn mode shows the tools the policy does not list; a rug pull stays withheld.
-        let mut r = json!({"tools": [{"name": "a"}, {"name": "b"}, {"name": "c"}]});
+        // Its results are fenced: no structured output.
+        let mut r = json!({"tools": [{"name": "a"}, {"name": "b"},
+            {"name": "c", "outputSchema": {"type": "object"}}]});
         let w = filter_listing(&mut r, &statuses, &untrusted, true);
         assert_eq!(r["tools"], json!([{"name": "a"}, {"name": "c"}]));
         assert_eq!(w.len(), 1, "{w:?}");
