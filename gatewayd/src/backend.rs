@@ -21,7 +21,7 @@ use gatewayd_core::{
         writer::{AuditWriter, WriterHandle},
     },
     clock::Clock,
-    engine::{EngineError, Verdict},
+    engine::{EngineError, Learn, Verdict},
     policy::Policy,
 };
 
@@ -70,12 +70,14 @@ pub enum Backend {
 
 impl Backend {
     /// An in-process gateway for `policy`; `protect` lists paths no tool argument may touch
-    /// (the policy file, the audit log); `audit` None only for tests.
+    /// (the policy file, the audit log); `audit` None only for tests; `learn`: the engine's
+    /// learn mode.
     pub fn local(
         policy: Policy,
         protect: Vec<PathBuf>,
         audit: Option<&Path>,
         clock: Arc<dyn Clock>,
+        learn: Learn,
     ) -> Result<Backend, BackendError> {
         let writer = match audit {
             Some(p) => Some(
@@ -90,6 +92,7 @@ impl Backend {
             audit: writer.as_ref().map(AuditWriter::handle),
             clock,
             operator_gid: 0,
+            learn,
         })?;
         Ok(Backend::Local {
             gw: Arc::new(gw),
@@ -186,9 +189,14 @@ impl Backend {
 /// gateway's message for the model.
 pub fn verdict_text(v: &Verdict) -> String {
     let reason = v.reason.code();
-    match v.decision {
-        Decision::Allow => format!("gatewayd: allowed ({reason})"),
-        Decision::Hold => format!(
+    match (v.decision, &v.would_deny) {
+        (Decision::Allow, Some(w)) => format!(
+            "gatewayd: allowed in learn mode; the policy would refuse it (reason `{}`): {}",
+            w.reason.code(),
+            w.message
+        ),
+        (Decision::Allow, None) => format!("gatewayd: allowed ({reason})"),
+        (Decision::Hold, _) => format!(
             "gatewayd held this call for a person's approval (reason `{reason}`): {}",
             v.message
         ),

@@ -147,6 +147,8 @@ pub struct RunOptions {
     /// `--preserve-fd`: descriptors above 2 passed to the agent; every other is closed at
     /// its exec.
     pub preserve_fds: Vec<i32>,
+    /// Learn mode of the agent's gateway (the kernel layer enforces as usual).
+    pub learn: gatewayd_core::engine::Learn,
 }
 
 /// How the session went.

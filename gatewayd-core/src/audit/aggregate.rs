@@ -9,16 +9,18 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::Entry;
+use super::{Decision, Entry};
 
 /// How long a window is, in ms.
 pub const WINDOW_MS: u64 = 1000;
 /// Kinds with a window open at once, at most.
 pub const MAX_KINDS: usize = 1024;
 
-/// What a denial is of: its program, its reason, the object it names.
+/// What a denial is of: its program, its reason, the object it names; and whether it was a
+/// refusal or a learn mode's `would_deny` (counted apart, each summary says which).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Kind {
+    decision: Decision,
     session: String,
     hook: String,
     reason: String,
@@ -187,17 +189,15 @@ fn summary(kind: &Kind, w: &Window) -> Option<Entry> {
     if let Some(d) = detail.as_object_mut() {
         d.extend(w.ids.clone());
     }
-    Some(Entry::kernel(
-        &kind.session,
-        &kind.hook,
-        "denials_aggregated",
-        detail,
-    ))
+    let mut e = Entry::kernel(&kind.session, &kind.hook, "denials_aggregated", detail);
+    e.decision = kind.decision;
+    Some(e)
 }
 
 /// The kind of a kernel record: its hook, its reason and the object its detail names.
 fn kind_of(e: &Entry) -> Kind {
     Kind {
+        decision: e.decision,
         session: e.session.clone(),
         hook: e.hook.clone().unwrap_or_default(),
         reason: e.reason.clone(),
@@ -307,6 +307,25 @@ mod tests {
             out.iter()
                 .any(|e| e.reason == "denials_aggregated" && e.detail["object"] == "*")
         );
+    }
+
+    #[test]
+    fn learned_denials_are_counted_apart_and_their_summary_says_would_deny() {
+        let mut a = Aggregator::new();
+        let learned = |port| {
+            let mut e = connect(port);
+            e.decision = Decision::WouldDeny;
+            e
+        };
+        assert_eq!(a.offer(connect(80), 0).len(), 1);
+        assert_eq!(a.offer(learned(80), 1).len(), 1, "a kind of its own");
+        assert!(a.offer(learned(80), 2).is_empty());
+        assert!(a.offer(connect(80), 3).is_empty());
+        let out = a.flush();
+        let mut decisions: Vec<&str> = out.iter().map(|e| e.decision.as_str()).collect();
+        decisions.sort_unstable();
+        assert_eq!(decisions, ["deny", "would_deny"]);
+        assert!(out.iter().all(|e| e.reason == "denials_aggregated"));
     }
 
     #[test]

@@ -38,9 +38,15 @@ pub(crate) fn object(detail: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The record's subject: the kernel's program and the process, or the gateway's tool.
+/// The record's subject: the kernel's program and the process, or the gateway's tool; a
+/// learn mode's `would_deny` "would have refused" (it was let through).
 fn subject(record: &Value) -> String {
     let detail = &record["detail"];
+    let refused = if record["decision"] == "would_deny" {
+        "would have refused"
+    } else {
+        "refused"
+    };
     match record["source"].as_str() {
         Some("kernel") => {
             let comm = text(detail, "comm").unwrap_or("a process");
@@ -48,11 +54,11 @@ fn subject(record: &Value) -> String {
                 .get("pid")
                 .map_or(String::new(), |p| format!(" (pid {p})"));
             let call = text(detail, "syscall").map_or(String::new(), |c| format!(" {c}"));
-            format!("the kernel refused `{comm}`{pid}{call}")
+            format!("the kernel {refused} `{comm}`{pid}{call}")
         }
         _ => match record["tool"].as_str() {
-            Some(t) => format!("the gateway refused a call to `{t}`"),
-            None => "the gateway refused".to_owned(),
+            Some(t) => format!("the gateway {refused} a call to `{t}`"),
+            None => format!("the gateway {refused}"),
         },
     }
 }
@@ -116,10 +122,13 @@ pub(crate) fn sandbox_kind<'a>(reason: &'a str, message: &str) -> &'a str {
     }
 }
 
-/// Whether the record is a refusal `gatewayd explain` lists (a denial or a held call).
+/// Whether the record is a refusal `gatewayd explain` lists (a denial, a held call, or a
+/// refusal learn mode let through: `would_deny`).
 pub fn is_refusal(record: &Value) -> bool {
-    matches!(record["decision"].as_str(), Some("deny" | "hold"))
-        && record["reason"] != "denials_aggregated"
+    matches!(
+        record["decision"].as_str(),
+        Some("deny" | "hold" | "would_deny")
+    ) && record["reason"] != "denials_aggregated"
 }
 
 /// Explains one refusal record.
@@ -193,6 +202,27 @@ mod tests {
         ));
         assert!(!is_refusal(
             &json!({"decision": "deny", "reason": "denials_aggregated"})
+        ));
+    }
+
+    #[test]
+    fn a_learn_mode_would_deny_is_listed_as_would_have_been_refused() {
+        let r = json!({"source": "gateway", "decision": "would_deny", "reason": "not_allowlisted",
+            "tool": "send_email", "detail": {"message": "not in the policy"}});
+        assert!(is_refusal(&r));
+        assert_eq!(
+            explain(&r).what,
+            "the gateway would have refused a call to `send_email` (not_allowlisted)"
+        );
+        let k = json!({"source": "kernel", "decision": "would_deny", "reason": "exec_not_allowed",
+            "detail": {"comm": "sh", "path": "/usr/bin/make"}});
+        assert!(
+            explain(&k)
+                .what
+                .starts_with("the kernel would have refused `sh`")
+        );
+        assert!(!is_refusal(
+            &json!({"decision": "would_deny", "reason": "denials_aggregated"})
         ));
     }
 

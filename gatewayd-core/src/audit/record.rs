@@ -31,7 +31,8 @@ impl Source {
 
 /// What was decided, by the tool-call engine (`Allow`, `Hold`, `Deny`: a call's
 /// [`Verdict`](crate::engine::Verdict)) or by the kernel layer; `Info` for records that are not
-/// decisions (session start, tier reached). Serialised as `allow|deny|hold|info`.
+/// decisions (session start, tier reached); `WouldDeny` for what learn mode let through.
+/// Serialised as `allow|deny|hold|info|would_deny`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
@@ -43,16 +44,21 @@ pub enum Decision {
     Hold,
     /// Not a decision: a fact worth recording (session start, tier reached).
     Info,
+    /// Learn mode: the call (or syscall) would have been refused or held, and was allowed;
+    /// the record keeps the refusal's reason code, message and matched rules.
+    #[serde(rename = "would_deny")]
+    WouldDeny,
 }
 
 impl Decision {
-    /// The serialised name: `allow`, `deny`, `hold` or `info`.
+    /// The serialised name: `allow`, `deny`, `hold`, `info` or `would_deny`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
             Decision::Deny => "deny",
             Decision::Hold => "hold",
             Decision::Info => "info",
+            Decision::WouldDeny => "would_deny",
         }
     }
 }

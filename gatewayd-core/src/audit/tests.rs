@@ -162,6 +162,31 @@ fn refuses_world_writable_and_non_regular_files() {
     assert!(matches!(err, VerifyError::NotRegular { .. }), "{err}");
 }
 
+/// A learn mode's record is `"decision":"would_deny"` and verifies; a decision the format
+/// does not name is still refused.
+#[test]
+fn a_would_deny_record_verifies_and_an_unknown_decision_does_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("audit.jsonl");
+    let mut log = AuditLog::open(&path, clock()).expect("open");
+    let mut e = entry(1);
+    e.decision = Decision::WouldDeny;
+    log.append(e).expect("append");
+    drop(log);
+    let line = &lines(&path)[0];
+    assert!(line.contains(r#""decision":"would_deny""#), "{line}");
+    assert_eq!(verify(&path, None).expect("verify").records, 1);
+    // The same record with a decision the format does not know (its hash recomputed).
+    let mut v: Value = serde_json::from_str(line).expect("json");
+    v["decision"] = json!("would_allow");
+    let obj = v.as_object_mut().expect("object");
+    obj.remove("hash");
+    let hash = sha256_hex(canonical_json(&v).as_bytes());
+    v["hash"] = json!(hash);
+    write_lines(&path, &[canonical_json(&v)]);
+    assert!(verify(&path, None).is_err());
+}
+
 #[test]
 fn empty_file_verifies_but_not_against_an_anchor() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -74,11 +74,13 @@ impl Engine {
 
     /// The call's one record: argument names and digest (never values), the verdict, the
     /// legs; every string scrubbed of secrets. Ok when the sink has it (or there is none).
+    /// `decision`: the verdict's, or `would_deny` for a refusal learn mode let through.
     pub(super) fn record(
         &self,
         s: &Session,
         call: &ToolCall,
         v: &Verdict,
+        decision: Decision,
         digest: &str,
     ) -> Result<(), String> {
         if self.audit.is_none() {
@@ -114,6 +116,6 @@ impl Engine {
             "legs": s.legs(),
             "scan_findings": findings,
         });
-        self.append_scrubbed(s, &call.tool, v.decision, v.reason.code(), detail)
+        self.append_scrubbed(s, &call.tool, decision, v.reason.code(), detail)
     }
 }

@@ -7,12 +7,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    Engine, Reason, Session, Verdict,
+    Decision, Engine, Reason, Session, Verdict,
     checks::{
         self, approval_hold, credentials, limits, rule_of_two, secret_egress, suspicion,
         untrusted_echo,
     },
-    fence, fingerprint,
+    fence, fingerprint, learn,
 };
 use crate::policy::Label;
 
@@ -154,20 +154,23 @@ impl Engine {
         let now = self.clock.now_ms();
         let (mut verdict, arguments) = checks::run(self, s, call, Some(now));
         let digest = fingerprint::sha256_hex(fingerprint::canonical_json(&arguments).as_bytes());
-        approval_hold::settle(self, s, call, &mut verdict, &arguments, &digest, now);
-        let deep = secret_egress::message_quotes_arguments(verdict.reason);
-        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
-        // A message withheld for a secret it quoted lost its next step: the reason's own.
-        verdict.add_next();
+        let learned = self.settle(s, call, &mut verdict, &arguments, &digest, now);
         let refused = |verdict| Admission {
             verdict,
             admitted: None,
         };
-        if let Err(e) = self.record(s, call, &verdict, &digest) {
+        let (stated, decision) = match &learned {
+            Some(r) => (r, Decision::WouldDeny),
+            None => (&verdict, verdict.decision),
+        };
+        if let Err(e) = self.record(s, call, stated, decision, &digest) {
             return refused(Verdict::deny(
                 Reason::AuditUnavailable,
                 format!("the audit record could not be written ({e}); nothing was run"),
             ));
+        }
+        if let Some(r) = learned.as_ref().filter(|_| verdict.is_allow()) {
+            suspicion::after_denial(self, s, call, r);
         }
         if !verdict.is_allow() {
             suspicion::after_denial(self, s, call, &verdict);
@@ -178,7 +181,21 @@ impl Engine {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(tool) = tools.get(&call.tool) else {
-            return refused(Verdict::deny(Reason::CheckError, "tool vanished"));
+            // Learn mode let a tool the policy does not list through: nothing is known of
+            // it, so its output is untrusted and it gets no credentials.
+            let Some(_) = learned else {
+                return refused(Verdict::deny(Reason::CheckError, "tool vanished"));
+            };
+            let admitted = Admitted {
+                arguments,
+                credentials: Credentials::default(),
+                tool: self.secrets.all.scrub(&call.tool).into_owned(),
+                untrusted: true,
+            };
+            return Admission {
+                verdict,
+                admitted: Some(admitted),
+            };
         };
         limits::count(&self.policy, s, tool, now);
         rule_of_two::mark_legs(s, tool);
@@ -193,6 +210,35 @@ impl Engine {
             verdict,
             admitted: Some(admitted),
         }
+    }
+
+    /// The checks' verdict made final: in learn mode a refusal it lets through becomes the
+    /// allow and is returned (its message scrubbed and ending with a next step), for the
+    /// call's `would_deny` record; otherwise approvals are settled. The message is scrubbed
+    /// of secrets (it may quote the arguments).
+    fn settle(
+        &self,
+        s: &Session,
+        call: &ToolCall,
+        verdict: &mut Verdict,
+        arguments: &Value,
+        digest: &str,
+        now: u64,
+    ) -> Option<Verdict> {
+        if let Some(mut refused) = learn::let_through(self, call, verdict) {
+            let deep = secret_egress::message_quotes_arguments(refused.reason);
+            refused.message = secret_egress::scrub_text(self, s, &refused.message, deep);
+            refused.add_next();
+            *verdict = Verdict::learned(&call.tool, &refused);
+            verdict.message = secret_egress::scrub_text(self, s, &verdict.message, true);
+            return Some(refused);
+        }
+        approval_hold::settle(self, s, call, verdict, arguments, digest, now);
+        let deep = secret_egress::message_quotes_arguments(verdict.reason);
+        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
+        // A message withheld for a secret it quoted lost its next step: the reason's own.
+        verdict.add_next();
+        None
     }
 
     /// Completion of an admitted call: its result as the model may see it (see

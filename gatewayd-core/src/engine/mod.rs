@@ -25,6 +25,7 @@ mod checks;
 mod error;
 pub mod fence;
 pub mod fingerprint;
+mod learn;
 mod registry;
 pub mod sandbox;
 pub mod scan;
@@ -39,9 +40,10 @@ pub use approval::{Approval, ApprovalState};
 pub use audit_sink::{AuditRecord, AuditSink};
 pub use call::{Admission, Admitted, Credentials, Outcome, ToolCall};
 pub use error::{ApprovalError, EngineError, SecretError};
+pub use learn::Learn;
 pub use registry::{Registration, ToolDefinition};
 pub use session::{Legs, Session};
-pub use verdict::{Decision, NEXT, Reason, Verdict, with_next};
+pub use verdict::{Decision, NEXT, Reason, Verdict, WouldDeny, with_next};
 
 /// The decision engine for one policy.
 pub struct Engine {
@@ -61,6 +63,8 @@ pub struct Engine {
     file_secrets: Mutex<Option<session_secrets::FileSecrets>>,
     /// The last sessions' secret matcher, reused by a session with the same secrets.
     secret_memo: secrets::SecretMemo,
+    /// Learn mode ([`Engine::set_learn`]).
+    learn: Learn,
 }
 
 impl Engine {
@@ -84,6 +88,7 @@ impl Engine {
             approvals: Mutex::new(approval::Approvals::default()),
             file_secrets: Mutex::new(None),
             secret_memo: secrets::SecretMemo::default(),
+            learn: Learn::Off,
             policy,
             clock,
             audit,
@@ -94,6 +99,17 @@ impl Engine {
     /// Also protects `path` (the policy file, the audit log) from every path argument.
     pub fn protect(&mut self, path: &std::path::Path) {
         self.sandbox.protect(path);
+    }
+
+    /// Sets learn mode (docs/POLICY.md, "Learn mode"): calls the checks refuse or hold are
+    /// allowed and recorded `would_deny`, except what stays enforced.
+    pub fn set_learn(&mut self, learn: Learn) {
+        self.learn = learn;
+    }
+
+    /// The engine's learn mode.
+    pub fn learn(&self) -> Learn {
+        self.learn
     }
 
     /// Adds a secret at run time (e.g. a token the application just minted).

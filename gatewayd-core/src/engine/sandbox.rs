@@ -144,6 +144,8 @@ pub struct SandboxView {
     names: ProtectedNames,
     /// Where the names apply: `root` and the writable roots (as written and canonical).
     name_roots: Vec<PathBuf>,
+    /// Paths protected at run time ([`SandboxView::protect`]): gatewayd's own files.
+    own: Vec<PathBuf>,
 }
 
 impl SandboxView {
@@ -172,6 +174,7 @@ impl SandboxView {
         SandboxView {
             names,
             name_roots,
+            own: Vec::new(),
             root,
             read,
             write,
@@ -190,8 +193,22 @@ impl SandboxView {
     pub fn protect(&mut self, p: &Path) {
         for q in both(p) {
             index_protected(&q, &mut self.protected_ids);
+            self.own.push(q.clone());
             self.protected.push(q);
         }
+    }
+
+    /// Whether `p` is or lies in one of gatewayd's own files.
+    pub fn own_hit(&self, p: &Path) -> bool {
+        self.own.iter().any(|x| p.starts_with(x))
+    }
+
+    /// Whether a refusal's message names one of gatewayd's own files as the protected path
+    /// it reached (as the path and shell checks write it).
+    pub fn names_own_path(&self, message: &str) -> bool {
+        self.own
+            .iter()
+            .any(|p| message.contains(&format!("protected path `{}`", p.display())))
     }
 
     /// Canonical form of a tool's path argument: [`SandboxView::resolve_path`] of the path

@@ -11,6 +11,9 @@ pub enum Reason {
     Allowed,
     /// Allow: held earlier, and a valid approval was presented.
     Approved,
+    /// Allow: learn mode let through a call the checks refused or held
+    /// ([`Verdict::would_deny`] says what they said; its record is `would_deny`).
+    Learned,
     /// Deny: the tool is not in the policy's registry.
     NotAllowlisted,
     /// Deny: the tool's definition differs from its pinned fingerprint.
@@ -51,9 +54,10 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason code, in the order of docs/POLICY.md's table.
-    pub const ALL: [Reason; 19] = [
+    pub const ALL: [Reason; 20] = [
         Reason::Allowed,
         Reason::Approved,
+        Reason::Learned,
         Reason::NotAllowlisted,
         Reason::RugPull,
         Reason::DescriptionScan,
@@ -78,6 +82,7 @@ impl Reason {
         match self {
             Reason::Allowed => "allowed",
             Reason::Approved => "approved",
+            Reason::Learned => "learned",
             Reason::NotAllowlisted => "not_allowlisted",
             Reason::RugPull => "rug_pull",
             Reason::DescriptionScan => "description_scan",
@@ -105,7 +110,7 @@ impl Reason {
     /// to change the policy.
     pub fn next_step(self) -> Option<&'static str> {
         Some(match self {
-            Reason::Allowed | Reason::Approved => return None,
+            Reason::Allowed | Reason::Approved | Reason::Learned => return None,
             Reason::NotAllowlisted => "use one of the registered tools, or ask the user",
             Reason::RugPull => {
                 "do not use this tool; ask the user to review the change and re-pin it (`gatewayd policy pin`), then list the tools again and repeat the call"
@@ -182,6 +187,19 @@ pub struct Verdict {
     pub hold_reasons: Vec<String>,
     /// Set when the call is held: the id a person approves or rejects.
     pub approval_id: Option<String>,
+    /// Learn mode (reason `learned`): what the checks said of the call it let through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would_deny: Option<Box<WouldDeny>>,
+}
+
+/// What the checks said of a call learn mode let through.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WouldDeny {
+    /// The refusal's (or hold's) reason code.
+    pub reason: Reason,
+    /// Its message.
+    pub message: String,
 }
 
 impl Verdict {
@@ -194,9 +212,30 @@ impl Verdict {
             matched_rules: Vec::new(),
             hold_reasons: Vec::new(),
             approval_id: None,
+            would_deny: None,
         };
         v.add_next();
         v
+    }
+
+    /// The allow learn mode gives a call of `tool` that `refused` (a deny or a hold) would
+    /// have stopped: reason `learned`, with what the checks said in `would_deny`.
+    pub fn learned(tool: &str, refused: &Verdict) -> Verdict {
+        Verdict {
+            decision: Decision::Allow,
+            reason: Reason::Learned,
+            message: format!(
+                "`{tool}` allowed in learn mode; the policy would refuse it ({})",
+                refused.reason.code()
+            ),
+            matched_rules: refused.matched_rules.clone(),
+            hold_reasons: refused.hold_reasons.clone(),
+            approval_id: None,
+            would_deny: Some(Box::new(WouldDeny {
+                reason: refused.reason,
+                message: refused.message.clone(),
+            })),
+        }
     }
 
     /// The next step the message ends with: the text of its last sentence after [`NEXT`]
@@ -241,7 +280,7 @@ mod tests {
         let v = Verdict::deny(Reason::Shell, "a. Next: b. More text");
         assert_eq!(v.next(), Reason::Shell.next_step());
         for r in Reason::ALL {
-            let allow = matches!(r, Reason::Allowed | Reason::Approved);
+            let allow = matches!(r, Reason::Allowed | Reason::Approved | Reason::Learned);
             assert_eq!(r.next_step().is_none(), allow, "{r:?}");
         }
     }

@@ -81,9 +81,9 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(match v.decision {
         Decision::Allow => ExitCode::SUCCESS,
-        // `Info` marks audit records that are not decisions; a verdict never carries it, and
-        // if one did it would not allow.
-        Decision::Deny | Decision::Info => ExitCode::from(1),
+        // `Info` and `WouldDeny` mark audit records; a verdict never carries them, and if
+        // one did it would not allow.
+        Decision::Deny | Decision::Info | Decision::WouldDeny => ExitCode::from(1),
         Decision::Hold => ExitCode::from(3),
     })
 }

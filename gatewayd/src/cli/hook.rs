@@ -119,6 +119,7 @@ fn gate(args: &EventArgs) -> Result<Gate, String> {
         vec![path.clone(), audit.clone()],
         Some(&audit),
         Arc::new(SystemClock),
+        gatewayd_core::engine::Learn::Off,
     )
     .map_err(|e| e.to_string())?;
     Ok(Gate::Local { rt, backend })

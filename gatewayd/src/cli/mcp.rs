@@ -39,6 +39,8 @@ pub(super) struct Args {
     /// Largest message accepted from either side, in bytes.
     #[arg(long, default_value_t = mcp::MAX_MESSAGE)]
     max_message_bytes: usize,
+    #[command(flatten)]
+    learn: super::run::LearnArgs,
     /// The server's command line.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -77,6 +79,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         listing: args.listing,
         request_timeout: Duration::from_secs(args.request_timeout_s.max(1)),
         max_message: args.max_message_bytes,
+        learn: args.learn.mode(),
     };
     // Current-thread: the server dies with the thread that started it (PR_SET_PDEATHSIG).
     let rt = tokio::runtime::Builder::new_current_thread()

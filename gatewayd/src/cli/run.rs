@@ -4,7 +4,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
 use gatewayd::supervisor;
-use gatewayd_core::policy::Policy;
+use gatewayd_core::{engine::Learn, policy::Policy};
 
 use super::out::errln;
 
@@ -38,9 +38,47 @@ pub(super) struct Args {
     /// instead of the agent's, so a script or CI job stops before running git there.
     #[arg(long, value_enum, default_value_t = LeftBehind::Report)]
     left_behind: LeftBehind,
+    #[command(flatten)]
+    learn: LearnArgs,
     /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
+}
+
+/// `--learn` and `--learn-unsafe` (docs/POLICY.md, "Learn mode").
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(super) struct LearnArgs {
+    /// Learn mode: the gateway allows the tool calls the policy would refuse or hold and
+    /// records them `would_deny`, for `gatewayd policy suggest`. Protected paths and names,
+    /// secret egress, rug pulls and the Rule of Two stay enforced; the kernel layer is not
+    /// affected (its refusals stay refusals).
+    #[arg(long)]
+    learn: bool,
+    /// With --learn: let protected paths and names, secret egress, rug pulls and the Rule of
+    /// Two through too (recorded `would_deny`). Only with throwaway secrets and data.
+    #[arg(long, requires = "learn")]
+    learn_unsafe: bool,
+}
+
+impl LearnArgs {
+    /// The engine's learn mode; `--learn-unsafe` is announced loudly on the terminal.
+    pub(super) fn mode(self) -> Learn {
+        match (self.learn, self.learn_unsafe) {
+            (false, _) => Learn::Off,
+            (true, false) => {
+                errln!(
+                    "gatewayd: learn mode: the gateway allows and records (`would_deny`) what the policy would refuse; protected paths and names, secret egress, rug pulls and the Rule of Two stay enforced"
+                );
+                Learn::On
+            }
+            (true, true) => {
+                errln!(
+                    "gatewayd: WARNING: --learn-unsafe: protected paths and names, secrets on their way out, changed (rug-pulled) tools and the Rule of Two's lockdown are NOT enforced by the gateway in this session; they are only recorded (`would_deny`). Use it only with throwaway secrets and data."
+                );
+                Learn::Unsafe
+            }
+        }
+    }
 }
 
 /// `--left-behind`.
@@ -87,6 +125,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .runtime_dir
             .unwrap_or_else(supervisor::agent_gateway::default_runtime_dir),
         preserve_fds: args.preserve_fds,
+        learn: args.learn.mode(),
     }))?;
     errln!(
         "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",

@@ -24,7 +24,7 @@ use gatewayd_core::{
         writer::{DeferredSink, WriterHandle},
     },
     clock::Clock,
-    engine::{AuditSink, Engine, EngineError, Legs, Reason, Registration, Session, Verdict},
+    engine::{AuditSink, Engine, EngineError, Learn, Legs, Reason, Registration, Session, Verdict},
     policy::Policy,
 };
 
@@ -71,6 +71,8 @@ pub struct GatewayConfig {
     pub clock: Arc<dyn Clock>,
     /// The socket's group: root and its members are operators.
     pub operator_gid: u32,
+    /// Learn mode of the engine (docs/POLICY.md, "Learn mode").
+    pub learn: Learn,
 }
 
 /// The daemon's state, shared by every connection.
@@ -104,6 +106,7 @@ impl Gateway {
         for p in &cfg.protect {
             engine.protect(p);
         }
+        engine.set_learn(cfg.learn);
         Ok(Gateway {
             engine,
             audit: cfg.audit,
@@ -459,7 +462,9 @@ impl Gateway {
             .trip_hook
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+            .clone()
+            // `--learn-unsafe`: the lockdown is recorded as what would have been done.
+            .filter(|_| self.engine.learn() != Learn::Unsafe);
         let tripped = TrippedSession {
             id: &slot.id,
             cgroup: &slot.owner_cgroup,
@@ -474,6 +479,17 @@ impl Gateway {
         let detail =
             json!({"cgroup": slot.owner_cgroup, "legs": legs, "tool": tool, "method": method});
         match res {
+            Ok(()) if self.engine.learn() == Learn::Unsafe => {
+                let m =
+                    "learn mode (unsafe): the egress lockdown of the Rule of Two was not applied";
+                let d =
+                    json!({"cgroup": slot.owner_cgroup, "legs": legs, "tool": tool, "message": m});
+                self.note(&slot.id, AD::WouldDeny, "egress_lockdown", d)
+                    .await
+                    .map_err(|e| e.message)?;
+                st.trip_reported = true;
+                Ok(())
+            }
             Ok(()) => {
                 self.note(&slot.id, AD::Info, "session_tripped", detail)
                     .await

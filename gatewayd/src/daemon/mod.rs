@@ -125,6 +125,7 @@ pub async fn serve(
         audit: writer.as_ref().map(AuditWriter::handle),
         clock: opts.clock.clone(),
         operator_gid: opts.gid,
+        learn: gatewayd_core::engine::Learn::Off,
     })?);
     for c in &opts.agent_cgroups {
         gw.agent_cgroups().add(c);

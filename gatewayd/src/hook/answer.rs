@@ -155,6 +155,7 @@ mod tests {
             matched_rules: Vec::new(),
             hold_reasons: Vec::new(),
             approval_id: None,
+            would_deny: None,
         }
     }
 

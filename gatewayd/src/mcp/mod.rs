@@ -29,6 +29,7 @@ use gatewayd_core::{
         writer::{AuditWriter, WriterHandle},
     },
     clock::{Clock, SystemClock},
+    engine::Learn,
     policy::{Label, Policy},
 };
 
@@ -63,6 +64,11 @@ pub enum McpError {
     /// The server was not started (missing program, pin mismatch, profile, spawn).
     #[error(transparent)]
     Server(#[from] server::ServerError),
+    /// Learn mode was asked for with a daemon's socket: the daemon's engine decides.
+    #[error(
+        "--learn needs the proxy's own engine; with a daemon (--socket or GATEWAYD_SOCKET) the daemon decides, and it does not learn"
+    )]
+    LearnWithDaemon,
 }
 
 /// What `gatewayd mcp` was asked to do.
@@ -92,6 +98,8 @@ pub struct ProxyOptions {
     pub request_timeout: Duration,
     /// Largest message accepted from either side (bytes, newline excluded).
     pub max_message: usize,
+    /// Learn mode of the proxy's own engine (refused with a daemon, which decides itself).
+    pub learn: Learn,
 }
 
 /// How the proxy ended.
@@ -117,6 +125,9 @@ where
         .get(&opts.server)
         .cloned()
         .ok_or_else(|| McpError::UnknownServer(opts.server.clone()))?;
+    if opts.learn.is_on() && opts.socket.is_some() {
+        return Err(McpError::LearnWithDaemon);
+    }
     let own = vec![opts.policy_path.clone(), opts.audit.clone()];
     let gateway = Gateway::connect(&opts, &own).await?;
     let started = start_server(&opts, &server, &own, &gateway)?;
@@ -138,6 +149,7 @@ where
         listing: opts.listing.clone(),
         timeout: opts.request_timeout,
         max_message: opts.max_message,
+        learn: opts.learn.is_on(),
         to_client,
         to_server,
         state: Mutex::new(proxy::State::default()),
@@ -208,7 +220,13 @@ impl Gateway {
                 (Backend::daemon(s)?, Some(w))
             }
             None => (
-                Backend::local(opts.policy.clone(), own.to_vec(), Some(&opts.audit), clock)?,
+                Backend::local(
+                    opts.policy.clone(),
+                    own.to_vec(),
+                    Some(&opts.audit),
+                    clock,
+                    opts.learn,
+                )?,
                 None,
             ),
         };
@@ -292,7 +310,8 @@ fn start_server(
         "mcp_server_start",
         json!({"server": opts.server, "command": opts.command, "program": path,
                "sha256": sha, "pinned": server.command_sha256.is_some(),
-               "pid": started.running.child.id(), "profile": started.pieces}),
+               "pid": started.running.child.id(), "profile": started.pieces,
+               "learn": opts.learn.detail()}),
     );
     Ok(started)
 }

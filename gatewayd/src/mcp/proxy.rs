@@ -43,6 +43,9 @@ pub(super) struct Router {
     pub listing: Option<PathBuf>,
     pub timeout: Duration,
     pub max_message: usize,
+    /// Learn mode: tools the policy does not list are shown to the client (their calls are
+    /// learned).
+    pub learn: bool,
     pub to_client: mpsc::Sender<String>,
     pub to_server: mpsc::Sender<String>,
     pub state: Mutex<State>,
@@ -402,7 +405,7 @@ impl Router {
             }
         };
         self.note_page(&tools, first_page, result.get("nextCursor").is_none());
-        let withheld = tools::filter_listing(result, &statuses, &self.untrusted);
+        let withheld = tools::filter_listing(result, &statuses, &self.untrusted, self.learn);
         for w in withheld.iter().filter(|w| w.status != "not_in_policy") {
             eprintln!(
                 "gatewayd mcp: tool `{}` withheld from the client: {}",

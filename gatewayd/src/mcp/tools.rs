@@ -39,22 +39,25 @@ pub(super) struct Withheld {
     pub(super) status: String,
 }
 
-/// Keeps in a `tools/list` result only the tools whose registration was `accepted`; for
+/// Keeps in a `tools/list` result only the tools whose registration was `accepted` (in
+/// learn mode also those `not_in_policy`: their calls are learned); for
 /// tools labelled untrusted, `outputSchema` is removed (their results come back as one
 /// fenced text block, without structured content). Returns what was withheld.
 pub(super) fn filter_listing(
     result: &mut Value,
     statuses: &[ToolStatus],
     untrusted: &BTreeSet<String>,
+    learn: bool,
 ) -> Vec<Withheld> {
+    let shown = |s: &Status| *s == Status::Accepted || (learn && *s == Status::NotInPolicy);
     let accepted: BTreeSet<&str> = statuses
         .iter()
-        .filter(|s| s.status == Status::Accepted)
+        .filter(|s| shown(&s.status))
         .map(|s| s.name.as_str())
         .collect();
     let mut withheld: Vec<Withheld> = statuses
         .iter()
-        .filter(|s| s.status != Status::Accepted)
+        .filter(|s| !shown(&s.status))
         .map(|s| Withheld {
             name: s.name.clone(),
             status: s.status.code().to_owned(),
@@ -73,8 +76,16 @@ pub(super) fn filter_listing(
         }
         keep
     });
+    // A tool the policy does not list, shown in learn mode, is untrusted too.
+    let unlisted: BTreeSet<&str> = statuses
+        .iter()
+        .filter(|s| s.status == Status::NotInPolicy)
+        .map(|s| s.name.as_str())
+        .collect();
     for t in tools.iter_mut() {
-        if t["name"].as_str().is_some_and(|n| untrusted.contains(n))
+        if t["name"]
+            .as_str()
+            .is_some_and(|n| untrusted.contains(n) || unlisted.contains(n))
             && let Some(o) = t.as_object_mut()
         {
             o.remove("outputSchema");
@@ -179,11 +190,18 @@ mod tests {
             status("c", Status::NotInPolicy),
         ];
         let untrusted = BTreeSet::from(["a".to_owned()]);
-        let w = filter_listing(&mut r, &statuses, &untrusted);
+        let w = filter_listing(&mut r, &statuses, &untrusted, false);
         assert_eq!(r["tools"], json!([{"name": "a"}]));
         assert_eq!(r["nextCursor"], "p2");
         assert_eq!(w.len(), 3, "{w:?}");
         assert_eq!(w[0].status, "rug_pull");
+        // Learn mode shows the tools the policy does not list; a rug pull stays withheld.
+        // Its results are fenced: no structured output.
+        let mut r = json!({"tools": [{"name": "a"}, {"name": "b"},
+            {"name": "c", "outputSchema": {"type": "object"}}]});
+        let w = filter_listing(&mut r, &statuses, &untrusted, true);
+        assert_eq!(r["tools"], json!([{"name": "a"}, {"name": "c"}]));
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 
     #[test]
@@ -195,6 +213,7 @@ mod tests {
             matched_rules: Vec::new(),
             hold_reasons: Vec::new(),
             approval_id: None,
+            would_deny: None,
         };
         let r = refused(&d, true);
         assert_eq!(r["isError"], true);

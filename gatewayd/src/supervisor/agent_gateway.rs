@@ -118,6 +118,8 @@ pub(super) struct Setup<'a> {
     pub(super) scopes: &'a [String],
     pub(super) runtime_dir: &'a Path,
     pub(super) kernel: kernel::task::Handle,
+    /// Learn mode of the gateway.
+    pub(super) learn: gatewayd_core::engine::Learn,
 }
 
 /// The running gateway of one `gatewayd run` session.
@@ -147,6 +149,7 @@ impl AgentGateway {
             audit: Some(s.audit.clone()),
             clock: s.clock,
             operator_gid: nix::unistd::getgid().as_raw(),
+            learn: s.learn,
         })?);
         for w in gw.engine().warnings() {
             eprintln!("gatewayd: note: {w}");

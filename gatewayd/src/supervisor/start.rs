@@ -216,6 +216,9 @@ fn session_start(ctx: &Ctx<'_>, prepared: &Prepared, started: Instant) -> Value 
             json!(started.elapsed().as_secs_f64() * 1000.0),
         );
         d.insert("agent_privileges".into(), prepared.privileges.describe());
+        if opts.learn.is_on() {
+            d.insert("learn".into(), opts.learn.detail());
+        }
     }
     detail
 }
@@ -249,6 +252,7 @@ async fn start_gateway(
         scopes: &opts.scopes,
         runtime_dir: &opts.runtime_dir,
         kernel,
+        learn: opts.learn,
     })
     .await
 }

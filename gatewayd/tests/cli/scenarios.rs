@@ -154,7 +154,12 @@ fn the_project_scenarios_expect_every_reason_code() {
             }
         }
     }
-    let missing: Vec<&&str> = codes.iter().filter(|c| !seen.contains(**c)).collect();
+    // `learned` is learn mode's (a front end's switch, not a scenario's): tested by the
+    // engine's `learn` suite and the MCP round trip.
+    let missing: Vec<&&str> = codes
+        .iter()
+        .filter(|c| !seen.contains(**c) && **c != "learned")
+        .collect();
     assert!(missing.is_empty(), "no scenario expects {missing:?}");
 }
 

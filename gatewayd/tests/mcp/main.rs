@@ -3,6 +3,7 @@
 // A test binary sees every dependency of the package; the lint guards the library's list.
 #![allow(unused_crate_dependencies)]
 mod faults;
+mod learn;
 mod quickstart;
 mod servers;
 mod support;

@@ -119,6 +119,7 @@ impl<'e, 'c> Ctx<'e, 'c> {
             matched_rules: mem::take(&mut self.matched),
             hold_reasons: mem::take(&mut self.hold),
             approval_id: None,
+            would_deny: None,
         })
     }
 

@@ -50,7 +50,7 @@ pub(in crate::engine) fn apply(mode: SuspicionMode, s: &mut Session) -> bool {
 /// Whether a path argument of the call, or a file a command-line argument reads, writes or
 /// walks from, is or lies in a protected path (also through a symlink or a hard link). A walk
 /// or a write that merely contains a protected path below it does not count.
-fn touches_protected(engine: &Engine, call: &ToolCall) -> bool {
+pub(in crate::engine) fn touches_protected(engine: &Engine, call: &ToolCall) -> bool {
     let tools = engine
         .tools
         .read()
