@@ -89,47 +89,10 @@ impl Approvals {
         Ok(())
     }
 
-    /// The id of a pending, unexpired approval for exactly this call.
-    pub(crate) fn find_pending(
-        &self,
-        session: &str,
-        tool: &str,
-        args_sha256: &str,
-        reasons: &[String],
-        now: u64,
-    ) -> Option<String> {
-        self.find(
-            ApprovalState::Pending,
-            session,
-            tool,
-            args_sha256,
-            reasons,
-            now,
-        )
-    }
-
-    /// The id of a granted, unexpired, unspent approval for exactly this call: a host's hook
-    /// repeats a call without the approval id (no hook format carries one), so the same
-    /// call in the same session finds the approval a person gave it.
-    pub(crate) fn find_approved(
-        &self,
-        session: &str,
-        tool: &str,
-        args_sha256: &str,
-        reasons: &[String],
-        now: u64,
-    ) -> Option<String> {
-        self.find(
-            ApprovalState::Approved,
-            session,
-            tool,
-            args_sha256,
-            reasons,
-            now,
-        )
-    }
-
-    fn find(
+    /// The id of an unexpired approval in `state` for exactly this call: `Pending`, the
+    /// same call held again; `Approved`, the same call repeated without the id (a host's
+    /// hook carries none), which finds the approval a person gave it.
+    pub(crate) fn find(
         &self,
         state: ApprovalState,
         session: &str,

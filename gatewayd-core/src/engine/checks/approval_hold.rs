@@ -28,9 +28,14 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let Some(id) = &cx.call.approval else {
         // The same call repeated without the id (a hook cannot carry one): the approval a
         // person gave exactly this call in this session, if any.
-        if let Some(id) =
-            approvals.find_approved(&cx.session.id, name, &digest, &v.hold_reasons, now)
-        {
+        if let Some(id) = approvals.find(
+            ApprovalState::Approved,
+            &cx.session.id,
+            name,
+            &digest,
+            &v.hold_reasons,
+            now,
+        ) {
             v.reason = Reason::Approved;
             v.message = format!("`{name}` allowed by approval {id}");
             v.approval_id = Some(id);
@@ -104,7 +109,8 @@ pub(in crate::engine) fn settle(
 ) {
     if verdict.decision == Decision::Hold && verdict.approval_id.is_none() {
         // The same call held again while its approval is pending: the same id.
-        verdict.approval_id = engine.lock_approvals().find_pending(
+        verdict.approval_id = engine.lock_approvals().find(
+            ApprovalState::Pending,
             &s.id,
             &call.tool,
             digest,
