@@ -59,7 +59,7 @@ impl ServerConfinement {
             network: server.network.clone(),
             ..Policy::default()
         };
-        let c = Confinement::prepare(&Plan {
+        let mut c = Confinement::prepare(&Plan {
             name: &format!("mcp-{name}-{}", std::process::id()),
             policy: &as_policy,
             own_files: own,
@@ -70,6 +70,14 @@ impl ServerConfinement {
             landlock: LandlockUse::Allowlist,
             require,
         })?;
+        if c.report.tier != gatewayd_kernel::kernel::Tier::Full
+            && !server.sandbox.protected_names.is_empty()
+        {
+            // Tier 2's fanotify guard is `gatewayd run`'s; a server's profile has none.
+            c.report.warnings.push(
+                "sandbox.protected_names: without BPF LSM the kernel does not refuse these names to a tool server (the gateway still refuses them in its arguments)".into(),
+            );
+        }
         let mut pieces = c.report.pieces.clone();
         if let Some(cg) = &c.report.cgroup {
             pieces.insert("cgroup".into(), json!(cg));
