@@ -23,7 +23,7 @@ use std::{
     collections::HashMap,
     ffi::OsStr,
     os::{
-        fd::{AsFd, AsRawFd, RawFd},
+        fd::{AsFd, AsRawFd, BorrowedFd, RawFd},
         unix::fs::MetadataExt,
     },
     path::{Path, PathBuf},
@@ -240,7 +240,7 @@ impl NameGuard {
             if !ev.mask().contains(MaskFlags::FAN_OPEN_PERM) {
                 continue;
             }
-            let (path, id) = opened(fd.as_raw_fd());
+            let (path, id) = opened(fd);
             let name = path.file_name().unwrap_or(OsStr::new(""));
             let verdict = self.verdicts.verdict(name, id);
             let response = if verdict.is_some() {
@@ -303,11 +303,12 @@ impl Serving {
     }
 }
 
-/// The path (as the kernel names the event's file) and identity of an event's descriptor.
-fn opened(fd: RawFd) -> (PathBuf, (u64, u64)) {
-    let link = Path::new("/proc/self/fd").join(fd.to_string());
+/// The path (as the kernel names the event's file) and identity of an event's descriptor:
+/// the identity from the descriptor itself (`fstat`), not by a second lookup of the path.
+fn opened(fd: BorrowedFd<'_>) -> (PathBuf, (u64, u64)) {
+    let link = Path::new("/proc/self/fd").join(fd.as_raw_fd().to_string());
     let path = std::fs::read_link(&link).unwrap_or_default();
-    let id = std::fs::metadata(&link).map_or((0, 0), |m| (m.dev(), m.ino()));
+    let id = nix::sys::stat::fstat(fd).map_or((0, 0), |st| (st.st_dev, st.st_ino));
     (path, id)
 }
 

@@ -123,9 +123,7 @@ impl Filter {
     /// `bpf_lsm`: the BPF LSM programs are attached (tier 1), so [`LEFT_TO_BPF_LSM`] is left to
     /// them.
     pub(crate) fn for_policy(agent: &Agent, bpf_lsm: bool) -> Result<Filter, SeccompError> {
-        let arch = TargetArch::try_from(std::env::consts::ARCH)
-            .map_err(|_| SeccompError::Arch(std::env::consts::ARCH.into()))?;
-        Filter::build(agent, arch, bpf_lsm)
+        Filter::build(agent, this_arch()?, bpf_lsm)
     }
 
     /// The filters for `arch`.
@@ -172,8 +170,7 @@ impl Filter {
         if self.links_refused {
             return Ok(());
         }
-        let arch = TargetArch::try_from(std::env::consts::ARCH)
-            .map_err(|_| SeccompError::Arch(std::env::consts::ARCH.into()))?;
+        let arch = this_arch()?;
         let calls: &[&str] = if matches!(arch, TargetArch::x86_64) {
             &["link", "linkat"]
         } else {
@@ -213,6 +210,12 @@ impl Filter {
     pub(crate) fn programs(&self) -> &[Vec<libc::sock_filter>] {
         &self.programs
     }
+}
+
+/// The architecture gatewayd runs on, as seccompiler names it.
+fn this_arch() -> Result<TargetArch, SeccompError> {
+    TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|_| SeccompError::Arch(std::env::consts::ARCH.into()))
 }
 
 /// Installs one classic-BPF program as a seccomp filter on the calling thread;
