@@ -14,6 +14,8 @@
 //! - [`canonical`] — canonical JSON and SHA-256 hex, shared by the audit chain and fingerprints
 //! - [`clock`]    — injected time (every check reads time through a [`clock::Clock`])
 //! - [`net`]      — CIDR parsing and matching for the egress allowlist
+//! - `sys`        — the few system calls the core makes itself (`openat2`, `getpwnam_r`),
+//!   each behind a safe function
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod audit;
@@ -24,6 +26,7 @@ pub mod net;
 pub mod policy;
 pub mod scenario;
 pub mod shell;
+mod sys;
 
 // Used by the integration tests only (the fixture tree).
 #[cfg(test)]

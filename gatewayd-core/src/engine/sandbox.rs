@@ -15,9 +15,23 @@ use crate::{
 /// Canonical form of `p` (absolute): the real path when it exists; otherwise the real path of
 /// its longest existing ancestor with the rest appended, where the rest may not contain `..`.
 /// A dangling symlink or a component that is not a directory cannot be resolved: error.
+/// A path with no symlink on the way is resolved in one `openat2` (`crate::sys`).
 pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
     if !p.is_absolute() {
         return Err(format!("`{}` is not absolute", p.display()));
+    }
+    match crate::sys::reach_without_symlinks(p) {
+        Ok(()) => return Ok(lexical(p)),
+        // A new name in a directory reached without a symlink (a file about to be written).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let (Some(parent), Some(Component::Normal(name))) =
+                (p.parent(), p.components().last())
+                && crate::sys::reach_without_symlinks(parent).is_ok()
+            {
+                return Ok(lexical(parent).join(name));
+            }
+        }
+        Err(_) => {}
     }
     if let Ok(c) = std::fs::canonicalize(p) {
         return Ok(c);
@@ -60,7 +74,18 @@ pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
     Ok(cur)
 }
 
-/// Lexical normalisation for policy paths that do not exist (yet).
+/// Whether the normalised absolute path `p` is `root` or lies below it: [`Path::starts_with`]
+/// for paths in normal form, compared as bytes instead of component by component.
+fn is_under(p: &Path, root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let (p, root) = (p.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    let root = root.strip_suffix(b"/").unwrap_or(root);
+    p.starts_with(root) && (p.len() == root.len() || p[root.len()] == b'/')
+}
+
+/// Lexical normalisation: of policy paths that do not exist (yet), and of a path the kernel
+/// reached without a symlink (where `..` undoes the component before it, so this is its
+/// real path).
 fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in p.components() {
@@ -200,7 +225,7 @@ impl SandboxView {
 
     /// Whether `p` is or lies in one of gatewayd's own files.
     pub fn own_hit(&self, p: &Path) -> bool {
-        self.own.iter().any(|x| p.starts_with(x))
+        self.own.iter().any(|x| is_under(p, x))
     }
 
     /// Whether a refusal's message names one of gatewayd's own files as the protected path
@@ -248,7 +273,7 @@ impl SandboxView {
 
     /// The protected path that `p` equals or lies under, if any (also by inode).
     pub fn protected_hit(&self, p: &Path) -> Option<PathBuf> {
-        if let Some(x) = self.protected.iter().find(|x| p.starts_with(x)) {
+        if let Some(x) = self.protected.iter().find(|x| is_under(p, x)) {
             return Some(x.clone());
         }
         let m = std::fs::metadata(p).ok()?;
@@ -280,7 +305,7 @@ impl SandboxView {
     ) -> Option<PathBuf> {
         self.protected
             .iter()
-            .filter(|x| x.starts_with(p) && *x != p)
+            .filter(|x| is_under(x, p) && *x != p)
             .filter(|x| !names_only || x.is_dir())
             .find(|x| {
                 !skip_hidden
@@ -299,7 +324,7 @@ impl SandboxView {
         let pattern = self.names.matching(name)?;
         self.name_roots
             .iter()
-            .any(|r| p.starts_with(r))
+            .any(|r| is_under(p, r))
             .then_some(pattern)
     }
 
@@ -314,8 +339,8 @@ impl SandboxView {
         }
         // A name protects a file: reading a path that names nothing opens nothing (a shell
         // word taken as a path, jq's `.key`), while a write could make it.
-        let named = access == PathAccess::Write || std::fs::symlink_metadata(p).is_ok();
-        if let Some(pattern) = self.protected_name(p).filter(|_| named) {
+        let named = || access == PathAccess::Write || std::fs::symlink_metadata(p).is_ok();
+        if let Some(pattern) = self.protected_name(p).filter(|_| named()) {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, whose name matches protected name `{pattern}` (sandbox.protected_names): files of that name are never readable or writable by the agent. Next: do not try to reach it another way; ask the user for what you need from it.",
                 p.display(),
@@ -325,7 +350,7 @@ impl SandboxView {
             PathAccess::Write => (&self.write, "writable"),
             PathAccess::Read | PathAccess::Tree | PathAccess::Names => (&self.read, "readable"),
         };
-        if !roots.iter().any(|r| p.starts_with(r)) {
+        if !roots.iter().any(|r| is_under(p, r)) {
             // The root first (for reads), each once, three at most.
             let mut seen: Vec<&PathBuf> = Vec::new();
             let root = self.root.iter().filter(|_| access != PathAccess::Write);
@@ -361,7 +386,7 @@ impl SandboxView {
                 .iter()
                 // Inside one whether or not it exists; above one only when it does (deleting a
                 // directory that holds a read-only path that is not there takes nothing).
-                .find(|x| p.starts_with(x) || (x.starts_with(p) && x.exists()))
+                .find(|x| is_under(p, x) || (is_under(x, p) && x.exists()))
         {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, which is or holds read-only path `{}`: the agent may read it but not change it (code or settings the user's own programs run later). Next: ask the user to make that change.",
@@ -673,5 +698,49 @@ mod tests {
         assert!(canonicalize(&base.join("a/new/../../x")).is_err());
         std::os::unix::fs::symlink(base.join("nowhere"), base.join("dangling")).unwrap();
         assert!(canonicalize(&base.join("dangling")).is_err());
+    }
+
+    #[test]
+    fn is_under_is_starts_with_for_normal_paths() {
+        for (p, root) in [
+            ("/a/b", "/a"),
+            ("/a", "/a"),
+            ("/ab", "/a"),
+            ("/a", "/a/b"),
+            ("/a/b", "/"),
+            ("/", "/"),
+            ("/a/b/c", "/a/b/"),
+            ("/a/bc", "/a/b/"),
+        ] {
+            let (p, root) = (Path::new(p), Path::new(root));
+            assert_eq!(
+                is_under(p, root),
+                p.starts_with(root),
+                "{p:?} under {root:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn canonicalize_resolves_dot_dot_after_the_symlink_it_follows() {
+        let d = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir_all(base.join("real/sub")).unwrap();
+        std::fs::write(base.join("real/f"), "x").unwrap();
+        std::fs::write(base.join("f"), "decoy").unwrap();
+        std::os::unix::fs::symlink(base.join("real/sub"), base.join("link")).unwrap();
+        // `link/..` is `real`, where the symlink leads, not `base` as the words say.
+        assert_eq!(
+            canonicalize(&base.join("link/../f")).unwrap(),
+            base.join("real/f")
+        );
+        assert_eq!(
+            canonicalize(&base.join("real/sub/../f")).unwrap(),
+            base.join("real/f")
+        );
+        assert_eq!(
+            canonicalize(&base.join("./real//f")).unwrap(),
+            base.join("real/f")
+        );
     }
 }

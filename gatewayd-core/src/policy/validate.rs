@@ -143,52 +143,7 @@ fn gateway(p: &Policy) -> Result<(), ValidationError> {
                 "empty or duplicate tool name",
             ));
         }
-        if t.input_schema.as_ref().is_some_and(|s| !s.is_object()) {
-            return Err(ValidationError::value(
-                at.key("input_schema"),
-                "must be an object",
-            ));
-        }
-        t.arg_schema().map_err(|e| ValidationError::InputSchema {
-            at: at.key("input_schema").pointer(&e.pointer),
-            source: e.clone(),
-        })?;
-        if let Some(f) = &t.fingerprint {
-            let hex = f.strip_prefix("sha256:").unwrap_or("");
-            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(ValidationError::value(
-                    at.key("fingerprint"),
-                    "expected `sha256:` and 64 hex digits",
-                ));
-            }
-        }
-        for (j, c) in t.credentials.iter().enumerate() {
-            if !p.credentials.contains_key(c) {
-                return Err(ValidationError::value(
-                    at.key("credentials").index(j),
-                    format!("`{c}` is not in `credentials`"),
-                ));
-            }
-        }
-        for (arg, r) in &t.args {
-            let at = at.key("args").key(arg);
-            if let Some(re) = &r.regex {
-                check_regex(&at.key("regex"), re)?;
-            }
-            for (j, re) in r.forbid.iter().enumerate() {
-                check_regex(&at.key("forbid").index(j), re)?;
-            }
-            if matches!((r.min, r.max), (Some(lo), Some(hi)) if lo > hi) {
-                return Err(ValidationError::value(at, "min > max"));
-            }
-            let kinds = [r.path.is_some(), r.url, r.shell.is_some()];
-            if kinds.iter().filter(|b| **b).count() > 1 {
-                return Err(ValidationError::value(
-                    at,
-                    "at most one of `path`, `url`, `shell`",
-                ));
-            }
-        }
+        tool(p, &at, t)?;
     }
     let mut ids = std::collections::BTreeSet::new();
     for (i, r) in p.rules.iter().enumerate() {
@@ -228,6 +183,58 @@ fn gateway(p: &Policy) -> Result<(), ValidationError> {
     for (kind, map) in [("secrets", &p.secrets), ("credentials", &p.credentials)] {
         for (name, s) in map {
             check_source(root.key(kind).key(name), s)?;
+        }
+    }
+    Ok(())
+}
+
+/// One tool's entry: its schema compiles, its fingerprint is well formed, its credentials
+/// exist, its argument rules make sense.
+fn tool(p: &Policy, at: &JsonPath, t: &super::ToolDef) -> Result<(), ValidationError> {
+    if t.input_schema.as_ref().is_some_and(|s| !s.is_object()) {
+        return Err(ValidationError::value(
+            at.key("input_schema"),
+            "must be an object",
+        ));
+    }
+    t.arg_schema().map_err(|e| ValidationError::InputSchema {
+        at: at.key("input_schema").pointer(&e.pointer),
+        source: e.clone(),
+    })?;
+    if let Some(f) = &t.fingerprint {
+        let hex = f.strip_prefix("sha256:").unwrap_or("");
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ValidationError::value(
+                at.key("fingerprint"),
+                "expected `sha256:` and 64 hex digits",
+            ));
+        }
+    }
+    for (j, c) in t.credentials.iter().enumerate() {
+        if !p.credentials.contains_key(c) {
+            return Err(ValidationError::value(
+                at.key("credentials").index(j),
+                format!("`{c}` is not in `credentials`"),
+            ));
+        }
+    }
+    for (arg, r) in &t.args {
+        let at = at.key("args").key(arg);
+        if let Some(re) = &r.regex {
+            check_regex(&at.key("regex"), re)?;
+        }
+        for (j, re) in r.forbid.iter().enumerate() {
+            check_regex(&at.key("forbid").index(j), re)?;
+        }
+        if matches!((r.min, r.max), (Some(lo), Some(hi)) if lo > hi) {
+            return Err(ValidationError::value(at, "min > max"));
+        }
+        let kinds = [r.path.is_some(), r.url, r.shell.is_some()];
+        if kinds.iter().filter(|b| **b).count() > 1 {
+            return Err(ValidationError::value(
+                at,
+                "at most one of `path`, `url`, `shell`",
+            ));
         }
     }
     Ok(())

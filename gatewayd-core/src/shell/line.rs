@@ -74,31 +74,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
     Ok(walk.out)
 }
 
-/// The home directory of `user` in the user database (`getpwnam_r`); `None` when it has no
-/// entry.
-pub fn user_home(user: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let name = std::ffi::CString::new(user).ok()?;
-    let mut buf = vec![0u8; 4096];
-    // SAFETY: getpwnam_r fills `pw` with pointers into `buf`, which outlives their use; the
-    // C strings it points at are NUL-terminated within `buf`.
-    unsafe {
-        let mut pw: libc::passwd = std::mem::zeroed();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwnam_r(
-            name.as_ptr(),
-            &raw mut pw,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &raw mut found,
-        );
-        if rc != 0 || found.is_null() || pw.pw_dir.is_null() {
-            return None;
-        }
-        let dir = std::ffi::CStr::from_ptr(pw.pw_dir);
-        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
-    }
-}
+pub use crate::sys::user_home;
 
 pub(super) fn unanalysable(what: impl Into<String>) -> ShellError {
     ShellError::Unanalysable(what.into())

@@ -239,7 +239,8 @@ fn split_digits(option: char, cluster: &str) -> (&str, &str) {
 }
 
 /// Records what `option` (with its `value`, if any; written in its long form when
-/// `long_written`) does.
+/// `long_written`) does: what it makes the command read, write or refuse here, and what it
+/// changes in the parse ([`set_state`]).
 fn apply_effect<'a>(
     option: &OptionSpec,
     value: Option<&'a str>,
@@ -248,8 +249,8 @@ fn apply_effect<'a>(
     findings: &mut Findings,
 ) {
     let name = || option.display(long_written);
+    let path = |parsed: &ParsedArgs<'a>| value.map(|v| parsed.path(v));
     match option.effect {
-        Effect::None => {}
         Effect::Url => {
             if let Some(v) = value {
                 super::curl::url_operand(v, findings);
@@ -261,24 +262,24 @@ fn apply_effect<'a>(
             }
         }
         Effect::Read => {
-            if let Some(v) = value {
-                findings.read(&parsed.path(v));
+            if let Some(p) = path(parsed) {
+                findings.read(&p);
             }
         }
         Effect::Write => {
-            if let Some(v) = value {
-                findings.write(&parsed.path(v));
+            if let Some(p) = path(parsed) {
+                findings.write(&p);
             }
         }
         Effect::ReadWrite => {
-            if let Some(v) = value {
-                findings.read(&parsed.path(v));
-                findings.write(&parsed.path(v));
+            if let Some(p) = path(parsed) {
+                findings.read(&p);
+                findings.write(&p);
             }
         }
         Effect::NamesFrom => {
-            if let Some(v) = value {
-                findings.read(&parsed.path(v));
+            if let Some(p) = path(parsed) {
+                findings.read(&p);
             }
             findings.forbid(
                 &name(),
@@ -290,32 +291,12 @@ fn apply_effect<'a>(
             parsed.in_place = true;
             findings.forbid(&name(), "edits files in place");
         }
-        Effect::Recursive => parsed.recursive = true,
-        Effect::RecursiveIf(word) => {
-            if value.is_some_and(|v| !v.is_empty() && word.starts_with(v)) {
-                parsed.recursive = true;
-            }
-        }
-        Effect::NoRecursion => parsed.no_recursion = true,
         Effect::FollowSymlinks => findings.follows_symlinks = true,
-        Effect::Pattern => {
-            parsed.pattern_given = true;
-            parsed.patterns.extend(value);
-        }
         Effect::PatternFile => {
             parsed.pattern_given = true;
             parsed.pattern_file = true;
-            if let Some(v) = value {
-                findings.read(&parsed.path(v));
-            }
-        }
-        Effect::NoPattern => parsed.no_pattern = true,
-        Effect::TargetDir => parsed.target_dir = value,
-        Effect::TarMode(mode) => parsed.tar_mode = Some(mode),
-        Effect::Archive => parsed.archive = value,
-        Effect::ChangeDir => {
-            if let Some(v) = value {
-                parsed.dir = Some(parsed.path(v));
+            if let Some(p) = path(parsed) {
+                findings.read(&p);
             }
         }
         Effect::DateOrFile => {
@@ -323,17 +304,6 @@ fn apply_effect<'a>(
                 findings.read(&parsed.path(v));
             }
         }
-        Effect::AbsoluteNames => parsed.absolute_names = true,
-        Effect::OperandsAreListings => parsed.operands_are_listings = true,
-        Effect::Operand => {
-            if let Some(word) = value {
-                parsed.operands.push(Operand {
-                    word,
-                    dir: parsed.dir.clone(),
-                });
-            }
-        }
-        Effect::EndsOptions => parsed.options_done = true,
         Effect::AwkW => {
             if !value.is_some_and(coreutils_tables::awk_w_is_inert) {
                 findings.forbid(
@@ -349,6 +319,60 @@ fn apply_effect<'a>(
                 findings.read(&parsed.path(file));
             }
         }
+        state => set_state(state, value, parsed),
+    }
+}
+
+/// What an option changes in the parse itself (recursion, patterns, operands, the
+/// directory later names are taken from); the effects on files are [`apply_effect`]'s.
+fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs<'a>) {
+    match effect {
+        Effect::Recursive => parsed.recursive = true,
+        Effect::RecursiveIf(word) => {
+            if value.is_some_and(|v| !v.is_empty() && word.starts_with(v)) {
+                parsed.recursive = true;
+            }
+        }
+        Effect::NoRecursion => parsed.no_recursion = true,
+        Effect::Pattern => {
+            parsed.pattern_given = true;
+            parsed.patterns.extend(value);
+        }
+        Effect::NoPattern => parsed.no_pattern = true,
+        Effect::TargetDir => parsed.target_dir = value,
+        Effect::TarMode(mode) => parsed.tar_mode = Some(mode),
+        Effect::Archive => parsed.archive = value,
+        Effect::ChangeDir => {
+            if let Some(v) = value {
+                parsed.dir = Some(parsed.path(v));
+            }
+        }
+        Effect::AbsoluteNames => parsed.absolute_names = true,
+        Effect::OperandsAreListings => parsed.operands_are_listings = true,
+        Effect::Operand => {
+            if let Some(word) = value {
+                parsed.operands.push(Operand {
+                    word,
+                    dir: parsed.dir.clone(),
+                });
+            }
+        }
+        Effect::EndsOptions => parsed.options_done = true,
+        // None, and the effects on files, which apply_effect handles.
+        Effect::None
+        | Effect::Url
+        | Effect::CurlData(_)
+        | Effect::Read
+        | Effect::Write
+        | Effect::ReadWrite
+        | Effect::NamesFrom
+        | Effect::Forbid(_)
+        | Effect::InPlace
+        | Effect::FollowSymlinks
+        | Effect::PatternFile
+        | Effect::DateOrFile
+        | Effect::AwkW
+        | Effect::ReadAfterColon => {}
     }
 }
 

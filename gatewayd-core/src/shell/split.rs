@@ -41,35 +41,7 @@ pub fn split(line: &str, through_shell: bool) -> Result<Vec<String>, ShellError>
                 in_word = true;
                 all_unquoted = false;
                 prev_unquoted = None;
-                let single = c == '\'';
-                // Inside single quotes every character is itself; inside double quotes a
-                // backslash escapes `"` `\` `$` `` ` `` and newline, and `$` `` ` `` (which would
-                // expand) are refused through a shell.
-                loop {
-                    let Some((p, ch)) = chars.next() else {
-                        let quote = if single { "single" } else { "double" };
-                        return Err(ShellError::Unterminated { quote, pos });
-                    };
-                    match ch {
-                        _ if ch == c => break,
-                        _ if single => word.push(ch),
-                        '\\' => match chars.peek() {
-                            Some(&(_, n @ ('"' | '\\' | '$' | '`'))) => {
-                                word.push(n);
-                                chars.next();
-                            }
-                            Some(&(_, '\n')) => {
-                                chars.next();
-                            }
-                            _ => word.push('\\'),
-                        },
-                        '$' if through_shell => {
-                            return refuse(ch, p, "expands a variable or command");
-                        }
-                        '`' if through_shell => return refuse(ch, p, "substitutes a command"),
-                        _ => word.push(ch),
-                    }
-                }
+                quoted(&mut chars, c, pos, through_shell, &mut word)?;
             }
             '\\' => match chars.next() {
                 None => return Err(ShellError::TrailingBackslash),
@@ -116,6 +88,54 @@ pub fn split(line: &str, through_shell: bool) -> Result<Vec<String>, ShellError>
         words.push(word);
     }
     Ok(words)
+}
+
+/// Reads a quoted part of a word, after its opening `quote`, into `word`. Inside single
+/// quotes every character is itself; inside double quotes a backslash escapes `"` `\` `$`
+/// `` ` `` and newline, and `$` `` ` `` (which would expand) are refused through a shell.
+fn quoted(
+    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+    quote: char,
+    pos: usize,
+    through_shell: bool,
+    word: &mut String,
+) -> Result<(), ShellError> {
+    let single = quote == '\'';
+    loop {
+        let Some((p, ch)) = chars.next() else {
+            let quote = if single { "single" } else { "double" };
+            return Err(ShellError::Unterminated { quote, pos });
+        };
+        match ch {
+            _ if ch == quote => return Ok(()),
+            _ if single => word.push(ch),
+            '\\' => match chars.peek() {
+                Some(&(_, n @ ('"' | '\\' | '$' | '`'))) => {
+                    word.push(n);
+                    chars.next();
+                }
+                Some(&(_, '\n')) => {
+                    chars.next();
+                }
+                _ => word.push('\\'),
+            },
+            '$' if through_shell => {
+                return Err(ShellError::Metachar {
+                    ch,
+                    pos: p,
+                    what: "expands a variable or command",
+                });
+            }
+            '`' if through_shell => {
+                return Err(ShellError::Metachar {
+                    ch,
+                    pos: p,
+                    what: "substitutes a command",
+                });
+            }
+            _ => word.push(ch),
+        }
+    }
 }
 
 /// What an unquoted character means to a shell, when it means more than itself.

@@ -14,6 +14,20 @@ pub(super) enum SpawnError {
     Gateway(super::agent_gateway::AgentGatewayError),
 }
 
+impl SpawnError {
+    /// The run's error, naming `agent` when it could not be started.
+    pub(super) fn into_run_error(self, agent: &str) -> super::RunError {
+        match self {
+            SpawnError::Spawn(error) => super::RunError::Spawn {
+                agent: agent.to_owned(),
+                error,
+            },
+            SpawnError::Wait(e) => super::RunError::Wait(e),
+            SpawnError::Gateway(e) => super::RunError::Gateway(e),
+        }
+    }
+}
+
 /// Signals gatewayd forwards to the agent.
 const FORWARDED: [fn() -> SignalKind; 4] = [
     SignalKind::interrupt,

@@ -70,27 +70,13 @@ pub(super) async fn teardown(
     let _ = forwarder.await;
     let left_behind = report_left_behind(&ctx.audit, &ctx.session, &left).await?;
 
-    let status = status.map_err(|e| match e {
-        SpawnError::Spawn(error) => RunError::Spawn {
-            agent: ctx.program.clone(),
-            error,
-        },
-        SpawnError::Wait(e) => RunError::Wait(e),
-        SpawnError::Gateway(e) => RunError::Gateway(e),
-    });
+    let status = status.map_err(|e| e.into_run_error(&ctx.program));
     let exit_code = match &status {
         Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
         Err(_) => 127,
     };
     let kernel_denials = denials.load(std::sync::atomic::Ordering::Relaxed);
-    if dropped > 0 {
-        let detail = json!({
-            "count": dropped,
-            "message": "the kernel denied these but this session's event buffer was full, so they have no record of their own",
-        });
-        let entry = Entry::gateway(&ctx.session, Decision::Info, "events_dropped", detail);
-        append(&ctx.audit, entry).await?;
-    }
+    record_dropped(ctx, dropped).await?;
     let detail = json!({
         "exit_code": exit_code,
         "error": status.as_ref().err().map(std::string::ToString::to_string),
@@ -107,4 +93,18 @@ pub(super) async fn teardown(
         kernel_denials,
         left_behind,
     })
+}
+
+/// Records how many kernel denials the session's event buffer had no room for, if any.
+async fn record_dropped(ctx: &Ctx<'_>, dropped: u64) -> Result<(), RunError> {
+    if dropped == 0 {
+        return Ok(());
+    }
+    let detail = json!({
+        "count": dropped,
+        "message": "the kernel denied these but this session's event buffer was full, so they have no record of their own",
+    });
+    let entry = Entry::gateway(&ctx.session, Decision::Info, "events_dropped", detail);
+    append(&ctx.audit, entry).await?;
+    Ok(())
 }
