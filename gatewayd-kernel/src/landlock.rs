@@ -5,7 +5,9 @@
 //! mount namespace ([`crate::agent_privileges::hide`]), so Landlock does not have to
 //! approximate "everything except the protected paths": one rule grants every right beneath
 //! `/`, so every directory lists and files can be made anywhere the user's permissions
-//! allow. With an exec allowlist, `EXECUTE` is left out of that rule and granted on the
+//! allow. A right granted there is left unhandled by the ruleset (it restricts nothing,
+//! and an open that asks only for unhandled rights costs no walk up the tree), except
+//! `REFER`, which Landlock refuses when unhandled. With an exec allowlist, `EXECUTE` is left out of that rule and granted on the
 //! listed binaries (and their ELF interpreters) alone. With file roots
 //! ([`crate::fs_roots::FsRoots`]: `sandbox.readable` or `sandbox.writable` listed), the read
 //! rights, the write rights or both leave that rule too and are granted beneath the roots
@@ -40,6 +42,7 @@ const READ_FILE: u64 = 1 << 2;
 const READ_DIR: u64 = 1 << 3;
 /// `READ_FILE | READ_DIR`: what a readable root grants.
 const READ: u64 = READ_FILE | READ_DIR;
+const REFER: u64 = 1 << 13;
 const TRUNCATE: u64 = 1 << 14;
 const IOCTL_DEV: u64 = 1 << 15;
 const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
@@ -76,7 +79,7 @@ pub fn abi_version() -> Result<u32, String> {
 fn all_fs_rights(abi: u32) -> u64 {
     let mut r = (1 << 13) - 1; // ABI 1: EXECUTE ..= MAKE_SYM
     if abi >= 2 {
-        r |= 1 << 13; // REFER
+        r |= REFER;
     }
     if abi >= 3 {
         r |= TRUNCATE;
@@ -150,6 +153,8 @@ pub struct Ruleset {
     pub abi: u32,
     /// How many rules it holds (for the audit record).
     pub rules: usize,
+    /// The filesystem rights it restricts; a rule's rights are cut to these.
+    handled: u64,
     /// Whether signals out of the domain, and connecting or sending to abstract Unix sockets
     /// made outside it, are blocked (both scopes come with ABI 6).
     pub scoped_signals: bool,
@@ -195,7 +200,16 @@ impl Ruleset {
         if policy.roots.write.is_some() {
             slash &= !write_rights(abi);
         }
-        let mut rs = Ruleset::create(abi)?;
+        // A right granted beneath `/` restricts nothing, so the ruleset leaves it unhandled:
+        // an open that asks only for unhandled rights costs Landlock no walk up to `/`.
+        // REFER stays handled and granted: unhandled, it would forbid every move of a file
+        // to another directory. (ABI 1 has no REFER: there, a ruleset handling nothing is
+        // refused and would not keep the mounts in place, so it handles everything.)
+        let handled = match (all & !slash) | (all & REFER) {
+            0 => all,
+            some => some,
+        };
+        let mut rs = Ruleset::create(abi, handled)?;
         rs.add(Path::new("/"), slash)?;
         // The kernel opens a dynamic binary's ELF interpreter (PT_INTERP) for execution
         // too, so it needs EXECUTE as well (see docs/KERNEL.md for what that allows).
@@ -256,7 +270,7 @@ impl Ruleset {
     /// readable. Trees that do not exist are skipped.
     pub fn build_allowlist(policy: &AllowPolicy) -> Result<Ruleset, LandlockError> {
         let abi = abi_version().map_err(LandlockError::Unavailable)?;
-        let mut rs = Ruleset::create(abi)?;
+        let mut rs = Ruleset::create(abi, all_fs_rights(abi))?;
         let protected = canonical(&policy.protected);
         rs.protected_inodes = inodes(&protected);
         let all = all_fs_rights(abi);
@@ -284,16 +298,16 @@ impl Ruleset {
         Ok(rs)
     }
 
-    /// A ruleset that handles every filesystem right of `abi` (and, from ABI 6, scopes
-    /// signals and abstract Unix sockets to the domain), with no rule yet.
-    fn create(abi: u32) -> Result<Ruleset, LandlockError> {
-        let all = all_fs_rights(abi);
+    /// A ruleset that handles the filesystem rights `handled` of `abi` (and, from ABI 6,
+    /// scopes signals and abstract Unix sockets to the domain), with no rule yet. The rights
+    /// it does not handle, it never refuses.
+    fn create(abi: u32, handled: u64) -> Result<Ruleset, LandlockError> {
         let scoped = if abi >= 6 {
             SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
         } else {
             0
         };
-        let attr = [all, 0, scoped];
+        let attr = [handled, 0, scoped];
         let size = match abi {
             1..=3 => 8,
             4 | 5 => 16,
@@ -319,6 +333,7 @@ impl Ruleset {
             fd,
             abi,
             rules: 0,
+            handled,
             scoped_signals: scoped != 0,
             protected_inodes: Vec::new(),
             proc_rights: 0,
@@ -363,7 +378,12 @@ impl Ruleset {
         Ok(())
     }
 
+    /// A rule granting `rights` (cut to the handled ones; none left: no rule) beneath `path`.
     fn add(&mut self, path: &Path, rights: u64) -> Result<(), LandlockError> {
+        let rights = rights & self.handled;
+        if rights == 0 {
+            return Ok(());
+        }
         let io = |op, source| LandlockError::Io {
             op,
             path: path.to_owned(),
