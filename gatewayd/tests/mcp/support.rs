@@ -40,6 +40,14 @@ pub(crate) fn fs_server() -> PathBuf {
     )
 }
 
+/// `mcp-server-everything` from npm (resources, prompts, tasks, elicitation, sampling).
+pub(crate) fn everything_server() -> PathBuf {
+    required(
+        "GATEWAYD_MCP_EVERYTHING_SERVER",
+        cache().join("node/node_modules/.bin/mcp-server-everything"),
+    )
+}
+
 pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp/fixtures")

@@ -1,0 +1,169 @@
+//! What the server sends that the model may read, checked as the server's output before the
+//! client sees it (`call/output`: credentials and secrets redacted, untrusted text fenced and
+//! remembered for the echo check, the session's untrusted leg set): tool results, direct or
+//! through a task (`tasks/result`), the texts of resources, prompts, task statuses
+//! (`tasks/get`, `tasks/list`, `notifications/tasks/status`) and sampling requests; and the
+//! server's elicitation requests, decided before the client sees them.
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{
+    checks,
+    jsonrpc::{self, code},
+    proxy::Router,
+    tools,
+};
+use crate::protocol::CallOutput;
+use gatewayd_core::audit::Decision;
+
+impl Router {
+    /// A `tools/call` answer: reported to the gateway, passed on redacted (and fenced). An
+    /// answer that is a task (`CreateTaskResult`) is remembered, so its result
+    /// (`tasks/result`) is checked as this tool's; its status text is checked now.
+    pub(super) async fn called(self: Arc<Self>, id: Value, mut v: Value, tool: String) {
+        if let Some(task) = v.pointer("/result/task/taskId").and_then(Value::as_str)
+            && v.pointer("/result/content").is_none()
+        {
+            self.lock().tasks.insert(task.to_owned(), tool.clone());
+            let label = self.label("tasks");
+            return self.texts_checked(id, v, label).await;
+        }
+        let result = match v.get("error") {
+            Some(e) => Err(e["message"].as_str().unwrap_or("").to_owned()),
+            None => Ok(tools::output_payload(&v["result"])),
+        };
+        let report = CallOutput::of(&self.session, &tool, result);
+        match self.backend.request(report).await {
+            Ok(answer) => {
+                if let Some(e) = v.get_mut("error") {
+                    e["message"] = json!(answer.error.as_deref().unwrap_or(""));
+                    e.as_object_mut().map(|o| o.remove("data"));
+                } else if let Some(r) = v.get_mut("result") {
+                    tools::apply_output(r, &answer);
+                }
+                self.send_client(v.to_string()).await;
+            }
+            Err(e) => self.withheld(&id, &e.to_string()).await,
+        }
+    }
+
+    /// A `tasks/result` answer: the result of a task a `tools/call` made is checked as that
+    /// tool's result; any other task's, text by text as the server's output.
+    pub(super) async fn task_result(self: Arc<Self>, id: Value, v: Value, task: String) {
+        let tool = self.lock().tasks.get(&task).cloned();
+        if let Some(tool) = tool {
+            self.called(id, v, tool).await;
+        } else {
+            let label = self.label("tasks/result");
+            self.texts_checked(id, v, label).await;
+        }
+    }
+
+    /// Checks every text of `v` as output of `label` (`call/output`), in place.
+    async fn check_texts(&self, v: &mut Value, label: &str) -> Result<(), String> {
+        for slot in checks::text_slots(v) {
+            let Some(text) = v.pointer(&slot).and_then(Value::as_str) else {
+                continue;
+            };
+            let report = CallOutput::of(&self.session, label, Ok(Value::String(text.to_owned())));
+            let answer = self
+                .backend
+                .request(report)
+                .await
+                .map_err(|e| e.to_string())?;
+            let checked = match answer.output {
+                Some(Value::String(t)) => t,
+                _ => "[gatewayd: the server's text was withheld]".to_owned(),
+            };
+            if let Some(x) = v.pointer_mut(&slot) {
+                *x = Value::String(checked);
+            }
+        }
+        Ok(())
+    }
+
+    /// An answer (or, with a null `id`, a notification) whose texts are the server's output:
+    /// checked, then passed on; withheld when the gateway cannot check them.
+    pub(super) async fn texts_checked(self: Arc<Self>, id: Value, mut v: Value, label: String) {
+        match self.check_texts(&mut v, &label).await {
+            Ok(()) => self.send_client(v.to_string()).await,
+            Err(e) if id.is_null() => {
+                eprintln!(
+                    "gatewayd mcp: a notification from the server was withheld: the gateway could not check it ({e})"
+                );
+            }
+            Err(e) => self.withheld(&id, &e).await,
+        }
+    }
+
+    async fn withheld(&self, id: &Value, why: &str) {
+        let m = format!(
+            "the server answered, but the gateway could not check its output ({why}); it is withheld"
+        );
+        self.send_client(jsonrpc::error_response(id, code::GATEWAY_UNAVAILABLE, &m))
+            .await;
+    }
+
+    /// The server's `elicitation/create` (decided, recorded, refused to the server or passed
+    /// on) and `sampling/createMessage` (its texts checked as untrusted output: fenced, and
+    /// the session's untrusted leg set; recorded; then passed on).
+    pub(super) async fn server_request(self: Arc<Self>, id: Value, method: String, mut v: Value) {
+        let refusal = if method == "elicitation/create" {
+            let decided = checks::elicitation(&v["params"], &self.egress);
+            let mode = v
+                .pointer("/params/mode")
+                .and_then(Value::as_str)
+                .unwrap_or("form");
+            let (decision, reason, message) = match &decided {
+                Ok(()) => (Decision::Allow, "allowed", String::new()),
+                Err(r) => (Decision::Deny, r.reason.code(), r.message.clone()),
+            };
+            self.record(
+                decision,
+                reason,
+                json!({"server": self.server, "method": method, "mode": mode,
+                       "url": v.pointer("/params/url"), "message": message}),
+            )
+            .await;
+            decided.err().map(|r| {
+                (
+                    code::REFUSED,
+                    format!(
+                        "gatewayd refused this elicitation (reason `{}`): {}",
+                        r.reason.code(),
+                        r.message
+                    ),
+                )
+            })
+        } else {
+            let label = self.label(&method);
+            match self.check_texts(&mut v, &label).await {
+                Ok(()) => {
+                    self.record(
+                        Decision::Info,
+                        "sampling_untrusted",
+                        json!({"server": self.server, "method": method,
+                               "message": "the server's sampling request was passed on with its texts fenced as untrusted input; the session's untrusted leg is set"}),
+                    )
+                    .await;
+                    None
+                }
+                Err(e) => Some((
+                    code::GATEWAY_UNAVAILABLE,
+                    format!(
+                        "gatewayd could not check this sampling request ({e}); it was not passed on"
+                    ),
+                )),
+            }
+        };
+        match refusal {
+            None => self.send_client(v.to_string()).await,
+            Some((c, m)) => {
+                eprintln!("gatewayd mcp: {method} refused: {m}");
+                self.lock().server_requests.remove(&jsonrpc::id_key(&id));
+                self.send_server(jsonrpc::error_response(&id, c, &m)).await;
+            }
+        }
+    }
+}
