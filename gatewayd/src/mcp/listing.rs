@@ -110,8 +110,9 @@ impl Router {
     /// page), so a changed definition is caught even if the client never lists again.
     pub(super) async fn relist(self: Arc<Self>, meta: Option<Value>) {
         let meta = meta.or_else(|| self.lock().last_meta.clone());
-        if let Err(e) = self.list_own(meta).await {
-            eprintln!("gatewayd mcp: re-listing after list_changed: {e}");
+        match self.list_own(meta).await {
+            Ok(()) => *self.listed.lock().await = true,
+            Err(e) => eprintln!("gatewayd mcp: re-listing after list_changed: {e}"),
         }
     }
 

@@ -7,6 +7,7 @@
 //! - `outputs`   — what the server sends that the model reads, checked as its output;
 //!   elicitation and sampling requests
 //! - `checks`    — the proxy's own decisions: resource URIs, elicitations, text slots
+//! - `refusals`  — those decisions and strict framing's refusals recorded and answered
 //! - `tools`     — the listing filter and the call results the proxy writes
 //! - [`roots`]   — client roots clamped to the server's trees
 //! - [`server`]  — the server's program pin (SHA-256) and its start
@@ -44,6 +45,7 @@ pub(crate) mod jsonrpc;
 mod listing;
 mod outputs;
 mod proxy;
+mod refusals;
 pub(crate) mod roots;
 pub mod server;
 mod tools;

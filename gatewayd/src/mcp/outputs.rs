@@ -115,27 +115,10 @@ impl Router {
                 .pointer("/params/mode")
                 .and_then(Value::as_str)
                 .unwrap_or("form");
-            let (decision, reason, message) = match &decided {
-                Ok(()) => (Decision::Allow, "allowed", String::new()),
-                Err(r) => (Decision::Deny, r.reason.code(), r.message.clone()),
-            };
-            self.record(
-                decision,
-                reason,
-                json!({"server": self.server, "method": method, "mode": mode,
-                       "url": v.pointer("/params/url"), "message": message}),
-            )
-            .await;
-            decided.err().map(|r| {
-                (
-                    code::REFUSED,
-                    format!(
-                        "gatewayd refused this elicitation (reason `{}`): {}",
-                        r.reason.code(),
-                        r.message
-                    ),
-                )
-            })
+            let detail = json!({"mode": mode, "url": v.pointer("/params/url")});
+            self.record_decision(&method, &decided, detail)
+                .await
+                .map(|m| (code::REFUSED, m))
         } else {
             let label = self.label(&method);
             match self.check_texts(&mut v, &label).await {

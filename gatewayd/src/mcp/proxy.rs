@@ -22,7 +22,6 @@ use tokio::{
 };
 
 use super::{
-    checks,
     jsonrpc::{self, Line, Message, code},
     roots, tools,
 };
@@ -202,7 +201,11 @@ impl Router {
                 .await;
             return;
         }
-        let fresh = self.lock().client_ids.insert(jsonrpc::id_key(&id));
+        let fresh = {
+            let mut st = self.lock();
+            let key = jsonrpc::id_key(&id);
+            !st.pending.contains_key(&key) && st.client_ids.insert(key)
+        };
         if !fresh {
             self.duplicate_id("client", &id, method).await;
             let m = with_next(
@@ -251,52 +254,6 @@ impl Router {
         self.forward(id, kind, &v, line).await;
     }
 
-    /// A record of a request id used twice (`mcp_duplicate_id`, deny).
-    pub(super) async fn duplicate_id(&self, from: &str, id: &Value, method: &str) {
-        eprintln!("gatewayd mcp: the {from} used request id {id} twice; refused");
-        self.record(
-            Decision::Deny,
-            "mcp_duplicate_id",
-            json!({"server": self.server, "from": from, "id": id, "method": method,
-                   "message": with_next(
-                       &format!("the {from} sent request id {id} ({method}) while that id was already used; it was refused"),
-                       "ask the user to check the MCP client or server, which reuses request ids")}),
-        )
-        .await;
-    }
-
-    /// A `resources/read` or `resources/subscribe`: its URI decided and recorded; a refusal
-    /// is answered here.
-    async fn resource_allowed(&self, id: &Value, method: &str, v: &Value) -> bool {
-        let uri = v
-            .pointer("/params/uri")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let decided = checks::resource_uri(uri, &self.sandbox, &self.schemes);
-        let (decision, reason, message) = match &decided {
-            Ok(()) => (Decision::Allow, "allowed", String::new()),
-            Err(r) => (Decision::Deny, r.reason.code(), r.message.clone()),
-        };
-        self.record(
-            decision,
-            reason,
-            json!({"server": self.server, "method": method, "uri": uri, "message": message}),
-        )
-        .await;
-        if let Err(r) = decided {
-            eprintln!("gatewayd mcp: {method} {uri} refused: {}", r.message);
-            let m = format!(
-                "gatewayd refused this {method} (reason `{}`): {}",
-                r.reason.code(),
-                r.message
-            );
-            self.send_client(jsonrpc::error_response(id, code::REFUSED, &m))
-                .await;
-            return false;
-        }
-        true
-    }
-
     /// The client's answer to a server's request: forwarded only when the server asked
     /// (`roots/list` answers clamped to the server's trees); else dropped and recorded.
     async fn client_response(&self, id: Value, mut v: Value, line: String) {
@@ -323,22 +280,6 @@ impl Router {
             }
         }
         self.send_server(v.to_string()).await;
-    }
-
-    /// An answer to no request waiting (`mcp_unknown_response`, deny): dropped.
-    async fn unknown_response(&self, from: &str, id: &Value) {
-        eprintln!(
-            "gatewayd mcp: the {from} answered request id {id}, which no request waits for; dropped"
-        );
-        self.record(
-            Decision::Deny,
-            "mcp_unknown_response",
-            json!({"server": self.server, "from": from, "id": id,
-                   "message": with_next(
-                       &format!("the {from} sent an answer with id {id}, which matches no request waiting (never sent, answered already or timed out); it was dropped"),
-                       "ask the user to check the MCP client or server")}),
-        )
-        .await;
     }
 
     /// Forwards a request to the server, waiting for its answer under `kind`.

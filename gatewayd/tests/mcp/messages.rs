@@ -65,6 +65,17 @@ fn proxied(policy: &Path, audit: &Path, server: &[String]) -> Peer {
     Peer::start(&cmd)
 }
 
+/// In `dir`: a policy pinning what `server` lists (with `extra` in its entry), the proxy
+/// in front of it, its tools listed; the audit log's path and the client.
+fn behind_proxy(dir: &Path, server: &[String], extra: Value) -> (PathBuf, Peer) {
+    let audit = dir.join("audit.jsonl");
+    let pol = policy(dir, pinned(server), extra);
+    let mut p = proxied(&pol, &audit, server);
+    let listed = p.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    (audit, p)
+}
+
 /// The record with `reason` whose detail has `key` = `value`.
 fn record(audit: &Path, reason: &str, key: &str, value: &str) -> Value {
     records(audit)
@@ -182,10 +193,7 @@ fn elicitations_are_decided() {
     bare.kill();
 
     let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let pol = policy(dir.path(), pinned(&everything()), json!({}));
-    let mut p = proxied(&pol, &audit, &everything());
-    p.request("tools/list", json!({}));
+    let (audit, mut p) = behind_proxy(dir.path(), &everything(), json!({}));
     p.request("tools/call", url_call("evil.example"));
     assert!(p.requests("elicitation/create").is_empty(), "{:?}", p.seen);
     p.request("tools/call", url_call("ok.example"));
@@ -209,9 +217,8 @@ fn elicitations_are_decided() {
         "allow"
     );
 
-    let pol = policy(dir.path(), pinned(&probe("plain")), json!({}));
-    let mut p = proxied(&pol, &audit, &probe("plain"));
-    p.request("tools/list", json!({}));
+    let dir = tempfile::tempdir().unwrap();
+    let (audit, mut p) = behind_proxy(dir.path(), &probe("plain"), json!({}));
     let r = p.request("tools/call", json!({"name": "login", "arguments": {}}));
     assert!(p.requests("elicitation/create").is_empty(), "{r}");
     p.close();
@@ -239,10 +246,7 @@ fn sampling_requests_are_untrusted_input() {
     bare.kill();
 
     let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let pol = policy(dir.path(), pinned(&everything()), json!({}));
-    let mut p = proxied(&pol, &audit, &everything());
-    p.request("tools/list", json!({}));
+    let (audit, mut p) = behind_proxy(dir.path(), &everything(), json!({}));
     p.request("tools/call", call);
     let asked = texts(&p.requests("sampling/createMessage")[0]["params"]);
     assert!(
@@ -298,10 +302,7 @@ fn task_results_are_checked_as_the_tools_results() {
     bare.kill();
 
     let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let pol = policy(dir.path(), pinned(&everything()), json!({}));
-    let mut p = proxied(&pol, &audit, &everything());
-    p.request("tools/list", json!({}));
+    let (audit, mut p) = behind_proxy(dir.path(), &everything(), json!({}));
     let (status, result) = run_task(&mut p);
     assert!(
         result.contains(r#"<untrusted-output tool="simulate-research-query""#),
