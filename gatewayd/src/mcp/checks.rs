@@ -191,7 +191,7 @@ pub(super) fn elicitation(params: &Value, egress: &EgressView) -> Result<(), Ref
 /// JSON pointers to the texts in a message from the server that the model may read: the
 /// `text` of content blocks (`type: "text"`) and of resource contents (beside a `uri`),
 /// every `statusMessage` and `systemPrompt`, a prompt's `description` and an error's
-/// `message`. `_meta` is not searched.
+/// `message`. `_meta` and `inputRequests` (decided as requests) are not searched.
 pub(super) fn text_slots(v: &Value) -> Vec<String> {
     let mut out: Vec<String> = ["/result/description", "/error/message"]
         .into_iter()
@@ -215,7 +215,7 @@ fn walk(v: &Value, at: String, out: &mut Vec<String>) {
                     || (matches!(k.as_str(), "statusMessage" | "systemPrompt") && x.is_string())
                 {
                     out.push(here);
-                } else if k != "_meta" {
+                } else if k != "_meta" && k != "inputRequests" {
                     walk(x, here, out);
                 }
             }

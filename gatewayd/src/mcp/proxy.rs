@@ -450,7 +450,7 @@ impl Router {
                 }
                 match method.as_str() {
                     "elicitation/create" | "sampling/createMessage" => {
-                        tokio::spawn(self.clone().server_request(id, method, v));
+                        tokio::spawn(self.clone().server_request(id, v));
                     }
                     _ => self.send_client(raw()).await,
                 }

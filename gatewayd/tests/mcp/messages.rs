@@ -58,11 +58,16 @@ fn policy(dir: &Path, tools: Vec<Value>, server: Value) -> PathBuf {
     path
 }
 
-fn proxied(policy: &Path, audit: &Path, server: &[String]) -> Peer {
+/// `gatewayd mcp` in front of `server` (server name `s`).
+fn proxy_line(policy: &Path, audit: &Path, server: &[String]) -> Vec<String> {
     let mut cmd = proxy_cmd(policy, "s", audit, &[]);
     cmd.push("--".into());
     cmd.extend(server.iter().cloned());
-    Peer::start(&cmd)
+    cmd
+}
+
+fn proxied(policy: &Path, audit: &Path, server: &[String]) -> Peer {
+    Peer::start(&proxy_line(policy, audit, server))
 }
 
 /// In `dir`: a policy pinning what `server` lists (with `extra` in its entry), the proxy
@@ -229,6 +234,27 @@ fn elicitations_are_decided() {
             .unwrap()
             .contains("`password`")
     );
+    verify(&audit);
+}
+
+#[test]
+fn requests_embedded_in_a_2026_result_are_decided() {
+    let sign_in = json!({"name": "sign_in", "arguments": {}});
+    let mut bare = Peer::spawn(&probe("plain"));
+    let r = bare.request_modern("tools/call", sign_in.clone());
+    let asked = &r["result"]["inputRequests"]["pw"];
+    assert_eq!(asked["method"], "elicitation/create", "{r}");
+    assert!(asked["params"]["requestedSchema"]["properties"]["password"].is_object());
+    bare.kill();
+
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let pol = policy(dir.path(), pinned(&probe("plain")), json!({}));
+    let mut p = Peer::spawn(&proxy_line(&pol, &audit, &probe("plain")));
+    let r = p.request_modern("tools/call", sign_in);
+    refused(&r, "secret_egress");
+    p.close();
+    record(&audit, "secret_egress", "method", "elicitation/create");
     verify(&audit);
 }
 

@@ -32,9 +32,8 @@ fn answer(req: &Value) -> Value {
 }
 
 impl Peer {
-    /// Starts `cmd` and initializes a 2025-11-25 session offering elicitation (form and
-    /// URL), sampling and roots.
-    pub(crate) fn start(cmd: &[String]) -> Peer {
+    /// Starts `cmd` without a handshake (a 2026-07-28 client: [`Peer::request_modern`]).
+    pub(crate) fn spawn(cmd: &[String]) -> Peer {
         let mut child = Command::new(&cmd[0])
             .args(&cmd[1..])
             .env_remove("GATEWAYD_SESSION")
@@ -54,12 +53,27 @@ impl Peer {
                 }
             }
         });
-        let mut p = Peer {
+        Peer {
             child,
             lines,
             next_id: 100,
             seen: Vec::new(),
-        };
+        }
+    }
+
+    /// A 2026-07-28 request: the version, capabilities (form elicitation) and client in
+    /// its `_meta`.
+    pub(crate) fn request_modern(&mut self, method: &str, mut params: Value) -> Value {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "gatewayd-tests", "version": "1"}});
+        self.request(method, params)
+    }
+
+    /// Starts `cmd` and initializes a 2025-11-25 session offering elicitation (form and
+    /// URL), sampling and roots.
+    pub(crate) fn start(cmd: &[String]) -> Peer {
+        let mut p = Peer::spawn(cmd);
         let init = p.request(
             "initialize",
             json!({"protocolVersion": "2025-11-25",
