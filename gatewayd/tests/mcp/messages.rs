@@ -290,8 +290,9 @@ fn sampling_requests_are_untrusted_input() {
 }
 
 /// A task-augmented call to the reference server's task tool, polled to its end; the
-/// texts of `tasks/get` and of `tasks/result`.
-fn run_task(p: &mut Peer) -> (String, String) {
+/// status texts (of `tasks/get` and `notifications/tasks/status`) and the text of
+/// `tasks/result`.
+fn run_task(p: &mut Peer) -> (Vec<String>, String) {
     let r = p.request(
         "tools/call",
         json!({"name": "simulate-research-query", "task": {"ttl": 60000},
@@ -302,10 +303,10 @@ fn run_task(p: &mut Peer) -> (String, String) {
         .unwrap_or_else(|| panic!("a task: {r}"))
         .to_owned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
-    let mut status_texts = String::new();
+    let mut statuses = Vec::new();
     loop {
         let s = p.request("tasks/get", json!({"taskId": task}));
-        status_texts.push_str(s["result"]["statusMessage"].as_str().unwrap_or(""));
+        statuses.extend(s["result"]["statusMessage"].as_str().map(str::to_owned));
         match s["result"]["status"].as_str() {
             Some("completed") => break,
             Some("working") => {}
@@ -316,7 +317,14 @@ fn run_task(p: &mut Peer) -> (String, String) {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let r = p.request("tasks/result", json!({"taskId": task}));
-    (status_texts, texts(&r["result"]))
+    let notified: Vec<String> = p
+        .requests("notifications/tasks/status")
+        .iter()
+        .filter_map(|n| n["params"]["statusMessage"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!notified.is_empty(), "status notifications: {:?}", p.seen);
+    statuses.extend(notified);
+    (statuses, texts(&r["result"]))
 }
 
 #[test]
@@ -324,7 +332,7 @@ fn task_results_are_checked_as_the_tools_results() {
     let mut bare = Peer::start(&everything());
     let (status, result) = run_task(&mut bare);
     assert!(!result.is_empty() && !result.contains(FENCE), "{result}");
-    assert!(!status.is_empty() && !status.contains(FENCE));
+    assert!(!status.iter().any(|t| t.contains(FENCE)), "{status:?}");
     bare.kill();
 
     let dir = tempfile::tempdir().unwrap();
@@ -334,7 +342,8 @@ fn task_results_are_checked_as_the_tools_results() {
         result.contains(r#"<untrusted-output tool="simulate-research-query""#),
         "{result}"
     );
-    assert!(status.contains(FENCE), "{status}");
+    // Every status text (tasks/get and notifications/tasks/status) was fenced.
+    assert!(status.iter().all(|t| t.contains(FENCE)), "{status:?}");
     p.close();
     verify(&audit);
 }
