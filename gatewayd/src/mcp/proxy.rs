@@ -413,28 +413,7 @@ impl Router {
         };
         let raw = || String::from_utf8_lossy(line).into_owned();
         match msg {
-            Message::Response { id } => {
-                let p = self.lock().pending.remove(&jsonrpc::id_key(&id));
-                match p.map(|p| p.kind) {
-                    None => self.unknown_response("server", &id).await,
-                    Some(Kind::Plain) => self.send_client(raw()).await,
-                    Some(Kind::Own(tx)) => {
-                        let _ = tx.send(v);
-                    }
-                    Some(Kind::List { first_page }) => {
-                        tokio::spawn(self.clone().listed(id, v, first_page));
-                    }
-                    Some(Kind::Call { tool }) => {
-                        tokio::spawn(self.clone().called(id, v, tool));
-                    }
-                    Some(Kind::Texts { label }) => {
-                        tokio::spawn(self.clone().texts_checked(id, v, label));
-                    }
-                    Some(Kind::TaskResult { task }) => {
-                        tokio::spawn(self.clone().task_result(id, v, task));
-                    }
-                }
-            }
+            Message::Response { id } => self.server_response(id, v, raw()).await,
             Message::Request { id, method } => {
                 let fresh = self
                     .lock()
@@ -478,6 +457,31 @@ impl Router {
                     tokio::spawn(self.clone().relist(None));
                 }
                 self.send_client(raw()).await;
+            }
+        }
+    }
+
+    /// An answer of the server's: handled by the kind of request it answers; an answer to
+    /// no request waiting is dropped.
+    async fn server_response(self: Arc<Self>, id: Value, v: Value, line: String) {
+        let p = self.lock().pending.remove(&jsonrpc::id_key(&id));
+        match p.map(|p| p.kind) {
+            None => self.unknown_response("server", &id).await,
+            Some(Kind::Plain) => self.send_client(line).await,
+            Some(Kind::Own(tx)) => {
+                let _ = tx.send(v);
+            }
+            Some(Kind::List { first_page }) => {
+                tokio::spawn(self.clone().listed(id, v, first_page));
+            }
+            Some(Kind::Call { tool }) => {
+                tokio::spawn(self.clone().called(id, v, tool));
+            }
+            Some(Kind::Texts { label }) => {
+                tokio::spawn(self.clone().texts_checked(id, v, label));
+            }
+            Some(Kind::TaskResult { task }) => {
+                tokio::spawn(self.clone().task_result(id, v, task));
             }
         }
     }
