@@ -58,16 +58,16 @@ fn policy(dir: &Path, tools: Vec<Value>, server: Value) -> PathBuf {
     path
 }
 
-/// `gatewayd mcp` in front of `server` (server name `s`).
-fn proxy_line(policy: &Path, audit: &Path, server: &[String]) -> Vec<String> {
-    let mut cmd = proxy_cmd(policy, "s", audit, &[]);
+/// `gatewayd mcp` (with `extra` options) in front of `server` (server name `s`).
+fn proxy_line(policy: &Path, audit: &Path, server: &[String], extra: &[&str]) -> Vec<String> {
+    let mut cmd = proxy_cmd(policy, "s", audit, extra);
     cmd.push("--".into());
     cmd.extend(server.iter().cloned());
     cmd
 }
 
 fn proxied(policy: &Path, audit: &Path, server: &[String]) -> Peer {
-    Peer::start(&proxy_line(policy, audit, server))
+    Peer::start(&proxy_line(policy, audit, server, &[]))
 }
 
 /// In `dir`: a policy pinning what `server` lists (with `extra` in its entry), the proxy
@@ -180,6 +180,37 @@ fn other_schemes_need_the_policy_and_prompts_are_checked() {
 }
 
 #[test]
+fn with_a_daemon_the_texts_are_checked_by_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let pol = policy(
+        dir.path(),
+        Vec::new(),
+        json!({"resource_schemes": ["demo"]}),
+    );
+    let socket = dir.path().join("d.sock");
+    let mut daemon = start_daemon(&pol, &socket, &dir.path().join("daemon.jsonl"));
+    let audit = dir.path().join("proxy.jsonl");
+    let sock = socket.display().to_string();
+    let extra = ["--socket", &sock, "--session", "d-1"];
+    let mut p = Peer::start(&proxy_line(&pol, &audit, &everything(), &extra));
+    let r = p.request("prompts/get", json!({"name": "simple-prompt"}));
+    assert!(texts(&r["result"]).contains(FENCE), "{r}");
+    let r = p.request(
+        "resources/read",
+        json!({"uri": "demo://resource/dynamic/text/1"}),
+    );
+    assert!(texts(&r["result"]).contains(FENCE), "{r}");
+    refused(
+        &p.request("resources/read", json!({"uri": "other://x"})),
+        "sandbox",
+    );
+    p.close();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    record(&audit, "sandbox", "uri", "other://x");
+}
+
+#[test]
 fn elicitations_are_decided() {
     let url_call = |host: &str| {
         json!({"name": "trigger-url-elicitation",
@@ -250,7 +281,7 @@ fn requests_embedded_in_a_2026_result_are_decided() {
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
     let pol = policy(dir.path(), pinned(&probe("plain")), json!({}));
-    let mut p = Peer::spawn(&proxy_line(&pol, &audit, &probe("plain")));
+    let mut p = Peer::spawn(&proxy_line(&pol, &audit, &probe("plain"), &[]));
     let r = p.request_modern("tools/call", sign_in);
     refused(&r, "secret_egress");
     p.close();
