@@ -274,7 +274,9 @@ impl Router {
                     Decision::Deny,
                     "roots_clamped",
                     json!({"server": self.server, "dropped": dropped,
-                       "message": "the client's roots outside the server's sandbox trees were not passed on"}),
+                       "message": with_next(
+                           "the client's roots outside the server's sandbox trees were not passed on",
+                           "work inside the server's trees, or ask the user to widen them")}),
                 )
                 .await;
             }
@@ -415,11 +417,13 @@ impl Router {
         match msg {
             Message::Response { id } => self.server_response(id, v, raw()).await,
             Message::Request { id, method } => {
-                let fresh = self
-                    .lock()
-                    .server_requests
-                    .insert(jsonrpc::id_key(&id), method.clone())
-                    .is_none();
+                let fresh = match self.lock().server_requests.entry(jsonrpc::id_key(&id)) {
+                    std::collections::hash_map::Entry::Occupied(_) => false,
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(method.clone());
+                        true
+                    }
+                };
                 if !fresh {
                     self.duplicate_id("server", &id, &method).await;
                     let m = "request id already in use; refused by gatewayd";
