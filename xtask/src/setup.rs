@@ -33,6 +33,9 @@ const CARGO_DEB: &str = "3.8.0";
 /// The MCP tests' real components (gatewayd/tests/mcp/servers.rs), pinned.
 const FS_SERVER_PKG: &str = "@modelcontextprotocol/server-filesystem";
 const FS_SERVER_VERSION: &str = "2026.8.31";
+/// The reference server with resources, prompts, tasks, elicitation and sampling
+/// (gatewayd/tests/mcp/messages.rs), same release as the filesystem server.
+const EVERYTHING_PKG: &str = "@modelcontextprotocol/server-everything";
 const MCP_SDK: &str = "mcp==2.3.0";
 /// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,
 /// version).
@@ -51,6 +54,12 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
     let guest_dir = cache.join("guest");
     let busybox = busybox(&guest_dir)?;
     let mcp_fs_server = fs_server(&cache.join("node"))?;
+    let mcp_everything_server = npm_package(
+        &cache.join("node"),
+        EVERYTHING_PKG,
+        FS_SERVER_VERSION,
+        "mcp-server-everything",
+    )?;
     let mcp_python = mcp_venv(&cache.join("venv"))?;
     let agent_hosts = agent_hosts(&cache.join("agents"));
     println!("setup: ok (cache {})", cache.display());
@@ -59,6 +68,7 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
         busybox,
         guest_dir,
         mcp_fs_server,
+        mcp_everything_server,
         mcp_python,
         agent_hosts,
     })

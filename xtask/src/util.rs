@@ -34,6 +34,8 @@ pub(crate) struct Env {
     pub guest_dir: PathBuf,
     /// `mcp-server-filesystem` from npm (gatewayd/tests/mcp/servers.rs).
     pub mcp_fs_server: PathBuf,
+    /// `mcp-server-everything` from npm (gatewayd/tests/mcp/messages.rs).
+    pub mcp_everything_server: PathBuf,
     /// The venv's python with the MCP SDK (gatewayd/tests/mcp/servers.rs).
     pub mcp_python: PathBuf,
     /// `GATEWAYD_HOST_<NAME>` for each agent CLI (gatewayd/tests/hosts): its program, or
@@ -68,11 +70,15 @@ impl std::ops::Deref for Env {
 
 impl Env {
     /// The variables the MCP tests find their real components by.
-    pub(crate) fn mcp_vars(&self) -> [(&'static str, String); 2] {
+    pub(crate) fn mcp_vars(&self) -> [(&'static str, String); 3] {
         [
             (
                 "GATEWAYD_MCP_FS_SERVER",
                 self.mcp_fs_server.display().to_string(),
+            ),
+            (
+                "GATEWAYD_MCP_EVERYTHING_SERVER",
+                self.mcp_everything_server.display().to_string(),
             ),
             ("GATEWAYD_MCP_PYTHON", self.mcp_python.display().to_string()),
         ]

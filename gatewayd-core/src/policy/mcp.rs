@@ -36,6 +36,32 @@ pub struct McpServer {
     /// The server's own egress allowlist (the kernel enforces its `cidr` entries).
     #[serde(default)]
     pub network: Network,
+    /// URI schemes other than `file` whose resources the client may read or subscribe to
+    /// (`resources/read`, `resources/subscribe`), lower-case, e.g. `["demo"]`. `file://`
+    /// URIs are decided by the top-level sandbox; any other scheme not listed is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_schemes: Vec<String>,
+    /// Seconds a request may wait for the server's answer (`--request-timeout-s` overrides
+    /// it); default 120.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+    /// Largest message accepted from either side in bytes (`--max-message-bytes` overrides
+    /// it); default 16 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<usize>,
+}
+
+/// Longest `timeout_s` a server may have (a day).
+pub(crate) const MAX_TIMEOUT_S: u64 = 86_400;
+/// Smallest and largest `max_message_bytes` (1 KiB, 1 GiB).
+pub(crate) const MESSAGE_BYTES: std::ops::RangeInclusive<usize> = 1024..=(1 << 30);
+
+/// A URI scheme as RFC 3986 spells it (a letter, then letters, digits, `+`, `-`, `.`),
+/// lower-case.
+fn valid_scheme(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next().is_some_and(|c| c.is_ascii_lowercase())
+        && b.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"+-.".contains(&c))
 }
 
 impl McpServer {
@@ -65,6 +91,48 @@ pub(crate) fn valid_server_name(name: &str) -> bool {
         && !name.starts_with('.')
 }
 
+/// `resource_schemes`, `timeout_s` and `max_message_bytes` of one server.
+fn limits(s: &McpServer, at: &JsonPath) -> Result<(), ValidationError> {
+    for (i, scheme) in s.resource_schemes.iter().enumerate() {
+        let at = at.key("resource_schemes").index(i);
+        if scheme == "file" {
+            return Err(ValidationError::value(
+                at,
+                "`file` URIs are decided by the top-level sandbox (readable, protected): leave `file` out",
+            ));
+        }
+        if !valid_scheme(scheme) {
+            return Err(ValidationError::value(
+                at,
+                format!(
+                    "`{scheme}` is not a lower-case URI scheme (a letter, then letters, digits, + - .)"
+                ),
+            ));
+        }
+    }
+    if s.timeout_s
+        .is_some_and(|t| !(1..=MAX_TIMEOUT_S).contains(&t))
+    {
+        return Err(ValidationError::value(
+            at.key("timeout_s"),
+            format!("expected 1 to {MAX_TIMEOUT_S} seconds"),
+        ));
+    }
+    if s.max_message_bytes
+        .is_some_and(|m| !MESSAGE_BYTES.contains(&m))
+    {
+        return Err(ValidationError::value(
+            at.key("max_message_bytes"),
+            format!(
+                "expected {} to {} bytes",
+                MESSAGE_BYTES.start(),
+                MESSAGE_BYTES.end()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The checks of `mcp_servers` serde cannot express.
 pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
     for (name, s) in &p.mcp_servers {
@@ -83,6 +151,7 @@ pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
                 "expected 64 hex digits (the SHA-256 of the server's program file)",
             ));
         }
+        limits(s, &at)?;
         let sb = &s.sandbox;
         for (field, paths) in [
             ("readable", &sb.readable),
@@ -162,8 +231,16 @@ mod tests {
         );
         assert!(err(r#"{"fs": {"network": {"egress": [{}]}}}"#).contains("cidr"));
         assert!(err(r#"{"fs": {"kernal": "off"}}"#).contains("unknown field"));
+        assert!(err(r#"{"fs": {"resource_schemes": ["file"]}}"#).contains("top-level sandbox"));
+        assert!(err(r#"{"fs": {"resource_schemes": ["Demo"]}}"#).contains("URI scheme"));
+        assert!(err(r#"{"fs": {"resource_schemes": ["1x"]}}"#).contains("URI scheme"));
+        assert!(err(r#"{"fs": {"timeout_s": 0}}"#).contains("1 to 86400"));
+        assert!(err(r#"{"fs": {"max_message_bytes": 10}}"#).contains("1024 to"));
         let ok = r#"{"version": 1, "kernel": "best_effort", "mcp_servers": {"fs": {"sandbox": {"readable": ["/usr"]}}}}"#;
         let p = Policy::parse(ok, Path::new("p.json")).unwrap();
+        let limited = r#"{"version": 1, "mcp_servers": {"e": {"resource_schemes": ["demo", "x-y.z+1"], "timeout_s": 5, "max_message_bytes": 4096}}}"#;
+        let l = Policy::parse(limited, Path::new("p.json")).unwrap();
+        assert_eq!(l.mcp_servers["e"].timeout_s, Some(5));
         assert_eq!(
             p.mcp_servers["fs"].kernel_mode(&p),
             ServerKernel::BestEffort
@@ -181,7 +258,13 @@ mod tests {
             .cloned()
             .collect();
         want.sort();
-        let v = serde_json::to_value(McpServer::default()).unwrap();
+        let v = serde_json::to_value(McpServer {
+            resource_schemes: vec!["demo".into()],
+            timeout_s: Some(1),
+            max_message_bytes: Some(1024),
+            ..McpServer::default()
+        })
+        .unwrap();
         let mut got: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
         got.sort();
         assert_eq!(want, got);

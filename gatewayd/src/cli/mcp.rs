@@ -33,12 +33,14 @@ pub(super) struct Args {
     /// Write the server's latest complete tool listing here (for `policy pin --from`).
     #[arg(long)]
     listing: Option<PathBuf>,
-    /// Seconds a request may wait for the server's answer (progress notifications extend it).
-    #[arg(long, default_value_t = 120)]
-    request_timeout_s: u64,
-    /// Largest message accepted from either side, in bytes.
-    #[arg(long, default_value_t = mcp::MAX_MESSAGE)]
-    max_message_bytes: usize,
+    /// Seconds a request may wait for the server's answer (progress notifications extend it)
+    /// [default: the server's `timeout_s` in the policy, else 120].
+    #[arg(long)]
+    request_timeout_s: Option<u64>,
+    /// Largest message accepted from either side, in bytes [default: the server's
+    /// `max_message_bytes` in the policy, else 16 MiB].
+    #[arg(long)]
+    max_message_bytes: Option<usize>,
     #[command(flatten)]
     learn: super::run::LearnArgs,
     /// The server's command line.
@@ -59,6 +61,15 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         args.scopes
     };
     let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let entry = policy.mcp_servers.get(&args.server);
+    let timeout_s = args
+        .request_timeout_s
+        .or_else(|| entry.and_then(|s| s.timeout_s))
+        .unwrap_or(mcp::REQUEST_TIMEOUT_S);
+    let max_message = args
+        .max_message_bytes
+        .or_else(|| entry.and_then(|s| s.max_message_bytes))
+        .unwrap_or(mcp::MAX_MESSAGE);
     let opts = ProxyOptions {
         policy,
         policy_path: args.policy,
@@ -77,8 +88,8 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| "mcp".into()),
         scopes,
         listing: args.listing,
-        request_timeout: Duration::from_secs(args.request_timeout_s.max(1)),
-        max_message: args.max_message_bytes,
+        request_timeout: Duration::from_secs(timeout_s.max(1)),
+        max_message,
         learn: args.learn.mode(),
     };
     // Current-thread: the server dies with the thread that started it (PR_SET_PDEATHSIG).

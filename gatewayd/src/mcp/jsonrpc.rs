@@ -19,6 +19,9 @@ pub(crate) mod code {
     /// The gateway (the daemon, or the proxy's own engine) could not decide: the call is not
     /// run.
     pub(crate) const GATEWAY_UNAVAILABLE: i64 = -32052;
+    /// The gateway refused the request (a resource it may not read), or a request of the
+    /// server's (an elicitation asking for a secret, a URL outside the egress allowlist).
+    pub(crate) const REFUSED: i64 = -32053;
 }
 
 /// What one read produced.

@@ -1,8 +1,13 @@
 //! `gatewayd mcp`: a stdio MCP proxy between a client and a real tool server (docs/MCP.md).
 //!
 //! - [`jsonrpc`] — stdio framing with a size limit, message kinds, the proxy's own errors
-//! - `proxy`     — the router: pass-through, `tools/list` filtering, `tools/call` decisions,
-//!   output fencing, `roots/list` clamping, timeouts, a server that exits
+//! - `proxy`     — the router: pass-through, strict framing, `tools/call` and resource
+//!   decisions, `roots/list` clamping, timeouts, a server that exits
+//! - `listing`   — `tools/list` answers registered and filtered; the proxy's own listings
+//! - `outputs`   — what the server sends that the model reads, checked as its output;
+//!   elicitation and sampling requests
+//! - `checks`    — the proxy's own decisions: resource URIs, elicitations, text slots
+//! - `refusals`  — those decisions and strict framing's refusals recorded and answered
 //! - `tools`     — the listing filter and the call results the proxy writes
 //! - [`roots`]   — client roots clamped to the server's trees
 //! - [`server`]  — the server's program pin (SHA-256) and its start
@@ -33,16 +38,22 @@ use gatewayd_core::{
     policy::{Label, Policy},
 };
 
+mod checks;
 pub(crate) mod confine;
 pub mod discover;
 pub(crate) mod jsonrpc;
+mod listing;
+mod outputs;
 mod proxy;
+mod refusals;
 pub(crate) mod roots;
 pub mod server;
 mod tools;
 
 /// Largest message accepted from either side by default (bytes, newline excluded).
 pub const MAX_MESSAGE: usize = 16 << 20;
+/// How long a request may wait for the server's answer by default (seconds).
+pub const REQUEST_TIMEOUT_S: u64 = 120;
 
 /// Why the proxy stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +161,10 @@ where
         timeout: opts.request_timeout,
         max_message: opts.max_message,
         learn: opts.learn.is_on(),
+        sandbox: agent_sandbox(&opts.policy, &own),
+        egress: gatewayd_core::engine::sandbox::EgressView::new(&opts.policy.network),
+        schemes: server.resource_schemes.clone(),
+        listed: tokio::sync::Mutex::new(false),
         to_client,
         to_server,
         state: Mutex::new(proxy::State::default()),
@@ -187,6 +202,16 @@ where
         session,
         server_status: status,
     })
+}
+
+/// The agent's sandbox as the engine sees it, gatewayd's own files protected: a `file://`
+/// resource is read as the agent would read the file.
+fn agent_sandbox(policy: &Policy, own: &[PathBuf]) -> gatewayd_core::engine::sandbox::SandboxView {
+    let mut v = gatewayd_core::engine::sandbox::SandboxView::new(&policy.sandbox);
+    for p in own {
+        v.protect(p);
+    }
+    v
 }
 
 /// The tools whose output is untrusted (`untrusted_output`): the proxy fences their results.

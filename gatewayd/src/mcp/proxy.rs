@@ -1,11 +1,15 @@
 //! The message router between an MCP client (the proxy's stdin/stdout) and the tool server
 //! (the child's stdin/stdout). Everything passes through unchanged (the original line, ids
-//! kept) except `tools/list` answers (filtered), `tools/call` requests (decided first) and
-//! their answers (redacted, fenced), and the client's answers to the server's `roots/list`
-//! (clamped). Several requests are in flight at once; a server that exits or stops
-//! answering gets every waiting request a JSON-RPC error.
+//! kept) except what docs/MCP.md lists as decided or checked: `tools/list` answers
+//! (filtered, `listing`), `tools/call` requests (decided first, after the proxy's own listing
+//! when the client has not listed), resource reads and subscriptions (decided), the answers
+//! whose texts are the server's output (`outputs`), the server's elicitation and sampling
+//! requests, and the client's answers to the server's `roots/list` (clamped). Framing is
+//! strict: an answer to no request is dropped, a request id used twice is refused. Several
+//! requests are in flight at once; a server that exits or stops answering gets every
+//! waiting request a JSON-RPC error.
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::{BTreeSet, HashMap, HashSet},
     path::PathBuf,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -21,13 +25,14 @@ use super::{
     jsonrpc::{self, Line, Message, code},
     roots, tools,
 };
-use crate::{
-    backend::Backend,
-    protocol::{CallDecide, CallOutput, ToolStatus, ToolsRegister},
-};
+use crate::{backend::Backend, protocol::CallDecide};
 use gatewayd_core::{
     audit::{Decision, Entry, writer::WriterHandle},
-    engine::ToolCall,
+    engine::{
+        ToolCall,
+        sandbox::{EgressView, SandboxView},
+        with_next,
+    },
 };
 
 /// What the router needs to know.
@@ -46,6 +51,15 @@ pub(super) struct Router {
     /// Learn mode: tools the policy does not list are shown to the client (their calls are
     /// learned).
     pub learn: bool,
+    /// The agent's sandbox (gatewayd's own files protected): `file://` resources.
+    pub sandbox: SandboxView,
+    /// The agent's egress allowlist: URL elicitations.
+    pub egress: EgressView,
+    /// The server's `resource_schemes`.
+    pub schemes: Vec<String>,
+    /// Whether a complete listing was registered since the proxy started (held while the
+    /// proxy lists before a first call).
+    pub listed: tokio::sync::Mutex<bool>,
     pub to_client: mpsc::Sender<String>,
     pub to_server: mpsc::Sender<String>,
     pub state: Mutex<State>,
@@ -53,46 +67,74 @@ pub(super) struct Router {
 
 #[derive(Default)]
 pub(super) struct State {
-    pending: HashMap<String, Pending>,
+    pub(super) pending: HashMap<String, Pending>,
     /// `tools/call` requests being decided: true once the client cancelled one.
     deciding: HashMap<String, bool>,
-    /// The server's `roots/list` requests waiting for the client's answer.
-    roots_requests: BTreeSet<String>,
+    /// Every request id the client used (an id is used once per session).
+    client_ids: HashSet<String>,
+    /// The server's requests waiting for the client's answer: their method.
+    pub(super) server_requests: HashMap<String, String>,
     /// Why the server is gone, once it is.
     gone: Option<String>,
     /// The current listing, page by page.
-    listing: Vec<Value>,
+    pub(super) listing: Vec<Value>,
     /// `_meta` of the client's last `tools/list` (a 2026-07-28 session's version).
-    last_meta: Option<Value>,
-    own: u64,
+    pub(super) last_meta: Option<Value>,
+    /// Tasks created by `tools/call` (task id → the tool).
+    pub(super) tasks: HashMap<String, String>,
+    pub(super) own: u64,
 }
 
-enum Kind {
+/// What an answer from the server is, by the request it answers.
+pub(super) enum Kind {
     Plain,
-    List { first_page: bool },
-    Call { tool: String },
+    List {
+        first_page: bool,
+    },
+    Call {
+        tool: String,
+    },
     Own(oneshot::Sender<Value>),
+    /// `resources/read`, `prompts/get`, `tasks/get`, `tasks/list`: every text in it is
+    /// checked as output of `label`.
+    Texts {
+        label: String,
+    },
+    /// `tasks/result`: checked as a result of the task's tool.
+    TaskResult {
+        task: String,
+    },
 }
 
-struct Pending {
-    id: Value,
-    kind: Kind,
-    deadline: Instant,
-    progress: Option<String>,
+pub(super) struct Pending {
+    pub(super) id: Value,
+    pub(super) kind: Kind,
+    pub(super) deadline: Instant,
+    pub(super) progress: Option<String>,
 }
 
 impl Router {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    async fn send_client(&self, line: String) {
+    pub(super) async fn send_client(&self, line: String) {
         let _ = self.to_client.send(line).await;
     }
 
-    async fn record(&self, decision: Decision, reason: &str, detail: Value) {
+    pub(super) async fn send_server(&self, line: String) {
+        let _ = self.to_server.send(line).await;
+    }
+
+    /// A label for what this server sent that is not a tool's result (`SERVER:METHOD`): the
+    /// gateway knows no such tool, so it checks it as untrusted output.
+    pub(super) fn label(&self, what: &str) -> String {
+        format!("{}:{what}", self.server)
+    }
+
+    pub(super) async fn record(&self, decision: Decision, reason: &str, detail: Value) {
         if let Some(r) = &self.recorder
             && let Ok(t) = r.submit(Entry::gateway(&self.session, decision, reason, detail))
         {
@@ -126,7 +168,7 @@ impl Router {
     }
 
     async fn from_client(self: Arc<Self>, line: &[u8]) {
-        let (mut v, msg) = match jsonrpc::parse(line) {
+        let (v, msg) = match jsonrpc::parse(line) {
             Ok(m) => m,
             Err(e) => {
                 let err = json!({"jsonrpc": "2.0", "id": null, "error": e.error()});
@@ -136,27 +178,7 @@ impl Router {
         };
         let raw = || String::from_utf8_lossy(line).into_owned();
         match msg {
-            Message::Request { id, method } => {
-                let gone = self.lock().gone.clone();
-                if let Some(why) = gone {
-                    self.send_client(jsonrpc::error_response(&id, code::SERVER_GONE, &why))
-                        .await;
-                    return;
-                }
-                match method.as_str() {
-                    "tools/call" => {
-                        tokio::spawn(self.clone().call(id, v));
-                    }
-                    "tools/list" => {
-                        let first_page = v.pointer("/params/cursor").is_none();
-                        if let Some(m) = v.pointer("/params/_meta") {
-                            self.lock().last_meta = Some(m.clone());
-                        }
-                        self.forward(id, Kind::List { first_page }, &v, raw()).await;
-                    }
-                    _ => self.forward(id, Kind::Plain, &v, raw()).await,
-                }
-            }
+            Message::Request { id, method } => self.client_request(id, &method, v, raw()).await,
             Message::Notification { method } => {
                 if method == "notifications/cancelled"
                     && let Some(rid) = v.pointer("/params/requestId")
@@ -164,32 +186,102 @@ impl Router {
                 {
                     *c = true;
                 }
-                let _ = self.to_server.send(raw()).await;
+                self.send_server(raw()).await;
             }
-            Message::Response { id } => {
-                let clamp = self.lock().roots_requests.remove(&jsonrpc::id_key(&id));
-                if clamp && !self.trees.is_empty() {
-                    if let Some(result) = v.get_mut("result") {
-                        let dropped = roots::clamp(result, &self.trees);
-                        if !dropped.is_empty() {
-                            eprintln!(
-                                "gatewayd mcp: roots outside the server's trees dropped: {dropped:?}"
-                            );
-                            self.record(
-                                Decision::Deny,
-                                "roots_clamped",
-                                json!({"server": self.server, "dropped": dropped,
-                                   "message": "the client's roots outside the server's sandbox trees were not passed on"}),
-                            )
-                            .await;
-                        }
-                    }
-                    let _ = self.to_server.send(v.to_string()).await;
-                } else {
-                    let _ = self.to_server.send(raw()).await;
+            Message::Response { id } => self.client_response(id, v, raw()).await,
+        }
+    }
+
+    /// A request of the client's: refused when its id was used before; decided (calls,
+    /// resources) or forwarded under the kind its answer is checked as.
+    async fn client_request(self: Arc<Self>, id: Value, method: &str, v: Value, line: String) {
+        let gone = self.lock().gone.clone();
+        if let Some(why) = gone {
+            self.send_client(jsonrpc::error_response(&id, code::SERVER_GONE, &why))
+                .await;
+            return;
+        }
+        let fresh = {
+            let mut st = self.lock();
+            let key = jsonrpc::id_key(&id);
+            !st.pending.contains_key(&key) && st.client_ids.insert(key)
+        };
+        if !fresh {
+            self.duplicate_id("client", &id, method).await;
+            let m = with_next(
+                &format!(
+                    "request id {id} was used before in this session; the request was not forwarded"
+                ),
+                "send it again with an id not used before",
+            );
+            self.send_client(jsonrpc::error_response(&id, code::INVALID_REQUEST, &m))
+                .await;
+            return;
+        }
+        let kind = match method {
+            "tools/call" => {
+                tokio::spawn(self.clone().call(id, v));
+                return;
+            }
+            "tools/list" => {
+                if let Some(m) = v.pointer("/params/_meta") {
+                    self.lock().last_meta = Some(m.clone());
+                }
+                Kind::List {
+                    first_page: v.pointer("/params/cursor").is_none(),
                 }
             }
+            "resources/read" | "resources/subscribe" => {
+                if !self.resource_allowed(&id, method, &v).await {
+                    return;
+                }
+                Kind::Texts {
+                    label: self.label(method),
+                }
+            }
+            "prompts/get" | "tasks/get" | "tasks/list" => Kind::Texts {
+                label: self.label(method),
+            },
+            "tasks/result" => Kind::TaskResult {
+                task: v
+                    .pointer("/params/taskId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            },
+            _ => Kind::Plain,
+        };
+        self.forward(id, kind, &v, line).await;
+    }
+
+    /// The client's answer to a server's request: forwarded only when the server asked
+    /// (`roots/list` answers clamped to the server's trees); else dropped and recorded.
+    async fn client_response(&self, id: Value, mut v: Value, line: String) {
+        let method = self.lock().server_requests.remove(&jsonrpc::id_key(&id));
+        let Some(method) = method else {
+            self.unknown_response("client", &id).await;
+            return;
+        };
+        if method != "roots/list" || self.trees.is_empty() {
+            self.send_server(line).await;
+            return;
         }
+        if let Some(result) = v.get_mut("result") {
+            let dropped = roots::clamp(result, &self.trees);
+            if !dropped.is_empty() {
+                eprintln!("gatewayd mcp: roots outside the server's trees dropped: {dropped:?}");
+                self.record(
+                    Decision::Deny,
+                    "roots_clamped",
+                    json!({"server": self.server, "dropped": dropped,
+                       "message": with_next(
+                           "the client's roots outside the server's sandbox trees were not passed on",
+                           "work inside the server's trees, or ask the user to widen them")}),
+                )
+                .await;
+            }
+        }
+        self.send_server(v.to_string()).await;
     }
 
     /// Forwards a request to the server, waiting for its answer under `kind`.
@@ -236,6 +328,18 @@ impl Router {
             .cloned()
             .unwrap_or_else(|| json!({}));
         self.lock().deciding.insert(key.clone(), false);
+        if let Err(e) = self.ensure_listed(&msg).await {
+            self.lock().deciding.remove(&key);
+            let m = with_next(
+                &format!(
+                    "the proxy could not list the server's tools to check `{tool}`'s definition before its first call ({e}); the call was not run"
+                ),
+                "list the tools again, then repeat the call; if it fails again, ask the user",
+            );
+            self.send_client(jsonrpc::error_response(&id, code::GATEWAY_UNAVAILABLE, &m))
+                .await;
+            return;
+        }
         let decided = self
             .backend
             .request(CallDecide {
@@ -311,26 +415,28 @@ impl Router {
         };
         let raw = || String::from_utf8_lossy(line).into_owned();
         match msg {
-            Message::Response { id } => {
-                let p = self.lock().pending.remove(&jsonrpc::id_key(&id));
-                match p.map(|p| p.kind) {
-                    None | Some(Kind::Plain) => self.send_client(raw()).await,
-                    Some(Kind::Own(tx)) => {
-                        let _ = tx.send(v);
-                    }
-                    Some(Kind::List { first_page }) => {
-                        tokio::spawn(self.clone().listed(id, v, first_page));
-                    }
-                    Some(Kind::Call { tool }) => {
-                        tokio::spawn(self.clone().called(id, v, tool));
-                    }
-                }
-            }
+            Message::Response { id } => self.server_response(id, v, raw()).await,
             Message::Request { id, method } => {
-                if method == "roots/list" {
-                    self.lock().roots_requests.insert(jsonrpc::id_key(&id));
+                let fresh = match self.lock().server_requests.entry(jsonrpc::id_key(&id)) {
+                    std::collections::hash_map::Entry::Occupied(_) => false,
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(method.clone());
+                        true
+                    }
+                };
+                if !fresh {
+                    self.duplicate_id("server", &id, &method).await;
+                    let m = "request id already in use; refused by gatewayd";
+                    self.send_server(jsonrpc::error_response(&id, code::INVALID_REQUEST, m))
+                        .await;
+                    return;
                 }
-                self.send_client(raw()).await;
+                match method.as_str() {
+                    "elicitation/create" | "sampling/createMessage" => {
+                        tokio::spawn(self.clone().server_request(id, v));
+                    }
+                    _ => self.send_client(raw()).await,
+                }
             }
             Message::Notification { method } => {
                 if method == "notifications/progress"
@@ -344,147 +450,42 @@ impl Router {
                         }
                     }
                 }
+                if method == "notifications/tasks/status" {
+                    tokio::spawn(
+                        self.clone()
+                            .texts_checked(Value::Null, v, self.label(&method)),
+                    );
+                    return;
+                }
                 if method == "notifications/tools/list_changed" {
-                    tokio::spawn(self.clone().relist());
+                    tokio::spawn(self.clone().relist(None));
                 }
                 self.send_client(raw()).await;
             }
         }
     }
 
-    /// Registers one page of a listing and returns the statuses.
-    async fn register(&self, tools: &[Value]) -> Result<Vec<ToolStatus>, String> {
-        let tools = tools
-            .iter()
-            .map(tools::definition)
-            .collect::<Result<Vec<_>, _>>()?;
-        let r = self
-            .backend
-            .request(ToolsRegister {
-                session: self.session.clone(),
-                tools,
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(r.tools)
-    }
-
-    /// Keeps the listing across pages; writes it out when the last page is in.
-    fn note_page(&self, tools: &[Value], first_page: bool, last_page: bool) {
-        let mut st = self.lock();
-        if first_page {
-            st.listing.clear();
-        }
-        st.listing.extend(tools.iter().cloned());
-        if last_page && let Some(path) = &self.listing {
-            let text =
-                serde_json::to_string_pretty(&json!({"tools": st.listing})).unwrap_or_default();
-            if let Err(e) = std::fs::write(path, text + "\n") {
-                eprintln!(
-                    "gatewayd mcp: cannot write the listing {}: {e}",
-                    path.display()
-                );
+    /// An answer of the server's: handled by the kind of request it answers; an answer to
+    /// no request waiting is dropped.
+    async fn server_response(self: Arc<Self>, id: Value, v: Value, line: String) {
+        let p = self.lock().pending.remove(&jsonrpc::id_key(&id));
+        match p.map(|p| p.kind) {
+            None => self.unknown_response("server", &id).await,
+            Some(Kind::Plain) => self.send_client(line).await,
+            Some(Kind::Own(tx)) => {
+                let _ = tx.send(v);
             }
-        }
-    }
-
-    /// A `tools/list` answer: registered, filtered, passed on.
-    async fn listed(self: Arc<Self>, id: Value, mut v: Value, first_page: bool) {
-        let Some(result) = v.get_mut("result") else {
-            self.send_client(v.to_string()).await;
-            return;
-        };
-        let tools = result["tools"].as_array().cloned().unwrap_or_default();
-        let statuses = match self.register(&tools).await {
-            Ok(s) => s,
-            Err(e) => {
-                let m = format!("the gateway could not check the server's tools ({e})");
-                self.send_client(jsonrpc::error_response(&id, code::GATEWAY_UNAVAILABLE, &m))
-                    .await;
-                return;
+            Some(Kind::List { first_page }) => {
+                tokio::spawn(self.clone().listed(id, v, first_page));
             }
-        };
-        self.note_page(&tools, first_page, result.get("nextCursor").is_none());
-        let withheld = tools::filter_listing(result, &statuses, &self.untrusted, self.learn);
-        for w in withheld.iter().filter(|w| w.status != "not_in_policy") {
-            eprintln!(
-                "gatewayd mcp: tool `{}` withheld from the client: {}",
-                w.name, w.status
-            );
-        }
-        self.send_client(v.to_string()).await;
-    }
-
-    /// A `tools/call` answer: reported to the gateway, passed on redacted (and fenced).
-    async fn called(self: Arc<Self>, id: Value, mut v: Value, tool: String) {
-        let result = match v.get("error") {
-            Some(e) => Err(e["message"].as_str().unwrap_or("").to_owned()),
-            None => Ok(tools::output_payload(&v["result"])),
-        };
-        let report = CallOutput::of(&self.session, &tool, result);
-        match self.backend.request(report).await {
-            Ok(answer) => {
-                if let Some(e) = v.get_mut("error") {
-                    e["message"] = json!(answer.error.as_deref().unwrap_or(""));
-                    e.as_object_mut().map(|o| o.remove("data"));
-                } else if let Some(r) = v.get_mut("result") {
-                    tools::apply_output(r, &answer);
-                }
-                self.send_client(v.to_string()).await;
+            Some(Kind::Call { tool }) => {
+                tokio::spawn(self.clone().called(id, v, tool));
             }
-            Err(e) => {
-                let m = format!(
-                    "the tool ran, but the gateway could not check its output ({e}); it is withheld"
-                );
-                self.send_client(jsonrpc::error_response(&id, code::GATEWAY_UNAVAILABLE, &m))
-                    .await;
+            Some(Kind::Texts { label }) => {
+                tokio::spawn(self.clone().texts_checked(id, v, label));
             }
-        }
-    }
-
-    /// After `notifications/tools/list_changed`: the proxy lists the tools itself (every
-    /// page), so a changed definition is caught even if the client never lists again.
-    async fn relist(self: Arc<Self>) {
-        let mut cursor: Option<Value> = None;
-        let mut first_page = true;
-        loop {
-            let (tx, rx) = oneshot::channel();
-            let id = {
-                let mut st = self.lock();
-                st.own += 1;
-                json!(format!("gatewayd-relist-{}-{}", std::process::id(), st.own))
-            };
-            let mut params = json!({});
-            if let Some(m) = self.lock().last_meta.clone() {
-                params["_meta"] = m;
-            }
-            if let Some(c) = &cursor {
-                params["cursor"] = c.clone();
-            }
-            let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
-            self.lock().pending.insert(
-                jsonrpc::id_key(&id),
-                Pending {
-                    id: id.clone(),
-                    kind: Kind::Own(tx),
-                    deadline: Instant::now() + self.timeout,
-                    progress: None,
-                },
-            );
-            if self.to_server.send(req.to_string()).await.is_err() {
-                return;
-            }
-            let Ok(v) = rx.await else { return };
-            let tools = v["result"]["tools"].as_array().cloned().unwrap_or_default();
-            if let Err(e) = self.register(&tools).await {
-                eprintln!("gatewayd mcp: re-listing after list_changed: {e}");
-                return;
-            }
-            cursor = v["result"].get("nextCursor").cloned();
-            self.note_page(&tools, first_page, cursor.is_none());
-            first_page = false;
-            if cursor.is_none() {
-                return;
+            Some(Kind::TaskResult { task }) => {
+                tokio::spawn(self.clone().task_result(id, v, task));
             }
         }
     }

@@ -245,23 +245,7 @@ fn with_a_daemon_the_proxy_uses_its_session() {
     let pol = policy(dir.path(), json!({"kernel": "off"}));
     let socket = dir.path().join("d.sock");
     let daemon_audit = dir.path().join("daemon.jsonl");
-    let mut daemon = Command::new(GATEWAYD)
-        .args(["serve", "--policy"])
-        .arg(&pol)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--audit")
-        .arg(&daemon_audit)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Started when it accepts a connection (the socket file is bound before it listens).
-    for _ in 0..500 {
-        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut daemon = start_daemon(&pol, &socket, &daemon_audit);
     let audit = dir.path().join("proxy.jsonl");
     let sock = socket.display().to_string();
     let mut p = Proxy::start(

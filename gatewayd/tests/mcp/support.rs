@@ -40,6 +40,14 @@ pub(crate) fn fs_server() -> PathBuf {
     )
 }
 
+/// `mcp-server-everything` from npm (resources, prompts, tasks, elicitation, sampling).
+pub(crate) fn everything_server() -> PathBuf {
+    required(
+        "GATEWAYD_MCP_EVERYTHING_SERVER",
+        cache().join("node/node_modules/.bin/mcp-server-everything"),
+    )
+}
+
 pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp/fixtures")
@@ -141,4 +149,26 @@ pub(crate) fn node_tree() -> PathBuf {
         .and_then(Path::parent)
         .unwrap_or(Path::new("/"))
         .to_owned()
+}
+
+/// `gatewayd serve` with `policy` on `socket`, once it accepts a connection (the socket
+/// file is bound before it listens).
+pub(crate) fn start_daemon(policy: &Path, socket: &Path, audit: &Path) -> std::process::Child {
+    let daemon = Command::new(GATEWAYD)
+        .args(["serve", "--policy"])
+        .arg(policy)
+        .arg("--socket")
+        .arg(socket)
+        .arg("--audit")
+        .arg(audit)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..500 {
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    daemon
 }
