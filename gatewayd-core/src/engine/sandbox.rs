@@ -483,12 +483,29 @@ impl EgressView {
                 return false;
             }
             let by_ip = matches!((cidr, ip), (Some(c), Some(a)) if c.contains(a));
-            let by_host = host.as_deref().is_some_and(|h| match h.strip_prefix("*.") {
-                Some(base) => d.host.ends_with(&format!(".{base}")),
-                None => h == d.host,
-            });
+            let by_host = host.as_deref().is_some_and(|h| host_matches(h, &d.host));
             by_ip || by_host
         })
+    }
+
+    /// Whether some `host` entry names `host` (exactly, or as a subdomain of a `*.domain`
+    /// entry), on any port: a name the session's resolver may answer.
+    pub fn names(&self, host: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|(_, h, _)| h.as_deref().is_some_and(|h| host_matches(h, host)))
+    }
+}
+
+/// A `host` entry (`name` or `*.domain`, lowercased) against a lowercased host name.
+fn host_matches(entry: &str, host: &str) -> bool {
+    match entry.strip_prefix("*.") {
+        Some(base) => {
+            host.len() > base.len() + 1
+                && host.ends_with(base)
+                && host.as_bytes()[host.len() - base.len() - 1] == b'.'
+        }
+        None => entry == host,
     }
 }
 
