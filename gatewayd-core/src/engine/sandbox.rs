@@ -422,15 +422,7 @@ pub fn parse_url(s: &str) -> Result<Dest, String> {
     if auth.contains('@') {
         return Err("URLs with user info (`user@host`) are refused".into());
     }
-    let (host, port) = if let Some(r) = auth.strip_prefix('[') {
-        let (h, after) = r.split_once(']').ok_or("unterminated IPv6 literal")?;
-        (h, after.strip_prefix(':'))
-    } else {
-        match auth.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (auth, None),
-        }
-    };
+    let (host, port) = split_authority(auth).ok_or("unterminated IPv6 literal")?;
     let port = match port {
         None => default_port,
         Some(p) => p.parse::<u16>().map_err(|_| format!("bad port `{p}`"))?,
@@ -446,6 +438,19 @@ pub fn parse_url(s: &str) -> Result<Dest, String> {
         ));
     }
     Ok(Dest { host, port })
+}
+
+/// An authority's host and port text: `host[:port]` or `[v6][:port]` (the brackets
+/// removed); `None` for an unterminated `[`.
+pub fn split_authority(auth: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(r) = auth.strip_prefix('[') {
+        let (h, after) = r.split_once(']')?;
+        return Some((h, after.strip_prefix(':')));
+    }
+    Some(match auth.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (auth, None),
+    })
 }
 
 /// The egress allowlist, parsed once.

@@ -119,15 +119,7 @@ fn http_name(buf: &[u8]) -> Peeked {
 
 /// `host[:port]` or `[v6]:port`, the host checked by [`host_name`].
 fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
-    let (host, port) = if let Some(rest) = a.strip_prefix('[') {
-        let (h, after) = rest.split_once(']')?;
-        (h, after.strip_prefix(':'))
-    } else {
-        match a.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (a, None),
-        }
-    };
+    let (host, port) = gatewayd_core::engine::sandbox::split_authority(a)?;
     let port = match port {
         Some(p) => Some(p.parse::<u16>().ok()?),
         None => None,
