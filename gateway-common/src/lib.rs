@@ -161,11 +161,16 @@ pub enum EventKind {
     /// `raw_tp/sys_exit`: a path call of the agent failed with `EROFS` or `EBUSY` (a
     /// read-only or pinned bind of the session); recorded, not refused by the program.
     CallRefused = 27,
+    /// `cgroup/getpeername4`: shows the agent the original IPv4 peer of a connection the
+    /// connect programs sent to the session's egress proxy. It never denies.
+    PeerName4 = 41,
+    /// `cgroup/getpeername6`: the same for IPv6 sockets. It never denies.
+    PeerName6 = 42,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 28] = [
+    pub const ALL: [EventKind; 30] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -194,6 +199,8 @@ impl EventKind {
         EventKind::UnixSend,
         EventKind::Inbound,
         EventKind::CallRefused,
+        EventKind::PeerName4,
+        EventKind::PeerName6,
     ];
 }
 
@@ -764,7 +771,40 @@ impl EgressPolicy {
     };
 }
 
+/// Value of the `PROXY` map, keyed by the session's cgroup id: the loopback ports of the
+/// session's egress proxy (host byte order; 0: none). With an entry, the connect programs send
+/// the agent's TCP connects that no address rule allows to `tcp`, and all of its port-53
+/// traffic (UDP and TCP, listed resolvers included) to `dns`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProxyPorts {
+    /// The proxy's TCP port on `127.0.0.1` and `::1`.
+    pub tcp: u32,
+    /// The session resolver's port (UDP and TCP) on `127.0.0.1` and `::1`.
+    pub dns: u32,
+}
+
+/// Value of the `ORIGINAL` map, keyed by socket cookie: where the agent's socket meant to go
+/// before a connect program sent it to the session's proxy or resolver.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OriginalDst {
+    /// The session (cgroup id) whose agent made the socket.
+    pub session: u64,
+    /// `AF_INET` (an IPv4-mapped IPv6 destination included) or `AF_INET6`.
+    pub family: u32,
+    /// Destination port (host byte order).
+    pub port: u32,
+    /// Destination address, network byte order, in the layout of `EgressRule::addr`.
+    pub addr: [u8; 16],
+}
+
+/// Capacity of `ORIGINAL` (least recently used entries go first), shared by every session.
+pub const MAX_REDIRECTED: u32 = 65536;
+
 const _: () = {
+    assert!(core::mem::size_of::<ProxyPorts>() == 8);
+    assert!(core::mem::size_of::<OriginalDst>() == 32);
     assert!(core::mem::size_of::<Event>() == 96);
     assert!(core::mem::offset_of!(Event, cgroup_id) == 16);
     assert!(core::mem::offset_of!(Event, session_id) == 24);
@@ -805,4 +845,6 @@ mod pod {
     unsafe impl aya::Pod for super::NamePatterns {}
     unsafe impl aya::Pod for super::EgressRule {}
     unsafe impl aya::Pod for super::EgressPolicy {}
+    unsafe impl aya::Pod for super::ProxyPorts {}
+    unsafe impl aya::Pod for super::OriginalDst {}
 }

@@ -23,7 +23,8 @@
 //!   gatewayd's or the policy lists it (by socket inode, or by abstract name).
 //! - `connect4`/`connect6`/`sendmsg4`/`sendmsg6` (cgroup sock_addr, attached to the parent
 //!   cgroup): deny destinations outside the session's `EGRESS` allowlist, and everything
-//!   while it is in lockdown.
+//!   while it is in lockdown; with the session's egress proxy, send TCP the allowlist does
+//!   not allow, and port 53, to it on loopback (`proxy.rs`, with `getpeername4/6`).
 //! - `inbound` (cgroup_skb ingress, attached to the parent cgroup, `inbound.rs`): drop
 //!   connection requests to a session's listening TCP sockets from outside the loopback
 //!   addresses.
@@ -43,6 +44,7 @@ mod files;
 mod inbound;
 mod maps;
 mod names;
+mod proxy;
 mod session;
 mod unix;
 
@@ -56,6 +58,7 @@ use gateway_common::{
     AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, MAX_EGRESS_RULES, Reason,
 };
 use maps::EGRESS;
+use proxy::{Dst, Redirect};
 use session::{current_session, emit, lsm_session};
 
 pub(crate) const EPERM: i32 = 1;
@@ -341,8 +344,10 @@ fn halves(b: &[u8; 16]) -> (u64, u64) {
 /// cgroup, so they run only for tasks under it; one that is in no session of this set (a
 /// session of another gatewayd version's set, or a cgroup that is not a session) is left
 /// to the programs that know it. A session without its `EGRESS` entry is denied everything.
+/// A session with an egress proxy has what it takes sent there (`proxy::redirect`).
 #[inline(always)]
-fn sock_decide(kind: EventKind, family: u32, addr: [u8; 16], port: u32) -> i32 {
+fn sock_decide(ctx: &SockAddrContext, kind: EventKind, dst: Dst, addr: [u8; 16], port: u32) -> i32 {
+    let family = if dst == Dst::V6 { AF_INET6 } else { AF_INET };
     let session = match current_session() {
         Ok(Some(s)) => s,
         Ok(None) => return SOCK_ALLOW,
@@ -352,8 +357,15 @@ fn sock_decide(kind: EventKind, family: u32, addr: [u8; 16], port: u32) -> i32 {
     // replaced whole (the map is not preallocated), never changed in place.
     let reason = match unsafe { EGRESS.get(&session.id) } {
         Some(p) if p.lockdown != 0 => Reason::EgressLockdown,
-        Some(p) if egress_allowed(p, family, &addr, port) => return SOCK_ALLOW,
-        _ => Reason::EgressNotAllowed,
+        Some(p) => {
+            let allowed = egress_allowed(p, family, &addr, port);
+            match proxy::redirect(ctx, session.id, dst, family, &addr, port, allowed) {
+                Redirect::Done => return SOCK_ALLOW,
+                Redirect::No if allowed => return SOCK_ALLOW,
+                _ => Reason::EgressNotAllowed,
+            }
+        }
+        None => Reason::EgressNotAllowed,
     };
     let mut ev = Event::new(kind, reason);
     ev.dst_family = family;
@@ -365,20 +377,16 @@ fn sock_decide(kind: EventKind, family: u32, addr: [u8; 16], port: u32) -> i32 {
 
 fn sock_v4(ctx: &SockAddrContext, kind: EventKind) -> i32 {
     // SAFETY: the kernel hands every cgroup sock_addr program a valid `bpf_sock_addr` context
-    // for the duration of the run; it is only read.
+    // for the duration of the run; it is only read here.
     let sa = unsafe { &*ctx.sock_addr };
     let mut addr = [0u8; 16];
     addr[..4].copy_from_slice(&sa.user_ip4.to_ne_bytes());
-    sock_decide(
-        kind,
-        AF_INET,
-        addr,
-        u32::from(u16::from_be(sa.user_port as u16)),
-    )
+    let port = u32::from(u16::from_be(sa.user_port as u16));
+    sock_decide(ctx, kind, Dst::V4, addr, port)
 }
 
 fn sock_v6(ctx: &SockAddrContext, kind: EventKind) -> i32 {
-    // SAFETY: as in `sock_v4`: a valid, read-only context for the duration of the run.
+    // SAFETY: as in `sock_v4`: a valid context for the duration of the run.
     let sa = unsafe { &*ctx.sock_addr };
     let port = u32::from(u16::from_be(sa.user_port as u16));
     let w = [
@@ -391,12 +399,12 @@ fn sock_v6(ctx: &SockAddrContext, kind: EventKind) -> i32 {
     // An IPv4-mapped address (::ffff:a.b.c.d) is an IPv4 destination: judge it as one.
     if w[0] == 0 && w[1] == 0 && w[2] == u32::to_be(0xffff) {
         addr[..4].copy_from_slice(&w[3].to_ne_bytes());
-        return sock_decide(kind, AF_INET, addr, port);
+        return sock_decide(ctx, kind, Dst::Mapped, addr, port);
     }
     for (i, word) in w.iter().enumerate() {
         addr[i * 4..i * 4 + 4].copy_from_slice(&word.to_ne_bytes());
     }
-    sock_decide(kind, AF_INET6, addr, port)
+    sock_decide(ctx, kind, Dst::V6, addr, port)
 }
 
 #[cgroup_sock_addr(connect4)]

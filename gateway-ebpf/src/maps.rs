@@ -4,7 +4,7 @@
 use aya_ebpf::{
     btf_maps::{ArrayOfMaps, RingBuf},
     macros::{btf_map, map},
-    maps::{Array, CgroupArray, HashMap, PerCpuArray},
+    maps::{Array, CgroupArray, HashMap, LruHashMap, PerCpuArray},
 };
 use gateway_common::{
     DirName, MAX_READ_ONLY_NAMES_TOTAL, MAX_ROOTS_TOTAL, MAX_UNIX_TOTAL, NamePatterns, UnixName,
@@ -13,6 +13,7 @@ use gateway_common::{
     EgressPolicy, Event, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS,
     MAX_TREE_TOTAL, SESSION_EVENTS_BYTES, SessionInfo, SessionInode,
 };
+use gateway_common::{MAX_REDIRECTED, OriginalDst, ProxyPorts};
 
 /// Values are replaced whole by userspace while programs read them: without preallocation
 /// the kernel frees a replaced value only after every reader is done (no aliasing).
@@ -71,6 +72,17 @@ pub static NAMES: HashMap<u64, NamePatterns> =
 #[map]
 pub static EGRESS: HashMap<u64, EgressPolicy> =
     HashMap::with_max_entries(MAX_SESSIONS, BPF_F_NO_PREALLOC);
+
+/// The loopback ports of a session's egress proxy and resolver, by cgroup id (sessions
+/// with name-based egress only; see `proxy.rs`).
+#[map]
+pub static PROXY: HashMap<u64, ProxyPorts> =
+    HashMap::with_max_entries(MAX_SESSIONS, BPF_F_NO_PREALLOC);
+
+/// Where each socket the connect programs sent to a session's proxy or resolver meant to go,
+/// by socket cookie: the proxy reads it, `getpeername4/6` show it to the agent.
+#[map]
+pub static ORIGINAL: LruHashMap<u64, OriginalDst> = LruHashMap::with_max_entries(MAX_REDIRECTED, 0);
 
 /// Each session's own ring buffer of denials (one [`Event`] each), at the session's slot
 /// (`SessionInfo::slot`), read by the session's owner: one session's burst cannot fill

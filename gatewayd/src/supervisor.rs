@@ -27,7 +27,8 @@
 //! Module map: [`agent_gateway`] (the agent's gateway, its socket, the lockdown hook),
 //! `agent_process` (spawn, signals, SIGUSR1), `records` (run's own records, kernel records
 //! to the writer), [`egress_hosts`] (the egress allowlist's host names, resolved into the
-//! kernel and kept current with their TTL), `landlock_records` (tier 2's Landlock denials,
+//! kernel and kept current with their TTL), `egress_proxy` (egress by name: the proxy and
+//! resolver the kernel sends the agent's connections and DNS to), `landlock_records` (tier 2's Landlock denials,
 //! read from the kernel's audit subsystem).
 use std::{path::PathBuf, sync::Arc};
 
@@ -49,6 +50,7 @@ use gatewayd_kernel::{
 pub mod agent_gateway;
 mod agent_process;
 pub(crate) mod egress_hosts;
+mod egress_proxy;
 mod landlock_records;
 pub(crate) mod left_behind;
 pub mod nested_sandbox;
@@ -104,6 +106,9 @@ pub enum RunError {
     /// `kernel: "require"`.
     #[error("refusing to start the agent (the policy says kernel: require): {0}")]
     NamesNotEnforced(gatewayd_kernel::name_guard::NameGuardError),
+    /// The session's egress proxy or resolver could not start (egress by name).
+    #[error("refusing to start the agent: the session's egress proxy: {0}")]
+    EgressProxy(String),
     /// A step found what another step should have made (a bug).
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -447,15 +447,7 @@ pub fn parse_url(s: &str) -> Result<Dest, String> {
     if auth.contains('@') {
         return Err("URLs with user info (`user@host`) are refused".into());
     }
-    let (host, port) = if let Some(r) = auth.strip_prefix('[') {
-        let (h, after) = r.split_once(']').ok_or("unterminated IPv6 literal")?;
-        (h, after.strip_prefix(':'))
-    } else {
-        match auth.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (auth, None),
-        }
-    };
+    let (host, port) = split_authority(auth).ok_or("unterminated IPv6 literal")?;
     let port = match port {
         None => default_port,
         Some(p) => p.parse::<u16>().map_err(|_| format!("bad port `{p}`"))?,
@@ -471,6 +463,19 @@ pub fn parse_url(s: &str) -> Result<Dest, String> {
         ));
     }
     Ok(Dest { host, port })
+}
+
+/// An authority's host and port text: `host[:port]` or `[v6][:port]` (the brackets
+/// removed); `None` for an unterminated `[`.
+pub fn split_authority(auth: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(r) = auth.strip_prefix('[') {
+        let (h, after) = r.split_once(']')?;
+        return Some((h, after.strip_prefix(':')));
+    }
+    Some(match auth.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (auth, None),
+    })
 }
 
 /// The egress allowlist, parsed once.
@@ -508,12 +513,29 @@ impl EgressView {
                 return false;
             }
             let by_ip = matches!((cidr, ip), (Some(c), Some(a)) if c.contains(a));
-            let by_host = host.as_deref().is_some_and(|h| match h.strip_prefix("*.") {
-                Some(base) => d.host.ends_with(&format!(".{base}")),
-                None => h == d.host,
-            });
+            let by_host = host.as_deref().is_some_and(|h| host_matches(h, &d.host));
             by_ip || by_host
         })
+    }
+
+    /// Whether some `host` entry names `host` (exactly, or as a subdomain of a `*.domain`
+    /// entry), on any port: a name the session's resolver may answer.
+    pub fn names(&self, host: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|(_, h, _)| h.as_deref().is_some_and(|h| host_matches(h, host)))
+    }
+}
+
+/// A `host` entry (`name` or `*.domain`, lowercased) against a lowercased host name.
+fn host_matches(entry: &str, host: &str) -> bool {
+    match entry.strip_prefix("*.") {
+        Some(base) => {
+            host.len() > base.len() + 1
+                && host.ends_with(base)
+                && host.as_bytes()[host.len() - base.len() - 1] == b'.'
+        }
+        None => entry == host,
     }
 }
 

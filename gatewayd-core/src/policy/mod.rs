@@ -221,6 +221,24 @@ pub struct Network {
     /// (`@name`). The session's own sockets and its gateway's are always reachable.
     #[serde(default)]
     pub unix: Vec<String>,
+    /// Under `gatewayd run`, the session's egress proxy: the kernel sends the agent's TCP
+    /// that no `cidr` entry allows to a proxy that decides it by name (TLS server name, HTTP
+    /// host), and its DNS to a resolver that answers only the listed names. Absent: on when
+    /// a `*.domain` entry is listed; `true`: on; `false`: off (host names become address
+    /// rules, `*.domain` entries stay gateway-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<bool>,
+}
+
+impl Network {
+    /// Whether `gatewayd run` decides this egress by name (see [`Network::proxy`]).
+    pub fn by_name(&self) -> bool {
+        self.proxy.unwrap_or_else(|| {
+            self.egress
+                .iter()
+                .any(|e| e.cidr.is_none() && e.host.as_deref().is_some_and(|h| h.starts_with("*.")))
+        })
+    }
 }
 
 /// One entry of `network.unix`, parsed.
@@ -466,6 +484,36 @@ mod tests {
             }
             other => panic!("unexpected {other}"),
         }
+    }
+
+    #[test]
+    fn egress_is_decided_by_name_with_a_wildcard_or_when_asked() {
+        let by_name = |net: &str| {
+            parse(&format!(r#"{{"version": 1, "network": {net}}}"#))
+                .unwrap()
+                .network
+                .by_name()
+        };
+        assert!(!by_name(r#"{"egress": [{"host": "a.example"}]}"#));
+        assert!(by_name(r#"{"egress": [{"host": "*.example.com"}]}"#));
+        assert!(by_name(
+            r#"{"egress": [{"host": "a.example"}], "proxy": true}"#
+        ));
+        assert!(!by_name(
+            r#"{"egress": [{"host": "*.example.com"}], "proxy": false}"#
+        ));
+        assert!(parse(r#"{"version": 1, "network": {"proxy": "yes"}}"#).is_err());
+        let view = crate::engine::sandbox::EgressView::new(
+            &parse(r#"{"version": 1, "network": {"egress": [{"host": "*.github.com", "port": 443}, {"host": "Crates.io."}]}}"#)
+                .unwrap()
+                .network,
+        );
+        assert!(view.names("api.github.com") && view.names("crates.io"));
+        assert!(
+            !view.names("github.com")
+                && !view.names("evilgithub.com")
+                && !view.names("x.crates.io")
+        );
     }
 
     #[test]

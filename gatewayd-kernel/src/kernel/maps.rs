@@ -11,12 +11,13 @@ use gateway_common::{
     EgressPolicy, InodeKey, MAX_EXEC_TOTAL, MAX_PROTECTED_TOTAL, MAX_SESSIONS, SessionInfo,
     SessionInode,
 };
+use gateway_common::{OriginalDst, ProxyPorts};
 
 use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub(crate) const PINNED: [&str; 15] = [
+pub(crate) const PINNED: [&str; 17] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -32,6 +33,8 @@ pub(crate) const PINNED: [&str; 15] = [
     "ROOTS",
     "READ_ONLY_NAMES",
     "NAMES",
+    "PROXY",
+    "ORIGINAL",
 ];
 
 /// The map `map` of the loaded object, or [`KernelError::MapMissing`].
@@ -108,6 +111,10 @@ pub(crate) struct SetMaps {
     pub read_only_names: HashMap<MapData, DirName, u32>,
     /// `NAMES`: each session's `sandbox.protected_names` patterns, by cgroup id.
     pub names: HashMap<MapData, u64, NamePatterns>,
+    /// `PROXY`: the loopback ports of a session's egress proxy, by cgroup id.
+    pub proxy: HashMap<MapData, u64, ProxyPorts>,
+    /// `ORIGINAL`: where each socket sent to a session's proxy meant to go, by socket cookie.
+    pub original: HashMap<MapData, u64, OriginalDst>,
     /// The set's folder in bpffs (its recorders are attached and detached there).
     pub dir: std::path::PathBuf,
 }
@@ -146,6 +153,8 @@ impl SetMaps {
             read_only_names: HashMap::try_from(open("READ_ONLY_NAMES")?)
                 .map_err(map_err("READ_ONLY_NAMES"))?,
             names: HashMap::try_from(open("NAMES")?).map_err(map_err("NAMES"))?,
+            proxy: HashMap::try_from(open("PROXY")?).map_err(map_err("PROXY"))?,
+            original: HashMap::try_from(open("ORIGINAL")?).map_err(map_err("ORIGINAL"))?,
             dir: dir.to_owned(),
         })
     }

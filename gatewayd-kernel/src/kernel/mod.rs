@@ -20,6 +20,7 @@
 //! - [`error`]    — [`KernelError`], with aya's errors as sources
 pub mod btf;
 pub(crate) mod call_paths;
+pub mod egress_proxy;
 pub mod enclosing;
 pub(crate) mod error;
 pub mod events;

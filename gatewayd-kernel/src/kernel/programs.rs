@@ -149,7 +149,7 @@ const UNIX: &[(Reason, &str)] = &[
 ];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 28] = [
+pub static PROGRAMS: [Program; 30] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -528,6 +528,26 @@ pub static PROGRAMS: [Program; 28] = [
         payload: Payload::Destination,
         enforces: "unconnected UDP sendto()/sendmsg() to IPv6 destinations outside the egress allowlist; all of it in lockdown",
         messages: EGRESS,
+    },
+    Program {
+        name: "cgroup/getpeername4",
+        attach: Attach::SockAddr {
+            object: "getpeername4",
+        },
+        event: EventKind::PeerName4,
+        payload: Payload::Nothing,
+        enforces: "nothing; shows the agent the original IPv4 peer of a connection sent to the session's egress proxy",
+        messages: &[],
+    },
+    Program {
+        name: "cgroup/getpeername6",
+        attach: Attach::SockAddr {
+            object: "getpeername6",
+        },
+        event: EventKind::PeerName6,
+        payload: Payload::Nothing,
+        enforces: "nothing; shows the agent the original IPv6 peer of a connection sent to the session's egress proxy",
+        messages: &[],
     },
     Program {
         name: "cgroup_skb/ingress",

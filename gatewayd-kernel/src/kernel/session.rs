@@ -490,6 +490,7 @@ pub(crate) fn remove_entries(
     names.remove(m, &mut note);
     note("EGRESS", m.egress.remove(&id));
     note("NAMES", m.names.remove(&id));
+    note("PROXY", m.proxy.remove(&id));
     first.map_or(Ok(()), Err)
 }
 
@@ -504,6 +505,11 @@ impl Session {
         self.events.take().ok_or(KernelError::MapMissing {
             map: "EVENTS (already taken)",
         })
+    }
+
+    /// The session's entries for its egress proxy.
+    pub fn proxy_maps(&self) -> super::egress_proxy::ProxyMaps {
+        super::egress_proxy::ProxyMaps::new(self.maps.clone(), self.place.id)
     }
 
     /// Turns all egress of the session off (the Rule of Two tripped) or back on.

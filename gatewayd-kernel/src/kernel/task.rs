@@ -10,7 +10,7 @@ use aya::maps::{MapData, RingBuf};
 use gateway_common::EgressRule;
 use tokio::{
     io::unix::AsyncFd,
-    sync::{mpsc, oneshot},
+    sync::{mpsc, oneshot, watch},
     task::JoinHandle,
 };
 
@@ -46,6 +46,9 @@ pub enum Command {
 #[derive(Debug, Clone)]
 pub struct Handle {
     tx: mpsc::Sender<Command>,
+    /// Whether this handle has turned the lockdown on (for what else must close with it:
+    /// the session's egress proxy).
+    locked: std::sync::Arc<watch::Sender<bool>>,
 }
 
 impl Handle {
@@ -57,7 +60,17 @@ impl Handle {
             .send(Command::Lockdown { on, reply })
             .await
             .map_err(|_| KernelError::TaskStopped)?;
-        rx.await.map_err(|_| KernelError::TaskStopped)?
+        let result = rx.await.map_err(|_| KernelError::TaskStopped)?;
+        // On even when the map write failed: what follows the switch fails closed.
+        if on || result.is_ok() {
+            self.locked.send_replace(on);
+        }
+        result
+    }
+
+    /// Follows the lockdown switch as this session's handles set it.
+    pub fn lockdown_watch(&self) -> watch::Receiver<bool> {
+        self.locked.subscribe()
     }
 
     /// Puts the addresses of the policy's host names in the session's egress allowlist
@@ -132,7 +145,8 @@ where
         out.read_all(fd.get_mut()).await;
         session
     });
-    Ok((Handle { tx }, join))
+    let locked = std::sync::Arc::new(watch::channel(false).0);
+    Ok((Handle { tx, locked }, join))
 }
 
 /// Where decoded denials go.

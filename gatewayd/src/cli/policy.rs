@@ -242,8 +242,12 @@ pub(super) fn sandbox_warnings(p: &Policy) -> Vec<String> {
     out
 }
 
-/// `*.domain` egress entries: the gateway decides them; the kernel has no address for them.
+/// `*.domain` egress entries with egress by name turned off (`network.proxy: false`): the
+/// gateway decides them; the kernel has no address for them.
 fn wildcard_egress_warnings(p: &Policy) -> Vec<String> {
+    if p.network.by_name() {
+        return Vec::new();
+    }
     let names: Vec<&str> = (p.network.egress.iter())
         .filter_map(|e| e.host.as_deref())
         .filter(|h| h.starts_with("*."))
@@ -252,7 +256,7 @@ fn wildcard_egress_warnings(p: &Policy) -> Vec<String> {
         return Vec::new();
     }
     vec![format!(
-        "network.egress {}: a wildcard is decided by the gateway only; under `gatewayd run` the kernel has no address for it, so the agent's own connections to those hosts are refused: list the hosts it needs by name (or their addresses as `cidr`)",
+        "network.egress {}: with network.proxy false a wildcard is decided by the gateway only; under `gatewayd run` the kernel has no address for it, so the agent's own connections to those hosts are refused: remove `\"proxy\": false` to decide egress by name, or list the hosts it needs by name (or their addresses as `cidr`)",
         names.join(", ")
     )]
 }

@@ -14,7 +14,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use super::{
     RunError, agent_gateway,
     agent_process::{Agent, SpawnError, spawn_and_wait},
-    egress_hosts, landlock_records, left_behind,
+    egress_hosts, egress_proxy, landlock_records, left_behind,
     prepare::{Ctx, Prepared},
     records::{self, AUDIT_QUEUE, KernelRecord, Suspicion, append, forward_kernel_records},
 };
@@ -31,6 +31,8 @@ pub(super) struct Live {
     pub(super) kernel_task: JoinHandle<kernel::Session>,
     /// Keeps the egress allowlist's host names current (aborted at the end).
     pub(super) resolving: Option<JoinHandle<()>>,
+    /// The session's egress proxy and resolver, for egress by name (aborted at the end).
+    pub(super) proxy: Option<JoinHandle<()>>,
     pub(super) gateway: Option<agent_gateway::AgentGateway>,
     /// Why the gateway could not start (then the agent is not started).
     pub(super) gateway_failed: Option<agent_gateway::AgentGatewayError>,
@@ -69,6 +71,8 @@ pub(super) async fn start(
     let (ksession, spec) = c
         .take_kernel()
         .ok_or(RunError::Internal("the confinement has no kernel session"))?;
+    let by_name = c.policy.network.by_name();
+    let proxy_maps = ksession.proxy_maps();
     let (handle, kernel_task) = {
         let session = ctx.session.clone();
         let denials = denials.clone();
@@ -80,9 +84,29 @@ pub(super) async fn start(
             }
         })?
     };
-    // The host names of the egress allowlist, resolved into the kernel before the agent runs.
+    // Egress by name: the proxy and resolver, in place before the agent runs. Otherwise the
+    // host names of the egress allowlist, resolved into the kernel before the agent runs.
+    let proxy = if by_name {
+        let started = egress_proxy::start(
+            &c.policy.network,
+            proxy_maps,
+            &handle,
+            ctx.audit.clone(),
+            ctx.session.clone(),
+        )
+        .await
+        .map_err(RunError::EgressProxy)?;
+        Some(started)
+    } else {
+        None
+    };
+    let hosts = if by_name {
+        Vec::new()
+    } else {
+        egress_hosts::host_entries(&c.policy)
+    };
     let resolving = egress_hosts::start(
-        egress_hosts::host_entries(&c.policy),
+        hosts,
         handle.clone(),
         egress_hosts::Reporting {
             audit: ctx.audit.clone(),
@@ -123,6 +147,7 @@ pub(super) async fn start(
         handle,
         kernel_task,
         resolving,
+        proxy,
         gateway,
         gateway_failed,
         forwarder,

@@ -26,6 +26,7 @@ pub(super) async fn teardown(
         handle,
         kernel_task,
         resolving,
+        proxy,
         gateway,
         forwarder,
         landlock_reader,
@@ -34,7 +35,7 @@ pub(super) async fn teardown(
         left,
         ..
     } = live;
-    if let Some(task) = resolving {
+    for task in [resolving, proxy].into_iter().flatten() {
         task.abort();
         let _ = task.await;
     }

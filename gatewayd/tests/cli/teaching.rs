@@ -338,15 +338,17 @@ fn validate_names_entries_the_kernel_cannot_enforce_here() {
     let policy = dir.join("p.json");
     let body = serde_json::json!({"version": 1,
         "sandbox": {"read_only": [short, long]},
-        "network": {"egress": [{"host": "*.example.com", "port": 443}, {"host": "example.org"}]}});
+        "network": {"egress": [{"host": "*.example.com", "port": 443}, {"host": "example.org"}],
+            "proxy": false}});
     std::fs::write(&policy, body.to_string()).unwrap();
     let p = policy.to_string_lossy().into_owned();
     let out = gatewayd(&["policy", "validate", &p]);
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(
-        t.contains("*.example.com: a wildcard is decided by the gateway only")
-            && !t.contains("example.org:"),
+        t.contains(
+            "*.example.com: with network.proxy false a wildcard is decided by the gateway only"
+        ) && !t.contains("example.org:"),
         "{t}"
     );
     let bpf = gatewayd_kernel::kernel::tier1_advice::LsmFacts::gather(None, None).bpf_listed();

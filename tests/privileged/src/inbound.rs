@@ -19,10 +19,10 @@ const FROM4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
 const FROM6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7));
 
 /// An address on `lo` while it lives (removed at the end only when it was added here).
-struct ExtraAddress(String);
+pub(crate) struct ExtraAddress(String);
 
 impl ExtraAddress {
-    fn add(ip: IpAddr) -> ExtraAddress {
+    pub(crate) fn add(ip: IpAddr) -> ExtraAddress {
         let prefix = if ip.is_ipv4() { 32 } else { 128 };
         let cidr = format!("{ip}/{prefix}");
         let out = Command::new("ip")

@@ -1,0 +1,220 @@
+//! The proxy's TCP side: one task per connection the kernel sent here, at most
+//! `MAX_CONNECTIONS` at once.
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::Arc,
+};
+
+use serde_json::json;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+    sync::Semaphore,
+};
+
+use super::{
+    FIRST_BYTES, Shared, connect,
+    peek::{MAX_HEAD, Peeked, peek},
+};
+use gatewayd_core::engine::sandbox::Dest;
+
+/// Accepts connections while a permit is free; each is handled on its own task.
+pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>, permits: Arc<Semaphore>) {
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let Ok((stream, peer)) = listener.accept().await else {
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            handle(stream, peer, &shared).await;
+            drop(permit);
+        });
+    }
+}
+
+/// The connection's name, read from its first bytes within `FIRST_BYTES`.
+async fn read_name(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Peeked, &'static str> {
+    let read = async {
+        loop {
+            match peek(buf) {
+                Peeked::More => {}
+                done => return Ok(done),
+            }
+            let mut chunk = [0u8; 4096];
+            let room = (MAX_HEAD + 1 - buf.len()).min(chunk.len());
+            match stream.read(&mut chunk[..room]).await {
+                Ok(0) | Err(_) => {
+                    return Err("the connection closed before it named its destination");
+                }
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(FIRST_BYTES, read)
+        .await
+        .unwrap_or(Err("the connection sent no name within 10 s"))
+}
+
+async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
+    let Ok(local) = agent.local_addr() else {
+        return;
+    };
+    let Some(original) = shared.maps.original(peer, local) else {
+        let detail = json!({"addr": local.ip().to_string(), "port": local.port()});
+        shared
+            .refuse(detail, "a connection to the egress proxy's own port, not one the kernel sent there, is refused")
+            .await;
+        return;
+    };
+    let mut detail = json!({"addr": original.ip().to_string(), "port": original.port()});
+    if *shared.lockdown.borrow() {
+        shared.refuse(detail, "all egress is closed").await;
+        return;
+    }
+    let mut buf = Vec::with_capacity(2048);
+    let (host, port, connect_head, tls) = match read_name(&mut agent, &mut buf).await {
+        Ok(Peeked::Name {
+            host,
+            port,
+            connect,
+            tls,
+        }) => (host, port, connect, tls),
+        Ok(Peeked::Refused(why)) | Err(why) => {
+            detail["error"] = json!(why);
+            shared
+                .refuse(
+                    detail,
+                    "a connection without a name the proxy can read is refused",
+                )
+                .await;
+            return;
+        }
+        Ok(Peeked::More) => return,
+    };
+    detail["host"] = json!(host);
+    // A CONNECT names its own port; otherwise the connection's port is the original's.
+    let port = if connect_head.is_some() {
+        port.unwrap_or(0)
+    } else {
+        original.port()
+    };
+    let dest = Dest {
+        host: host.clone(),
+        port,
+    };
+    if !shared.egress.allows(&dest) {
+        refuse_with_answer(&mut agent, tls, &host).await;
+        shared
+            .refuse(
+                detail,
+                &format!("{host} port {port} is not in the egress allowlist"),
+            )
+            .await;
+        return;
+    }
+    let target = match connect_head {
+        Some(_) => resolve_one(shared, &host, port).await,
+        None => verified(shared, &host, original).await,
+    };
+    let target = match target {
+        Ok(t) => t,
+        Err(why) => {
+            refuse_with_answer(&mut agent, tls, &host).await;
+            detail["error"] = json!(why);
+            shared
+                .refuse(
+                    detail,
+                    &format!("the destination is not an address of {host}"),
+                )
+                .await;
+            return;
+        }
+    };
+    let Ok(mut upstream) = connect(target).await else {
+        return;
+    };
+    let sent = match connect_head {
+        Some(head) => {
+            let rest = buf.get(head..).unwrap_or_default().to_vec();
+            let answered = agent
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await;
+            match answered {
+                Ok(()) => upstream.write_all(&rest).await,
+                Err(e) => Err(e),
+            }
+        }
+        None => upstream.write_all(&buf).await,
+    };
+    if sent.is_ok() {
+        splice(agent, upstream, shared).await;
+    }
+}
+
+/// Copies both ways until either side closes or the session is locked down.
+async fn splice(mut agent: TcpStream, mut upstream: TcpStream, shared: &Shared) {
+    let mut lockdown = shared.lockdown.clone();
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut agent, &mut upstream) => {}
+        _ = lockdown.wait_for(|on| *on) => {}
+    }
+}
+
+/// A plain HTTP client gets a 403 that says why; a TLS client just sees the close.
+async fn refuse_with_answer(agent: &mut TcpStream, tls: bool, host: &str) {
+    if tls {
+        return;
+    }
+    let body = format!(
+        "gatewayd: egress to {host} is refused by the session's policy. Next: add it to network.egress if the agent needs it.\n"
+    );
+    let answer = format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = agent.write_all(answer.as_bytes()).await;
+}
+
+/// The address the agent's socket meant to go to, when it is one the name resolves to:
+/// one the session's resolver answered for it, or one a lookup now gives. Without the check
+/// an allowed name in the `ClientHello` would carry the agent to any address (a server of its
+/// own that accepts any name).
+async fn verified(shared: &Shared, host: &str, original: SocketAddr) -> Result<SocketAddr, String> {
+    if shared.answers.has(host, original.ip()) {
+        return Ok(original);
+    }
+    let found = lookup(shared, host).await?;
+    if found.contains(&original.ip()) {
+        Ok(original)
+    } else {
+        Err(format!(
+            "{} is not among the addresses {host} resolves to ({})",
+            original.ip(),
+            found
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+/// An HTTP `CONNECT`'s target: the agent chose the proxy's address, not the server's, so the
+/// proxy resolves the name itself and connects to its first address.
+async fn resolve_one(shared: &Shared, host: &str, port: u16) -> Result<SocketAddr, String> {
+    let found = lookup(shared, host).await?;
+    found
+        .first()
+        .map(|ip| SocketAddr::new(*ip, port))
+        .ok_or_else(|| format!("{host} has no address"))
+}
+
+/// A's and AAAA's of `host`, asked of the session's upstream resolver (and remembered).
+async fn lookup(shared: &Shared, host: &str) -> Result<Vec<IpAddr>, String> {
+    let found = super::dns::lookup(shared.upstream, host).await?;
+    shared.answers.add(host, &found);
+    Ok(found)
+}
