@@ -104,6 +104,11 @@ pub enum RunError {
     /// `kernel: "require"`.
     #[error("refusing to start the agent (the policy says kernel: require): {0}")]
     NamesNotEnforced(gatewayd_kernel::name_guard::NameGuardError),
+    /// `--learn` at tier 2, but the agent's files cannot be watched here; nothing was started.
+    #[error(
+        "refusing to start the agent in learn mode: {0}. Next: run without --learn (the kernel then refuses what the policy does not allow, one refusal per run)"
+    )]
+    Learn(#[from] gatewayd_kernel::fs_learn::FsLearnError),
     /// A step found what another step should have made (a bug).
     #[error("internal error: {0}")]
     Internal(&'static str),

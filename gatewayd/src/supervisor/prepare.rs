@@ -14,8 +14,11 @@ use gatewayd_core::{
     policy::{KernelMode, UnixEntry, protected_names::ProtectedNames},
 };
 use gatewayd_kernel::{
-    agent_privileges::{AgentPrivileges, hide, name_marks::NameMarks, private_tmp},
+    agent_privileges::{
+        AgentPrivileges, hide, learn_marks::LearnMarks, name_marks::NameMarks, private_tmp,
+    },
     confinement::{ConfineError, Confinement, LandlockUse, Plan},
+    fs_learn::{FsLearn, Scope},
     fs_roots::FsRoots,
     kernel::{self, Tier},
     name_guard::NameGuard,
@@ -44,6 +47,9 @@ pub(super) struct Prepared {
     /// Tier 2 with `sandbox.protected_names`: the fanotify group that refuses them, served
     /// once the session starts.
     pub(super) name_guard: Option<NameGuard>,
+    /// Tier 2 under `--learn`: the fanotify group that learns the agent's files, served once
+    /// the session starts.
+    pub(super) fs_learn: Option<FsLearn>,
 }
 
 /// Phase 1; see the module.
@@ -74,15 +80,27 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         program_in_exec: true,
         landlock: LandlockUse::Fallback,
         require: true,
+        learn: opts.learn.is_on(),
     };
     let mut confinement = match Confinement::prepare(&plan) {
         Ok(c) => c,
         Err(e) => return Err(refused(ctx, e, resolved).await),
     };
-    let mut name_guard = None;
+    let (mut name_guard, mut fs_learn) = (None, None);
     if confinement.ruleset().is_some() {
         hide_protected(ctx, &mut confinement, &mut privileges);
         name_guard = guard_names(ctx, &mut confinement, &mut privileges)?;
+        if opts.learn.is_on() {
+            let own = [opts.policy_path.clone(), opts.audit_path.clone()];
+            let scope = Scope::of(&policy.sandbox, resolved.as_deref(), &own);
+            let learn = FsLearn::open(scope)?;
+            privileges.learn(LearnMarks::new(learn.fd()));
+            confinement
+                .report
+                .pieces
+                .insert("learn_files".into(), learn.describe());
+            fs_learn = Some(learn);
+        }
     }
     if confinement.report.tier == Tier::Full {
         privileges.leave_to_bpf_lsm();
@@ -93,6 +111,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         session_tmp,
         oom_score_adj,
         name_guard,
+        fs_learn,
     })
 }
 
