@@ -252,18 +252,23 @@ impl Confinement {
                 .iter()
                 .map(|w| format!("{}: {}", w.path.display(), w.message)),
         );
-        if spec.exec_enforced && plan.program_in_exec && !plan.learn {
+        let opening = std::time::Instant::now();
+        let programs = SharedPrograms::open_or_load();
+        // Learn mode is the kernel's at tier 2 only: there the agent's program need not be
+        // listed (its exec is learned); at tier 1 the exec allowlist holds as ever.
+        let mut spec = spec;
+        spec.learn = plan.learn
+            && programs
+                .as_ref()
+                .is_ok_and(|p| Tier::resolve(p.status(), true) == Tier::CgroupLandlock);
+        if spec.exec_enforced && plan.program_in_exec && !spec.learn {
             let key = plan.program.and_then(|p| kernel::spec::inode_key(p).ok());
             if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
                 return Err(ConfineError::NotInExec);
             }
         }
-        let opening = std::time::Instant::now();
-        let mut spec = spec;
-        let opened = SharedPrograms::open_or_load().and_then(|programs| {
+        let opened = programs.and_then(|programs| {
             let adding = std::time::Instant::now();
-            spec.learn =
-                plan.learn && Tier::resolve(programs.status(), true) == Tier::CgroupLandlock;
             let session = programs.add_session(&spec, std::process::id())?;
             Ok((programs, session, adding.elapsed().as_secs_f64() * 1000.0))
         });

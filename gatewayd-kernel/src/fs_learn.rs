@@ -32,7 +32,7 @@ use gatewayd_core::policy::Sandbox;
 
 use crate::{
     fs_roots::FsRoots,
-    name_guard::{Serving, ignore_inode, opened},
+    name_guard::{Serving, ignore_inode, opened, queued},
 };
 
 /// The events the agent's mounts are marked for.
@@ -233,14 +233,9 @@ impl FsLearn {
     }
 
     fn answer(&mut self, learned: &mut impl FnMut(Learned)) -> nix::Result<()> {
-        let events = match self.fanotify.read_events() {
-            Ok(e) => e,
-            Err(nix::errno::Errno::EAGAIN) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for ev in events {
+        for ev in queued(&self.fanotify)? {
             let Some(fd) = ev.fd() else { continue };
-            let (path, _) = opened(fd);
+            let path = live_name(opened(fd).0);
             let mask = ev.mask();
             for (bit, access) in [
                 (MaskFlags::FAN_OPEN, Access::Read),
@@ -269,6 +264,16 @@ impl FsLearn {
             }
         }
         Ok(())
+    }
+}
+
+/// A file's name as the kernel gave it, without the ` (deleted)` it adds for a file removed
+/// since (a temporary file renamed away): the name it was opened by.
+fn live_name(path: PathBuf) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    match path.as_os_str().as_bytes().strip_suffix(b" (deleted)") {
+        Some(name) => PathBuf::from(std::ffi::OsString::from_vec(name.to_vec())),
+        None => path,
     }
 }
 
@@ -313,6 +318,15 @@ mod tests {
         for never in ["/etc/shadow", "/var/log/gatewayd/audit.log"] {
             assert_eq!(s.judge(Access::Read, Path::new(never)), None, "{never}");
         }
+    }
+
+    #[test]
+    fn a_removed_file_is_named_as_it_was_opened() {
+        assert_eq!(
+            live_name("/h/.claude.json.tmp.1 (deleted)".into()),
+            Path::new("/h/.claude.json.tmp.1")
+        );
+        assert_eq!(live_name("/h/a".into()), Path::new("/h/a"));
     }
 
     #[test]

@@ -208,12 +208,7 @@ impl NameGuard {
     /// Answers every queued event. Err: the group cannot be read or answered (the agent's
     /// opens would hang: the caller ends the thread, which closes the group; see the docs).
     fn answer(&mut self, denied: &mut impl FnMut(NameDenial)) -> nix::Result<()> {
-        let events = match self.fanotify.read_events() {
-            Ok(e) => e,
-            Err(nix::errno::Errno::EAGAIN) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for ev in events {
+        for ev in queued(&self.fanotify)? {
             let Some(fd) = ev.fd() else { continue };
             if !ev.mask().contains(MaskFlags::FAN_OPEN_PERM) {
                 continue;
@@ -311,6 +306,14 @@ impl Serving {
         if self.thread.join().is_err() {
             eprintln!("gatewayd: a fanotify thread failed");
         }
+    }
+}
+
+/// The events queued on `group` (none when it has none ready).
+pub(crate) fn queued(group: &Fanotify) -> nix::Result<Vec<nix::sys::fanotify::FanotifyEvent>> {
+    match group.read_events() {
+        Err(nix::errno::Errno::EAGAIN) => Ok(Vec::new()),
+        other => other,
     }
 }
 

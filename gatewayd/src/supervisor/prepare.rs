@@ -91,15 +91,10 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         hide_protected(ctx, &mut confinement, &mut privileges);
         name_guard = guard_names(ctx, &mut confinement, &mut privileges)?;
         if opts.learn.is_on() {
-            let own = [opts.policy_path.clone(), opts.audit_path.clone()];
-            let scope = Scope::of(&policy.sandbox, resolved.as_deref(), &own);
-            let learn = FsLearn::open(scope)?;
-            privileges.learn(LearnMarks::new(learn.fd()));
-            confinement
-                .report
-                .pieces
-                .insert("learn_files".into(), learn.describe());
-            fs_learn = Some(learn);
+            fs_learn = learn_files(ctx, &policy, resolved.as_deref(), &mut confinement)?;
+            if let Some(learn) = &fs_learn {
+                privileges.learn(LearnMarks::new(learn.fd()));
+            }
         }
     }
     if confinement.report.tier == Tier::Full {
@@ -154,6 +149,30 @@ fn guard_names(
             Ok(None)
         }
     }
+}
+
+/// Tier 2 under `--learn`: the fanotify group that learns the agent's files
+/// ([`gatewayd_kernel::fs_learn`]), when the policy restricts any of them; the
+/// `session_start` record says which (`learn_files`). `policy` is the session's (its
+/// private `/tmp` added).
+fn learn_files(
+    ctx: &Ctx<'_>,
+    policy: &gatewayd_core::policy::Policy,
+    program: Option<&std::path::Path>,
+    c: &mut Confinement,
+) -> Result<Option<FsLearn>, RunError> {
+    let own = [ctx.opts.policy_path.clone(), ctx.opts.audit_path.clone()];
+    let scope = Scope::of(&policy.sandbox, program, &own);
+    if !scope.restricts() {
+        let why = "nothing to learn: the policy restricts no reading, writing or exec";
+        c.report.pieces.insert("learn_files".into(), json!(why));
+        return Ok(None);
+    }
+    let learn = FsLearn::open(scope)?;
+    c.report
+        .pieces
+        .insert("learn_files".into(), learn.describe());
+    Ok(Some(learn))
 }
 
 /// The agent's user and what it keeps; a failure is recorded (`agent_user`).

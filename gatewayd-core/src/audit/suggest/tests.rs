@@ -255,15 +255,20 @@ fn a_kernel_learn_session_gives_reads_writes_exec_and_addresses_never_a_secret()
     let s = suggest(
         &log,
         None,
-        &policy(json!({"sandbox": {"root": "/w", "readable": ["/w"], "writable": ["/w"],
+        &policy(
+            json!({"sandbox": {"root": "/w", "readable": ["/w"], "writable": ["/w"],
                                    "exec": ["/usr/bin/env"],
-                                   "protected": ["/home/u/.ssh"]}})),
+                                   "protected": ["/home/u/.ssh"]}}),
+        ),
     );
     assert_eq!(
         values(&s, "sandbox.readable"),
         [json!("/home/u/.config/tool"), json!("/etc/ssl")]
     );
-    assert_eq!(values(&s, "sandbox.writable"), [json!("/home/u/.cache/tool")]);
+    assert_eq!(
+        values(&s, "sandbox.writable"),
+        [json!("/home/u/.cache/tool")]
+    );
     let cache = s
         .proposals
         .iter()
@@ -282,8 +287,14 @@ fn a_kernel_learn_session_gives_reads_writes_exec_and_addresses_never_a_secret()
         .iter()
         .map(|n| (n.rule, n.object.as_str()))
         .collect();
-    assert!(never.contains(&(Rule::ProtectedPath, "/home/u/.ssh")), "{never:?}");
-    assert!(never.contains(&(Rule::Secret, "/srv/app/.env")), "{never:?}");
+    assert!(
+        never.contains(&(Rule::ProtectedPath, "/home/u/.ssh")),
+        "{never:?}"
+    );
+    assert!(
+        never.contains(&(Rule::Secret, "/srv/app/.env")),
+        "{never:?}"
+    );
     let proposed = serde_json::to_string(&s.proposals).unwrap();
     assert!(
         !proposed.contains(".ssh") && !proposed.contains(".env"),
