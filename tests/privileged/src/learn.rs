@@ -32,7 +32,9 @@ impl Fixture {
         let secret = outside.join("secret.txt");
         std::fs::write(&secret, "top secret\n").unwrap();
         Fixture {
-            program: std::fs::canonicalize("/bin/true").unwrap(),
+            // A program outside `sandbox.exec` that every test machine has (the guests'
+            // initramfs has no /bin/true).
+            program: std::fs::canonicalize(crate::escape::escape_bin()).unwrap(),
             new_file: outside.join("new.txt"),
             base,
             ws,
@@ -106,10 +108,12 @@ impl Drop for Fixture {
     }
 }
 
-/// `OK`/`FAIL` of each action of the agent's output, in order.
+/// `OK`/`FAIL` of each action of the agent's output, in order (the program it runs prints
+/// its own lines between them).
 fn verdicts(out: &Output) -> Vec<String> {
     stdout(out)
         .lines()
+        .filter(|l| l.starts_with("OK ") || l.starts_with("FAIL "))
         .filter_map(|l| l.split_once(' '))
         .map(|(v, rest)| format!("{v} {}", rest.split(':').next().unwrap_or("")))
         .collect()
