@@ -90,6 +90,10 @@ pub const NAME_PART_MAX: u32 = 32;
 /// How many path components `lsm/file_open` walks up from an opened file looking for a
 /// protected ancestor. A deeper file is denied ([`Reason::Unresolvable`]): fail closed.
 pub const MAX_PATH_DEPTH: u32 = 48;
+/// Set in an [`Event`]'s `reason` (or-ed with the [`Reason`]) when the session learns
+/// ([`SessionInfo::learn`]) and the operation was allowed and only recorded: the audit
+/// record is a `would_deny`.
+pub const LEARNED: u32 = 1 << 31;
 
 /// Which program produced an [`Event`] (`Event::kind`). The eBPF programs write
 /// `kind as u32`; userspace reads it back with `EventKind::try_from`, which refuses codes it
@@ -590,6 +594,10 @@ pub struct SessionInfo {
     pub roots: u32,
     /// How many `sandbox.protected_names` patterns the session has in `NAMES`; 0: none.
     pub names: u32,
+    /// 1 when the session learns (`gatewayd run --learn` at tier 2): a destination outside
+    /// the egress allowlist is allowed and recorded ([`LEARNED`]); the lockdown and the
+    /// cloud's metadata services stay denied.
+    pub learn: u32,
 }
 
 impl SessionInfo {
@@ -822,7 +830,7 @@ const _: () = {
     assert!(core::mem::offset_of!(Config, off_file_dentry) == 8);
     assert!(core::mem::size_of::<InodeKey>() == 16);
     assert!(core::mem::size_of::<SessionInode>() == 24);
-    assert!(core::mem::size_of::<SessionInfo>() == 28);
+    assert!(core::mem::size_of::<SessionInfo>() == 32);
     assert!(core::mem::size_of::<NamePattern>() == 136);
     assert!(core::mem::size_of::<NamePatterns>() == 8 + 136 * MAX_NAME_PATTERNS as usize);
     assert!(core::mem::offset_of!(SessionInfo, file_walk) == 16);

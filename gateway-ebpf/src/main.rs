@@ -55,7 +55,8 @@ use aya_ebpf::{
     programs::{LsmContext, SockAddrContext},
 };
 use gateway_common::{
-    AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, MAX_EGRESS_RULES, Reason,
+    AF_INET, AF_INET6, Config, EgressPolicy, Event, EventKind, InodeKey, LEARNED, MAX_EGRESS_RULES,
+    Reason,
 };
 use maps::EGRESS;
 use proxy::{Dst, Redirect};
@@ -367,12 +368,32 @@ fn sock_decide(ctx: &SockAddrContext, kind: EventKind, dst: Dst, addr: [u8; 16],
         }
         None => Reason::EgressNotAllowed,
     };
+    // A learning session: allowed and recorded, but never the lockdown nor a metadata service.
+    let learned = session.info.learn != 0
+        && reason == Reason::EgressNotAllowed
+        && !metadata_service(family, &addr);
     let mut ev = Event::new(kind, reason);
+    if learned {
+        ev.reason |= LEARNED;
+    }
     ev.dst_family = family;
     ev.dst_addr = addr;
     ev.dst_port = port;
     emit(&session, ev);
-    SOCK_DENY
+    if learned { SOCK_ALLOW } else { SOCK_DENY }
+}
+
+/// The cloud's instance metadata services (169.254.169.254, 100.100.100.200,
+/// fd00:ec2::254): they hand out the machine's credentials, so learn mode never opens them.
+#[inline(always)]
+fn metadata_service(family: u32, addr: &[u8; 16]) -> bool {
+    const V6: [u8; 16] = [
+        0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54,
+    ];
+    match family {
+        AF_INET => matches!(&addr[..4], [169, 254, 169, 254] | [100, 100, 100, 200]),
+        _ => *addr == V6,
+    }
 }
 
 fn sock_v4(ctx: &SockAddrContext, kind: EventKind) -> i32 {

@@ -63,6 +63,11 @@ pub struct Plan<'a> {
     /// confinement goes on without it. The cgroup and the program set are required for a
     /// Landlock fallback in any case (`gatewayd run` has nothing to fall back to).
     pub require: bool,
+    /// `gatewayd run --learn`: at tier 2 the Landlock ruleset leaves the roots and the exec
+    /// allowlist out (their refusals are learned by [`crate::fs_learn`] instead), the
+    /// agent's program need not be in the exec allowlist, and the egress programs learn
+    /// ([`KernelSpec::learn`]). At tier 1 nothing changes.
+    pub learn: bool,
 }
 
 /// Why a confinement could not be put in place.
@@ -168,10 +173,14 @@ impl Confinement {
         let landlock = match &plan.landlock {
             LandlockUse::Fallback if program_tier != Tier::CgroupLandlock => None,
             LandlockUse::Fallback => Some(
-                Ruleset::build(&FsPolicy {
-                    exec: c.policy.sandbox.exec.clone(),
-                    roots: FsRoots::of(&c.policy.sandbox),
-                    program: plan.program.map(Path::to_owned),
+                Ruleset::build(&if plan.learn {
+                    FsPolicy::default()
+                } else {
+                    FsPolicy {
+                        exec: c.policy.sandbox.exec.clone(),
+                        roots: FsRoots::of(&c.policy.sandbox),
+                        program: plan.program.map(Path::to_owned),
+                    }
                 })
                 .map(|rs| {
                     let scoped = if rs.scoped_signals {
@@ -243,14 +252,22 @@ impl Confinement {
                 .iter()
                 .map(|w| format!("{}: {}", w.path.display(), w.message)),
         );
-        if spec.exec_enforced && plan.program_in_exec {
+        let opening = std::time::Instant::now();
+        let programs = SharedPrograms::open_or_load();
+        // Learn mode is the kernel's at tier 2 only: there the agent's program need not be
+        // listed (its exec is learned); at tier 1 the exec allowlist holds as ever.
+        let mut spec = spec;
+        spec.learn = plan.learn
+            && programs
+                .as_ref()
+                .is_ok_and(|p| Tier::resolve(p.status(), true) == Tier::CgroupLandlock);
+        if spec.exec_enforced && plan.program_in_exec && !spec.learn {
             let key = plan.program.and_then(|p| kernel::spec::inode_key(p).ok());
             if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {
                 return Err(ConfineError::NotInExec);
             }
         }
-        let opening = std::time::Instant::now();
-        let opened = SharedPrograms::open_or_load().and_then(|programs| {
+        let opened = programs.and_then(|programs| {
             let adding = std::time::Instant::now();
             let session = programs.add_session(&spec, std::process::id())?;
             Ok((programs, session, adding.elapsed().as_secs_f64() * 1000.0))

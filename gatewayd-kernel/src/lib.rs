@@ -9,6 +9,8 @@
 //! Module map:
 //! - [`kernel`]   — BTF offsets, loading/attaching programs, maps, sessions, events
 //! - [`fs_roots`] — `sandbox.readable`/`writable` as the kernel enforces them (both tiers)
+//! - [`fs_learn`] — tier 2 learn mode: the agent's file accesses the policy would refuse,
+//!   seen with fanotify notification events and recorded `would_deny`
 //! - [`landlock`] — Landlock: ABI probe and the tier-2 rulesets
 //! - [`landlock_audit`] — Landlock's denials, read from the kernel's audit subsystem
 //! - [`agent_privileges`] — whom the agent runs as, what it keeps, its seccomp filter
@@ -23,6 +25,7 @@ pub mod agent_privileges;
 pub mod cgroup;
 pub mod child;
 pub mod confinement;
+pub mod fs_learn;
 pub mod fs_roots;
 pub mod kernel;
 pub mod landlock;

@@ -199,43 +199,16 @@ impl NameGuard {
         self,
         mut denied: impl FnMut(NameDenial) + Send + 'static,
     ) -> Result<Serving, NameGuardError> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("protected-names".into())
-            .spawn(move || {
-                let mut guard = self;
-                while !flag.load(Ordering::Relaxed) {
-                    if !guard.wait(Duration::from_millis(200)) {
-                        continue;
-                    }
-                    if let Err(e) = guard.answer(&mut denied) {
-                        eprintln!("gatewayd: protected names: {e}");
-                        return;
-                    }
-                }
-            })
-            .map_err(NameGuardError::Thread)?;
-        Ok(Serving { stop, thread })
-    }
-
-    /// Whether events are ready within `timeout`.
-    fn wait(&self, timeout: Duration) -> bool {
-        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-        let mut fds = [PollFd::new(self.fanotify.as_fd(), PollFlags::POLLIN)];
-        let ms = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
-        matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+        Serving::spawn("protected-names", self, move |guard| {
+            guard.answer(&mut denied)
+        })
+        .map_err(NameGuardError::Thread)
     }
 
     /// Answers every queued event. Err: the group cannot be read or answered (the agent's
     /// opens would hang: the caller ends the thread, which closes the group; see the docs).
     fn answer(&mut self, denied: &mut impl FnMut(NameDenial)) -> nix::Result<()> {
-        let events = match self.fanotify.read_events() {
-            Ok(e) => e,
-            Err(nix::errno::Errno::EAGAIN) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for ev in events {
+        for ev in queued(&self.fanotify)? {
             let Some(fd) = ev.fd() else { continue };
             if !ev.mask().contains(MaskFlags::FAN_OPEN_PERM) {
                 continue;
@@ -250,8 +223,13 @@ impl NameGuard {
             };
             self.fanotify
                 .write_response(FanotifyResponse::new(fd, response))?;
-            if verdict.is_none() {
-                self.skip_next_time(fd.as_raw_fd());
+            if verdict.is_none() && self.remember {
+                self.remember = ignore_inode(
+                    self.fanotify.as_raw_fd(),
+                    fd.as_raw_fd(),
+                    libc::FAN_OPEN_PERM,
+                    0,
+                );
             }
             if let Some((pattern, by_name)) = verdict {
                 denied(NameDenial {
@@ -266,46 +244,90 @@ impl NameGuard {
     }
 }
 
-impl NameGuard {
-    /// After allowing a file: an evictable ignore mark on its inode, so its next opens do
-    /// not come to gatewayd. A change to the file clears the mark (it is not
-    /// `FAN_MARK_IGNORED_SURV_MODIFY`); a rename does not, which lets a file the agent has
-    /// already read, unchanged since, be opened again under a protected name it was given
-    /// later: its content is no secret to the agent. The kernel may drop the mark under
-    /// memory pressure (then the file asks again).
-    fn skip_next_time(&mut self, file: RawFd) {
-        if !self.remember {
-            return;
-        }
-        // SAFETY: both descriptors are open; a null path marks `file`'s own inode.
-        let rc = unsafe {
-            libc::fanotify_mark(
-                self.fanotify.as_raw_fd(),
-                libc::FAN_MARK_ADD | libc::FAN_MARK_IGNORED_MASK | libc::FAN_MARK_EVICTABLE,
-                libc::FAN_OPEN_PERM,
-                file,
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            self.remember = false;
-        }
+impl AsFd for NameGuard {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fanotify.as_fd()
     }
 }
 
+/// After an event of `mask` on `file`: an evictable ignore mark on its inode in `group`, so
+/// its next events of `mask` do not come to gatewayd; `flags` may add
+/// `FAN_MARK_IGNORED_SURV_MODIFY`. Without it a change to the file clears the mark; a rename
+/// does not, which lets a file the agent has already read, unchanged since, be opened again
+/// under a protected name it was given later: its content is no secret to the agent. The
+/// kernel may drop the mark under memory pressure (then the file asks again). False: the
+/// kernel refused (before 5.19 it has no evictable marks): stop asking.
+pub(crate) fn ignore_inode(group: RawFd, file: RawFd, mask: u64, flags: libc::c_uint) -> bool {
+    // SAFETY: both descriptors are open; a null path marks `file`'s own inode.
+    let rc = unsafe {
+        libc::fanotify_mark(
+            group,
+            libc::FAN_MARK_ADD | libc::FAN_MARK_IGNORED_MASK | libc::FAN_MARK_EVICTABLE | flags,
+            mask,
+            file,
+            std::ptr::null(),
+        )
+    };
+    rc == 0
+}
+
 impl Serving {
+    /// A thread named `name` that calls `answer` whenever `group` has events queued, until
+    /// [`Serving::finish`] or until `answer` fails (which ends the thread, and with it the
+    /// group).
+    pub(crate) fn spawn<G: AsFd + Send + 'static>(
+        name: &str,
+        group: G,
+        mut answer: impl FnMut(&mut G) -> nix::Result<()> + Send + 'static,
+    ) -> std::io::Result<Serving> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let label = name.to_owned();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let mut group = group;
+                while !flag.load(Ordering::Relaxed) {
+                    if !ready(group.as_fd(), Duration::from_millis(200)) {
+                        continue;
+                    }
+                    if let Err(e) = answer(&mut group) {
+                        eprintln!("gatewayd: {label}: {e}");
+                        return;
+                    }
+                }
+            })?;
+        Ok(Serving { stop, thread })
+    }
+
     /// Ends the thread (after the agent is gone), which closes the group.
     pub fn finish(self) {
         self.stop.store(true, Ordering::Relaxed);
         if self.thread.join().is_err() {
-            eprintln!("gatewayd: the protected-names thread failed");
+            eprintln!("gatewayd: a fanotify thread failed");
         }
     }
 }
 
+/// The events queued on `group` (none when it has none ready).
+pub(crate) fn queued(group: &Fanotify) -> nix::Result<Vec<nix::sys::fanotify::FanotifyEvent>> {
+    match group.read_events() {
+        Err(nix::errno::Errno::EAGAIN) => Ok(Vec::new()),
+        other => other,
+    }
+}
+
+/// Whether `group` has events ready within `timeout`.
+fn ready(group: BorrowedFd<'_>, timeout: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(group, PollFlags::POLLIN)];
+    let ms = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+    matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+}
+
 /// The path (as the kernel names the event's file) and identity of an event's descriptor:
 /// the identity from the descriptor itself (`fstat`), not by a second lookup of the path.
-fn opened(fd: BorrowedFd<'_>) -> (PathBuf, (u64, u64)) {
+pub(crate) fn opened(fd: BorrowedFd<'_>) -> (PathBuf, (u64, u64)) {
     let link = Path::new("/proc/self/fd").join(fd.as_raw_fd().to_string());
     let path = std::fs::read_link(&link).unwrap_or_default();
     let id = nix::sys::stat::fstat(fd).map_or((0, 0), |st| (st.st_dev, st.st_ino));

@@ -109,6 +109,11 @@ pub enum RunError {
     /// The session's egress proxy or resolver could not start (egress by name).
     #[error("refusing to start the agent: the session's egress proxy: {0}")]
     EgressProxy(String),
+    /// `--learn` at tier 2, but the agent's files cannot be watched here; nothing was started.
+    #[error(
+        "refusing to start the agent in learn mode: {0}. Next: run without --learn (the kernel then refuses what the policy does not allow, one refusal per run)"
+    )]
+    Learn(#[from] gatewayd_kernel::fs_learn::FsLearnError),
     /// A step found what another step should have made (a bug).
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -24,12 +24,13 @@ impl Learn {
         self != Learn::Off
     }
 
-    /// The `learn` object of a session's first record: the gateway learns, the kernel layer
-    /// does not (its refusals stay refusals, recorded `deny`); whether learn is unsafe.
-    pub fn detail(self) -> serde_json::Value {
+    /// The `learn` object of a session's first record: the gateway learns; whether the
+    /// kernel layer does (`gatewayd run` at tier 2; elsewhere its refusals stay refusals,
+    /// recorded `deny`); whether learn is unsafe.
+    pub fn detail(self, kernel: bool) -> serde_json::Value {
         serde_json::json!({
             "gateway": self.is_on(),
-            "kernel": false,
+            "kernel": kernel && self.is_on(),
             "unsafe": self == Learn::Unsafe,
         })
     }

@@ -14,7 +14,8 @@
 //!    `/sys` read-only,
 //! 3. and at tier 2 makes the mounts that hide the protected paths and the host's Unix
 //!    sockets ([`hide`], [`host_sockets`]; after the cgroup, whose filesystem they make
-//!    read-only), then restricts itself to the tier-2 Landlock ruleset (which forbids mounts
+//!    read-only), in learn mode marks every mount for [`crate::fs_learn`]
+//!    ([`learn_marks`]), then restricts itself to the tier-2 Landlock ruleset (which forbids mounts
 //!    itself). The init is the domain's creator, whose pid Landlock's audit records name
 //!    (`supervisor::landlock_records`). It then forks the agent's process, where the steps
 //!    below run;
@@ -35,6 +36,7 @@ pub(crate) mod descriptors;
 pub(crate) mod dev;
 pub mod hide;
 pub(crate) mod host_sockets;
+pub mod learn_marks;
 pub mod name_marks;
 pub(crate) mod pid_namespace;
 pub mod private_tmp;
@@ -144,6 +146,8 @@ pub struct AgentPrivileges {
     hiding: hide::Hiding,
     /// Tier 2: the roots marked for protected names ([`AgentPrivileges::protect_names`]).
     name_marks: name_marks::NameMarks,
+    /// Tier 2 learn mode: the mounts marked for [`crate::fs_learn`]'s group.
+    learn_marks: learn_marks::LearnMarks,
     /// Both tiers: what the agent sees of `/proc`, `/sys` and `/dev`.
     surfaces: surfaces::Surfaces,
     /// The descriptors above 2 the agent keeps (`--preserve-fd`).
@@ -213,6 +217,7 @@ impl AgentPrivileges {
             filter_bpf_lsm: Some(filter_bpf_lsm),
             hiding: hide::Hiding::default(),
             name_marks: name_marks::NameMarks::default(),
+            learn_marks: learn_marks::LearnMarks::default(),
             surfaces: surfaces::Surfaces::plan(&[]),
             descriptors: descriptors::Descriptors::default(),
         })
@@ -264,6 +269,12 @@ impl AgentPrivileges {
         self.name_marks = marks;
         self.filter.refuse_hard_links()?;
         Ok(())
+    }
+
+    /// At tier 2 in learn mode: every mount of the agent's namespace marked for the
+    /// fanotify group of [`crate::fs_learn`].
+    pub fn learn(&mut self, marks: learn_marks::LearnMarks) {
+        self.learn_marks = marks;
     }
 
     /// Environment variables the agent gets in place of gatewayd's (`HOME`, `USER`,
@@ -331,6 +342,7 @@ impl AgentPrivileges {
         let pid_namespace = self.pid_namespace;
         let hiding = self.hiding.clone();
         let name_marks = self.name_marks.clone();
+        let learn_marks = self.learn_marks;
         let surfaces = self.surfaces.clone();
         let descriptors = self.descriptors.clone();
         move || {
@@ -343,6 +355,7 @@ impl AgentPrivileges {
                     surfaces.seal()?;
                     hiding.apply()?;
                     name_marks.apply()?;
+                    learn_marks.apply()?;
                     between()
                 },
                 tell_init.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),

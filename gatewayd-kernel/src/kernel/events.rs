@@ -4,7 +4,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use gateway_common::{
-    AF_INET, AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, Reason, path_call,
+    AF_INET, AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, LEARNED, Reason,
+    path_call,
 };
 use serde_json::json;
 
@@ -24,6 +25,9 @@ pub struct Denial {
     pub reason: Option<Reason>,
     /// Specifics (the audit record's `detail`).
     pub detail: serde_json::Value,
+    /// A learning session's operation that was allowed and only recorded
+    /// ([`gateway_common::LEARNED`]): the record is a `would_deny`.
+    pub learned: bool,
 }
 
 impl Denial {
@@ -34,7 +38,16 @@ impl Denial {
 
     /// The denial's audit entry in `session` (the one constructor of kernel entries).
     pub fn into_entry(self, session: &str) -> gatewayd_core::audit::Entry {
-        gatewayd_core::audit::Entry::kernel(session, self.hook, self.reason_code(), self.detail)
+        let mut e = gatewayd_core::audit::Entry::kernel(
+            session,
+            self.hook,
+            self.reason_code(),
+            self.detail,
+        );
+        if self.learned {
+            e.decision = gatewayd_core::audit::Decision::WouldDeny;
+        }
+        e
     }
 }
 
@@ -162,7 +175,8 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
     let mut detail = json!({
         "pid": ev.pid, "comm": comm, "cgroup_id": ev.cgroup_id, "session_cgroup_id": ev.session_id,
     });
-    let reason = Reason::try_from(ev.reason).ok();
+    let learned = ev.reason & LEARNED != 0;
+    let reason = Reason::try_from(ev.reason & !LEARNED).ok();
     if reason.is_none() {
         detail["reason_code"] = json!(ev.reason);
     }
@@ -177,6 +191,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             hook: "unknown",
             reason,
             detail,
+            learned,
         };
     };
     match program.payload {
@@ -229,11 +244,18 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
     let message = reason
         .and_then(|r| program.message(r))
         .unwrap_or(UNLISTED_REASON);
-    detail["message"] = json!(message);
+    detail["message"] = if learned {
+        json!(format!(
+            "learn mode let this through (recorded, not refused); without --learn: {message}"
+        ))
+    } else {
+        json!(message)
+    };
     Denial {
         hook: program.name,
         reason,
         detail,
+        learned,
     }
 }
 
@@ -273,6 +295,7 @@ mod tests {
             roots: vec![],
             protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
             require: true,
+            learn: false,
         }
     }
 
@@ -317,6 +340,28 @@ mod tests {
             ("cgroup/sendmsg6", "egress_lockdown")
         );
         assert_eq!(d.detail["addr"], "::1");
+        assert!(!d.learned);
+    }
+
+    #[test]
+    fn a_learned_connect_is_a_would_deny_with_its_reason() {
+        let mut e = ev(EventKind::Connect4, Reason::EgressNotAllowed);
+        e.reason |= LEARNED;
+        e.dst_family = AF_INET;
+        e.dst_addr[..4].copy_from_slice(&[203, 0, 113, 9]);
+        e.dst_port = 443;
+        let d = describe(&e, &spec());
+        assert!(d.learned);
+        assert_eq!(d.reason_code(), "egress_not_allowed");
+        assert!(d.detail.get("reason_code").is_none());
+        let entry = d.into_entry("s");
+        assert_eq!(entry.decision, gatewayd_core::audit::Decision::WouldDeny);
+        assert_eq!(entry.detail["addr"], "203.0.113.9");
+        let message = entry.detail["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("learn mode let this through"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -205,6 +205,7 @@ pub(crate) fn add(
             file_walk: u32::from(index.is_err()),
             roots: spec.roots_enforced,
             names: spec.protected_names.patterns.len() as u32,
+            learn: u32::from(spec.learn),
         };
         // Before the session is live: its file checks need more than `TREE`.
         if info.needs_every_open() {
@@ -599,6 +600,7 @@ mod tests {
             roots: vec![],
             protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
             require: false,
+            learn: false,
         }
     }
 

@@ -82,6 +82,9 @@ pub struct KernelSpec {
     pub protected_names: ProtectedNames,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
+    /// `gatewayd run --learn` at tier 2: a destination outside the egress allowlist is
+    /// allowed and recorded `would_deny` ([`gateway_common::SessionInfo::learn`]).
+    pub learn: bool,
 }
 
 /// Problems found while deriving the spec that do not stop it (recorded in the audit log).
@@ -303,6 +306,7 @@ impl KernelSpec {
             protected_names: ProtectedNames::parse(&policy.sandbox.protected_names)
                 .unwrap_or_default(),
             require: policy.kernel == KernelMode::Require,
+            learn: false,
         };
         (spec, warnings)
     }

@@ -50,8 +50,9 @@ pub(super) struct Args {
 pub(super) struct LearnArgs {
     /// Learn mode: the gateway allows the tool calls the policy would refuse or hold and
     /// records them `would_deny`, for `gatewayd policy suggest`. Protected paths and names,
-    /// secret egress, rug pulls and the Rule of Two stay enforced; the kernel layer is not
-    /// affected (its refusals stay refusals).
+    /// secret egress, rug pulls and the Rule of Two stay enforced. Under `gatewayd run` at
+    /// tier 2 the kernel layer learns too (files outside the roots, programs outside
+    /// sandbox.exec, destinations by address); elsewhere its refusals stay refusals.
     #[arg(long)]
     learn: bool,
     /// With --learn: let protected paths and names, secret egress, rug pulls and the Rule of
@@ -67,13 +68,13 @@ impl LearnArgs {
             (false, _) => Learn::Off,
             (true, false) => {
                 errln!(
-                    "gatewayd: learn mode: the gateway allows and records (`would_deny`) what the policy would refuse; protected paths and names, secret egress, rug pulls and the Rule of Two stay enforced"
+                    "gatewayd: learn mode: the gateway (and under `gatewayd run` at tier 2 the kernel) allows and records (`would_deny`) what the policy would refuse; protected paths and names, secret egress, rug pulls and the Rule of Two stay enforced"
                 );
                 Learn::On
             }
             (true, true) => {
                 errln!(
-                    "gatewayd: WARNING: --learn-unsafe: protected paths and names, secrets on their way out, changed (rug-pulled) tools and the Rule of Two's lockdown are NOT enforced by the gateway in this session; they are only recorded (`would_deny`). Use it only with throwaway secrets and data."
+                    "gatewayd: WARNING: --learn-unsafe: protected paths and names, secrets on their way out, changed (rug-pulled) tools and the Rule of Two's lockdown are NOT enforced by the gateway in this session; they are only recorded (`would_deny`). The kernel layer still refuses protected paths and names. Use it only with throwaway secrets and data."
                 );
                 Learn::Unsafe
             }

@@ -69,6 +69,7 @@ impl ServerConfinement {
             program_in_exec: false,
             landlock: LandlockUse::Allowlist,
             require,
+            learn: false,
         })?;
         if c.report.tier != gatewayd_kernel::kernel::Tier::Full
             && !server.sandbox.protected_names.is_empty()

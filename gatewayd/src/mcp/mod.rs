@@ -336,7 +336,7 @@ fn start_server(
         json!({"server": opts.server, "command": opts.command, "program": path,
                "sha256": sha, "pinned": server.command_sha256.is_some(),
                "pid": started.running.child.id(), "profile": started.pieces,
-               "learn": opts.learn.detail()}),
+               "learn": opts.learn.detail(false)}),
     );
     Ok(started)
 }

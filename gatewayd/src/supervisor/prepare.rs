@@ -14,8 +14,11 @@ use gatewayd_core::{
     policy::{KernelMode, UnixEntry, protected_names::ProtectedNames},
 };
 use gatewayd_kernel::{
-    agent_privileges::{AgentPrivileges, hide, name_marks::NameMarks, private_tmp},
+    agent_privileges::{
+        AgentPrivileges, hide, learn_marks::LearnMarks, name_marks::NameMarks, private_tmp,
+    },
     confinement::{ConfineError, Confinement, LandlockUse, Plan},
+    fs_learn::{FsLearn, Scope},
     fs_roots::FsRoots,
     kernel::{self, Tier},
     name_guard::NameGuard,
@@ -44,6 +47,9 @@ pub(super) struct Prepared {
     /// Tier 2 with `sandbox.protected_names`: the fanotify group that refuses them, served
     /// once the session starts.
     pub(super) name_guard: Option<NameGuard>,
+    /// Tier 2 under `--learn`: the fanotify group that learns the agent's files, served once
+    /// the session starts.
+    pub(super) fs_learn: Option<FsLearn>,
 }
 
 /// Phase 1; see the module.
@@ -74,15 +80,22 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         program_in_exec: true,
         landlock: LandlockUse::Fallback,
         require: true,
+        learn: opts.learn.is_on(),
     };
     let mut confinement = match Confinement::prepare(&plan) {
         Ok(c) => c,
         Err(e) => return Err(refused(ctx, e, resolved).await),
     };
-    let mut name_guard = None;
+    let (mut name_guard, mut fs_learn) = (None, None);
     if confinement.ruleset().is_some() {
         hide_protected(ctx, &mut confinement, &mut privileges);
         name_guard = guard_names(ctx, &mut confinement, &mut privileges)?;
+        if opts.learn.is_on() {
+            fs_learn = learn_files(ctx, &policy, resolved.as_deref(), &mut confinement)?;
+            if let Some(learn) = &fs_learn {
+                privileges.learn(LearnMarks::new(learn.fd()));
+            }
+        }
     }
     if confinement.report.tier == Tier::Full {
         privileges.leave_to_bpf_lsm();
@@ -93,6 +106,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         session_tmp,
         oom_score_adj,
         name_guard,
+        fs_learn,
     })
 }
 
@@ -135,6 +149,30 @@ fn guard_names(
             Ok(None)
         }
     }
+}
+
+/// Tier 2 under `--learn`: the fanotify group that learns the agent's files
+/// ([`gatewayd_kernel::fs_learn`]), when the policy restricts any of them; the
+/// `session_start` record says which (`learn_files`). `policy` is the session's (its
+/// private `/tmp` added).
+fn learn_files(
+    ctx: &Ctx<'_>,
+    policy: &gatewayd_core::policy::Policy,
+    program: Option<&std::path::Path>,
+    c: &mut Confinement,
+) -> Result<Option<FsLearn>, RunError> {
+    let own = [ctx.opts.policy_path.clone(), ctx.opts.audit_path.clone()];
+    let scope = Scope::of(&policy.sandbox, program, &own);
+    if !scope.restricts() {
+        let why = "nothing to learn: the policy restricts no reading, writing or exec";
+        c.report.pieces.insert("learn_files".into(), json!(why));
+        return Ok(None);
+    }
+    let learn = FsLearn::open(scope)?;
+    c.report
+        .pieces
+        .insert("learn_files".into(), learn.describe());
+    Ok(Some(learn))
 }
 
 /// The agent's user and what it keeps; a failure is recorded (`agent_user`).

@@ -42,6 +42,8 @@ pub(super) struct Live {
     pub(super) landlock_reader: Option<landlock_records::LandlockRecords>,
     /// Tier 2: refuses the protected names' opens (ended before the forwarder).
     pub(super) name_guard: Option<gatewayd_kernel::name_guard::Serving>,
+    /// Tier 2 under `--learn`: learns the agent's files (ended before the forwarder).
+    pub(super) fs_learn: Option<gatewayd_kernel::name_guard::Serving>,
     /// Tells the reader the agent's init pid (taken by the agent's pre-exec steps).
     pub(super) tell_init: Option<OwnedFd>,
     /// Kernel denials recorded so far.
@@ -61,6 +63,7 @@ pub(super) async fn start(
     let (records, kernel_records) = mpsc::channel(AUDIT_QUEUE);
     let (landlock_reader, tell_init) = landlock_reader(ctx, &mut prepared, &records, &denials);
     let name_guard = serve_names(ctx, &mut prepared, &records, &denials)?;
+    let fs_learn = serve_learn(ctx, &mut prepared, &records)?;
     let detail = session_start(ctx, &prepared, started);
     append(
         &ctx.audit,
@@ -77,9 +80,13 @@ pub(super) async fn start(
         let session = ctx.session.clone();
         let denials = denials.clone();
         kernel::task::spawn(ksession, spec, records, move |d| {
-            denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // A learned operation was allowed: no denial, and no suspicion.
+            let reason = d.reason.filter(|_| !d.learned);
+            if !d.learned {
+                denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             KernelRecord {
-                reason: d.reason,
+                reason,
                 entry: d.into_entry(&session),
             }
         })?
@@ -153,6 +160,7 @@ pub(super) async fn start(
         forwarder,
         landlock_reader,
         name_guard,
+        fs_learn,
         tell_init,
         denials,
         left,
@@ -183,6 +191,47 @@ fn serve_names(
         })
         .map_err(RunError::NamesNotEnforced)?;
     Ok(Some(serving))
+}
+
+/// Tier 2 under `--learn`: each file access the policy would have refused becomes a kernel
+/// `would_deny` record (not a denial: no count, no suspicion).
+fn serve_learn(
+    ctx: &Ctx<'_>,
+    prepared: &mut Prepared,
+    records: &mpsc::Sender<KernelRecord>,
+) -> Result<Option<gatewayd_kernel::name_guard::Serving>, RunError> {
+    let Some(learn) = prepared.fs_learn.take() else {
+        return Ok(None);
+    };
+    let (session, records) = (ctx.session.clone(), records.clone());
+    let serving = learn.serve(move |l| {
+        let record = KernelRecord {
+            entry: learned_entry(&session, &l),
+            reason: None,
+        };
+        // The forwarder is gone only at the very end: nothing is left to record.
+        let _ = records.blocking_send(record);
+    })?;
+    Ok(Some(serving))
+}
+
+/// The audit entry of a file access learn mode let through at tier 2.
+fn learned_entry(session: &str, l: &gatewayd_kernel::fs_learn::Learned) -> Entry {
+    let what = match l.access {
+        gatewayd_kernel::fs_learn::Access::Read => "reading outside the policy's readable roots",
+        gatewayd_kernel::fs_learn::Access::Write => "writing outside the policy's writable roots",
+        gatewayd_kernel::fs_learn::Access::Exec => "executing a program outside sandbox.exec",
+    };
+    let message = format!(
+        "learn mode let this through (recorded, not refused); without --learn the kernel refuses {what}. Next: `gatewayd policy suggest AUDIT --policy P` proposes the entry"
+    );
+    let detail = json!({
+        "pid": l.pid, "path": l.path, "access": l.access.as_str(),
+        "channel": "fanotify", "message": message,
+    });
+    let mut e = Entry::kernel(session, "fanotify/learn", l.reason.name(), detail);
+    e.decision = Decision::WouldDeny;
+    e
 }
 
 /// The audit entry of an open refused by name at tier 2.
@@ -242,7 +291,12 @@ fn session_start(ctx: &Ctx<'_>, prepared: &Prepared, started: Instant) -> Value 
         );
         d.insert("agent_privileges".into(), prepared.privileges.describe());
         if opts.learn.is_on() {
-            d.insert("learn".into(), opts.learn.detail());
+            let kernel = prepared
+                .confinement
+                .report
+                .pieces
+                .contains_key("learn_files");
+            d.insert("learn".into(), opts.learn.detail(kernel));
         }
     }
     detail

@@ -31,6 +31,7 @@ pub(super) async fn teardown(
         forwarder,
         landlock_reader,
         name_guard,
+        fs_learn,
         denials,
         left,
         ..
@@ -62,9 +63,9 @@ pub(super) async fn teardown(
     if let Some(reader) = landlock_reader {
         reader.finish().await;
     }
-    if let Some(guard) = name_guard {
+    for thread in [name_guard, fs_learn].into_iter().flatten() {
         // Its thread holds a sender of kernel records; nothing opens any more.
-        let _ = tokio::task::spawn_blocking(move || guard.finish()).await;
+        let _ = tokio::task::spawn_blocking(move || thread.finish()).await;
     }
     // The kernel task and the Landlock reader dropped their senders when they ended:
     // everything they sent is submitted.

@@ -75,6 +75,8 @@ pub(crate) struct World {
     port: u16,
     /// Codex runs with its own sandbox (its default), not `-s danger-full-access`.
     pub(crate) codex_own_sandbox: bool,
+    /// `gatewayd run --learn` (the kernel modes).
+    pub(crate) learn: bool,
 }
 
 pub(crate) const KEY: &str = "PRIVATE-KEY-7f3a9c";
@@ -83,9 +85,12 @@ pub(crate) const DOTENV: &str = "DOTENV-SECRET-52be";
 impl World {
     /// Where the world of test `what` for `host` in `mode` lies (its workspace is `ws`, its
     /// home `home`): one of its own per test, so tests may run side by side.
+    /// A learn test's world lies under `/home`, where `gatewayd policy suggest` takes it for
+    /// a user's home (it never proposes writing under `/var`).
     pub(crate) fn dir_for(what: &str, host: Host, mode: Mode) -> PathBuf {
+        let base = if what == "learn" { "/home" } else { "/var/tmp" };
         PathBuf::from(format!(
-            "/var/tmp/gwhosts-{what}-{}-{mode:?}-{}",
+            "{base}/gwhosts-{what}-{}-{mode:?}-{}",
             host.name(),
             std::process::id()
         ))
@@ -129,6 +134,7 @@ impl World {
             model,
             port,
             codex_own_sandbox: false,
+            learn: false,
         };
         w.write_policy();
         w.write_host_settings();
@@ -177,6 +183,11 @@ impl World {
             .unwrap()
             .push(json!(bin_dir));
         std::fs::write(self.policy(), serde_json::to_string_pretty(&p).unwrap()).unwrap();
+    }
+
+    /// The model server's port.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 
     fn path_var(&self) -> String {
@@ -268,7 +279,11 @@ impl World {
             Mode::Bare | Mode::Hooks => Command::new(&self.program),
             Mode::Kernel | Mode::KernelAndHooks => {
                 let mut c = Command::new(crate::gatewayd());
-                c.args(["run", "--user", "root", "--policy"])
+                c.args(["run", "--user", "root"]);
+                if self.learn {
+                    c.arg("--learn");
+                }
+                c.arg("--policy")
                     .arg(self.policy())
                     .arg("--audit")
                     .arg(self.audit())

@@ -8,6 +8,7 @@
 // A test binary sees every dependency of the package; the lint guards the library's list.
 #![allow(unused_crate_dependencies)]
 mod harness;
+mod learn;
 mod readme;
 mod sessions;
 

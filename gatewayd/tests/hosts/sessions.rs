@@ -28,7 +28,7 @@ pub(crate) const PROJECT: [(&str, &str); 7] = [
 
 /// A dozen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
 /// run, a search by glob, a file read, a scratch file in `/tmp`. Each must succeed.
-fn benign(ws: &str) -> Vec<Value> {
+pub(crate) fn benign(ws: &str) -> Vec<Value> {
     vec![
         json!({"shell": "ls -la | head -20"}),
         json!({"shell": "cat README.md 2>/dev/null"}),
@@ -46,7 +46,7 @@ fn benign(ws: &str) -> Vec<Value> {
 }
 
 /// What each benign step's result must hold (what the model was told it did).
-const BENIGN_EXPECT: [&str; 12] = [
+pub(crate) const BENIGN_EXPECT: [&str; 12] = [
     "README.md",
     "A small project.",
     "init",
@@ -70,7 +70,7 @@ fn session(what: &str, host: Host, mode: Mode, steps: &[Value]) -> Option<(World
     Some((world, run))
 }
 
-fn git_init(w: &World) {
+pub(crate) fn git_init(w: &World) {
     let st = std::process::Command::new("git")
         .args(["-c", "user.name=Dev", "-c", "user.email=dev@example.com"])
         .args(["init", "-q", "-b", "main"])

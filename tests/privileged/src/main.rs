@@ -27,6 +27,7 @@ mod harness;
 mod inbound;
 mod inet_protocols;
 mod landlock_records;
+mod learn;
 mod lifetime;
 mod limits;
 mod mcp_servers;

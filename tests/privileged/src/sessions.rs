@@ -281,6 +281,7 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd_kernel::kernel::KernelSpec 
         roots: Vec::new(),
         protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
         require: false,
+        learn: false,
     }
 }
 
@@ -532,6 +533,7 @@ fn protected_session(
         roots: Vec::new(),
         protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
         require: false,
+        learn: false,
     };
     let added = programs.add_session(&spec, std::process::id());
     (cg, added)

@@ -421,9 +421,37 @@ impl<'a> Builder<'a> {
                 None => out.push(p),
             }
         }
+        let mut out = fold_reads_into_writes_and_exec(out);
         out.sort_by(|a, b| (a.group, a.field, b.count).cmp(&(b.group, b.field, a.count)));
         out
     }
+}
+
+/// A proposed readable path that a proposed writable directory covers, or that a proposed
+/// exec entry names (the kernel reads what it may write or run), is folded into that
+/// proposal: the kernel's learn mode records the open of a file it writes or runs as a read
+/// too.
+fn fold_reads_into_writes_and_exec(all: Vec<Proposal>) -> Vec<Proposal> {
+    let path = |p: &Proposal| PathBuf::from(p.value.as_str().unwrap_or("\0"));
+    let (reads, mut out): (Vec<Proposal>, Vec<Proposal>) = all
+        .into_iter()
+        .partition(|p| p.field == "sandbox.readable" && p.value.is_string());
+    for r in reads {
+        let covered = out.iter().position(|o| match o.field {
+            "sandbox.writable" => path(&r).starts_with(path(o)),
+            "sandbox.exec" => path(&r) == path(o),
+            _ => false,
+        });
+        match covered {
+            Some(i) => {
+                let o = &mut out[i];
+                o.count += r.count;
+                o.reasons.extend(r.reasons);
+            }
+            None => out.push(r),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

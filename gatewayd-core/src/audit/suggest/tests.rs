@@ -217,3 +217,87 @@ fn what_the_policy_already_allows_is_said_not_proposed() {
     assert!(s.proposals.is_empty());
     assert_eq!(s.not_proposed[0].rule, Rule::AlreadyAllowed);
 }
+
+/// A kernel `would_deny` of tier 2's learn mode (`fanotify/learn`), as `gatewayd run --learn`
+/// writes it.
+fn learned(reason: &str, access: &str, path: &str) -> Value {
+    json!({"session": "s1", "source": "kernel", "hook": "fanotify/learn",
+           "decision": "would_deny", "reason": reason,
+           "detail": {"path": path, "access": access, "pid": 7, "channel": "fanotify"}})
+}
+
+#[test]
+fn a_kernel_learn_session_gives_reads_writes_exec_and_addresses_never_a_secret() {
+    let mut egress = kernel(
+        "egress_not_allowed",
+        json!({"addr": "203.0.113.9", "port": 443}),
+    );
+    egress["decision"] = json!("would_deny");
+    egress["hook"] = json!("cgroup/connect4");
+    let log = vec![
+        learned("outside_readable", "read", "/etc/ssl/openssl.cnf"),
+        learned("outside_readable", "read", "/home/u/.config/tool/a.json"),
+        // A file written is opened first: its read folds into the write.
+        learned("outside_readable", "read", "/home/u/.cache/tool/db"),
+        learned("outside_writable", "write", "/home/u/.cache/tool/db"),
+        // A program run is opened first too: its read folds into the exec entry.
+        learned("outside_readable", "read", "/usr/bin/true"),
+        learned("exec_not_allowed", "exec", "/usr/bin/true"),
+        egress,
+        // What learn mode at tier 2 never lets through, recorded as the kernel refused it.
+        kernel(
+            "protected_path",
+            json!({"path": "/home/u/.ssh/id_ed25519", "protected_path": "/home/u/.ssh"}),
+        ),
+        // A secret by its name, were it ever recorded outside the roots.
+        learned("outside_readable", "read", "/srv/app/.env"),
+    ];
+    let s = suggest(
+        &log,
+        None,
+        &policy(
+            json!({"sandbox": {"root": "/w", "readable": ["/w"], "writable": ["/w"],
+                                   "exec": ["/usr/bin/env"],
+                                   "protected": ["/home/u/.ssh"]}}),
+        ),
+    );
+    assert_eq!(
+        values(&s, "sandbox.readable"),
+        [json!("/home/u/.config/tool"), json!("/etc/ssl")]
+    );
+    assert_eq!(
+        values(&s, "sandbox.writable"),
+        [json!("/home/u/.cache/tool")]
+    );
+    let cache = s
+        .proposals
+        .iter()
+        .find(|p| p.field == "sandbox.writable")
+        .unwrap();
+    assert_eq!(cache.count, 2, "the read folded into the write");
+    assert_eq!(values(&s, "sandbox.exec"), [json!("/usr/bin/true")]);
+    assert_eq!(
+        values(&s, "network.egress"),
+        [json!({"cidr": "203.0.113.9/32", "port": 443})]
+    );
+    let groups: Vec<Group> = s.proposals.iter().map(|p| p.group).collect();
+    assert!(groups.is_sorted(), "{groups:?}");
+    let never: Vec<(Rule, &str)> = s
+        .not_proposed
+        .iter()
+        .map(|n| (n.rule, n.object.as_str()))
+        .collect();
+    assert!(
+        never.contains(&(Rule::ProtectedPath, "/home/u/.ssh")),
+        "{never:?}"
+    );
+    assert!(
+        never.contains(&(Rule::Secret, "/srv/app/.env")),
+        "{never:?}"
+    );
+    let proposed = serde_json::to_string(&s.proposals).unwrap();
+    assert!(
+        !proposed.contains(".ssh") && !proposed.contains(".env"),
+        "{proposed}"
+    );
+}
