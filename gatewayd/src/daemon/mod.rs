@@ -16,6 +16,8 @@
 //! - [`poll`]     — bounded, adaptive polling for the next message (server and client)
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
 //! - [`systemd`]  — socket activation, readiness and watchdog notifications
+//! - [`reload`]   — a new policy validated whole, then swapped in; a bad one refused
+//! - [`policy_watch`] — what starts a reload: SIGHUP, inotify on the policy's directory
 //!
 //! [`serve`] puts them together with the audit writer ([`gatewayd_core::audit::writer`]).
 use std::{
@@ -31,7 +33,9 @@ pub(crate) mod kernel_lock;
 pub mod line_budget;
 pub(crate) mod operator;
 pub mod peer;
+pub mod policy_watch;
 pub mod poll;
+pub mod reload;
 pub(crate) mod server;
 pub(crate) mod sessions;
 pub mod socket;
@@ -39,6 +43,8 @@ pub(crate) mod suspicion;
 pub mod systemd;
 
 pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
+pub use policy_watch::ReloadOptions;
+pub use reload::{Reload, policy_digest};
 pub use server::ServerOptions;
 
 use crate::shutdown::Shutdown;
@@ -98,6 +104,8 @@ pub struct ServeOptions {
     pub clock: Arc<dyn Clock>,
     /// Connection limits and timeouts of the socket server.
     pub server: ServerOptions,
+    /// What reloads the policy while the daemon runs.
+    pub reload: ReloadOptions,
 }
 
 /// Runs the daemon until `shutdown` fires: loads the policy, opens the audit log (its chain
@@ -109,7 +117,16 @@ pub async fn serve(
     shutdown: Shutdown,
     ready: impl FnOnce(&Arc<Gateway>),
 ) -> Result<Head, DaemonError> {
-    let policy = Policy::load(&opts.policy)?;
+    let bytes = std::fs::read(&opts.policy).map_err(|source| PolicyError::Read {
+        path: opts.policy.clone(),
+        source,
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| PolicyError::Read {
+        path: opts.policy.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    let policy = Policy::parse(text, &opts.policy)?;
+    let digest = policy_digest(&bytes);
     let writer = match &opts.audit {
         Some(p) => Some(
             AuditWriter::start(AuditLog::open(p, opts.clock.clone())?)
@@ -126,6 +143,7 @@ pub async fn serve(
         clock: opts.clock.clone(),
         operator_gid: opts.gid,
         learn: gatewayd_core::engine::Learn::Off,
+        policy_digest: Some(digest.clone()),
     })?);
     for c in &opts.agent_cgroups {
         gw.agent_cgroups().add(c);
@@ -146,11 +164,18 @@ pub async fn serve(
         writer.as_ref(),
         "daemon_start",
         json!({"pid": std::process::id(),
-        "policy": opts.policy, "socket": opts.socket, "socket_activated": activated,
+        "policy": opts.policy, "policy_digest": digest, "socket": opts.socket, "socket_activated": activated,
         "agent_cgroups": gw.agent_cgroups().list()}),
     );
     ready(&gw);
+    let reloads = tokio::spawn(policy_watch::run(
+        gw.clone(),
+        opts.policy.clone(),
+        opts.reload,
+        shutdown.clone(),
+    ));
     server::run(listener, gw.clone(), shutdown, opts.server).await;
+    let _ = reloads.await;
     if !activated {
         remove_socket(&opts.socket);
     }

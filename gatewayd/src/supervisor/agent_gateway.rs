@@ -150,6 +150,7 @@ impl AgentGateway {
             clock: s.clock,
             operator_gid: nix::unistd::getgid().as_raw(),
             learn: s.learn,
+            policy_digest: None,
         })?);
         for w in gw.engine().warnings() {
             eprintln!("gatewayd: note: {w}");

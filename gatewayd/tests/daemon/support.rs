@@ -12,7 +12,7 @@ use std::{
 };
 
 use gatewayd::{
-    daemon::{self, DaemonError, Gateway, ServeOptions, ServerOptions},
+    daemon::{self, DaemonError, Gateway, ReloadOptions, ServeOptions, ServerOptions},
     protocol::client::Client,
     shutdown::{self, Trigger},
 };
@@ -62,6 +62,17 @@ impl Daemon {
         std::fs::write(root.join("notes.txt"), "meeting at noon\n").unwrap();
         let pfile = root.join("policy.json");
         std::fs::write(&pfile, policy_of(&root).to_string()).unwrap();
+        Self::launch(dir, pfile, audit, clock)
+    }
+
+    /// Starts a daemon on the policy file `pfile` (already written), its socket in `dir`.
+    pub(crate) fn launch(
+        dir: tempfile::TempDir,
+        pfile: PathBuf,
+        audit: Option<PathBuf>,
+        clock: Arc<dyn Clock>,
+    ) -> Daemon {
+        let root = dir.path().canonicalize().unwrap();
         let socket = root.join("gatewayd.sock");
         let (trigger, shutdown) = shutdown::channel();
         let (tx, rx) = mpsc::channel();
@@ -74,6 +85,10 @@ impl Daemon {
             agent_cgroups: Vec::new(),
             clock,
             server: ServerOptions::default(),
+            reload: ReloadOptions {
+                sighup: false,
+                watch: true,
+            },
         };
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -100,6 +115,21 @@ impl Daemon {
             trigger,
             thread: Some(thread),
         }
+    }
+
+    /// The policy file `pfile` in `dir` (written by the caller), audit in a directory removed
+    /// with the daemon, the system clock.
+    pub(crate) fn start_file(dir: tempfile::TempDir, pfile: PathBuf) -> Daemon {
+        let adir = tempfile::tempdir().unwrap();
+        let audit = adir.path().join("audit.jsonl");
+        let mut d = Self::launch(
+            dir,
+            pfile,
+            Some(audit),
+            Arc::new(gatewayd_core::clock::SystemClock),
+        );
+        d.audit_dir = Some(adir);
+        d
     }
 
     /// The standard policy, audit in the daemon's directory, the system clock.
