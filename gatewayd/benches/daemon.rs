@@ -51,6 +51,7 @@ impl Running {
             clock: Arc::new(SystemClock),
             server: ServerOptions::default(),
             reload: gatewayd::daemon::ReloadOptions::default(),
+            export: None,
         };
         let (trigger, sd) = shutdown::channel();
         let (tx, rx) = mpsc::channel();

@@ -1,5 +1,5 @@
 //! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...
-//! [--no-watch]`: the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are
+//! [--no-watch] [--export FILE|-] [--anchor-every-s N]`: the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are
 //! answered, every record is written, the socket is removed (unless systemd passed it).
 //! SIGHUP, and a change of the policy file, reload the policy (`daemon::reload`).
 //!
@@ -10,7 +10,10 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use gatewayd::{
-    daemon::{self, ReloadOptions, ServeOptions, ServerOptions, socket, systemd},
+    daemon::{
+        self, ExportOptions, ExportSink, ReloadOptions, ServeOptions, ServerOptions, socket,
+        systemd,
+    },
     protocol, shutdown,
 };
 use gatewayd_core::clock::SystemClock;
@@ -40,6 +43,15 @@ pub(super) struct Args {
     /// the file (an edit, a rename over it, a swapped symlink) reloads it too.
     #[arg(long)]
     no_watch: bool,
+    /// Export the audit chain's head (JSON lines, `"type": "anchor"`: seq, hash, host,
+    /// policy digest) to this file, or `-` for stdout, every --anchor-every-s and at each
+    /// session's close, for `gatewayd audit verify LOG --anchors FILE`. Never blocks a
+    /// decision: a full queue or a failing sink drops lines, counted in the chain.
+    #[arg(long)]
+    export: Option<String>,
+    /// Seconds between two exported heads (when the log grew); 0: only at session close.
+    #[arg(long, default_value_t = 60)]
+    anchor_every_s: u64,
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -95,6 +107,10 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     sighup: true,
                     watch: !args.no_watch,
                 },
+                export: args.export.as_deref().map(|s| ExportOptions {
+                    sink: ExportSink::parse(s),
+                    anchor_every: std::time::Duration::from_secs(args.anchor_every_s),
+                }),
             },
             shutdown,
             |gw| {

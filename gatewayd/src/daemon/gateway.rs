@@ -117,6 +117,10 @@ pub struct Gateway {
     pub(super) agents: AgentCgroups,
     pub(super) operator_gid: u32,
     trip_hook: RwLock<Option<Arc<dyn TripHook>>>,
+    /// Run before a reloaded policy is put in force ([`super::reload::ReloadHook`]).
+    pub(super) reload_hook: RwLock<Option<Arc<dyn super::reload::ReloadHook>>>,
+    /// Where the chain's heads are exported ([`super::export`]).
+    pub(super) anchors: RwLock<Option<Arc<super::export::Anchors>>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -150,6 +154,8 @@ impl Gateway {
             agents: AgentCgroups::default(),
             operator_gid: cfg.operator_gid,
             trip_hook: RwLock::new(None),
+            reload_hook: RwLock::new(None),
+            anchors: RwLock::new(None),
             clock: cfg.clock,
         })
     }
@@ -396,6 +402,7 @@ impl Gateway {
         drop(st);
         self.note(&p.session, AD::Info, "session_close", detail)
             .await?;
+        self.export_head("session_close");
         Ok(Closed {
             closed: true,
             session: p.session,

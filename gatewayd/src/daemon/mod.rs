@@ -18,6 +18,7 @@
 //! - [`systemd`]  — socket activation, readiness and watchdog notifications
 //! - [`reload`]   — a new policy validated whole, then swapped in; a bad one refused
 //! - [`policy_watch`] — what starts a reload: SIGHUP, inotify on the policy's directory
+//! - [`export`]   — the chain's heads exported through a bounded queue that never blocks
 //!
 //! [`serve`] puts them together with the audit writer ([`gatewayd_core::audit::writer`]).
 use std::{
@@ -28,6 +29,7 @@ use std::{
 use serde_json::json;
 
 pub(crate) mod dispatch;
+pub mod export;
 pub(crate) mod gateway;
 pub(crate) mod kernel_lock;
 pub mod line_budget;
@@ -42,9 +44,10 @@ pub mod socket;
 pub(crate) mod suspicion;
 pub mod systemd;
 
+pub use export::{ExportOptions, ExportSink, ExportStats};
 pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
 pub use policy_watch::ReloadOptions;
-pub use reload::{Reload, policy_digest};
+pub use reload::{Reload, ReloadFuture, ReloadHook, policy_digest};
 pub use server::ServerOptions;
 
 use crate::shutdown::Shutdown;
@@ -82,6 +85,9 @@ pub enum DaemonError {
     /// The socket systemd passed could not be served.
     #[error("the inherited socket: {0}")]
     Inherited(std::io::Error),
+    /// The export sink could not be opened, or its thread started.
+    #[error("the export sink: {0}")]
+    Export(std::io::Error),
 }
 
 /// What `gatewayd serve` runs with.
@@ -106,6 +112,8 @@ pub struct ServeOptions {
     pub server: ServerOptions,
     /// What reloads the policy while the daemon runs.
     pub reload: ReloadOptions,
+    /// Where the chain's heads are exported (None: nowhere).
+    pub export: Option<ExportOptions>,
 }
 
 /// Runs the daemon until `shutdown` fires: loads the policy, opens the audit log (its chain
@@ -167,6 +175,16 @@ pub async fn serve(
         "policy": opts.policy, "policy_digest": digest, "socket": opts.socket, "socket_activated": activated,
         "agent_cgroups": gw.agent_cgroups().list()}),
     );
+    let exporter = match &opts.export {
+        Some(e) => Some(start_export(
+            &gw,
+            e,
+            opts.audit.clone(),
+            writer.as_ref(),
+            &shutdown,
+        )?),
+        None => None,
+    };
     ready(&gw);
     let reloads = tokio::spawn(policy_watch::run(
         gw.clone(),
@@ -184,12 +202,38 @@ pub async fn serve(
         "daemon_stop",
         json!({"pid": std::process::id()}),
     );
+    if let Some(x) = exporter {
+        gw.export_head("stop");
+        x.close();
+    }
     match writer {
         Some(w) => w
             .close()
             .map_err(|e| DaemonError::AuditFailed(e.to_string())),
         None => Ok(Head::default()),
     }
+}
+
+/// Starts the exporter of `e`, has the gateway export its heads through it, and the
+/// periodic export.
+fn start_export(
+    gw: &Arc<Gateway>,
+    e: &ExportOptions,
+    log: Option<PathBuf>,
+    writer: Option<&AuditWriter>,
+    shutdown: &Shutdown,
+) -> Result<Arc<export::Exporter>, DaemonError> {
+    let x = Arc::new(
+        export::Exporter::start(e.sink.clone(), writer.map(AuditWriter::handle))
+            .map_err(DaemonError::Export)?,
+    );
+    gw.set_anchors(export::Anchors {
+        exporter: x.clone(),
+        host: export::host_id(),
+        log,
+    });
+    tokio::spawn(export::every(gw.clone(), e.anchor_every, shutdown.clone()));
+    Ok(x)
 }
 
 fn note(writer: Option<&AuditWriter>, reason: &str, detail: serde_json::Value) {

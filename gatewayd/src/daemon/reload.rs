@@ -4,7 +4,7 @@
 //! leaves the policy in force as it was, with one log line and a `policy_reload_failed`
 //! record naming both digests and the error. What a reload does to open sessions:
 //! docs/POLICY.md, "Reloading the policy".
-use std::path::Path;
+use std::{path::Path, sync::Arc};
 
 use serde_json::json;
 
@@ -46,6 +46,20 @@ pub enum Reload {
 const MAX_CHANGES: usize = 64;
 /// ... each cut to this many bytes.
 const MAX_CHANGE_LEN: usize = 400;
+
+/// What a [`ReloadHook`] returns: a future of what it did (merged into the `policy_reload`
+/// record as `kernel`), or why the reload must be refused.
+pub type ReloadFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<serde_json::Value, String>> + Send + 'a>,
+>;
+
+/// Called with a validated new policy before it is put in force: what holds state outside
+/// the gateway that follows the policy (`gatewayd run`: the agent's kernel egress
+/// allowlist). An `Err` refuses the reload; the old policy stays.
+pub trait ReloadHook: Send + Sync {
+    /// Applies what changes from `old` to `new` outside the gateway.
+    fn policy_reloading<'a>(&'a self, old: &'a Policy, new: &'a Policy) -> ReloadFuture<'a>;
+}
 
 /// SHA-256 of a policy file's bytes, hex: what records name as `policy`.
 pub fn policy_digest(bytes: &[u8]) -> String {
@@ -92,27 +106,50 @@ impl Gateway {
         old: Option<String>,
         new: String,
     ) -> Reload {
-        match self.build_from(bytes, path, &new) {
-            Ok((engine, changes)) => {
-                let detail = json!({"path": path, "trigger": trigger, "old": old, "new": new,
-                    "changes": changes, "sessions_open": self.sessions.list().len()});
-                match self.note("-", AD::Info, "policy_reload", detail).await {
-                    Ok(()) => {
-                        self.swap_engine(engine);
-                        Reload::Reloaded { old, new }
-                    }
-                    Err(e) => Reload::Refused {
-                        old,
-                        new: Some(new),
-                        error: format!("the audit record could not be written: {}", e.message),
-                    },
-                }
+        let refused = |error| Reload::Refused {
+            old: old.clone(),
+            new: Some(new.clone()),
+            error,
+        };
+        let (engine, changes) = match self.build_from(bytes, path, &new) {
+            Ok(b) => b,
+            Err(error) => return refused(error),
+        };
+        let kernel = match self.run_reload_hook(engine.policy()).await {
+            Ok(k) => k,
+            Err(error) => return refused(error),
+        };
+        let detail = json!({"path": path, "trigger": trigger, "old": old, "new": new,
+            "changes": changes, "sessions_open": self.sessions.list().len(), "kernel": kernel});
+        match self.note("-", AD::Info, "policy_reload", detail).await {
+            Ok(()) => {
+                self.swap_engine(engine);
+                Reload::Reloaded { old, new }
             }
-            Err(error) => Reload::Refused {
-                old,
-                new: Some(new),
-                error,
-            },
+            Err(e) => refused(format!(
+                "the audit record could not be written: {}",
+                e.message
+            )),
+        }
+    }
+
+    /// Sets the hook a reload runs before the new policy is put in force.
+    pub fn set_reload_hook(&self, hook: Arc<dyn ReloadHook>) {
+        *self
+            .reload_hook
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
+    }
+
+    async fn run_reload_hook(&self, new: &Policy) -> Result<serde_json::Value, String> {
+        let hook = self
+            .reload_hook
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match hook {
+            Some(h) => h.policy_reloading(self.engine().policy(), new).await,
+            None => Ok(serde_json::Value::Null),
         }
     }
 

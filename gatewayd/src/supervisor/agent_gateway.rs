@@ -104,6 +104,8 @@ pub(super) fn paths(runtime_dir: &Path, session: &str) -> (PathBuf, PathBuf) {
 /// What the agent's gateway is built from.
 pub(super) struct Setup<'a> {
     pub(super) policy: &'a Policy,
+    /// The policy file: watched, and reloaded when it changes.
+    pub(super) policy_path: &'a Path,
     /// Paths no tool argument may touch (policy, audit log; the runtime directory is added).
     pub(super) protect: Vec<PathBuf>,
     pub(super) audit: WriterHandle,
@@ -150,12 +152,15 @@ impl AgentGateway {
             clock: s.clock,
             operator_gid: nix::unistd::getgid().as_raw(),
             learn: s.learn,
-            policy_digest: None,
+            policy_digest: std::fs::read(s.policy_path)
+                .ok()
+                .map(|b| crate::daemon::policy_digest(&b)),
         })?);
         for w in gw.engine().warnings() {
             eprintln!("gatewayd: note: {w}");
         }
         gw.agent_cgroups().add(&cgroup);
+        let kernel = s.kernel.clone();
         let hook = Arc::new(LockdownHook {
             lock: RunSession {
                 kernel: Mutex::new(Some(s.kernel)),
@@ -208,6 +213,7 @@ impl AgentGateway {
             return Err(AgentGatewayError::Open(e.message));
         }
         let (trigger, stop) = shutdown::channel();
+        super::policy_reload::watch(&gw, kernel, s.policy_path.to_owned(), stop.clone());
         let server = tokio::spawn(server::run(
             listener,
             gw.clone(),

@@ -68,8 +68,17 @@ fn digest_of(path: &Path) -> String {
     policy_digest(&std::fs::read(path).unwrap())
 }
 
-#[test]
-fn a_changed_file_is_in_force_for_the_next_call_and_the_records_name_the_digests() {
+/// A daemon on the standard policy, with session `s` open.
+struct Started {
+    d: Daemon,
+    pfile: std::path::PathBuf,
+    audit: std::path::PathBuf,
+    /// The digest of the policy it started with.
+    old: String,
+    c: Client,
+}
+
+fn started() -> Started {
     let d = Daemon::start();
     let pfile = d.root().join("policy.json");
     let audit = d.audit.clone().unwrap();
@@ -77,6 +86,24 @@ fn a_changed_file_is_in_force_for_the_next_call_and_the_records_name_the_digests
     let mut c = d.client();
     c.call("session/open", json!({"session": "s", "user": "alice"}))
         .unwrap();
+    Started {
+        d,
+        pfile,
+        audit,
+        old,
+        c,
+    }
+}
+
+#[test]
+fn a_changed_file_is_in_force_for_the_next_call_and_the_records_name_the_digests() {
+    let Started {
+        d,
+        pfile,
+        audit,
+        old,
+        mut c,
+    } = started();
     assert_eq!(decide(&mut c, "s", "count")["decision"], "allow");
     let text = without_count(&d.root()).to_string();
     let new = policy_digest(text.as_bytes());
@@ -130,13 +157,13 @@ fn a_changed_file_is_in_force_for_the_next_call_and_the_records_name_the_digests
 
 #[test]
 fn a_bad_file_keeps_the_old_policy_and_is_recorded_with_both_digests() {
-    let d = Daemon::start();
-    let pfile = d.root().join("policy.json");
-    let audit = d.audit.clone().unwrap();
-    let old = digest_of(&pfile);
-    let mut c = d.client();
-    c.call("session/open", json!({"session": "s", "user": "alice"}))
-        .unwrap();
+    let Started {
+        d,
+        pfile,
+        audit,
+        old,
+        mut c,
+    } = started();
     // Half-written: the first half of a good file, then closed.
     let good = without_count(&d.root()).to_string();
     let half = &good[..good.len() / 2];

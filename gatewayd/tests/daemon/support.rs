@@ -12,7 +12,9 @@ use std::{
 };
 
 use gatewayd::{
-    daemon::{self, DaemonError, Gateway, ReloadOptions, ServeOptions, ServerOptions},
+    daemon::{
+        self, DaemonError, ExportOptions, Gateway, ReloadOptions, ServeOptions, ServerOptions,
+    },
     protocol::client::Client,
     shutdown::{self, Trigger},
 };
@@ -72,6 +74,27 @@ impl Daemon {
         audit: Option<PathBuf>,
         clock: Arc<dyn Clock>,
     ) -> Daemon {
+        Self::launch_with(dir, pfile, audit, clock, None)
+    }
+
+    /// The standard policy, audit in `audit` (kept after the daemon), exporting to `export`.
+    pub(crate) fn start_exporting(audit: PathBuf, export: ExportOptions) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("notes.txt"), "meeting at noon\n").unwrap();
+        let pfile = root.join("policy.json");
+        std::fs::write(&pfile, policy(&root).to_string()).unwrap();
+        let clock = Arc::new(gatewayd_core::clock::SystemClock);
+        Self::launch_with(dir, pfile, Some(audit), clock, Some(export))
+    }
+
+    fn launch_with(
+        dir: tempfile::TempDir,
+        pfile: PathBuf,
+        audit: Option<PathBuf>,
+        clock: Arc<dyn Clock>,
+        export: Option<ExportOptions>,
+    ) -> Daemon {
         let root = dir.path().canonicalize().unwrap();
         let socket = root.join("gatewayd.sock");
         let (trigger, shutdown) = shutdown::channel();
@@ -89,6 +112,7 @@ impl Daemon {
                 sighup: false,
                 watch: true,
             },
+            export,
         };
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
