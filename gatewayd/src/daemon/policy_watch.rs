@@ -127,11 +127,9 @@ impl DirWatch {
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
         inotify.add_watch(
             &dir,
-            AddWatchFlags::IN_CLOSE_WRITE
-                | AddWatchFlags::IN_MOVED_TO
-                | AddWatchFlags::IN_MOVED_FROM
-                | AddWatchFlags::IN_CREATE
-                | AddWatchFlags::IN_DELETE,
+            // Not removals: a file removed and made again (`install`) is read once it is
+            // closed, never while it is missing.
+            AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_CREATE,
         )?;
         // SAFETY: the descriptor is owned by the `Inotify` the `AsyncFd` owns: it stays open
         // and the same until the `AsyncFd` is dropped.
