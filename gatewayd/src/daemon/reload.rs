@@ -141,6 +141,15 @@ impl Gateway {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
     }
 
+    /// Drops the reload hook (and what it holds: `gatewayd run`'s kernel task handle, which
+    /// must go for the kernel task to end).
+    pub fn clear_reload_hook(&self) {
+        *self
+            .reload_hook
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
     async fn run_reload_hook(&self, new: &Policy) -> Result<serde_json::Value, String> {
         let hook = self
             .reload_hook

@@ -251,7 +251,8 @@ impl AgentGateway {
     }
 
     /// Stops serving (connections finish the request they handle), lets go of the kernel
-    /// task's handle (so the kernel layer can be detached), removes the socket and its
+    /// task's handles (the lockdown hook's and the reload hook's, so the kernel layer can be
+    /// detached), removes the socket and its
     /// directory.
     pub(super) async fn stop(self) {
         self.hook
@@ -260,6 +261,8 @@ impl AgentGateway {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
+        // The reload hook holds a kernel task handle too.
+        self.gateway.clear_reload_hook();
         self.trigger.fire();
         let _ = self.server.await;
         remove(&self.socket, &self.dir);
