@@ -50,6 +50,8 @@ impl Running {
             agent_cgroups: Vec::new(),
             clock: Arc::new(SystemClock),
             server: ServerOptions::default(),
+            reload: gatewayd::daemon::ReloadOptions::default(),
+            export: None,
         };
         let (trigger, sd) = shutdown::channel();
         let (tx, rx) = mpsc::channel();

@@ -93,6 +93,7 @@ impl Backend {
             clock,
             operator_gid: 0,
             learn,
+            policy_digest: None,
         })?;
         Ok(Backend::Local {
             gw: Arc::new(gw),

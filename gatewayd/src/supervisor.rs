@@ -28,8 +28,9 @@
 //! `agent_process` (spawn, signals, SIGUSR1), `records` (run's own records, kernel records
 //! to the writer), [`egress_hosts`] (the egress allowlist's host names, resolved into the
 //! kernel and kept current with their TTL), `egress_proxy` (egress by name: the proxy and
-//! resolver the kernel sends the agent's connections and DNS to), `landlock_records` (tier 2's Landlock denials,
-//! read from the kernel's audit subsystem).
+//! resolver the kernel sends the agent's connections and DNS to), `landlock_records` (tier
+//! 2's Landlock denials, read from the kernel's audit subsystem), `policy_reload` (the
+//! policy file watched; the kernel's egress allowlist follows a reload).
 use std::{path::PathBuf, sync::Arc};
 
 use serde_json::json;
@@ -54,6 +55,7 @@ mod egress_proxy;
 mod landlock_records;
 pub(crate) mod left_behind;
 pub mod nested_sandbox;
+mod policy_reload;
 mod prepare;
 mod records;
 mod start;

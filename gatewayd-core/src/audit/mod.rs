@@ -36,6 +36,8 @@
 //!   canonical form and hash, and the timestamp format;
 //! - `log.rs`: [`AuditLog`], the locked, append-only writer (write + fdatasync, poisoning);
 //! - `verify.rs`: the chain verifier ([`verify()`], [`VerifyError`]);
+//! - `anchors.rs`: exported chain heads ([`anchors::Anchor`]) and the check of a log against
+//!   them ([`anchors::check_anchors`]);
 //! - `writer.rs`: the daemon's one writer thread, group commit ([`writer::AuditWriter`]);
 //! - `aggregate.rs`: kernel denials, the first of each kind per window in full, the rest
 //!   counted ([`aggregate::Aggregator`]);
@@ -43,6 +45,7 @@
 //!   entries (`gatewayd explain`, `gatewayd policy suggest`);
 //! - `tests.rs`: the writer and the verifier together.
 pub mod aggregate;
+pub mod anchors;
 pub mod explain;
 mod log;
 mod record;

@@ -59,6 +59,9 @@ impl Engine {
         };
         self.secrets.all.scrub_value(&mut detail);
         s.secrets().scrub_value(&mut detail);
+        if let (Some(d), Some(m)) = (&self.policy_digest, detail.as_object_mut()) {
+            m.insert("policy".into(), Value::String(d.clone()));
+        }
         let rec = AuditRecord {
             session: secret_egress::scrub_text(self, s, &s.id, true),
             tool: Some(secret_egress::scrub_text(self, s, tool, true)),

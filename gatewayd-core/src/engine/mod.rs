@@ -55,7 +55,10 @@ pub struct Engine {
     sandbox: sandbox::SandboxView,
     egress: sandbox::EgressView,
     secrets: secret_store::SecretStore,
-    approvals: Mutex<approval::Approvals>,
+    /// Held calls; shared with the engine a policy reload builds ([`Engine::adopt`]).
+    approvals: Arc<Mutex<approval::Approvals>>,
+    /// SHA-256 (hex) of the policy file's bytes, named in each record ([`Engine::set_policy_digest`]).
+    policy_digest: Option<String>,
     warnings: Vec<String>,
     /// The registered tools' names, for the `not_allowlisted` message.
     tool_list: String,
@@ -85,7 +88,8 @@ impl Engine {
             secrets,
             tools: RwLock::new(tools),
             rules,
-            approvals: Mutex::new(approval::Approvals::default()),
+            approvals: Arc::default(),
+            policy_digest: None,
             file_secrets: Mutex::new(None),
             secret_memo: secrets::SecretMemo::default(),
             learn: Learn::Off,
@@ -110,6 +114,43 @@ impl Engine {
     /// The engine's learn mode.
     pub fn learn(&self) -> Learn {
         self.learn
+    }
+
+    /// Names the policy's digest (SHA-256 of the file's bytes, hex) in every record the
+    /// engine writes (`detail.policy`): which policy version decided.
+    pub fn set_policy_digest(&mut self, digest: String) {
+        self.policy_digest = Some(digest);
+    }
+
+    /// The digest given to [`Engine::set_policy_digest`].
+    pub fn policy_digest(&self) -> Option<&str> {
+        self.policy_digest.as_deref()
+    }
+
+    /// Takes over what `old` learned at run time, for a policy reload (docs/POLICY.md,
+    /// "Reloading the policy"): the held and approved calls (one store, shared, so that a
+    /// call `old` is still deciding holds into it too), and, per tool whose pin is
+    /// unchanged, the definition last registered and the scan's findings (a tool blocked
+    /// by a rug pull stays blocked until re-pinned). The caller keeps `old` from
+    /// registering definitions while this runs.
+    pub fn adopt(&mut self, old: &Engine) {
+        self.approvals = old.approvals.clone();
+        let old_tools = old
+            .tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tools = self
+            .tools
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (name, t) in tools.iter_mut() {
+            if let Some(o) = old_tools.get(name).filter(|o| o.pin == t.pin) {
+                t.current.clone_from(&o.current);
+                if !o.findings.is_empty() {
+                    t.findings.clone_from(&o.findings);
+                }
+            }
+        }
     }
 
     /// Adds a secret at run time (e.g. a token the application just minted).

@@ -12,6 +12,9 @@ use crate::policy::Label;
 /// output stays remembered and newer output is no longer indexed (a documented limit).
 pub(crate) const ECHO_CAP: usize = 1 << 20;
 
+/// A rate-limit entry as a session counts it: its tool glob and its window in ms.
+pub(crate) type RateKey = (String, u64);
+
 /// The Rule-of-Two legs a session has touched.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Legs {
@@ -44,8 +47,9 @@ pub struct Session {
     pub scopes: BTreeSet<String>,
     legs: Legs,
     echo: HashSet<u64>,
-    /// Allowed-call times per rate-limit entry (its index in `limits.rate`).
-    rate: HashMap<usize, CallTimes>,
+    /// Allowed-call times per rate-limit entry, by its tool glob and window in ms (not by
+    /// its place in `limits.rate`: the counts of an entry a policy reload keeps go on).
+    rate: HashMap<RateKey, CallTimes>,
     spent: u64,
     actions: BTreeMap<Label, u32>,
     /// Secrets registered for this session alone: those it started with
@@ -158,15 +162,15 @@ impl Session {
 
     /// The allowed calls rate-limit entry `entry` counted inside the window of `window_ms`
     /// ending at `now`.
-    pub(crate) fn recent_calls(&self, entry: usize, now: u64, window_ms: u64) -> Recent {
+    pub(crate) fn recent_calls(&self, entry: &RateKey, now: u64, window_ms: u64) -> Recent {
         self.rate
-            .get(&entry)
+            .get(entry)
             .map(|t| t.recent(now, window_ms))
             .unwrap_or_default()
     }
 
     /// Counts an allowed call at `now` for rate-limit entry `entry`.
-    pub(crate) fn count_call(&mut self, entry: usize, now: u64, window_ms: u64) {
+    pub(crate) fn count_call(&mut self, entry: RateKey, now: u64, window_ms: u64) {
         self.rate.entry(entry).or_default().push(now, window_ms);
     }
 
@@ -285,10 +289,11 @@ mod tests {
     #[test]
     fn rate_window_counts_only_calls_inside_it() {
         let mut s = Session::new("s", "u", &[]);
+        let key = || ("t".to_owned(), 10_000);
         for t in [1_000, 5_000, 9_000] {
-            s.count_call(0, t, 10_000);
+            s.count_call(key(), t, 10_000);
         }
-        let r = |s: &Session, now| s.recent_calls(0, now, 10_000);
+        let r = |s: &Session, now| s.recent_calls(&key(), now, 10_000);
         assert_eq!(
             r(&s, 9_000),
             Recent {
@@ -305,10 +310,11 @@ mod tests {
             }
         );
         assert_eq!(r(&s, 30_000), Recent::default());
-        assert_eq!(s.recent_calls(1, 9_000, 10_000), Recent::default());
+        let other = ("u".to_owned(), 10_000);
+        assert_eq!(s.recent_calls(&other, 9_000, 10_000), Recent::default());
         // Counting forgets what has left the window.
-        s.count_call(0, 15_500, 10_000);
-        assert_eq!(s.rate[&0].0, [9_000, 15_500]);
+        s.count_call(key(), 15_500, 10_000);
+        assert_eq!(s.rate[&key()].0, [9_000, 15_500]);
     }
 
     #[test]

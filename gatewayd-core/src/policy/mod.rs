@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod agent;
+pub mod diff;
 mod error;
 pub(crate) mod mcp;
 pub mod names;

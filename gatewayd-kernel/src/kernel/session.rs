@@ -90,6 +90,8 @@ pub struct Session {
     names: ReadOnlyNames,
     /// The policy's own (`cidr`) egress rules: resolved host rules go after them.
     egress: Vec<EgressRule>,
+    /// The resolved host rules last set ([`Session::set_resolved`]).
+    resolved: Vec<EgressRule>,
     maps: Arc<Mutex<SetMaps>>,
     events: Option<RingBuf<MapData>>,
 }
@@ -246,6 +248,7 @@ pub(crate) fn add(
         unix,
         names,
         egress: spec.egress.clone(),
+        resolved: Vec::new(),
         maps,
         events: Some(events),
     })
@@ -526,12 +529,27 @@ impl Session {
     /// as fit in [`MAX_EGRESS_RULES`]), keeping the lockdown switch as it is. Returns how many
     /// did not fit. Under the set lock: a lockdown set meanwhile by another process (the
     /// daemon, `kernel::enclosing`) is never overwritten.
-    pub fn set_resolved(&self, resolved: &[EgressRule]) -> Result<usize, KernelError> {
+    pub fn set_resolved(&mut self, resolved: &[EgressRule]) -> Result<usize, KernelError> {
+        self.resolved = resolved.to_vec();
+        self.write_egress()
+    }
+
+    /// Replaces the policy's own (`cidr`) rules (a policy reload), keeping the resolved host
+    /// rules after them and the lockdown switch as it is; returns how many did not fit.
+    pub fn set_egress(&mut self, own: &[EgressRule]) -> Result<usize, KernelError> {
+        self.egress = own.to_vec();
+        self.write_egress()
+    }
+
+    /// Writes the session's `EGRESS` entry from its own and resolved rules, under the set
+    /// lock: a lockdown set meanwhile by another process (the daemon, `kernel::enclosing`)
+    /// is never overwritten.
+    fn write_egress(&self) -> Result<usize, KernelError> {
         let _lock = SetLock::acquire()?;
         let mut m = lock(&self.maps);
         let id = self.place.id;
         let mut policy = m.egress.get(&id, 0).map_err(map_err("EGRESS"))?;
-        let (rules, dropped) = egress_rules(&self.egress, resolved);
+        let (rules, dropped) = egress_rules(&self.egress, &self.resolved);
         policy.rules = EgressPolicy::EMPTY.rules;
         policy.rules[..rules.len()].copy_from_slice(&rules);
         policy.count = rules.len() as u32;

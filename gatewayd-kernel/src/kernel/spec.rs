@@ -111,6 +111,20 @@ pub fn inode_key(path: &std::path::Path) -> std::io::Result<InodeKey> {
     })
 }
 
+/// The kernel rules of the policy's egress entries that have a `cidr` (host-only entries are
+/// resolved by `gatewayd run`), in policy order.
+pub fn egress_rules(policy: &Policy) -> Vec<EgressRule> {
+    policy
+        .network
+        .egress
+        .iter()
+        .filter_map(|e| {
+            let cidr = Cidr::parse(e.cidr.as_deref()?).ok()?;
+            Some(egress_rule(&cidr, e.port))
+        })
+        .collect()
+}
+
 /// One egress rule from an allowlist entry; host-only entries have no kernel form.
 pub fn egress_rule(cidr: &Cidr, port: Option<u16>) -> EgressRule {
     EgressRule {
@@ -278,15 +292,7 @@ impl KernelSpec {
         } else {
             Vec::new()
         };
-        let egress = policy
-            .network
-            .egress
-            .iter()
-            .filter_map(|e| {
-                let cidr = Cidr::parse(e.cidr.as_deref()?).ok()?;
-                Some(egress_rule(&cidr, e.port))
-            })
-            .collect();
+        let egress = egress_rules(policy);
         let (unix_paths, unix_names) = unix_entries(policy, &mut warnings);
         let fs_roots = FsRoots::of(&policy.sandbox);
         let roots = root_inodes(&policy.sandbox, &fs_roots, &mut warnings);

@@ -34,6 +34,14 @@ pub enum Command {
         /// Where the result goes.
         reply: oneshot::Sender<Result<usize, KernelError>>,
     },
+    /// Replace the policy's own (`cidr`) egress rules (a policy reload); replies with how
+    /// many rules did not fit.
+    SetEgress {
+        /// The new policy's `cidr` rules, in policy order.
+        rules: Vec<EgressRule>,
+        /// Where the result goes.
+        reply: oneshot::Sender<Result<usize, KernelError>>,
+    },
     /// Read every event still in the ring buffer, then reply with the count of the
     /// session's events the kernel had to drop (its ring buffer full).
     Drain {
@@ -79,6 +87,17 @@ impl Handle {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Command::SetResolved { rules, reply })
+            .await
+            .map_err(|_| KernelError::TaskStopped)?;
+        rx.await.map_err(|_| KernelError::TaskStopped)?
+    }
+
+    /// Replaces the session's own (`cidr`) egress rules with a reloaded policy's; returns how
+    /// many rules did not fit.
+    pub async fn set_egress(&self, rules: Vec<EgressRule>) -> Result<usize, KernelError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Command::SetEgress { rules, reply })
             .await
             .map_err(|_| KernelError::TaskStopped)?;
         rx.await.map_err(|_| KernelError::TaskStopped)?
@@ -134,6 +153,9 @@ where
                     }
                     Some(Command::SetResolved { rules, reply }) => {
                         let _ = reply.send(session.set_resolved(&rules));
+                    }
+                    Some(Command::SetEgress { rules, reply }) => {
+                        let _ = reply.send(session.set_egress(&rules));
                     }
                     Some(Command::Drain { reply }) => {
                         out.read_all(fd.get_mut()).await;

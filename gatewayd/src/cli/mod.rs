@@ -15,6 +15,7 @@ mod man;
 mod mcp;
 mod out;
 mod policy;
+mod policy_diff;
 mod policy_mcp;
 mod policy_suggest;
 mod run;

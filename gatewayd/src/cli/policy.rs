@@ -1,7 +1,8 @@
 //! `gatewayd policy validate P`, `gatewayd policy pin P [--from TOOLS.json]`,
 //! `gatewayd policy init [--out P] [--workspace DIR] [--home DIR]`,
 //! `gatewayd policy add-mcp P --server NAME -- SERVER_CMD...` (`policy_mcp.rs`),
-//! `gatewayd policy suggest AUDIT [--policy P] [--out FILE]` (`policy_suggest.rs`)
+//! `gatewayd policy suggest AUDIT [--policy P] [--out FILE]` (`policy_suggest.rs`),
+//! `gatewayd policy diff OLD NEW [--json]` (`policy_diff.rs`)
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -85,6 +86,10 @@ pub(super) enum Command {
     /// files, egress, exec, roots, tools), and what is never proposed (protected paths and
     /// names, secrets, self-protection, the Rule of Two) with why. --out writes the result.
     Suggest(super::policy_suggest::Args),
+    /// What replacing OLD by NEW would change, for a reviewer before a reload: tools by
+    /// name, rules by id, every other field by its path (inline secret values never
+    /// shown). Exit 0: no change; 1: changes; 2: a file is not a valid policy.
+    Diff(super::policy_diff::Args),
 }
 
 pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -121,6 +126,7 @@ pub(super) fn exec(cmd: Command) -> anyhow::Result<ExitCode> {
             command,
         } => super::policy_mcp::add_mcp(&policy, &server, &command, timeout_s),
         Command::Suggest(a) => super::policy_suggest::exec(a),
+        Command::Diff(a) => super::policy_diff::exec(a),
     }
 }
 

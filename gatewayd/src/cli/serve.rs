@@ -1,6 +1,7 @@
-//! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...`:
-//! the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are answered,
-//! every record is written, the socket is removed (unless systemd passed it).
+//! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...
+//! [--no-watch] [--export FILE|-] [--anchor-every-s N]`: the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are
+//! answered, every record is written, the socket is removed (unless systemd passed it).
+//! SIGHUP, and a change of the policy file, reload the policy (`daemon::reload`).
 //!
 //! Under systemd (packaging/): a socket passed by socket activation is served as it is,
 //! `READY=1` is sent once it accepts connections, `WATCHDOG=1` every half `WATCHDOG_USEC`,
@@ -9,7 +10,10 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use gatewayd::{
-    daemon::{self, ServeOptions, ServerOptions, socket, systemd},
+    daemon::{
+        self, ExportOptions, ExportSink, ReloadOptions, ServeOptions, ServerOptions, socket,
+        systemd,
+    },
     protocol, shutdown,
 };
 use gatewayd_core::clock::SystemClock;
@@ -35,6 +39,19 @@ pub(super) struct Args {
     /// from inside it, no credentials handed out to it. Repeatable; /gatewayd always is.
     #[arg(long = "agent-cgroup")]
     agent_cgroups: Vec<String>,
+    /// Do not watch the policy file: reload it on SIGHUP only. Without this, a change of
+    /// the file (an edit, a rename over it, a swapped symlink) reloads it too.
+    #[arg(long)]
+    no_watch: bool,
+    /// Export the audit chain's head (JSON lines, `"type": "anchor"`: seq, hash, host,
+    /// policy digest) to this file, or `-` for stdout, every --anchor-every-s and at each
+    /// session's close, for `gatewayd audit verify LOG --anchors FILE`. Never blocks a
+    /// decision: a full queue or a failing sink drops lines, counted in the chain.
+    #[arg(long)]
+    export: Option<String>,
+    /// Seconds between two exported heads (when the log grew); 0: only at session close.
+    #[arg(long, default_value_t = 60)]
+    anchor_every_s: u64,
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -86,6 +103,14 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 agent_cgroups: args.agent_cgroups,
                 clock: Arc::new(SystemClock),
                 server: ServerOptions::default(),
+                reload: ReloadOptions {
+                    sighup: true,
+                    watch: !args.no_watch,
+                },
+                export: args.export.as_deref().map(|s| ExportOptions {
+                    sink: ExportSink::parse(s),
+                    anchor_every: std::time::Duration::from_secs(args.anchor_every_s),
+                }),
             },
             shutdown,
             |gw| {

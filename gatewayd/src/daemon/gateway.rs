@@ -73,16 +73,54 @@ pub struct GatewayConfig {
     pub operator_gid: u32,
     /// Learn mode of the engine (docs/POLICY.md, "Learn mode").
     pub learn: Learn,
+    /// SHA-256 (hex) of the policy file's bytes, named in every decision record (None:
+    /// the policy did not come from a file).
+    pub policy_digest: Option<String>,
+}
+
+/// What every engine of a gateway is built with, the first and each reload's.
+pub(super) struct EngineBuild {
+    protect: Vec<PathBuf>,
+    learn: Learn,
+    sink: Option<Arc<Mutex<dyn AuditSink>>>,
+}
+
+impl EngineBuild {
+    /// An engine for `policy`, protecting the gateway's paths, in its learn mode.
+    pub(super) fn engine(
+        &self,
+        policy: Policy,
+        digest: Option<String>,
+        clock: &Arc<dyn Clock>,
+    ) -> Result<Engine, EngineError> {
+        let mut engine = Engine::new(Arc::new(policy), clock.clone(), self.sink.clone())?;
+        for p in &self.protect {
+            engine.protect(p);
+        }
+        engine.set_learn(self.learn);
+        if let Some(d) = digest {
+            engine.set_policy_digest(d);
+        }
+        Ok(engine)
+    }
 }
 
 /// The daemon's state, shared by every connection.
 pub struct Gateway {
-    pub(super) engine: Engine,
+    /// The engine of the policy in force: a call takes it once and is decided wholly under
+    /// it; a reload ([`Gateway::reload_policy`]) swaps it.
+    engine: RwLock<Arc<Engine>>,
+    /// What a reload builds the next engine with.
+    pub(super) build: EngineBuild,
     audit: Option<WriterHandle>,
     pub(super) sessions: Sessions,
     pub(super) agents: AgentCgroups,
     pub(super) operator_gid: u32,
     trip_hook: RwLock<Option<Arc<dyn TripHook>>>,
+    /// Run before a reloaded policy is put in force ([`super::reload::ReloadHook`]).
+    pub(super) reload_hook: RwLock<Option<Arc<dyn super::reload::ReloadHook>>>,
+    /// Where the chain's heads are exported ([`super::export`]).
+    pub(super) anchors: RwLock<Option<Arc<super::export::Anchors>>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -102,25 +140,58 @@ impl Gateway {
             .audit
             .as_ref()
             .map(|h| Arc::new(Mutex::new(DeferredSink(h.clone()))) as _);
-        let mut engine = Engine::new(Arc::new(cfg.policy), cfg.clock.clone(), sink)?;
-        for p in &cfg.protect {
-            engine.protect(p);
-        }
-        engine.set_learn(cfg.learn);
+        let build = EngineBuild {
+            protect: cfg.protect,
+            learn: cfg.learn,
+            sink,
+        };
+        let engine = build.engine(cfg.policy, cfg.policy_digest, &cfg.clock)?;
         Ok(Gateway {
-            engine,
+            engine: RwLock::new(Arc::new(engine)),
+            build,
             audit: cfg.audit,
             sessions: Sessions::default(),
             agents: AgentCgroups::default(),
             operator_gid: cfg.operator_gid,
             trip_hook: RwLock::new(None),
+            reload_hook: RwLock::new(None),
+            anchors: RwLock::new(None),
             clock: cfg.clock,
         })
     }
 
-    /// The decision engine.
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    /// The decision engine of the policy in force (a reload swaps it: take it once per
+    /// call).
+    pub fn engine(&self) -> Arc<Engine> {
+        self.engine
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Runs `f` on the engine in force while no reload can swap it (for what must not be
+    /// lost in a swap: a definition's registration).
+    fn with_engine<R>(&self, f: impl FnOnce(&Engine) -> R) -> R {
+        f(&self
+            .engine
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Puts `next` in force, taking over what the engine in force learned at run time
+    /// ([`Engine::adopt`]); returns the engine it replaced.
+    pub(super) fn swap_engine(&self, mut next: Engine) -> Arc<Engine> {
+        let mut slot = self
+            .engine
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        next.adopt(&slot);
+        std::mem::replace(&mut *slot, Arc::new(next))
+    }
+
+    /// The clock every decision and record reads.
+    pub(super) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// The audit writer the gateway records through (None: no audit).
@@ -278,7 +349,7 @@ impl Gateway {
         let (names, notes) = if self.sessions.get(&id).is_some() {
             (Vec::new(), Vec::new())
         } else {
-            self.engine.start_session(&mut session, env.as_deref())
+            self.engine().start_session(&mut session, env.as_deref())
         };
         let slot = SessionSlot {
             id: id.clone(),
@@ -331,6 +402,7 @@ impl Gateway {
         drop(st);
         self.note(&p.session, AD::Info, "session_close", detail)
             .await?;
+        self.export_head("session_close");
         Ok(Closed {
             closed: true,
             session: p.session,
@@ -346,7 +418,7 @@ impl Gateway {
             .iter()
             .map(|d| ToolStatus {
                 name: d.name.clone(),
-                status: match self.engine.register(d) {
+                status: match self.with_engine(|e| e.register(d)) {
                     Registration::Accepted => Status::Accepted,
                     Registration::NotInPolicy => Status::NotInPolicy,
                     Registration::RugPull { pinned, got } => Status::RugPull { pinned, got },
@@ -364,7 +436,7 @@ impl Gateway {
     pub async fn add_secret(&self, peer: &Peer, p: SecretsAdd) -> Result<SecretAdded, RpcError> {
         let slot = self.session_for(peer, &p.session, "secrets/add").await?;
         let mut st = slot.state.lock().await;
-        self.engine
+        self.engine()
             .add_session_secret(&mut st.session, &p.name, &p.value)
             .map_err(|e| RpcError::params(e.to_string()))?;
         self.note(
@@ -387,7 +459,8 @@ impl Gateway {
         let mut st = slot.state.lock().await;
         // The session stays locked until the record is durable: the decision's effects on
         // it (counters, legs) are seen by no other call before that.
-        let admission = self.engine.admit(&mut st.session, &p.call);
+        // Taken once the session is locked: the call is decided wholly under one policy.
+        let admission = self.engine().admit(&mut st.session, &p.call);
         let legs = st.session.legs();
         if let Err(e) = self.durable().await {
             return Ok(deny(
@@ -431,7 +504,7 @@ impl Gateway {
         };
         let slot = self.session_for(peer, &p.session, "call/output").await?;
         let mut st = slot.state.lock().await;
-        let (output, error) = self.engine.finish(&mut st.session, &p.tool, result);
+        let (output, error) = self.engine().finish(&mut st.session, &p.tool, result);
         if let Err(e) = self
             .after_change(&slot, &mut st, Some(&p.tool), "call/output")
             .await
@@ -464,7 +537,7 @@ impl Gateway {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
             // `--learn-unsafe`: the lockdown is recorded as what would have been done.
-            .filter(|_| self.engine.learn() != Learn::Unsafe);
+            .filter(|_| self.build.learn != Learn::Unsafe);
         let tripped = TrippedSession {
             id: &slot.id,
             cgroup: &slot.owner_cgroup,
@@ -479,7 +552,7 @@ impl Gateway {
         let detail =
             json!({"cgroup": slot.owner_cgroup, "legs": legs, "tool": tool, "method": method});
         match res {
-            Ok(()) if self.engine.learn() == Learn::Unsafe => {
+            Ok(()) if self.build.learn == Learn::Unsafe => {
                 let m =
                     "learn mode (unsafe): the egress lockdown of the Rule of Two was not applied";
                 let d =

@@ -16,6 +16,9 @@
 //! - [`poll`]     — bounded, adaptive polling for the next message (server and client)
 //! - [`socket`]   — the socket file: stale ones replaced, live ones refused, 0660 + group
 //! - [`systemd`]  — socket activation, readiness and watchdog notifications
+//! - [`reload`]   — a new policy validated whole, then swapped in; a bad one refused
+//! - [`policy_watch`] — what starts a reload: SIGHUP, inotify on the policy's directory
+//! - [`export`]   — the chain's heads exported through a bounded queue that never blocks
 //!
 //! [`serve`] puts them together with the audit writer ([`gatewayd_core::audit::writer`]).
 use std::{
@@ -26,19 +29,25 @@ use std::{
 use serde_json::json;
 
 pub(crate) mod dispatch;
+pub mod export;
 pub(crate) mod gateway;
 pub(crate) mod kernel_lock;
 pub mod line_budget;
 pub(crate) mod operator;
 pub mod peer;
+pub mod policy_watch;
 pub mod poll;
+pub mod reload;
 pub(crate) mod server;
 pub(crate) mod sessions;
 pub mod socket;
 pub(crate) mod suspicion;
 pub mod systemd;
 
+pub use export::{ExportOptions, ExportSink, ExportStats};
 pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
+pub use policy_watch::ReloadOptions;
+pub use reload::{Reload, ReloadFuture, ReloadHook, policy_digest};
 pub use server::ServerOptions;
 
 use crate::shutdown::Shutdown;
@@ -76,6 +85,9 @@ pub enum DaemonError {
     /// The socket systemd passed could not be served.
     #[error("the inherited socket: {0}")]
     Inherited(std::io::Error),
+    /// The export sink could not be opened, or its thread started.
+    #[error("the export sink: {0}")]
+    Export(std::io::Error),
 }
 
 /// What `gatewayd serve` runs with.
@@ -98,6 +110,10 @@ pub struct ServeOptions {
     pub clock: Arc<dyn Clock>,
     /// Connection limits and timeouts of the socket server.
     pub server: ServerOptions,
+    /// What reloads the policy while the daemon runs.
+    pub reload: ReloadOptions,
+    /// Where the chain's heads are exported (None: nowhere).
+    pub export: Option<ExportOptions>,
 }
 
 /// Runs the daemon until `shutdown` fires: loads the policy, opens the audit log (its chain
@@ -109,7 +125,16 @@ pub async fn serve(
     shutdown: Shutdown,
     ready: impl FnOnce(&Arc<Gateway>),
 ) -> Result<Head, DaemonError> {
-    let policy = Policy::load(&opts.policy)?;
+    let bytes = std::fs::read(&opts.policy).map_err(|source| PolicyError::Read {
+        path: opts.policy.clone(),
+        source,
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| PolicyError::Read {
+        path: opts.policy.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    let policy = Policy::parse(text, &opts.policy)?;
+    let digest = policy_digest(&bytes);
     let writer = match &opts.audit {
         Some(p) => Some(
             AuditWriter::start(AuditLog::open(p, opts.clock.clone())?)
@@ -126,6 +151,7 @@ pub async fn serve(
         clock: opts.clock.clone(),
         operator_gid: opts.gid,
         learn: gatewayd_core::engine::Learn::Off,
+        policy_digest: Some(digest.clone()),
     })?);
     for c in &opts.agent_cgroups {
         gw.agent_cgroups().add(c);
@@ -146,11 +172,28 @@ pub async fn serve(
         writer.as_ref(),
         "daemon_start",
         json!({"pid": std::process::id(),
-        "policy": opts.policy, "socket": opts.socket, "socket_activated": activated,
+        "policy": opts.policy, "policy_digest": digest, "socket": opts.socket, "socket_activated": activated,
         "agent_cgroups": gw.agent_cgroups().list()}),
     );
+    let exporter = match &opts.export {
+        Some(e) => Some(start_export(
+            &gw,
+            e,
+            opts.audit.clone(),
+            writer.as_ref(),
+            &shutdown,
+        )?),
+        None => None,
+    };
     ready(&gw);
+    let reloads = tokio::spawn(policy_watch::run(
+        gw.clone(),
+        opts.policy.clone(),
+        opts.reload,
+        shutdown.clone(),
+    ));
     server::run(listener, gw.clone(), shutdown, opts.server).await;
+    let _ = reloads.await;
     if !activated {
         remove_socket(&opts.socket);
     }
@@ -159,12 +202,38 @@ pub async fn serve(
         "daemon_stop",
         json!({"pid": std::process::id()}),
     );
+    if let Some(x) = exporter {
+        gw.export_head("stop");
+        x.close();
+    }
     match writer {
         Some(w) => w
             .close()
             .map_err(|e| DaemonError::AuditFailed(e.to_string())),
         None => Ok(Head::default()),
     }
+}
+
+/// Starts the exporter of `e`, has the gateway export its heads through it, and the
+/// periodic export.
+fn start_export(
+    gw: &Arc<Gateway>,
+    e: &ExportOptions,
+    log: Option<PathBuf>,
+    writer: Option<&AuditWriter>,
+    shutdown: &Shutdown,
+) -> Result<Arc<export::Exporter>, DaemonError> {
+    let x = Arc::new(
+        export::Exporter::start(e.sink.clone(), writer.map(AuditWriter::handle))
+            .map_err(DaemonError::Export)?,
+    );
+    gw.set_anchors(export::Anchors {
+        exporter: x.clone(),
+        host: export::host_id(),
+        log,
+    });
+    tokio::spawn(export::every(gw.clone(), e.anchor_every, shutdown.clone()));
+    Ok(x)
 }
 
 fn note(writer: Option<&AuditWriter>, reason: &str, detail: serde_json::Value) {

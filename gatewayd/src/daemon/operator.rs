@@ -71,7 +71,7 @@ impl Gateway {
     pub async fn approvals_list(&self, peer: &Peer) -> Result<Vec<PendingApproval>, RpcError> {
         self.require_operator(peer, "approvals/list").await?;
         let mut out = Vec::new();
-        for approval in self.engine.pending() {
+        for approval in self.engine().pending() {
             let legs = match self.sessions.get(&approval.session) {
                 Some(slot) => Some(slot.state.lock().await.session.legs()),
                 None => None,
@@ -95,15 +95,15 @@ impl Gateway {
         };
         self.require_operator(peer, method).await?;
         let session = self
-            .engine
+            .engine()
             .pending()
             .into_iter()
             .find(|a| a.id == id)
             .map_or_else(|| "-".into(), |a| a.session);
         let r = if approve {
-            self.engine.approve(&id)
+            self.engine().approve(&id)
         } else {
-            self.engine.reject(&id)
+            self.engine().reject(&id)
         };
         r.map_err(|e| RpcError::new(code::APPROVAL, e.to_string()))?;
         let (reason, state) = if approve {

@@ -32,12 +32,12 @@ impl Gateway {
                 continue;
             }
             let mut st = slot.state.lock().await;
-            if !self.engine.note_suspicion(&mut st.session) {
+            if !self.engine().note_suspicion(&mut st.session) {
                 continue;
             }
             changed += 1;
             let detail = json!({"cause": "kernel", "reason": reason.name(), "cgroup": cgroup,
-                "mode": self.engine.policy().suspicion, "legs": st.session.legs()});
+                "mode": self.engine().policy().suspicion, "legs": st.session.legs()});
             let noted = self.note(&slot.id, AD::Info, "suspicion", detail).await;
             let hooked = self
                 .after_change(&slot, &mut st, None, "kernel/denial")

@@ -104,6 +104,8 @@ pub(super) fn paths(runtime_dir: &Path, session: &str) -> (PathBuf, PathBuf) {
 /// What the agent's gateway is built from.
 pub(super) struct Setup<'a> {
     pub(super) policy: &'a Policy,
+    /// The policy file: watched, and reloaded when it changes.
+    pub(super) policy_path: &'a Path,
     /// Paths no tool argument may touch (policy, audit log; the runtime directory is added).
     pub(super) protect: Vec<PathBuf>,
     pub(super) audit: WriterHandle,
@@ -150,11 +152,15 @@ impl AgentGateway {
             clock: s.clock,
             operator_gid: nix::unistd::getgid().as_raw(),
             learn: s.learn,
+            policy_digest: std::fs::read(s.policy_path)
+                .ok()
+                .map(|b| crate::daemon::policy_digest(&b)),
         })?);
         for w in gw.engine().warnings() {
             eprintln!("gatewayd: note: {w}");
         }
         gw.agent_cgroups().add(&cgroup);
+        let kernel = s.kernel.clone();
         let hook = Arc::new(LockdownHook {
             lock: RunSession {
                 kernel: Mutex::new(Some(s.kernel)),
@@ -207,6 +213,7 @@ impl AgentGateway {
             return Err(AgentGatewayError::Open(e.message));
         }
         let (trigger, stop) = shutdown::channel();
+        super::policy_reload::watch(&gw, kernel, s.policy_path.to_owned(), stop.clone());
         let server = tokio::spawn(server::run(
             listener,
             gw.clone(),
@@ -244,7 +251,8 @@ impl AgentGateway {
     }
 
     /// Stops serving (connections finish the request they handle), lets go of the kernel
-    /// task's handle (so the kernel layer can be detached), removes the socket and its
+    /// task's handles (the lockdown hook's and the reload hook's, so the kernel layer can be
+    /// detached), removes the socket and its
     /// directory.
     pub(super) async fn stop(self) {
         self.hook
@@ -253,6 +261,8 @@ impl AgentGateway {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
+        // The reload hook holds a kernel task handle too.
+        self.gateway.clear_reload_hook();
         self.trigger.fire();
         let _ = self.server.await;
         remove(&self.socket, &self.dir);

@@ -321,6 +321,7 @@ async fn start_gateway(
         .unwrap_or_default();
     agent_gateway::AgentGateway::start(agent_gateway::Setup {
         policy: &opts.policy,
+        policy_path: &opts.policy_path,
         protect: vec![opts.policy_path.clone(), opts.audit_path.clone()],
         audit: ctx.audit.clone(),
         clock: ctx.clock.clone(),

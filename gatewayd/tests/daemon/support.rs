@@ -12,7 +12,9 @@ use std::{
 };
 
 use gatewayd::{
-    daemon::{self, DaemonError, Gateway, ServeOptions, ServerOptions},
+    daemon::{
+        self, DaemonError, ExportOptions, Gateway, ReloadOptions, ServeOptions, ServerOptions,
+    },
     protocol::client::Client,
     shutdown::{self, Trigger},
 };
@@ -62,6 +64,38 @@ impl Daemon {
         std::fs::write(root.join("notes.txt"), "meeting at noon\n").unwrap();
         let pfile = root.join("policy.json");
         std::fs::write(&pfile, policy_of(&root).to_string()).unwrap();
+        Self::launch(dir, pfile, audit, clock)
+    }
+
+    /// Starts a daemon on the policy file `pfile` (already written), its socket in `dir`.
+    pub(crate) fn launch(
+        dir: tempfile::TempDir,
+        pfile: PathBuf,
+        audit: Option<PathBuf>,
+        clock: Arc<dyn Clock>,
+    ) -> Daemon {
+        Self::launch_with(dir, pfile, audit, clock, None)
+    }
+
+    /// The standard policy, audit in `audit` (kept after the daemon), exporting to `export`.
+    pub(crate) fn start_exporting(audit: PathBuf, export: ExportOptions) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("notes.txt"), "meeting at noon\n").unwrap();
+        let pfile = root.join("policy.json");
+        std::fs::write(&pfile, policy(&root).to_string()).unwrap();
+        let clock = Arc::new(gatewayd_core::clock::SystemClock);
+        Self::launch_with(dir, pfile, Some(audit), clock, Some(export))
+    }
+
+    fn launch_with(
+        dir: tempfile::TempDir,
+        pfile: PathBuf,
+        audit: Option<PathBuf>,
+        clock: Arc<dyn Clock>,
+        export: Option<ExportOptions>,
+    ) -> Daemon {
+        let root = dir.path().canonicalize().unwrap();
         let socket = root.join("gatewayd.sock");
         let (trigger, shutdown) = shutdown::channel();
         let (tx, rx) = mpsc::channel();
@@ -74,6 +108,11 @@ impl Daemon {
             agent_cgroups: Vec::new(),
             clock,
             server: ServerOptions::default(),
+            reload: ReloadOptions {
+                sighup: false,
+                watch: true,
+            },
+            export,
         };
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -100,6 +139,21 @@ impl Daemon {
             trigger,
             thread: Some(thread),
         }
+    }
+
+    /// The policy file `pfile` in `dir` (written by the caller), audit in a directory removed
+    /// with the daemon, the system clock.
+    pub(crate) fn start_file(dir: tempfile::TempDir, pfile: PathBuf) -> Daemon {
+        let adir = tempfile::tempdir().unwrap();
+        let audit = adir.path().join("audit.jsonl");
+        let mut d = Self::launch(
+            dir,
+            pfile,
+            Some(audit),
+            Arc::new(gatewayd_core::clock::SystemClock),
+        );
+        d.audit_dir = Some(adir);
+        d
     }
 
     /// The standard policy, audit in the daemon's directory, the system clock.

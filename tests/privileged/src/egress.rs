@@ -1,4 +1,4 @@
-//! Egress at the kernel: connects outside the allowlist denied and recorded (IPv4, IPv6, UDP), the SIGUSR1 lockdown of all egress, and a burst of denials counted whole.
+//! Egress at the kernel: connects outside the allowlist denied and recorded (IPv4, IPv6, UDP), the SIGUSR1 lockdown of all egress, a burst of denials counted whole, and a policy reload that tightens the allowlist followed by the kernel.
 
 use super::*;
 
@@ -95,10 +95,20 @@ fn ipv6_and_udp_egress_are_denied() {
     assert_eq!(hooks, ["cgroup/connect6", "cgroup/sendmsg4"]);
 }
 
-#[test]
-fn sigusr1_locks_all_egress_down() {
-    let _ = tier();
-    let dir = Scratch::new("lockdown");
+/// An agent allowed to send to one local listener: it sends `before`, runs `middle`, waits
+/// for the file `go`, then sends `after` to the same listener.
+struct TwoSends {
+    dir: Scratch,
+    policy: PathBuf,
+    audit: PathBuf,
+    go: PathBuf,
+    allowed: u16,
+    allowed_rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    child: std::process::Child,
+}
+
+fn two_sends(name: &str, middle: &[&str]) -> TwoSends {
+    let dir = Scratch::new(name);
     let (allowed, allowed_rx) = listener("127.0.0.1:0");
     let policy = write_policy(
         &dir,
@@ -107,47 +117,60 @@ fn sigusr1_locks_all_egress_down() {
     let audit = dir.path("audit.jsonl");
     let go = dir.path("go");
     let to = format!("127.0.0.1:{allowed}");
+    let mut args: Vec<&str> = vec!["send", &to, "before", "+"];
+    args.extend_from_slice(middle);
+    args.extend(["waitfile", go.to_str().unwrap(), "+", "send", &to, "after"]);
     let child = under_gatewayd(&policy, &audit, agent())
-        .args([
-            "send",
-            &to,
-            "before",
-            "+",
-            "pid",
-            "+",
-            "waitfile",
-            go.to_str().unwrap(),
-            "+",
-            "send",
-            &to,
-            "after",
-        ])
+        .args(&args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Allowed while nothing has changed.
     assert_eq!(
         allowed_rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap(),
         b"before"
     );
+    TwoSends {
+        dir,
+        policy,
+        audit,
+        go,
+        allowed,
+        allowed_rx,
+        child,
+    }
+}
+
+/// Waits for the record with this reason in `audit`.
+fn wait_for_record(audit: &Path, reason: &str) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
+    loop {
+        if let Some(r) = records(audit).into_iter().find(|r| r["reason"] == reason) {
+            return r;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {reason} record");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigusr1_locks_all_egress_down() {
+    let _ = tier();
+    let TwoSends {
+        dir: _dir,
+        audit,
+        go,
+        allowed_rx,
+        child,
+        ..
+    } = two_sends("lockdown", &["pid", "+"]);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGUSR1,
     )
     .unwrap();
     // The switch is recorded once it is set; only then let the agent try again.
-    let mut recorded = false;
-    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    while std::time::Instant::now() < deadline {
-        if std::fs::read_to_string(&audit)
-            .unwrap_or_default()
-            .contains("\"egress_lockdown\"")
-        {
-            recorded = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(recorded, "no egress_lockdown record");
+    wait_for_record(&audit, "egress_lockdown");
     std::fs::write(&go, "").unwrap();
     let out = child.wait_with_output().unwrap();
     let text = stdout(&out);
@@ -200,5 +223,44 @@ fn a_burst_of_denials_loses_no_count() {
     assert_eq!(kernel + dropped, N, "{kernel} recorded + {dropped} dropped");
     let end = recs.last().unwrap();
     assert_eq!(end["detail"]["kernel_denials"].as_u64(), Some(kernel));
+    assert!(verify(&audit).status.success());
+}
+
+/// A policy reload that tightens the egress allowlist while the agent runs: the agent's
+/// next connect is refused by the kernel (the cgroup connect program reads the session's
+/// rewritten `EGRESS` entry), and recorded.
+#[test]
+fn a_reload_that_tightens_egress_is_followed_by_the_kernel() {
+    let _ = tier();
+    let TwoSends {
+        dir,
+        policy,
+        audit,
+        go,
+        allowed,
+        allowed_rx,
+        child,
+    } = two_sends("reload-egress", &[]);
+    // The tightened policy, as an editor saves it: a new file renamed over the old.
+    let tmp = dir.path("policy.json.new");
+    std::fs::write(&tmp, best_effort(serde_json::json!([])).to_string()).unwrap();
+    std::fs::rename(&tmp, &policy).unwrap();
+    let reload = wait_for_record(&audit, "policy_reload");
+    assert_eq!(reload["detail"]["kernel"]["egress_rules"], 0, "{reload}");
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("FAIL send: Operation not permitted"),
+        "{text}"
+    );
+    assert!(allowed_rx.recv_timeout(Duration::from_millis(300)).is_err());
+    let k: Vec<_> = records(&audit)
+        .into_iter()
+        .filter(|r| r["source"] == "kernel")
+        .collect();
+    assert_eq!(k.len(), 1, "{k:#?}");
+    assert_eq!(k[0]["reason"], "egress_not_allowed");
+    assert_eq!(k[0]["detail"]["port"], allowed);
     assert!(verify(&audit).status.success());
 }

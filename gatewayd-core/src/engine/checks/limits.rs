@@ -2,22 +2,26 @@
 //! are counted ([`count`], after the audit record): a denied call costs nothing.
 use super::{Ctx, Step};
 use crate::{
-    engine::{Reason, Session, registry::Tool, with_next},
+    engine::{Reason, Session, registry::Tool, session::RateKey, with_next},
     policy::{Policy, RateLimit, glob_match_str},
 };
 
-/// The rate-limit entries that cover `tool`: (index in `limits.rate`, entry, window in ms).
+/// The rate-limit entries that cover `tool`: (the session's key of the entry, entry, window
+/// in ms). Keyed by tool glob and window, so that a policy reload that keeps an entry keeps
+/// its counts (docs/POLICY.md, "Reloading the policy").
 fn rates<'p>(
     policy: &'p Policy,
     tool: &'p str,
-) -> impl Iterator<Item = (usize, &'p RateLimit, u64)> {
+) -> impl Iterator<Item = (RateKey, &'p RateLimit, u64)> {
     policy
         .limits
         .rate
         .iter()
-        .enumerate()
-        .filter(move |(_, r)| glob_match_str(&r.tool, tool))
-        .map(|(i, r)| (i, r, r.window_s.saturating_mul(1000)))
+        .filter(move |r| glob_match_str(&r.tool, tool))
+        .map(|r| {
+            let window = r.window_s.saturating_mul(1000);
+            ((r.tool.clone(), window), r, window)
+        })
 }
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
@@ -26,7 +30,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let name = &tool.def.name;
     for (i, r, window) in rates(policy, name) {
         let now = cx.now();
-        let recent = s.recent_calls(i, now, window);
+        let recent = s.recent_calls(&i, now, window);
         if recent.count >= r.max as usize {
             let wait = recent
                 .first_ms
@@ -68,8 +72,13 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
 
 /// Counts an allowed call: its rate windows, its cost, its labels.
 pub(in crate::engine) fn count(policy: &Policy, s: &mut Session, tool: &Tool, now: u64) {
-    for (i, _, window) in rates(policy, &tool.def.name) {
-        s.count_call(i, now, window);
+    let mut counted: Vec<RateKey> = Vec::new();
+    for (key, _, window) in rates(policy, &tool.def.name) {
+        // Two entries of one glob and window (different `max`) count the same calls once.
+        if !counted.contains(&key) {
+            counted.push(key.clone());
+            s.count_call(key, now, window);
+        }
     }
     s.spend(tool.def.cost);
     for l in &tool.def.labels {

@@ -1,0 +1,157 @@
+//! Anchored chain heads: the daemon exports its head at each session's close and at stop;
+//! `gatewayd audit verify LOG --anchors FILE` then catches a log rewritten with a recomputed
+//! chain (which verifies without the anchors) and one cut short. An export sink that fails
+//! never holds a decision back; its drops are counted.
+use std::{path::Path, process::Command, time::Duration};
+
+use gatewayd::daemon::{ExportOptions, ExportSink};
+use gatewayd_core::audit::{GENESIS, Record};
+use serde_json::{Value, json};
+
+use crate::support::{Daemon, records};
+
+fn verify(log: &Path, anchors: Option<&Path>) -> (i32, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gatewayd"));
+    c.args(["audit", "verify"]).arg(log);
+    if let Some(a) = anchors {
+        c.arg("--anchors").arg(a);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Writes `recs` as a log with the chain recomputed from the first record on.
+fn write_chain(path: &Path, mut recs: Vec<Record>) {
+    let mut prev = GENESIS.to_owned();
+    let mut text = String::new();
+    for r in &mut recs {
+        r.prev.clone_from(&prev);
+        r.hash = r.compute_hash();
+        prev.clone_from(&r.hash);
+        text.push_str(&r.canonical_line());
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn session(d: &Daemon, id: &str) {
+    let mut c = d.client();
+    c.call("session/open", json!({"session": id, "user": "alice"}))
+        .unwrap();
+    for _ in 0..3 {
+        c.call(
+            "call/decide",
+            json!({"session": id, "call": {"tool": "count", "arguments": {}}}),
+        )
+        .unwrap();
+    }
+    c.call("session/close", json!({"session": id})).unwrap();
+}
+
+#[test]
+fn exported_heads_catch_a_rewritten_log_and_a_truncated_one() {
+    let out = tempfile::tempdir().unwrap();
+    let anchors = out.path().join("anchors.jsonl");
+    let log = out.path().join("audit.jsonl");
+    let d = Daemon::start_exporting(
+        log.clone(),
+        ExportOptions {
+            sink: ExportSink::File(anchors.clone()),
+            anchor_every: Duration::ZERO,
+        },
+    );
+    session(&d, "first");
+    session(&d, "second");
+    d.stop().unwrap();
+    let heads = lines(&anchors);
+    let whys: Vec<&str> = heads.iter().map(|h| h["why"].as_str().unwrap()).collect();
+    assert_eq!(whys, ["session_close", "session_close", "stop"]);
+    let recs = records(&log);
+    for h in &heads {
+        assert_eq!(h["type"], "anchor");
+        assert!(!h["host"].as_str().unwrap().is_empty());
+        assert_eq!(h["policy"].as_str().unwrap().len(), 64);
+        let at = &recs[h["seq"].as_u64().unwrap() as usize - 1];
+        assert_eq!(at["hash"], h["hash"]);
+    }
+    assert_eq!(recs.last().unwrap()["seq"], heads[2]["seq"]);
+    let (code, text) = verify(&log, Some(&anchors));
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("matches all 3 exported head(s)"), "{text}");
+
+    // Rewritten: a decision of the first session made to look like another user's, and
+    // every hash after it recomputed.
+    let mut parsed: Vec<Record> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let i = parsed
+        .iter()
+        .position(|r| r.tool.as_deref() == Some("count"))
+        .unwrap();
+    parsed[i].detail["user"] = json!("mallory");
+    let rewritten = out.path().join("rewritten.jsonl");
+    write_chain(&rewritten, parsed);
+    let (code, text) = verify(&rewritten, None);
+    assert_eq!(code, 0, "without anchors the rewrite verifies: {text}");
+    let (code, text) = verify(&rewritten, Some(&anchors));
+    assert_eq!(code, 1, "{text}");
+    assert!(text.starts_with("BROKEN at anchor 1 "), "{text}");
+    assert!(text.contains("rewritten"), "{text}");
+
+    // Truncated after the first session's close: a valid chain, one exported head short.
+    let cut = heads[0]["seq"].as_u64().unwrap() as usize;
+    let original_text = std::fs::read_to_string(&log).unwrap();
+    let original: Vec<&str> = original_text.lines().collect();
+    let truncated = out.path().join("truncated.jsonl");
+    std::fs::write(&truncated, original[..cut].join("\n") + "\n").unwrap();
+    let (code, text) = verify(&truncated, None);
+    assert_eq!(code, 0, "without anchors the cut log verifies: {text}");
+    let (code, text) = verify(&truncated, Some(&anchors));
+    assert_eq!(code, 1, "{text}");
+    assert!(text.starts_with("BROKEN at anchor 2 "), "{text}");
+    assert!(text.contains("truncated"), "{text}");
+}
+
+#[test]
+fn a_failing_sink_never_holds_a_decision_and_its_drops_are_counted() {
+    // Every write to /dev/full fails (ENOSPC).
+    let out = tempfile::tempdir().unwrap();
+    let d = Daemon::start_exporting(
+        out.path().join("audit.jsonl"),
+        ExportOptions {
+            sink: ExportSink::File("/dev/full".into()),
+            anchor_every: Duration::ZERO,
+        },
+    );
+    for i in 0..5 {
+        session(&d, &format!("s{i}"));
+    }
+    let stats = d.gw.export_stats().unwrap();
+    assert_eq!(stats.written, 0);
+    assert_eq!(stats.queued, 5);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while d.gw.export_stats().unwrap().dropped < 5 {
+        assert!(std::time::Instant::now() < deadline, "drops not counted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Every call was decided and recorded all the same.
+    let log = d.audit.clone().unwrap();
+    let decided = records(&log)
+        .iter()
+        .filter(|r| r["tool"] == "count" && r["decision"] == "allow")
+        .count();
+    assert_eq!(decided, 15);
+}
