@@ -1,0 +1,225 @@
+//! The sandbox's path checks against real files in a temporary directory.
+use super::*;
+
+#[test]
+fn protected_names_apply_under_root_and_writable_roots_to_files_made_later() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(d.path()).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let sb: Sandbox = serde_json::from_value(serde_json::json!({
+        "root": ws, "readable": [elsewhere.path()],
+        "protected_names": [".env", ".env.*", "*.pem"]}))
+    .unwrap();
+    let view = SandboxView::new(&sb);
+    // Made after the view: names are matched at each call.
+    for dir in ["svc", "tls"] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    for f in [
+        ".env",
+        "svc/.env.local",
+        "tls/server.pem",
+        "svc/env.txt",
+        ".envrc",
+    ] {
+        std::fs::write(ws.join(f), "K=v").unwrap();
+    }
+    std::fs::write(elsewhere.path().join(".env"), "K=v").unwrap();
+    for (path, access, refused) in [
+        (ws.join(".env"), PathAccess::Read, true),
+        (ws.join("svc/.env.local"), PathAccess::Read, true),
+        (ws.join("tls/server.pem"), PathAccess::Read, true),
+        (ws.join("svc/env.txt"), PathAccess::Read, false),
+        (ws.join(".envrc"), PathAccess::Read, false),
+        (elsewhere.path().join(".env"), PathAccess::Read, false),
+        // A name that names nothing: nothing to read (a shell word such as jq's
+        // `.key`), but writing would make it.
+        (ws.join("new/.env"), PathAccess::Read, false),
+        (ws.join("new/.env"), PathAccess::Write, true),
+    ] {
+        let r = view.check("x", &path, access);
+        assert_eq!(r.is_err(), refused, "{}: {r:?}", path.display());
+        if let Err(m) = r {
+            assert!(m.contains("sandbox.protected_names"), "{m}");
+        }
+    }
+}
+
+#[test]
+fn names_pass_a_protected_file_below_and_read_only_paths_take_no_write() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(ws.join("keys")).unwrap();
+    std::fs::write(ws.join(".env"), "x").unwrap();
+    std::fs::write(ws.join(".git/config"), "").unwrap();
+    let sb: Sandbox = serde_json::from_value(serde_json::json!({
+        "root": ws, "writable": [ws], "protected": [ws.join(".env")],
+        "read_only": [ws.join(".git/config"), ws.join(".git/hooks")]}))
+    .unwrap();
+    let view = SandboxView::new(&sb);
+    let check = |p: &Path, a| view.check("x", p, a);
+    assert!(
+        check(&ws, PathAccess::Names).is_ok(),
+        "a protected file's name"
+    );
+    assert!(check(&ws, PathAccess::Tree).is_err(), "its contents");
+    let config = ws.join(".git/config");
+    assert!(check(&config, PathAccess::Read).is_ok());
+    assert!(check(&config, PathAccess::Write).is_err());
+    assert!(check(&ws.join(".git/hooks/pre-commit"), PathAccess::Write).is_err());
+    assert!(
+        check(&ws.join(".git"), PathAccess::Write).is_err(),
+        "removing .git"
+    );
+    assert!(check(&ws.join(".git/index"), PathAccess::Write).is_ok());
+    let protected_dir: Sandbox = serde_json::from_value(serde_json::json!({
+        "root": ws, "readable": [ws], "protected": [ws.join("keys")]}))
+    .unwrap();
+    let view = SandboxView::new(&protected_dir);
+    assert!(
+        view.check("x", &ws, PathAccess::Names).is_err(),
+        "a directory's entries"
+    );
+}
+
+#[test]
+fn urls() {
+    assert_eq!(
+        parse_url("https://API.example.com./x?y").unwrap(),
+        Dest {
+            host: "api.example.com".into(),
+            port: 443
+        }
+    );
+    assert_eq!(parse_url("http://[::1]:8080/").unwrap().port, 8080);
+    assert_eq!(parse_url("http://10.0.0.1:81").unwrap().host, "10.0.0.1");
+    for bad in [
+        "ftp://x",
+        "https://good.com@evil.com/",
+        "example.com",
+        "https://ev%69l.com/",
+        "https://:80",
+        "http://a:99999",
+    ] {
+        assert!(parse_url(bad).is_err(), "{bad}");
+    }
+    for odd in [
+        "https://evil.com\\@good.com",
+        "https://good.com /x",
+        "https://a.com\t/x",
+        "https://é.com",
+    ] {
+        assert!(parse_url(odd).is_err(), "{odd}");
+    }
+    assert_eq!(
+        parse_url("https://evil.com#@good.com").unwrap().host,
+        "evil.com"
+    );
+}
+
+#[test]
+fn egress_matching() {
+    let n: Network = serde_json::from_str(
+        r#"{"egress": [{"host": "api.example.com", "port": 443}, {"host": "*.docs.rs"}, {"cidr": "10.0.0.0/8"}]}"#,
+    )
+    .unwrap();
+    let e = EgressView::new(&n);
+    let ok = |u| e.allows(&parse_url(u).unwrap());
+    assert!(ok("https://api.example.com/v1"));
+    assert!(!ok("http://api.example.com/v1"));
+    assert!(!ok("https://api.example.com.evil.com/"));
+    assert!(ok("https://x.docs.rs/"));
+    assert!(!ok("https://docs.rs.evil/"));
+    assert!(ok("http://10.1.2.3/"));
+    assert!(!ok("http://11.1.2.3/"));
+}
+
+#[test]
+fn file_uris_resolve_to_their_path() {
+    let d = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::write(base.join("a b.txt"), "x").unwrap();
+    let view = SandboxView {
+        root: Some(base.clone()),
+        ..SandboxView::default()
+    };
+    let uri = format!("file://{}/a%20b.txt", base.display());
+    assert_eq!(view.resolve(&uri).unwrap(), base.join("a b.txt"));
+    let localhost = format!("file://localhost{}/a%20b.txt", base.display());
+    assert_eq!(view.resolve(&localhost).unwrap(), base.join("a b.txt"));
+    // As written (what a shell command opens): a relative path under the root.
+    assert_eq!(
+        view.resolve_path("file:///etc/passwd").unwrap(),
+        base.join("file:/etc/passwd")
+    );
+    let remote = view.resolve("file://evil.example/etc/passwd").unwrap_err();
+    assert!(remote.contains("host `evil.example`"), "{remote}");
+    let url = view.resolve("https://example.com/x").unwrap_err();
+    assert!(url.contains("`https:` URL, not a path"), "{url}");
+    assert!(view.resolve("file:///a%zz").is_err());
+    assert!(view.resolve("file:///a%00b").is_err());
+    assert_eq!(
+        view.resolve("notes.txt").unwrap(),
+        base.join("notes.txt"),
+        "plain paths as before"
+    );
+}
+
+#[test]
+fn canonicalize_missing_tail() {
+    let d = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir(base.join("a")).unwrap();
+    assert_eq!(
+        canonicalize(&base.join("a/../a/new/f")).unwrap(),
+        base.join("a/new/f")
+    );
+    assert!(canonicalize(&base.join("a/new/../../x")).is_err());
+    std::os::unix::fs::symlink(base.join("nowhere"), base.join("dangling")).unwrap();
+    assert!(canonicalize(&base.join("dangling")).is_err());
+}
+
+#[test]
+fn is_under_is_starts_with_for_normal_paths() {
+    for (p, root) in [
+        ("/a/b", "/a"),
+        ("/a", "/a"),
+        ("/ab", "/a"),
+        ("/a", "/a/b"),
+        ("/a/b", "/"),
+        ("/", "/"),
+        ("/a/b/c", "/a/b/"),
+        ("/a/bc", "/a/b/"),
+    ] {
+        let (p, root) = (Path::new(p), Path::new(root));
+        assert_eq!(
+            is_under(p, root),
+            p.starts_with(root),
+            "{p:?} under {root:?}"
+        );
+    }
+}
+
+#[test]
+fn canonicalize_resolves_dot_dot_after_the_symlink_it_follows() {
+    let d = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir_all(base.join("real/sub")).unwrap();
+    std::fs::write(base.join("real/f"), "x").unwrap();
+    std::fs::write(base.join("f"), "decoy").unwrap();
+    std::os::unix::fs::symlink(base.join("real/sub"), base.join("link")).unwrap();
+    // `link/..` is `real`, where the symlink leads, not `base` as the words say.
+    assert_eq!(
+        canonicalize(&base.join("link/../f")).unwrap(),
+        base.join("real/f")
+    );
+    assert_eq!(
+        canonicalize(&base.join("real/sub/../f")).unwrap(),
+        base.join("real/f")
+    );
+    assert_eq!(
+        canonicalize(&base.join("./real//f")).unwrap(),
+        base.join("real/f")
+    );
+}
