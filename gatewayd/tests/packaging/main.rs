@@ -78,6 +78,8 @@ fn the_package_holds_the_binary_units_policies_and_docs() {
         "Architecture: amd64",
         "Section: admin",
         "Depends: libc6",
+        // `ExecReload`'s /bin/kill.
+        "procps",
         "postinst",
         "conffiles",
     ] {
@@ -233,6 +235,11 @@ fn the_packaged_units_pass_systemd_analyze_verify() {
         std::fs::read_to_string(workspace().join("packaging/gatewayd.service")).unwrap(),
         "the package holds packaging/gatewayd.service as it is"
     );
+    // `ExecReload` runs `/bin/kill`, from procps (a dependency of the package): the root
+    // holds it as an installed system does.
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/kill", bin.join("kill")).unwrap();
     let out = run(Command::new("systemd-analyze")
         .arg("verify")
         .arg(format!("--root={}", root.path().display()))
