@@ -22,8 +22,9 @@ pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
     }
     match crate::sys::reach_without_symlinks(p) {
         Ok(()) => return Ok(lexical(p)),
-        // A new name in a directory reached without a symlink (a file about to be written).
+        // A missing component met before any symlink: realpath would fail there too.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A new name in a directory reached without a symlink (a file about to be written).
             if let (Some(parent), Some(Component::Normal(name))) =
                 (p.parent(), p.components().next_back())
                 && crate::sys::reach_without_symlinks(parent).is_ok()
@@ -31,10 +32,11 @@ pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
                 return Ok(lexical(parent).join(name));
             }
         }
-        Err(_) => {}
-    }
-    if let Ok(c) = std::fs::canonicalize(p) {
-        return Ok(c);
+        Err(_) => {
+            if let Ok(c) = std::fs::canonicalize(p) {
+                return Ok(c);
+            }
+        }
     }
     let mut cur = PathBuf::from("/");
     let mut missing = false;
