@@ -236,40 +236,8 @@ pub(super) fn check_chain<R: BufRead>(
         if buf.pop() != Some(b'\n') {
             return Err(VerifyError::PartialLine { seq, line });
         }
-        let (text, rec) =
-            parse_line(&buf).map_err(|why| VerifyError::Malformed { line, seq, why })?;
-        if rec.compute_hash() != rec.hash {
-            return Err(VerifyError::Edited { seq, line });
-        }
-        if rec.canonical_line() != text {
-            return Err(VerifyError::NotCanonical { seq, line });
-        }
-        if rec.seq < seq {
-            return Err(VerifyError::Reordered {
-                seq,
-                line,
-                found: rec.seq,
-                later_line: None,
-            });
-        }
-        if rec.seq > seq {
-            return Err(match find_seq(&mut r, seq, line).map_err(io_err)? {
-                Some(l) => VerifyError::Reordered {
-                    seq,
-                    line,
-                    found: rec.seq,
-                    later_line: Some(l),
-                },
-                None => VerifyError::Deleted {
-                    seq,
-                    line,
-                    found: rec.seq,
-                },
-            });
-        }
-        if rec.prev != head.as_deref().unwrap_or(GENESIS) {
-            return Err(VerifyError::BrokenLink { seq, line });
-        }
+        let rec = check_record(&mut r, &buf, At { seq, line }, head.as_deref())
+            .map_err(|e| e.into_error(path))?;
         if anchor == Some(rec.hash.as_str()) {
             anchor_seq = Some(seq);
         }
@@ -295,6 +263,81 @@ pub(super) fn check_chain<R: BufRead>(
         head,
         anchored,
     })
+}
+
+/// Where a record is expected: its seq and its line.
+#[derive(Clone, Copy)]
+struct At {
+    seq: u64,
+    line: u64,
+}
+
+/// A record's failure, or the read that failed while looking past it.
+enum RecordError {
+    Verify(VerifyError),
+    Io(io::Error),
+}
+
+impl RecordError {
+    fn into_error(self, path: &Path) -> VerifyError {
+        match self {
+            RecordError::Verify(e) => e,
+            RecordError::Io(error) => VerifyError::Io {
+                path: path.to_path_buf(),
+                error,
+            },
+        }
+    }
+}
+
+/// Checks the record on `text` (its line, without the newline) at `at`, chained to `head`:
+/// its hash, canonical form, seq (a gap is a reordering when `seq` appears later in `r`, else
+/// a deletion) and link.
+fn check_record<R: BufRead>(
+    r: &mut R,
+    text: &[u8],
+    at: At,
+    head: Option<&str>,
+) -> Result<Record, RecordError> {
+    let At { seq, line } = at;
+    let fail = |e| Err(RecordError::Verify(e));
+    let (text, rec) = match parse_line(text) {
+        Ok(parsed) => parsed,
+        Err(why) => return fail(VerifyError::Malformed { line, seq, why }),
+    };
+    if rec.compute_hash() != rec.hash {
+        return fail(VerifyError::Edited { seq, line });
+    }
+    if rec.canonical_line() != text {
+        return fail(VerifyError::NotCanonical { seq, line });
+    }
+    if rec.seq < seq {
+        return fail(VerifyError::Reordered {
+            seq,
+            line,
+            found: rec.seq,
+            later_line: None,
+        });
+    }
+    if rec.seq > seq {
+        return fail(match find_seq(r, seq, line).map_err(RecordError::Io)? {
+            Some(l) => VerifyError::Reordered {
+                seq,
+                line,
+                found: rec.seq,
+                later_line: Some(l),
+            },
+            None => VerifyError::Deleted {
+                seq,
+                line,
+                found: rec.seq,
+            },
+        });
+    }
+    if rec.prev != head.unwrap_or(GENESIS) {
+        return fail(VerifyError::BrokenLink { seq, line });
+    }
+    Ok(rec)
 }
 
 /// After a seq gap: the line number at which record `seq` appears later, if it does

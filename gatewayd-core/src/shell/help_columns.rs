@@ -94,12 +94,7 @@ fn value_after(rest: &str, style: Style, short: bool) -> (Option<(String, ValueS
         );
     }
     if let Some(r) = rest.strip_prefix('=') {
-        let end = if r.starts_with(['[', '{', '<', '(']) {
-            let g = group_end(r);
-            g + r[g..].find([' ', ',']).unwrap_or(r[g..].len())
-        } else {
-            r.find([' ', ',']).unwrap_or(r.len())
-        };
+        let end = value_end(r);
         return (
             Some((r[..end].to_owned(), ValueSyntax::Required)),
             &r[end..],
@@ -137,35 +132,45 @@ fn value_after(rest: &str, style: Style, short: bool) -> (Option<(String, ValueS
             &rest[end..],
         );
     }
-    if let Some(r) = rest.strip_prefix(' ') {
-        let word = r.split([' ', ',']).next().unwrap_or("");
-        let bracketed = r.starts_with(['<', '[', '(', '{']);
-        let starts_value = match style {
-            // A metavariable (`LIST`, `N`), or a word an option follows (`-e script, --expr…`);
-            // not the first word of a description after a single space.
-            Style::Gnu => {
-                bracketed
-                    || (!word.is_empty() && !word.chars().any(|c| c.is_ascii_lowercase()))
-                    || r[word.len()..].starts_with(", -")
-            }
-            // A bracketed value, or a literal one that ends the line (`--path blob|tree`).
-            Style::Git => bracketed || (!word.is_empty() && r.trim_end() == word),
-            Style::Manual => bracketed,
-        };
-        if starts_value {
-            let end = if r.starts_with(['[', '{', '<', '(']) {
-                let g = group_end(r);
-                g + r[g..].find([' ', ',']).unwrap_or(r[g..].len())
-            } else {
-                r.find([' ', ',']).unwrap_or(r.len())
-            };
-            return (
+    match rest.strip_prefix(' ') {
+        Some(r) if spaced_value(r, style) => {
+            let end = value_end(r);
+            (
                 Some((r[..end].to_owned(), ValueSyntax::Required)),
                 &r[end..],
-            );
+            )
         }
+        _ => (None, rest),
     }
-    (None, rest)
+}
+
+/// Where a value that starts `r` ends: after its bracketed group and what is attached to it,
+/// or at a space or comma.
+fn value_end(r: &str) -> usize {
+    if r.starts_with(['[', '{', '<', '(']) {
+        let g = group_end(r);
+        g + r[g..].find([' ', ',']).unwrap_or(r[g..].len())
+    } else {
+        r.find([' ', ',']).unwrap_or(r.len())
+    }
+}
+
+/// Whether `r`, what follows an option name and one space, starts its value.
+fn spaced_value(r: &str, style: Style) -> bool {
+    let word = r.split([' ', ',']).next().unwrap_or("");
+    let bracketed = r.starts_with(['<', '[', '(', '{']);
+    match style {
+        // A metavariable (`LIST`, `N`), or a word an option follows (`-e script, --expr…`);
+        // not the first word of a description after a single space.
+        Style::Gnu => {
+            bracketed
+                || (!word.is_empty() && !word.chars().any(|c| c.is_ascii_lowercase()))
+                || r[word.len()..].starts_with(", -")
+        }
+        // A bracketed value, or a literal one that ends the line (`--path blob|tree`).
+        Style::Git => bracketed || (!word.is_empty() && r.trim_end() == word),
+        Style::Manual => bracketed,
+    }
 }
 
 /// The option tokens at the start of `line` (already trimmed, starting with `-`).

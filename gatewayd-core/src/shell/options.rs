@@ -161,70 +161,92 @@ pub(super) fn parse_options<'a>(
             parsed.options_done = true;
             continue;
         }
-        if let Some(body) = word.strip_prefix("--") {
-            let (name, attached) = split_attached(body);
-            match table.long(name) {
-                Long::Known(option) => {
-                    let value = match option.value {
-                        ValueSyntax::Required => words.value(attached),
-                        ValueSyntax::Flag => None,
-                        ValueSyntax::AttachedOnly | ValueSyntax::AttachedDigits => attached,
-                    };
-                    apply_effect(&option, value, true, &mut parsed, findings);
-                }
-                Long::Unknown if table.strict => {
-                    return Err(unknown(findings, &format!("--{name}")));
-                }
-                // Ambiguous: the tool refuses it, or (another version, hidden options) takes
-                // one of them: every one's effect, with the attached value only.
-                Long::Ambiguous(candidates) => {
-                    for option in &candidates {
-                        apply_effect(option, attached, true, &mut parsed, findings);
-                    }
-                }
-                // A command nobody knows: the cautious reading.
-                Long::Unknown => {
-                    if let Some(value) = attached {
-                        findings.read_argument(value, &parsed.path(value));
-                    }
-                }
-            }
-            continue;
-        }
-        let mut cluster = &word[1..];
-        while let Some(c) = cluster.chars().next() {
-            cluster = &cluster[c.len_utf8()..];
-            if table.numeric && c.is_ascii_digit() {
-                cluster = cluster.trim_start_matches(|d: char| d.is_ascii_digit());
-                continue;
-            }
-            let Some(option) = table.short(c) else {
-                if table.strict {
-                    return Err(unknown(findings, &format!("-{c}")));
-                }
-                continue;
-            };
-            let value = match option.value {
-                ValueSyntax::Flag => None,
-                ValueSyntax::AttachedDigits => {
-                    let (digits, more) = split_digits(c, cluster);
-                    cluster = more;
-                    (!digits.is_empty()).then_some(digits)
-                }
-                ValueSyntax::AttachedOnly => {
-                    let value = std::mem::take(&mut cluster);
-                    (!value.is_empty()).then_some(value)
-                }
-                ValueSyntax::Required if !cluster.is_empty() => Some(std::mem::take(&mut cluster)),
-                ValueSyntax::Required => words.next(),
-            };
-            apply_effect(&option, value, false, &mut parsed, findings);
-            if parsed.options_done {
-                break;
-            }
+        match word.strip_prefix("--") {
+            Some(body) => parse_long(body, table, &mut words, &mut parsed, findings)?,
+            None => parse_cluster(&word[1..], table, &mut words, &mut parsed, findings)?,
         }
     }
     Ok(parsed)
+}
+
+/// One long option, `--` cut off `body` (with its value attached after `=`, or the next word).
+fn parse_long<'a>(
+    body: &'a str,
+    table: &OptionTable,
+    words: &mut Words<'a>,
+    parsed: &mut ParsedArgs<'a>,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let (name, attached) = split_attached(body);
+    match table.long(name) {
+        Long::Known(option) => {
+            let value = match option.value {
+                ValueSyntax::Required => words.value(attached),
+                ValueSyntax::Flag => None,
+                ValueSyntax::AttachedOnly | ValueSyntax::AttachedDigits => attached,
+            };
+            apply_effect(&option, value, true, parsed, findings);
+        }
+        Long::Unknown if table.strict => {
+            return Err(unknown(findings, &format!("--{name}")));
+        }
+        // Ambiguous: the tool refuses it, or (another version, hidden options) takes one of
+        // them: every one's effect, with the attached value only.
+        Long::Ambiguous(candidates) => {
+            for option in &candidates {
+                apply_effect(option, attached, true, parsed, findings);
+            }
+        }
+        // A command nobody knows: the cautious reading.
+        Long::Unknown => {
+            if let Some(value) = attached {
+                findings.read_argument(value, &parsed.path(value));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A cluster of short options, `-` cut off (`-abc`, `-ovalue`, `-n5`).
+fn parse_cluster<'a>(
+    mut cluster: &'a str,
+    table: &OptionTable,
+    words: &mut Words<'a>,
+    parsed: &mut ParsedArgs<'a>,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    while let Some(c) = cluster.chars().next() {
+        cluster = &cluster[c.len_utf8()..];
+        if table.numeric && c.is_ascii_digit() {
+            cluster = cluster.trim_start_matches(|d: char| d.is_ascii_digit());
+            continue;
+        }
+        let Some(option) = table.short(c) else {
+            if table.strict {
+                return Err(unknown(findings, &format!("-{c}")));
+            }
+            continue;
+        };
+        let value = match option.value {
+            ValueSyntax::Flag => None,
+            ValueSyntax::AttachedDigits => {
+                let (digits, more) = split_digits(c, cluster);
+                cluster = more;
+                (!digits.is_empty()).then_some(digits)
+            }
+            ValueSyntax::AttachedOnly => {
+                let value = std::mem::take(&mut cluster);
+                (!value.is_empty()).then_some(value)
+            }
+            ValueSyntax::Required if !cluster.is_empty() => Some(std::mem::take(&mut cluster)),
+            ValueSyntax::Required => words.next(),
+        };
+        apply_effect(&option, value, false, parsed, findings);
+        if parsed.options_done {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The leading digits of `cluster`, the value of short option `option`, and what follows

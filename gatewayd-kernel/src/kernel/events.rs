@@ -194,7 +194,35 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             learned,
         };
     };
-    match program.payload {
+    payload_detail(ev, spec, program.payload, reason, &mut detail);
+    let message = reason
+        .and_then(|r| program.message(r))
+        .unwrap_or(UNLISTED_REASON);
+    detail["message"] = if learned {
+        json!(format!(
+            "learn mode let this through (recorded, not refused); without --learn: {message}"
+        ))
+    } else {
+        json!(message)
+    };
+    Denial {
+        hook: program.name,
+        reason,
+        detail,
+        learned,
+    }
+}
+
+/// What the event's payload says, into `detail`: the file, the target, the destination, the
+/// peer, and for the reasons that name one, the protected path, name or read-only path.
+fn payload_detail(
+    ev: &Event,
+    spec: &KernelSpec,
+    payload: Payload,
+    reason: Option<Reason>,
+    detail: &mut serde_json::Value,
+) {
+    match payload {
         Payload::File | Payload::Exec => {
             detail["ino"] = json!(ev.file_ino);
             detail["dev"] = json!(major_minor(ev.file_dev));
@@ -206,7 +234,7 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
         | Payload::UnixPeer
         | Payload::Call => {}
     }
-    match program.payload {
+    match payload {
         Payload::File if reason == Some(Reason::ProtectedPath) => {
             detail["protected_ino"] = json!(ev.protected_ino);
             if let Some(p) = spec.protected_path(u64::from(ev.file_dev), ev.protected_ino) {
@@ -238,24 +266,8 @@ pub fn describe(ev: &Event, spec: &KernelSpec) -> Denial {
             detail["from"] = json!(event_ip(ev).to_string());
             detail["port"] = json!(ev.dst_port);
         }
-        Payload::UnixPeer => unix_peer(ev, spec, &mut detail),
+        Payload::UnixPeer => unix_peer(ev, spec, detail),
         _ => {}
-    }
-    let message = reason
-        .and_then(|r| program.message(r))
-        .unwrap_or(UNLISTED_REASON);
-    detail["message"] = if learned {
-        json!(format!(
-            "learn mode let this through (recorded, not refused); without --learn: {message}"
-        ))
-    } else {
-        json!(message)
-    };
-    Denial {
-        hook: program.name,
-        reason,
-        detail,
-        learned,
     }
 }
 

@@ -199,16 +199,7 @@ pub(crate) fn add(
             .map_err(insert_err("SESSIONS", MAX_SESSIONS))?;
         insert_protected(&mut m, &wanted.protected, &mut indexed, &mut index)?;
         wanted.insert_exec_and_roots(&mut m)?;
-        let info = SessionInfo {
-            owner_tgid,
-            exec_enforced: u32::from(spec.exec_enforced),
-            nested: 0,
-            slot,
-            file_walk: u32::from(index.is_err()),
-            roots: spec.roots_enforced,
-            names: spec.protected_names.patterns.len() as u32,
-            learn: u32::from(spec.learn),
-        };
+        let info = session_info(spec, owner_tgid, slot, index.is_err());
         // Before the session is live: its file checks need more than `TREE`.
         if info.needs_every_open() {
             m.every_open.set(0, 1, 0).map_err(map_err("EVERY_OPEN"))?;
@@ -252,6 +243,21 @@ pub(crate) fn add(
         maps,
         events: Some(events),
     })
+}
+
+/// The session's `SESSIONS` value: `walks` when its protected paths are not indexed (its
+/// file checks walk every path).
+fn session_info(spec: &KernelSpec, owner_tgid: u32, slot: u32, walks: bool) -> SessionInfo {
+    SessionInfo {
+        owner_tgid,
+        exec_enforced: u32::from(spec.exec_enforced),
+        nested: 0,
+        slot,
+        file_walk: u32::from(walks),
+        roots: spec.roots_enforced,
+        names: spec.protected_names.patterns.len() as u32,
+        learn: u32::from(spec.learn),
+    }
 }
 
 /// What one session puts in the shared maps, derived from its spec before the maps' lock is

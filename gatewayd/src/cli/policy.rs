@@ -412,47 +412,15 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut edits: Vec<Edit> = Vec::new();
     let mut changed = 0;
     for (t, node) in policy.tools.iter().zip(tools) {
-        let (desc, schema) = match defs.get(&t.name) {
-            Some(d) => (d.description.clone(), d.input_schema.clone()),
-            None => (
-                t.description.clone(),
-                t.input_schema
-                    .clone()
-                    .unwrap_or_else(fingerprint::default_schema),
-            ),
-        };
-        let fp = fingerprint::fingerprint(&t.name, &desc, &schema);
-        if let Some(d) = defs.get(&t.name) {
-            if d.description != t.description {
-                edits.extend(node.set_member(&text, "description", serde_json::to_string(&desc)?));
-                outln!(
-                    "{}: description updated from {}",
-                    t.name,
-                    from.unwrap_or(path).display()
-                )?;
-            }
-            if Some(&d.input_schema) != t.input_schema.as_ref() {
-                edits.extend(node.set_member(
-                    &text,
-                    "input_schema",
-                    serde_json::to_string(&schema)?,
-                ));
-                outln!("{}: input_schema updated", t.name)?;
-            }
-        }
-        warn_scan_findings(&t.name, &desc, &schema);
-        match &t.fingerprint {
-            Some(old) if *old == fp => outln!("{}: unchanged {fp}", t.name)?,
-            old => {
-                changed += 1;
-                outln!(
-                    "{}: {} -> {fp}",
-                    t.name,
-                    old.as_deref().unwrap_or("(not pinned)")
-                )?;
-                edits.extend(node.set_member(&text, "fingerprint", serde_json::to_string(&fp)?));
-            }
-        }
+        let source = from.unwrap_or(path);
+        changed += usize::from(pin_tool(
+            t,
+            node,
+            &text,
+            defs.get(&t.name),
+            source,
+            &mut edits,
+        )?);
     }
     for name in defs.keys() {
         if !policy.tools.iter().any(|t| t.name == *name) {
@@ -473,6 +441,55 @@ fn pin(path: &Path, from: Option<&Path>) -> anyhow::Result<ExitCode> {
     replace_file(path, &out)?;
     outln!("{}: {changed} fingerprint(s) pinned", path.display())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Pins tool `t` (its `node` in the policy's `text`): its description and schema taken
+/// from the server's definition `served` (read from `source`) when given, its fingerprint
+/// computed; the changes go to `edits`. True when the fingerprint changed.
+fn pin_tool(
+    t: &gatewayd_core::policy::ToolDef,
+    node: &spans::Node,
+    text: &str,
+    served: Option<&ToolDefinition>,
+    source: &Path,
+    edits: &mut Vec<Edit>,
+) -> anyhow::Result<bool> {
+    let (desc, schema) = match served {
+        Some(d) => (d.description.clone(), d.input_schema.clone()),
+        None => (
+            t.description.clone(),
+            t.input_schema
+                .clone()
+                .unwrap_or_else(fingerprint::default_schema),
+        ),
+    };
+    let fp = fingerprint::fingerprint(&t.name, &desc, &schema);
+    if let Some(d) = served {
+        if d.description != t.description {
+            edits.extend(node.set_member(text, "description", serde_json::to_string(&desc)?));
+            outln!("{}: description updated from {}", t.name, source.display())?;
+        }
+        if Some(&d.input_schema) != t.input_schema.as_ref() {
+            edits.extend(node.set_member(text, "input_schema", serde_json::to_string(&schema)?));
+            outln!("{}: input_schema updated", t.name)?;
+        }
+    }
+    warn_scan_findings(&t.name, &desc, &schema);
+    match &t.fingerprint {
+        Some(old) if *old == fp => {
+            outln!("{}: unchanged {fp}", t.name)?;
+            Ok(false)
+        }
+        old => {
+            outln!(
+                "{}: {} -> {fp}",
+                t.name,
+                old.as_deref().unwrap_or("(not pinned)")
+            )?;
+            edits.extend(node.set_member(text, "fingerprint", serde_json::to_string(&fp)?));
+            Ok(true)
+        }
+    }
 }
 
 /// Writes a new policy file: never over an existing one (`hint` says what to do instead,

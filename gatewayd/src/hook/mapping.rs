@@ -88,6 +88,20 @@ pub(crate) fn map(
     if let Some(name) = mcp_tool_name(host, tool, mcp_server)? {
         return Ok(vec![call(name, input.clone())]);
     }
+    if let Some(calls) = map_file_tool(host, tool, input, cwd)? {
+        return Ok(calls);
+    }
+    // Unknown to the tables: decided under its own name (refused unless listed).
+    Ok(map_web_tool(host, tool, input)?.unwrap_or_else(|| vec![call(tool, input.clone())]))
+}
+
+/// The host's shell, file and search tools, if `tool` is one.
+fn map_file_tool(
+    host: Host,
+    tool: &str,
+    input: &Value,
+    cwd: &str,
+) -> Result<Option<Vec<ToolCall>>, MapError> {
     let path_of =
         |names: &[&str]| -> Result<String, MapError> { Ok(abs(cwd, need(input, names, tool)?)) };
     let search_path = |names: &[&str]| abs(cwd, field(input, names).unwrap_or("."));
@@ -137,6 +151,14 @@ pub(crate) fn map(
             )]
         }
         (Host::Claude, "LS") => vec![call("list_files", json!({"path": search_path(&["path"])}))],
+        _ => return Ok(None),
+    };
+    Ok(Some(calls))
+}
+
+/// The host's web and sub-agent tools, if `tool` is one.
+fn map_web_tool(host: Host, tool: &str, input: &Value) -> Result<Option<Vec<ToolCall>>, MapError> {
+    let calls = match (host, tool) {
         (Host::Claude, "WebFetch") => vec![call(
             "web_fetch",
             with_opt(
@@ -154,10 +176,9 @@ pub(crate) fn map(
             "agent",
             json!({"prompt": need(input, &["prompt", "description"], tool)?}),
         )],
-        // Unknown to the table: decided under its own name (refused unless listed).
-        _ => vec![call(tool, input.clone())],
+        _ => return Ok(None),
     };
-    Ok(calls)
+    Ok(Some(calls))
 }
 
 /// The MCP tool a host tool name stands for, if it is one: `mcp__server__tool` (Claude Code,

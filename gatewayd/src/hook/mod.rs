@@ -163,6 +163,40 @@ fn host_name(h: Host) -> &'static str {
     }
 }
 
+/// A host call before it runs: the gateway decides each of its calls, and the host is told
+/// the strictest verdict (a deny over a hold over an allow).
+fn decide_calls(
+    host: Host,
+    calls: Vec<ToolCall>,
+    session: &str,
+    gate: &mut Gate,
+    who: &Identity,
+) -> Answer {
+    let rank = |d: &Verdict| match d.decision {
+        Decision::Allow => 0,
+        Decision::Hold => 1,
+        _ => 2,
+    };
+    let mut worst: Option<Verdict> = None;
+    for c in calls {
+        let decide = CallDecide {
+            session: session.to_owned(),
+            call: c,
+        };
+        let d = match gate.request(decide) {
+            Ok(r) => r.verdict,
+            Err(e) => return Answer::fail(&format!("the gateway is unavailable ({e}); refused")),
+        };
+        if worst.as_ref().is_none_or(|w| rank(&d) > rank(w)) {
+            worst = Some(d);
+        }
+    }
+    match worst {
+        Some(d) => answer::pre(host, &d, who.authoritative),
+        None => Answer::fail("nothing to decide"),
+    }
+}
+
 /// Decides one event. Never panics on input; anything that cannot be decided is denied
 /// (exit 2) and recorded.
 pub fn handle(host: Host, input: &[u8], gate: &mut Gate, who: &Identity) -> Answer {
@@ -205,33 +239,7 @@ pub fn handle(host: Host, input: &[u8], gate: &mut Gate, who: &Identity) -> Answ
         return Answer::fail(&format!("the gateway is unavailable ({e}); refused"));
     }
     match phase {
-        Phase::Pre => {
-            let mut worst: Option<Verdict> = None;
-            for c in calls {
-                let decide = CallDecide {
-                    session: session.clone(),
-                    call: c,
-                };
-                let d = match gate.request(decide) {
-                    Ok(r) => r.verdict,
-                    Err(e) => {
-                        return Answer::fail(&format!("the gateway is unavailable ({e}); refused"));
-                    }
-                };
-                let rank = |d: &Verdict| match d.decision {
-                    Decision::Allow => 0,
-                    Decision::Hold => 1,
-                    _ => 2,
-                };
-                if worst.as_ref().is_none_or(|w| rank(&d) > rank(w)) {
-                    worst = Some(d);
-                }
-            }
-            match worst {
-                Some(d) => answer::pre(host, &d, who.authoritative),
-                None => Answer::fail("nothing to decide"),
-            }
-        }
+        Phase::Pre => decide_calls(host, calls, &session, gate, who),
         Phase::Post => {
             let original = v
                 .get("tool_response")

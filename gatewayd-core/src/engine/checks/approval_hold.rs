@@ -46,20 +46,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         v.message = format!("`{name}` is held for a person's approval. {why}");
         return Err(v);
     };
-    let fail = |m: &str, v: Verdict| {
-        let next = if m.starts_with("rejected") {
-            "a person refused this call: do not repeat it; ask the user how to go on"
-        } else {
-            "repeat the call without an approval id to be held for a new approval, or ask the user"
-        };
-        let mut d = Verdict::deny(
-            Reason::ApprovalDenied,
-            with_next(&format!("approval {id}: {m}; the call is refused"), next),
-        );
-        d.matched_rules = v.matched_rules;
-        d.hold_reasons = v.hold_reasons;
-        Err(d)
-    };
+    let fail = |m: &str, v: Verdict| refused(id, m, v);
     let Some(a) = approvals.get(id) else {
         return fail("unknown, expired or already used", v);
     };
@@ -92,6 +79,23 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
             Err(v)
         }
     }
+}
+
+/// The refusal of a call repeated with approval `id`, for `why` (`v`: the held verdict, whose
+/// rules and hold reasons it keeps).
+fn refused(id: &str, why: &str, v: Verdict) -> Step {
+    let next = if why.starts_with("rejected") {
+        "a person refused this call: do not repeat it; ask the user how to go on"
+    } else {
+        "repeat the call without an approval id to be held for a new approval, or ask the user"
+    };
+    let mut d = Verdict::deny(
+        Reason::ApprovalDenied,
+        with_next(&format!("approval {id}: {why}; the call is refused"), next),
+    );
+    d.matched_rules = v.matched_rules;
+    d.hold_reasons = v.hold_reasons;
+    Err(d)
 }
 
 /// After the checks, in `Engine::call`: a held call gets an approval id (the pending one of

@@ -53,99 +53,111 @@ impl AgentHost {
         install: Option<&Path>,
         runtime: Option<&Path>,
     ) -> Vec<Entry> {
-        let at = |p: &str| home.join(p).display().to_string();
-        let entry = |kind, value: String, reason| Entry {
-            kind,
-            value,
-            reason,
+        let rows: &[Row] = match self {
+            AgentHost::Claude => &CLAUDE,
+            AgentHost::Codex => &CODEX,
+            AgentHost::Gemini => &GEMINI,
         };
-        let mut v = match self {
-            AgentHost::Claude => vec![
-                entry(
-                    "writable",
-                    at(".claude"),
-                    "Claude Code's settings, sessions, to-dos and shell snapshots",
-                ),
-                entry(
-                    "writable",
-                    at(".claude.json"),
-                    "Claude Code's main state file (projects, onboarding)",
-                ),
-                entry(
-                    "read_only",
-                    at(".claude/settings.json"),
-                    "Claude Code's settings, hooks among them: the agent may not change what the user's own Claude Code runs",
-                ),
-                entry("egress", "api.anthropic.com".into(), "the model API"),
-            ],
-            AgentHost::Codex => vec![
-                entry(
-                    "writable",
-                    at(".codex"),
-                    "Codex's CODEX_HOME: config.toml, hooks.json, sessions, logs, auth",
-                ),
-                entry(
-                    "read_only",
-                    at(".codex/config.toml"),
-                    "Codex's settings: the agent may not change what the user's own Codex runs",
-                ),
-                entry(
-                    "read_only",
-                    at(".codex/hooks.json"),
-                    "Codex's hooks: the agent may not change what the user's own Codex runs",
-                ),
-                entry("egress", "api.openai.com".into(), "the model API (API key)"),
-                entry(
-                    "egress",
-                    "chatgpt.com".into(),
-                    "the model API when signed in with ChatGPT",
-                ),
-                entry(
-                    "egress",
-                    "auth.openai.com".into(),
-                    "refreshing a ChatGPT sign-in",
-                ),
-            ],
-            AgentHost::Gemini => vec![
-                entry(
-                    "writable",
-                    at(".gemini"),
-                    "Gemini CLI's settings, history, trusted folders and temp files",
-                ),
-                entry(
-                    "egress",
-                    "generativelanguage.googleapis.com".into(),
-                    "the model API (API key)",
-                ),
-                entry(
-                    "egress",
-                    "cloudcode-pa.googleapis.com".into(),
-                    "the model API when signed in with Google",
-                ),
-                entry(
-                    "egress",
-                    "oauth2.googleapis.com".into(),
-                    "refreshing a Google sign-in",
-                ),
-            ],
-        };
-        if let Some(dir) = install {
-            v.push(entry(
-                "readable",
-                dir.display().to_string(),
+        let mut v: Vec<Entry> = rows
+            .iter()
+            .map(|&(kind, value, reason)| Entry {
+                kind,
+                value: value
+                    .strip_prefix("~/")
+                    .map_or_else(|| value.to_owned(), |p| home.join(p).display().to_string()),
+                reason,
+            })
+            .collect();
+        let dirs = [
+            (
+                install,
                 "where the host is installed: its program, scripts and modules",
-            ));
-        }
-        if let Some(dir) = runtime {
-            v.push(entry(
-                "readable",
-                dir.display().to_string(),
-                "the Node.js the host runs on",
-            ));
+            ),
+            (runtime, "the Node.js the host runs on"),
+        ];
+        for (dir, reason) in dirs {
+            if let Some(dir) = dir {
+                v.push(Entry {
+                    kind: "readable",
+                    value: dir.display().to_string(),
+                    reason,
+                });
+            }
         }
         v
     }
 }
+
+/// One entry of a host's profile: its kind, its value (`~/` for the user's home, or a host
+/// name) and why the host needs it.
+type Row = (&'static str, &'static str, &'static str);
+
+const CLAUDE: [Row; 4] = [
+    (
+        "writable",
+        "~/.claude",
+        "Claude Code's settings, sessions, to-dos and shell snapshots",
+    ),
+    (
+        "writable",
+        "~/.claude.json",
+        "Claude Code's main state file (projects, onboarding)",
+    ),
+    (
+        "read_only",
+        "~/.claude/settings.json",
+        "Claude Code's settings, hooks among them: the agent may not change what the user's own Claude Code runs",
+    ),
+    ("egress", "api.anthropic.com", "the model API"),
+];
+
+const CODEX: [Row; 6] = [
+    (
+        "writable",
+        "~/.codex",
+        "Codex's CODEX_HOME: config.toml, hooks.json, sessions, logs, auth",
+    ),
+    (
+        "read_only",
+        "~/.codex/config.toml",
+        "Codex's settings: the agent may not change what the user's own Codex runs",
+    ),
+    (
+        "read_only",
+        "~/.codex/hooks.json",
+        "Codex's hooks: the agent may not change what the user's own Codex runs",
+    ),
+    ("egress", "api.openai.com", "the model API (API key)"),
+    (
+        "egress",
+        "chatgpt.com",
+        "the model API when signed in with ChatGPT",
+    ),
+    ("egress", "auth.openai.com", "refreshing a ChatGPT sign-in"),
+];
+
+const GEMINI: [Row; 4] = [
+    (
+        "writable",
+        "~/.gemini",
+        "Gemini CLI's settings, history, trusted folders and temp files",
+    ),
+    (
+        "egress",
+        "generativelanguage.googleapis.com",
+        "the model API (API key)",
+    ),
+    (
+        "egress",
+        "cloudcode-pa.googleapis.com",
+        "the model API when signed in with Google",
+    ),
+    (
+        "egress",
+        "oauth2.googleapis.com",
+        "refreshing a Google sign-in",
+    ),
+];
 
 /// Where a host's program `found` (as looked up on `PATH`) is installed: after links, the
 /// `node_modules` folder that holds its npm package and the package's dependencies, else

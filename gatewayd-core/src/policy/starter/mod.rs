@@ -195,6 +195,56 @@ pub fn starter(workspace: &Path, home: &Path) -> Value {
 /// the workspace with its reason (what `policy init` prints).
 pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Value, Vec<Entry>) {
     let ws = workspace.display().to_string();
+    let protected = protected_paths(workspace, home);
+    let entries = readable_entries(home, hosts);
+    let listed = |kind: &str| -> Vec<String> {
+        let mut v: Vec<String> = entries
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| e.value.clone())
+            .collect();
+        v.dedup();
+        v
+    };
+    // Where they exist: the built-in read-only paths cover them anyway, and one that does
+    // not exist is only a warning on every run (a workspace with no repository).
+    let mut read_only: Vec<String> = WORKSPACE_READ_ONLY
+        .iter()
+        .map(|s| workspace.join(s))
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    read_only.extend(listed("read_only"));
+    let mut readable = vec![ws.clone()];
+    readable.extend(listed("readable"));
+    let mut writable = vec![ws.clone()];
+    writable.extend(listed("writable"));
+    let egress: Vec<Value> = EGRESS_HOSTS
+        .iter()
+        .map(|h| (*h).to_owned())
+        .chain(listed("egress"))
+        .map(|h| json!({"host": h, "port": 443}))
+        .collect();
+    // A workspace under /tmp would be hidden by the session's own /tmp.
+    let private_tmp = !workspace.starts_with("/tmp");
+    let policy = json!({
+        "version": 1,
+        "name": format!("starter for {ws}"),
+        "kernel": "best_effort",
+        "trifecta": "hold",
+        "sandbox": {"root": ws, "readable": readable, "writable": writable,
+                    "protected": protected, "protected_names": WORKSPACE_SECRET_NAMES,
+                    "read_only": read_only, "private_tmp": private_tmp},
+        "network": {"egress": egress},
+        "tools": host_tools(),
+        "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
+                   "actions": {"destructive": 500}}
+    });
+    (policy, entries)
+}
+
+/// The secrets the starter protects: the home's, the workspace's `.env` files, the system's.
+fn protected_paths(workspace: &Path, home: &Path) -> Vec<String> {
     let mut protected: Vec<String> = HOME_SECRETS
         .iter()
         .map(|s| home.join(s).display().to_string())
@@ -205,6 +255,12 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
             .map(|s| workspace.join(s).display().to_string()),
     );
     protected.extend(SYSTEM_PROTECTED.iter().map(|s| (*s).to_string()));
+    protected
+}
+
+/// Every entry added beyond the workspace, with its reason: the system's and the home's
+/// readable paths that exist, then each host's profile.
+fn readable_entries(home: &Path, hosts: &[HostInstall]) -> Vec<Entry> {
     let mut entries: Vec<Entry> = SYSTEM_READABLE
         .iter()
         .filter(|(p, _)| Path::new(p).exists())
@@ -230,53 +286,7 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
                 .entries(home, h.install.as_deref(), h.runtime.as_deref()),
         );
     }
-    let listed = |kind: &str| -> Vec<String> {
-        let mut v: Vec<String> = entries
-            .iter()
-            .filter(|e| e.kind == kind)
-            .map(|e| e.value.clone())
-            .collect();
-        v.dedup();
-        v
-    };
-    // Where they exist: the built-in read-only paths cover them anyway, and one that does
-    // not exist is only a warning on every run (a workspace with no repository).
-    let mut read_only: Vec<String> = WORKSPACE_READ_ONLY
-        .iter()
-        .map(|s| workspace.join(s))
-        .filter(|p| p.exists())
-        .map(|p| p.display().to_string())
-        .collect();
-    read_only.extend(listed("read_only"));
-    let mut readable = vec![ws.clone()];
-    readable.extend(listed("readable"));
-    let mut writable = vec![ws.clone()];
-    writable.extend(listed("writable"));
-    let mut egress: Vec<Value> = EGRESS_HOSTS
-        .iter()
-        .map(|h| json!({"host": h, "port": 443}))
-        .collect();
-    egress.extend(
-        listed("egress")
-            .iter()
-            .map(|h| json!({"host": h, "port": 443})),
-    );
-    // A workspace under /tmp would be hidden by the session's own /tmp.
-    let private_tmp = !workspace.starts_with("/tmp");
-    let policy = json!({
-        "version": 1,
-        "name": format!("starter for {ws}"),
-        "kernel": "best_effort",
-        "trifecta": "hold",
-        "sandbox": {"root": ws, "readable": readable, "writable": writable,
-                    "protected": protected, "protected_names": WORKSPACE_SECRET_NAMES,
-                    "read_only": read_only, "private_tmp": private_tmp},
-        "network": {"egress": egress},
-        "tools": host_tools(),
-        "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
-                   "actions": {"destructive": 500}}
-    });
-    (policy, entries)
+    entries
 }
 
 #[cfg(test)]
