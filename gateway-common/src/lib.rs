@@ -303,6 +303,18 @@ impl Reason {
         matches!(self, Reason::ProtectedPath | Reason::ProtectedName)
     }
 
+    /// Whether a learning session ([`SessionInfo::learn`]) is let through a file refusal for
+    /// this reason: outside the roots, or a program outside the exec allowlist. The file
+    /// programs send no event for it: gatewayd's fanotify learner (the same at both tiers)
+    /// records the access with its path, which a `suggest` needs. Protected paths and
+    /// names, read-only names, exec-listed files and gatewayd's own are never learned.
+    pub const fn learned_by_fanotify(self) -> bool {
+        matches!(
+            self,
+            Reason::OutsideReadable | Reason::OutsideWritable | Reason::ExecNotAllowed
+        )
+    }
+
     /// The audit record's `reason` value.
     pub const fn name(self) -> &'static str {
         match self {
@@ -594,9 +606,11 @@ pub struct SessionInfo {
     pub roots: u32,
     /// How many `sandbox.protected_names` patterns the session has in `NAMES`; 0: none.
     pub names: u32,
-    /// 1 when the session learns (`gatewayd run --learn` at tier 2): a destination outside
-    /// the egress allowlist is allowed and recorded ([`LEARNED`]); the lockdown and the
-    /// cloud's metadata services stay denied.
+    /// 1 when the session learns (`gatewayd run --learn`): a destination outside the egress
+    /// allowlist is allowed and recorded ([`LEARNED`]); the lockdown and the cloud's
+    /// metadata services stay denied. At tier 1 the file programs also let through what
+    /// [`Reason::learned_by_fanotify`] names, without an event: gatewayd's fanotify learner
+    /// records each of those with its path.
     pub learn: u32,
 }
 

@@ -58,6 +58,7 @@ fn try_bprm_check(ctx: &LsmContext) -> Result<i32, i32> {
     // the rest of the program run.
     match EXEC.get_ptr(session_inode(&session, &key)) {
         Some(v) if unsafe { *v } == EXEC_RUN => Ok(0),
+        _ if session.learns_file(Reason::ExecNotAllowed) => Ok(0),
         _ => Err(deny(hit, Reason::ExecNotAllowed)),
     }
 }
@@ -145,6 +146,7 @@ fn exec_mapping(
         read(file, cfg.off_file_dentry).map_err(|()| deny(hit, Reason::Unresolvable))?;
     match exec_tree(cfg, &session, dentry, &mut hit) {
         Ok(true) => Ok(0),
+        Ok(false) if session.learns_file(Reason::ExecNotAllowed) => Ok(0),
         Ok(false) => Err(deny(hit, Reason::ExecNotAllowed)),
         Err(()) => Err(deny(hit, Reason::Unresolvable)),
     }

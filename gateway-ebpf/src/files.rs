@@ -70,6 +70,16 @@ enum Found {
     Outside(u32),
 }
 
+/// A learning session takes what lies outside its roots as clear ([`Session::learns_file`]):
+/// its other checks (protected names, exec-listed files, gatewayd's own) still run.
+#[inline(always)]
+fn learn_outside(session: &Session, found: Result<Found, ()>) -> Result<Found, ()> {
+    match found {
+        Ok(Found::Outside(missing)) if session.learns_file(outside(missing)) => Ok(Found::Clear),
+        other => other,
+    }
+}
+
 /// The audit reason of a [`Found::Outside`].
 #[inline(always)]
 fn outside(missing: u32) -> Reason {
@@ -132,7 +142,10 @@ fn try_file_open(ctx: &LsmContext) -> Result<i32, i32> {
         need &= session.info.roots;
     }
     let dentry = || read::<*const u8>(file, cfg.off_file_dentry);
-    match check_inode(cfg, &session, key, tree, inode, dentry, &mut hit, need) {
+    match learn_outside(
+        &session,
+        check_inode(cfg, &session, key, tree, inode, dentry, &mut hit, need),
+    ) {
         Ok(Found::Clear) => {}
         Ok(Found::Protected) => return deny(hit, Reason::ProtectedPath),
         Ok(Found::Outside(missing)) => return deny(hit, outside(missing)),
@@ -507,7 +520,8 @@ fn deny_file(
             continue;
         }
         let mut hit = Subject::default();
-        let reason = match check_dentry(cfg, &session, d, &mut hit, need & session.info.roots) {
+        let found = check_dentry(cfg, &session, d, &mut hit, need & session.info.roots);
+        let reason = match learn_outside(&session, found) {
             Ok(Found::Clear) if exec == ExecListed::Ignore => None,
             Ok(Found::Clear) => match exec_listed(cfg, &session, d) {
                 Ok(false) => None,

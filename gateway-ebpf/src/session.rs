@@ -25,6 +25,15 @@ pub struct Session {
     pub info: SessionInfo,
 }
 
+impl Session {
+    /// Whether this learning session is let through a file refusal for `reason`, without an
+    /// event ([`Reason::learned_by_fanotify`]).
+    #[inline(always)]
+    pub fn learns_file(&self, reason: Reason) -> bool {
+        self.info.learn != 0 && reason.learned_by_fanotify()
+    }
+}
+
 /// Where a program reads the cgroup ids it finds a session by: the current task's, or for a
 /// packet, its socket's (`SocketOf`).
 pub trait CgroupIds {

@@ -66,7 +66,8 @@ pub struct Plan<'a> {
     /// `gatewayd run --learn`: at tier 2 the Landlock ruleset leaves the roots and the exec
     /// allowlist out (their refusals are learned by [`crate::fs_learn`] instead), the
     /// agent's program need not be in the exec allowlist, and the egress programs learn
-    /// ([`KernelSpec::learn`]). At tier 1 nothing changes.
+    /// ([`KernelSpec::learn`]). At tier 1 the BPF LSM programs let the same accesses
+    /// through ([`gateway_common::Reason::learned_by_fanotify`]).
     pub learn: bool,
 }
 
@@ -254,13 +255,10 @@ impl Confinement {
         );
         let opening = std::time::Instant::now();
         let programs = SharedPrograms::open_or_load();
-        // Learn mode is the kernel's at tier 2 only: there the agent's program need not be
-        // listed (its exec is learned); at tier 1 the exec allowlist holds as ever.
+        // In learn mode the agent's program need not be listed: its exec is learned (the
+        // BPF LSM programs let it through at tier 1, Landlock leaves exec out at tier 2).
         let mut spec = spec;
-        spec.learn = plan.learn
-            && programs
-                .as_ref()
-                .is_ok_and(|p| Tier::resolve(p.status(), true) == Tier::CgroupLandlock);
+        spec.learn = plan.learn;
         if spec.exec_enforced && plan.program_in_exec && !spec.learn {
             let key = plan.program.and_then(|p| kernel::spec::inode_key(p).ok());
             if !key.is_some_and(|k| spec.exec_keys().contains(&k)) {

@@ -13,8 +13,9 @@ use crate::util::{Env, Toolchain, cache_dir, run};
 
 /// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`;
 /// `man-db`: `man -l`, with which the packaging test renders the packaged man pages;
-/// `tmux`: the real terminal the `gatewayd approvals watch` test types into.
-const APT_PACKAGES: [&str; 8] = [
+/// `tmux`: the real terminal the `gatewayd approvals watch` test types into;
+/// `curl`, `openssl`: the egress-by-name test's client and HTTPS server (host and guests).
+const APT_PACKAGES: [&str; 10] = [
     "qemu-system-x86",
     "cpio",
     "nodejs",
@@ -23,6 +24,8 @@ const APT_PACKAGES: [&str; 8] = [
     "iproute2",
     "man-db",
     "tmux",
+    "curl",
+    "openssl",
 ];
 /// Packages whose command may come from another package: the `nodejs` package of `NodeSource` ships `npm`
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.

@@ -146,6 +146,14 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     copy_with_libs(test_bin, &root, "privileged")?;
     // The job-control test (`terminal.rs`) runs the real bash, as a user would.
     copy_with_libs(Path::new("/bin/bash"), &root, "bin/bash")?;
+    // The egress-by-name test's HTTPS server and certificate (`openssl s_server`, `openssl
+    // req`, which reads the configuration file) and its client (`curl`).
+    copy_with_libs(Path::new("/usr/bin/openssl"), &root, "bin/openssl")?;
+    copy_with_libs(Path::new("/usr/bin/curl"), &root, "bin/curl")?;
+    for conf in ["etc/ssl/openssl.cnf", "usr/lib/ssl/openssl.cnf"] {
+        std::fs::create_dir_all(root.join(conf).parent().context("a parent")?)?;
+        std::fs::copy("/etc/ssl/openssl.cnf", root.join(conf)).context("copy openssl.cnf")?;
+    }
     let status = Command::new("sh")
         .arg("-c")
         .arg(format!(

@@ -82,8 +82,10 @@ pub struct KernelSpec {
     pub protected_names: ProtectedNames,
     /// `kernel: "require"`: any program that does not load and attach is an error.
     pub require: bool,
-    /// `gatewayd run --learn` at tier 2: a destination outside the egress allowlist is
-    /// allowed and recorded `would_deny` ([`gateway_common::SessionInfo::learn`]).
+
+    /// `gatewayd run --learn`: a destination outside the egress allowlist is allowed and
+    /// recorded `would_deny`, and at tier 1 the file programs let the learnable accesses
+    /// through ([`gateway_common::SessionInfo::learn`]).
     pub learn: bool,
 }
 

@@ -58,6 +58,9 @@ pub(super) struct Shared {
     pub(super) answers: Answers,
     /// Where the resolver forwards, and what the proxy asks to check an address.
     pub(super) upstream: SocketAddr,
+    /// `gatewayd run --learn`: a name or a nameless connection the policy would refuse is
+    /// let through and recorded ([`Shared::learned`]); the resolver answers every name.
+    pub(super) learn: bool,
 }
 
 /// Addresses by name, and the names in the order they came (the oldest go first).
@@ -131,6 +134,27 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// A learning session's connection the policy would refuse (`why`): let through, and
+    /// recorded `would_deny` (`egress_not_allowed`) with `detail` (its `host`, else its
+    /// address), from which `policy suggest` proposes the entry.
+    pub(super) async fn learned(&self, mut detail: Value, why: &str) {
+        detail["via"] = json!("egress_proxy");
+        detail["message"] = json!(format!(
+            "learn mode let this through (recorded, not refused); without --learn: {why}. Next: `gatewayd policy suggest AUDIT --policy P` proposes the entry"
+        ));
+        let entry = Entry::gateway(
+            &self.session,
+            Decision::WouldDeny,
+            "egress_not_allowed",
+            detail,
+        );
+        if let Err(e) = append(&self.audit, entry).await {
+            eprintln!("gatewayd: the egress proxy's learned connection is not recorded: {e}");
+        }
+    }
+}
+
 /// The upstream resolver: `$GATEWAYD_DNS_SERVER`, else the first `nameserver` of
 /// `/etc/resolv.conf`, else `127.0.0.53:53`.
 fn upstream() -> SocketAddr {
@@ -170,6 +194,7 @@ pub(super) async fn start(
     handle: &kernel::task::Handle,
     audit: WriterHandle,
     session: String,
+    learn: bool,
 ) -> Result<JoinHandle<()>, String> {
     let tcp_listeners = listen_loopback(0)
         .await
@@ -191,9 +216,10 @@ pub(super) async fn start(
         lockdown: handle.lockdown_watch(),
         answers: Answers::default(),
         upstream: upstream(),
+        learn,
     });
     let detail = json!({"tcp_port": tcp_port, "dns_port": resolver.port,
-        "upstream": shared.upstream.to_string()});
+        "upstream": shared.upstream.to_string(), "learn": learn});
     append(
         &shared.audit,
         Entry::gateway(&shared.session, Decision::Info, "egress_proxy", detail),

@@ -47,8 +47,8 @@ pub(super) struct Prepared {
     /// Tier 2 with `sandbox.protected_names`: the fanotify group that refuses them, served
     /// once the session starts.
     pub(super) name_guard: Option<NameGuard>,
-    /// Tier 2 under `--learn`: the fanotify group that learns the agent's files, served once
-    /// the session starts.
+    /// Under `--learn` (tier 1 or 2): the fanotify group that learns the agent's files,
+    /// served once the session starts.
     pub(super) fs_learn: Option<FsLearn>,
 }
 
@@ -90,11 +90,14 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     if confinement.ruleset().is_some() {
         hide_protected(ctx, &mut confinement, &mut privileges);
         name_guard = guard_names(ctx, &mut confinement, &mut privileges)?;
-        if opts.learn.is_on() {
-            fs_learn = learn_files(ctx, &policy, resolved.as_deref(), &mut confinement)?;
-            if let Some(learn) = &fs_learn {
-                privileges.learn(LearnMarks::new(learn.fd()));
-            }
+    }
+    // Both tiers learn files the same way: the BPF LSM programs (tier 1) and the Landlock
+    // ruleset (tier 2) let the learnable accesses through, and fanotify records them.
+    let enforces_files = matches!(confinement.report.tier, Tier::Full | Tier::CgroupLandlock);
+    if opts.learn.is_on() && enforces_files {
+        fs_learn = learn_files(ctx, &policy, resolved.as_deref(), &mut confinement)?;
+        if let Some(learn) = &fs_learn {
+            privileges.learn(LearnMarks::new(learn.fd()));
         }
     }
     if confinement.report.tier == Tier::Full {
@@ -151,7 +154,7 @@ fn guard_names(
     }
 }
 
-/// Tier 2 under `--learn`: the fanotify group that learns the agent's files
+/// Under `--learn` (tier 1 or 2): the fanotify group that learns the agent's files
 /// ([`gatewayd_kernel::fs_learn`]), when the policy restricts any of them; the
 /// `session_start` record says which (`learn_files`). `policy` is the session's (its
 /// private `/tmp` added).

@@ -74,53 +74,9 @@ pub(super) async fn start(
     let (ksession, spec) = c
         .take_kernel()
         .ok_or(RunError::Internal("the confinement has no kernel session"))?;
-    let by_name = c.policy.network.by_name();
     let proxy_maps = ksession.proxy_maps();
-    let (handle, kernel_task) = {
-        let session = ctx.session.clone();
-        let denials = denials.clone();
-        kernel::task::spawn(ksession, spec, records, move |d| {
-            // A learned operation was allowed: no denial, and no suspicion.
-            let reason = d.reason.filter(|_| !d.learned);
-            if !d.learned {
-                denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            KernelRecord {
-                reason,
-                entry: d.into_entry(&session),
-            }
-        })?
-    };
-    // Egress by name: the proxy and resolver, in place before the agent runs. Otherwise the
-    // host names of the egress allowlist, resolved into the kernel before the agent runs.
-    let proxy = if by_name {
-        let started = egress_proxy::start(
-            &c.policy.network,
-            proxy_maps,
-            &handle,
-            ctx.audit.clone(),
-            ctx.session.clone(),
-        )
-        .await
-        .map_err(RunError::EgressProxy)?;
-        Some(started)
-    } else {
-        None
-    };
-    let hosts = if by_name {
-        Vec::new()
-    } else {
-        egress_hosts::host_entries(&c.policy)
-    };
-    let resolving = egress_hosts::start(
-        hosts,
-        handle.clone(),
-        egress_hosts::Reporting {
-            audit: ctx.audit.clone(),
-            session: ctx.session.clone(),
-        },
-    )
-    .await;
+    let (handle, kernel_task) = spawn_kernel_task(ctx, ksession, spec, records, &denials)?;
+    let (proxy, resolving) = start_egress(ctx, &c.policy, proxy_maps, &handle).await?;
     let (gateway, gateway_failed) = match start_gateway(ctx, &prepared, handle.clone()).await {
         Ok(gw) => (Some(gw), None),
         Err(e) => (None, Some(e)),
@@ -165,6 +121,72 @@ pub(super) async fn start(
         denials,
         left,
     })
+}
+
+/// The task that reads the session's kernel events into records, counting denials (a
+/// learned operation was allowed: no denial, and no suspicion).
+fn spawn_kernel_task(
+    ctx: &Ctx<'_>,
+    ksession: kernel::Session,
+    spec: kernel::KernelSpec,
+    records: mpsc::Sender<KernelRecord>,
+    denials: &Arc<AtomicU64>,
+) -> Result<(kernel::task::Handle, JoinHandle<kernel::Session>), RunError> {
+    let session = ctx.session.clone();
+    let denials = denials.clone();
+    Ok(kernel::task::spawn(ksession, spec, records, move |d| {
+        let reason = d.reason.filter(|_| !d.learned);
+        if !d.learned {
+            denials.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        KernelRecord {
+            reason,
+            entry: d.into_entry(&session),
+        }
+    })?)
+}
+
+/// Egress by name: the proxy and resolver, in place before the agent runs (learn mode
+/// learns by name, so it turns the proxy on unless the policy turns it off). Otherwise the
+/// host names of the egress allowlist, resolved into the kernel before the agent runs.
+async fn start_egress(
+    ctx: &Ctx<'_>,
+    policy: &gatewayd_core::policy::Policy,
+    proxy_maps: kernel::egress_proxy::ProxyMaps,
+    handle: &kernel::task::Handle,
+) -> Result<(Option<JoinHandle<()>>, Option<JoinHandle<()>>), RunError> {
+    let learn = ctx.opts.learn.is_on();
+    let by_name = policy.network.by_name() || (learn && policy.network.proxy != Some(false));
+    let proxy = if by_name {
+        let started = egress_proxy::start(
+            &policy.network,
+            proxy_maps,
+            handle,
+            ctx.audit.clone(),
+            ctx.session.clone(),
+            learn,
+        )
+        .await
+        .map_err(RunError::EgressProxy)?;
+        Some(started)
+    } else {
+        None
+    };
+    let hosts = if by_name {
+        Vec::new()
+    } else {
+        egress_hosts::host_entries(policy)
+    };
+    let resolving = egress_hosts::start(
+        hosts,
+        handle.clone(),
+        egress_hosts::Reporting {
+            audit: ctx.audit.clone(),
+            session: ctx.session.clone(),
+        },
+    )
+    .await;
+    Ok((proxy, resolving))
 }
 
 /// Tier 2's protected names: each refused open becomes a kernel record (`protected_name`,

@@ -1,10 +1,9 @@
 //! `gatewayd run --learn`, the kernel half (docs/POLICY.md, "Learn mode"): `gw-testagent`
 //! reads and writes outside its roots, runs a program outside `sandbox.exec` and connects to
 //! an address outside the egress allowlist. Bare, all work; under the policy they are
-//! refused; under `--learn` at tier 2 they work and each is recorded `would_deny`, while a
-//! protected file stays refused; then `gatewayd policy suggest` drafts a policy under which
-//! the same agent runs with no refusal at all. At tier 1 the kernel does not learn files
-//! (docs/KERNEL.md, "Learn mode"): there the test checks that `--learn` still refuses them.
+//! refused; under `--learn` (tier 1 and tier 2 alike) they work and each is recorded
+//! `would_deny`, while a protected file stays refused; then `gatewayd policy suggest` drafts
+//! a policy under which the same agent runs with no refusal at all.
 //!
 //! The scratch directory is under `/root`, not `/tmp`: `suggest` answers a refusal under
 //! `/tmp` with `sandbox.private_tmp`, and never proposes writing under `/var`.
@@ -172,12 +171,6 @@ fn learn_mode_records_the_kernels_refusals_and_suggest_drafts_a_policy_that_runs
         .into_iter()
         .find(|r| r["reason"] == "session_start")
         .unwrap();
-    if tier() == Tier::BpfLsm {
-        note("learn mode at tier 1: the kernel enforces files as before");
-        assert_eq!(start["detail"]["learn"]["kernel"], false, "{start}");
-        assert_eq!(verdicts(&out)[0], "FAIL read");
-        return;
-    }
     assert_eq!(start["detail"]["learn"]["kernel"], true, "{start}");
     assert_eq!(
         verdicts(&out),

@@ -54,7 +54,11 @@ fn path_of(detail: &Value) -> Option<PathBuf> {
 /// The destination of a kernel record (`addr`, `port`) or a gateway message
 /// (`destination HOST:PORT is not ...`, `would connect to HOST:PORT, which ...`).
 fn destination(detail: &Value) -> Option<(String, Option<u16>)> {
-    if let Some(a) = text(detail, "addr") {
+    // The egress proxy's records name the host the connection was for, beside its address
+    // and port: the name is what the policy lists. (The resolver's refusals name a host
+    // without a port: the connection that follows, if any, has its own record.)
+    let named = text(detail, "host").filter(|_| detail["port"].is_u64());
+    if let Some(a) = named.or_else(|| text(detail, "addr")) {
         let port = detail["port"].as_u64().and_then(|p| u16::try_from(p).ok());
         return Some((a.to_owned(), port.filter(|p| *p != 0)));
     }
@@ -188,6 +192,16 @@ mod tests {
             Ask::Egress {
                 host: "203.0.113.9".into(),
                 port: Some(443)
+            }
+        );
+        // The egress proxy's record: the name it decided, not the address beside it.
+        let r = json!({"source": "gateway", "decision": "would_deny", "reason": "egress_not_allowed",
+                       "detail": {"addr": "192.0.2.31", "port": 8443, "host": "api.example", "via": "egress_proxy"}});
+        assert_eq!(
+            ask(&r),
+            Ask::Egress {
+                host: "api.example".into(),
+                port: Some(8443)
             }
         );
         let r = json!({"source": "kernel", "hook": "landlock", "reason": "outside_readable",

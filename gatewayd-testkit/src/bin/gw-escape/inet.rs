@@ -122,3 +122,86 @@ fn send_to<T>(fd: i32, msg: &[u8], flags: i32, sa: &T) -> isize {
 fn errno() -> Outcome {
     Outcome::Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }
+
+/// A DNS A query for a name, as an agent tunnelling through DNS would make it: `arg` is
+/// `SERVER,NAME,udp|tcp` (SERVER an IPv4 or IPv6 address, port 53). Prints
+/// `rcode=R ip=A` (`ip=-` when the answer has no record) before the outcome line.
+pub(crate) fn dns_query(arg: &str) -> Outcome {
+    use std::io::{Read as _, Write as _};
+    let io = |e: std::io::Error| Outcome::Errno(e.raw_os_error().unwrap_or(libc::EIO));
+    let mut parts = arg.splitn(3, ',');
+    let (Some(server), Some(name), Some(how)) = (parts.next(), parts.next(), parts.next()) else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    let Ok(server) = server.parse::<std::net::IpAddr>() else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    let server = std::net::SocketAddr::new(server, 53);
+    let mut query = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    for label in name.split('.') {
+        query.push(u8::try_from(label.len()).unwrap_or(63));
+        query.extend_from_slice(label.as_bytes());
+    }
+    query.extend_from_slice(&[0, 0, 1, 0, 1]);
+    let timeout = Some(std::time::Duration::from_secs(5));
+    let answer = if how == "udp" {
+        let exchange = || -> std::io::Result<Vec<u8>> {
+            let unspecified: std::net::SocketAddr = if server.is_ipv4() {
+                ([0, 0, 0, 0], 0).into()
+            } else {
+                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+            };
+            let socket = std::net::UdpSocket::bind(unspecified)?;
+            socket.set_read_timeout(timeout)?;
+            socket.send_to(&query, server)?;
+            let mut buf = [0u8; 4096];
+            let n = socket.recv(&mut buf)?;
+            Ok(buf[..n].to_vec())
+        };
+        exchange()
+    } else {
+        let exchange = || -> std::io::Result<Vec<u8>> {
+            let mut s =
+                std::net::TcpStream::connect_timeout(&server, std::time::Duration::from_secs(5))?;
+            s.set_read_timeout(timeout)?;
+            let len = u16::try_from(query.len()).unwrap_or(u16::MAX).to_be_bytes();
+            s.write_all(&[&len[..], &query].concat())?;
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len)?;
+            let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut buf)?;
+            Ok(buf)
+        };
+        exchange()
+    };
+    let answer = match answer {
+        Ok(a) if a.len() >= 12 => a,
+        Ok(_) => return Outcome::Errno(libc::EBADMSG),
+        Err(e) => return io(e),
+    };
+    let answers = u16::from_be_bytes([answer[6], answer[7]]);
+    let ip = match (answers, answer.get(answer.len().saturating_sub(4)..)) {
+        (1.., Some(a)) => format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]),
+        _ => "-".to_owned(),
+    };
+    println!("rcode={} ip={ip}", answer[3] & 15);
+    Outcome::Ok
+}
+
+/// One UDP datagram to `arg` (`ADDR:PORT`) from an unconnected socket, as a QUIC client's
+/// first packet goes.
+pub(crate) fn udp_send(arg: &str) -> Outcome {
+    let io = |e: std::io::Error| Outcome::Errno(e.raw_os_error().unwrap_or(libc::EIO));
+    let Ok(to) = arg.parse::<std::net::SocketAddr>() else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    let unspecified: std::net::SocketAddr = if to.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    match std::net::UdpSocket::bind(unspecified).and_then(|s| s.send_to(b"quic", to)) {
+        Ok(_) => Outcome::Ok,
+        Err(e) => io(e),
+    }
+}

@@ -30,7 +30,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 51] = [
+const ATTEMPTS: [(&str, &str); 53] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -135,6 +135,14 @@ const ATTEMPTS: [(&str, &str); 51] = [
     (
         "accept_one",
         "listen on ARG (ADDR:PORT) and wait up to 6 s for one connection (a bind shell)",
+    ),
+    (
+        "dns_query",
+        "a DNS A query, ARG = SERVER,NAME,udp|tcp; prints rcode=R ip=A first",
+    ),
+    (
+        "udp_send",
+        "one UDP datagram to ARG (ADDR:PORT), as a QUIC client's first packet",
     ),
     (
         "unix_connect",
@@ -300,6 +308,8 @@ fn files_and_sockets(name: &str, arg: &str) -> Outcome {
         "icmp_echo" => inet::icmp_echo(arg),
         "tcp_fastopen" => inet::tcp_fastopen(arg),
         "accept_one" => inet::accept_one(arg),
+        "dns_query" => inet::dns_query(arg),
+        "udp_send" => inet::udp_send(arg),
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
         "mptcp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
         n if system::ATTEMPTS.iter().any(|(s, _)| *s == n) => system::attempt(n, arg),

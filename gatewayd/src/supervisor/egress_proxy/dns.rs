@@ -162,7 +162,9 @@ async fn answer(shared: &Shared, query: &[u8], via: Transport) -> Option<Vec<u8>
         return refuse(ResponseCode::NXDomain);
     };
     let locked = *shared.lockdown.borrow();
-    if locked || !shared.egress.names(&name) {
+    // A learning session's resolver answers every name: what the agent connects to is
+    // learned by the proxy, by name.
+    if locked || !(shared.learn || shared.egress.names(&name)) {
         let detail = json!({
             "host": name, "query_type": q.query_type().to_string(),
             "transport": match via { Transport::Udp => "udp", Transport::Tcp => "tcp" },

@@ -84,12 +84,14 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
         }) => (host, port, connect, tls),
         Ok(Peeked::Refused(why)) | Err(why) => {
             detail["error"] = json!(why);
-            shared
-                .refuse(
-                    detail,
-                    "a connection without a name the proxy can read is refused",
-                )
-                .await;
+            let nameless = "a connection without a name the proxy can read is refused";
+            if shared.learn {
+                shared.learned(detail, nameless).await;
+                // Learned: on to the address the agent asked for.
+                forward(agent, original, None, &buf, shared).await;
+            } else {
+                shared.refuse(detail, nameless).await;
+            }
             return;
         }
         Ok(Peeked::More) => return,
@@ -105,14 +107,12 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
         host: host.clone(),
         port,
     };
-    if !shared.egress.allows(&dest) {
+    let not_listed = format!("{host} port {port} is not in the egress allowlist");
+    if !shared.egress.allows(&dest) && shared.learn {
+        shared.learned(detail.clone(), &not_listed).await;
+    } else if !shared.egress.allows(&dest) {
         refuse_with_answer(&mut agent, tls, &host).await;
-        shared
-            .refuse(
-                detail,
-                &format!("{host} port {port} is not in the egress allowlist"),
-            )
-            .await;
+        shared.refuse(detail, &not_listed).await;
         return;
     }
     let target = match connect_head {
@@ -133,6 +133,18 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
             return;
         }
     };
+    forward(agent, target, connect_head, &buf, shared).await;
+}
+
+/// On to `target` with the bytes read so far: after a `CONNECT` head (at `connect_head`'s
+/// end) the proxy answers `200` itself and sends on what followed the head.
+async fn forward(
+    mut agent: TcpStream,
+    target: SocketAddr,
+    connect_head: Option<usize>,
+    buf: &[u8],
+    shared: &Shared,
+) {
     let Ok(mut upstream) = connect(target).await else {
         return;
     };
@@ -147,7 +159,7 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
                 Err(e) => Err(e),
             }
         }
-        None => upstream.write_all(&buf).await,
+        None => upstream.write_all(buf).await,
     };
     if sent.is_ok() {
         splice(agent, upstream, shared).await;
