@@ -87,7 +87,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     // Only what the demo needs: the toolchain that builds the kernel programs. The tests'
     // tools (QEMU, guest kernels, cargo-deb, the MCP servers) are `cargo xtask test`'s.
     let toolchain = setup::toolchain()?;
-    let bins = util::build_release(&toolchain)?;
+    let bins = util::build_dev(&toolchain)?;
     let root = util::workspace_root();
     let dir = Path::new(DIR);
     let _ = std::fs::remove_dir_all(dir);

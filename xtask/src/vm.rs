@@ -28,6 +28,8 @@ mount -t tmpfs tmpfs /tmp; mount -t securityfs securityfs /sys/kernel/security
 mkdir -p /dev/pts; mount -t devpts devpts /dev/pts
 mount -t cgroup2 cgroup2 /sys/fs/cgroup; mount -t bpf bpf /sys/fs/bpf
 ip link set lo up
+# The socket diagnostics for TCP (the egress proxy's), modules in Debian's kernels.
+for m in inet_diag tcp_diag; do insmod /modules/$(uname -r)/$m.ko || echo "GUEST insmod $m failed"; done
 # After a verbose boot, the console carries what `quiet` lets through (errors and worse).
 dmesg -n 4
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
@@ -129,7 +131,54 @@ fn copy_with_libs(src: &Path, root: &Path, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Result<()> {
+/// The socket diagnostics modules for TCP (`inet_diag`, `tcp_diag`) of a Debian kernel
+/// package, under `/modules/<release>/`, uncompressed (the init loads them): the egress
+/// proxy needs them, and the guests have no module loader. A kernel given by path has none.
+fn copy_diag_modules(kernel: &GuestKernel, root: &Path) -> anyhow::Result<()> {
+    let Some(release) = kernel
+        .vmlinuz
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("vmlinuz-"))
+    else {
+        return Ok(());
+    };
+    let Some(package) = kernel.vmlinuz.parent().and_then(Path::parent) else {
+        return Ok(());
+    };
+    let from = package
+        .join("lib/modules")
+        .join(release)
+        .join("kernel/net/ipv4");
+    let to = root.join("modules").join(release);
+    std::fs::create_dir_all(&to)?;
+    for m in ["inet_diag.ko", "tcp_diag.ko"] {
+        let xz = from.join(format!("{m}.xz"));
+        if from.join(m).is_file() {
+            std::fs::copy(from.join(m), to.join(m)).with_context(|| format!("copy {m}"))?;
+        } else if xz.is_file() {
+            // 6.12's are compressed, and busybox's insmod takes them plain.
+            let out = Command::new("xz")
+                .arg("-dc")
+                .arg(&xz)
+                .output()
+                .context("xz")?;
+            if !out.status.success() {
+                bail!("xz -dc {}: {}", xz.display(), out.status);
+            }
+            std::fs::write(to.join(m), out.stdout)?;
+        }
+    }
+    Ok(())
+}
+
+fn initramfs(
+    env: &Env,
+    bins: &Bins,
+    test_bin: &Path,
+    kernels: &[GuestKernel],
+    out: &Path,
+) -> anyhow::Result<()> {
     let root = out.with_extension("root");
     let _ = std::fs::remove_dir_all(&root);
     for d in ["bin", "proc", "sys", "dev", "tmp", "root"] {
@@ -150,6 +199,9 @@ fn initramfs(env: &Env, bins: &Bins, test_bin: &Path, out: &Path) -> anyhow::Res
     // req`, which reads the configuration file) and its client (`curl`).
     copy_with_libs(Path::new("/usr/bin/openssl"), &root, "bin/openssl")?;
     copy_with_libs(Path::new("/usr/bin/curl"), &root, "bin/curl")?;
+    for k in kernels {
+        copy_diag_modules(k, &root)?;
+    }
     for conf in ["etc/ssl/openssl.cnf", "usr/lib/ssl/openssl.cnf"] {
         std::fs::create_dir_all(root.join(conf).parent().context("a parent")?)?;
         std::fs::copy("/etc/ssl/openssl.cnf", root.join(conf)).context("copy openssl.cnf")?;
@@ -271,7 +323,7 @@ pub(crate) fn run_suite(
     let work = workspace_root().join("target/vm");
     std::fs::create_dir_all(&work)?;
     let initrd = work.join("initrd.cpio.gz");
-    initramfs(env, bins, &test_bin, &initrd)?;
+    initramfs(env, bins, &test_bin, kernels, &initrd)?;
     util::time("guest image (privileged test binary + initramfs)", t0);
     let mut runs = Vec::new();
     for k in kernels {

@@ -50,6 +50,17 @@ impl ProxyMaps {
             .map_err(map_err("PROXY"))
     }
 
+    /// Whether this kernel gives a TCP socket's cookie by its addresses (`NETLINK_SOCK_DIAG`
+    /// for TCP: `inet_diag` and `tcp_diag`, modules on many distributions, which the kernel
+    /// loads on first use where it may): asked of a loopback connection of gatewayd's own.
+    /// Without it the proxy could find no connection's destination and would refuse them
+    /// all, so `gatewayd run` checks it before the agent starts.
+    pub fn check_socket_diag() -> std::io::Result<()> {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let client = std::net::TcpStream::connect(listener.local_addr()?)?;
+        sys::socket_cookie(client.local_addr()?, client.peer_addr()?).map(|_| ())
+    }
+
     /// Where the agent's socket that `peer` (its address on loopback, seen from the proxy's
     /// side) is meant to go, when a connect program of this session sent it here; `None`
     /// for any other connection (one made to the proxy's port directly, say).

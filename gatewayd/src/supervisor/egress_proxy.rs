@@ -196,6 +196,11 @@ pub(super) async fn start(
     session: String,
     learn: bool,
 ) -> Result<JoinHandle<()>, String> {
+    ProxyMaps::check_socket_diag().map_err(|e| {
+        format!(
+            "the egress proxy finds each connection's destination through the kernel's socket diagnostics for TCP (modules inet_diag and tcp_diag), which failed here: {e}. Load them (`modprobe tcp_diag`), or decide egress by address (network.proxy: false and no `*.domain` entry)"
+        )
+    })?;
     let tcp_listeners = listen_loopback(0)
         .await
         .map_err(|e| format!("the egress proxy's listener: {e}"))?;

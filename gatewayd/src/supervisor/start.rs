@@ -156,7 +156,19 @@ async fn start_egress(
     handle: &kernel::task::Handle,
 ) -> Result<(Option<JoinHandle<()>>, Option<JoinHandle<()>>), RunError> {
     let learn = ctx.opts.learn.is_on();
-    let by_name = policy.network.by_name() || (learn && policy.network.proxy != Some(false));
+    // Learn mode turns the proxy on only where it can work; else it learns by address.
+    let learn_by_name = learn
+        && policy.network.proxy != Some(false)
+        && match kernel::egress_proxy::ProxyMaps::check_socket_diag() {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!(
+                    "gatewayd: learn mode learns egress by address, not by name: the egress proxy needs the kernel's socket diagnostics for TCP (modules inet_diag and tcp_diag), which failed here ({e})"
+                );
+                false
+            }
+        };
+    let by_name = policy.network.by_name() || learn_by_name;
     let proxy = if by_name {
         let started = egress_proxy::start(
             &policy.network,

@@ -3,8 +3,8 @@
 //! `gatewayd run` (the kernel refuses the host's own files and its model endpoint); under
 //! `gatewayd run --learn` it works, each refusal recorded `would_deny`; `gatewayd policy
 //! suggest` writes a policy from that log; under that policy the same session works with no
-//! refusal in the audit log. At tier 1 the kernel does not learn files (docs/KERNEL.md,
-//! "Learn mode"): the test then stops after checking that.
+//! refusal in the audit log. Where the kernel learns no files (tier 3), the test stops
+//! after checking that.
 use std::process::Command;
 
 use serde_json::{Value, json};

@@ -392,15 +392,7 @@ fn learn_by_name(dir: &Scratch, cert: &Path) {
     );
 
     let suggested = dir.path("suggested.json");
-    let s = Command::new(gatewayd())
-        .args(["policy", "suggest"])
-        .arg(&audit)
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--out")
-        .arg(&suggested)
-        .output()
-        .unwrap();
+    let s = suggest(&audit, &policy, &suggested);
     assert!(s.status.success(), "{s:?}");
     let mut drafted: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&suggested).unwrap()).unwrap();

@@ -271,6 +271,20 @@ pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `gatewayd policy suggest AUDIT --policy POLICY --out OUT`: the policy drafted from a
+/// learning run's records.
+pub(crate) fn suggest(audit: &Path, policy: &Path, out: &Path) -> Output {
+    Command::new(gatewayd())
+        .args(["policy", "suggest"])
+        .arg(audit)
+        .arg("--policy")
+        .arg(policy)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 pub(crate) fn best_effort(egress: serde_json::Value) -> serde_json::Value {
     serde_json::json!({"version": 1, "kernel": "best_effort", "network": {"egress": egress}})
 }

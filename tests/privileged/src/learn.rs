@@ -203,15 +203,7 @@ fn learn_mode_records_the_kernels_refusals_and_suggest_drafts_a_policy_that_runs
     assert!(verify(&audit).status.success());
 
     let suggested = f.base.join("suggested.json");
-    let s = Command::new(gatewayd())
-        .args(["policy", "suggest"])
-        .arg(&audit)
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--out")
-        .arg(&suggested)
-        .output()
-        .unwrap();
+    let s = suggest(&audit, &policy, &suggested);
     eprintln!(
         "suggest:\n{}\n{}",
         stdout(&s),
