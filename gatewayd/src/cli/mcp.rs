@@ -49,6 +49,10 @@ pub(super) struct Args {
     /// server's `url` in the policy]; its host must pass the policy's egress allowlist.
     #[arg(long, conflicts_with = "command")]
     url: Option<String>,
+    /// Serve the client over Streamable HTTP on this loopback address (`127.0.0.1:PORT`,
+    /// endpoint `/mcp`) instead of stdio; one MCP session, the proxy ends with it.
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
     /// The server's command line (none for a remote server).
     #[arg(last = true)]
     command: Vec<String>,
@@ -116,7 +120,10 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("tokio runtime")?;
-    let outcome = rt.block_on(mcp::run(opts, tokio::io::stdin(), tokio::io::stdout()))?;
+    let outcome = match args.listen {
+        Some(addr) => rt.block_on(mcp::listen::serve(addr, opts))?,
+        None => rt.block_on(mcp::run(opts, tokio::io::stdin(), tokio::io::stdout()))?,
+    };
     eprintln!(
         "gatewayd mcp: session {} ended; server {}",
         outcome.session,

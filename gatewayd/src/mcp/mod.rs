@@ -1,4 +1,5 @@
-//! `gatewayd mcp`: a stdio MCP proxy between a client and a real tool server (docs/MCP.md).
+//! `gatewayd mcp`: an MCP proxy between a client and a real tool server (docs/MCP.md): stdio,
+//! or Streamable HTTP to a remote server (`--url`) or for the client (`--listen`).
 //!
 //! - [`jsonrpc`] — stdio framing with a size limit, message kinds, the proxy's own errors
 //! - `proxy`     — the router: pass-through, strict framing, `tools/call` and resource
@@ -12,6 +13,7 @@
 //! - [`roots`]   — client roots clamped to the server's trees
 //! - [`server`]  — the server's program pin (SHA-256) and its start
 //! - [`http`]    — a remote server over Streamable HTTP (`--url`), carried as lines
+//! - [`listen`]  — a loopback Streamable HTTP endpoint for the client (`--listen`)
 //! - [`confine`] — the server's own kernel profile: cgroup, kernel programs, Landlock
 //! - [`discover`] — listing a server's tools once (`gatewayd policy add-mcp`)
 //!
@@ -44,6 +46,7 @@ pub(crate) mod confine;
 pub mod discover;
 pub mod http;
 pub(crate) mod jsonrpc;
+pub mod listen;
 mod listing;
 mod outputs;
 mod proxy;
@@ -85,6 +88,9 @@ pub enum McpError {
     /// The remote server's URL was refused (egress policy, or not the policy's `url`).
     #[error("{0}")]
     Refused(String),
+    /// The loopback endpoint could not be set up.
+    #[error(transparent)]
+    Listen(#[from] listen::ListenError),
     /// The remote server's connection could not be set up.
     #[error(transparent)]
     Http(#[from] http::HttpError),

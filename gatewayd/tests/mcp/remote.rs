@@ -87,7 +87,7 @@ impl Drop for HttpServer {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .unwrap()
         .local_addr()
@@ -96,7 +96,7 @@ fn free_port() -> u16 {
 }
 
 /// A policy with `tools`, egress to `egress` only, and server `remote` (`entry` its fields).
-fn policy(dir: &Path, tools: &Value, egress: &Value, entry: &Value) -> PathBuf {
+pub(crate) fn policy(dir: &Path, tools: &Value, egress: &Value, entry: &Value) -> PathBuf {
     let p = json!({"version": 1, "kernel": "best_effort",
         "network": {"egress": egress}, "tools": tools,
         "mcp_servers": {"remote": entry}});
@@ -105,7 +105,7 @@ fn policy(dir: &Path, tools: &Value, egress: &Value, entry: &Value) -> PathBuf {
     path
 }
 
-fn loopback() -> Value {
+pub(crate) fn loopback() -> Value {
     json!([{"cidr": "127.0.0.1/32"}])
 }
 
@@ -183,7 +183,7 @@ fn everything_over_http_calls_are_decided() {
     verify(&audit);
 }
 
-fn rugpull_tools() -> Value {
+pub(crate) fn rugpull_tools() -> Value {
     let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
     json!([
         {"name": "translate", "description": "Translate a text.", "input_schema": schema},
