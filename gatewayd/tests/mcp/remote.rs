@@ -116,6 +116,26 @@ fn proxy_url(policy: &Path, audit: &Path, url: &str, extra: &[&str]) -> Vec<Stri
     v
 }
 
+/// A policy (egress to loopback) with `names`, pinned to what `server` lists through the
+/// proxy (`--listing`, then `gatewayd policy pin --from`).
+fn pinned(dir: &Path, server: &HttpServer, names: &[&str]) -> PathBuf {
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"name": n, "description": "?"}))
+        .collect();
+    let pol = policy(dir, &json!(tools), &loopback(), &json!({}));
+    let audit = dir.join("listing-audit.jsonl");
+    let listing = dir.join("listing.json");
+    let l = listing.display().to_string();
+    let first = drive(
+        &json!({"command": proxy_url(&pol, &audit, &server.url(), &["--listing", &l]),
+        "mode": "auto", "steps": [{"list": true}]}),
+    );
+    assert_eq!(first[0]["tools"], json!([]), "not pinned yet: withheld");
+    pin_from(&pol, &listing);
+    pol
+}
+
 #[test]
 fn everything_over_http_calls_are_decided() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,18 +154,8 @@ fn everything_over_http_calls_are_decided() {
     );
 
     // `echo` is in the policy; its definition is pinned from what the proxy listed.
-    let tools = json!([{"name": "echo", "description": "?"}]);
-    let pol = policy(dir.path(), &tools, &loopback(), &json!({}));
+    let pol = pinned(dir.path(), &server, &["echo"]);
     let audit = dir.path().join("audit.jsonl");
-    let listing = dir.path().join("listing.json");
-    let l = listing.display().to_string();
-    let first = drive(
-        &json!({"command": proxy_url(&pol, &audit, &server.url(), &["--listing", &l]),
-        "mode": "auto", "steps": [{"list": true}]}),
-    );
-    assert_eq!(first[0]["tools"], json!([]), "not pinned yet: withheld");
-    pin_from(&pol, &listing);
-
     let out = drive(
         &json!({"command": proxy_url(&pol, &audit, &server.url(), &[]),
         "mode": "auto", "steps": [
@@ -180,6 +190,50 @@ fn everything_over_http_calls_are_decided() {
         "{:?}",
         reasons(&audit)
     );
+    verify(&audit);
+}
+
+#[test]
+fn everything_over_http_resources_and_elicitations_are_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::everything(dir.path());
+    let uri = "demo://resource/dynamic/text/1";
+    let elicit = json!({"call": "trigger-url-elicitation",
+        "args": {"url": "https://evil.example/login", "message": "Open it"}});
+    let steps = json!([{"read": uri}, {"list": true}, elicit, {"elicited": true}]);
+    let bare = drive(&json!({"url": server.url(), "mode": "auto", "steps": steps}));
+    assert!(
+        bare[0]["text"].as_str().unwrap().contains("Resource 1"),
+        "{bare:?}"
+    );
+    assert_eq!(
+        bare[3]["elicited"][0]["url"], "https://evil.example/login",
+        "bare: the server sends the user anywhere"
+    );
+
+    let pol = pinned(dir.path(), &server, &["trigger-url-elicitation"]);
+    let audit = dir.path().join("audit.jsonl");
+    let out = drive(
+        &json!({"command": proxy_url(&pol, &audit, &server.url(), &[]),
+        "mode": "auto", "steps": steps}),
+    );
+    let err = out[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("reason `sandbox`") && err.contains("Next: "),
+        "{out:?}"
+    );
+    assert_eq!(out[1]["tools"], json!(["trigger-url-elicitation"]));
+    assert_eq!(out[3]["elicited"], json!([]), "{out:?}");
+    let recs = records(&audit);
+    for method in ["resources/read", "elicitation/create"] {
+        assert!(
+            recs.iter().any(|r| r["reason"] == "sandbox"
+                && r["decision"] == "deny"
+                && r["detail"]["method"] == method),
+            "{method}: {:?}",
+            reasons(&audit)
+        );
+    }
     verify(&audit);
 }
 
