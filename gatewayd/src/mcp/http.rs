@@ -227,7 +227,12 @@ impl Remote {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
-                let m = format!("cannot reach the remote MCP server {}: {e}", self.url);
+                let mut m = format!("cannot reach the remote MCP server {}: {e}", self.url);
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    m.push_str(&format!(": {s}"));
+                    source = s.source();
+                }
                 return self.fail(id.as_ref(), &m).await;
             }
         };

@@ -424,3 +424,103 @@ fn a_bound_credential_is_sent_by_the_proxy_and_never_recorded() {
     );
     verify(&audit);
 }
+
+/// A self-signed server certificate for 127.0.0.1 (`openssl`), as (cert, key).
+fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        // A server's certificate, not a CA's (rustls refuses a CA as the end entity).
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
+}
+
+#[test]
+fn an_https_server_is_reached_with_the_systems_trust_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let port = free_port();
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("rugpull_server.py"))
+        .args(["http", &port.to_string()])
+        .env(
+            "RUGPULL_TLS",
+            format!("{}:{}", cert.display(), key.display()),
+        );
+    let _server = HttpServer::start(cmd, port, dir.path().join("server.log"));
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"}}});
+    let curl = |ca: Option<&Path>| {
+        let mut c = Command::new("curl");
+        c.args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "POST",
+            &url,
+        ])
+        .args(["-H", "content-type: application/json"])
+        .args(["-H", "accept: application/json, text/event-stream"])
+        .args(["-d", &init.to_string()]);
+        if let Some(ca) = ca {
+            c.arg("--cacert").arg(ca);
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+    };
+    assert_eq!(curl(Some(&cert)), "200", "bare, the certificate trusted");
+    assert_eq!(curl(None), "000", "bare, not trusted");
+
+    let pol = policy(dir.path(), &rugpull_tools(), &loopback(), &json!({}));
+    let audit = dir.path().join("audit.jsonl");
+    let proxy = proxy_url(&pol, &audit, &url, &[]);
+    let out = drive(&json!({"command": proxy, "mode": "legacy",
+        "env": {"SSL_CERT_FILE": cert.display().to_string()},
+        "steps": [{"list": true}, {"call": "echo", "args": {"text": "over tls"}}]}));
+    assert_eq!(out[0]["tools"], json!(["echo", "translate"]), "{out:?}");
+    assert!(out[1]["text"].as_str().unwrap().contains("over tls"));
+
+    // Not in the trust store: the proxy's TLS refuses the server; the request fails.
+    let mut p = Command::new(&proxy[0])
+        .args(&proxy[1..])
+        .env("SSL_CERT_FILE", dir.path().join("none.pem"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = p.stdin.take().unwrap();
+        writeln!(stdin, "{init}").unwrap();
+    }
+    let out = p.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one answer");
+    assert_eq!(answer["error"]["code"], -32050, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach"),
+        "{answer}"
+    );
+}
