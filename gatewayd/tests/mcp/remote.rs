@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 /// A server process listening on 127.0.0.1:`port`, killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     port: u16,
     log: PathBuf,
@@ -51,7 +51,7 @@ impl HttpServer {
         HttpServer::start(cmd, port, dir.join("server.log"))
     }
 
-    fn rugpull(dir: &Path) -> HttpServer {
+    pub(crate) fn rugpull(dir: &Path) -> HttpServer {
         let port = free_port();
         let mut cmd = Command::new(python());
         cmd.arg(fixture("rugpull_server.py"))
@@ -59,7 +59,7 @@ impl HttpServer {
         HttpServer::start(cmd, port, dir.join("server.log"))
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
