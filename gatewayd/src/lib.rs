@@ -14,7 +14,7 @@
 //! - [`backend`]  — a front end's way to the gateway: the daemon's socket or an engine in
 //!   this process, both through the daemon's methods
 //! - [`hook`]     — `gatewayd hook`: Claude Code, Codex and Gemini CLI hook events
-//! - [`mcp`]      — `gatewayd mcp`: the stdio MCP proxy, with a kernel profile per server
+//! - [`mcp`]      — `gatewayd mcp`: the MCP proxy (stdio, Streamable HTTP), a kernel profile per server
 //! - [`shutdown`] — the `Shutdown` signal shared by long-running tasks
 //!
 //! The command line (`src/cli/`, one file per subcommand) belongs to the `gatewayd` binary.

@@ -49,6 +49,15 @@ pub struct McpServer {
     /// it); default 16 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_message_bytes: Option<usize>,
+    /// A remote server's Streamable HTTP endpoint (`http`/`https`): `gatewayd mcp --server
+    /// NAME` with no command connects to it; `--url` must name this URL when it is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The environment variable of the proxy whose value is sent as the `Authorization`
+    /// header to `url` (e.g. `Bearer TOKEN`): the credential stays with the proxy, the client
+    /// never sees it. Needs `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_env: Option<String>,
 }
 
 /// Longest `timeout_s` a server may have (a day).
@@ -118,6 +127,7 @@ fn limits(s: &McpServer, at: &JsonPath) -> Result<(), ValidationError> {
             format!("expected 1 to {MAX_TIMEOUT_S} seconds"),
         ));
     }
+    remote(s, at)?;
     if s.max_message_bytes
         .is_some_and(|m| !MESSAGE_BYTES.contains(&m))
     {
@@ -129,6 +139,41 @@ fn limits(s: &McpServer, at: &JsonPath) -> Result<(), ValidationError> {
                 MESSAGE_BYTES.end()
             ),
         ));
+    }
+    Ok(())
+}
+
+/// `url` and `authorization_env` of one server.
+fn remote(s: &McpServer, at: &JsonPath) -> Result<(), ValidationError> {
+    if let Some(u) = &s.url {
+        let scheme = u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("http" | "https")) {
+            return Err(ValidationError::value(
+                at.key("url"),
+                format!("`{u}` is not an http:// or https:// URL"),
+            ));
+        }
+        crate::engine::sandbox::parse_url(u)
+            .map_err(|m| ValidationError::value(at.key("url"), m))?;
+    }
+    if let Some(v) = &s.authorization_env {
+        if s.url.is_none() {
+            return Err(ValidationError::value(
+                at.key("authorization_env"),
+                "a credential is bound to a URL: set `url` too",
+            ));
+        }
+        let mut b = v.bytes();
+        let ok = b
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+            && b.all(|c| c.is_ascii_alphanumeric() || c == b'_');
+        if !ok {
+            return Err(ValidationError::value(
+                at.key("authorization_env"),
+                format!("`{v}` is not an environment variable name (A-Z a-z 0-9 _)"),
+            ));
+        }
     }
     Ok(())
 }
@@ -236,6 +281,12 @@ mod tests {
         assert!(err(r#"{"fs": {"resource_schemes": ["1x"]}}"#).contains("URI scheme"));
         assert!(err(r#"{"fs": {"timeout_s": 0}}"#).contains("1 to 86400"));
         assert!(err(r#"{"fs": {"max_message_bytes": 10}}"#).contains("1024 to"));
+        assert!(err(r#"{"r": {"url": "ftp://x/mcp"}}"#).contains("http:// or https://"));
+        assert!(err(r#"{"r": {"authorization_env": "T"}}"#).contains("set `url`"));
+        assert!(
+            err(r#"{"r": {"url": "https://x/mcp", "authorization_env": "A-B"}}"#)
+                .contains("environment variable")
+        );
         let ok = r#"{"version": 1, "kernel": "best_effort", "mcp_servers": {"fs": {"sandbox": {"readable": ["/usr"]}}}}"#;
         let p = Policy::parse(ok, Path::new("p.json")).unwrap();
         let limited = r#"{"version": 1, "mcp_servers": {"e": {"resource_schemes": ["demo", "x-y.z+1"], "timeout_s": 5, "max_message_bytes": 4096}}}"#;
@@ -262,6 +313,8 @@ mod tests {
             resource_schemes: vec!["demo".into()],
             timeout_s: Some(1),
             max_message_bytes: Some(1024),
+            url: Some("https://mcp.example/mcp".into()),
+            authorization_env: Some("TOKEN".into()),
             ..McpServer::default()
         })
         .unwrap();

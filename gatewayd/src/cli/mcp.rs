@@ -1,5 +1,7 @@
 //! `gatewayd mcp --policy P --server NAME [...] -- SERVER_CMD...`: a stdio MCP proxy between
-//! an MCP client and a real tool server, the server in its own kernel profile (docs/MCP.md).
+//! an MCP client and a real tool server, the server in its own kernel profile (docs/MCP.md);
+//! `--url URL` (or the server's `url` in the policy) instead of a command: a remote server
+//! over Streamable HTTP.
 use std::{collections::BTreeSet, path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
@@ -43,8 +45,16 @@ pub(super) struct Args {
     max_message_bytes: Option<usize>,
     #[command(flatten)]
     learn: super::run::LearnArgs,
-    /// The server's command line.
-    #[arg(last = true, required = true)]
+    /// A remote server's Streamable HTTP endpoint instead of a command [default: the
+    /// server's `url` in the policy]; its host must pass the policy's egress allowlist.
+    #[arg(long, conflicts_with = "command")]
+    url: Option<String>,
+    /// Serve the client over Streamable HTTP on this loopback address (`127.0.0.1:PORT`,
+    /// endpoint `/mcp`) instead of stdio; one MCP session, the proxy ends with it.
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// The server's command line (none for a remote server).
+    #[arg(last = true)]
     command: Vec<String>,
 }
 
@@ -70,11 +80,24 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         .max_message_bytes
         .or_else(|| entry.and_then(|s| s.max_message_bytes))
         .unwrap_or(mcp::MAX_MESSAGE);
+    let url = if args.command.is_empty() {
+        let url = args.url.or_else(|| entry.and_then(|s| s.url.clone()));
+        if url.is_none() {
+            anyhow::bail!(
+                "give the server's command after `--`, or --url URL for a remote server (or set mcp_servers.{}.url)",
+                args.server
+            );
+        }
+        url
+    } else {
+        None
+    };
     let opts = ProxyOptions {
         policy,
         policy_path: args.policy,
         server: args.server,
         command: args.command,
+        url,
         socket: args
             .socket
             .or_else(|| env("GATEWAYD_SOCKET").map(PathBuf::from)),
@@ -97,7 +120,10 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("tokio runtime")?;
-    let outcome = rt.block_on(mcp::run(opts, tokio::io::stdin(), tokio::io::stdout()))?;
+    let outcome = match args.listen {
+        Some(addr) => rt.block_on(mcp::listen::serve(addr, opts))?,
+        None => rt.block_on(mcp::run(opts, tokio::io::stdin(), tokio::io::stdout()))?,
+    };
     eprintln!(
         "gatewayd mcp: session {} ended; server {}",
         outcome.session,

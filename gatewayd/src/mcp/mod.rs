@@ -1,4 +1,5 @@
-//! `gatewayd mcp`: a stdio MCP proxy between a client and a real tool server (docs/MCP.md).
+//! `gatewayd mcp`: an MCP proxy between a client and a real tool server (docs/MCP.md): stdio,
+//! or Streamable HTTP to a remote server (`--url`) or for the client (`--listen`).
 //!
 //! - [`jsonrpc`] — stdio framing with a size limit, message kinds, the proxy's own errors
 //! - `proxy`     — the router: pass-through, strict framing, `tools/call` and resource
@@ -11,6 +12,8 @@
 //! - `tools`     — the listing filter and the call results the proxy writes
 //! - [`roots`]   — client roots clamped to the server's trees
 //! - [`server`]  — the server's program pin (SHA-256) and its start
+//! - [`http`]    — a remote server over Streamable HTTP (`--url`), carried as lines
+//! - [`listen`]  — a loopback Streamable HTTP endpoint for the client (`--listen`)
 //! - [`confine`] — the server's own kernel profile: cgroup, kernel programs, Landlock
 //! - [`discover`] — listing a server's tools once (`gatewayd policy add-mcp`)
 //!
@@ -34,14 +37,16 @@ use gatewayd_core::{
         writer::{AuditWriter, WriterHandle},
     },
     clock::{Clock, SystemClock},
-    engine::Learn,
+    engine::{Learn, with_next},
     policy::{Label, Policy},
 };
 
 mod checks;
 pub(crate) mod confine;
 pub mod discover;
+pub mod http;
 pub(crate) mod jsonrpc;
+pub mod listen;
 mod listing;
 mod outputs;
 mod proxy;
@@ -80,6 +85,15 @@ pub enum McpError {
         "--learn needs the proxy's own engine; with a daemon (--socket or GATEWAYD_SOCKET) the daemon decides, and it does not learn"
     )]
     LearnWithDaemon,
+    /// The remote server's URL was refused (egress policy, or not the policy's `url`).
+    #[error("{0}")]
+    Refused(String),
+    /// The loopback endpoint could not be set up.
+    #[error(transparent)]
+    Listen(#[from] listen::ListenError),
+    /// The remote server's connection could not be set up.
+    #[error(transparent)]
+    Http(#[from] http::HttpError),
 }
 
 /// What `gatewayd mcp` was asked to do.
@@ -90,8 +104,10 @@ pub struct ProxyOptions {
     pub policy_path: PathBuf,
     /// The server's name in `mcp_servers`.
     pub server: String,
-    /// The server's command line.
+    /// The server's command line (empty with `url`).
     pub command: Vec<String>,
+    /// A remote server's Streamable HTTP endpoint, instead of a command.
+    pub url: Option<String>,
     /// The daemon's socket; None: an engine of the proxy's own.
     pub socket: Option<PathBuf>,
     /// The proxy's audit log: every record without a daemon; with one, the proxy's own
@@ -118,7 +134,7 @@ pub struct ProxyOptions {
 pub struct ProxyOutcome {
     /// The session the proxy's calls were decided in.
     pub session: String,
-    /// The server's exit status, if it exited.
+    /// The server's exit status, if it exited (None for a remote server).
     pub server_status: Option<std::process::ExitStatus>,
 }
 
@@ -141,13 +157,18 @@ where
     }
     let own = vec![opts.policy_path.clone(), opts.audit.clone()];
     let gateway = Gateway::connect(&opts, &own).await?;
-    let started = start_server(&opts, &server, &own, &gateway)?;
-    let server::Started {
-        running,
-        stdin,
-        stdout,
-        ..
-    } = started;
+    let (upstream, server_in, server_out): (Upstream, ServerIn, ServerOut) =
+        if let Some(url) = &opts.url {
+            let (i, o, c) = http::boxed(remote(&opts, &server, url, &gateway)?);
+            (Upstream::Remote(c), i, o)
+        } else {
+            let s = start_server(&opts, &server, &own, &gateway)?;
+            (
+                Upstream::Process(Box::new(s.running)),
+                Box::new(s.stdin),
+                Box::new(s.stdout),
+            )
+        };
     let (to_client, client_rx) = tokio::sync::mpsc::channel(1024);
     let (to_server, server_rx) = tokio::sync::mpsc::channel(1024);
     let router = Arc::new(proxy::Router {
@@ -170,12 +191,12 @@ where
         state: Mutex::new(proxy::State::default()),
     });
     let client_writer = tokio::spawn(proxy::writer(output, client_rx));
-    let server_writer = tokio::spawn(proxy::writer(stdin, server_rx));
+    let server_writer = tokio::spawn(proxy::writer(server_in, server_rx));
     let sweeper = tokio::spawn(router.clone().sweep());
     let from_server = {
         let router = router.clone();
         tokio::spawn(async move {
-            router.clone().server_loop(BufReader::new(stdout)).await;
+            router.clone().server_loop(BufReader::new(server_out)).await;
             router
                 .server_gone("the MCP server closed its output (it exited or crashed)".into())
                 .await;
@@ -189,7 +210,7 @@ where
     sweeper.abort();
     drop(router);
     server_writer.abort();
-    let status = running.stop().await;
+    let status = upstream.stop().await;
     let _ = from_server.await;
     let _ = client_writer.await;
     gateway.record(
@@ -202,6 +223,107 @@ where
         session,
         server_status: status,
     })
+}
+
+type ServerIn = Box<dyn AsyncWrite + Unpin + Send>;
+type ServerOut = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+
+/// What the router talks to: a process of its own, or a remote server.
+enum Upstream {
+    Process(Box<server::Running>),
+    Remote(http::Connection),
+}
+
+impl Upstream {
+    /// Stops it: the process's exit status; a remote session is ended (no status).
+    async fn stop(self) -> Option<std::process::ExitStatus> {
+        match self {
+            Upstream::Process(r) => r.stop().await,
+            Upstream::Remote(c) => {
+                c.stop().await;
+                None
+            }
+        }
+    }
+}
+
+/// A remote server: its URL checked against the policy (the server's bound `url`, the
+/// top-level egress allowlist), its credential taken from the proxy's environment, the
+/// connection recorded (`mcp_server_start` with the URL; refusals as `mcp_server_refused`
+/// or `sandbox`).
+fn remote(
+    opts: &ProxyOptions,
+    server: &gatewayd_core::policy::McpServer,
+    url: &str,
+    gateway: &Gateway,
+) -> Result<http::Connected, McpError> {
+    let refuse = |reason: &str, message: String, extra: serde_json::Value| {
+        eprintln!("gatewayd mcp: {message}");
+        let mut detail = json!({"server": opts.server, "url": url, "message": message});
+        if let (Some(d), Some(e)) = (detail.as_object_mut(), extra.as_object()) {
+            d.extend(e.clone());
+        }
+        gateway.record(Decision::Deny, reason, detail);
+        McpError::Refused(message)
+    };
+    if let Some(bound) = &server.url
+        && bound != url
+    {
+        let m = with_next(
+            &format!(
+                "mcp_servers.{} is bound to {bound}; --url {url} is another server, so the proxy did not connect",
+                opts.server
+            ),
+            "use the policy's URL (leave --url out), or ask the user to change the policy",
+        );
+        return Err(refuse("mcp_server_refused", m, json!({})));
+    }
+    let dest = gatewayd_core::engine::sandbox::parse_url(url).map_err(|e| {
+        let m = with_next(
+            &format!("the remote MCP server's URL {url} is refused: {e}"),
+            "ask the user for the server's https:// URL",
+        );
+        refuse("sandbox", m, json!({}))
+    })?;
+    if !gatewayd_core::engine::sandbox::EgressView::new(&opts.policy.network).allows(&dest) {
+        let m = with_next(
+            &format!(
+                "the remote MCP server {url}: {}:{} is not in the policy's egress allowlist (network.egress), so the proxy did not connect",
+                dest.host, dest.port
+            ),
+            "ask the user whether this server should be reached; they can add its host to network.egress",
+        );
+        return Err(refuse(
+            "sandbox",
+            m,
+            json!({"host": dest.host, "port": dest.port}),
+        ));
+    }
+    let var = server.url.as_ref().and(server.authorization_env.as_ref());
+    let auth = match var {
+        None => None,
+        Some(v) => Some(
+            std::env::var(v)
+                .ok()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| {
+                    let e = http::HttpError::Credential {
+                        server: opts.server.clone(),
+                        var: v.clone(),
+                    };
+                    refuse("mcp_server_refused", e.to_string(), json!({}))
+                })?,
+        ),
+    };
+    let connected = http::connect(url, auth, opts.max_message)
+        .map_err(|e| refuse("mcp_server_refused", e.to_string(), json!({})))?;
+    gateway.record(
+        Decision::Info,
+        "mcp_server_start",
+        json!({"server": opts.server, "url": url, "transport": "streamable_http",
+               "authorization_env": var, "learn": opts.learn.detail(false)}),
+    );
+    Ok(connected)
 }
 
 /// The agent's sandbox as the engine sees it, gatewayd's own files protected: a `file://`
