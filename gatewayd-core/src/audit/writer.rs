@@ -16,7 +16,14 @@ use std::{
 
 use tokio::sync::watch;
 
-use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, log::depth};
+use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, Record, log::depth};
+
+/// Sees every record once it is durable, on the writer thread, in chain order (the daemon's
+/// exporters). It must not block: it runs before the writer takes the next batch.
+pub trait RecordTap: Send + Sync {
+    /// `records` are durable, in order, and follow the ones of the previous call.
+    fn durable(&self, records: &[Record]);
+}
 
 /// Why a record is not (or will not be) durable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,6 +83,8 @@ struct Shared {
     /// Wakes blocking waiters: the durable count moved or the writer failed.
     done: Condvar,
     progress: watch::Sender<Progress>,
+    /// Who sees the durable records ([`WriterHandle::set_tap`]).
+    tap: std::sync::RwLock<Option<Arc<dyn RecordTap>>>,
 }
 
 impl Shared {
@@ -126,6 +135,7 @@ impl AuditWriter {
             work: Condvar::new(),
             done: Condvar::new(),
             progress: watch::channel(Progress::default()).0,
+            tap: std::sync::RwLock::new(None),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -209,7 +219,7 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
         };
         let result = log.append_batch(batch);
         let mut st = shared.lock();
-        match result {
+        let written = match result {
             Ok(recs) => {
                 st.durable = last;
                 st.batches += 1;
@@ -219,12 +229,14 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
                         hash: Some(r.hash.clone()),
                     };
                 }
+                recs
             }
             Err(e) => {
                 st.failed = Some(e.to_string());
                 st.queue.clear();
+                Vec::new()
             }
-        }
+        };
         let p = Progress {
             durable: st.durable,
             failed: st.failed.clone(),
@@ -232,6 +244,15 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
         drop(st);
         shared.done.notify_all();
         shared.progress.send_replace(p);
+        if !written.is_empty()
+            && let Some(tap) = shared
+                .tap
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+        {
+            tap.durable(&written);
+        }
     }
 }
 
@@ -298,6 +319,15 @@ impl WriterHandle {
     pub fn append(&self, entry: Entry) -> Result<(), WriteError> {
         let t = self.submit(entry)?;
         self.wait(t)
+    }
+
+    /// Has `tap` see every record made durable from now on (None: nobody).
+    pub fn set_tap(&self, tap: Option<Arc<dyn RecordTap>>) {
+        *self
+            .shared
+            .tap
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tap;
     }
 
     /// The last durable record.
