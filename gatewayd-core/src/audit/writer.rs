@@ -242,8 +242,8 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
             failed: st.failed.clone(),
         };
         drop(st);
-        shared.done.notify_all();
-        shared.progress.send_replace(p);
+        // Before the waiters wake: whatever a waiter does next (closing the exporters at
+        // stop) comes after its record was handed on.
         if !written.is_empty()
             && let Some(tap) = shared
                 .tap
@@ -253,6 +253,8 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
         {
             tap.durable(&written);
         }
+        shared.done.notify_all();
+        shared.progress.send_replace(p);
     }
 }
 

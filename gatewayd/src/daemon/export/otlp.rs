@@ -143,7 +143,7 @@ impl Sink for Otlp {
             .post(at)
             .header("Content-Type", "application/x-protobuf")
             .send(&body[..])
-            .map_err(|e| SinkError::Retry(format!("OTLP endpoint {at}: {e}")))?;
+            .map_err(|e| SinkError::Retry(format!("OTLP endpoint {at}: {}", why(&e))))?;
         let status = resp.status().as_u16();
         let answer = resp
             .body_mut()
@@ -175,6 +175,16 @@ impl Sink for Otlp {
                 snippet(&answer)
             ))),
         }
+    }
+}
+
+/// An HTTP failure in words.
+fn why(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(_) => format!("no answer within {} s", TIMEOUT.as_secs()),
+        ureq::Error::Protocol(p) => format!("the answer is not HTTP ({p})"),
+        ureq::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
     }
 }
 
