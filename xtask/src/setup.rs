@@ -41,7 +41,7 @@ const FS_SERVER_VERSION: &str = "2026.8.31";
 /// (gatewayd/tests/mcp/messages.rs), same release as the filesystem server.
 const EVERYTHING_PKG: &str = "@modelcontextprotocol/server-everything";
 const MCP_SDK: &str = "mcp==2.3.0";
-/// The OTLP receiver of the export tests (gatewayd/tests/daemon/otlp_receiver.py): the
+/// The OTLP receiver of the export tests (`gatewayd/tests/daemon/otlp_receiver.py`): the
 /// official OpenTelemetry protobuf definitions, in the same venv.
 const OTLP_PROTO: &str = "opentelemetry-proto==1.45.2";
 /// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,

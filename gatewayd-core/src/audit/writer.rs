@@ -464,6 +464,33 @@ mod tests {
         w.handle().append(entry(2)).unwrap();
     }
 
+    /// Keeps the seqs it sees.
+    struct Seen(Mutex<Vec<u64>>);
+
+    impl RecordTap for Seen {
+        fn durable(&self, records: &[Record]) {
+            let mut v = self.0.lock().unwrap();
+            v.extend(records.iter().map(|r| r.seq));
+        }
+    }
+
+    #[test]
+    fn the_tap_sees_every_durable_record_in_order_before_its_waiter_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, log) = open(&dir);
+        let w = AuditWriter::start(log).unwrap();
+        let seen = Arc::new(Seen(Mutex::new(Vec::new())));
+        w.handle().set_tap(Some(seen.clone()));
+        for i in 0..20 {
+            w.handle().append(entry(i)).unwrap();
+            assert_eq!(seen.0.lock().unwrap().len() as u64, i + 1);
+        }
+        w.handle().set_tap(None);
+        w.handle().append(entry(99)).unwrap();
+        w.close().unwrap();
+        assert_eq!(*seen.0.lock().unwrap(), (1..=20).collect::<Vec<u64>>());
+    }
+
     #[tokio::test]
     async fn async_waiters_see_durability() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! Audit export to real sinks (docs/FLEET.md, "Export"): every record of the chain, with its
 //! seq, prev and hash, reaches JSON lines, a real rsyslog (TCP octet counting and UDP), a
 //! real systemd-journald (a journal namespace of the test's own, read back with
-//! `journalctl`) and an OTLP receiver built on the official `opentelemetry-proto` (PyPI).
+//! `journalctl`) and an OTLP receiver built on the official `opentelemetry-proto` (the Python package).
 //! A sink that is down, closes the connection, answers garbage or never answers costs no
 //! decision and no record of the local chain: one `export_failing` record, a retry, and
 //! what it lost recorded as `export_dropped`.
@@ -105,6 +105,17 @@ fn every_record_goes_to_json_lines_with_its_chain_fields_and_ocsf_class() {
     let d = start(out.path(), vec![ExportSpec::File(file.clone())]);
     session(&d, "one");
     let log = d.audit.clone().unwrap();
+    // The operator sees the sink's counts.
+    wait_for("the queue to drain", 20, || d.gw.export_stats()[0].lag == 0);
+    let stats = d.client().call("export/stats", json!({})).unwrap();
+    let x = &stats["exporters"][0];
+    assert_eq!(x["sink"], format!("json:{}", file.display()));
+    assert_eq!(
+        x["exported"],
+        log_lines(&log).len() + 1,
+        "records and a head: {x}"
+    );
+    assert_eq!((&x["dropped"], &x["failing"]), (&json!(0), &json!(false)));
     d.stop().unwrap();
     let lines: Vec<Value> = std::fs::read_to_string(&file)
         .unwrap()
@@ -288,7 +299,7 @@ fn a_syslog_server_that_closes_the_connection_and_goes_away_loses_no_record() {
         .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let mut got = String::new();
-    let mut buf = [0u8; 65536];
+    let mut buf = vec![0u8; 65536];
     while let Ok(n) = first.read(&mut buf) {
         if n == 0 {
             break;

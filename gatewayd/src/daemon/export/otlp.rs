@@ -1,5 +1,5 @@
 //! OTLP logs over HTTP/protobuf: each batch one `ExportLogsServiceRequest` (the official
-//! OpenTelemetry messages, `opentelemetry-proto`) POSTed as `application/x-protobuf`. The
+//! OpenTelemetry messages, `opentelemetry-proto`) sent (POST) as `application/x-protobuf`. The
 //! resource carries `service.name=gatewayd` and `host.id`; each log record the record's time,
 //! a severity by decision, the exported JSON line as its body, and the chain and OCSF fields
 //! as attributes (`gatewayd.seq`, `gatewayd.prev`, `gatewayd.hash`, ...). As the OTLP spec

@@ -182,7 +182,7 @@ fn param(sd: &mut Option<SDElement>, name: &str, value: &str) {
 fn msgid(reason: &str) -> String {
     let m: String = reason
         .chars()
-        .filter(|c| c.is_ascii_graphic())
+        .filter(char::is_ascii_graphic)
         .take(32)
         .collect();
     if m.is_empty() { "-".into() } else { m }
