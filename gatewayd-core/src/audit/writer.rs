@@ -22,7 +22,7 @@ use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, Record, log::depth};
 /// exporters). It must not block: it runs before the writer takes the next batch.
 pub trait RecordTap: Send + Sync {
     /// `records` are durable, in order, and follow the ones of the previous call.
-    fn durable(&self, records: &[Record]);
+    fn durable(&self, records: Vec<Record>);
 }
 
 /// Why a record is not (or will not be) durable.
@@ -251,7 +251,7 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .as_ref()
         {
-            tap.durable(&written);
+            tap.durable(written);
         }
         shared.done.notify_all();
         shared.progress.send_replace(p);
@@ -468,7 +468,7 @@ mod tests {
     struct Seen(Mutex<Vec<u64>>);
 
     impl RecordTap for Seen {
-        fn durable(&self, records: &[Record]) {
+        fn durable(&self, records: Vec<Record>) {
             let mut v = self.0.lock().unwrap();
             v.extend(records.iter().map(|r| r.seq));
         }

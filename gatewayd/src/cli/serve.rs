@@ -51,7 +51,7 @@ pub(super) struct Args {
     /// `otlp:http://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf). Never blocks a decision:
     /// a sink that is down is retried with back-off; past a queue of 4096 its records are
     /// dropped from that sink only, and counted in the chain (docs/FLEET.md).
-    #[arg(long, value_parser = ExportSpec::parse)]
+    #[arg(long, value_name = "KIND:TARGET", value_parser = ExportSpec::parse)]
     export: Vec<ExportSpec>,
     /// Seconds between two exported heads (when the log grew); 0: only at session close.
     #[arg(long, default_value_t = 60)]

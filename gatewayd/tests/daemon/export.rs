@@ -532,15 +532,17 @@ fn every_record_reaches_an_otlp_receiver_started_late() {
 }
 
 #[test]
-fn an_otlp_endpoint_that_answers_garbage_or_never_answers_costs_no_decision() {
+fn an_otlp_endpoint_that_answers_garbage_refuses_or_never_answers_costs_no_decision() {
     let out = tempfile::tempdir().unwrap();
     let (garbage, gport) = receiver("garbage", 0, &out.path().join("g"));
     let (silent, sport) = receiver("silent", 0, &out.path().join("s"));
+    let (reject, rport) = receiver("reject", 0, &out.path().join("r"));
     let d = start(
         out.path(),
         vec![
             ExportSpec::parse(&format!("otlp:http://127.0.0.1:{gport}")).unwrap(),
             ExportSpec::parse(&format!("otlp:http://127.0.0.1:{sport}")).unwrap(),
+            ExportSpec::parse(&format!("otlp:http://127.0.0.1:{rport}")).unwrap(),
         ],
     );
     let t0 = Instant::now();
@@ -556,11 +558,11 @@ fn an_otlp_endpoint_that_answers_garbage_or_never_answers_costs_no_decision() {
             .iter()
             .filter(|r| r["reason"] == "export_failing")
             .count()
-            == 2
+            == 3
     });
     let gw = d.gw.clone();
     d.stop().unwrap();
-    drop((garbage, silent));
+    drop((garbage, silent, reject));
     let recs = records(&log);
     let decided = recs.iter().filter(|r| r["tool"] == "count").count();
     assert_eq!(decided, 6);
@@ -579,15 +581,22 @@ fn an_otlp_endpoint_that_answers_garbage_or_never_answers_costs_no_decision() {
             .any(|e| e.contains(&sport.to_string()) && e.contains("no answer within 5 s")),
         "{errors:?}"
     );
-    // What neither endpoint took is recorded at stop, per sink.
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains(&rport.to_string()) && e.contains("answered 400: bad request")),
+        "{errors:?}"
+    );
+    // What no endpoint took is recorded, per sink: refused batches at once, the rest at stop.
     for s in gw.export_stats() {
         assert_eq!(s.exported, 0, "{s:?}");
         assert_eq!(s.dropped, s.queued, "{s:?}");
-        let dropped = recs
+        let recorded: u64 = recs
             .iter()
-            .find(|r| r["reason"] == "export_dropped" && r["detail"]["sink"] == s.sink.as_str())
-            .unwrap_or_else(|| panic!("no export_dropped for {}", s.sink));
-        assert_eq!(dropped["detail"]["count"], s.dropped);
+            .filter(|r| r["reason"] == "export_dropped" && r["detail"]["sink"] == s.sink.as_str())
+            .map(|r| r["detail"]["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(recorded, s.dropped, "{}", s.sink);
     }
     // The local chain is whole.
     let v = Command::new(env!("CARGO_BIN_EXE_gatewayd"))

@@ -7,7 +7,8 @@ Listens on 127.0.0.1:PORT (0: any free port) and prints `listening PORT` once it
 MODE `ok`: decodes each POSTed ExportLogsServiceRequest, appends one JSON line per log
 record to OUT (resource attributes, attributes, body, severity, times) and answers with an
 ExportLogsServiceResponse. MODE `garbage`: answers every connection with bytes that are not
-HTTP. MODE `silent`: accepts and never answers.
+HTTP. MODE `reject`: answers every request 400 Bad Request. MODE `silent`: accepts and
+never answers.
 """
 import json
 import socket
@@ -88,6 +89,8 @@ if MODE == "ok":
     server.serve_forever()
 elif MODE == "garbage":
     raw(b"\x00\x17not http at all\xff\xfe\r\n\r\n")
+elif MODE == "reject":
+    raw(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\nConnection: close\r\n\r\nbad request")
 elif MODE == "silent":
     raw(None)
 else:

@@ -42,6 +42,9 @@ pub use spec::{ExportSpec, SpecError, SyslogTransport};
 pub const EXPORT_QUEUE: usize = 4096;
 /// Items sent to a sink at once at most.
 const MAX_BATCH: usize = 256;
+/// How long the thread lets items gather after the first of a batch: fewer, larger
+/// batches, and the writer rarely has a sleeping thread to wake.
+const LINGER: Duration = Duration::from_millis(10);
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// At stop, how long a failing sink is still retried before what is queued is dropped.
@@ -61,9 +64,40 @@ pub struct ExportOptions {
 #[derive(Debug, Clone)]
 pub enum Item {
     /// A record, as written to the log.
-    Record(Arc<Record>),
+    Record(Arc<Exported>),
     /// The head ([`heads`]).
     Head(Arc<Anchor>),
+}
+
+/// A durable record on its way to the sinks; its JSON line ([`json`]) is made once, by the
+/// first sink that needs it, for all of them.
+#[derive(Debug)]
+pub struct Exported {
+    record: Record,
+    line: std::sync::OnceLock<String>,
+}
+
+impl Exported {
+    /// `record`, not yet formatted.
+    pub fn new(record: Record) -> Exported {
+        Exported {
+            record,
+            line: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Its exported JSON line (`host`: this host's id, the same for every sink).
+    pub(super) fn line(&self, host: &str) -> &str {
+        self.line
+            .get_or_init(|| json::record_line(&self.record, host))
+    }
+}
+
+impl std::ops::Deref for Exported {
+    type Target = Record;
+    fn deref(&self) -> &Record {
+        &self.record
+    }
 }
 
 /// Why a sink did not take a batch.
@@ -238,7 +272,10 @@ impl Exporters {
     ) -> std::io::Result<Exporters> {
         specs
             .iter()
-            .map(|s| Exporter::start(s, host, audit.cloned()))
+            .map(|s| {
+                Exporter::start(s, host, audit.cloned())
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("--export {s}: {e}")))
+            })
             .collect::<std::io::Result<Vec<_>>>()
             .map(Exporters)
     }
@@ -267,9 +304,9 @@ impl Exporters {
 }
 
 impl RecordTap for Exporters {
-    fn durable(&self, records: &[Record]) {
+    fn durable(&self, records: Vec<Record>) {
         for r in records {
-            self.push(&Item::Record(Arc::new(r.clone())));
+            self.push(&Item::Record(Arc::new(Exported::new(r))));
         }
     }
 }
@@ -290,6 +327,9 @@ impl Drain<'_> {
     fn run(mut self, rx: &Receiver<Queued>) {
         let mut give_up = false;
         while let Ok(first) = rx.recv() {
+            if !give_up && lock(&self.counts.closing).is_none() {
+                std::thread::sleep(LINGER);
+            }
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
