@@ -9,6 +9,7 @@ mod anchors;
 mod approvals_watch;
 mod cli;
 mod export;
+mod export_sinks;
 mod faults;
 mod polling;
 mod protocol;
