@@ -1,6 +1,9 @@
 //! The daemon through its socket: round trip of one decision (p50/p99; audit off, and on
 //! with a durable record per decision), and throughput of durable decisions with 1, 8 and 64
-//! concurrent clients (each its own connection and session; group commit shares syncs).
+//! concurrent clients (each its own connection and session; group commit shares syncs);
+//! then the same at 64 clients with every record exported to a JSON file and to syslog over
+//! UDP (a socket of the bench's, drained by a thread): the ratio to export off, the lag
+//! (queue to sink of the last batch delivered, sampled every 10 ms) and the drops.
 //! Next to each figure, the CPU time it took per decision (`getrusage`): the whole process
 //! (daemon and clients, which share it), and for the round trips the client thread's share.
 //! `cargo bench -p gatewayd --bench daemon` (also run by `cargo xtask bench`).
@@ -18,7 +21,7 @@ use std::{
 };
 
 use gatewayd::{
-    daemon::{self, Gateway, ServeOptions, ServerOptions},
+    daemon::{self, ExportOptions, ExportSpec, Gateway, ServeOptions, ServerOptions},
     protocol::{SessionOpen, client::Client},
     shutdown,
 };
@@ -34,6 +37,14 @@ struct Running {
 
 impl Running {
     fn start(dir: &Path, audit: Option<PathBuf>) -> Running {
+        Self::start_exporting(dir, audit, None)
+    }
+
+    fn start_exporting(
+        dir: &Path,
+        audit: Option<PathBuf>,
+        export: Option<ExportOptions>,
+    ) -> Running {
         let policy = dir.join("policy.json");
         std::fs::write(
             &policy,
@@ -51,7 +62,7 @@ impl Running {
             clock: Arc::new(SystemClock),
             server: ServerOptions::default(),
             reload: gatewayd::daemon::ReloadOptions::default(),
-            export: None,
+            export,
         };
         let (trigger, sd) = shutdown::channel();
         let (tx, rx) = mpsc::channel();
@@ -261,6 +272,7 @@ fn main() {
     let sock = on.join("bench.sock");
     let rt = round_trip(&sock, 500);
     print_round_trip("durable audit:", &rt, None);
+    let mut rate64 = 0.0;
     for clients in [1, 8, 64] {
         let stats0 =
             d.gw.audit()
@@ -272,6 +284,7 @@ fn main() {
                 .map(gatewayd_core::audit::writer::WriterHandle::stats)
                 .unwrap_or_default();
         let batches = (stats1.0 - stats0.0).max(1);
+        rate64 = rate;
         println!(
             "  durable decisions, {clients:>2} client(s): {rate:>9.0} /s  ({:.1} records per fdatasync; CPU {:.1} us each)",
             (stats1.1 - stats0.1) as f64 / batches as f64,
@@ -281,4 +294,86 @@ fn main() {
     drop(d);
     let rep = gatewayd_core::audit::verify(&on.join("audit.jsonl"), None).unwrap();
     println!("  audit log verifies: {} records", rep.records);
+    export_on(&root.join("json"), rate64, false);
+    export_on(&root.join("json-udp"), rate64, true);
+}
+
+/// 64 clients with every record exported to a JSON file, and to syslog over UDP when
+/// `udp_too` (read by a thread of the bench: its CPU counts too).
+fn export_on(dir: &Path, rate_off: f64, udp_too: bool) {
+    std::fs::create_dir(dir).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_drain = stop.clone();
+    let drain = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65536];
+        let mut n = 0u64;
+        while !stop_drain.load(Ordering::Relaxed) {
+            if udp.recv(&mut buf).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    });
+    let mut sinks = vec![ExportSpec::File(dir.join("export.jsonl"))];
+    if udp_too {
+        sinks.push(ExportSpec::parse(&format!("syslog:udp:127.0.0.1:{port}")).unwrap());
+    }
+    let export = ExportOptions {
+        sinks,
+        anchor_every: Duration::from_mins(1),
+    };
+    let d = Running::start_exporting(dir, Some(dir.join("audit.jsonl")), Some(export));
+    let sock = dir.join("bench.sock");
+    let gw = d.gw.clone();
+    let sampling = Arc::new(AtomicBool::new(true));
+    let s2 = sampling.clone();
+    let sampler = std::thread::spawn(move || {
+        let mut lags = Vec::new();
+        while s2.load(Ordering::Relaxed) {
+            lags.extend(gw.export_stats().iter().map(|s| s.lag_ms));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        lags
+    });
+    let (rate, cpu) = throughput(&sock, 64, Duration::from_secs(3));
+    sampling.store(false, Ordering::Relaxed);
+    let mut lags = sampler.join().unwrap();
+    lags.sort_unstable();
+    let pct = |p: f64| {
+        lags.get(((lags.len().max(1) - 1) as f64 * p) as usize)
+            .copied()
+            .unwrap_or(0)
+    };
+    let what = if udp_too {
+        "JSON file + syslog UDP"
+    } else {
+        "JSON file"
+    };
+    println!(
+        "  durable decisions, 64 client(s), export on ({what}): {rate:>9.0} /s  ({:.1}% of export off; CPU {:.1} us each)",
+        rate / rate_off.max(1.0) * 100.0,
+        cpu as f64 / 1e3
+    );
+    println!(
+        "      export lag (queue to sink, last batch): p50 {} ms  p99 {} ms",
+        pct(0.50),
+        pct(0.99)
+    );
+    let gw = d.gw.clone();
+    drop(d);
+    for s in gw.export_stats() {
+        println!(
+            "      {}: exported {}, dropped {}",
+            s.sink, s.exported, s.dropped
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let got = drain.join().unwrap();
+    if udp_too {
+        println!("      UDP datagrams the bench's socket read: {got}");
+    }
 }

@@ -14,8 +14,11 @@ use crate::util::{Env, Toolchain, cache_dir, run};
 /// `iproute2`: `ip`, with which the inbound-connection test adds an address to `lo`;
 /// `man-db`: `man -l`, with which the packaging test renders the packaged man pages;
 /// `tmux`: the real terminal the `gatewayd approvals watch` test types into;
-/// `curl`, `openssl`: the egress-by-name test's client and HTTPS server (host and guests).
-const APT_PACKAGES: [&str; 10] = [
+/// `curl`, `openssl`: the egress-by-name test's client and HTTPS server (host and guests),
+/// and the MCP HTTP tests'; `xz-utils`: the guests' compressed kernel modules;
+/// `rsyslog`: the syslog server the audit export is tested against; `systemd`: a journald
+/// in a namespace of its own, for the journal export (gatewayd/tests/daemon/export.rs).
+const APT_PACKAGES: [&str; 13] = [
     "qemu-system-x86",
     "cpio",
     "nodejs",
@@ -26,6 +29,9 @@ const APT_PACKAGES: [&str; 10] = [
     "tmux",
     "curl",
     "openssl",
+    "xz-utils",
+    "rsyslog",
+    "systemd",
 ];
 /// Packages whose command may come from another package: the `nodejs` package of `NodeSource` ships `npm`
 /// and conflicts with Debian's `npm` package, so a working `npm` on PATH is enough.
@@ -40,6 +46,9 @@ const FS_SERVER_VERSION: &str = "2026.8.31";
 /// (gatewayd/tests/mcp/messages.rs), same release as the filesystem server.
 const EVERYTHING_PKG: &str = "@modelcontextprotocol/server-everything";
 const MCP_SDK: &str = "mcp==2.3.0";
+/// The OTLP receiver of the export tests (`gatewayd/tests/daemon/otlp_receiver.py`): the
+/// official OpenTelemetry protobuf definitions, in the same venv.
+const OTLP_PROTO: &str = "opentelemetry-proto==1.45.2";
 /// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,
 /// version).
 const AGENT_HOSTS: [(&str, &str, &str); 3] = [
@@ -272,10 +281,14 @@ fn npm_package(dir: &Path, pkg: &str, version: &str, bin: &str) -> anyhow::Resul
 /// (runnable by other users, unlike a python inside root's home).
 fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
     let python = dir.join("bin/python");
-    let want = MCP_SDK.trim_start_matches("mcp==");
+    let want = format!(
+        "{} {}",
+        MCP_SDK.trim_start_matches("mcp=="),
+        OTLP_PROTO.trim_start_matches("opentelemetry-proto==")
+    );
     let version = output(Command::new(&python).args([
         "-c",
-        "import importlib.metadata as m; print(m.version('mcp'))",
+        "import importlib.metadata as m; print(m.version('mcp'), m.version('opentelemetry-proto'))",
     ]));
     if version.is_ok_and(|v| v.trim() == want) {
         return Ok(python);
@@ -287,8 +300,8 @@ fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(dir),
     )?;
     run(
-        &format!("pip install {MCP_SDK}"),
-        Command::new(dir.join("bin/pip")).args(["install", "-q", MCP_SDK]),
+        &format!("pip install {MCP_SDK} {OTLP_PROTO}"),
+        Command::new(dir.join("bin/pip")).args(["install", "-q", MCP_SDK, OTLP_PROTO]),
     )?;
     Ok(python)
 }

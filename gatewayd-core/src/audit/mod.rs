@@ -57,5 +57,7 @@ pub mod writer;
 mod tests;
 
 pub use log::{AuditError, AuditLog, MAX_DETAIL_DEPTH};
-pub use record::{Decision, Entry, GENESIS, Record, Source, canonical_json, rfc3339_ms};
+pub use record::{
+    Decision, Entry, GENESIS, Record, Source, canonical_json, parse_rfc3339_ms, rfc3339_ms,
+};
 pub use verify::{Anchored, VerifyError, VerifyReport, verify};

@@ -211,6 +211,31 @@ pub fn rfc3339_ms(ms: u64) -> String {
     )
 }
 
+/// The ms since the Unix epoch of a timestamp as [`rfc3339_ms`] writes it (None for any
+/// other form).
+pub fn parse_rfc3339_ms(ts: &str) -> Option<u64> {
+    let b = ts.as_bytes();
+    if b.len() != 24 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[23] != b'Z' {
+        return None;
+    }
+    let num = |from: usize, to: usize| ts.get(from..to)?.parse::<u64>().ok();
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hh, mm, ss, ms) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || y < 1970 || hh > 23 || mm > 59 || ss > 60
+    {
+        return None;
+    }
+    // H. Hinnant's `days_from_civil`, the inverse of `civil_from_days`.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y / 400;
+    let yoe = y % 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms)
+}
+
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
 /// (H. Hinnant's `civil_from_days`, for non-negative day counts).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -224,4 +249,18 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + u64::from(m <= 2);
     (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_read_back_as_written() {
+        for ms in [0, 1_700_000_000_123, 951_782_400_000, 4_102_444_799_999] {
+            assert_eq!(parse_rfc3339_ms(&rfc3339_ms(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(parse_rfc3339_ms("2023-11-14T22:13:20Z"), None);
+        assert_eq!(parse_rfc3339_ms("2023-13-14T22:13:20.000Z"), None);
+    }
 }

@@ -16,7 +16,14 @@ use std::{
 
 use tokio::sync::watch;
 
-use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, log::depth};
+use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, Record, log::depth};
+
+/// Sees every record once it is durable, on the writer thread, in chain order (the daemon's
+/// exporters). It must not block: it runs before the writer takes the next batch.
+pub trait RecordTap: Send + Sync {
+    /// `records` are durable, in order, and follow the ones of the previous call.
+    fn durable(&self, records: Vec<Record>);
+}
 
 /// Why a record is not (or will not be) durable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,6 +83,8 @@ struct Shared {
     /// Wakes blocking waiters: the durable count moved or the writer failed.
     done: Condvar,
     progress: watch::Sender<Progress>,
+    /// Who sees the durable records ([`WriterHandle::set_tap`]).
+    tap: std::sync::RwLock<Option<Arc<dyn RecordTap>>>,
 }
 
 impl Shared {
@@ -126,6 +135,7 @@ impl AuditWriter {
             work: Condvar::new(),
             done: Condvar::new(),
             progress: watch::channel(Progress::default()).0,
+            tap: std::sync::RwLock::new(None),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -209,7 +219,7 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
         };
         let result = log.append_batch(batch);
         let mut st = shared.lock();
-        match result {
+        let written = match result {
             Ok(recs) => {
                 st.durable = last;
                 st.batches += 1;
@@ -219,17 +229,30 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
                         hash: Some(r.hash.clone()),
                     };
                 }
+                recs
             }
             Err(e) => {
                 st.failed = Some(e.to_string());
                 st.queue.clear();
+                Vec::new()
             }
-        }
+        };
         let p = Progress {
             durable: st.durable,
             failed: st.failed.clone(),
         };
         drop(st);
+        // Before the waiters wake: whatever a waiter does next (closing the exporters at
+        // stop) comes after its record was handed on.
+        if !written.is_empty()
+            && let Some(tap) = shared
+                .tap
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+        {
+            tap.durable(written);
+        }
         shared.done.notify_all();
         shared.progress.send_replace(p);
     }
@@ -298,6 +321,15 @@ impl WriterHandle {
     pub fn append(&self, entry: Entry) -> Result<(), WriteError> {
         let t = self.submit(entry)?;
         self.wait(t)
+    }
+
+    /// Has `tap` see every record made durable from now on (None: nobody).
+    pub fn set_tap(&self, tap: Option<Arc<dyn RecordTap>>) {
+        *self
+            .shared
+            .tap
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tap;
     }
 
     /// The last durable record.
@@ -430,6 +462,33 @@ mod tests {
         e.detail = deep;
         assert_eq!(w.handle().submit(e), Err(WriteError::TooDeep));
         w.handle().append(entry(2)).unwrap();
+    }
+
+    /// Keeps the seqs it sees.
+    struct Seen(Mutex<Vec<u64>>);
+
+    impl RecordTap for Seen {
+        fn durable(&self, records: Vec<Record>) {
+            let mut v = self.0.lock().unwrap();
+            v.extend(records.iter().map(|r| r.seq));
+        }
+    }
+
+    #[test]
+    fn the_tap_sees_every_durable_record_in_order_before_its_waiter_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, log) = open(&dir);
+        let w = AuditWriter::start(log).unwrap();
+        let seen = Arc::new(Seen(Mutex::new(Vec::new())));
+        w.handle().set_tap(Some(seen.clone()));
+        for i in 0..20 {
+            w.handle().append(entry(i)).unwrap();
+            assert_eq!(seen.0.lock().unwrap().len() as u64, i + 1);
+        }
+        w.handle().set_tap(None);
+        w.handle().append(entry(99)).unwrap();
+        w.close().unwrap();
+        assert_eq!(*seen.0.lock().unwrap(), (1..=20).collect::<Vec<u64>>());
     }
 
     #[tokio::test]

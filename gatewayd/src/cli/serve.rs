@@ -1,5 +1,5 @@
 //! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...
-//! [--no-watch] [--export FILE|-] [--anchor-every-s N]`: the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are
+//! [--no-watch] [--export KIND:TARGET]... [--anchor-every-s N]`: the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are
 //! answered, every record is written, the socket is removed (unless systemd passed it).
 //! SIGHUP, and a change of the policy file, reload the policy (`daemon::reload`).
 //!
@@ -11,7 +11,7 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context as _;
 use gatewayd::{
     daemon::{
-        self, ExportOptions, ExportSink, ReloadOptions, ServeOptions, ServerOptions, socket,
+        self, ExportOptions, ExportSpec, ReloadOptions, ServeOptions, ServerOptions, socket,
         systemd,
     },
     protocol, shutdown,
@@ -43,12 +43,16 @@ pub(super) struct Args {
     /// the file (an edit, a rename over it, a swapped symlink) reloads it too.
     #[arg(long)]
     no_watch: bool,
-    /// Export the audit chain's head (JSON lines, `"type": "anchor"`: seq, hash, host,
-    /// policy digest) to this file, or `-` for stdout, every --anchor-every-s and at each
-    /// session's close, for `gatewayd audit verify LOG --anchors FILE`. Never blocks a
-    /// decision: a full queue or a failing sink drops lines, counted in the chain.
-    #[arg(long)]
-    export: Option<String>,
+    /// Export every audit record, and the chain's head every --anchor-every-s and at each
+    /// session's close (for `gatewayd audit verify LOG --anchors FILE`), to a sink; repeat
+    /// for several. KIND:TARGET is one of `-` or `json:-` (stdout), `PATH` or `json:PATH`
+    /// (JSON lines), `syslog` (/dev/log), `syslog:unix:PATH`, `syslog:udp:HOST:PORT`,
+    /// `syslog:tcp:HOST:PORT` (RFC 5424), `journal[:SOCKET]` (the systemd journal),
+    /// `otlp:http://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf). Never blocks a decision:
+    /// a sink that is down is retried with back-off; past a queue of 4096 its records are
+    /// dropped from that sink only, and counted in the chain (docs/FLEET.md).
+    #[arg(long, value_name = "KIND:TARGET", value_parser = ExportSpec::parse)]
+    export: Vec<ExportSpec>,
     /// Seconds between two exported heads (when the log grew); 0: only at session close.
     #[arg(long, default_value_t = 60)]
     anchor_every_s: u64,
@@ -107,8 +111,8 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     sighup: true,
                     watch: !args.no_watch,
                 },
-                export: args.export.as_deref().map(|s| ExportOptions {
-                    sink: ExportSink::parse(s),
+                export: (!args.export.is_empty()).then(|| ExportOptions {
+                    sinks: args.export,
                     anchor_every: std::time::Duration::from_secs(args.anchor_every_s),
                 }),
             },

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::{gateway::Gateway, peer::Peer};
 use crate::protocol::{
-    ApprovalsApprove, ApprovalsDeny, ApprovalsList, AuditHead, CallDecide, CallOutput, Hello,
-    Method, Rpc, SecretsAdd, SessionClose, SessionList, SessionOpen, ToolsRegister,
-    messages::{ApprovalList, SessionListReply},
+    ApprovalsApprove, ApprovalsDeny, ApprovalsList, AuditHead, CallDecide, CallOutput, ExportStats,
+    Hello, Method, Rpc, SecretsAdd, SessionClose, SessionList, SessionOpen, ToolsRegister,
+    messages::{ApprovalList, ExportStatsReply, SessionListReply},
     wire::{Request, RpcError, code, response},
 };
 
@@ -88,6 +88,15 @@ impl Serve for ApprovalsApprove {
 impl Serve for ApprovalsDeny {
     async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
         gw.settle(peer, self.id, false).await
+    }
+}
+
+impl Serve for ExportStats {
+    async fn serve(self, gw: &Gateway, peer: &Peer) -> Result<Self::Reply, RpcError> {
+        gw.require_operator(peer, "export/stats").await?;
+        Ok(ExportStatsReply {
+            exporters: gw.export_stats(),
+        })
     }
 }
 
@@ -213,5 +222,6 @@ async fn route(
         Method::ApprovalsApprove => serve::<ApprovalsApprove>(m, gw, peer, params).await,
         Method::ApprovalsDeny => serve::<ApprovalsDeny>(m, gw, peer, params).await,
         Method::AuditHead => serve::<AuditHead>(m, gw, peer, params).await,
+        Method::ExportStats => serve::<ExportStats>(m, gw, peer, params).await,
     }
 }

@@ -18,7 +18,8 @@
 //! - [`systemd`]  — socket activation, readiness and watchdog notifications
 //! - [`reload`]   — a new policy validated whole, then swapped in; a bad one refused
 //! - [`policy_watch`] — what starts a reload: SIGHUP, inotify on the policy's directory
-//! - [`export`]   — the chain's heads exported through a bounded queue that never blocks
+//! - [`export`]   — every record and the chain's heads exported to JSON lines, syslog, the
+//!   journal or OTLP, each sink behind a bounded queue that never blocks a decision
 //!
 //! [`serve`] puts them together with the audit writer ([`gatewayd_core::audit::writer`]).
 use std::{
@@ -44,7 +45,7 @@ pub mod socket;
 pub(crate) mod suspicion;
 pub mod systemd;
 
-pub use export::{ExportOptions, ExportSink, ExportStats};
+pub use export::{ExportOptions, ExportSpec, ExporterStats};
 pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
 pub use policy_watch::ReloadOptions;
 pub use reload::{Reload, ReloadFuture, ReloadHook, policy_digest};
@@ -112,7 +113,7 @@ pub struct ServeOptions {
     pub server: ServerOptions,
     /// What reloads the policy while the daemon runs.
     pub reload: ReloadOptions,
-    /// Where the chain's heads are exported (None: nowhere).
+    /// Where the records and the chain's heads are exported (None: nowhere).
     pub export: Option<ExportOptions>,
 }
 
@@ -168,13 +169,6 @@ pub async fn serve(
         }
         None => socket::bind(&opts.socket, opts.gid)?,
     };
-    note(
-        writer.as_ref(),
-        "daemon_start",
-        json!({"pid": std::process::id(),
-        "policy": opts.policy, "policy_digest": digest, "socket": opts.socket, "socket_activated": activated,
-        "agent_cgroups": gw.agent_cgroups().list()}),
-    );
     let exporter = match &opts.export {
         Some(e) => Some(start_export(
             &gw,
@@ -185,6 +179,13 @@ pub async fn serve(
         )?),
         None => None,
     };
+    note(
+        writer.as_ref(),
+        "daemon_start",
+        json!({"pid": std::process::id(),
+        "policy": opts.policy, "policy_digest": digest, "socket": opts.socket, "socket_activated": activated,
+        "agent_cgroups": gw.agent_cgroups().list()}),
+    );
     ready(&gw);
     let reloads = tokio::spawn(policy_watch::run(
         gw.clone(),
@@ -205,6 +206,9 @@ pub async fn serve(
     if let Some(x) = exporter {
         gw.export_head("stop");
         x.close();
+        if let Some(w) = writer.as_ref() {
+            w.handle().set_tap(None);
+        }
     }
     match writer {
         Some(w) => w
@@ -214,22 +218,26 @@ pub async fn serve(
     }
 }
 
-/// Starts the exporter of `e`, has the gateway export its heads through it, and the
-/// periodic export.
+/// Starts the exporters of `e`, has the audit writer hand them every durable record and
+/// the gateway its heads, and starts the periodic export of heads.
 fn start_export(
     gw: &Arc<Gateway>,
     e: &ExportOptions,
     log: Option<PathBuf>,
     writer: Option<&AuditWriter>,
     shutdown: &Shutdown,
-) -> Result<Arc<export::Exporter>, DaemonError> {
+) -> Result<Arc<export::Exporters>, DaemonError> {
+    let handle = writer.map(AuditWriter::handle);
+    let host = export::HostInfo::here();
     let x = Arc::new(
-        export::Exporter::start(e.sink.clone(), writer.map(AuditWriter::handle))
-            .map_err(DaemonError::Export)?,
+        export::Exporters::start(&e.sinks, &host, handle.as_ref()).map_err(DaemonError::Export)?,
     );
+    if let Some(h) = &handle {
+        h.set_tap(Some(x.clone()));
+    }
     gw.set_anchors(export::Anchors {
-        exporter: x.clone(),
-        host: export::host_id(),
+        exporters: x.clone(),
+        host: host.id,
         log,
     });
     tokio::spawn(export::every(gw.clone(), e.anchor_every, shutdown.clone()));

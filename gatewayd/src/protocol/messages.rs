@@ -318,3 +318,37 @@ pub struct Head {
     /// Its hash (null: an empty log).
     pub hash: Option<String>,
 }
+
+/// `export/stats` (operators): no parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportStats {}
+
+/// `export/stats`'s result: each export sink's counts, in the order configured (none when
+/// the daemon exports nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportStatsReply {
+    /// One per `--export`.
+    pub exporters: Vec<ExporterStats>,
+}
+
+/// One export sink's counts (docs/FLEET.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExporterStats {
+    /// The sink, as configured (`syslog:tcp:127.0.0.1:514`).
+    pub sink: String,
+    /// Items (records and heads) accepted into its queue.
+    pub queued: u64,
+    /// Items the sink took.
+    pub exported: u64,
+    /// Items dropped: the queue full, the sink refusing them, or still failing at stop.
+    pub dropped: u64,
+    /// Items queued and not yet exported or dropped.
+    pub lag: u64,
+    /// From queued to delivered, for the last batch delivered (ms).
+    pub lag_ms: u64,
+    /// Whether the last attempt failed (the sink is being retried with back-off).
+    pub failing: bool,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+}

@@ -86,6 +86,8 @@ methods! {
     ApprovalsDeny = "approvals/deny" (ApprovalsDeny) -> Settled;
     /// The last durable audit record.
     AuditHead = "audit/head" (AuditHead) -> Head;
+    /// Each export sink's counts (operators).
+    ExportStats = "export/stats" (ExportStats) -> ExportStatsReply;
 }
 
 impl Method {

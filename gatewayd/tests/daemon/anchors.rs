@@ -4,7 +4,7 @@
 //! never holds a decision back; its drops are counted.
 use std::{path::Path, process::Command, time::Duration};
 
-use gatewayd::daemon::{ExportOptions, ExportSink};
+use gatewayd::daemon::{ExportOptions, ExportSpec};
 use gatewayd_core::audit::{GENESIS, Record};
 use serde_json::{Value, json};
 
@@ -67,14 +67,18 @@ fn exported_heads_catch_a_rewritten_log_and_a_truncated_one() {
     let d = Daemon::start_exporting(
         log.clone(),
         ExportOptions {
-            sink: ExportSink::File(anchors.clone()),
+            sinks: vec![ExportSpec::File(anchors.clone())],
             anchor_every: Duration::ZERO,
         },
     );
     session(&d, "first");
     session(&d, "second");
     d.stop().unwrap();
-    let heads = lines(&anchors);
+    // The file has every record too (`type: record`); `--anchors` reads only the heads.
+    let heads: Vec<Value> = lines(&anchors)
+        .into_iter()
+        .filter(|h| h["type"] == "anchor")
+        .collect();
     let whys: Vec<&str> = heads.iter().map(|h| h["why"].as_str().unwrap()).collect();
     assert_eq!(whys, ["session_close", "session_close", "stop"]);
     let recs = records(&log);
@@ -126,32 +130,54 @@ fn exported_heads_catch_a_rewritten_log_and_a_truncated_one() {
 }
 
 #[test]
-fn a_failing_sink_never_holds_a_decision_and_its_drops_are_counted() {
-    // Every write to /dev/full fails (ENOSPC).
+fn a_failing_sink_never_holds_a_decision_and_its_drops_are_recorded_at_stop() {
+    // Every write to /dev/full fails (ENOSPC): the sink is retried with back-off, its items
+    // wait in its queue, and at stop (after a grace) they are dropped and recorded.
     let out = tempfile::tempdir().unwrap();
     let d = Daemon::start_exporting(
         out.path().join("audit.jsonl"),
         ExportOptions {
-            sink: ExportSink::File("/dev/full".into()),
+            sinks: vec![ExportSpec::File("/dev/full".into())],
             anchor_every: Duration::ZERO,
         },
     );
     for i in 0..5 {
         session(&d, &format!("s{i}"));
     }
-    let stats = d.gw.export_stats().unwrap();
-    assert_eq!(stats.written, 0);
-    assert_eq!(stats.queued, 5);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while d.gw.export_stats().unwrap().dropped < 5 {
-        assert!(std::time::Instant::now() < deadline, "drops not counted");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // Every call was decided and recorded all the same.
+    let stats = &d.gw.export_stats()[0];
+    assert_eq!(stats.sink, "json:/dev/full");
+    assert_eq!(stats.exported, 0);
+    assert!(stats.failing, "{stats:?}");
+    assert!(
+        stats
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("No space left"),
+        "{stats:?}"
+    );
+    let gw = d.gw.clone();
     let log = d.audit.clone().unwrap();
-    let decided = records(&log)
+    d.stop().unwrap();
+    let after = &gw.export_stats()[0];
+    assert_eq!(after.dropped, after.queued, "{after:?}");
+    // Every call was decided and recorded all the same.
+    let recs = records(&log);
+    let decided = recs
         .iter()
         .filter(|r| r["tool"] == "count" && r["decision"] == "allow")
         .count();
     assert_eq!(decided, 15);
+    let failing: Vec<_> = recs
+        .iter()
+        .filter(|r| r["reason"] == "export_failing")
+        .collect();
+    assert_eq!(failing.len(), 1);
+    assert_eq!(failing[0]["detail"]["sink"], "json:/dev/full");
+    let last = recs.last().unwrap();
+    assert_eq!(last["reason"], "export_dropped");
+    assert_eq!(
+        last["detail"],
+        json!({"sink": "json:/dev/full", "count": after.dropped, "at": "stop"})
+    );
 }

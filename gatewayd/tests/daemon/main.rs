@@ -1,12 +1,15 @@
 //! `gatewayd serve` through its socket: sessions, the CLI against a daemon (and `approvals
 //! watch` in tmux), faults, polling, PROTOCOL.md's exchanges replayed byte for byte, and the
-//! secrets sessions start with, policy reloads and exported chain heads.
+//! secrets sessions start with, policy reloads, exported chain heads and the audit export to
+//! real sinks (rsyslog, journald, an OTLP receiver).
 //! `support` starts a daemon in process or as the real binary.
 // A test binary sees every dependency of the package; the lint guards the library's list.
 #![allow(unused_crate_dependencies)]
 mod anchors;
 mod approvals_watch;
 mod cli;
+mod export;
+mod export_sinks;
 mod faults;
 mod polling;
 mod protocol;

@@ -1,0 +1,440 @@
+//! Audit export that never blocks a decision (docs/FLEET.md). Every record the audit writer
+//! made durable, and the chain's head at intervals, go to each configured sink through a
+//! bounded queue and a thread of its own ([`Exporter`]): the writer only tries to queue, so a
+//! slow or dead sink never holds a decision back, and the local chain stays whole. A sink
+//! that fails gets the same batch again after a back-off (100 ms doubling to 30 s); records
+//! that find its queue full are dropped from that sink only and counted, and the count is
+//! written into the chain (`export_dropped`) when the sink takes records again.
+//!
+//! Layout: this file, the queue and its thread; `spec.rs`, `--export KIND:TARGET`; one file
+//! per sink behind [`Sink`] (`json.rs`, `syslog.rs`, `journal.rs`, `otlp.rs`); `ocsf.rs`,
+//! the OCSF class of a record; `heads.rs`, the exported heads.
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        mpsc::{Receiver, SyncSender, TrySendError, sync_channel},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::json;
+
+pub use crate::protocol::ExporterStats;
+
+use gatewayd_core::audit::{
+    Decision as AD, Entry, Record, anchors::Anchor, writer::RecordTap, writer::WriterHandle,
+};
+
+pub(crate) mod heads;
+mod journal;
+mod json;
+mod ocsf;
+mod otlp;
+mod spec;
+mod syslog;
+
+pub use heads::host_id;
+pub(crate) use heads::{Anchors, every};
+pub use spec::{ExportSpec, SpecError, SyslogTransport};
+
+/// Items waiting for one sink at most; one more is dropped (and counted).
+pub const EXPORT_QUEUE: usize = 4096;
+/// Items sent to a sink at once at most.
+const MAX_BATCH: usize = 256;
+/// How long the thread lets items gather after the first of a batch: fewer, larger
+/// batches, and the writer rarely has a sleeping thread to wake.
+const LINGER: Duration = Duration::from_millis(10);
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// At stop, how long a failing sink is still retried before what is queued is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// What `gatewayd serve` exports.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// Where (one exporter each).
+    pub sinks: Vec<ExportSpec>,
+    /// How often the head is exported when the log grew (zero: only at session close and
+    /// at stop).
+    pub anchor_every: Duration,
+}
+
+/// One thing exported: a durable record of the chain, or the chain's head.
+#[derive(Debug, Clone)]
+pub enum Item {
+    /// A record, as written to the log.
+    Record(Arc<Exported>),
+    /// The head ([`heads`]).
+    Head(Arc<Anchor>),
+}
+
+/// A durable record on its way to the sinks; its JSON line ([`json`]) is made once, by the
+/// first sink that needs it, for all of them.
+#[derive(Debug)]
+pub struct Exported {
+    record: Record,
+    line: std::sync::OnceLock<String>,
+}
+
+impl Exported {
+    /// `record`, not yet formatted.
+    pub fn new(record: Record) -> Exported {
+        Exported {
+            record,
+            line: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Its exported JSON line (`host`: this host's id, the same for every sink).
+    pub(super) fn line(&self, host: &str) -> &str {
+        self.line
+            .get_or_init(|| json::record_line(&self.record, host))
+    }
+}
+
+impl std::ops::Deref for Exported {
+    type Target = Record;
+    fn deref(&self) -> &Record {
+        &self.record
+    }
+}
+
+/// Why a sink did not take a batch.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// Down, unreachable or too slow: the same batch is tried again after a back-off.
+    #[error("{0}")]
+    Retry(String),
+    /// The sink answered that it will not take these items: they are dropped (counted).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Where exported items go: one implementation per kind of sink, each on its exporter's
+/// thread (so it may block, within its own timeouts).
+pub trait Sink: Send {
+    /// Delivers `batch`, in order.
+    fn send(&mut self, batch: &[Item]) -> Result<(), SinkError>;
+}
+
+/// Who this host is, in every sink's items.
+#[derive(Debug, Clone)]
+pub struct HostInfo {
+    /// `/etc/machine-id`, else the host name ([`host_id`]).
+    pub id: String,
+    /// The host name.
+    pub name: String,
+}
+
+impl HostInfo {
+    /// This host.
+    pub fn here() -> HostInfo {
+        let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_default();
+        HostInfo {
+            id: host_id(),
+            name: if name.is_empty() { "-".into() } else { name },
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    queued: AtomicU64,
+    exported: AtomicU64,
+    /// Dropped because the queue was full.
+    full: AtomicU64,
+    /// Dropped because the sink refused them, or was still failing at stop.
+    failed: AtomicU64,
+    /// Dropped since the chain was last told.
+    unreported: AtomicU64,
+    /// Queue to sink, of the last batch delivered, in ms.
+    lag_ms: AtomicU64,
+    failing: AtomicBool,
+    last_error: Mutex<Option<String>>,
+    /// When close was asked for.
+    closing: Mutex<Option<Instant>>,
+}
+
+struct Queued {
+    item: Item,
+    at: Instant,
+}
+
+/// One sink's queue and thread.
+pub struct Exporter {
+    name: String,
+    tx: Mutex<Option<SyncSender<Queued>>>,
+    counts: Arc<Counts>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Exporter {
+    /// Opens the sink of `spec` (a file is opened now; network sinks connect on first use)
+    /// and starts its thread; failures and drops are recorded through `audit`.
+    pub fn start(
+        spec: &ExportSpec,
+        host: &HostInfo,
+        audit: Option<WriterHandle>,
+    ) -> std::io::Result<Exporter> {
+        Self::start_on(spec.open(host)?, spec.to_string(), audit)
+    }
+
+    /// [`Exporter::start`] on a sink of the caller's.
+    pub fn start_on(
+        sink: Box<dyn Sink>,
+        name: String,
+        audit: Option<WriterHandle>,
+    ) -> std::io::Result<Exporter> {
+        let (tx, rx) = sync_channel(EXPORT_QUEUE);
+        let counts = Arc::new(Counts::default());
+        let (c, n) = (counts.clone(), name.clone());
+        let thread = std::thread::Builder::new()
+            .name("gatewayd-export".into())
+            .spawn(move || {
+                Drain {
+                    sink,
+                    counts: &c,
+                    audit: audit.as_ref(),
+                    name: &n,
+                }
+                .run(&rx);
+            })?;
+        Ok(Exporter {
+            name,
+            tx: Mutex::new(Some(tx)),
+            counts,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues one item; never waits: a full queue drops it (counted). After close, nothing.
+    pub fn push(&self, item: Item) {
+        let sent = match lock(&self.tx).as_ref() {
+            Some(tx) => tx.try_send(Queued {
+                item,
+                at: Instant::now(),
+            }),
+            None => return,
+        };
+        match sent {
+            Ok(()) => {
+                self.counts.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counts.full.fetch_add(1, Ordering::Relaxed);
+                self.counts.unreported.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The counts now.
+    pub fn stats(&self) -> ExporterStats {
+        let c = &self.counts;
+        let queued = c.queued.load(Ordering::Relaxed);
+        let exported = c.exported.load(Ordering::Relaxed);
+        let failed = c.failed.load(Ordering::Relaxed);
+        ExporterStats {
+            sink: self.name.clone(),
+            queued,
+            exported,
+            dropped: c.full.load(Ordering::Relaxed) + failed,
+            lag: queued.saturating_sub(exported + failed),
+            lag_ms: c.lag_ms.load(Ordering::Relaxed),
+            failing: c.failing.load(Ordering::Relaxed),
+            last_error: lock(&c.last_error).clone(),
+        }
+    }
+
+    /// Delivers what is queued (a failing sink gets [`CLOSE_GRACE`] more, then the rest is
+    /// dropped and recorded) and stops the thread; later items are not exported.
+    pub fn close(&self) {
+        lock(&self.counts.closing).get_or_insert_with(Instant::now);
+        lock(&self.tx).take();
+        if let Some(t) = lock(&self.thread).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Every exporter of the daemon: sees each durable record (the writer's tap) and each head.
+#[derive(Default)]
+pub struct Exporters(Vec<Exporter>);
+
+impl Exporters {
+    /// Starts one exporter per spec; the first that cannot start is the error.
+    pub fn start(
+        specs: &[ExportSpec],
+        host: &HostInfo,
+        audit: Option<&WriterHandle>,
+    ) -> std::io::Result<Exporters> {
+        specs
+            .iter()
+            .map(|s| {
+                Exporter::start(s, host, audit.cloned())
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("--export {s}: {e}")))
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .map(Exporters)
+    }
+
+    /// To every exporter.
+    pub fn push(&self, item: &Item) {
+        for x in &self.0 {
+            x.push(item.clone());
+        }
+    }
+
+    /// Each exporter's counts, in the order configured.
+    pub fn stats(&self) -> Vec<ExporterStats> {
+        self.0.iter().map(Exporter::stats).collect()
+    }
+
+    /// Closes every exporter (each gets its grace at once).
+    pub fn close(&self) {
+        for x in &self.0 {
+            lock(&x.counts.closing).get_or_insert_with(Instant::now);
+        }
+        for x in &self.0 {
+            x.close();
+        }
+    }
+}
+
+impl RecordTap for Exporters {
+    fn durable(&self, records: Vec<Record>) {
+        for r in records {
+            self.push(&Item::Record(Arc::new(Exported::new(r))));
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The exporter's thread: batches from the queue to the sink, retried with back-off.
+struct Drain<'a> {
+    sink: Box<dyn Sink>,
+    counts: &'a Counts,
+    audit: Option<&'a WriterHandle>,
+    name: &'a str,
+}
+
+impl Drain<'_> {
+    fn run(mut self, rx: &Receiver<Queued>) {
+        let mut give_up = false;
+        while let Ok(first) = rx.recv() {
+            if !give_up && lock(&self.counts.closing).is_none() {
+                std::thread::sleep(LINGER);
+            }
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(q) => batch.push(q),
+                    Err(_) => break,
+                }
+            }
+            if give_up {
+                self.lost(batch.len());
+                continue;
+            }
+            give_up = !self.deliver(&batch);
+        }
+        let lost = self.counts.unreported.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            self.record(
+                "export_dropped",
+                json!({"sink": self.name, "count": lost, "at": "stop"}),
+            );
+        }
+    }
+
+    /// Sends `batch` until the sink takes or refuses it; false when the sink still failed
+    /// after the stop's grace (the batch is then dropped).
+    fn deliver(&mut self, batch: &[Queued]) -> bool {
+        let items: Vec<Item> = batch.iter().map(|q| q.item.clone()).collect();
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            match self.sink.send(&items) {
+                Ok(()) => {
+                    let c = self.counts;
+                    c.exported.fetch_add(items.len() as u64, Ordering::Relaxed);
+                    let lag = batch.first().map_or(0, |q| q.at.elapsed().as_millis());
+                    c.lag_ms.store(lag as u64, Ordering::Relaxed);
+                    self.recovered();
+                    return true;
+                }
+                Err(SinkError::Refused(e)) => {
+                    self.failed(&format!("{e}; {} record(s) dropped", items.len()));
+                    self.lost(items.len());
+                    return true;
+                }
+                Err(SinkError::Retry(e)) => {
+                    self.failed(&e);
+                    if self.past_grace() {
+                        self.lost(items.len());
+                        return false;
+                    }
+                    self.sleep(backoff);
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    fn lost(&self, n: usize) {
+        self.counts.failed.fetch_add(n as u64, Ordering::Relaxed);
+        self.counts
+            .unreported
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// The first failure after a success: one line on stderr and an `export_failing` record.
+    fn failed(&self, error: &str) {
+        *lock(&self.counts.last_error) = Some(error.to_owned());
+        if self.counts.failing.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        eprintln!(
+            "gatewayd: export to {}: {error}; retrying with back-off (up to {} s); records wait in a queue of {EXPORT_QUEUE}, past that they are dropped from this export only and counted",
+            self.name,
+            BACKOFF_MAX.as_secs()
+        );
+        self.record("export_failing", json!({"sink": self.name, "error": error}));
+    }
+
+    /// A batch delivered: the drops since the chain was last told go into it.
+    fn recovered(&self) {
+        if self.counts.failing.swap(false, Ordering::Relaxed) {
+            eprintln!("gatewayd: export to {}: delivering again", self.name);
+        }
+        let lost = self.counts.unreported.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            self.record("export_dropped", json!({"sink": self.name, "count": lost}));
+        }
+    }
+
+    fn record(&self, reason: &str, detail: serde_json::Value) {
+        if let Some(h) = self.audit {
+            let _ = h.submit(Entry::gateway("-", AD::Info, reason, detail));
+        }
+    }
+
+    fn past_grace(&self) -> bool {
+        lock(&self.counts.closing).is_some_and(|t| t.elapsed() >= CLOSE_GRACE)
+    }
+
+    /// Sleeps `d`, or less once close was asked for and its grace ran out.
+    fn sleep(&self, d: Duration) {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !self.past_grace() {
+            std::thread::sleep(Duration::from_millis(20).min(until - Instant::now()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,192 @@
+//! `--export KIND:TARGET`: which sink, where (docs/FLEET.md, "Export").
+//!
+//! - `-`, `PATH`, `json:-`, `json:PATH`: JSON lines on stdout or appended to a file;
+//! - `syslog` (= `syslog:unix:/dev/log`), `syslog:unix:PATH`, `syslog:udp:HOST:PORT`,
+//!   `syslog:tcp:HOST:PORT`: RFC 5424 (octet counting over TCP);
+//! - `journal` (= `journal:/run/systemd/journal/socket`), `journal:PATH`: the systemd
+//!   journal's native protocol;
+//! - `otlp:http://HOST:PORT[/PATH]`: OTLP logs over HTTP/protobuf (`/v1/logs` when no path).
+use std::{fmt, path::PathBuf};
+
+use super::{HostInfo, Sink, journal::Journal, json::JsonLines, otlp::Otlp, syslog::Syslog};
+
+/// The journal's socket on a systemd host.
+pub(super) const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
+
+/// One configured sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportSpec {
+    /// JSON lines on the daemon's standard output (the journal, under systemd).
+    Stdout,
+    /// JSON lines appended to a file (created 0640).
+    File(PathBuf),
+    /// RFC 5424 syslog.
+    Syslog(SyslogTransport),
+    /// The systemd journal's native protocol on this socket.
+    Journal(PathBuf),
+    /// OTLP logs over HTTP/protobuf to this URL.
+    Otlp(String),
+}
+
+/// How syslog messages travel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyslogTransport {
+    /// A local datagram socket (`/dev/log`).
+    Unix(PathBuf),
+    /// UDP to `HOST:PORT`, one message per datagram.
+    Udp(String),
+    /// TCP to `HOST:PORT`, octet-counting framing (RFC 6587 3.4.1).
+    Tcp(String),
+}
+
+/// Why an `--export` value is not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT], journal[:PATH] or otlp:http://HOST:PORT[/PATH]"
+)]
+pub struct SpecError {
+    given: String,
+    why: &'static str,
+}
+
+impl ExportSpec {
+    /// Reads one `--export` value.
+    pub fn parse(s: &str) -> Result<ExportSpec, SpecError> {
+        let err = |why| SpecError {
+            given: s.to_owned(),
+            why,
+        };
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        Ok(match kind {
+            "json" | "-" if rest == "-" || s == "-" => ExportSpec::Stdout,
+            "json" if !rest.is_empty() => ExportSpec::File(rest.into()),
+            "json" => return Err(err("json needs a path or -")),
+            "syslog" if rest.is_empty() => {
+                ExportSpec::Syslog(SyslogTransport::Unix("/dev/log".into()))
+            }
+            "syslog" => {
+                let (how, to) = rest
+                    .split_once(':')
+                    .ok_or_else(|| err("syslog needs unix:, udp: or tcp:"))?;
+                match how {
+                    "unix" if !to.is_empty() => {
+                        ExportSpec::Syslog(SyslogTransport::Unix(to.into()))
+                    }
+                    "udp" | "tcp" => {
+                        let port = to.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>()));
+                        if !matches!(port, Some((h, Ok(p))) if !h.is_empty() && p != 0) {
+                            return Err(err("syslog over udp or tcp needs HOST:PORT"));
+                        }
+                        if how == "udp" {
+                            ExportSpec::Syslog(SyslogTransport::Udp(to.into()))
+                        } else {
+                            ExportSpec::Syslog(SyslogTransport::Tcp(to.into()))
+                        }
+                    }
+                    _ => {
+                        return Err(err(
+                            "syslog needs unix:PATH, udp:HOST:PORT or tcp:HOST:PORT",
+                        ));
+                    }
+                }
+            }
+            "journal" if rest.is_empty() => ExportSpec::Journal(JOURNAL_SOCKET.into()),
+            "journal" => ExportSpec::Journal(rest.into()),
+            "otlp" => {
+                let Some(after) = rest.strip_prefix("http://") else {
+                    return Err(err("otlp needs an http:// URL (no TLS: docs/LIMITS.md)"));
+                };
+                match after.split_once('/') {
+                    None => ExportSpec::Otlp(format!("{rest}/v1/logs")),
+                    Some((h, "")) if !h.is_empty() => ExportSpec::Otlp(format!("{rest}v1/logs")),
+                    Some((h, _)) if !h.is_empty() => ExportSpec::Otlp(rest.to_owned()),
+                    _ => return Err(err("otlp needs a host")),
+                }
+            }
+            _ if s.is_empty() => return Err(err("empty")),
+            // A plain path, as before kinds existed.
+            _ => ExportSpec::File(s.into()),
+        })
+    }
+
+    /// The sink, ready to use: a file is opened now, the others connect on first use.
+    pub(super) fn open(&self, host: &HostInfo) -> std::io::Result<Box<dyn Sink>> {
+        Ok(match self {
+            ExportSpec::Stdout => Box::new(JsonLines::new(Box::new(std::io::stdout()), host)),
+            ExportSpec::File(p) => {
+                use std::os::unix::fs::OpenOptionsExt;
+                let f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o640)
+                    .open(p)?;
+                Box::new(JsonLines::new(Box::new(f), host))
+            }
+            ExportSpec::Syslog(t) => Box::new(Syslog::new(t.clone(), host)),
+            ExportSpec::Journal(p) => Box::new(Journal::new(p.clone(), host)),
+            ExportSpec::Otlp(url) => Box::new(Otlp::new(url.clone(), host)),
+        })
+    }
+}
+
+impl fmt::Display for ExportSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportSpec::Stdout => write!(f, "json:-"),
+            ExportSpec::File(p) => write!(f, "json:{}", p.display()),
+            ExportSpec::Syslog(SyslogTransport::Unix(p)) => {
+                write!(f, "syslog:unix:{}", p.display())
+            }
+            ExportSpec::Syslog(SyslogTransport::Udp(a)) => write!(f, "syslog:udp:{a}"),
+            ExportSpec::Syslog(SyslogTransport::Tcp(a)) => write!(f, "syslog:tcp:{a}"),
+            ExportSpec::Journal(p) => write!(f, "journal:{}", p.display()),
+            ExportSpec::Otlp(u) => write!(f, "otlp:{u}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_form_reads_and_prints_back() {
+        for (given, shown) in [
+            ("-", "json:-"),
+            ("json:-", "json:-"),
+            ("/var/log/heads.jsonl", "json:/var/log/heads.jsonl"),
+            ("json:rel/x.jsonl", "json:rel/x.jsonl"),
+            ("syslog", "syslog:unix:/dev/log"),
+            ("syslog:unix:/run/s", "syslog:unix:/run/s"),
+            ("syslog:udp:127.0.0.1:514", "syslog:udp:127.0.0.1:514"),
+            ("syslog:tcp:[::1]:601", "syslog:tcp:[::1]:601"),
+            ("journal", "journal:/run/systemd/journal/socket"),
+            ("journal:/tmp/j", "journal:/tmp/j"),
+            ("otlp:http://c:4318", "otlp:http://c:4318/v1/logs"),
+            ("otlp:http://c:4318/", "otlp:http://c:4318/v1/logs"),
+            ("otlp:http://c:4318/x/logs", "otlp:http://c:4318/x/logs"),
+        ] {
+            let spec = ExportSpec::parse(given).unwrap();
+            assert_eq!(spec.to_string(), shown, "{given}");
+            assert_eq!(ExportSpec::parse(shown).unwrap(), spec, "{shown}");
+        }
+    }
+
+    #[test]
+    fn bad_values_say_what_is_expected() {
+        for bad in [
+            "",
+            "json:",
+            "syslog:tcp:host",
+            "syslog:udp::514",
+            "syslog:tcp:h:0",
+            "syslog:smoke:x",
+            "otlp:https://c:4318",
+            "otlp:c:4318",
+            "otlp:http:///v1/logs",
+        ] {
+            let e = ExportSpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("expected -, PATH"), "{bad}: {e}");
+        }
+    }
+}

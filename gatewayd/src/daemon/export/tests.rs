@@ -1,0 +1,117 @@
+use std::sync::Arc;
+
+use super::*;
+use gatewayd_core::{
+    audit::{AuditLog, writer::AuditWriter},
+    clock::SystemClock,
+};
+
+/// Fails its first `fail` sends (retryable), then takes everything.
+struct Flaky {
+    fail: usize,
+    got: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Sink for Flaky {
+    fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
+        if self.fail > 0 {
+            self.fail -= 1;
+            return Err(SinkError::Retry("sink down".into()));
+        }
+        for i in batch {
+            if let Item::Head(a) = i {
+                lock(&self.got).push(a.seq);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn head(seq: u64) -> Item {
+    Item::Head(Arc::new(Anchor {
+        kind: "anchor".into(),
+        seq,
+        hash: String::new(),
+        host: String::new(),
+        log: None,
+        policy: None,
+        ms: 0,
+        why: String::new(),
+    }))
+}
+
+fn last_records(log: &std::path::Path, n: usize) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let all: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    all[all.len().saturating_sub(n)..].to_vec()
+}
+
+#[test]
+fn a_failing_sink_gets_the_same_batch_again_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let writer = AuditWriter::start(AuditLog::open(&log, Arc::new(SystemClock)).unwrap()).unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = Flaky {
+        fail: 2,
+        got: got.clone(),
+    };
+    let x = Exporter::start_on(Box::new(sink), "flaky".into(), Some(writer.handle())).unwrap();
+    for i in 0..3 {
+        x.push(head(i));
+    }
+    x.close();
+    let s = x.stats();
+    assert_eq!((s.queued, s.exported, s.dropped, s.lag), (3, 3, 0, 0));
+    assert!(!s.failing);
+    assert_eq!(s.last_error.as_deref(), Some("sink down"));
+    assert_eq!(*lock(&got), [0, 1, 2]);
+    writer.close().unwrap();
+    // One record when it began failing; nothing dropped, so no export_dropped.
+    let recs = last_records(&log, 1);
+    assert_eq!(recs[0]["reason"], "export_failing");
+    assert_eq!(
+        recs[0]["detail"],
+        json!({"sink": "flaky", "error": "sink down"})
+    );
+}
+
+#[test]
+fn drops_of_a_full_queue_are_written_into_the_chain_once_the_sink_takes_items_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let writer = AuditWriter::start(AuditLog::open(&log, Arc::new(SystemClock)).unwrap()).unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    // Failing long enough (100+200+400+800 ms of back-off) for the queue to fill.
+    let sink = Flaky {
+        fail: 4,
+        got: got.clone(),
+    };
+    let x = Exporter::start_on(Box::new(sink), "flaky".into(), Some(writer.handle())).unwrap();
+    // The queue, and one batch (its size depends on timing) in the thread's hands.
+    let total = (EXPORT_QUEUE + MAX_BATCH + 10) as u64;
+    for i in 0..total {
+        x.push(head(i));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while x.stats().lag > 0 {
+        assert!(Instant::now() < deadline, "{:?}", x.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    x.close();
+    let s = x.stats();
+    assert!(s.dropped >= 10, "{s:?}");
+    assert_eq!(s.exported + s.dropped, total, "{s:?}");
+    assert_eq!(lock(&got).len() as u64, s.exported);
+    writer.close().unwrap();
+    let recs = last_records(&log, 2);
+    assert_eq!(recs[0]["reason"], "export_failing");
+    assert_eq!(recs[1]["reason"], "export_dropped");
+    assert_eq!(
+        recs[1]["detail"],
+        json!({"sink": "flaky", "count": s.dropped})
+    );
+}
