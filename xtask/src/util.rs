@@ -140,8 +140,8 @@ pub(crate) fn build_release(env: &Toolchain) -> anyhow::Result<Bins> {
     build(env, "release")
 }
 
-/// The same binaries in the dev profile: what the demo runs. A cold dev build takes a
-/// fraction of a release one, and the tests' own dev builds reuse what it built.
+/// The same binaries in the dev profile: what the demo runs. It needs no optimised build,
+/// and the tests' own dev builds reuse what it built.
 pub(crate) fn build_dev(env: &Toolchain) -> anyhow::Result<Bins> {
     build(env, "dev")
 }

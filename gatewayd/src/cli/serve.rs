@@ -59,22 +59,7 @@ pub(super) struct Args {
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    daemon::raise_fd_limit();
-    // The OOM killer's last choice: the daemon holds every session's decisions. Lowering the
-    // score needs CAP_SYS_RESOURCE; the systemd unit sets it (`OOMScoreAdjust=`) instead.
-    if let Err(e) = gatewayd_kernel::session_limits::protect_from_oom_killer() {
-        errln!(
-            "gatewayd: oom_score_adj stays as it was ({e}); the OOM killer may choose the daemon"
-        );
-    }
-    // What `gatewayd run`s killed with SIGKILL left: their cgroups, and what still runs
-    // there (their entries in the pinned maps go at the next run's start).
-    if let Ok(mount) = gatewayd_kernel::cgroup::cgroup2_mount() {
-        let parent = mount.join("gatewayd");
-        if parent.is_dir() {
-            gatewayd_kernel::cgroup::sweep_orphans(&parent);
-        }
-    }
+    settle_host();
     let gid = socket::group_id(&args.group)?;
     let inherited = systemd::inherited_listener()?;
     let socket = socket_path(args.socket, inherited.as_ref())?;
@@ -144,6 +129,26 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         head.hash.as_deref().unwrap_or("(empty log)")
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Before serving: enough descriptors, the OOM killer's last choice (the daemon holds every
+/// session's decisions; lowering the score needs `CAP_SYS_RESOURCE`, and the systemd unit sets
+/// `OOMScoreAdjust=` instead), and what `gatewayd run`s killed with SIGKILL left (their
+/// cgroups and what still runs there; their entries in the pinned maps go at the next run's
+/// start).
+fn settle_host() {
+    daemon::raise_fd_limit();
+    if let Err(e) = gatewayd_kernel::session_limits::protect_from_oom_killer() {
+        errln!(
+            "gatewayd: oom_score_adj stays as it was ({e}); the OOM killer may choose the daemon"
+        );
+    }
+    if let Ok(mount) = gatewayd_kernel::cgroup::cgroup2_mount() {
+        let parent = mount.join("gatewayd");
+        if parent.is_dir() {
+            gatewayd_kernel::cgroup::sweep_orphans(&parent);
+        }
+    }
 }
 
 /// The socket's path: the one systemd passed (which `--socket`, if given, must name), or

@@ -126,16 +126,7 @@ pub async fn serve(
     shutdown: Shutdown,
     ready: impl FnOnce(&Arc<Gateway>),
 ) -> Result<Head, DaemonError> {
-    let bytes = std::fs::read(&opts.policy).map_err(|source| PolicyError::Read {
-        path: opts.policy.clone(),
-        source,
-    })?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| PolicyError::Read {
-        path: opts.policy.clone(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-    })?;
-    let policy = Policy::parse(text, &opts.policy)?;
-    let digest = policy_digest(&bytes);
+    let (policy, digest) = load_policy(&opts.policy)?;
     let writer = match &opts.audit {
         Some(p) => Some(
             AuditWriter::start(AuditLog::open(p, opts.clock.clone())?)
@@ -143,24 +134,7 @@ pub async fn serve(
         ),
         None => None,
     };
-    let mut protect = vec![opts.policy.clone(), opts.socket.clone()];
-    protect.extend(opts.audit.clone());
-    let gw = Arc::new(Gateway::new(GatewayConfig {
-        policy,
-        protect,
-        audit: writer.as_ref().map(AuditWriter::handle),
-        clock: opts.clock.clone(),
-        operator_gid: opts.gid,
-        learn: gatewayd_core::engine::Learn::Off,
-        policy_digest: Some(digest.clone()),
-    })?);
-    for c in &opts.agent_cgroups {
-        gw.agent_cgroups().add(c);
-    }
-    gw.set_trip_hook(Arc::new(kernel_lock::LockdownHook {
-        lock: kernel_lock::EnclosingSession,
-        audit: writer.as_ref().map(AuditWriter::handle),
-    }));
+    let gw = gateway(&opts, policy, &digest, writer.as_ref())?;
     let activated = opts.listener.is_some();
     let listener = match opts.listener {
         Some(l) => {
@@ -210,12 +184,59 @@ pub async fn serve(
             w.handle().set_tap(None);
         }
     }
+    close_audit(writer)
+}
+
+/// Writes every queued record and closes the log; the head at exit.
+fn close_audit(writer: Option<AuditWriter>) -> Result<Head, DaemonError> {
     match writer {
         Some(w) => w
             .close()
             .map_err(|e| DaemonError::AuditFailed(e.to_string())),
         None => Ok(Head::default()),
     }
+}
+
+/// The gateway the daemon serves: its policy and own files, its agents' cgroups, and the
+/// Rule of Two's lockdown of the kernel session a caller runs in.
+fn gateway(
+    opts: &ServeOptions,
+    policy: Policy,
+    digest: &str,
+    writer: Option<&AuditWriter>,
+) -> Result<Arc<Gateway>, DaemonError> {
+    let mut protect = vec![opts.policy.clone(), opts.socket.clone()];
+    protect.extend(opts.audit.clone());
+    let gw = Arc::new(Gateway::new(GatewayConfig {
+        policy,
+        protect,
+        audit: writer.map(AuditWriter::handle),
+        clock: opts.clock.clone(),
+        operator_gid: opts.gid,
+        learn: gatewayd_core::engine::Learn::Off,
+        policy_digest: Some(digest.to_owned()),
+    })?);
+    for c in &opts.agent_cgroups {
+        gw.agent_cgroups().add(c);
+    }
+    gw.set_trip_hook(Arc::new(kernel_lock::LockdownHook {
+        lock: kernel_lock::EnclosingSession,
+        audit: writer.map(AuditWriter::handle),
+    }));
+    Ok(gw)
+}
+
+/// The policy at `path`, parsed, and the digest of its bytes.
+fn load_policy(path: &std::path::Path) -> Result<(Policy, String), DaemonError> {
+    let bytes = std::fs::read(path).map_err(|source| PolicyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| PolicyError::Read {
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    Ok((Policy::parse(text, path)?, policy_digest(&bytes)))
 }
 
 /// Starts the exporters of `e`, has the audit writer hand them every durable record and

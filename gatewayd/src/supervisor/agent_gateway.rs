@@ -137,6 +137,44 @@ pub(super) struct AgentGateway {
 }
 
 impl AgentGateway {
+    /// The agent's socket, bound in a directory of its own (0700, created fresh under
+    /// `runtime_dir`, stale ones swept) and given to the agent's user.
+    fn bind_for_agent(
+        runtime_dir: &Path,
+        dir: &Path,
+        socket_path: &Path,
+        agent_owner: (u32, u32),
+    ) -> Result<tokio::net::UnixListener, AgentGatewayError> {
+        let dir_err = |source| AgentGatewayError::Dir {
+            path: dir.to_owned(),
+            source,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(runtime_dir)
+            .map_err(dir_err)?;
+        sweep_stale(runtime_dir);
+        // Not recursive: a directory that already exists is refused, never reused.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(dir_err)?;
+        let listener = match socket::bind(socket_path, nix::unistd::getgid().as_raw()) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = std::fs::remove_dir(dir);
+                return Err(e.into());
+            }
+        };
+        if let Err(e) = give_to_agent(dir, socket_path, agent_owner) {
+            drop(listener);
+            remove(socket_path, dir);
+            return Err(dir_err(e));
+        }
+        Ok(listener)
+    }
+
     /// Builds the gateway, binds its socket (directory 0700, created fresh), opens the
     /// agent's session for the agent's cgroup (a `session_open` record), wires the lockdown
     /// hook, and starts serving. Must run inside the supervisor's runtime.
@@ -170,33 +208,7 @@ impl AgentGateway {
         });
         gw.set_trip_hook(hook.clone());
 
-        let dir_err = |source| AgentGatewayError::Dir {
-            path: dir.clone(),
-            source,
-        };
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(s.runtime_dir)
-            .map_err(dir_err)?;
-        sweep_stale(s.runtime_dir);
-        // Not recursive: a directory that already exists is refused, never reused.
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(dir_err)?;
-        let listener = match socket::bind(&socket_path, nix::unistd::getgid().as_raw()) {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = std::fs::remove_dir(&dir);
-                return Err(e.into());
-            }
-        };
-        if let Err(e) = give_to_agent(&dir, &socket_path, s.agent_owner) {
-            drop(listener);
-            remove(&socket_path, &dir);
-            return Err(dir_err(e));
-        }
+        let listener = Self::bind_for_agent(s.runtime_dir, &dir, &socket_path, s.agent_owner)?;
         let me = Peer::from_parts(
             std::process::id() as i32,
             nix::unistd::getuid().as_raw(),

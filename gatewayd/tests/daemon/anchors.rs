@@ -46,17 +46,7 @@ fn write_chain(path: &Path, mut recs: Vec<Record>) {
 }
 
 fn session(d: &Daemon, id: &str) {
-    let mut c = d.client();
-    c.call("session/open", json!({"session": id, "user": "alice"}))
-        .unwrap();
-    for _ in 0..3 {
-        c.call(
-            "call/decide",
-            json!({"session": id, "call": {"tool": "count", "arguments": {}}}),
-        )
-        .unwrap();
-    }
-    c.call("session/close", json!({"session": id})).unwrap();
+    d.three_counted_calls(id);
 }
 
 #[test]

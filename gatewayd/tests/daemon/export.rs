@@ -23,17 +23,7 @@ use crate::{
 };
 
 fn session(d: &Daemon, id: &str) {
-    let mut c = d.client();
-    c.call("session/open", json!({"session": id, "user": "alice"}))
-        .unwrap();
-    for _ in 0..3 {
-        c.call(
-            "call/decide",
-            json!({"session": id, "call": {"tool": "count", "arguments": {}}}),
-        )
-        .unwrap();
-    }
-    c.call("session/close", json!({"session": id})).unwrap();
+    d.three_counted_calls(id);
 }
 
 fn start(dir: &Path, sinks: Vec<ExportSpec>) -> Daemon {

@@ -52,6 +52,21 @@ pub(crate) struct Daemon {
 }
 
 impl Daemon {
+    /// A session `id` of alice's with three calls of `count`, closed: a few records.
+    pub(crate) fn three_counted_calls(&self, id: &str) {
+        let mut c = self.client();
+        c.call("session/open", json!({"session": id, "user": "alice"}))
+            .unwrap();
+        for _ in 0..3 {
+            c.call(
+                "call/decide",
+                json!({"session": id, "call": {"tool": "count", "arguments": {}}}),
+            )
+            .unwrap();
+        }
+        c.call("session/close", json!({"session": id})).unwrap();
+    }
+
     /// Starts a daemon on `policy` (written into a fresh directory, with `notes.txt` next
     /// to it); `audit`: where the log goes (None: no audit).
     pub(crate) fn start_with(

@@ -12,30 +12,13 @@ use std::{
 use serde_json::json;
 
 use crate::{
-    remote::{HttpServer, free_port, loopback, policy, rugpull_tools},
+    remote::{self, HttpServer, free_port, loopback, policy, rugpull_tools},
     support::*,
 };
 
 /// `curl` POSTs `body` with `headers`; the HTTP status.
 fn curl(url: &str, body: &str, headers: &[&str]) -> String {
-    let mut cmd = Command::new("curl");
-    cmd.args([
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "-X",
-        "POST",
-        url,
-    ])
-    .args(["-H", "content-type: application/json"])
-    .args(["-H", "accept: application/json, text/event-stream"])
-    .args(["-d", body]);
-    for h in headers {
-        cmd.args(["-H", h]);
-    }
-    String::from_utf8_lossy(&cmd.output().expect("curl").stdout).into_owned()
+    remote::curl_post(url, body, headers)
 }
 
 /// Starts the proxy `cmd` and waits until it accepts connections on `port`.

@@ -342,11 +342,8 @@ fn a_url_outside_the_egress_allowlist_is_refused() {
 }
 
 /// `curl` POSTs an `initialize` to `url` (with `auth` as the Authorization header); the
-/// HTTP status.
-fn curl_initialize(url: &str, auth: Option<&str>) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "curl", "version": "1"}}});
+/// `curl` POSTs `body` with `headers` as an MCP client would; the HTTP status.
+pub(crate) fn curl_post(url: &str, body: &str, headers: &[&str]) -> String {
     let mut cmd = Command::new("curl");
     cmd.args([
         "-s",
@@ -360,12 +357,28 @@ fn curl_initialize(url: &str, auth: Option<&str>) -> String {
     ])
     .args(["-H", "content-type: application/json"])
     .args(["-H", "accept: application/json, text/event-stream"])
-    .args(["-d", &init.to_string()]);
-    if let Some(a) = auth {
-        cmd.args(["-H", &format!("authorization: {a}")]);
+    .args(["-d", body]);
+    for h in headers {
+        cmd.args(["-H", h]);
     }
-    let out = cmd.output().expect("curl");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&cmd.output().expect("curl").stdout).into_owned()
+}
+
+/// An `initialize` that `curl` sends, with `auth` as its authorization; the HTTP status.
+fn curl_initialize(url: &str, auth: Option<&str>) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"}}});
+    let auth = auth.map(|a| format!("authorization: {a}"));
+    curl_post(
+        url,
+        &init.to_string(),
+        auth.as_slice()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+    )
 }
 
 #[test]
