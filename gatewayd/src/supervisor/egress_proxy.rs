@@ -110,7 +110,7 @@ impl Answers {
 impl Shared {
     /// Records a refusal: `egress_lockdown` once the session is locked down, else
     /// `egress_not_allowed`, with `detail` and a message that ends with a next step.
-    pub(super) async fn refuse(&self, mut detail: Value, why: &str) {
+    pub(super) async fn refuse(&self, detail: Value, why: &str) {
         let locked = *self.lockdown.borrow();
         let (reason, message) = if locked {
             (
@@ -125,32 +125,27 @@ impl Shared {
                 ),
             )
         };
-        detail["via"] = json!("egress_proxy");
-        detail["message"] = json!(message);
-        let entry = Entry::gateway(&self.session, Decision::Deny, reason, detail);
-        if let Err(e) = append(&self.audit, entry).await {
-            eprintln!("gatewayd: the egress proxy's refusal is not recorded: {e}");
-        }
+        self.record(Decision::Deny, reason, detail, message).await;
     }
-}
 
-impl Shared {
     /// A learning session's connection the policy would refuse (`why`): let through, and
     /// recorded `would_deny` (`egress_not_allowed`) with `detail` (its `host`, else its
     /// address), from which `policy suggest` proposes the entry.
-    pub(super) async fn learned(&self, mut detail: Value, why: &str) {
-        detail["via"] = json!("egress_proxy");
-        detail["message"] = json!(format!(
+    pub(super) async fn learned(&self, detail: Value, why: &str) {
+        let message = format!(
             "learn mode let this through (recorded, not refused); without --learn: {why}. Next: `gatewayd policy suggest AUDIT --policy P` proposes the entry"
-        ));
-        let entry = Entry::gateway(
-            &self.session,
-            Decision::WouldDeny,
-            "egress_not_allowed",
-            detail,
         );
+        self.record(Decision::WouldDeny, "egress_not_allowed", detail, message)
+            .await;
+    }
+
+    /// One record of the proxy's (`via: "egress_proxy"`), with `message` in its detail.
+    async fn record(&self, decision: Decision, reason: &str, mut detail: Value, message: String) {
+        detail["via"] = json!("egress_proxy");
+        detail["message"] = json!(message);
+        let entry = Entry::gateway(&self.session, decision, reason, detail);
         if let Err(e) = append(&self.audit, entry).await {
-            eprintln!("gatewayd: the egress proxy's learned connection is not recorded: {e}");
+            eprintln!("gatewayd: the egress proxy's {reason} record is not written: {e}");
         }
     }
 }
@@ -186,7 +181,8 @@ async fn listen_loopback(port: u16) -> std::io::Result<Vec<TcpListener>> {
     Ok(all)
 }
 
-/// Starts the proxy and the resolver, and tells the kernel their ports: from then on the
+/// Starts the proxy and the resolver (the caller has checked the kernel's socket diagnostics,
+/// [`ProxyMaps::check_socket_diag`]), and tells the kernel their ports: from then on the
 /// agent's egress by name goes through them. The returned task ends them when aborted.
 pub(super) async fn start(
     network: &Network,
@@ -196,11 +192,6 @@ pub(super) async fn start(
     session: String,
     learn: bool,
 ) -> Result<JoinHandle<()>, String> {
-    ProxyMaps::check_socket_diag().map_err(|e| {
-        format!(
-            "the egress proxy finds each connection's destination through the kernel's socket diagnostics for TCP (modules inet_diag and tcp_diag), which failed here: {e}. Load them (`modprobe tcp_diag`), or decide egress by address (network.proxy: false and no `*.domain` entry)"
-        )
-    })?;
     let tcp_listeners = listen_loopback(0)
         .await
         .map_err(|e| format!("the egress proxy's listener: {e}"))?;

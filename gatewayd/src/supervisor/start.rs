@@ -156,11 +156,17 @@ async fn start_egress(
     handle: &kernel::task::Handle,
 ) -> Result<(Option<JoinHandle<()>>, Option<JoinHandle<()>>), RunError> {
     let learn = ctx.opts.learn.is_on();
-    // Learn mode turns the proxy on only where it can work; else it learns by address.
-    let learn_by_name = learn
-        && policy.network.proxy != Some(false)
+    // Learn mode turns the proxy on too (unless the policy turns it off), where the proxy
+    // can work; else it learns by address. A policy that asks for the proxy needs it.
+    let asked = policy.network.by_name();
+    let by_name = (asked || (learn && policy.network.proxy != Some(false)))
         && match kernel::egress_proxy::ProxyMaps::check_socket_diag() {
             Ok(()) => true,
+            Err(e) if asked => {
+                return Err(RunError::EgressProxy(format!(
+                    "the egress proxy finds each connection's destination through the kernel's socket diagnostics for TCP (modules inet_diag and tcp_diag), which failed here: {e}. Load them (`modprobe tcp_diag`), or decide egress by address (network.proxy: false and no `*.domain` entry)"
+                )));
+            }
             Err(e) => {
                 eprintln!(
                     "gatewayd: learn mode learns egress by address, not by name: the egress proxy needs the kernel's socket diagnostics for TCP (modules inet_diag and tcp_diag), which failed here ({e})"
@@ -168,7 +174,6 @@ async fn start_egress(
                 false
             }
         };
-    let by_name = policy.network.by_name() || learn_by_name;
     let proxy = if by_name {
         let started = egress_proxy::start(
             &policy.network,

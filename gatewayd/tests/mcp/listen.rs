@@ -133,16 +133,7 @@ fn a_loopback_endpoint_fronts_a_stdio_server() {
     );
 
     let out = drive(&json!({"url": url, "mode": "legacy", "steps": steps}));
-    assert_eq!(out[0]["tools"], json!(["echo", "translate"]), "{out:?}");
-    assert_eq!(out[1], json!({"text": "hallo: hi", "isError": false}));
-    assert_eq!(out[2]["tools"], json!(["echo"]), "changed → withheld");
-    assert_eq!(out[3]["isError"], true, "{out:?}");
-    assert!(
-        out[3]["text"]
-            .as_str()
-            .unwrap()
-            .contains("reason `rug_pull`")
-    );
+    remote::assert_rug_pull_withheld(&out);
     // The client ended its session (DELETE): the proxy stops with it.
     let end = Instant::now() + Duration::from_secs(30);
     let status = loop {

@@ -271,16 +271,7 @@ fn a_remote_rug_pull_is_caught() {
         &json!({"command": proxy_url(&pol, &audit, &server.url(), &[]),
         "mode": "legacy", "steps": steps}),
     );
-    assert_eq!(out[0]["tools"], json!(["echo", "translate"]), "{out:?}");
-    assert_eq!(out[1], json!({"text": "hallo: hi", "isError": false}));
-    assert_eq!(out[2]["tools"], json!(["echo"]), "changed → withheld");
-    assert_eq!(out[3]["isError"], true, "{out:?}");
-    assert!(
-        out[3]["text"]
-            .as_str()
-            .unwrap()
-            .contains("reason `rug_pull`")
-    );
+    assert_rug_pull_withheld(&out);
     assert!(
         records(&audit)
             .iter()
@@ -342,6 +333,21 @@ fn a_url_outside_the_egress_allowlist_is_refused() {
 }
 
 /// `curl` POSTs an `initialize` to `url` (with `auth` as the Authorization header); the
+/// What the client saw of the rug-pull server's session (list, call, list, call): the
+/// changed tool withheld from the second listing and its call refused as `rug_pull`.
+pub(crate) fn assert_rug_pull_withheld(out: &[serde_json::Value]) {
+    assert_eq!(out[0]["tools"], json!(["echo", "translate"]), "{out:?}");
+    assert_eq!(out[1], json!({"text": "hallo: hi", "isError": false}));
+    assert_eq!(out[2]["tools"], json!(["echo"]), "changed → withheld");
+    assert_eq!(out[3]["isError"], true, "{out:?}");
+    assert!(
+        out[3]["text"]
+            .as_str()
+            .unwrap()
+            .contains("reason `rug_pull`")
+    );
+}
+
 /// `curl` POSTs `body` with `headers` as an MCP client would; the HTTP status.
 pub(crate) fn curl_post(url: &str, body: &str, headers: &[&str]) -> String {
     let mut cmd = Command::new("curl");

@@ -146,12 +146,7 @@ pub(crate) fn dns_query(arg: &str) -> Outcome {
     let timeout = Some(std::time::Duration::from_secs(5));
     let answer = if how == "udp" {
         let exchange = || -> std::io::Result<Vec<u8>> {
-            let unspecified: std::net::SocketAddr = if server.is_ipv4() {
-                ([0, 0, 0, 0], 0).into()
-            } else {
-                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-            };
-            let socket = std::net::UdpSocket::bind(unspecified)?;
+            let socket = std::net::UdpSocket::bind(unspecified_for(server))?;
             socket.set_read_timeout(timeout)?;
             socket.send_to(&query, server)?;
             let mut buf = [0u8; 4096];
@@ -195,13 +190,17 @@ pub(crate) fn udp_send(arg: &str) -> Outcome {
     let Ok(to) = arg.parse::<std::net::SocketAddr>() else {
         return Outcome::Errno(libc::EINVAL);
     };
-    let unspecified: std::net::SocketAddr = if to.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    match std::net::UdpSocket::bind(unspecified).and_then(|s| s.send_to(b"quic", to)) {
+    match std::net::UdpSocket::bind(unspecified_for(to)).and_then(|s| s.send_to(b"quic", to)) {
         Ok(_) => Outcome::Ok,
         Err(e) => io(e),
+    }
+}
+
+/// Any local address and port of `to`'s family, to send to `to` from.
+fn unspecified_for(to: std::net::SocketAddr) -> std::net::SocketAddr {
+    if to.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     }
 }

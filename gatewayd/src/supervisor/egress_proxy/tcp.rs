@@ -108,12 +108,13 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
         port,
     };
     let not_listed = format!("{host} port {port} is not in the egress allowlist");
-    if !shared.egress.allows(&dest) && shared.learn {
+    if !shared.egress.allows(&dest) {
+        if !shared.learn {
+            refuse_with_answer(&mut agent, tls, &host).await;
+            shared.refuse(detail, &not_listed).await;
+            return;
+        }
         shared.learned(detail.clone(), &not_listed).await;
-    } else if !shared.egress.allows(&dest) {
-        refuse_with_answer(&mut agent, tls, &host).await;
-        shared.refuse(detail, &not_listed).await;
-        return;
     }
     let target = match connect_head {
         Some(_) => resolve_one(shared, &host, port).await,
