@@ -7,6 +7,7 @@
 #![allow(unused_crate_dependencies)]
 use std::{
     hint::black_box,
+    os::unix::fs::OpenOptionsExt as _,
     path::Path,
     sync::{Arc, Mutex},
     time::Instant,
@@ -225,6 +226,16 @@ fn main() {
     let path = ToolCall::new("read_file", json!({"path": "notes.txt"}));
     bench("decide: read_file (realpath, sandbox)", 100_000, || {
         black_box(engine.decide(&session, black_box(&path)));
+    });
+    // The floor under read_file: the system calls its path check makes (the no-symlink walk,
+    // an O_PATH open closed at once, and the protected-identity stat), with nothing around.
+    let notes = root.join("notes.txt");
+    bench("floor: read_file's system calls alone", 100_000, || {
+        let walked = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(black_box(&notes));
+        black_box((walked.is_ok(), std::fs::metadata(&notes).is_ok()));
     });
     let one = ToolCall::new("shell", json!({"command": "cat notes.txt"}));
     assert!(engine.decide(&session, &one).is_allow());

@@ -63,8 +63,8 @@ impl Engine {
             m.insert("policy".into(), Value::String(d.clone()));
         }
         let rec = AuditRecord {
-            session: secret_egress::scrub_text(self, s, &s.id, true),
-            tool: Some(secret_egress::scrub_text(self, s, tool, true)),
+            session: secret_egress::scrub_text(self, s, &s.id, true).into_owned(),
+            tool: Some(secret_egress::scrub_text(self, s, tool, true).into_owned()),
             decision,
             reason,
             detail,
@@ -115,7 +115,7 @@ impl Engine {
             "hold_reasons": v.hold_reasons,
             // The id a call presents is the model's text.
             "approval_id": v.approval_id.as_deref().or(call.approval.as_deref())
-                .map(|a| secret_egress::scrub_text(self, s, a, true)),
+                .map(|a| secret_egress::scrub_text(self, s, a, true).into_owned()),
             "legs": s.legs(),
             "scan_findings": findings,
         });

@@ -226,17 +226,15 @@ impl Engine {
         now: u64,
     ) -> Option<Verdict> {
         if let Some(mut refused) = learn::let_through(self, call, verdict) {
-            let deep = secret_egress::message_quotes_arguments(refused.reason);
-            refused.message = secret_egress::scrub_text(self, s, &refused.message, deep);
-            refused.add_next();
+            secret_egress::scrub_verdict(self, s, &mut refused);
             *verdict = Verdict::learned(&call.tool, &refused);
-            verdict.message = secret_egress::scrub_text(self, s, &verdict.message, true);
+            verdict.message =
+                secret_egress::scrub_text(self, s, &verdict.message, true).into_owned();
             return Some(refused);
         }
         approval_hold::settle(self, s, call, verdict, arguments, digest, now);
-        let deep = secret_egress::message_quotes_arguments(verdict.reason);
-        verdict.message = secret_egress::scrub_text(self, s, &verdict.message, deep);
         // A message withheld for a secret it quoted lost its next step: the reason's own.
+        secret_egress::scrub_verdict(self, s, verdict);
         verdict.add_next();
         None
     }

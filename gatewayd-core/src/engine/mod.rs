@@ -239,8 +239,7 @@ impl Engine {
     pub fn decide(&self, s: &Session, call: &ToolCall) -> Verdict {
         let (mut v, _) = checks::run(self, s, call, None);
         if v.reason != Reason::Allowed {
-            let deep = checks::secret_egress::message_quotes_arguments(v.reason);
-            v.message = checks::secret_egress::scrub_text(self, s, &v.message, deep);
+            checks::secret_egress::scrub_verdict(self, s, &mut v);
             v.add_next();
         }
         v

@@ -241,8 +241,7 @@ impl Verdict {
     /// The next step the message ends with: the text of its last sentence after [`NEXT`]
     /// (`None` when the message does not end with one).
     pub fn next(&self) -> Option<&str> {
-        let (_, step) = self.message.rsplit_once(NEXT)?;
-        let body = step.strip_suffix('.')?;
+        let (_, body) = self.message.strip_suffix('.')?.rsplit_once(NEXT)?;
         (!body.trim().is_empty() && !body.contains(". ")).then_some(body)
     }
 
@@ -252,7 +251,15 @@ impl Verdict {
             return;
         }
         if let Some(step) = self.reason.next_step() {
-            self.message = with_next(&self.message, step);
+            // `with_next`, in place.
+            let what = self.message.trim_end().trim_end_matches(['.', ';']).len();
+            self.message.truncate(what);
+            let step = step.trim_end().trim_end_matches('.');
+            self.message.reserve(2 + NEXT.len() + step.len() + 1);
+            self.message.push_str(". ");
+            self.message.push_str(NEXT);
+            self.message.push_str(step);
+            self.message.push('.');
         }
     }
 

@@ -6,10 +6,12 @@
 //!
 //! [`remember`] is the state update: an allowed `sends_out` call's texts join the session's
 //! egress window. [`scrub_text`] keeps secrets, disguised too, out of messages and records.
+use std::borrow::Cow;
+
 use super::{Ctx, Step};
 use crate::{
     engine::{
-        Engine, Reason, Session, ToolCall,
+        Engine, Reason, Session, ToolCall, Verdict,
         registry::Tool,
         secrets::{self, EgressWindow, Match},
         with_next,
@@ -80,14 +82,17 @@ pub(in crate::engine) fn message_quotes_arguments(reason: Reason) -> bool {
     )
 }
 
-pub(in crate::engine) fn scrub_text(
+pub(in crate::engine) fn scrub_text<'t>(
     engine: &Engine,
     s: &Session,
-    text: &str,
+    text: &'t str,
     deep: bool,
-) -> String {
+) -> Cow<'t, str> {
     let all = &engine.secrets.all;
-    let exact = s.secrets().scrub(&all.scrub(text)).into_owned();
+    let exact = match all.scrub(text) {
+        Cow::Borrowed(t) => s.secrets().scrub(t),
+        Cow::Owned(t) => Cow::Owned(s.secrets().scrub(&t).into_owned()),
+    };
     if !deep {
         return exact;
     }
@@ -96,7 +101,24 @@ pub(in crate::engine) fn scrub_text(
         Some(Match {
             secret: Some(name),
             encoding,
-        }) => format!("[withheld: it holds the registered secret `{name}` ({encoding})]"),
-        Some(_) => "[withheld: it cannot be checked for secrets]".to_owned(),
+        }) => Cow::Owned(format!(
+            "[withheld: it holds the registered secret `{name}` ({encoding})]"
+        )),
+        Some(_) => Cow::Owned("[withheld: it cannot be checked for secrets]".to_owned()),
+    }
+}
+
+/// A refusal's message scrubbed as [`scrub_text`] does for its reason; a message the scrub
+/// changed (a secret replaced, or the whole text withheld) gets its reason's next step again.
+/// A `not_allowlisted` message is left as it is: its one quote, the tool name asked for, was
+/// scrubbed deeply where the message was made, and the rest is the policy's tool list.
+pub(in crate::engine) fn scrub_verdict(engine: &Engine, s: &Session, v: &mut Verdict) {
+    if v.reason == Reason::NotAllowlisted {
+        return;
+    }
+    let deep = message_quotes_arguments(v.reason);
+    if let Cow::Owned(scrubbed) = scrub_text(engine, s, &v.message, deep) {
+        v.message = scrubbed;
+        v.add_next();
     }
 }
