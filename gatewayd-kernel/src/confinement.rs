@@ -63,7 +63,8 @@ pub struct Plan<'a> {
     /// confinement goes on without it. The cgroup and the program set are required for a
     /// Landlock fallback in any case (`gatewayd run` has nothing to fall back to).
     pub require: bool,
-    /// `gatewayd run --learn`: at tier 2 the Landlock ruleset leaves the roots and the exec
+    /// `gatewayd run --learn` and `gatewayd mcp --learn` (where a server's Landlock
+    /// allowlist is left out whole): at tier 2 the Landlock ruleset leaves the roots and the exec
     /// allowlist out (their refusals are learned by [`crate::fs_learn`] instead), the
     /// agent's program need not be in the exec allowlist, and the egress programs learn
     /// ([`KernelSpec::learn`]). At tier 1 the BPF LSM programs let the same accesses
@@ -86,6 +87,10 @@ pub enum ConfineError {
     /// The exec allowlist is enforced and does not hold the program to start.
     #[error("the program is not in the policy's exec allowlist (sandbox.exec)")]
     NotInExec,
+    /// Learn mode's fanotify group could not be opened (what it leaves out would be neither
+    /// refused nor recorded).
+    #[error(transparent)]
+    Learn(#[from] crate::fs_learn::FsLearnError),
 }
 
 /// The program set as this session found it.
@@ -193,6 +198,17 @@ impl Confinement {
                     (rs, state)
                 }),
             ),
+            // A learning tool server: nothing left out of the allowlist is refused (fanotify
+            // records it instead); the ruleset still forbids changing the mounts.
+            LandlockUse::Allowlist if plan.learn => {
+                Some(Ruleset::build(&FsPolicy::default()).map(|rs| {
+                    let state = format!(
+                        "learn mode: the allowlist is left out, what it would refuse is recorded (ABI {})",
+                        rs.abi
+                    );
+                    (rs, state)
+                }))
+            }
             LandlockUse::Allowlist => {
                 Some(Ruleset::build_allowlist(&allowlist(&c.policy)).map(|rs| {
                     let state = format!("allowlist applied (ABI {}, {} rules)", rs.abi, rs.rules);

@@ -86,6 +86,33 @@ pub struct Learned {
     pub reason: Reason,
 }
 
+impl Learned {
+    /// Its audit entry in `session`: a kernel `would_deny` (not a denial: no count, no
+    /// suspicion), which `policy suggest` reads.
+    pub fn into_entry(self, session: &str) -> gatewayd_core::audit::Entry {
+        let what = match self.access {
+            Access::Read => "reading outside the policy's readable roots",
+            Access::Write => "writing outside the policy's writable roots",
+            Access::Exec => "executing a program outside sandbox.exec",
+        };
+        let message = format!(
+            "learn mode let this through (recorded, not refused); without --learn the kernel refuses {what}. Next: `gatewayd policy suggest AUDIT --policy P` proposes the entry"
+        );
+        let detail = serde_json::json!({
+            "pid": self.pid, "path": self.path, "access": self.access.as_str(),
+            "channel": "fanotify", "message": message,
+        });
+        let mut e = gatewayd_core::audit::Entry::kernel(
+            session,
+            "fanotify/learn",
+            self.reason.name(),
+            detail,
+        );
+        e.decision = gatewayd_core::audit::Decision::WouldDeny;
+        e
+    }
+}
+
 /// What the ruleset would have allowed: each side `None` when it is not restricted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
@@ -138,6 +165,29 @@ impl Scope {
             exec,
             never,
         }
+    }
+
+    /// The scope of a tool server's Landlock allowlist (`gatewayd mcp`; see
+    /// `Ruleset::build_allowlist`): read within `readable`, `writable` and `root`, write
+    /// within `writable`, exec of `exec` when listed; nothing implied, not even the library
+    /// trees, so what is learned makes the allowlist whole. The kernel filesystems are not
+    /// marked, so not learned: a server that needs `/proc` or `/dev` lists them.
+    pub fn of_allowlist(sandbox: &Sandbox, own: &[PathBuf]) -> Scope {
+        let canonical = |v: &mut dyn Iterator<Item = &PathBuf>| -> Vec<PathBuf> {
+            v.map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+                .collect()
+        };
+        let read = canonical(
+            &mut sandbox
+                .readable
+                .iter()
+                .chain(&sandbox.writable)
+                .chain(&sandbox.root),
+        );
+        let mut scope = Scope::of(sandbox, None, own);
+        scope.read = Some(read);
+        scope.write = Some(canonical(&mut sandbox.writable.iter()));
+        scope
     }
 
     /// The refusal the ruleset would have given `access` to `path`, if any.
@@ -318,6 +368,25 @@ mod tests {
         for never in ["/etc/shadow", "/var/log/gatewayd/audit.log"] {
             assert_eq!(s.judge(Access::Read, Path::new(never)), None, "{never}");
         }
+    }
+
+    /// A tool server's allowlist implies nothing: the library trees the agent's roots add
+    /// are learned for a server, so its drafted profile can run it.
+    #[test]
+    fn a_servers_allowlist_scope_implies_no_library_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let w = std::fs::canonicalize(d.path()).unwrap();
+        let sb = sandbox(serde_json::json!({"readable": [w], "writable": [w]}));
+        let lib = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+        let agent = Scope::of(&sb, None, &[]);
+        let server = Scope::of_allowlist(&sb, &[]);
+        assert_eq!(agent.judge(Access::Read, lib), None);
+        assert_eq!(
+            server.judge(Access::Read, lib),
+            Some(Reason::OutsideReadable)
+        );
+        assert_eq!(server.judge(Access::Write, &w.join("f")), None);
+        assert_eq!(server.judge(Access::Read, &w.join("f")), None);
     }
 
     #[test]

@@ -342,7 +342,10 @@ impl Ruleset {
     }
 
     /// Grants `rights` on everything under `dir` except the protected paths, which get
-    /// nothing; the directories that lead to them are descended into.
+    /// nothing; the directories that lead to them are descended into. Such a directory keeps
+    /// its listing (`READ_DIR` of `rights`: names, never contents) when every protected path
+    /// below it is a file: Landlock's rights are inherited, so listing it would list a
+    /// protected directory below it too.
     fn expand(
         &mut self,
         dir: &Path,
@@ -354,6 +357,9 @@ impl Ruleset {
         }
         if !protected.iter().any(|p| p.starts_with(dir)) {
             return self.add(dir, rights);
+        }
+        if !protected.iter().any(|p| p.starts_with(dir) && p.is_dir()) {
+            self.add(dir, rights & READ_DIR)?;
         }
         let entries = std::fs::read_dir(dir).map_err(|source| LandlockError::Io {
             op: "read_dir",

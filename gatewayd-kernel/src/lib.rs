@@ -31,4 +31,5 @@ pub mod kernel;
 pub mod landlock;
 pub mod landlock_audit;
 pub mod name_guard;
+pub mod server_learn;
 pub mod session_limits;

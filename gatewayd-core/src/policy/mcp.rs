@@ -82,6 +82,19 @@ impl McpServer {
         })
     }
 
+    /// The server's profile as a policy of its own: its sandbox and network, under `kernel`
+    /// (what `gatewayd mcp` confines it by, and what `policy suggest` weighs its refusals
+    /// against).
+    pub fn profile(&self, kernel: KernelMode) -> Policy {
+        Policy {
+            version: 1,
+            kernel,
+            sandbox: self.sandbox.clone(),
+            network: self.network.clone(),
+            ..Policy::default()
+        }
+    }
+
     /// Every tree the server may read (readable, writable, root).
     pub fn readable_trees(&self) -> Vec<std::path::PathBuf> {
         let mut v = self.sandbox.readable.clone();

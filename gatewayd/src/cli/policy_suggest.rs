@@ -107,12 +107,19 @@ fn print(audit: &Path, s: &Suggestions) -> anyhow::Result<()> {
     }
     let mut group = None;
     for p in &s.proposals {
-        if group != Some(p.group) {
-            group = Some(p.group);
-            outln!("  {}:", p.group.title())?;
+        // A tool server's entries go into its profile, under its own headings.
+        let server = p.server.as_ref().map(|n| format!("mcp_servers.{n}."));
+        let prefix = server.as_deref().unwrap_or("");
+        let heading = (p.server.clone(), p.group);
+        if group.as_ref() != Some(&heading) {
+            group = Some(heading);
+            match &p.server {
+                Some(n) => outln!("  {} (tool server `{n}`):", p.group.title())?,
+                None => outln!("  {}:", p.group.title())?,
+            }
         }
         let reasons: Vec<&str> = p.reasons.iter().map(String::as_str).collect();
-        outln!("    + {} {}", p.field, apply::one_line(&p.value))?;
+        outln!("    + {prefix}{} {}", p.field, apply::one_line(&p.value))?;
         outln!(
             "        {} refusal(s), {}; e.g. {}",
             p.count,

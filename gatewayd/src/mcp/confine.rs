@@ -10,11 +10,13 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use gatewayd_core::policy::{KernelMode, McpServer, Policy, ServerKernel};
+use gatewayd_core::policy::{KernelMode, McpServer, ServerKernel};
 use gatewayd_kernel::{
     cgroup::CgroupError,
     confinement::{Confinement, LandlockUse, Plan},
-    kernel::{KernelSpec, Session},
+    fs_learn::{FsLearn, Scope},
+    kernel::{KernelSpec, Session, Tier},
+    server_learn::ServerLearn,
 };
 
 pub(crate) use gatewayd_kernel::confinement::ConfineError;
@@ -23,6 +25,9 @@ pub(crate) use gatewayd_kernel::confinement::ConfineError;
 /// the programs and removes the cgroup (killing what is left in it).
 pub(crate) struct ServerConfinement {
     confinement: Option<Confinement>,
+    /// `--learn`: the group that records what the left-out allowlist would refuse, until
+    /// [`Self::take_learn`], and what the child does around its cgroup.
+    learn: Option<(Option<FsLearn>, ServerLearn)>,
     /// What is in force, piece by piece, with `warnings` when paths of the profile do not
     /// exist (for the start record).
     pub pieces: Map<String, Value>,
@@ -38,27 +43,23 @@ impl ServerConfinement {
         server: &McpServer,
         mode: ServerKernel,
         own: &[PathBuf],
+        learn: bool,
     ) -> Result<ServerConfinement, ConfineError> {
         if mode == ServerKernel::Off {
             let mut pieces = Map::new();
             pieces.insert("kernel".into(), json!("off"));
             return Ok(ServerConfinement {
                 confinement: None,
+                learn: None,
                 pieces,
             });
         }
         let require = mode == ServerKernel::Require;
-        let as_policy = Policy {
-            version: 1,
-            kernel: if require {
-                KernelMode::Require
-            } else {
-                KernelMode::BestEffort
-            },
-            sandbox: server.sandbox.clone(),
-            network: server.network.clone(),
-            ..Policy::default()
-        };
+        let as_policy = server.profile(if require {
+            KernelMode::Require
+        } else {
+            KernelMode::BestEffort
+        });
         let mut c = Confinement::prepare(&Plan {
             name: &format!("mcp-{name}-{}", std::process::id()),
             policy: &as_policy,
@@ -69,11 +70,14 @@ impl ServerConfinement {
             program_in_exec: false,
             landlock: LandlockUse::Allowlist,
             require,
-            learn: false,
+            learn,
         })?;
-        if c.report.tier != gatewayd_kernel::kernel::Tier::Full
-            && !server.sandbox.protected_names.is_empty()
-        {
+        let learning = if learn {
+            learn_files(server, own, &mut c)?
+        } else {
+            None
+        };
+        if c.report.tier != Tier::Full && !server.sandbox.protected_names.is_empty() {
             // Tier 2's fanotify guard is `gatewayd run`'s; a server's profile has none.
             c.report.warnings.push(
                 "sandbox.protected_names: without BPF LSM the kernel does not refuse these names to a tool server (the gateway still refuses them in its arguments)".into(),
@@ -88,8 +92,14 @@ impl ServerConfinement {
         }
         Ok(ServerConfinement {
             confinement: Some(c),
+            learn: learning,
             pieces,
         })
+    }
+
+    /// `--learn`: the group to serve once the server runs.
+    pub(crate) fn take_learn(&mut self) -> Option<FsLearn> {
+        self.learn.as_mut()?.0.take()
     }
 
     /// The server's kernel session and its spec, for the task that reads its events.
@@ -111,9 +121,20 @@ impl ServerConfinement {
             .confinement
             .as_ref()
             .map(|c| (c.enter_fn(), c.restrict_fn()));
-        move || match &steps {
-            Some((enter, restrict)) => enter().and_then(|()| restrict()),
-            None => Ok(()),
+        let learn = self.learn.as_ref().map(|(_, l)| l.clone());
+        move || {
+            let Some((enter, restrict)) = &steps else {
+                return Ok(());
+            };
+            // The numbered steps of `gatewayd_kernel::server_learn`.
+            if let Some(l) = &learn {
+                l.own_mounts()?;
+            }
+            enter()?;
+            if let Some(l) = &learn {
+                l.hide_and_mark()?;
+            }
+            restrict()
         }
     }
 
@@ -121,4 +142,48 @@ impl ServerConfinement {
     pub(crate) fn finish(self) -> Result<(), CgroupError> {
         self.confinement.map_or(Ok(()), Confinement::finish)
     }
+}
+
+/// `--learn` where the kernel confines the server's files (tier 1 or 2): the fanotify group
+/// that records what its left-out allowlist would refuse, and at tier 2 the mounts that hide
+/// its protected paths meanwhile. `None` when the profile restricts no file, or the kernel
+/// confines none (then the start record says so).
+fn learn_files(
+    server: &McpServer,
+    own: &[PathBuf],
+    c: &mut Confinement,
+) -> Result<Option<(Option<FsLearn>, ServerLearn)>, ConfineError> {
+    let tier = c.report.tier;
+    if !matches!(tier, Tier::Full | Tier::CgroupLandlock) {
+        let why = "the kernel confines no file of the server here: nothing to learn";
+        c.report.pieces.insert("learn_files".into(), json!(why));
+        return Ok(None);
+    }
+    let scope = Scope::of_allowlist(&server.sandbox, own);
+    if !scope.restricts() {
+        let why = "nothing to learn: the profile restricts no reading, writing or exec";
+        c.report.pieces.insert("learn_files".into(), json!(why));
+        return Ok(None);
+    }
+    let group = FsLearn::open(scope)?;
+    // At tier 1 the BPF LSM programs keep refusing the protected paths; at tier 2 the
+    // allowlist that did is left out, so mounts hide them.
+    let hidden: &[PathBuf] = if tier == Tier::CgroupLandlock {
+        &server.sandbox.protected
+    } else {
+        &[]
+    };
+    let (learn, unhidden) = ServerLearn::new(group.fd(), hidden);
+    c.report
+        .pieces
+        .insert("learn_files".into(), group.describe());
+    if tier == Tier::CgroupLandlock {
+        c.report.pieces.insert("hidden".into(), learn.describe());
+    }
+    c.report.warnings.extend(
+        unhidden
+            .into_iter()
+            .map(|(p, why)| format!("{}: not hidden while learning: {why}", p.display())),
+    );
+    Ok(Some((Some(group), learn)))
 }

@@ -445,6 +445,7 @@ fn start_server(
         &opts.policy,
         own,
         gateway.recorder.clone(),
+        opts.learn.is_on(),
     ) {
         Ok(r) => r,
         Err(e) => {
@@ -452,13 +453,18 @@ fn start_server(
             return Err(e.into());
         }
     };
+    // The profile says what the kernel learns: the group's description, or why none.
+    let kernel_learns = started
+        .pieces
+        .get("learn_files")
+        .is_some_and(serde_json::Value::is_object);
     gateway.record(
         Decision::Info,
         "mcp_server_start",
         json!({"server": opts.server, "command": opts.command, "program": path,
                "sha256": sha, "pinned": server.command_sha256.is_some(),
                "pid": started.running.child.id(), "profile": started.pieces,
-               "learn": opts.learn.detail(false)}),
+               "learn": opts.learn.detail(kernel_learns)}),
     );
     Ok(started)
 }

@@ -135,10 +135,13 @@ pub struct Running {
     pub child: Child,
     confinement: ServerConfinement,
     kernel: Option<(kernel::task::Handle, JoinHandle<kernel::Session>)>,
+    /// `--learn`: the thread that records what the server's left-out allowlist would refuse.
+    learning: Option<gatewayd_kernel::name_guard::Serving>,
 }
 
 /// Starts `command` for server `name` under its profile. Kernel denials of the server's
-/// cgroup are recorded through `recorder` (session `mcp:NAME`).
+/// cgroup, and under `learn` what its profile would refuse, are recorded through `recorder`
+/// (session `mcp:NAME`).
 pub fn start(
     name: &str,
     command: &[String],
@@ -146,23 +149,38 @@ pub fn start(
     policy: &Policy,
     own: &[PathBuf],
     recorder: Option<WriterHandle>,
+    learn: bool,
 ) -> Result<Started, ServerError> {
     let program = command.first().ok_or(ServerError::NoCommand)?;
-    let mut confinement = ServerConfinement::prepare(name, server, server.kernel_mode(policy), own)
-        .map_err(|source| ServerError::Confine {
-            name: name.into(),
-            source: Box::new(source),
-        })?;
+    let confine_error = |source| ServerError::Confine {
+        name: name.into(),
+        source: Box::new(source),
+    };
+    let mut confinement =
+        ServerConfinement::prepare(name, server, server.kernel_mode(policy), own, learn)
+            .map_err(confine_error)?;
     let pieces = confinement.pieces.clone();
+    let session = format!("mcp:{name}");
+    let (tx, rx) = mpsc::channel::<Entry>(256);
+    tokio::spawn(record_denials(rx, recorder.clone()));
     let kernel = match confinement.take_layer() {
         Some((layer, spec)) => {
-            let (tx, rx) = mpsc::channel::<Entry>(256);
-            let session = format!("mcp:{name}");
-            tokio::spawn(record_denials(rx, recorder.clone()));
-            Some(kernel::task::spawn(layer, spec, tx, move |d| {
+            let session = session.clone();
+            Some(kernel::task::spawn(layer, spec, tx.clone(), move |d| {
                 d.into_entry(&session)
             })?)
         }
+        None => None,
+    };
+    let learning = match confinement.take_learn() {
+        Some(group) => Some(
+            group
+                .serve(move |l| {
+                    // The recorder is gone only at the very end: nothing is left to record.
+                    let _ = tx.blocking_send(l.into_entry(&session));
+                })
+                .map_err(|e| confine_error(e.into()))?,
+        ),
         None => None,
     };
     let mut cmd = tokio::process::Command::new(program);
@@ -189,6 +207,7 @@ pub fn start(
             child,
             confinement,
             kernel,
+            learning,
         },
         stdin,
         stdout,
@@ -252,6 +271,10 @@ impl Running {
             self.child.wait().await.ok()
         };
         let _ = self.confinement.kill_all();
+        if let Some(thread) = self.learning.take() {
+            // Its thread holds a sender of records; nothing opens any more.
+            let _ = tokio::task::spawn_blocking(move || thread.finish()).await;
+        }
         if let Some((handle, task)) = self.kernel.take() {
             handle.drain().await;
             drop(handle);

@@ -253,6 +253,7 @@ async fn refused(ctx: &Ctx<'_>, e: ConfineError, resolved: Option<PathBuf>) -> R
         }
         ConfineError::Cgroup(e) => return RunError::Cgroup(e),
         ConfineError::Landlock(e) => return RunError::Landlock(e),
+        ConfineError::Learn(e) => return RunError::Learn(e),
     };
     let entry = Entry::gateway(&ctx.session, Decision::Deny, reason, detail);
     match append(&ctx.audit, entry).await {

@@ -245,32 +245,13 @@ fn serve_learn(
     let (session, records) = (ctx.session.clone(), records.clone());
     let serving = learn.serve(move |l| {
         let record = KernelRecord {
-            entry: learned_entry(&session, &l),
+            entry: l.into_entry(&session),
             reason: None,
         };
         // The forwarder is gone only at the very end: nothing is left to record.
         let _ = records.blocking_send(record);
     })?;
     Ok(Some(serving))
-}
-
-/// The audit entry of a file access learn mode let through at tier 2.
-fn learned_entry(session: &str, l: &gatewayd_kernel::fs_learn::Learned) -> Entry {
-    let what = match l.access {
-        gatewayd_kernel::fs_learn::Access::Read => "reading outside the policy's readable roots",
-        gatewayd_kernel::fs_learn::Access::Write => "writing outside the policy's writable roots",
-        gatewayd_kernel::fs_learn::Access::Exec => "executing a program outside sandbox.exec",
-    };
-    let message = format!(
-        "learn mode let this through (recorded, not refused); without --learn the kernel refuses {what}. Next: `gatewayd policy suggest AUDIT --policy P` proposes the entry"
-    );
-    let detail = json!({
-        "pid": l.pid, "path": l.path, "access": l.access.as_str(),
-        "channel": "fanotify", "message": message,
-    });
-    let mut e = Entry::kernel(session, "fanotify/learn", l.reason.name(), detail);
-    e.decision = Decision::WouldDeny;
-    e
 }
 
 /// The audit entry of an open refused by name at tier 2.

@@ -9,6 +9,7 @@
 #![allow(unused_crate_dependencies)]
 mod harness;
 mod learn;
+mod mcp_learn;
 mod readme;
 mod sessions;
 

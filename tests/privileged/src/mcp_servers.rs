@@ -11,11 +11,23 @@ use super::*;
 
 /// Runs `gatewayd mcp` for `server` with these `tools/call`s; returns each call's result.
 fn proxy_calls(policy: &Path, audit: &Path, server: &str, calls: &[Value]) -> Vec<Value> {
+    proxy_calls_with(policy, audit, server, &[], calls)
+}
+
+/// [`proxy_calls`] with `extra` options of `gatewayd mcp`.
+fn proxy_calls_with(
+    policy: &Path,
+    audit: &Path,
+    server: &str,
+    extra: &[&str],
+    calls: &[Value],
+) -> Vec<Value> {
     let mut child = Command::new(gatewayd())
         .args(["mcp", "--policy"])
         .arg(policy)
         .args(["--server", server, "--audit"])
         .arg(audit)
+        .args(extra)
         .arg("--")
         .arg(agent())
         .arg("mcpserver")
@@ -78,7 +90,9 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
             "tools": [{"name": "read", "description": "Read a file.", "input_schema":
                         {"type": "object", "properties": {"path": {"type": "string"}}}},
                       {"name": "send", "description": "Send a text over TCP.", "input_schema":
-                        {"type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}}}}],
+                        {"type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}}}},
+                      {"name": "list", "description": "List a directory's names.", "input_schema":
+                        {"type": "object", "properties": {"path": {"type": "string"}}}}],
             "mcp_servers": {
                 "net": {"sandbox": sandbox, "network": {"egress": [{"cidr": "127.0.0.1/32", "port": port}]}},
                 "nonet": {"sandbox": sandbox}}}),
@@ -97,8 +111,18 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
                 "send",
                 json!({"to": to, "text": "from the fetching server"}),
             ),
+            call("list", json!({"path": dir.0})),
+            call("list", json!({"path": outside.0})),
         ],
     );
+    // The directory that holds the protected file stays listable (names, not contents); a
+    // directory outside the server's trees does not.
+    assert_eq!(r[4]["isError"], false, "{r:?}");
+    assert!(
+        text(&r[4]).contains("notes.txt") && text(&r[4]).contains("secret.txt"),
+        "{r:?}"
+    );
+    assert_eq!(r[5]["isError"], true, "outside its trees: {r:?}");
     assert_eq!(text(&r[0]), "notes", "{r:?}");
     // Both tiers: the Landlock allowlist refuses a file outside the server's trees (its
     // readable roots), and the protected file inside them (BPF LSM at tier 1 as well).
@@ -165,6 +189,69 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
         // (docs/MCP.md).
     }
     assert!(verify(&audit).status.success());
+}
+
+/// `gatewayd mcp --learn` learns a server's profile at both tiers (docs/MCP.md, "Learning a
+/// server's profile"): from a profile of its directory alone, which cannot even start the
+/// server (its libraries are outside), the learning run works with the protected file still
+/// refused; the suggested profile then runs the same calls with no kernel refusal.
+#[test]
+fn a_tool_servers_profile_is_learned_then_enforced() {
+    let dir = Scratch::new("mcp-learn");
+    let (secret, _, _, _) = protected_fixture(&dir);
+    std::fs::write(dir.path("notes.txt"), "notes").unwrap();
+    let tool = |name: &str, desc: &str| {
+        json!({"name": name, "description": desc, "input_schema":
+            {"type": "object", "properties": {"path": {"type": "string"}}}})
+    };
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+            "tools": [tool("read", "Read a file."), tool("list", "List a directory's names.")],
+            "mcp_servers": {"fs": {"sandbox": {"readable": [dir.0], "protected": [secret]}}}}),
+    );
+    let call = |name: &str, path: &Path| json!({"name": name, "arguments": {"path": path}});
+    let calls = [
+        call("read", &dir.path("notes.txt")),
+        call("list", &dir.0),
+        call("read", &secret),
+    ];
+    let learned = dir.path("learn.jsonl");
+    let r = proxy_calls_with(&policy, &learned, "fs", &["--learn"], &calls);
+    assert_eq!(text(&r[0]), "notes", "{r:?}");
+    assert_eq!(r[1]["isError"], false, "{r:?}");
+    // Hidden by a mount at tier 2 (it reads as empty), refused by BPF LSM at tier 1.
+    assert!(!text(&r[2]).contains("top secret"), "{r:?}");
+    let recs = records(&learned);
+    let start = recs
+        .iter()
+        .find(|x| x["reason"] == "mcp_server_start")
+        .expect("start record");
+    assert_eq!(start["detail"]["learn"]["kernel"], true, "{start}");
+    let would = |recs: &[Value]| {
+        recs.iter()
+            .filter(|x| x["session"] == "mcp:fs" && x["decision"] == "would_deny")
+            .count()
+    };
+    assert!(would(&recs) > 0, "nothing learned: {recs:#?}");
+
+    let next = dir.path("next.json");
+    let out = suggest(&learned, &policy, &next);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let again = dir.path("again.jsonl");
+    let r = proxy_calls(&next, &again, "fs", &calls);
+    assert_eq!(text(&r[0]), "notes", "{r:?}");
+    assert_eq!(r[1]["isError"], false, "{r:?}");
+    assert_eq!(r[2]["isError"], true, "{r:?}");
+    assert!(!text(&r[2]).contains("top secret"), "{r:?}");
+    let recs = records(&again);
+    let refused: Vec<&Value> = recs
+        .iter()
+        .filter(|x| x["session"] == "mcp:fs" && x["decision"] == "deny")
+        .filter(|x| x["detail"]["path"] != json!(secret))
+        .collect();
+    assert!(refused.is_empty(), "{refused:#?}");
+    assert_eq!(would(&recs), 0);
 }
 
 /// `gatewayd policy init` writes a policy that validates and runs the demo agent: the

@@ -3,7 +3,7 @@
 //! text byte for byte as it was. The caller validates the result before writing it.
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Proposal;
 use crate::policy::spans::{self, Edit, Kind, Node};
@@ -46,38 +46,88 @@ pub fn one_line(v: &Value) -> String {
     }
 }
 
-/// `text` with `proposals` applied.
+/// `text` with `proposals` applied. A proposal goes into the object its field names, inside
+/// `mcp_servers.NAME` for a server's ([`Proposal::server`]).
 pub fn apply(text: &str, proposals: &[Proposal]) -> Result<String, ApplyError> {
     let root = spans::parse(text)?;
-    let mut sections: BTreeMap<&str, Members> = BTreeMap::new();
-    let mut top = Members::new();
+    let mut objects: BTreeMap<Vec<String>, Members> = BTreeMap::new();
     for p in proposals {
-        match p.field.split_once('.') {
-            Some((section, _)) => sections.entry(section).or_default(),
-            None => &mut top,
-        }
-        .entry(p.field.rsplit('.').next().unwrap_or(p.field).to_owned())
-        .or_default()
-        .push(p.value.clone());
+        let mut at: Vec<String> = match &p.server {
+            Some(name) => vec!["mcp_servers".to_owned(), name.clone()],
+            None => Vec::new(),
+        };
+        let mut parts: Vec<&str> = p.field.split('.').collect();
+        let member = parts.pop().unwrap_or(p.field);
+        at.extend(parts.iter().map(|s| (*s).to_owned()));
+        objects
+            .entry(at)
+            .or_default()
+            .entry(member.to_owned())
+            .or_default()
+            .push(p.value.clone());
     }
+    // Objects the text lacks (or has empty) are written whole, one edit where the text
+    // stops: the members of every object made at the same place merged into it.
+    let mut made: BTreeMap<(Vec<String>, String), Value> = BTreeMap::new();
     let mut edits = Vec::new();
-    for (section, members) in &sections {
-        match root.member(section) {
-            Some(node) if matches!(&node.kind, Kind::Object(m) if !m.is_empty()) => {
-                edits.extend(members_edits(text, node, members, section)?);
-            }
-            // Absent or empty: the section is written whole.
-            _ => {
-                let mut obj = serde_json::Map::new();
-                for (k, v) in members {
-                    obj.insert(k.clone(), fresh(k, v));
-                }
-                edits.extend(root.set_member(text, section, one_line(&Value::Object(obj))));
-            }
+    for (at, members) in &objects {
+        let (node, depth) = deepest(&root, at);
+        if depth == at.len() {
+            let shown = if at.is_empty() {
+                "the policy".to_owned()
+            } else {
+                at.join(".")
+            };
+            edits.extend(members_edits(text, node, members, &shown)?);
+            continue;
+        }
+        let mut value = Value::Object(
+            members
+                .iter()
+                .map(|(k, v)| (k.clone(), fresh(k, v)))
+                .collect(),
+        );
+        for k in at[depth + 1..].iter().rev() {
+            value = Value::Object(std::iter::once((k.clone(), value)).collect());
+        }
+        let place = (at[..depth].to_vec(), at[depth].clone());
+        merge(made.entry(place).or_insert_with(|| json!({})), value);
+    }
+    for ((parent, key), value) in made {
+        let (node, _) = deepest(&root, &parent);
+        let shown = if parent.is_empty() {
+            "the policy".to_owned()
+        } else {
+            parent.join(".")
+        };
+        let edit = node.set_member(text, &key, one_line(&value));
+        edits.push(edit.ok_or(ApplyError::Shape(shown))?);
+    }
+    Ok(spans::apply(text, edits))
+}
+
+/// The deepest non-empty object along `at` the text has, and how many keys of `at` it took.
+fn deepest<'n>(root: &'n Node, at: &[String]) -> (&'n Node, usize) {
+    let mut node = root;
+    for (depth, key) in at.iter().enumerate() {
+        match node.member(key) {
+            Some(next) if matches!(&next.kind, Kind::Object(m) if !m.is_empty()) => node = next,
+            _ => return (node, depth),
         }
     }
-    edits.extend(members_edits(text, &root, &top, "the policy")?);
-    Ok(spans::apply(text, edits))
+    (node, at.len())
+}
+
+/// `add`'s members into `into`, objects merged key by key.
+fn merge(into: &mut Value, add: Value) {
+    match (into, add) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert_with(|| json!({})), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
 }
 
 /// A member's value when it is made: `private_tmp` is a flag, every other field a list.
@@ -158,6 +208,7 @@ mod tests {
 
     fn p(field: &'static str, value: Value) -> Proposal {
         Proposal {
+            server: None,
             group: Group::Roots,
             field,
             value,
@@ -193,6 +244,36 @@ mod tests {
             out.contains("{\"name\": \"t\", \"default\": \"hold\"}"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_servers_entries_go_into_its_profile() {
+        let text = "{\"version\": 1, \"mcp_servers\": {\"fs\": {\"sandbox\": {\"readable\": [\"/w\"]}},\n  \"other\": {}}}";
+        let server = |name: &str, field, value| Proposal {
+            server: Some(name.to_owned()),
+            ..p(field, value)
+        };
+        let out = apply(
+            text,
+            &[
+                server("fs", "sandbox.readable", json!("/usr")),
+                server("fs", "network.egress", json!({"host": "a.example"})),
+                server("other", "sandbox.readable", json!("/etc/ssl")),
+                server("other", "sandbox.exec", json!("/usr/bin/node")),
+                p("sandbox.readable", json!("/srv")),
+            ],
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let fs = &v["mcp_servers"]["fs"];
+        assert_eq!(fs["sandbox"]["readable"], json!(["/w", "/usr"]), "{out}");
+        assert_eq!(fs["network"]["egress"][0]["host"], "a.example", "{out}");
+        assert_eq!(
+            v["mcp_servers"]["other"],
+            json!({"sandbox": {"readable": ["/etc/ssl"], "exec": ["/usr/bin/node"]}}),
+            "{out}"
+        );
+        assert_eq!(v["sandbox"]["readable"], json!(["/srv"]), "{out}");
     }
 
     #[test]

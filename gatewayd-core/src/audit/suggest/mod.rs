@@ -56,6 +56,10 @@ pub enum Rule {
 /// One proposed entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Proposal {
+    /// The tool server whose profile it goes into (`mcp_servers.NAME`), when the refusals
+    /// are that server's (session `mcp:NAME`); none for the agent's own policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// Where it belongs in the grouped list.
     pub group: Group,
     /// The policy field it is added to (`sandbox.readable`, `network.egress`, ...).
@@ -73,6 +77,9 @@ pub struct Proposal {
 /// A refusal that is not proposed, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NotProposed {
+    /// The tool server whose refusal it is (as [`Proposal::server`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// Which rule keeps it out.
     pub rule: Rule,
     /// What was refused.
@@ -158,24 +165,42 @@ fn counted<'r>(records: &'r [Value], session: Option<&str>) -> (Vec<(&'r Value, 
 
 /// Suggests the changes to `policy` that the refusals of `records` (the audit log's lines,
 /// of `session` or all) ask for.
+/// A tool server's kernel refusals (session `mcp:NAME`, written by `gatewayd mcp`) are
+/// weighed against that server's profile and proposed into it (`mcp_servers.NAME`).
 pub fn suggest(records: &[Value], session: Option<&str>, policy: &Policy) -> Suggestions {
     let (refusals, unattributed) = counted(records, session);
-    let mut b = Builder::new(policy);
+    let profiles: BTreeMap<&str, Policy> = policy
+        .mcp_servers
+        .iter()
+        .map(|(name, s)| (name.as_str(), s.profile(policy.kernel)))
+        .collect();
+    let mut agent = Builder::new(policy, None);
+    let mut servers: BTreeMap<&str, Builder<'_>> = profiles
+        .iter()
+        .map(|(name, p)| (*name, Builder::new(p, Some(name))))
+        .collect();
     let mut sessions: Vec<String> = Vec::new();
     for (r, n) in &refusals {
-        if let Some(s) = r["session"]
-            .as_str()
-            .filter(|s| !sessions.iter().any(|x| x == s))
-        {
+        let session = r["session"].as_str();
+        if let Some(s) = session.filter(|s| !sessions.iter().any(|x| x == s)) {
             sessions.push(s.to_owned());
         }
-        b.take(r, *n);
+        let server = session
+            .and_then(|s| s.strip_prefix("mcp:"))
+            .and_then(|name| servers.get_mut(name));
+        server.unwrap_or(&mut agent).take(r, *n);
+    }
+    let mut proposals = agent.proposals();
+    let mut not_proposed: Vec<NotProposed> = agent.not.into_values().collect();
+    for mut b in servers.into_values() {
+        proposals.extend(b.proposals());
+        not_proposed.extend(b.not.into_values());
     }
     Suggestions {
         sessions,
         refusals: refusals.iter().map(|(_, n)| n).sum::<u64>() + unattributed,
-        proposals: b.proposals(),
-        not_proposed: b.not.into_values().collect(),
+        proposals,
+        not_proposed,
         unattributed,
     }
 }
@@ -194,15 +219,18 @@ const PATH_ARGS: &[&str] = &[
 
 struct Builder<'a> {
     policy: &'a Policy,
+    /// The tool server whose profile `policy` is, if any.
+    server: Option<&'a str>,
     guard: never::Guard<'a>,
     props: BTreeMap<(&'static str, String), Proposal>,
     not: BTreeMap<(Rule, String, String), NotProposed>,
 }
 
 impl<'a> Builder<'a> {
-    fn new(policy: &'a Policy) -> Builder<'a> {
+    fn new(policy: &'a Policy, server: Option<&'a str>) -> Builder<'a> {
         Builder {
             policy,
+            server,
             guard: never::Guard::new(policy),
             props: BTreeMap::new(),
             not: BTreeMap::new(),
@@ -215,6 +243,7 @@ impl<'a> Builder<'a> {
             .not
             .entry((rule, object.clone(), reason.clone()))
             .or_insert(NotProposed {
+                server: self.server.map(str::to_owned),
                 rule,
                 object,
                 reason,
@@ -233,6 +262,7 @@ impl<'a> Builder<'a> {
     ) {
         let key = (field, value.to_string());
         let p = self.props.entry(key).or_insert(Proposal {
+            server: self.server.map(str::to_owned),
             group,
             field,
             value,
@@ -288,7 +318,9 @@ impl<'a> Builder<'a> {
     fn path(&mut self, r: &Value, path: &Path, field: &'static str, n: u64) {
         let write = field == "sandbox.writable";
         let shown = path.display().to_string();
-        if path.starts_with("/tmp") {
+        // A tool server has no private `/tmp` (it shares the host's): its paths there are
+        // proposed as paths.
+        if path.starts_with("/tmp") && self.server.is_none() {
             if self.policy.sandbox.private_tmp {
                 let why = "sandbox.private_tmp is on: the refusal came from something else (`gatewayd explain`)";
                 return self.refuse(r, shown, n, (Rule::AlreadyAllowed, why.to_owned()));

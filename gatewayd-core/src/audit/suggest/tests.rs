@@ -301,3 +301,69 @@ fn a_kernel_learn_session_gives_reads_writes_exec_and_addresses_never_a_secret()
         "{proposed}"
     );
 }
+
+/// A tool server's refusals (session `mcp:NAME`, from `gatewayd mcp --learn`) are weighed
+/// against its own profile and proposed into it; the agent's go into the policy itself.
+#[test]
+fn a_tool_servers_refusals_are_proposed_into_its_profile() {
+    let server = |reason: &str, path: &str| {
+        json!({"session": "mcp:fs", "source": "kernel", "hook": "fanotify/learn",
+               "decision": "would_deny", "reason": reason, "detail": {"path": path}})
+    };
+    let log = vec![
+        server("outside_readable", "/etc/ssl/openssl.cnf"),
+        server("outside_readable", "/srv/data/a.txt"),
+        server("outside_writable", "/tmp/npm-1/x"),
+        server("outside_readable", "/w/secret.pem"),
+        kernel("outside_readable", json!({"path": "/opt/tool/lib.so"})),
+        json!({"session": "mcp:unknown", "source": "kernel", "hook": "fanotify/learn",
+               "decision": "would_deny", "reason": "outside_readable",
+               "detail": {"path": "/var/lib/x/y"}}),
+    ];
+    let p = policy(
+        json!({"sandbox": {"root": "/w", "readable": ["/w", "/srv"]},
+        "mcp_servers": {"fs": {"sandbox": {"readable": ["/w"], "protected": ["/w/secret.pem"]}}}}),
+    );
+    let s = suggest(&log, None, &p);
+    let of = |server: Option<&str>, field: &str| -> Vec<Value> {
+        s.proposals
+            .iter()
+            .filter(|x| x.server.as_deref() == server && x.field == field)
+            .map(|x| x.value.clone())
+            .collect()
+    };
+    // The agent's policy reads /srv; the server's profile does not: proposed for the server.
+    let fs_reads = of(Some("fs"), "sandbox.readable");
+    assert!(fs_reads.contains(&json!("/etc/ssl")), "{s:#?}");
+    assert!(fs_reads.contains(&json!("/srv/data")), "{s:#?}");
+    // No private /tmp for a server: its /tmp path is a writable path of its own.
+    assert!(of(Some("fs"), "sandbox.private_tmp").is_empty(), "{s:#?}");
+    assert_eq!(of(Some("fs"), "sandbox.writable").len(), 1, "{s:#?}");
+    // The server's protected file is never proposed.
+    assert!(
+        s.not_proposed
+            .iter()
+            .any(|n| n.server.as_deref() == Some("fs") && n.rule == Rule::ProtectedPath),
+        "{s:#?}"
+    );
+    // The agent's own refusal, and a server the policy does not name, go to the policy.
+    let agent = of(None, "sandbox.readable");
+    assert!(agent.contains(&json!("/opt/tool")), "{s:#?}");
+    assert!(
+        agent
+            .iter()
+            .any(|v| v.as_str().is_some_and(|p| p.starts_with("/var/lib/x"))),
+        "{s:#?}"
+    );
+    // And the drafted text holds the server's entries in its profile.
+    let text = serde_json::to_string_pretty(&json!({"version": 1,
+        "sandbox": {"root": "/w", "readable": ["/w", "/srv"]},
+        "mcp_servers": {"fs": {"sandbox": {"readable": ["/w"], "protected": ["/w/secret.pem"]}}}}))
+    .unwrap();
+    let drafted: Value = serde_json::from_str(&apply::apply(&text, &s.proposals).unwrap()).unwrap();
+    let readable = &drafted["mcp_servers"]["fs"]["sandbox"]["readable"];
+    assert!(
+        readable.as_array().unwrap().contains(&json!("/etc/ssl")),
+        "{drafted}"
+    );
+}

@@ -45,7 +45,8 @@
 //!                                         # outlives gatewayd); this process waits until killed
 //! gw-testagent exit CODE                  # exit now with CODE
 //! gw-testagent mcpserver                  # a minimal MCP server on stdio (tools `read`
-//!                                         # {path} and `send` {to, text}); runs until EOF
+//!                                         # {path}, `list` {path} and `send` {to, text});
+//!                                         # runs until EOF
 //! ```
 //! and the actions on the file tree in `gw-testagent/fs_actions.rs` (`link`, `mkfile`,
 //! `mkdir`, `symlink`, `mkfifo`, `umount`, `movemount`).
@@ -391,7 +392,8 @@ fn mcp_server() -> Result<String, String> {
     };
     let tools = json!([
         {"name": "read", "description": "Read a file.", "inputSchema": schema(&["path"])},
-        {"name": "send", "description": "Send a text over TCP.", "inputSchema": schema(&["to", "text"])}
+        {"name": "send", "description": "Send a text over TCP.", "inputSchema": schema(&["to", "text"])},
+        {"name": "list", "description": "List a directory's names.", "inputSchema": schema(&["path"])}
     ]);
     let mut out = std::io::stdout().lock();
     for line in std::io::stdin().lock().lines() {
@@ -416,6 +418,7 @@ fn mcp_server() -> Result<String, String> {
                     Some("send") => {
                         send(&s("to"), s("text").as_bytes()).map(|()| "sent".to_owned())
                     }
+                    Some("list") => list(&s("path")),
                     _ => Err("no such tool".to_owned()),
                 };
                 let (text, err) = match r {
@@ -602,4 +605,15 @@ fn main() -> ExitCode {
         let _ = std::io::stdout().flush();
     }
     ExitCode::from(failures)
+}
+
+/// A directory's entry names, sorted, one a line.
+fn list(path: &str) -> Result<String, String> {
+    let mut names: Vec<String> = std::fs::read_dir(path)
+        .map_err(|e| e.to_string())?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    names.sort();
+    Ok(names.join("\n"))
 }
