@@ -32,6 +32,7 @@ fn start(dir: &Path, sinks: Vec<ExportSpec>) -> Daemon {
         ExportOptions {
             sinks,
             anchor_every: Duration::ZERO,
+            host_id: None,
         },
     )
 }
