@@ -49,6 +49,9 @@ const MCP_SDK: &str = "mcp==2.3.0";
 /// The OTLP receiver of the export tests (`gatewayd/tests/daemon/otlp_receiver.py`): the
 /// official OpenTelemetry protobuf definitions, in the same venv.
 const OTLP_PROTO: &str = "opentelemetry-proto==1.45.2";
+/// The Kubernetes manifests' validator (`gatewayd/tests/cli/kubernetes.rs`): the API's
+/// `OpenAPI` schemas bundled in the package, so it checks offline; same venv.
+const KUBE_VALIDATE: &str = "kubernetes-validate==1.37.0";
 /// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,
 /// version).
 const AGENT_HOSTS: [(&str, &str, &str); 3] = [
@@ -282,13 +285,14 @@ fn npm_package(dir: &Path, pkg: &str, version: &str, bin: &str) -> anyhow::Resul
 fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
     let python = dir.join("bin/python");
     let want = format!(
-        "{} {}",
+        "{} {} {}",
         MCP_SDK.trim_start_matches("mcp=="),
-        OTLP_PROTO.trim_start_matches("opentelemetry-proto==")
+        OTLP_PROTO.trim_start_matches("opentelemetry-proto=="),
+        KUBE_VALIDATE.trim_start_matches("kubernetes-validate==")
     );
     let version = output(Command::new(&python).args([
         "-c",
-        "import importlib.metadata as m; print(m.version('mcp'), m.version('opentelemetry-proto'))",
+        "import importlib.metadata as m; print(m.version('mcp'), m.version('opentelemetry-proto'), m.version('kubernetes-validate'))",
     ]));
     if version.is_ok_and(|v| v.trim() == want) {
         return Ok(python);
@@ -300,8 +304,14 @@ fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(dir),
     )?;
     run(
-        &format!("pip install {MCP_SDK} {OTLP_PROTO}"),
-        Command::new(dir.join("bin/pip")).args(["install", "-q", MCP_SDK, OTLP_PROTO]),
+        &format!("pip install {MCP_SDK} {OTLP_PROTO} {KUBE_VALIDATE}"),
+        Command::new(dir.join("bin/pip")).args([
+            "install",
+            "-q",
+            MCP_SDK,
+            OTLP_PROTO,
+            KUBE_VALIDATE,
+        ]),
     )?;
     Ok(python)
 }

@@ -5,7 +5,8 @@
 //! (what this kernel supports that the tests and a user may branch on, see [`Features`]) and
 //! `tier1_advice` (below tier 1: why, and what to change; `kernel::tier1_advice`) and
 //! `tier2_denials`: per kind of denial at tier 2, which channel records it on this host, or
-//! that none does ([`denial_channels`]).
+//! that none does ([`denial_channels`]); and `export`: the audit export's counts of the
+//! daemon on `--socket` (its `export/stats`), or why none answered ([`export_stats`]).
 use std::process::ExitCode;
 
 use gatewayd_kernel::{
@@ -21,6 +22,9 @@ pub(super) struct Args {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
+    /// The daemon whose audit export is reported (its `export/stats`).
+    #[command(flatten)]
+    conn: super::Conn,
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -94,6 +98,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         advice,
         root,
         channels,
+        export: export_stats(&args.conn.socket()),
     };
     if args.json {
         report.print_json()?;
@@ -263,6 +268,24 @@ struct Report {
     advice: Vec<String>,
     root: bool,
     channels: Vec<Recording>,
+    /// [`export_stats`].
+    export: serde_json::Value,
+}
+
+/// The audit export's counts per sink of the daemon on `socket` (`export/stats`: queued,
+/// exported, dropped, lag, `lag_ms`, failing, `last_error`), as `{"socket", "exporters"}`; or
+/// `{"socket", "error"}` when no daemon answers there or it refuses.
+fn export_stats(socket: &std::path::Path) -> serde_json::Value {
+    let answer = gatewayd::protocol::client::Client::connect(socket)
+        .map_err(|e| e.to_string())
+        .and_then(|mut c| {
+            c.call("export/stats", serde_json::json!({}))
+                .map_err(|e| e.to_string())
+        });
+    match answer {
+        Ok(a) => serde_json::json!({"socket": socket, "exporters": a["exporters"]}),
+        Err(e) => serde_json::json!({"socket": socket, "error": e}),
+    }
 }
 
 impl Recording {
@@ -297,6 +320,7 @@ impl Report {
                 ("features".to_string(), self.features.to_json()),
                 ("tier1_advice".to_string(), serde_json::json!(self.advice)),
                 ("root".to_string(), serde_json::json!(self.root)),
+                ("export".to_string(), self.export.clone()),
                 (
                     "tier2_denials".to_string(),
                     self.channels
@@ -332,8 +356,42 @@ impl Report {
             )?;
         }
         outln!("kernel features: {}", self.features.to_json())?;
+        self.print_export()?;
         for a in &self.advice {
             outln!("to reach tier 1: {a}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Report {
+    /// One line per sink of the daemon's export, or why there is none.
+    fn print_export(&self) -> anyhow::Result<()> {
+        let socket = self.export["socket"].as_str().unwrap_or("-");
+        let Some(xs) = self.export["exporters"].as_array() else {
+            let e = self.export["error"].as_str().unwrap_or("-");
+            return Ok(outln!(
+                "audit export: no daemon answered on {socket} ({e})"
+            )?);
+        };
+        if xs.is_empty() {
+            outln!("audit export: the daemon on {socket} exports nothing")?;
+        }
+        for x in xs {
+            outln!(
+                "audit export to {}: queued {}, exported {}, dropped {}, waiting {}, last batch {} ms{}",
+                x["sink"].as_str().unwrap_or("-"),
+                x["queued"],
+                x["exported"],
+                x["dropped"],
+                x["lag"],
+                x["lag_ms"],
+                if x["failing"] == true {
+                    format!(", FAILING: {}", x["last_error"].as_str().unwrap_or("-"))
+                } else {
+                    String::new()
+                }
+            )?;
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! `gatewayd serve --policy P [--socket S] [--audit F] [--group G] [--agent-cgroup PATH]...
-//! [--no-watch] [--export KIND:TARGET]... [--anchor-every-s N]`: the daemon for a host. SIGTERM or SIGINT stops it: in-flight requests are
-//! answered, every record is written, the socket is removed (unless systemd passed it).
+//! [--no-watch] [--export KIND:TARGET]... [--anchor-every-s N] [--host-id ID]`: the daemon
+//! for a host. SIGTERM or SIGINT stops it: in-flight requests are answered, every record
+//! is written, the socket is removed (unless systemd passed it).
 //! SIGHUP, and a change of the policy file, reload the policy (`daemon::reload`).
 //!
 //! Under systemd (packaging/): a socket passed by socket activation is served as it is,
@@ -56,6 +57,10 @@ pub(super) struct Args {
     /// Seconds between two exported heads (when the log grew); 0: only at session close.
     #[arg(long, default_value_t = 60)]
     anchor_every_s: u64,
+    /// This host's id in exported records and heads (default: /etc/machine-id, else the
+    /// host name); under Kubernetes, the node's name.
+    #[arg(long, value_name = "ID")]
+    host_id: Option<String>,
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -99,6 +104,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 export: (!args.export.is_empty()).then(|| ExportOptions {
                     sinks: args.export,
                     anchor_every: std::time::Duration::from_secs(args.anchor_every_s),
+                    host_id: args.host_id,
                 }),
             },
             shutdown,

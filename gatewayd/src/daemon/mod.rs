@@ -249,7 +249,10 @@ fn start_export(
     shutdown: &Shutdown,
 ) -> Result<Arc<export::Exporters>, DaemonError> {
     let handle = writer.map(AuditWriter::handle);
-    let host = export::HostInfo::here();
+    let mut host = export::HostInfo::here();
+    if let Some(id) = &e.host_id {
+        host.id.clone_from(id);
+    }
     let x = Arc::new(
         export::Exporters::start(&e.sinks, &host, handle.as_ref()).map_err(DaemonError::Export)?,
     );

@@ -32,6 +32,7 @@ fn start(dir: &Path, sinks: Vec<ExportSpec>) -> Daemon {
         ExportOptions {
             sinks,
             anchor_every: Duration::ZERO,
+            host_id: None,
         },
     )
 }
@@ -387,4 +388,38 @@ fn an_otlp_endpoint_that_answers_garbage_refuses_or_never_answers_costs_no_decis
         .output()
         .unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}
+
+/// `gatewayd doctor --json --socket S` reports the daemon's export counts, and says so when
+/// no daemon answers.
+#[test]
+fn doctor_reports_the_export_counts_of_the_daemon() {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("export.jsonl");
+    let d = start(out.path(), vec![ExportSpec::File(file.clone())]);
+    session(&d, "one");
+    wait_for("the queue to drain", 20, || d.gw.export_stats()[0].lag == 0);
+    let doctor = |socket: &Path| -> Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_gatewayd"))
+            .args(["doctor", "--json", "--socket"])
+            .arg(socket)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let v = doctor(&d.socket);
+    let s = &d.gw.export_stats()[0];
+    assert!(s.exported > 0, "{s:?}");
+    let x = &v["export"]["exporters"][0];
+    assert_eq!(x["sink"], format!("json:{}", file.display()));
+    assert_eq!(
+        (&x["exported"], &x["dropped"]),
+        (&json!(s.exported), &json!(0))
+    );
+    assert_eq!(x["failing"], false);
+    let none = out.path().join("no-daemon.sock");
+    let v = doctor(&none);
+    assert_eq!(v["export"]["socket"], none.display().to_string());
+    assert!(v["export"]["error"].is_string(), "{}", v["export"]);
 }

@@ -5,7 +5,8 @@ protobuf definitions (PyPI `opentelemetry-proto`).
 
 Listens on 127.0.0.1:PORT (0: any free port) and prints `listening PORT` once it accepts.
 MODE `ok`: decodes each POSTed ExportLogsServiceRequest, appends one JSON line per log
-record to OUT (resource attributes, attributes, body, severity, times) and answers with an
+record to OUT (resource attributes, attributes, body, severity, times, the time the request
+arrived) and answers with an
 ExportLogsServiceResponse. MODE `garbage`: answers every connection with bytes that are not
 HTTP. MODE `reject`: answers every request 400 Bad Request. MODE `silent`: accepts and
 never answers.
@@ -14,6 +15,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.json_format import MessageToDict
@@ -34,6 +36,7 @@ def value(v):
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        now = time.time_ns()
         req = ExportLogsServiceRequest()
         req.ParseFromString(body)
         lines = []
@@ -52,6 +55,7 @@ class Handler(BaseHTTPRequestHandler):
                         "severity_text": lr.severity_text,
                         "time_unix_nano": lr.time_unix_nano,
                         "event_name": lr.event_name,
+                        "received_unix_nano": now,
                     }))
         with LOCK, open(OUT, "a") as f:
             f.write("".join(line + "\n" for line in lines))

@@ -58,6 +58,9 @@ pub struct ExportOptions {
     /// How often the head is exported when the log grew (zero: only at session close and
     /// at stop).
     pub anchor_every: Duration,
+    /// This host's id in every item (`--host-id`; a Kubernetes node's name); None:
+    /// `/etc/machine-id`, else the host name ([`host_id`]).
+    pub host_id: Option<String>,
 }
 
 /// One thing exported: a durable record of the chain, or the chain's head.

@@ -115,3 +115,35 @@ fn drops_of_a_full_queue_are_written_into_the_chain_once_the_sink_takes_items_ag
         json!({"sink": "flaky", "count": s.dropped})
     );
 }
+
+/// docs/FLEET.md's exported records (every line of a `json` block that is a record) are what
+/// the exporter writes for them, OCSF attributes included; between them they show every
+/// class the exporter maps to.
+#[test]
+fn the_siem_examples_of_fleet_md_are_what_the_exporter_writes() {
+    let doc = include_str!("../../../../docs/FLEET.md");
+    let mut classes = std::collections::BTreeSet::new();
+    let mut in_json = false;
+    for line in doc.lines() {
+        if line.starts_with("```") {
+            in_json = line == "```json";
+            continue;
+        }
+        if !in_json || !line.starts_with("{\"type\":\"record\"") {
+            continue;
+        }
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let host = v["host"].as_str().unwrap().to_owned();
+        classes.insert(v["ocsf"]["class_uid"].as_u64().unwrap());
+        let m = v.as_object_mut().unwrap();
+        for k in ["type", "host", "ocsf"] {
+            m.remove(k);
+        }
+        let r: gatewayd_core::audit::Record = serde_json::from_value(v).unwrap();
+        assert_eq!(json::record_line(&r, &host), line);
+    }
+    assert_eq!(
+        classes.into_iter().collect::<Vec<_>>(),
+        [1001, 1007, 4001, 6002, 6003]
+    );
+}

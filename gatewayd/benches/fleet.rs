@@ -1,0 +1,282 @@
+//! A fleet on one machine: eight `gatewayd serve` processes as eight hosts (each its own
+//! directory, socket, durable audit chain and `--host-id`), 64 clients in all (eight per
+//! host, each its own connection and session) deciding in a loop; once with export off, once
+//! with every record exported over OTLP/HTTP to one receiver
+//! (`tests/daemon/otlp_receiver.py`, on `opentelemetry-proto` from `PyPI`) and over TCP to
+//! one rsyslog, twice each, alternating.
+//! Prints decisions/s across the eight hosts and the ratio on/off, the export lag (from a
+//! record's time to its OTLP request's arrival at the receiver, every record), the drops,
+//! and each host's resident memory (`VmRSS`) at the end of a run. The receiver and rsyslog
+//! run on the same two cores, so the ratio includes what receiving costs here.
+//! `cargo bench -p gatewayd --bench fleet` (also run by `cargo xtask bench`).
+// Binaries, tests and benches see every dependency of the package; the lint guards the
+// library's own list (its src/lib.rs).
+#![allow(unused_crate_dependencies)]
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::{
+        Arc, Barrier,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use gatewayd::protocol::client::Client;
+use serde_json::{Value, json};
+
+// The real sinks of the export tests, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../tests/daemon/export_sinks.rs"]
+mod export_sinks;
+use export_sinks::{Proc, Rsyslog, received, receiver, wait_for};
+
+const HOSTS: usize = 8;
+const CLIENTS_PER_HOST: usize = 8;
+const RUN: Duration = Duration::from_secs(5);
+
+struct Host {
+    socket: PathBuf,
+    proc: Proc,
+}
+
+impl Host {
+    fn start(dir: &Path, i: usize, sinks: &[String]) -> Host {
+        let root = dir.join(format!("host-{i}"));
+        std::fs::create_dir_all(&root).unwrap();
+        let policy = root.join("policy.json");
+        std::fs::write(
+            &policy,
+            json!({"version": 1, "tools": [{"name": "noop", "description": "Does nothing.", "cost": 0}]})
+                .to_string(),
+        )
+        .unwrap();
+        let socket = root.join("gatewayd.sock");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayd"));
+        cmd.arg("serve")
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--audit")
+            .arg(root.join("audit.jsonl"))
+            .args(["--host-id", &format!("bench-host-{i}")]);
+        for s in sinks {
+            cmd.args(["--export", s]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let h = Host {
+            socket,
+            proc: Proc(child),
+        };
+        wait_for("a host to serve", 30, || Client::connect(&h.socket).is_ok());
+        h
+    }
+
+    fn exporters(&self) -> Vec<Value> {
+        let mut c = Client::connect(&self.socket).unwrap();
+        let s = c.call("export/stats", json!({})).unwrap();
+        s["exporters"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.proc.0.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn stop(mut self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.proc.0.id()).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.proc.0.wait();
+    }
+}
+
+/// CPU time (user + system) of process `pid` so far, in seconds.
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    f.iter().sum::<u64>() as f64 / hz
+}
+
+struct Run {
+    rate: f64,
+    /// CPU seconds of the eight daemons over the run.
+    cpu_daemons: f64,
+    lags: Vec<u64>,
+    rss_kib: Vec<u64>,
+    exported: u64,
+    dropped: u64,
+}
+
+/// 64 clients over the eight hosts for [`RUN`]; lag sampled meanwhile.
+fn run(dir: &Path, sinks: &[String]) -> Run {
+    let hosts: Vec<Host> = (0..HOSTS).map(|i| Host::start(dir, i, sinks)).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(HOSTS * CLIENTS_PER_HOST + 1));
+    let threads: Vec<_> = (0..HOSTS * CLIENTS_PER_HOST)
+        .map(|i| {
+            let sock = hosts[i % HOSTS].socket.clone();
+            let (stop, done, start) = (stop.clone(), done.clone(), start.clone());
+            std::thread::spawn(move || {
+                let id = format!("c{i}");
+                let mut c = Client::connect(&sock).unwrap();
+                c.call("session/open", json!({"session": id, "user": "alice"}))
+                    .unwrap();
+                let call = json!({"session": id, "call": {"tool": "noop", "arguments": {}}});
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    c.call("call/decide", call.clone()).unwrap();
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                // The bench's cgroup is an operator's again once no session of it is open.
+                c.call("session/close", json!({"session": id})).unwrap();
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    let cpu0: f64 = hosts.iter().map(|h| cpu_s(h.proc.0.id())).sum();
+    std::thread::sleep(RUN);
+    let n = done.load(Ordering::Relaxed);
+    let cpu_daemons = hosts.iter().map(|h| cpu_s(h.proc.0.id())).sum::<f64>() - cpu0;
+    let rate = n as f64 / t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let rss_kib = hosts.iter().map(Host::rss_kib).collect();
+    if !sinks.is_empty() {
+        wait_for("every host's export to drain", 120, || {
+            hosts
+                .iter()
+                .all(|h| h.exporters().iter().all(|x| x["lag"] == 0))
+        });
+    }
+    let (mut exported, mut dropped) = (0, 0);
+    for h in &hosts {
+        for x in h.exporters() {
+            exported += x["exported"].as_u64().unwrap_or(0);
+            dropped += x["dropped"].as_u64().unwrap_or(0);
+        }
+    }
+    for h in hosts {
+        h.stop();
+    }
+    Run {
+        rate,
+        cpu_daemons,
+        lags: Vec::new(),
+        rss_kib,
+        exported,
+        dropped,
+    }
+}
+
+/// Decision to receiver, per record received over OTLP: the time its request arrived less
+/// the record's own time (when the daemon wrote it), in ms.
+fn lags_ms(got: &[Value]) -> Vec<u64> {
+    got.iter()
+        .filter(|r| r["attributes"]["gatewayd.type"] == "record")
+        .filter_map(|r| {
+            let at = r["received_unix_nano"].as_u64()?;
+            let ts = r["time_unix_nano"].as_u64()?;
+            Some(at.saturating_sub(ts) / 1_000_000)
+        })
+        .collect()
+}
+
+fn pct(v: &mut [u64], p: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn print(what: &str, r: &mut Run, off: Option<f64>) {
+    let ratio = off.map_or(String::new(), |o| {
+        format!("  ({:.1}% of export off)", 100.0 * r.rate / o)
+    });
+    println!(
+        "  {what}: {:>8.0} decisions/s across {HOSTS} hosts{ratio}",
+        r.rate
+    );
+    let mean = r.rss_kib.iter().sum::<u64>() / r.rss_kib.len().max(1) as u64;
+    let max = r.rss_kib.iter().max().copied().unwrap_or(0);
+    println!(
+        "      RSS per host: mean {:.1} MiB, max {:.1} MiB; CPU of the 8 daemons {:.1} s in {} s ({:.0} us a decision)",
+        mean as f64 / 1024.0,
+        max as f64 / 1024.0,
+        r.cpu_daemons,
+        RUN.as_secs(),
+        1e6 * r.cpu_daemons / (r.rate * RUN.as_secs_f64()).max(1.0)
+    );
+    if off.is_some() {
+        println!(
+            "      export lag (record written to OTLP receiver): p50 {} ms  p99 {} ms ({} records); exported {} (both sinks), dropped {}",
+            pct(&mut r.lags, 0.5),
+            pct(&mut r.lags, 0.99),
+            r.lags.len(),
+            r.exported,
+            r.dropped
+        );
+    }
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    gatewayd::daemon::raise_fd_limit();
+    println!(
+        "gatewayd fleet benchmark: {HOSTS} serve processes, {} clients, durable audit, {} s a run",
+        HOSTS * CLIENTS_PER_HOST,
+        RUN.as_secs()
+    );
+    let sinks_dir = root.join("sinks");
+    std::fs::create_dir(&sinks_dir).unwrap();
+    let rs = Rsyslog::start(&sinks_dir);
+    let otlp_out = sinks_dir.join("otlp.jsonl");
+    let (rx, port) = receiver("ok", 0, &otlp_out);
+    let rsyslog_pid: u32 = std::fs::read_to_string(sinks_dir.join("rsyslog.pid"))
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or(0);
+    let sinks = [
+        format!("otlp:http://127.0.0.1:{port}"),
+        format!("syslog:tcp:127.0.0.1:{}", rs.tcp),
+    ];
+    for round in 1..=2 {
+        let mut off = run(&root.join(format!("off-{round}")), &[]);
+        print(&format!("round {round}, export off"), &mut off, None);
+        let seen = received(&otlp_out).len();
+        let sinks_cpu0 = cpu_s(rx.0.id()) + cpu_s(rsyslog_pid);
+        let mut on = run(&root.join(format!("on-{round}")), &sinks);
+        let sinks_cpu = cpu_s(rx.0.id()) + cpu_s(rsyslog_pid) - sinks_cpu0;
+        on.lags = lags_ms(&received(&otlp_out)[seen..]);
+        print(
+            &format!("round {round}, export on (OTLP + syslog TCP)"),
+            &mut on,
+            Some(off.rate),
+        );
+        println!("      CPU of the OTLP receiver and rsyslog (same cores): {sinks_cpu:.1} s");
+    }
+}
