@@ -24,7 +24,10 @@ impl HttpRule {
     /// Whether a request of `method` to `target` (path and query) has this shape.
     pub fn matches(&self, method: &str, target: &str) -> bool {
         (self.methods.is_empty() || self.methods.iter().any(|m| m == method))
-            && self.path.as_deref().is_none_or(|g| glob_match_str(g, target))
+            && self
+                .path
+                .as_deref()
+                .is_none_or(|g| glob_match_str(g, target))
     }
 }
 
@@ -109,6 +112,12 @@ pub(super) fn validate(p: &Policy) -> Result<(), ValidationError> {
                 "`http` and `inject` need the host inspected: drop `inspect: false`",
             ));
         }
+        if p.network.proxy == Some(false) {
+            return Err(ValidationError::value(
+                root.key("proxy"),
+                "inspected hosts are read by the egress proxy: drop `proxy: false` (or the entry's inspect, http and inject)",
+            ));
+        }
         if e.host.is_none() || e.cidr.is_some() {
             return Err(ValidationError::value(
                 at,
@@ -139,7 +148,9 @@ fn rule(at: JsonPath, r: &HttpRule) -> Result<(), ValidationError> {
     {
         return Err(ValidationError::value(
             at.key("path"),
-            format!("`{g}` is matched against the request target, which starts with `/`: start the glob with `/` or `*`"),
+            format!(
+                "`{g}` is matched against the request target, which starts with `/`: start the glob with `/` or `*`"
+            ),
         ));
     }
     Ok(())
@@ -163,11 +174,13 @@ fn inject(
     if !is_token(&inj.header) || inj.header.eq_ignore_ascii_case("host") {
         return Err(ValidationError::value(
             at.key("header"),
-            format!("`{}` is not a header name a credential can go in", inj.header),
+            format!(
+                "`{}` is not a header name a credential can go in",
+                inj.header
+            ),
         ));
     }
-    let reserved =
-        CA_VARIABLES.contains(&inj.env.as_str()) || inj.env.starts_with("GATEWAYD_");
+    let reserved = CA_VARIABLES.contains(&inj.env.as_str()) || inj.env.starts_with("GATEWAYD_");
     if !is_env_name(&inj.env) || reserved {
         return Err(ValidationError::value(
             at.key("env"),
@@ -243,17 +256,45 @@ mod tests {
             .is_ok()
         );
         for (net, says) in [
-            (json!({"egress": [{"cidr": "10.0.0.1", "inspect": true}]}), "names a `host`"),
-            (json!({"egress": [{"host": "a.test", "http": [{"methods": ["get"]}]}]}), "upper case"),
-            (json!({"egress": [{"host": "a.test", "http": [{"path": "x/*"}]}]}), "start the glob"),
-            (json!({"egress": [{"host": "a.test", "inspect": false, "http": []}]}), "drop `inspect: false`"),
-            (json!({"egress": [{"host": "a.test", "inject": [{"credential": "nope", "header": "A", "env": "X"}]}]}), "not in the policy's `credentials`"),
-            (json!({"egress": [{"host": "a.test", "inject": [{"credential": "gh", "header": "Host", "env": "X"}]}]}), "header name"),
-            (json!({"egress": [{"host": "a.test", "inject": [{"credential": "gh", "header": "A", "env": "SSL_CERT_FILE"}]}]}), "not GATEWAYD_"),
-            (json!({"egress": [
+            (
+                json!({"egress": [{"cidr": "10.0.0.1", "inspect": true}]}),
+                "names a `host`",
+            ),
+            (
+                json!({"egress": [{"host": "a.test", "http": [{"methods": ["get"]}]}]}),
+                "upper case",
+            ),
+            (
+                json!({"egress": [{"host": "a.test", "http": [{"path": "x/*"}]}]}),
+                "start the glob",
+            ),
+            (
+                json!({"egress": [{"host": "a.test", "inspect": false, "http": []}]}),
+                "drop `inspect: false`",
+            ),
+            (
+                json!({"egress": [{"host": "a.test", "inject": [{"credential": "nope", "header": "A", "env": "X"}]}]}),
+                "not in the policy's `credentials`",
+            ),
+            (
+                json!({"egress": [{"host": "a.test", "inject": [{"credential": "gh", "header": "Host", "env": "X"}]}]}),
+                "header name",
+            ),
+            (
+                json!({"egress": [{"host": "a.test", "inject": [{"credential": "gh", "header": "A", "env": "SSL_CERT_FILE"}]}]}),
+                "not GATEWAYD_",
+            ),
+            (
+                json!({"egress": [
                 {"host": "a.test", "inject": [{"credential": "gh", "header": "A", "env": "X"}]},
-                {"host": "b.test", "inject": [{"credential": "gh", "header": "A", "env": "X"}]}]}), "another placeholder"),
+                {"host": "b.test", "inject": [{"credential": "gh", "header": "A", "env": "X"}]}]}),
+                "another placeholder",
+            ),
             (json!({"upstream_ca": "ca.pem"}), "absolute"),
+            (
+                json!({"proxy": false, "egress": [{"host": "a.test", "inspect": true}]}),
+                "drop `proxy: false`",
+            ),
         ] {
             let e = parse(net.clone()).unwrap_err();
             assert!(e.contains(says), "{net}: {e}");

@@ -412,18 +412,12 @@ mod tests {
                 "/$defs/sandbox",
                 serde_json::to_value(super::super::Sandbox::default()).unwrap(),
             ),
-            (
-                "/$defs/network",
-                serde_json::to_value(network).unwrap(),
-            ),
+            ("/$defs/network", serde_json::to_value(network).unwrap()),
             (
                 "/$defs/network/properties/egress/items",
                 serde_json::to_value(egress).unwrap(),
             ),
-            (
-                "/$defs/http_rule",
-                json!({"methods": [], "path": null}),
-            ),
+            ("/$defs/http_rule", json!({"methods": [], "path": null})),
             (
                 "/$defs/network/properties/egress/items/properties/inject/items",
                 json!({"credential": "", "header": "", "env": ""}),
