@@ -1,8 +1,8 @@
 //! Inspected egress hosts: the proxy ends the agent's TLS with the session's CA, decides each
 //! request by method and path, checks it for secrets, and swaps a credential's placeholder
 //! for its value on its own host only. The server: Python's standard `http.server` over TLS
-//! (a test CA from `openssl`), serving `git http-backend` (Debian's git) as CGI for smart
-//! HTTP and `/echo/...`, which answers the method, path and `Authorization` it received.
+//! (a test CA from `openssl`), serving `git http-backend` (git's own smart-HTTP server) for
+//! smart HTTP and `/echo/...`, which answers the method, path and `Authorization` it received.
 //! The clients: real `curl` and real `git` (clone and push). Every attempt is first shown
 //! working bare, with the same script, then under gatewayd: allowed, refused by method/path,
 //! refused by secret, a credential injected (the server sees the value, the agent's
@@ -23,25 +23,44 @@ fn known(name: &str) -> Option<Ipv4Addr> {
     matches!(name, "git.l7.test" | "other.l7.test").then_some(SERVER_IP)
 }
 
-/// The server: `http.server` over TLS, `git http-backend` as CGI (through pipes: the
-/// forking CGI would hand the script the TLS socket) and `/echo/`.
+/// The server: `http.server` over TLS (HTTP/1.1, keep-alive), `git http-backend` under
+/// `/git/` (the CGI exchange written out: `http.server`'s own CGI handler cannot run over
+/// TLS), and `/echo/`.
 const SERVER: &str = r#"
-import http.server, ssl, sys
-class H(http.server.CGIHTTPRequestHandler):
-    have_fork = False
-    cgi_directories = ["/cgi-bin"]
-    def echo(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n)
-        out = ("%s %s auth=%s body=%d\n" % (self.command, self.path, self.headers.get("Authorization"), len(body))).encode()
-        self.send_response(200)
+import http.server, os, ssl, subprocess, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def body(self):
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def reply(self, status, headers, out):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
+    def echo(self):
+        n = len(self.body())
+        out = "%s %s auth=%s body=%d\n" % (self.command, self.path, self.headers.get("Authorization"), n)
+        self.reply(200, [], out.encode())
+    def git(self):
+        path, _, query = self.path[len("/git"):].partition("?")
+        env = dict(os.environ, REQUEST_METHOD=self.command, PATH_INFO=path, QUERY_STRING=query,
+                   CONTENT_TYPE=self.headers.get("Content-Type") or "", REMOTE_ADDR="127.0.0.1",
+                   GIT_HTTP_EXPORT_ALL="1", GIT_PROJECT_ROOT=os.getcwd())
+        out = subprocess.run(["git", "http-backend"], input=self.body(), env=env, capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(": ")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                headers.append((k, v))
+        self.reply(status, headers, rest)
     def do_GET(self):
-        return self.echo() if self.path.startswith("/echo") else super().do_GET()
-    def do_POST(self):
-        return self.echo() if self.path.startswith("/echo") else super().do_POST()
+        return self.git() if self.path.startswith("/git/") else self.echo()
+    do_POST = do_GET
     def log_message(self, *a):
         pass
 srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
@@ -127,11 +146,10 @@ fn certificates(dir: &Scratch) -> PathBuf {
     dir.path("ca.pem")
 }
 
-/// A bare repository with one commit at `www/repo.git`, the CGI wrapper, and the server.
+/// A bare repository with one commit at `www/repo.git`, and the server.
 fn server(dir: &Scratch) -> Servers {
     let root = dir.path("www");
-    let cgi = root.join("cgi-bin");
-    std::fs::create_dir_all(&cgi).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
     let git = |args: &[&str], at: &Path| {
         let out = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@t.test"])
@@ -158,17 +176,6 @@ fn server(dir: &Scratch) -> Servers {
         ],
         &seed,
     );
-    let wrapper = cgi.join("git");
-    std::fs::write(&wrapper, "#!/bin/sh\nexec git http-backend\n").unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-        .arg("755")
-        .arg(&wrapper)
-        .status()
-        .unwrap();
     let py = dir.path("server.py");
     std::fs::write(&py, SERVER).unwrap();
     let child = Command::new("/usr/bin/python3")
@@ -177,8 +184,6 @@ fn server(dir: &Scratch) -> Servers {
         .arg(dir.path("srv.pem"))
         .arg(dir.path("srv.key"))
         .current_dir(&root)
-        .env("GIT_PROJECT_ROOT", &root)
-        .env("GIT_HTTP_EXPORT_ALL", "1")
         .env("GIT_CONFIG_COUNT", "1")
         .env("GIT_CONFIG_KEY_0", "http.receivepack")
         .env("GIT_CONFIG_VALUE_0", "true")
@@ -220,7 +225,7 @@ echo "cred $({curl} -H "Authorization: Bearer $GH_TOKEN" {base}/echo/c 2>&1 | he
 echo "leak $({curl} -H "Authorization: Bearer $GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
 echo "env_token $GH_TOKEN"
 rm -rf {c}
-if {git} clone -q {base}/cgi-bin/git/repo.git {c} 2>/dev/null; then echo "clone $(cat {c}/README)"; else echo "clone fail"; fi
+if {git} clone -q {base}/git/repo.git {c} 2>/dev/null; then echo "clone $(cat {c}/README)"; else echo "clone fail"; fi
 cd {c} 2>/dev/null && echo more >> README && {git} commit -qam second
 if {git} push -q origin HEAD:main 2>/dev/null; then echo "push ok"; else echo "push fail"; fi
 "#,
@@ -235,7 +240,7 @@ fn policy(ca: &Path) -> serde_json::Value {
     "network": {"upstream_ca": ca, "egress": [
         {"host": "git.l7.test", "port": PORT,
          "http": [{"methods": ["GET", "HEAD"]},
-                  {"methods": ["POST"], "path": "/cgi-bin/git/*/git-upload-pack"}],
+                  {"methods": ["POST"], "path": "/git/*/git-upload-pack"}],
          "inject": [{"credential": "gh", "header": "Authorization", "env": "GH_TOKEN"}]},
         {"host": "other.l7.test", "port": PORT, "inspect": true},
         {"cidr": format!("{DNS_IP}/32"), "port": 53},

@@ -145,6 +145,12 @@ impl Inspection {
             .collect()
     }
 
+    /// `s` with the secrets and placeholders it holds replaced by their names, for records.
+    pub(crate) fn scrub(&self, s: &str) -> String {
+        let once = self.secrets.scrub(s);
+        self.placeholder_set.scrub(&once).into_owned()
+    }
+
     /// A placeholder in bytes the proxy passes on without inspecting them (a plain HTTP
     /// request head to a host that is not inspected): its variable.
     pub(crate) fn placeholder_in(&self, bytes: &[u8]) -> Option<String> {

@@ -115,7 +115,7 @@ async fn http<S>(io: S, upstream: SendRequest<Full<Bytes>>, conn: Arc<Conn>, sha
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let upstream = Arc::new(Mutex::new(upstream));
+    let upstream = Arc::new(Mutex::new(Some(upstream)));
     let mut lockdown = shared.lockdown.clone();
     let service = hyper::service::service_fn(move |req| {
         let (upstream, conn, shared) = (upstream.clone(), conn.clone(), shared.clone());
@@ -135,7 +135,7 @@ where
 /// One request: decided, then sent on (or answered 403 / 413 / 502 by the proxy).
 async fn request(
     req: Request<Incoming>,
-    upstream: &Mutex<SendRequest<Full<Bytes>>>,
+    upstream: &Upstream,
     conn: &Conn,
     shared: &Shared,
 ) -> Response<Body> {
@@ -146,7 +146,12 @@ async fn request(
         .path_and_query()
         .map_or("/", |p| p.as_str())
         .to_owned();
-    let detail = json!({"host": conn.host, "port": conn.port, "method": method, "path": target});
+    // The path as recorded: a secret or placeholder in it is not written down.
+    let shown = shared
+        .inspection
+        .as_ref()
+        .map_or_else(|| target.clone(), |i| i.scrub(&target));
+    let detail = json!({"host": conn.host, "port": conn.port, "method": method, "path": shown});
     if *shared.lockdown.borrow() {
         shared.refuse(detail, "all egress is closed").await;
         return answer(
@@ -155,24 +160,15 @@ async fn request(
                 .into(),
         );
     }
-    let Ok(body) = Limited::new(body, MAX_BODY)
-        .collect()
-        .await
-        .map(http_body_util::Collected::to_bytes)
-    else {
-        let why = format!(
-            "the request body is over {} MiB, the most the proxy reads to check it",
-            MAX_BODY >> 20
-        );
-        return refuse(
-            shared,
-            detail,
-            Refusal {
-                reason: "egress_body_too_large",
-                why,
-            },
-        )
-        .await;
+    let body = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_none() =>
+        {
+            return answer(StatusCode::BAD_REQUEST, format!("the request body: {e}"));
+        }
+        Err(_) => return too_large(shared, detail).await,
     };
     let entry = shared.inspected_entry(conn.entry);
     let checked = match (&shared.inspection, entry) {
@@ -192,18 +188,66 @@ async fn request(
     if let Ok(uri) = target.parse() {
         parts.uri = uri;
     }
-    let sent = upstream
-        .lock()
-        .await
-        .send_request(Request::from_parts(parts, Full::new(body)))
-        .await;
-    match sent {
+    let req = Request::from_parts(parts, Full::new(body));
+    match send(upstream, req, conn, shared).await {
         Ok(resp) => resp.map(Either::Left),
         Err(e) => answer(
             StatusCode::BAD_GATEWAY,
             format!("the server of {} did not answer: {e}", conn.host),
         ),
     }
+}
+
+/// The proxy's connection to the server, made again when the server closed it (an HTTP/1.0
+/// server, or `Connection: close`) while the agent's stays open.
+type Upstream = Mutex<Option<SendRequest<Full<Bytes>>>>;
+
+/// Sends `req` on the server connection, on a new one when that one is closed or was not
+/// ready (the request was then not sent).
+async fn send(
+    upstream: &Upstream,
+    req: Request<Full<Bytes>>,
+    conn: &Conn,
+    shared: &Shared,
+) -> Result<Response<Incoming>, String> {
+    let Some(l7) = &shared.inspection else {
+        return Err("no inspection".into());
+    };
+    let mut guard = upstream.lock().await;
+    let mut req = req;
+    for _ in 0..2 {
+        let ready = match guard.take() {
+            Some(mut s) => s.ready().await.is_ok().then_some(s),
+            None => None,
+        };
+        let mut sender = match ready {
+            Some(s) => s,
+            None => open_upstream(conn, &l7.client).await?,
+        };
+        match sender.try_send_request(req).await {
+            Ok(resp) => {
+                *guard = Some(sender);
+                return Ok(resp);
+            }
+            Err(mut e) => match e.take_message() {
+                Some(back) => req = back,
+                None => return Err(e.into_error().to_string()),
+            },
+        }
+    }
+    Err("the server closed every connection before the request was sent".into())
+}
+
+async fn too_large(shared: &Shared, detail: serde_json::Value) -> Response<Body> {
+    let why = format!(
+        "the request body is over {} MiB, the most the proxy reads to check it",
+        MAX_BODY >> 20
+    );
+    let r = Refusal {
+        reason: "egress_body_too_large",
+        why,
+    };
+    refuse(shared, detail, r).await
 }
 
 /// Records the refusal and answers 403 with why and what to do.
