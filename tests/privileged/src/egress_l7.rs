@@ -223,6 +223,7 @@ echo "secret $({curl} -H 'X-Note: {SECRET}' {base}/echo/s 2>&1 | head -n1)"
 echo "secret_b64 $({curl} -d "n=$(printf %s '{SECRET}' | base64)" {other}/echo/s 2>&1 | head -n1)"
 echo "cred $({curl} -H "Authorization: Bearer $GH_TOKEN" {base}/echo/c 2>&1 | head -n1)"
 echo "leak $({curl} -H "Authorization: Bearer $GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
+echo "big_head $({curl} -o /dev/null -w '%{{http_code}}' -H "X-Pad: $(printf %0100000d 0)" {base}/echo/b 2>/dev/null)"
 echo "env_token $GH_TOKEN"
 rm -rf {c}
 if {git} clone -q {base}/git/repo.git {c} 2>/dev/null; then echo "clone $(cat {c}/README)"; else echo "clone fail"; fi
@@ -285,6 +286,7 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         format!("GET /echo/l auth=Bearer {REAL} body=0"),
         "{text}"
     );
+    assert_eq!(b["big_head"], "431", "the server's own limit: {text}");
     assert_eq!(b["clone"], "hello from the repo", "{text}");
     assert_eq!(b["push"], "ok", "{text}");
 
@@ -323,6 +325,9 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         "the agent holds the placeholder only: {text}"
     );
     refused("leak", "placeholder elsewhere");
+    // A 100 KB header: the proxy answers 431 itself (64 KiB of head at most) and closes;
+    // the session goes on (the lines after it).
+    assert_eq!(g["big_head"], "431", "{text}");
     assert_eq!(
         g["clone"], "hello from the repo",
         "git clone allowed: {text}"

@@ -219,9 +219,16 @@ impl Inspection {
         if !self.secrets.is_empty()
             && let Some(m) = self.secrets.find_in_call(&refs, &EgressWindow::new())
         {
+            let why = match m.secret {
+                Some(name) => format!(
+                    "the request contains the registered secret `{name}` (found as {})",
+                    m.encoding
+                ),
+                None => format!("the request cannot be checked for secrets ({})", m.encoding),
+            };
             return Err(Refusal {
                 reason: "egress_secret",
-                why: m.message().replace("the arguments", "the request"),
+                why,
             });
         }
         for (name, v) in swap {

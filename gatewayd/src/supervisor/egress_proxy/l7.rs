@@ -123,6 +123,7 @@ where
     });
     let served = hyper::server::conn::http1::Builder::new()
         .max_buf_size(MAX_HEAD_BUF)
+        .max_header_size(MAX_HEAD_BUF)
         .header_read_timeout(Some(FIRST_BYTES))
         .timer(hyper_util::rt::TokioTimer::new())
         .serve_connection(TokioIo::new(io), service);
