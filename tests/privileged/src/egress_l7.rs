@@ -249,25 +249,47 @@ fn policy(ca: &Path) -> serde_json::Value {
     ]}})
 }
 
-#[test]
-fn egress_l7_inspects_requests_and_injects_credentials() {
-    let _ = tier();
-    let _addrs: Vec<ExtraAddress> = [IpAddr::V4(SERVER_IP), IpAddr::V4(DNS_IP)]
-        .into_iter()
-        .map(ExtraAddress::add)
-        .collect();
-    let dir = Scratch::new("egress-l7");
-    dns_server(DNS_IP, known);
-    let ca = certificates(&dir);
-    let _server = server(&dir);
-    let sh = script(&dir);
+/// Each refusal's record: its reason, host, method and path; the credential in none.
+fn assert_records(audit: &Path) {
+    let recs = records(audit);
+    let with = |reason: &str| -> Vec<&serde_json::Value> {
+        recs.iter()
+            .filter(|r| r["reason"] == reason && r["decision"] == "deny")
+            .collect()
+    };
+    let http = with("egress_http_not_allowed");
+    assert!(
+        http.iter()
+            .any(|r| r["detail"]["method"] == "POST" && r["detail"]["path"] == "/echo/p"),
+        "{http:#?}"
+    );
+    assert!(
+        http.iter().any(|r| r["detail"]["method"] == "POST"
+            && r["detail"]["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/git-receive-pack"))
+            && r["detail"]["host"] == "git.l7.test"),
+        "the push: {http:#?}"
+    );
+    let secret = with("egress_secret");
+    assert!(secret.len() >= 2, "{secret:#?}");
+    let leak = with("egress_placeholder");
+    assert!(
+        leak.iter().any(|r| r["detail"]["host"] == "other.l7.test"),
+        "{leak:#?}"
+    );
+    let all = std::fs::read_to_string(audit).unwrap();
+    assert!(!all.contains(REAL), "the credential is in no record");
+}
 
-    // Bare: every attempt works (the test CA trusted by curl and git).
+/// Bare: every attempt works (the test CA trusted by curl and git, the real credential in
+/// `GH_TOKEN`); the server's own limit refuses the 100 KB header.
+fn bare(sh: &str, ca: &Path) {
     let bare = Command::new("sh")
-        .args(["-c", &sh])
+        .args(["-c", sh])
         .env("GH_TOKEN", REAL)
-        .env("CURL_CA_BUNDLE", &ca)
-        .env("GIT_SSL_CAINFO", &ca)
+        .env("CURL_CA_BUNDLE", ca)
+        .env("GIT_SSL_CAINFO", ca)
         .output()
         .unwrap();
     let text = stdout(&bare);
@@ -289,6 +311,22 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     assert_eq!(b["big_head"], "431", "the server's own limit: {text}");
     assert_eq!(b["clone"], "hello from the repo", "{text}");
     assert_eq!(b["push"], "ok", "{text}");
+}
+
+#[test]
+fn egress_l7_inspects_requests_and_injects_credentials() {
+    let _ = tier();
+    let _addrs: Vec<ExtraAddress> = [IpAddr::V4(SERVER_IP), IpAddr::V4(DNS_IP)]
+        .into_iter()
+        .map(ExtraAddress::add)
+        .collect();
+    let dir = Scratch::new("egress-l7");
+    dns_server(DNS_IP, known);
+    let ca = certificates(&dir);
+    let _server = server(&dir);
+    let sh = script(&dir);
+
+    bare(&sh, &ca);
 
     // Under gatewayd: the agent is given the session's bundle and the placeholder only.
     let policy = write_policy(&dir, policy(&ca));
@@ -334,34 +372,6 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     );
     assert_eq!(g["push"], "fail", "git push refused: {text}");
 
-    let recs = records(&audit);
-    let with = |reason: &str| -> Vec<&serde_json::Value> {
-        recs.iter()
-            .filter(|r| r["reason"] == reason && r["decision"] == "deny")
-            .collect()
-    };
-    let http = with("egress_http_not_allowed");
-    assert!(
-        http.iter()
-            .any(|r| r["detail"]["method"] == "POST" && r["detail"]["path"] == "/echo/p"),
-        "{http:#?}"
-    );
-    assert!(
-        http.iter().any(|r| r["detail"]["method"] == "POST"
-            && r["detail"]["path"]
-                .as_str()
-                .is_some_and(|p| p.ends_with("/git-receive-pack"))
-            && r["detail"]["host"] == "git.l7.test"),
-        "the push: {http:#?}"
-    );
-    let secret = with("egress_secret");
-    assert!(secret.len() >= 2, "{secret:#?}");
-    let leak = with("egress_placeholder");
-    assert!(
-        leak.iter().any(|r| r["detail"]["host"] == "other.l7.test"),
-        "{leak:#?}"
-    );
-    let all = std::fs::read_to_string(&audit).unwrap();
-    assert!(!all.contains(REAL), "the credential is in no record");
+    assert_records(&audit);
     assert!(verify(&audit).status.success());
 }

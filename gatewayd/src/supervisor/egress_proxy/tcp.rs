@@ -134,24 +134,41 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
             return;
         }
     };
-    let tls_or_connect = (tls, connect_head);
+    onward(
+        agent,
+        buf,
+        (host, port, target),
+        (tls, connect_head),
+        detail,
+        shared,
+    )
+    .await;
+}
+
+/// An allowed connection, on to its server: read by [`inspect`] when its host is inspected;
+/// else refused when a plain HTTP head carries a credential's placeholder, else forwarded.
+async fn onward(
+    mut agent: TcpStream,
+    buf: Vec<u8>,
+    (host, port, target): (String, u16, SocketAddr),
+    (tls, connect_head): (bool, Option<usize>),
+    detail: serde_json::Value,
+    shared: &Arc<Shared>,
+) {
+    let dest = Dest {
+        host: host.clone(),
+        port,
+    };
     if let Some(entry) = shared.inspected_for(&dest) {
-        inspect(
-            agent,
-            buf,
-            (host, port, target, entry),
-            tls_or_connect,
-            shared,
-        )
-        .await;
+        let conn = (host, port, target, entry);
+        inspect(agent, buf, conn, (tls, connect_head), shared).await;
         return;
     }
-    if !tls
-        && let Some(which) = shared
-            .inspection
-            .as_ref()
-            .and_then(|i| i.placeholder_in(&buf))
-    {
+    let misplaced = shared
+        .inspection
+        .as_ref()
+        .and_then(|i| i.placeholder_in(&buf));
+    if !tls && let Some(which) = misplaced {
         refuse_with_answer(&mut agent, tls, &host).await;
         let message = format!(
             "the request to {host} carries the credential {which}, which goes only to its own (inspected) host. Next: send it only there; the proxy puts the real credential in"
