@@ -16,7 +16,7 @@ use crate::util::{Env, Toolchain, cache_dir, run};
 /// `tmux`: the real terminal the `gatewayd approvals watch` test types into;
 /// `curl`, `openssl`: the egress-by-name test's client and HTTPS server (host and guests),
 /// and the MCP HTTP tests'; `git`: the inspected-egress test's client and, with
-/// `git http-backend`, its smart-HTTP server (tests/privileged/src/egress_l7.rs);
+/// `git http-backend`, its smart-HTTP server (`tests/privileged/src/egress_l7.rs`);
 /// `xz-utils`: the guests' compressed kernel modules;
 /// `rsyslog`: the syslog server the audit export is tested against; `systemd`: a journald
 /// in a namespace of its own, for the journal export (gatewayd/tests/daemon/export.rs).
