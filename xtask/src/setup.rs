@@ -15,10 +15,12 @@ use crate::util::{Env, Toolchain, cache_dir, run};
 /// `man-db`: `man -l`, with which the packaging test renders the packaged man pages;
 /// `tmux`: the real terminal the `gatewayd approvals watch` test types into;
 /// `curl`, `openssl`: the egress-by-name test's client and HTTPS server (host and guests),
-/// and the MCP HTTP tests'; `xz-utils`: the guests' compressed kernel modules;
+/// and the MCP HTTP tests'; `git`: the inspected-egress test's client and, with
+/// `git http-backend`, its smart-HTTP server (`tests/privileged/src/egress_l7.rs`);
+/// `xz-utils`: the guests' compressed kernel modules;
 /// `rsyslog`: the syslog server the audit export is tested against; `systemd`: a journald
 /// in a namespace of its own, for the journal export (gatewayd/tests/daemon/export.rs).
-const APT_PACKAGES: [&str; 13] = [
+const APT_PACKAGES: [&str; 14] = [
     "qemu-system-x86",
     "cpio",
     "nodejs",
@@ -29,6 +31,7 @@ const APT_PACKAGES: [&str; 13] = [
     "tmux",
     "curl",
     "openssl",
+    "git",
     "xz-utils",
     "rsyslog",
     "systemd",

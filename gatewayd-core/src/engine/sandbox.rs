@@ -509,15 +509,24 @@ impl EgressView {
     /// Whether the allowlist lets the gateway reach `d`. Host entries match the host name
     /// exactly, or any subdomain with a leading `*.`; cidr entries match literal IP hosts.
     pub fn allows(&self, d: &Dest) -> bool {
+        self.allowing(d).next().is_some()
+    }
+
+    /// The indexes (in `network.egress`) of the entries that let the gateway reach `d`.
+    pub fn allowing<'a>(&'a self, d: &'a Dest) -> impl Iterator<Item = usize> + 'a {
         let ip: Option<IpAddr> = d.host.parse().ok();
-        self.entries.iter().any(|(cidr, host, port)| {
-            if port.is_some_and(|p| p != d.port) {
-                return false;
-            }
-            let by_ip = matches!((cidr, ip), (Some(c), Some(a)) if c.contains(a));
-            let by_host = host.as_deref().is_some_and(|h| host_matches(h, &d.host));
-            by_ip || by_host
-        })
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(move |(_, (cidr, host, port))| {
+                if port.is_some_and(|p| p != d.port) {
+                    return false;
+                }
+                let by_ip = matches!((cidr, ip), (Some(c), Some(a)) if c.contains(a));
+                let by_host = host.as_deref().is_some_and(|h| host_matches(h, &d.host));
+                by_ip || by_host
+            })
+            .map(|(i, _)| i)
     }
 
     /// Whether some `host` entry names `host` (exactly, or as a subdomain of a `*.domain`
@@ -530,7 +539,7 @@ impl EgressView {
 }
 
 /// A `host` entry (`name` or `*.domain`, lowercased) against a lowercased host name.
-fn host_matches(entry: &str, host: &str) -> bool {
+pub fn host_matches(entry: &str, host: &str) -> bool {
     match entry.strip_prefix("*.") {
         Some(base) => {
             host.len() > base.len() + 1

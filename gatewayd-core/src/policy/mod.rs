@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod agent;
 pub mod diff;
 mod error;
+pub mod inspect;
 pub(crate) mod mcp;
 pub mod names;
 pub mod protected_names;
@@ -21,6 +22,7 @@ pub(crate) mod tools;
 mod validate;
 pub use agent::{Account, Agent, DEFAULT_MAX_PIDS};
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
+pub use inspect::{HttpRule, Inject};
 pub use mcp::{McpServer, ServerKernel};
 pub use tools::{
     ArgRule, Cond, DefaultDecision, Label, Limits, PathAccess, RateLimit, Rule, RuleDecision,
@@ -207,6 +209,16 @@ pub struct EgressEntry {
     /// Destination port; absent = any port.
     #[serde(default)]
     pub port: Option<u16>,
+    /// Under `gatewayd run`'s egress proxy: terminate this host's TLS with the session's CA
+    /// and read each request (secrets, `http`, `inject`). Implied by `http` or `inject`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inspect: Option<bool>,
+    /// The requests an inspected host accepts ([`HttpRule`]: any one matches); absent: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Vec<HttpRule>>,
+    /// Credentials the proxy puts in this host's requests for placeholders ([`Inject`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inject: Vec<Inject>,
 }
 
 /// Network section: the egress allowlist and the Unix sockets outside the session the agent
@@ -229,16 +241,26 @@ pub struct Network {
     /// rules, `*.domain` entries stay gateway-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<bool>,
+    /// A PEM file of CA certificates the egress proxy trusts, besides the system's roots,
+    /// for the servers of inspected hosts (a private CA; the tests' loopback servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_ca: Option<PathBuf>,
 }
 
 impl Network {
     /// Whether `gatewayd run` decides this egress by name (see [`Network::proxy`]).
     pub fn by_name(&self) -> bool {
         self.proxy.unwrap_or_else(|| {
-            self.egress
-                .iter()
-                .any(|e| e.cidr.is_none() && e.host.as_deref().is_some_and(|h| h.starts_with("*.")))
+            self.egress.iter().any(|e| {
+                e.cidr.is_none()
+                    && (e.inspected() || e.host.as_deref().is_some_and(|h| h.starts_with("*.")))
+            })
         })
+    }
+
+    /// Whether the egress proxy terminates TLS for any host (a session CA is made).
+    pub fn inspects(&self) -> bool {
+        self.egress.iter().any(EgressEntry::inspected)
     }
 }
 

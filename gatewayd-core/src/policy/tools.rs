@@ -396,8 +396,13 @@ mod tests {
             max: 1,
             window_s: 1,
         };
-        let egress: super::super::EgressEntry =
-            serde_json::from_value(json!({"host": "h"})).unwrap();
+        // Every optional field set, so that none is skipped when written.
+        let egress: super::super::EgressEntry = serde_json::from_value(json!({"host": "h",
+            "inspect": true, "http": [{"methods": ["GET"], "path": "/*"}],
+            "inject": [{"credential": "c", "header": "A", "env": "E"}]}))
+        .unwrap();
+        let network: super::super::Network =
+            serde_json::from_value(json!({"proxy": true, "upstream_ca": "/ca.pem"})).unwrap();
         for (at, v) in [
             (
                 "",
@@ -407,13 +412,15 @@ mod tests {
                 "/$defs/sandbox",
                 serde_json::to_value(super::super::Sandbox::default()).unwrap(),
             ),
-            (
-                "/$defs/network",
-                serde_json::to_value(super::super::Network::default()).unwrap(),
-            ),
+            ("/$defs/network", serde_json::to_value(network).unwrap()),
             (
                 "/$defs/network/properties/egress/items",
                 serde_json::to_value(egress).unwrap(),
+            ),
+            ("/$defs/http_rule", json!({"methods": [], "path": null})),
+            (
+                "/$defs/network/properties/egress/items/properties/inject/items",
+                json!({"credential": "", "header": "", "env": ""}),
             ),
             ("/$defs/tool", serde_json::to_value(tool).unwrap()),
             (

@@ -69,6 +69,7 @@ impl Policy {
                 ValidationError::value(root.key("sandbox").key("devices").index(i), m)
             })?;
         }
+        super::inspect::validate(self)?;
         super::agent::validate(&self.agent)?;
         super::mcp::validate(self)?;
         gateway(self)

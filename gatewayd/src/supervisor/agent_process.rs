@@ -45,7 +45,7 @@ pub(super) struct Agent<'a, R> {
     /// filter (`AgentPrivileges::pre_exec_fn`).
     pub(super) confine: R,
     /// Variables added to the agent's environment (its gateway's socket and session).
-    pub(super) env: &'a [(&'static str, std::ffi::OsString)],
+    pub(super) env: &'a [(String, std::ffi::OsString)],
 }
 
 /// Spawns the agent and waits for it, forwarding signals; SIGUSR1 turns all of the agent's

@@ -28,14 +28,19 @@ use tokio::{
 use super::records::append;
 use gatewayd_core::{
     audit::{Decision, Entry, writer::WriterHandle},
+    engine::sandbox::Dest,
     engine::sandbox::EgressView,
-    policy::Network,
+    policy::{EgressEntry, Network},
 };
 use gatewayd_kernel::kernel::{self, egress_proxy::ProxyMaps};
 
+mod ca;
 mod dns;
+mod inspection;
+mod l7;
 mod peek;
 mod tcp;
+pub(super) use inspection::Inspection;
 
 /// Connections handled at once.
 const MAX_CONNECTIONS: usize = 512;
@@ -61,6 +66,10 @@ pub(super) struct Shared {
     /// `gatewayd run --learn`: a name or a nameless connection the policy would refuse is
     /// let through and recorded ([`Shared::learned`]); the resolver answers every name.
     pub(super) learn: bool,
+    /// Inspected hosts: the session's CA, secrets and placeholders ([`l7`]).
+    pub(super) inspection: Option<Arc<Inspection>>,
+    /// `network.egress`, for the inspected entries' rules.
+    pub(super) entries: Vec<EgressEntry>,
 }
 
 /// Addresses by name, and the names in the order they came (the oldest go first).
@@ -139,6 +148,29 @@ impl Shared {
             .await;
     }
 
+    /// A refusal of the proxy's with its own `reason` (`egress_lockdown` once the session is
+    /// locked down) and `message`, which ends with a next step.
+    pub(super) async fn deny(&self, reason: &str, detail: Value, message: String) {
+        if *self.lockdown.borrow() {
+            self.refuse(detail, "all egress is closed").await;
+        } else {
+            self.record(Decision::Deny, reason, detail, message).await;
+        }
+    }
+
+    /// The first inspected entry that allows `dest`, when the session inspects.
+    pub(super) fn inspected_for(&self, dest: &Dest) -> Option<usize> {
+        self.inspection.as_ref()?;
+        self.egress
+            .allowing(dest)
+            .find(|i| self.entries.get(*i).is_some_and(EgressEntry::inspected))
+    }
+
+    /// The inspected entry at `i`.
+    pub(super) fn inspected_entry(&self, i: usize) -> Option<&EgressEntry> {
+        self.entries.get(i).filter(|e| e.inspected())
+    }
+
     /// One record of the proxy's (`via: "egress_proxy"`), with `message` in its detail.
     async fn record(&self, decision: Decision, reason: &str, mut detail: Value, message: String) {
         detail["via"] = json!("egress_proxy");
@@ -191,6 +223,7 @@ pub(super) async fn start(
     audit: WriterHandle,
     session: String,
     learn: bool,
+    inspection: Option<Arc<Inspection>>,
 ) -> Result<JoinHandle<()>, String> {
     let tcp_listeners = listen_loopback(0)
         .await
@@ -213,9 +246,12 @@ pub(super) async fn start(
         answers: Answers::default(),
         upstream: upstream(),
         learn,
+        inspection,
+        entries: network.egress.clone(),
     });
     let detail = json!({"tcp_port": tcp_port, "dns_port": resolver.port,
-        "upstream": shared.upstream.to_string(), "learn": learn});
+        "upstream": shared.upstream.to_string(), "learn": learn,
+        "inspects": shared.inspection.is_some()});
     append(
         &shared.audit,
         Entry::gateway(&shared.session, Decision::Info, "egress_proxy", detail),

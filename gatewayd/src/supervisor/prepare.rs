@@ -50,6 +50,8 @@ pub(super) struct Prepared {
     /// Under `--learn` (tier 1 or 2): the fanotify group that learns the agent's files,
     /// served once the session starts.
     pub(super) fs_learn: Option<FsLearn>,
+    /// Inspected egress hosts: the session's CA, the agent's bundle, the placeholders.
+    pub(super) inspection: Option<std::sync::Arc<super::egress_proxy::Inspection>>,
 }
 
 /// Phase 1; see the module.
@@ -68,6 +70,16 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     let session_tmp = private_tmp::for_sandbox(&mut policy.sandbox, &ctx.session)?;
     if let Some(t) = &session_tmp {
         privileges.private_tmp(t.dir());
+    }
+    let inspection =
+        super::egress_proxy::Inspection::prepare(&policy, &opts.runtime_dir, &ctx.session)
+            .map_err(RunError::EgressProxy)?
+            .map(std::sync::Arc::new);
+    // The agent reads its CA bundle: a kernel-bounded read list names its directory.
+    if let Some(i) = &inspection
+        && !policy.sandbox.readable.is_empty()
+    {
+        policy.sandbox.readable.push(i.dir().to_owned());
     }
     let resolved = crate::mcp::server::resolve_program(&ctx.program);
     let plan = Plan {
@@ -110,6 +122,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         oom_score_adj,
         name_guard,
         fs_learn,
+        inspection,
     })
 }
 

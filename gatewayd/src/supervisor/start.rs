@@ -76,7 +76,8 @@ pub(super) async fn start(
         .ok_or(RunError::Internal("the confinement has no kernel session"))?;
     let proxy_maps = ksession.proxy_maps();
     let (handle, kernel_task) = spawn_kernel_task(ctx, ksession, spec, records, &denials)?;
-    let (proxy, resolving) = start_egress(ctx, &c.policy, proxy_maps, &handle).await?;
+    let inspection = prepared.inspection.clone();
+    let (proxy, resolving) = start_egress(ctx, &c.policy, proxy_maps, &handle, inspection).await?;
     let (gateway, gateway_failed) = match start_gateway(ctx, &prepared, handle.clone()).await {
         Ok(gw) => (Some(gw), None),
         Err(e) => (None, Some(e)),
@@ -154,6 +155,7 @@ async fn start_egress(
     policy: &gatewayd_core::policy::Policy,
     proxy_maps: kernel::egress_proxy::ProxyMaps,
     handle: &kernel::task::Handle,
+    inspection: Option<Arc<egress_proxy::Inspection>>,
 ) -> Result<(Option<JoinHandle<()>>, Option<JoinHandle<()>>), RunError> {
     let learn = ctx.opts.learn.is_on();
     // Learn mode turns the proxy on too (unless the policy turns it off), where the proxy
@@ -182,6 +184,7 @@ async fn start_egress(
             ctx.audit.clone(),
             ctx.session.clone(),
             learn,
+            inspection,
         )
         .await
         .map_err(RunError::EgressProxy)?;
@@ -377,8 +380,21 @@ impl Live {
             p.confinement.restrict_fn(),
             self.tell_init.take(),
         );
-        let mut env: Vec<(&'static str, OsString)> = gw.env().to_vec();
-        env.extend(p.privileges.env().into_iter().map(|(k, v)| (k, v.into())));
+        let mut env: Vec<(String, OsString)> = gw
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        env.extend(
+            p.privileges
+                .env()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.into())),
+        );
+        // Inspected hosts: the CA bundle's variables and the credentials' placeholders.
+        if let Some(i) = &p.inspection {
+            env.extend(i.env().into_iter().map(|(k, v)| (k, v.into())));
+        }
         let agent = Agent {
             argv: &ctx.opts.agent,
             confine,

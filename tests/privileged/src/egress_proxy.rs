@@ -38,8 +38,8 @@ fn known(name: &str) -> Option<Ipv4Addr> {
     }
 }
 
-/// A DNS answer to `q` (one question): its A record when known, else none.
-fn dns_answer(q: &[u8]) -> Option<Vec<u8>> {
+/// A DNS answer to `q` (one question): its A record when `known`, else none.
+fn dns_answer(q: &[u8], known: fn(&str) -> Option<Ipv4Addr>) -> Option<Vec<u8>> {
     let end = q
         .iter()
         .skip(12)
@@ -66,14 +66,14 @@ fn dns_answer(q: &[u8]) -> Option<Vec<u8>> {
     Some(r)
 }
 
-/// The test's DNS server on `DNS_IP:53`, UDP and TCP.
-fn dns_server() {
-    let udp = UdpSocket::bind((DNS_IP, 53)).unwrap();
-    let tcp = TcpListener::bind((DNS_IP, 53)).unwrap();
+/// A DNS server of the test on `at:53`, UDP and TCP, answering the names `known` knows.
+pub(crate) fn dns_server(at: Ipv4Addr, known: fn(&str) -> Option<Ipv4Addr>) {
+    let udp = UdpSocket::bind((at, 53)).unwrap();
+    let tcp = TcpListener::bind((at, 53)).unwrap();
     std::thread::spawn(move || {
         let mut buf = [0u8; 512];
         while let Ok((n, from)) = udp.recv_from(&mut buf) {
-            if let Some(r) = dns_answer(&buf[..n]) {
+            if let Some(r) = dns_answer(&buf[..n], known) {
                 let _ = udp.send_to(&r, from);
             }
         }
@@ -88,7 +88,7 @@ fn dns_server() {
             if c.read_exact(&mut q).is_err() {
                 continue;
             }
-            if let Some(r) = dns_answer(&q) {
+            if let Some(r) = dns_answer(&q, known) {
                 let _ = c.write_all(&(r.len() as u16).to_be_bytes());
                 let _ = c.write_all(&r);
             }
@@ -97,7 +97,7 @@ fn dns_server() {
 }
 
 /// The HTTPS servers, ended when dropped (a failed assertion included).
-struct Servers(Vec<std::process::Child>);
+pub(crate) struct Servers(pub(crate) Vec<std::process::Child>);
 
 impl Drop for Servers {
     fn drop(&mut self) {
@@ -239,7 +239,7 @@ fn egress_by_name_goes_through_the_proxy_and_every_bypass_is_refused() {
     .map(ExtraAddress::add)
     .collect();
     let dir = Scratch::new("egress-proxy");
-    dns_server();
+    dns_server(DNS_IP, known);
     let (cert, _servers) = https_server(&dir);
     let quic = Arc::new(UdpSocket::bind((ALLOWED_IP, 443)).unwrap());
     quic.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

@@ -18,6 +18,7 @@ mod code_loading;
 mod confinement;
 mod egress;
 mod egress_hosts;
+mod egress_l7;
 mod egress_proxy;
 mod escape;
 mod features;

@@ -58,7 +58,7 @@ async fn read_name(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Peeked, 
         .unwrap_or(Err("the connection sent no name within 10 s"))
 }
 
-async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
+async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     let Ok(local) = agent.local_addr() else {
         return;
     };
@@ -134,7 +134,79 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Shared) {
             return;
         }
     };
+    onward(
+        agent,
+        buf,
+        (host, port, target),
+        (tls, connect_head),
+        detail,
+        shared,
+    )
+    .await;
+}
+
+/// An allowed connection, on to its server: read by [`inspect`] when its host is inspected;
+/// else refused when a plain HTTP head carries a credential's placeholder, else forwarded.
+async fn onward(
+    mut agent: TcpStream,
+    buf: Vec<u8>,
+    (host, port, target): (String, u16, SocketAddr),
+    (tls, connect_head): (bool, Option<usize>),
+    detail: serde_json::Value,
+    shared: &Arc<Shared>,
+) {
+    let dest = Dest {
+        host: host.clone(),
+        port,
+    };
+    if let Some(entry) = shared.inspected_for(&dest) {
+        let conn = (host, port, target, entry);
+        inspect(agent, buf, conn, (tls, connect_head), shared).await;
+        return;
+    }
+    let misplaced = shared
+        .inspection
+        .as_ref()
+        .and_then(|i| i.placeholder_in(&buf));
+    if !tls && let Some(which) = misplaced {
+        refuse_with_answer(&mut agent, tls, &host).await;
+        let message = format!(
+            "the request to {host} carries the credential {which}, which goes only to its own (inspected) host. Next: send it only there; the proxy puts the real credential in"
+        );
+        shared.deny("egress_placeholder", detail, message).await;
+        return;
+    }
     forward(agent, target, connect_head, &buf, shared).await;
+}
+
+/// An inspected host's connection, on to [`l7`](super::l7); a `CONNECT` tunnel to one is
+/// refused (its bytes would pass unread).
+async fn inspect(
+    mut agent: TcpStream,
+    buf: Vec<u8>,
+    (host, port, target, entry): (String, u16, SocketAddr, usize),
+    (tls, connect_head): (bool, Option<usize>),
+    shared: &Arc<Shared>,
+) {
+    if connect_head.is_some() {
+        refuse_with_answer(&mut agent, false, &host).await;
+        let detail = json!({"host": host, "port": port, "method": "CONNECT"});
+        let message = format!(
+            "{host} is an inspected host: a CONNECT tunnel to it is refused. Next: connect to {host} directly (the session sends every connection through its proxy)"
+        );
+        shared
+            .deny("egress_http_not_allowed", detail, message)
+            .await;
+        return;
+    }
+    let conn = super::l7::Conn {
+        host,
+        port,
+        target,
+        entry,
+        tls,
+    };
+    super::l7::serve(agent, buf, conn, shared.clone()).await;
 }
 
 /// On to `target` with the bytes read so far: after a `CONNECT` head (at `connect_head`'s

@@ -1,0 +1,377 @@
+//! Inspected egress hosts: the proxy ends the agent's TLS with the session's CA, decides each
+//! request by method and path, checks it for secrets, and swaps a credential's placeholder
+//! for its value on its own host only. The server: Python's standard `http.server` over TLS
+//! (a test CA from `openssl`), serving `git http-backend` (git's own smart-HTTP server) for
+//! smart HTTP and `/echo/...`, which answers the method, path and `Authorization` it received.
+//! The clients: real `curl` and real `git` (clone and push). Every attempt is first shown
+//! working bare, with the same script, then under gatewayd: allowed, refused by method/path,
+//! refused by secret, a credential injected (the server sees the value, the agent's
+//! environment only the placeholder), the placeholder refused on another host.
+use std::net::{IpAddr, Ipv4Addr, TcpStream};
+
+use super::*;
+use crate::egress_proxy::{Servers, dns_server};
+use inbound::ExtraAddress;
+
+const SERVER_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 41);
+const DNS_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 54);
+const PORT: u16 = 8443;
+const REAL: &str = "ghp_real-credential-0123456789";
+const SECRET: &str = "sk-session-secret-0123456789";
+
+fn known(name: &str) -> Option<Ipv4Addr> {
+    matches!(name, "git.l7.test" | "other.l7.test").then_some(SERVER_IP)
+}
+
+/// The server: `http.server` over TLS (HTTP/1.1, keep-alive), `git http-backend` under
+/// `/git/` (the CGI exchange written out: `http.server`'s own CGI handler cannot run over
+/// TLS), and `/echo/`.
+const SERVER: &str = r#"
+import http.server, os, ssl, subprocess, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def body(self):
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def reply(self, status, headers, out):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    def echo(self):
+        n = len(self.body())
+        out = "%s %s auth=%s body=%d\n" % (self.command, self.path, self.headers.get("Authorization"), n)
+        self.reply(200, [], out.encode())
+    def git(self):
+        path, _, query = self.path[len("/git"):].partition("?")
+        env = dict(os.environ, REQUEST_METHOD=self.command, PATH_INFO=path, QUERY_STRING=query,
+                   CONTENT_TYPE=self.headers.get("Content-Type") or "", REMOTE_ADDR="127.0.0.1",
+                   GIT_HTTP_EXPORT_ALL="1", GIT_PROJECT_ROOT=os.getcwd())
+        out = subprocess.run(["git", "http-backend"], input=self.body(), env=env, capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(": ")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                headers.append((k, v))
+        self.reply(status, headers, rest)
+    def do_GET(self):
+        return self.git() if self.path.startswith("/git/") else self.echo()
+    do_POST = do_GET
+    def log_message(self, *a):
+        pass
+srv = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+"#;
+
+fn openssl(args: &[&str], dir: &Scratch) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A test CA and the server's certificate for both names, signed by it; returns the CA.
+fn certificates(dir: &Scratch) -> PathBuf {
+    openssl(
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=l7 test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ],
+        dir,
+    );
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=git.l7.test",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+        ],
+        dir,
+    );
+    std::fs::write(
+        dir.path("ext.cnf"),
+        "subjectAltName=DNS:git.l7.test,DNS:other.l7.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "srv.pem",
+        ],
+        dir,
+    );
+    dir.path("ca.pem")
+}
+
+/// A bare repository with one commit at `www/repo.git`, and the server.
+fn server(dir: &Scratch) -> Servers {
+    let root = dir.path("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let git = |args: &[&str], at: &Path| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.test"])
+            .args(args)
+            .current_dir(at)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let seed = dir.path("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    git(&["init", "-q", "-b", "main"], &seed);
+    std::fs::write(seed.join("README"), "hello from the repo\n").unwrap();
+    git(&["add", "README"], &seed);
+    git(&["commit", "-qm", "first"], &seed);
+    let repo = root.join("repo.git");
+    git(
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            seed.to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+        &seed,
+    );
+    let py = dir.path("server.py");
+    std::fs::write(&py, SERVER).unwrap();
+    let child = Command::new("/usr/bin/python3")
+        .arg(&py)
+        .args([&SERVER_IP.to_string(), &PORT.to_string()])
+        .arg(dir.path("srv.pem"))
+        .arg(dir.path("srv.key"))
+        .current_dir(&root)
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "http.receivepack")
+        .env("GIT_CONFIG_VALUE_0", "true")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let servers = Servers(vec![child]);
+    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
+    while TcpStream::connect((SERVER_IP, PORT)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    servers
+}
+
+/// The attempts, one line each: `NAME OUTCOME`. `$GH_TOKEN` is the agent's credential: the
+/// real value bare, the placeholder under gatewayd. The names are given to curl and git
+/// (`--resolve`, `http.curloptResolve`); under gatewayd the proxy checks them against the
+/// session's resolver.
+fn script(dir: &Scratch) -> String {
+    let base = format!("https://git.l7.test:{PORT}");
+    let other = format!("https://other.l7.test:{PORT}");
+    let (g, o) = (
+        format!("git.l7.test:{PORT}:{SERVER_IP}"),
+        format!("other.l7.test:{PORT}:{SERVER_IP}"),
+    );
+    let curl = format!("curl -sS --max-time 20 --resolve {g} --resolve {o}");
+    let git = format!("git -c http.curloptResolve={g} -c user.name=t -c user.email=t@t.test");
+    let clone = dir.path("clone");
+    format!(
+        r#"echo "get $({curl} {base}/echo/a 2>&1 | head -n1)"
+echo "post $({curl} -d x=1 {base}/echo/p 2>&1 | head -n1)"
+echo "secret $({curl} -H 'X-Note: {SECRET}' {base}/echo/s 2>&1 | head -n1)"
+echo "secret_b64 $({curl} -d "n=$(printf %s '{SECRET}' | base64)" {other}/echo/s 2>&1 | head -n1)"
+echo "cred $({curl} -H "Authorization: Bearer $GH_TOKEN" {base}/echo/c 2>&1 | head -n1)"
+echo "leak $({curl} -H "Authorization: Bearer $GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
+echo "big_head $({curl} -o /dev/null -w '%{{http_code}}' -H "X-Pad: $(printf %0100000d 0)" {base}/echo/b 2>/dev/null)"
+echo "env_token $GH_TOKEN"
+rm -rf {c}
+if {git} clone -q {base}/git/repo.git {c} 2>/dev/null; then echo "clone $(cat {c}/README)"; else echo "clone fail"; fi
+cd {c} 2>/dev/null && echo more >> README && {git} commit -qam second
+if {git} push -q origin HEAD:main 2>/dev/null; then echo "push ok"; else echo "push fail"; fi
+"#,
+        c = clone.display()
+    )
+}
+
+fn policy(ca: &Path) -> serde_json::Value {
+    serde_json::json!({"version": 1, "kernel": "best_effort",
+    "secrets": {"note": {"value": SECRET}},
+    "credentials": {"gh": {"value": REAL}},
+    "network": {"upstream_ca": ca, "egress": [
+        {"host": "git.l7.test", "port": PORT,
+         "http": [{"methods": ["GET", "HEAD"]},
+                  {"methods": ["POST"], "path": "/git/*/git-upload-pack"}],
+         "inject": [{"credential": "gh", "header": "Authorization", "env": "GH_TOKEN"}]},
+        {"host": "other.l7.test", "port": PORT, "inspect": true},
+        {"cidr": format!("{DNS_IP}/32"), "port": 53},
+        {"cidr": "127.0.0.0/8"}
+    ]}})
+}
+
+/// Each refusal's record: its reason, host, method and path; the credential in none.
+fn assert_records(audit: &Path) {
+    let recs = records(audit);
+    let with = |reason: &str| -> Vec<&serde_json::Value> {
+        recs.iter()
+            .filter(|r| r["reason"] == reason && r["decision"] == "deny")
+            .collect()
+    };
+    let http = with("egress_http_not_allowed");
+    assert!(
+        http.iter()
+            .any(|r| r["detail"]["method"] == "POST" && r["detail"]["path"] == "/echo/p"),
+        "{http:#?}"
+    );
+    assert!(
+        http.iter().any(|r| r["detail"]["method"] == "POST"
+            && r["detail"]["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/git-receive-pack"))
+            && r["detail"]["host"] == "git.l7.test"),
+        "the push: {http:#?}"
+    );
+    let secret = with("egress_secret");
+    assert!(secret.len() >= 2, "{secret:#?}");
+    let leak = with("egress_placeholder");
+    assert!(
+        leak.iter().any(|r| r["detail"]["host"] == "other.l7.test"),
+        "{leak:#?}"
+    );
+    let all = std::fs::read_to_string(audit).unwrap();
+    assert!(!all.contains(REAL), "the credential is in no record");
+}
+
+/// Bare: every attempt works (the test CA trusted by curl and git, the real credential in
+/// `GH_TOKEN`); the server's own limit refuses the 100 KB header.
+fn bare(sh: &str, ca: &Path) {
+    let bare = Command::new("sh")
+        .args(["-c", sh])
+        .env("GH_TOKEN", REAL)
+        .env("CURL_CA_BUNDLE", ca)
+        .env("GIT_SSL_CAINFO", ca)
+        .output()
+        .unwrap();
+    let text = stdout(&bare);
+    let b = escape_outcomes(&text);
+    assert_eq!(b["get"], "GET /echo/a auth=None body=0", "{text}");
+    assert_eq!(b["post"], "POST /echo/p auth=None body=3", "{text}");
+    assert_eq!(b["secret"], "GET /echo/s auth=None body=0", "{text}");
+    assert!(b["secret_b64"].starts_with("POST /echo/s"), "{text}");
+    assert_eq!(
+        b["cred"],
+        format!("GET /echo/c auth=Bearer {REAL} body=0"),
+        "{text}"
+    );
+    assert_eq!(
+        b["leak"],
+        format!("GET /echo/l auth=Bearer {REAL} body=0"),
+        "{text}"
+    );
+    assert_eq!(b["big_head"], "431", "the server's own limit: {text}");
+    assert_eq!(b["clone"], "hello from the repo", "{text}");
+    assert_eq!(b["push"], "ok", "{text}");
+}
+
+#[test]
+fn egress_l7_inspects_requests_and_injects_credentials() {
+    let _ = tier();
+    let _addrs: Vec<ExtraAddress> = [IpAddr::V4(SERVER_IP), IpAddr::V4(DNS_IP)]
+        .into_iter()
+        .map(ExtraAddress::add)
+        .collect();
+    let dir = Scratch::new("egress-l7");
+    dns_server(DNS_IP, known);
+    let ca = certificates(&dir);
+    let _server = server(&dir);
+    let sh = script(&dir);
+
+    bare(&sh, &ca);
+
+    // Under gatewayd: the agent is given the session's bundle and the placeholder only.
+    let policy = write_policy(&dir, policy(&ca));
+    let audit = dir.path("audit.jsonl");
+    let out = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--", "sh", "-c", &sh])
+        .env("GATEWAYD_DNS_SERVER", format!("{DNS_IP}:53"))
+        .env_remove("GH_TOKEN")
+        .output()
+        .unwrap();
+    let text = format!("{}\n{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let g = escape_outcomes(&stdout(&out));
+    assert_eq!(g["get"], "GET /echo/a auth=None body=0", "allowed: {text}");
+    let refused = |n: &str, code: &str| {
+        assert!(
+            g[n].starts_with("gatewayd refused this request:") && g[n].contains("Next:"),
+            "{n} refused ({code}): {text}"
+        );
+    };
+    refused("post", "method");
+    refused("secret", "secret");
+    refused("secret_b64", "secret, base64");
+    assert_eq!(
+        g["cred"],
+        format!("GET /echo/c auth=Bearer {REAL} body=0"),
+        "the server sees the credential: {text}"
+    );
+    assert!(
+        g["env_token"].starts_with("gatewayd-placeholder-") && !g["env_token"].contains(REAL),
+        "the agent holds the placeholder only: {text}"
+    );
+    refused("leak", "placeholder elsewhere");
+    // A 100 KB header: the proxy answers 431 itself (64 KiB of head at most) and closes;
+    // the session goes on (the lines after it).
+    assert_eq!(g["big_head"], "431", "{text}");
+    assert_eq!(
+        g["clone"], "hello from the repo",
+        "git clone allowed: {text}"
+    );
+    assert_eq!(g["push"], "fail", "git push refused: {text}");
+
+    assert_records(&audit);
+    assert!(verify(&audit).status.success());
+}
