@@ -131,6 +131,41 @@ fn copy_with_libs(src: &Path, root: &Path, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The inspected-egress test's server and client (`egress_l7.rs`): Debian's Python with its
+/// standard library (no tests, no GUI; each extension module with its libraries) for the
+/// HTTPS server, and `git` with the helpers it runs from its exec path (`git http-backend`,
+/// `git remote-https`).
+fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(root.join("usr/bin"))?;
+    copy_with_libs(Path::new("/usr/bin/python3"), root, "usr/bin/python3")?;
+    let lib = "usr/lib/python3.11";
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "tar -C / -cf - --exclude=__pycache__ --exclude='{lib}/test' --exclude='{lib}/idlelib' \
+             --exclude='{lib}/tkinter' --exclude='{lib}/turtledemo' --exclude='{lib}/ensurepip' \
+             --exclude='{lib}/lib2to3' --exclude='{lib}/config-*' {lib} | tar -C '{}' -xf -",
+            root.display()
+        ))
+        .status()?;
+    if !status.success() {
+        bail!("copying Python's standard library failed");
+    }
+    let dynload = Path::new("/").join(lib).join("lib-dynload");
+    for e in std::fs::read_dir(&dynload).context("lib-dynload")? {
+        let path = e?.path();
+        let rel = path.strip_prefix("/").context("absolute")?;
+        copy_with_libs(&path, root, &rel.display().to_string())?;
+    }
+    copy_with_libs(Path::new("/usr/bin/git"), root, "bin/git")?;
+    std::fs::create_dir_all(root.join("usr/lib/git-core"))?;
+    for helper in ["git-http-backend", "git-remote-http", "git-remote-https"] {
+        let from = Path::new("/usr/lib/git-core").join(helper);
+        copy_with_libs(&from, root, &format!("usr/lib/git-core/{helper}"))?;
+    }
+    Ok(())
+}
+
 /// The socket diagnostics modules for TCP (`inet_diag`, `tcp_diag`) of a Debian kernel
 /// package, under `/modules/<release>/`, uncompressed (the init loads them): the egress
 /// proxy needs them, and the guests have no module loader. A kernel given by path has none.
@@ -199,6 +234,7 @@ fn initramfs(
     // req`, which reads the configuration file) and its client (`curl`).
     copy_with_libs(Path::new("/usr/bin/openssl"), &root, "bin/openssl")?;
     copy_with_libs(Path::new("/usr/bin/curl"), &root, "bin/curl")?;
+    copy_l7_tools(&root)?;
     for k in kernels {
         copy_diag_modules(k, &root)?;
     }
