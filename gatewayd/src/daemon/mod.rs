@@ -160,13 +160,14 @@ pub async fn serve(
         "policy": opts.policy, "policy_digest": digest, "socket": opts.socket, "socket_activated": activated,
         "agent_cgroups": gw.agent_cgroups().list()}),
     );
-    ready(&gw);
-    let reloads = tokio::spawn(policy_watch::run(
+    // The watch first: a change made once the daemon says it is ready is seen.
+    let reloads = policy_watch::spawn(
         gw.clone(),
         opts.policy.clone(),
         opts.reload,
         shutdown.clone(),
-    ));
+    );
+    ready(&gw);
     server::run(listener, gw.clone(), shutdown, opts.server).await;
     let _ = reloads.await;
     if !activated {

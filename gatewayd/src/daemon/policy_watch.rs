@@ -38,13 +38,15 @@ const MAX_SETTLE: Duration = Duration::from_secs(1);
 /// Symlinks followed from the policy file to find the names that matter.
 const MAX_HOPS: usize = 8;
 
-/// Reloads `gw`'s policy from `path` on each trigger of `opts`, until `shutdown`.
-pub(crate) async fn run(
+/// Reloads `gw`'s policy from `path` on each trigger of `opts`, until `shutdown`, on a task
+/// of its own. The signal handler and the inotify watch are in place when this returns, so
+/// a change made after it (once the agent runs, or once the daemon says it is ready) is seen.
+pub(crate) fn spawn(
     gw: Arc<Gateway>,
     path: PathBuf,
     opts: ReloadOptions,
     mut shutdown: Shutdown,
-) {
+) -> tokio::task::JoinHandle<()> {
     let mut hup = opts.sighup.then(sighup).flatten();
     let mut watch = if opts.watch {
         match DirWatch::new(&path) {
@@ -60,14 +62,16 @@ pub(crate) async fn run(
     } else {
         None
     };
-    loop {
-        let trigger = tokio::select! {
-            () = shutdown.recv() => return,
-            Some(()) = next_signal(&mut hup) => "sighup",
-            Some(()) = next_change(&mut watch) => "file",
-        };
-        gw.reload_policy(&path, trigger).await;
-    }
+    tokio::spawn(async move {
+        loop {
+            let trigger = tokio::select! {
+                () = shutdown.recv() => return,
+                Some(()) = next_signal(&mut hup) => "sighup",
+                Some(()) = next_change(&mut watch) => "file",
+            };
+            gw.reload_policy(&path, trigger).await;
+        }
+    })
 }
 
 fn sighup() -> Option<Signal> {

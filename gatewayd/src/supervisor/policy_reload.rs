@@ -77,5 +77,5 @@ pub(super) fn watch(
         sighup: false,
         watch: true,
     };
-    tokio::spawn(policy_watch::run(gw.clone(), path, opts, stop));
+    policy_watch::spawn(gw.clone(), path, opts, stop);
 }
