@@ -38,7 +38,7 @@ mkdir -p /root
 echo "STAGE doctor"
 echo "DOCTOR $(/gatewayd doctor --json)"
 echo "STAGE tests"
-/privileged --test-threads=1 2>&1
+/privileged --test-threads=1 GUEST_TESTS 2>&1
 echo "GUEST-EXIT $?"
 echo "STAGE bench"
 # Kernel-layer cost at tier 1: a bare process and the agent under gatewayd (a policy that
@@ -163,6 +163,12 @@ fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
         let from = Path::new("/usr/lib/git-core").join(helper);
         copy_with_libs(&from, root, &format!("usr/lib/git-core/{helper}"))?;
     }
+    // The commands git runs by name (a local clone's `git-upload-pack`), as Debian has them:
+    // git itself, which takes its command from its name.
+    for name in ["git-upload-pack", "git-receive-pack", "git-upload-archive"] {
+        std::os::unix::fs::symlink("/bin/git", root.join("bin").join(name))?;
+        std::os::unix::fs::symlink("/bin/git", root.join("usr/lib/git-core").join(name))?;
+    }
     Ok(())
 }
 
@@ -220,7 +226,12 @@ fn initramfs(
         std::fs::create_dir_all(root.join(d))?;
     }
     std::fs::copy(&env.busybox, root.join("bin/busybox"))?;
-    let init = INIT.replace("SESSIONS_BENCH\n", crate::sessions_bench::GUEST_SCRIPT);
+    // `GATEWAYD_GUEST_TESTS=NAME`: only the tests whose names hold NAME (a developer's
+    // shortcut; `cargo xtask test` runs them all).
+    let only = std::env::var("GATEWAYD_GUEST_TESTS").unwrap_or_default();
+    let init = INIT
+        .replace("SESSIONS_BENCH\n", crate::sessions_bench::GUEST_SCRIPT)
+        .replace("GUEST_TESTS", &only);
     std::fs::write(root.join("init"), init)?;
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))?;

@@ -60,8 +60,8 @@ impl ServerConfinement {
         } else {
             KernelMode::BestEffort
         });
-        let mut c = Confinement::prepare(&Plan {
-            name: &format!("mcp-{name}-{}", std::process::id()),
+        let plan = |learn| Plan {
+            name: "",
             policy: &as_policy,
             own_files: own,
             read_only: &[],
@@ -71,8 +71,25 @@ impl ServerConfinement {
             landlock: LandlockUse::Allowlist,
             require,
             learn,
+        };
+        let cgroup = format!("mcp-{name}-{}", std::process::id());
+        let mut c = Confinement::prepare(&Plan {
+            name: &cgroup,
+            ..plan(learn)
         })?;
-        let learning = if learn {
+        if learn && c.report.tier == Tier::Full {
+            // Not yet at tier 1: the server's child is refused its start (EPERM) when its
+            // profile learns under BPF LSM (docs/LIMITS.md). The profile is enforced instead;
+            // its refusals are recorded `deny`, which `policy suggest` reads too.
+            c.finish()?;
+            c = Confinement::prepare(&Plan {
+                name: &cgroup,
+                ..plan(false)
+            })?;
+            let why = "not at tier 1 (BPF LSM) yet: the profile is enforced, its refusals recorded `deny` (policy suggest reads them)";
+            c.report.pieces.insert("learn_files".into(), json!(why));
+        }
+        let learning = if learn && c.report.tier != Tier::Full {
             learn_files(server, own, &mut c)?
         } else {
             None

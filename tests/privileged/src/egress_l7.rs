@@ -308,7 +308,12 @@ fn bare(sh: &str, ca: &Path) {
         format!("GET /echo/l auth=Bearer {REAL} body=0"),
         "{text}"
     );
-    assert_eq!(b["big_head"], "431", "the server's own limit: {text}");
+    // The server's own limit: 431, or `000` when it closed while curl was still sending the
+    // rest of the head (a reset curl sees before the answer; a race on a loaded machine).
+    assert!(
+        matches!(b["big_head"].as_str(), "431" | "000"),
+        "the server's own limit: {text}"
+    );
     assert_eq!(b["clone"], "hello from the repo", "{text}");
     assert_eq!(b["push"], "ok", "{text}");
 }
@@ -363,9 +368,10 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         "the agent holds the placeholder only: {text}"
     );
     refused("leak", "placeholder elsewhere");
-    // A 100 KB header: the proxy answers 431 itself (64 KiB of head at most) and closes;
-    // the session goes on (the lines after it).
-    assert_eq!(g["big_head"], "431", "{text}");
+    // A 100 KB header: the proxy answers 431 itself (64 KiB of head at most) and closes
+    // (curl may see the close first, while still sending: `000`); the session goes on (the
+    // lines after it).
+    assert!(matches!(g["big_head"].as_str(), "431" | "000"), "{text}");
     assert_eq!(
         g["clone"], "hello from the repo",
         "git clone allowed: {text}"

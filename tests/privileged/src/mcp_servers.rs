@@ -22,6 +22,31 @@ fn proxy_calls_with(
     extra: &[&str],
     calls: &[Value],
 ) -> Vec<Value> {
+    let (status, answers) = proxy_run(policy, audit, server, extra, calls);
+    assert!(
+        status.success(),
+        "gatewayd mcp: {status}; its records: {:#?}",
+        records(audit)
+    );
+    (0..calls.len())
+        .map(|i| {
+            answers
+                .iter()
+                .find(|a| a["id"] == json!(i))
+                .unwrap_or_else(|| panic!("no answer to call {i}: {answers:?}"))["result"]
+                .clone()
+        })
+        .collect()
+}
+
+/// Runs `gatewayd mcp` with these calls: its exit status and every answer it wrote.
+fn proxy_run(
+    policy: &Path,
+    audit: &Path,
+    server: &str,
+    extra: &[&str],
+    calls: &[Value],
+) -> (std::process::ExitStatus, Vec<Value>) {
     let mut child = Command::new(gatewayd())
         .args(["mcp", "--policy"])
         .arg(policy)
@@ -51,20 +76,11 @@ fn proxy_calls_with(
         }
     }
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "gatewayd mcp: {}", out.status);
     let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    (0..calls.len())
-        .map(|i| {
-            answers
-                .iter()
-                .find(|a| a["id"] == json!(i))
-                .unwrap_or_else(|| panic!("no answer to call {i}: {answers:?}"))["result"]
-                .clone()
-        })
-        .collect()
+    (out.status, answers)
 }
 
 fn text(r: &Value) -> &str {
@@ -191,8 +207,8 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
     assert!(verify(&audit).status.success());
 }
 
-/// `gatewayd mcp --learn` learns a server's profile at both tiers (docs/MCP.md, "Learning a
-/// server's profile"): from a profile of its directory alone, which cannot even start the
+/// `gatewayd mcp --learn` learns a server's profile (docs/MCP.md, "Learning a server's
+/// profile"; tier 2, not yet tier 1): from a profile of its directory alone, which cannot even start the
 /// server (its libraries are outside), the learning run works with the protected file still
 /// refused; the suggested profile then runs the same calls with no kernel refusal.
 #[test]
@@ -217,6 +233,18 @@ fn a_tool_servers_profile_is_learned_then_enforced() {
         call("read", &secret),
     ];
     let learned = dir.path("learn.jsonl");
+    if tier() == Tier::BpfLsm {
+        // Not yet at tier 1 (docs/LIMITS.md): the profile is enforced while learning, so the
+        // server, outside its own profile, is refused its start; the record says why.
+        let (status, _) = proxy_run(&policy, &learned, "fs", &["--learn"], &calls);
+        assert!(!status.success());
+        let recs = records(&learned);
+        assert!(
+            recs.iter().any(|x| x["reason"] == "mcp_server_refused"),
+            "{recs:#?}"
+        );
+        return;
+    }
     let r = proxy_calls_with(&policy, &learned, "fs", &["--learn"], &calls);
     assert_eq!(text(&r[0]), "notes", "{r:?}");
     assert_eq!(r[1]["isError"], false, "{r:?}");
