@@ -60,8 +60,9 @@ impl ServerConfinement {
         } else {
             KernelMode::BestEffort
         });
+        let cgroup = format!("mcp-{name}-{}", std::process::id());
         let plan = |learn| Plan {
-            name: "",
+            name: &cgroup,
             policy: &as_policy,
             own_files: own,
             read_only: &[],
@@ -72,20 +73,13 @@ impl ServerConfinement {
             require,
             learn,
         };
-        let cgroup = format!("mcp-{name}-{}", std::process::id());
-        let mut c = Confinement::prepare(&Plan {
-            name: &cgroup,
-            ..plan(learn)
-        })?;
+        let mut c = Confinement::prepare(&plan(learn))?;
         if learn && c.report.tier == Tier::Full {
             // Not yet at tier 1: the server's child is refused its start (EPERM) when its
             // profile learns under BPF LSM (docs/LIMITS.md). The profile is enforced instead;
             // its refusals are recorded `deny`, which `policy suggest` reads too.
             c.finish()?;
-            c = Confinement::prepare(&Plan {
-                name: &cgroup,
-                ..plan(false)
-            })?;
+            c = Confinement::prepare(&plan(false))?;
             let why = "not at tier 1 (BPF LSM) yet: the profile is enforced, its refusals recorded `deny` (policy suggest reads them)";
             c.report.pieces.insert("learn_files".into(), json!(why));
         }
