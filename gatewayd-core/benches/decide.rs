@@ -203,22 +203,7 @@ fn main() {
         },
     );
     matcher_alone(&email);
-    // A session that started with 64 secrets of its own (protected files, environment).
-    let mut many = Session::new("bench-many", "alice", &["basic", "email"]);
-    for i in 0..64 {
-        let v = format!("tok_{i:02}_{}", base64(format!("{i}-{K1}").as_bytes()));
-        engine
-            .add_session_secret(&mut many, &format!("s{i}"), &v)
-            .unwrap();
-    }
-    assert!(engine.decide(&many, &email).is_allow());
-    bench(
-        "decide: send_email, session with 64 secrets",
-        100_000,
-        || {
-            black_box(engine.decide(&many, black_box(&email)));
-        },
-    );
+    many_secrets_row(&engine, &email);
     let unknown = ToolCall::new("tool_99", json!({}));
     bench("decide: unknown tool (deny)", 200_000, || {
         black_box(engine.decide(&session, black_box(&unknown)));
@@ -237,23 +222,7 @@ fn main() {
             .open(black_box(&notes));
         black_box((walked.is_ok(), std::fs::metadata(&notes).is_ok()));
     });
-    let one = ToolCall::new("shell", json!({"command": "cat notes.txt"}));
-    assert!(engine.decide(&session, &one).is_allow());
-    bench("decide: shell, one command (tokeniser)", 100_000, || {
-        black_box(engine.decide(&session, black_box(&one)));
-    });
-    let line = ToolCall::new(
-        "shell",
-        json!({"command": "cd . && cat notes.txt 2>/dev/null | head -3 > out.txt"}),
-    );
-    assert!(engine.decide(&session, &line).is_allow());
-    bench(
-        "decide: shell line (cd, pipe, redirections)",
-        100_000,
-        || {
-            black_box(engine.decide(&session, black_box(&line)));
-        },
-    );
+    shell_rows(&engine, &session);
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
     bench("decide: fetch_url (URL, egress)", 200_000, || {
         black_box(engine.decide(&session, black_box(&url)));
@@ -264,6 +233,49 @@ fn main() {
         black_box(engine.call(&mut s2, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
     });
 
+    audit_rows(&root, &noop);
+    // A kernel denial through the aggregator: a repeat within its window is counted.
+    let denial = Entry::kernel(
+        "bench",
+        "cgroup/connect4",
+        "egress_not_allowed",
+        json!({"addr": "10.0.0.1", "port": 443, "pid": 7, "comm": "agent",
+               "cgroup_id": 1, "session_cgroup_id": 1, "message": "not in the allowlist"}),
+    );
+    let mut aggregator = gatewayd_core::audit::aggregate::Aggregator::new();
+    let _ = aggregator.offer(denial.clone(), 0);
+    bench(
+        "aggregate: a repeated kernel denial (counted)",
+        200_000,
+        || {
+            black_box(aggregator.offer(black_box(denial.clone()), 1));
+        },
+    );
+}
+
+/// The shell tool: one command, and a line with `cd`, a pipe and redirections.
+fn shell_rows(engine: &Engine, session: &Session) {
+    let one = ToolCall::new("shell", json!({"command": "cat notes.txt"}));
+    assert!(engine.decide(session, &one).is_allow());
+    bench("decide: shell, one command (tokeniser)", 100_000, || {
+        black_box(engine.decide(session, black_box(&one)));
+    });
+    let line = ToolCall::new(
+        "shell",
+        json!({"command": "cd . && cat notes.txt 2>/dev/null | head -3 > out.txt"}),
+    );
+    assert!(engine.decide(session, &line).is_allow());
+    bench(
+        "decide: shell line (cd, pipe, redirections)",
+        100_000,
+        || {
+            black_box(engine.decide(session, black_box(&line)));
+        },
+    );
+}
+
+/// The audit log's append with its fdatasync, alone and under a whole call.
+fn audit_rows(root: &Path, noop: &ToolCall) {
     // Audit append with fsync (fdatasync per record), on the tempdir's filesystem.
     let clock = Arc::new(SystemClock);
     let mut log = AuditLog::open(&root.join("audit.jsonl"), clock.clone()).unwrap();
@@ -282,30 +294,33 @@ fn main() {
     drop(log);
     let log = AuditLog::open(&root.join("audit2.jsonl"), clock).unwrap();
     let audited = Engine::new(
-        Arc::new(policy(&root)),
+        Arc::new(policy(root)),
         Arc::new(SystemClock),
         Some(Arc::new(Mutex::new(log))),
     )
     .unwrap();
     let mut s3 = Session::new("bench3", "alice", &["basic"]);
     bench("call: noop with audit record (end to end)", 2_000, || {
-        black_box(audited.call(&mut s3, &noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
+        black_box(audited.call(&mut s3, noop, |_: &Value, _: &Credentials| Ok(Value::Null)));
     });
-    // A kernel denial through the aggregator: a repeat within its window is counted.
-    let denial = Entry::kernel(
-        "bench",
-        "cgroup/connect4",
-        "egress_not_allowed",
-        json!({"addr": "10.0.0.1", "port": 443, "pid": 7, "comm": "agent",
-               "cgroup_id": 1, "session_cgroup_id": 1, "message": "not in the allowlist"}),
-    );
-    let mut aggregator = gatewayd_core::audit::aggregate::Aggregator::new();
-    let _ = aggregator.offer(denial.clone(), 0);
+}
+
+/// `send_email` in a session that started with 64 secrets of its own (protected files,
+/// environment).
+fn many_secrets_row(engine: &Engine, email: &ToolCall) {
+    let mut many = Session::new("bench-many", "alice", &["basic", "email"]);
+    for i in 0..64 {
+        let v = format!("tok_{i:02}_{}", base64(format!("{i}-{K1}").as_bytes()));
+        engine
+            .add_session_secret(&mut many, &format!("s{i}"), &v)
+            .unwrap();
+    }
+    assert!(engine.decide(&many, email).is_allow());
     bench(
-        "aggregate: a repeated kernel denial (counted)",
-        200_000,
+        "decide: send_email, session with 64 secrets",
+        100_000,
         || {
-            black_box(aggregator.offer(black_box(denial.clone()), 1));
+            black_box(engine.decide(&many, black_box(email)));
         },
     );
 }

@@ -176,15 +176,41 @@ impl Confinement {
             c.add_kernel_session(&dir, plan, plan.require || fallback)?;
         }
         let program_tier = Tier::resolve(c.program_status(), true);
-        let landlock = match &plan.landlock {
+        let landlock = c.landlock_ruleset(plan, program_tier);
+        match landlock {
+            None => {}
+            Some(Ok((rs, state))) => {
+                c.report.pieces.insert("landlock".into(), json!(state));
+                c.ruleset = Some(rs);
+            }
+            Some(Err(e)) if plan.require && !fallback => return Err(e.into()),
+            Some(Err(e)) => {
+                c.report
+                    .pieces
+                    .insert("landlock".into(), json!(format!("not applied: {e}")));
+            }
+        }
+        c.report.tier = Tier::resolve(c.program_status(), c.ruleset.is_some());
+        c.report.tier_level = c.report.tier.level();
+        Ok(c)
+    }
+
+    /// The Landlock ruleset `plan` asks for, with the state `session_start` records: none at
+    /// a fallback when the programs reached tier 1.
+    fn landlock_ruleset(
+        &self,
+        plan: &Plan<'_>,
+        program_tier: Tier,
+    ) -> Option<Result<(Ruleset, String), LandlockError>> {
+        match &plan.landlock {
             LandlockUse::Fallback if program_tier != Tier::CgroupLandlock => None,
             LandlockUse::Fallback => Some(
                 Ruleset::build(&if plan.learn {
                     FsPolicy::default()
                 } else {
                     FsPolicy {
-                        exec: c.policy.sandbox.exec.clone(),
-                        roots: FsRoots::of(&c.policy.sandbox),
+                        exec: self.policy.sandbox.exec.clone(),
+                        roots: FsRoots::of(&self.policy.sandbox),
                         program: plan.program.map(Path::to_owned),
                     }
                 })
@@ -210,28 +236,12 @@ impl Confinement {
                 }))
             }
             LandlockUse::Allowlist => {
-                Some(Ruleset::build_allowlist(&allowlist(&c.policy)).map(|rs| {
+                Some(Ruleset::build_allowlist(&allowlist(&self.policy)).map(|rs| {
                     let state = format!("allowlist applied (ABI {}, {} rules)", rs.abi, rs.rules);
                     (rs, state)
                 }))
             }
-        };
-        match landlock {
-            None => {}
-            Some(Ok((rs, state))) => {
-                c.report.pieces.insert("landlock".into(), json!(state));
-                c.ruleset = Some(rs);
-            }
-            Some(Err(e)) if plan.require && !fallback => return Err(e.into()),
-            Some(Err(e)) => {
-                c.report
-                    .pieces
-                    .insert("landlock".into(), json!(format!("not applied: {e}")));
-            }
         }
-        c.report.tier = Tier::resolve(c.program_status(), c.ruleset.is_some());
-        c.report.tier_level = c.report.tier.level();
-        Ok(c)
     }
 
     fn create_cgroup(&mut self, plan: &Plan<'_>, require: bool) -> Result<(), ConfineError> {

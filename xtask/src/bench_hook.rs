@@ -6,7 +6,7 @@
 //! and cluster configs), which the starter protects.
 use std::{
     io::Write as _,
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -76,7 +76,8 @@ fn percentiles(mut v: Vec<Duration>) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
-pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
+/// A workspace with one file, a developer's home and the starter policy for them.
+fn workspace_and_policy(gatewayd: &Path, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     let ws = dir.join("hook-ws");
     std::fs::create_dir_all(&ws)?;
     std::fs::write(ws.join("a.txt"), "x")?;
@@ -95,17 +96,26 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
     if !out.status.success() {
         bail!("policy init: {}", String::from_utf8_lossy(&out.stderr));
     }
+    Ok((ws, policy))
+}
+
+/// `gatewayd serve` on `socket`, once it accepts a connection.
+fn start_daemon(
+    gatewayd: &Path,
+    dir: &Path,
+    policy: &Path,
+    socket: &Path,
+) -> anyhow::Result<std::process::Child> {
     // Each run starts with empty logs: a log another run left would be verified whole at
     // each open without a daemon, and the later run would pay for the earlier one's records.
     for log in ["hook-daemon.jsonl", "hook-local.jsonl"] {
         let _ = std::fs::remove_file(dir.join(log));
     }
-    let socket = dir.join("hook.sock");
     let mut daemon = Command::new(gatewayd)
         .args(["serve", "--policy"])
-        .arg(&policy)
+        .arg(policy)
         .arg("--socket")
-        .arg(&socket)
+        .arg(socket)
         .arg("--audit")
         .arg(dir.join("hook-daemon.jsonl"))
         .stderr(Stdio::null())
@@ -113,13 +123,20 @@ pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
     // Ready when a connection is accepted (the socket file is bound before the daemon
     // listens).
     let t0 = Instant::now();
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+    while std::os::unix::net::UnixStream::connect(socket).is_err() {
         if t0.elapsed() > Duration::from_secs(20) {
             let _ = daemon.kill();
             bail!("the daemon did not start");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    Ok(daemon)
+}
+
+pub(crate) fn run(gatewayd: &Path, dir: &Path) -> anyhow::Result<()> {
+    let (ws, policy) = workspace_and_policy(gatewayd, dir)?;
+    let socket = dir.join("hook.sock");
+    let mut daemon = start_daemon(gatewayd, dir, &policy, &socket)?;
     let event = |session: &str| {
         serde_json::json!({"session_id": session, "hook_event_name": "PreToolUse",
             "tool_name": "Read", "tool_input": {"file_path": ws.join("a.txt")},

@@ -237,6 +237,12 @@ impl Results {
             }
         }
         println!("{row}");
+        let start = self.print_starts();
+        self.print_goals(start);
+    }
+
+    /// The session starts' figures; their (best, median, worst) total, ms.
+    fn print_starts(&self) -> Option<(f64, f64, f64)> {
         let mut total: Vec<f64> = self.starts.iter().map(|s| s.total_ms).collect();
         let mut open: Vec<f64> = self.starts.iter().map(|s| s.open_ms).collect();
         let start = spread(&mut total);
@@ -266,6 +272,11 @@ impl Results {
                  {med:.1} ms (best {best:.1}, worst {worst:.1})"
             );
         }
+        start
+    }
+
+    /// The issue's goals, each with its verdict.
+    fn print_goals(&self, start: Option<(f64, f64, f64)>) {
         let on = if self.figs.iter().all(|f| f.stat.is_some()) {
             " (open()/stat())"
         } else {

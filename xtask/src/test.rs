@@ -72,11 +72,8 @@ fn host_tier() -> String {
     std::env::var("GATEWAYD_EXPECT_TIER").unwrap_or_else(|_| "2".into())
 }
 
-pub(crate) fn all() -> anyhow::Result<()> {
-    let t0 = Instant::now();
-    let env = setup::setup()?;
-    let guests = kernels::select(&env, None)?;
-    util::time("setup (toolchain, guest kernels)", t0);
+/// rustfmt, and clippy as a contributor runs it and with the privileged tests' features.
+fn lint(env: &util::Env) -> anyhow::Result<()> {
     util::run(
         "cargo fmt --check",
         Command::new("cargo")
@@ -84,7 +81,7 @@ pub(crate) fn all() -> anyhow::Result<()> {
             .current_dir(workspace_root()),
     )?;
     util::cargo(
-        &env,
+        env,
         &[
             "clippy",
             "--workspace",
@@ -97,7 +94,7 @@ pub(crate) fn all() -> anyhow::Result<()> {
         ],
     )?;
     util::cargo(
-        &env,
+        env,
         &[
             "clippy",
             "-p",
@@ -112,6 +109,15 @@ pub(crate) fn all() -> anyhow::Result<()> {
             "warnings",
         ],
     )?;
+    Ok(())
+}
+
+pub(crate) fn all() -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let env = setup::setup()?;
+    let guests = kernels::select(&env, None)?;
+    util::time("setup (toolchain, guest kernels)", t0);
+    lint(&env)?;
     let bins = util::build_release(&env)?;
     // The package is built before the tests that check it; they fail without it.
     let package = deb::package(&env)?;

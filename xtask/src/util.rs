@@ -127,6 +127,16 @@ pub(crate) fn cargo(env: &Toolchain, args: &[&str]) -> anyhow::Result<()> {
     run(&format!("cargo {}", args.join(" ")), &mut c)
 }
 
+/// Cargo's target directory: `CARGO_TARGET_DIR` when set (relative to the workspace),
+/// otherwise `target/` (a demo run with its own target directory used the binaries in
+/// `target/`, built by another command with other settings).
+pub(crate) fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+        _ => workspace_root().join("target"),
+    }
+}
+
 /// The binaries the tests, the guest and the demo use.
 #[derive(Debug, Clone)]
 pub(crate) struct Bins {
@@ -160,10 +170,7 @@ fn build(env: &Toolchain, profile: &str) -> anyhow::Result<Bins> {
             "--bins",
         ],
     )?;
-    let dir =
-        workspace_root()
-            .join("target")
-            .join(if profile == "dev" { "debug" } else { profile });
+    let dir = target_dir().join(if profile == "dev" { "debug" } else { profile });
     Ok(Bins {
         gatewayd: dir.join("gatewayd"),
         testagent: dir.join("gw-testagent"),

@@ -283,20 +283,14 @@ fn apply_effect<'a>(
                 super::curl::data_value(form, v, &|f| parsed.path(f), findings);
             }
         }
-        Effect::Read => {
+        effect @ (Effect::Read | Effect::Write | Effect::ReadWrite) => {
             if let Some(p) = path(parsed) {
-                findings.read(&p);
-            }
-        }
-        Effect::Write => {
-            if let Some(p) = path(parsed) {
-                findings.write(&p);
-            }
-        }
-        Effect::ReadWrite => {
-            if let Some(p) = path(parsed) {
-                findings.read(&p);
-                findings.write(&p);
+                if effect != Effect::Write {
+                    findings.read(&p);
+                }
+                if effect != Effect::Read {
+                    findings.write(&p);
+                }
             }
         }
         Effect::NamesFrom => {

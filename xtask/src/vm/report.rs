@@ -279,6 +279,17 @@ pub(super) fn print(runs: &[GuestRun]) {
             );
         }
     }
+    print_features_and_notes(runs);
+    print_bench(runs);
+    for r in runs {
+        sessions_bench::Results::from_lines(&r.sessions)
+            .print(&format!("guest {} (tier 1, TCG)", r.kernel.name));
+    }
+}
+
+/// Each kernel's features (`gatewayd doctor --json`) and its tests' KERNEL-NOTE lines.
+fn print_features_and_notes(runs: &[GuestRun]) {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "?".into());
     println!("features (gatewayd doctor --json):");
     for r in runs {
         let f = r
@@ -306,6 +317,10 @@ pub(super) fn print(runs: &[GuestRun]) {
             println!("  {:<6} {n}", r.kernel.name);
         }
     }
+}
+
+/// Each kernel's bench rounds: the median ratio and the best batches.
+fn print_bench(runs: &[GuestRun]) {
     println!(
         "bench (in each round a new bare process and a new agent under gatewayd take turns, \
          batch by batch; a round's ratio is the median of its agent batches against the bare \
@@ -336,10 +351,6 @@ pub(super) fn print(runs: &[GuestRun]) {
                 best(&b.under),
             );
         }
-    }
-    for r in runs {
-        sessions_bench::Results::from_lines(&r.sessions)
-            .print(&format!("guest {} (tier 1, TCG)", r.kernel.name));
     }
 }
 

@@ -168,10 +168,13 @@ fn search(
         Some(Outcome::Unchecked(why)) => return Some(Match::unchecked(why)),
         None => {}
     }
-    for set in &sets {
-        let Some((hit, split)) = window::find_split(&set.index, folded, window) else {
-            continue;
-        };
+    split_across(&sets, folded, window)
+}
+
+/// A secret split across a call's arguments or across the window's recent calls.
+fn split_across(sets: &[&SecretSet], folded: &[Vec<u8>], window: &EgressWindow) -> Option<Match> {
+    sets.iter().find_map(|set| {
+        let (hit, split) = window::find_split(&set.index, folded, window)?;
         let mut encoding = match split {
             Split::Arguments => "fragment across arguments".to_owned(),
             Split::Calls => "fragment across calls".to_owned(),
@@ -179,12 +182,11 @@ fn search(
         if !hit.shape.layers().is_empty() {
             encoding = format!("{encoding} ({})", nest(hit.shape.layers()));
         }
-        return Some(Match {
+        Some(Match {
             secret: Some(set.name_at(&hit)),
             encoding,
-        });
-    }
-    None
+        })
+    })
 }
 
 /// A registered secret found in egress arguments, or arguments that could not be checked

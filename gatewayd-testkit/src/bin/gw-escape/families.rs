@@ -119,54 +119,10 @@ pub(crate) fn code_and_namespaces(name: &str, arg: &str) -> Option<Outcome> {
             reap(sys(libc::SYS_clone3, [args.as_ptr() as u64, 64, 0, 0, 0]))
         }
         "memfd_exec" | "memfd_exec_proc" => match memfd_with_self(libc::MFD_CLOEXEC) {
-            Ok(fd) => {
-                let report = cstr(&format!("report={name}"));
-                let argv0 = cstr("gw-escape");
-                let argv = [argv0.as_ptr(), report.as_ptr(), std::ptr::null()];
-                let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-                let empty = cstr("");
-                let path = cstr(&format!("/proc/self/fd/{}", fd.as_raw_fd()));
-                // SAFETY: NUL-terminated argument vectors that outlive the call; on success
-                // the new image prints the outcome.
-                unsafe {
-                    if name == "memfd_exec" {
-                        libc::syscall(
-                            libc::SYS_execveat,
-                            fd.as_raw_fd(),
-                            empty.as_ptr(),
-                            argv.as_ptr(),
-                            envp.as_ptr(),
-                            libc::AT_EMPTY_PATH,
-                        );
-                    } else {
-                        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
-                    }
-                }
-                errno()
-            }
+            Ok(fd) => exec_fd(fd.as_raw_fd(), name, name == "memfd_exec_proc"),
             Err(e) => e,
         },
-        "deleted_exec" => {
-            let path = format!("{arg}/gw-escape-deleted-{}", std::process::id());
-            if std::fs::copy("/proc/self/exe", &path).is_err() {
-                return Some(errno());
-            }
-            let Ok(file) = std::fs::File::open(&path) else {
-                return Some(errno());
-            };
-            if std::fs::remove_file(&path).is_err() {
-                return Some(errno());
-            }
-            let report = cstr("report=deleted_exec");
-            let argv0 = cstr("gw-escape");
-            let argv = [argv0.as_ptr(), report.as_ptr(), std::ptr::null()];
-            let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-            let proc_path = cstr(&format!("/proc/self/fd/{}", file.as_raw_fd()));
-            // SAFETY: NUL-terminated argument vectors that outlive the call; on success the
-            // new image prints the outcome.
-            unsafe { libc::execve(proc_path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
-            errno()
-        }
+        "deleted_exec" => deleted_exec(arg),
         "memfd_mfd_exec" => {
             let n = cstr("gw-escape");
             let flags = u64::from(libc::MFD_CLOEXEC) | 0x10; // MFD_EXEC
@@ -183,6 +139,49 @@ pub(crate) fn code_and_namespaces(name: &str, arg: &str) -> Option<Outcome> {
         "int80" => foreign_abi(false),
         _ => return None,
     })
+}
+
+/// Runs this program again from a copy that is deleted before the exec.
+fn deleted_exec(dir: &str) -> Outcome {
+    let path = format!("{dir}/gw-escape-deleted-{}", std::process::id());
+    if std::fs::copy("/proc/self/exe", &path).is_err() {
+        return errno();
+    }
+    let Ok(file) = std::fs::File::open(&path) else {
+        return errno();
+    };
+    if std::fs::remove_file(&path).is_err() {
+        return errno();
+    }
+    exec_fd(file.as_raw_fd(), "deleted_exec", true)
+}
+
+/// Runs the program open on `fd` (by `execveat` on the descriptor, or `execve` of its
+/// `/proc/self/fd` path) with `report=NAME`; on success the new image prints the outcome, so
+/// this returns only the failure.
+fn exec_fd(fd: std::os::fd::RawFd, name: &str, via_proc: bool) -> Outcome {
+    let report = cstr(&format!("report={name}"));
+    let argv0 = cstr("gw-escape");
+    let argv = [argv0.as_ptr(), report.as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let empty = cstr("");
+    let path = cstr(&format!("/proc/self/fd/{fd}"));
+    // SAFETY: NUL-terminated argument vectors that outlive the call.
+    unsafe {
+        if via_proc {
+            libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        } else {
+            libc::syscall(
+                libc::SYS_execveat,
+                fd,
+                empty.as_ptr(),
+                argv.as_ptr(),
+                envp.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            );
+        }
+    }
+    errno()
 }
 
 /// Privileges: the host name, capabilities, uid 0.

@@ -58,6 +58,46 @@ async fn read_name(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Peeked, 
         .unwrap_or(Err("the connection sent no name within 10 s"))
 }
 
+/// What a connection's first bytes gave.
+enum Named {
+    /// Its host, port (when written), CONNECT head length (when a CONNECT) and TLS or not.
+    Name((String, Option<u16>, Option<usize>, bool)),
+    /// No name; recorded as learned, so the connection goes on to its original address.
+    Learned,
+    /// No name and refused (recorded), or the agent closed first.
+    Closed,
+}
+
+/// The name the connection's first bytes give (SNI, `Host` or CONNECT's target). A
+/// connection without one is refused and recorded (learning: recorded, `error` in `detail`).
+async fn named(
+    agent: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    detail: &mut serde_json::Value,
+    shared: &Arc<Shared>,
+) -> Named {
+    match read_name(agent, buf).await {
+        Ok(Peeked::Name {
+            host,
+            port,
+            connect,
+            tls,
+        }) => Named::Name((host, port, connect, tls)),
+        Ok(Peeked::Refused(why)) | Err(why) => {
+            detail["error"] = json!(why);
+            let nameless = "a connection without a name the proxy can read is refused";
+            if shared.learn {
+                shared.learned(detail.clone(), nameless).await;
+                Named::Learned
+            } else {
+                shared.refuse(detail.clone(), nameless).await;
+                Named::Closed
+            }
+        }
+        Ok(Peeked::More) => Named::Closed,
+    }
+}
+
 async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     let Ok(local) = agent.local_addr() else {
         return;
@@ -75,27 +115,16 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
         return;
     }
     let mut buf = Vec::with_capacity(2048);
-    let (host, port, connect_head, tls) = match read_name(&mut agent, &mut buf).await {
-        Ok(Peeked::Name {
-            host,
-            port,
-            connect,
-            tls,
-        }) => (host, port, connect, tls),
-        Ok(Peeked::Refused(why)) | Err(why) => {
-            detail["error"] = json!(why);
-            let nameless = "a connection without a name the proxy can read is refused";
-            if shared.learn {
-                shared.learned(detail, nameless).await;
+    let (host, port, connect_head, tls) =
+        match named(&mut agent, &mut buf, &mut detail, shared).await {
+            Named::Name(name) => name,
+            Named::Learned => {
                 // Learned: on to the address the agent asked for.
                 forward(agent, original, None, &buf, shared).await;
-            } else {
-                shared.refuse(detail, nameless).await;
+                return;
             }
-            return;
-        }
-        Ok(Peeked::More) => return,
-    };
+            Named::Closed => return,
+        };
     detail["host"] = json!(host);
     // A CONNECT names its own port; otherwise the connection's port is the original's.
     let port = if connect_head.is_some() {
