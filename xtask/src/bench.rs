@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: the decision benchmark (gateway layer), the daemon benchmark (socket
 //! round trip, durable decisions per second at 1/8/64 clients), the fleet benchmark (eight
-//! `serve` processes, export over OTLP and syslog on and off), then the cost the kernel
+//! `serve` processes, export over OTLP and syslog on and off), the MCP HTTP proxy benchmark
+//! (added latency per call, calls/s with 16 sessions), then the cost the kernel
 //! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
 //! run bare and under `gatewayd run`, reported as ratios measured in one run; one
 //! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`);
@@ -66,6 +67,7 @@ pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
         util::cargo(&env, &["bench", "-p", "gatewayd-core", "--bench", "decide"])?;
         util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "daemon"])?;
         util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "fleet"])?;
+        util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "mcp_http"])?;
     }
     let bins = util::build_release(&env)?;
     let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));

@@ -49,8 +49,9 @@ pub(super) struct Args {
     /// server's `url` in the policy]; its host must pass the policy's egress allowlist.
     #[arg(long, conflicts_with = "command")]
     url: Option<String>,
-    /// Serve the client over Streamable HTTP on this loopback address (`127.0.0.1:PORT`,
-    /// endpoint `/mcp`) instead of stdio; one MCP session, the proxy ends with it.
+    /// Serve clients over Streamable HTTP on this loopback address (`127.0.0.1:PORT`,
+    /// endpoint `/mcp`) instead of stdio; a proxied session per client session, until
+    /// SIGINT or SIGTERM.
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
     /// The server's command line (none for a remote server).

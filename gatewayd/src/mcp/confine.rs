@@ -60,7 +60,12 @@ impl ServerConfinement {
         } else {
             KernelMode::BestEffort
         });
-        let cgroup = format!("mcp-{name}-{}", std::process::id());
+        // One cgroup a server: a `--listen` proxy starts one for each client session.
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let cgroup = match STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+            0 => format!("mcp-{name}-{}", std::process::id()),
+            n => format!("mcp-{name}-{}-{n}", std::process::id()),
+        };
         let plan = |learn| Plan {
             name: &cgroup,
             policy: &as_policy,

@@ -9,8 +9,11 @@
 //! offers one; a stream cut before its answer is resumed with `Last-Event-ID`; the session is
 //! ended with a `DELETE`. Redirects are not followed (a redirect's host never passed the egress
 //! policy). A credential the policy binds to the server is added here: the client never sees
-//! it, and no header is recorded.
+//! it, and no header is recorded. Without one, behind `--listen`, the client's own
+//! `Authorization` is sent as it came ([`ClientAuth`]), and the server's `401`/`403` with its
+//! `WWW-Authenticate` goes back to the client as HTTP, so the client runs its own OAuth flow.
 use std::{
+    collections::HashMap,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -61,6 +64,78 @@ pub enum HttpError {
     },
 }
 
+/// Whose `Authorization` the remote server gets.
+pub(crate) enum Auth {
+    /// None: the remote server gets no `Authorization` header.
+    None,
+    /// The credential the policy binds to the server (`authorization_env`'s value); a
+    /// client's own header is never sent.
+    Bound(String),
+    /// The client's own header (`--listen`, no credential bound), passed through untouched.
+    Client(Arc<ClientAuth>),
+}
+
+/// The client's `Authorization` (`--listen` in front of `--url`, no credential bound), and the
+/// server's authorization challenges for the client's requests. Shared by the endpoint, which
+/// sets the one and answers the other as HTTP, and the connection, which does the opposite.
+/// Its values are sensitive headers: never recorded, never printed.
+#[derive(Default)]
+pub(crate) struct ClientAuth {
+    /// The `Authorization` of the client's latest request (a client refreshing its token
+    /// sends the new one on its next request).
+    latest: Mutex<Option<HeaderValue>>,
+    /// The server's `401`/`403` answers, by the id of the client's request they refused.
+    challenges: Mutex<HashMap<String, Challenge>>,
+    /// The ids of the client's requests the server refused as HTTP: never processed, so the
+    /// client may send them again (an OAuth client repeats the request once authorized).
+    retries: Mutex<std::collections::HashSet<String>>,
+}
+
+/// A remote server's refusal of a request's authorization, for the client to see as HTTP.
+#[derive(Debug, Clone)]
+pub(crate) struct Challenge {
+    /// 401 or 403.
+    pub(crate) status: u16,
+    /// The server's `WWW-Authenticate`, as it came (its `resource_metadata` URL among it).
+    pub(crate) www_authenticate: Option<HeaderValue>,
+}
+
+/// Challenges kept for answers not claimed (a request of the proxy's own was refused).
+const CHALLENGES: usize = 256;
+
+impl ClientAuth {
+    /// The client's request carried `value` (or none: the next requests carry none either).
+    pub(crate) fn set(&self, value: Option<&HeaderValue>) {
+        *lock(&self.latest) = value.cloned().map(|mut v| {
+            v.set_sensitive(true);
+            v
+        });
+    }
+
+    /// The challenge the server answered the client's request `id` with, if any.
+    pub(crate) fn take_challenge(&self, id: &Value) -> Option<Challenge> {
+        lock(&self.challenges).remove(&jsonrpc::id_key(id))
+    }
+
+    /// Whether the client's request id `key` was refused as HTTP (and may be used again,
+    /// once).
+    pub(crate) fn take_retry(&self, key: &str) -> bool {
+        lock(&self.retries).remove(key)
+    }
+
+    fn challenge(&self, id: &Value, c: Challenge) {
+        let key = jsonrpc::id_key(id);
+        let mut m = lock(&self.challenges);
+        let mut r = lock(&self.retries);
+        if m.len() >= CHALLENGES || r.len() >= CHALLENGES {
+            m.clear();
+            r.clear();
+        }
+        m.insert(key.clone(), c);
+        r.insert(key);
+    }
+}
+
 /// A remote server as the router sees a process: its input and output, and what to stop.
 pub(crate) struct Connected {
     /// The router's lines to the server.
@@ -80,7 +155,7 @@ pub(crate) struct Connection {
 struct Remote {
     client: reqwest::Client,
     url: Url,
-    auth: Option<HeaderValue>,
+    auth: RemoteAuth,
     session: Mutex<Option<HeaderValue>>,
     version: Mutex<Option<HeaderValue>>,
     /// The GET stream, once it was asked for.
@@ -89,13 +164,14 @@ struct Remote {
     max_message: usize,
 }
 
-/// Checks `url` and starts carrying lines to it. `auth` is the Authorization header's value
-/// the policy binds to the server.
-pub(crate) fn connect(
-    url: &str,
-    auth: Option<String>,
-    max_message: usize,
-) -> Result<Connected, HttpError> {
+enum RemoteAuth {
+    None,
+    Bound(HeaderValue),
+    Client(Arc<ClientAuth>),
+}
+
+/// Checks `url` and starts carrying lines to it, with `auth`'s `Authorization`.
+pub(crate) fn connect(url: &str, auth: Auth, max_message: usize) -> Result<Connected, HttpError> {
     let bad = |why: String| HttpError::BadUrl {
         url: url.to_owned(),
         why,
@@ -105,11 +181,14 @@ pub(crate) fn connect(
         return Err(bad(format!("scheme `{}`", parsed.scheme())));
     }
     let auth = match auth {
-        None => None,
-        Some(a) => {
-            let mut v = HeaderValue::from_str(&a).map_err(|e| bad(e.to_string()))?;
+        Auth::None => RemoteAuth::None,
+        Auth::Client(c) => RemoteAuth::Client(c),
+        Auth::Bound(a) => {
+            // Not the header's own error: it could quote the value.
+            let mut v = HeaderValue::from_str(&a)
+                .map_err(|_| bad("the bound credential is not a valid header value".into()))?;
             v.set_sensitive(true);
-            Some(v)
+            RemoteAuth::Bound(v)
         }
     };
     let client = reqwest::Client::builder()
@@ -211,8 +290,13 @@ impl Remote {
         if let Some(v) = own.or_else(|| lock(&self.version).clone()) {
             req = req.header(VERSION, v);
         }
-        if let Some(a) = &self.auth {
-            req = req.header(AUTHORIZATION, a.clone());
+        let auth = match &self.auth {
+            RemoteAuth::None => None,
+            RemoteAuth::Bound(a) => Some(a.clone()),
+            RemoteAuth::Client(c) => lock(&c.latest).clone(),
+        };
+        if let Some(a) = auth {
+            req = req.header(AUTHORIZATION, a);
         }
         req
     }
@@ -404,9 +488,21 @@ impl Remote {
     /// fails with what the status means.
     async fn http_error(&self, id: Option<&Value>, resp: Response) {
         let status = resp.status();
-        let challenge = resp
-            .headers()
-            .get(WWW_AUTHENTICATE)
+        let www_authenticate = resp.headers().get(WWW_AUTHENTICATE).cloned();
+        if let (RemoteAuth::Client(c), Some(id)) = (&self.auth, id)
+            && matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+        {
+            let www_authenticate = www_authenticate.clone();
+            c.challenge(
+                id,
+                Challenge {
+                    status: status.as_u16(),
+                    www_authenticate,
+                },
+            );
+        }
+        let challenge = www_authenticate
+            .as_ref()
             .and_then(|h| h.to_str().ok())
             .map(str::to_owned);
         let location = resp
@@ -424,8 +520,13 @@ impl Remote {
         }
         let why = match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
-                "the remote MCP server refused the request's authorization (HTTP {status}{}); ask the user to bind a credential to this server in the policy (mcp_servers.NAME.url and authorization_env, docs/MCP.md)",
-                challenge.map_or_else(String::new, |c| format!(", WWW-Authenticate: {c}"))
+                "the remote MCP server refused the request's authorization (HTTP {status}{}); {}",
+                challenge.map_or_else(String::new, |c| format!(", WWW-Authenticate: {c}")),
+                if matches!(self.auth, RemoteAuth::Client(_)) {
+                    "the client has the server's answer as HTTP and must authorize itself (its OAuth flow), or ask the user to bind a credential to this server in the policy (authorization_env, docs/MCP.md)"
+                } else {
+                    "ask the user to bind a credential to this server in the policy (mcp_servers.NAME.url and authorization_env, docs/MCP.md)"
+                }
             ),
             StatusCode::NOT_FOUND if had_session => format!(
                 "the remote MCP server no longer knows this session (HTTP {status}); the MCP client must restart its connection"

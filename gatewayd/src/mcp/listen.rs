@@ -1,12 +1,18 @@
 //! `gatewayd mcp --listen 127.0.0.1:PORT`: a Streamable HTTP endpoint on loopback for MCP
 //! clients configured with a URL, in front of the proxy's own router (docs/MCP.md, "A local
-//! HTTP endpoint"). The client's messages become the router's input lines, so every decision
-//! and check is the stdio proxy's; its output lines come back as the answers. One MCP session
-//! per proxy (`Mcp-Session-Id`, made at `initialize`); a request is answered with
-//! `application/json`; everything else the server sends (its requests and notifications)
-//! goes to the client's GET stream (held until one is open); `DELETE` ends the session, and
-//! the proxy with it. Requests whose `Host` or `Origin` is not loopback are refused (DNS
-//! rebinding); no header is recorded, and none is passed to a stdio server.
+//! HTTP endpoint"). Each client session (`Mcp-Session-Id`, made at its `initialize`) is a
+//! proxied session of its own: its own router, its own server (a process, or a session with
+//! the remote server) and its own gateway session, all in one gateway and one audit log. A
+//! client's messages become its router's input lines, so every decision and check is the
+//! stdio proxy's; its router's output lines come back as the answers: an SSE stream
+//! (`text/event-stream`) when the client accepts one, carrying the server's messages sent
+//! while the request is in flight and then the answer; else `application/json`. The
+//! server's other messages go to the session's GET stream (held until one is open).
+//! `DELETE` ends a session; the endpoint serves until SIGINT or SIGTERM. Requests whose
+//! `Host` or `Origin` is not loopback are refused (DNS rebinding); no header is recorded,
+//! and none is passed to a stdio server. In front of a remote server the policy binds no
+//! credential to, the client's `Authorization` is passed through untouched and the server's
+//! `401`/`403` comes back as HTTP with its `WWW-Authenticate` ([`super::http::ClientAuth`]).
 use std::{
     collections::{HashMap, VecDeque},
     convert::Infallible,
@@ -14,21 +20,23 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use futures_util::StreamExt as _;
 use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
 use hyper::{
     Method, Request, Response, StatusCode,
     body::{Bytes, Incoming},
-    header::{CONTENT_TYPE, HOST, ORIGIN},
+    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, ORIGIN, WWW_AUTHENTICATE},
 };
 use serde_json::Value;
 use tokio::{
-    io::{AsyncBufRead, BufReader},
+    io::{AsyncBufRead, BufReader, DuplexStream},
     net::TcpListener,
-    sync::{mpsc, oneshot},
+    sync::mpsc,
 };
 
 use super::{
-    McpError, ProxyOptions, ProxyOutcome,
+    Gateway, McpError, ProxyOptions, ProxyOutcome,
+    http::ClientAuth,
     jsonrpc::{self, Line, code},
 };
 
@@ -37,6 +45,8 @@ type Body = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 const SESSION: &str = "mcp-session-id";
 /// Server messages held for a GET stream not open yet.
 const BACKLOG: usize = 1024;
+/// Client sessions at once.
+const SESSIONS: usize = 64;
 
 /// Why `--listen` could not start.
 #[derive(Debug, thiserror::Error)]
@@ -51,65 +61,171 @@ pub enum ListenError {
     Bind(SocketAddr, std::io::Error),
 }
 
+/// What a session's router sent for one of the client's requests.
+enum Out {
+    /// A message of the server's while the request is in flight.
+    Message(String),
+    /// The answer: the request's last line.
+    Answer(String),
+}
+
+struct Waiter {
+    id: Value,
+    tx: mpsc::UnboundedSender<Out>,
+    /// The client accepts an SSE answer (the server's messages may go there).
+    stream: bool,
+}
+
+/// One client session: its router's input, its requests waiting, its GET stream.
 struct Front {
-    port: u16,
-    session: Mutex<Option<String>>,
     /// The router's input; taken (closed) by `DELETE`.
     to_router: Mutex<Option<mpsc::Sender<String>>>,
     /// Requests waiting for their answer, by id.
-    waiters: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    waiters: Mutex<HashMap<String, Waiter>>,
     /// The open GET stream, or what waits for one.
     get: Mutex<(Option<mpsc::Sender<String>>, VecDeque<String>)>,
+    /// The client's authorization for a remote server (None: a stdio server, no headers).
+    client_auth: Option<Arc<ClientAuth>>,
+}
+
+/// A session for the serving loop to run: its router's two ends.
+struct NewSession {
+    id: String,
+    front: Arc<Front>,
+    input: DuplexStream,
+    output: DuplexStream,
+}
+
+/// The endpoint: its sessions by id, and where a new one is sent to be run.
+struct Endpoint {
+    port: u16,
     max_message: usize,
+    remote: bool,
+    sessions: Mutex<HashMap<String, Arc<Front>>>,
+    start: mpsc::Sender<NewSession>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Serves `addr` until the client ends its session; the router runs as [`super::run`].
+/// Serves `addr` until SIGINT or SIGTERM; each client session runs as [`super::run`] does,
+/// in one gateway.
 pub async fn serve(addr: SocketAddr, opts: ProxyOptions) -> Result<ProxyOutcome, McpError> {
     if !addr.ip().is_loopback() {
         return Err(ListenError::NotLoopback(addr).into());
     }
+    super::checked(&opts)?;
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| ListenError::Bind(addr, e))?;
-    let (to_router, router_rx) = mpsc::channel(1024);
-    let (input, router_in) = tokio::io::duplex(1 << 16);
-    let (router_out, output) = tokio::io::duplex(1 << 16);
-    let front = Arc::new(Front {
+    let gateway = Gateway::connect(&opts, &super::own_files(&opts))?;
+    let (start, mut starts) = mpsc::channel(SESSIONS);
+    let endpoint = Arc::new(Endpoint {
         port: listener.local_addr().map_or(addr.port(), |a| a.port()),
-        session: Mutex::new(None),
-        to_router: Mutex::new(Some(to_router)),
-        waiters: Mutex::new(HashMap::new()),
-        get: Mutex::new((None, VecDeque::new())),
         max_message: opts.max_message,
+        remote: opts.url.is_some(),
+        sessions: Mutex::new(HashMap::new()),
+        start,
     });
     eprintln!(
         "gatewayd mcp: listening on http://{}/mcp",
         listener.local_addr().unwrap_or(addr)
     );
-    let writer = tokio::spawn(super::proxy::writer(input, router_rx));
-    let reader = tokio::spawn(front.clone().read_router(BufReader::new(output)));
-    let accept = tokio::spawn(accept(listener, front.clone()));
-    let outcome = super::run(opts, router_in, router_out).await;
+    let accept = tokio::spawn(accept(listener, endpoint.clone()));
+    let mut running = futures_util::stream::FuturesUnordered::new();
+    let mut ended = Vec::new();
+    let stop = stopped();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            Some(new) = starts.recv() => running.push(run_session(&opts, &gateway, &endpoint, new)),
+            Some(id) = running.next(), if !running.is_empty() => ended.extend(id),
+            () = &mut stop => break,
+        }
+    }
     accept.abort();
-    reader.abort();
-    writer.abort();
-    outcome
+    let open: Vec<_> = lock(&endpoint.sessions).drain().collect();
+    for (_, f) in open {
+        lock(&f.to_router).take();
+    }
+    while let Some(id) = running.next().await {
+        ended.extend(id);
+    }
+    drop(running);
+    gateway.close()?;
+    Ok(ProxyOutcome {
+        session: if ended.is_empty() {
+            "(none)".into()
+        } else {
+            ended.join(", ")
+        },
+        server_status: None,
+    })
 }
 
-async fn accept(listener: TcpListener, front: Arc<Front>) {
+/// SIGINT or SIGTERM (never, when they cannot be watched).
+async fn stopped() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut i), Ok(mut t)) => {
+            tokio::select! {
+                _ = i.recv() => {}
+                _ = t.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// One client session, from its `initialize` until it ends; its gateway session's id.
+async fn run_session(
+    opts: &ProxyOptions,
+    gateway: &Gateway,
+    endpoint: &Endpoint,
+    new: NewSession,
+) -> Option<String> {
+    let result = match gateway.another(opts).await {
+        Ok(g) => {
+            let auth = new.front.client_auth.clone();
+            super::proxy_session(opts, &g, auth, new.input, new.output)
+                .await
+                .map(|_| g.session.clone())
+        }
+        Err(e) => Err(e),
+    };
+    lock(&endpoint.sessions).remove(&new.id);
+    match result {
+        Ok(s) => Some(s),
+        Err(e) => {
+            // The server could not be started or reached: the requests waiting fail.
+            let m = format!("the MCP session could not start: {e}");
+            eprintln!("gatewayd mcp: {m}");
+            for (_, w) in lock(&new.front.waiters).drain() {
+                let _ = w.tx.send(Out::Answer(jsonrpc::error_response(
+                    &w.id,
+                    code::SERVER_GONE,
+                    &m,
+                )));
+            }
+            None
+        }
+    }
+}
+
+async fn accept(listener: TcpListener, endpoint: Arc<Endpoint>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        let front = front.clone();
+        let endpoint = endpoint.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
-                let front = front.clone();
-                async move { Ok::<_, Infallible>(front.handle(req).await) }
+                let endpoint = endpoint.clone();
+                async move { Ok::<_, Infallible>(endpoint.handle(req).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new()
@@ -150,46 +266,39 @@ fn session_id() -> String {
     gatewayd_core::canonical::hex(&b)
 }
 
-impl Front {
-    /// The router's output lines: an answer goes to the request waiting for it; anything
-    /// else to the GET stream.
-    async fn read_router<R: AsyncBufRead + Unpin>(self: Arc<Self>, mut out: R) {
-        let mut buf = Vec::new();
-        while let Ok(Line::Whole) = jsonrpc::read_line(&mut out, &mut buf, usize::MAX).await {
-            let line = String::from_utf8_lossy(&buf).into_owned();
-            let waiter = match jsonrpc::parse(&buf) {
-                Ok((_, jsonrpc::Message::Response { id })) => {
-                    lock(&self.waiters).remove(&jsonrpc::id_key(&id))
-                }
-                _ => None,
-            };
-            match waiter {
-                Some(w) => {
-                    let _ = w.send(line);
-                }
-                None => self.to_get(line),
-            }
-        }
-    }
+/// An SSE response: `first`, then what `rx` brings, up to and with the answer.
+fn sse(first: Out, rx: mpsc::UnboundedReceiver<Out>) -> Response<Body> {
+    let events = futures_util::stream::unfold((Some(first), Some(rx)), |(first, rx)| async move {
+        let mut rx = rx?;
+        let item = match first {
+            Some(i) => i,
+            None => rx.recv().await?,
+        };
+        let (line, rest) = match item {
+            Out::Answer(l) => (l, None),
+            Out::Message(l) => (l, Some(rx)),
+        };
+        let event = Ok::<_, Infallible>(sse_stream::Sse::default().data(line));
+        Some((event, (None, rest)))
+    });
+    event_stream(events)
+}
 
-    fn to_get(&self, line: String) {
-        let mut g = lock(&self.get);
-        if let Some(tx) = &g.0 {
-            match tx.try_send(line) {
-                Ok(()) => return,
-                Err(e) => {
-                    g.0 = None;
-                    g.1.push_back(e.into_inner());
-                }
-            }
-        } else {
-            g.1.push_back(line);
-        }
-        while g.1.len() > BACKLOG {
-            g.1.pop_front();
-        }
-    }
+fn event_stream<S>(events: S) -> Response<Body>
+where
+    S: futures_util::Stream<Item = Result<sse_stream::Sse, Infallible>> + Send + Sync + 'static,
+{
+    let mut r = Response::new(
+        sse_stream::SseBody::new(events)
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+            .boxed(),
+    );
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    r
+}
 
+impl Endpoint {
     /// Host and Origin name loopback (a page elsewhere may not drive the endpoint).
     fn local(&self, req: &Request<Incoming>) -> bool {
         let loopback = |h: &str| {
@@ -225,22 +334,254 @@ impl Front {
             .get(SESSION)
             .and_then(|h| h.to_str().ok())
             .map(str::to_owned);
-        let current = lock(&self.session).clone();
-        let in_session = given.is_some() && given == current;
-        match *req.method() {
-            Method::POST => self.post(req, given, in_session).await,
-            Method::GET if in_session => self.open_get(),
-            Method::DELETE if in_session => {
-                lock(&self.to_router).take();
+        let front = given
+            .as_ref()
+            .and_then(|g| lock(&self.sessions).get(g).cloned());
+        match (req.method().clone(), front) {
+            (Method::POST, front) => self.post(req, given, front).await,
+            (Method::GET, Some(f)) => f.open_get(),
+            (Method::DELETE, Some(f)) => {
+                if let Some(g) = &given {
+                    lock(&self.sessions).remove(g);
+                }
+                lock(&f.to_router).take();
                 full(StatusCode::OK, String::new())
             }
-            Method::GET | Method::DELETE if given.is_some() => {
+            (Method::GET | Method::DELETE, None) if given.is_some() => {
                 refuse(StatusCode::NOT_FOUND, "unknown or ended session")
             }
-            Method::GET | Method::DELETE => {
+            (Method::GET | Method::DELETE, None) => {
                 refuse(StatusCode::BAD_REQUEST, "Mcp-Session-Id missing")
             }
             _ => refuse(StatusCode::METHOD_NOT_ALLOWED, "POST, GET or DELETE"),
+        }
+    }
+
+    /// A new client session: its front, its router's pipes sent to the serving loop.
+    async fn open_session(&self) -> Result<(String, Arc<Front>), Response<Body>> {
+        if lock(&self.sessions).len() >= SESSIONS {
+            let m = format!("{SESSIONS} MCP sessions are open; end one (DELETE) first");
+            return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, &m));
+        }
+        let id = session_id();
+        let (to_router, router_rx) = mpsc::channel(1024);
+        let (input, router_in) = tokio::io::duplex(1 << 16);
+        let (router_out, output) = tokio::io::duplex(1 << 16);
+        let front = Arc::new(Front {
+            to_router: Mutex::new(Some(to_router)),
+            waiters: Mutex::new(HashMap::new()),
+            get: Mutex::new((None, VecDeque::new())),
+            client_auth: self.remote.then(|| Arc::new(ClientAuth::default())),
+        });
+        tokio::spawn(super::proxy::writer(input, router_rx));
+        tokio::spawn(front.clone().read_router(BufReader::new(output)));
+        let new = NewSession {
+            id: id.clone(),
+            front: front.clone(),
+            input: router_in,
+            output: router_out,
+        };
+        if self.start.send(new).await.is_err() {
+            return Err(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the proxy is stopping",
+            ));
+        }
+        lock(&self.sessions).insert(id.clone(), front.clone());
+        Ok((id, front))
+    }
+
+    async fn post(
+        &self,
+        req: Request<Incoming>,
+        given: Option<String>,
+        front: Option<Arc<Front>>,
+    ) -> Response<Body> {
+        let authorization = req.headers().get(AUTHORIZATION).cloned();
+        let stream = req
+            .headers()
+            .get(ACCEPT)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|a| a.contains("text/event-stream"));
+        let collected = Limited::new(req.into_body(), self.max_message)
+            .collect()
+            .await;
+        let Ok(body) = collected.map(http_body_util::Collected::to_bytes) else {
+            let m = format!("message over {} bytes refused", self.max_message);
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, &m);
+        };
+        let (v, msg) = match jsonrpc::parse(&body) {
+            Ok(m) => m,
+            Err(e) => {
+                let err = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": e.error()});
+                return full(StatusCode::BAD_REQUEST, err.to_string());
+            }
+        };
+        let initialize = v.get("method").and_then(Value::as_str) == Some("initialize");
+        let (front, new_session) = match (front, initialize) {
+            (Some(_), true) => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    "this session is initialized already; a new session's initialize carries no Mcp-Session-Id",
+                );
+            }
+            (Some(f), false) => (f, None),
+            (None, true) => match self.open_session().await {
+                Ok((id, f)) => (f, Some(id)),
+                Err(r) => return r,
+            },
+            (None, false) if given.is_some() => {
+                return refuse(StatusCode::NOT_FOUND, "unknown or ended session");
+            }
+            (None, false) => return refuse(StatusCode::BAD_REQUEST, "Mcp-Session-Id missing"),
+        };
+        if let Some(c) = &front.client_auth {
+            c.set(authorization.as_ref());
+        }
+        let line = String::from_utf8_lossy(&body).replace(['\n', '\r'], " ");
+        let r = match msg {
+            jsonrpc::Message::Request { id, .. } => front.request(id, line, stream).await,
+            _ => front.notify(line).await,
+        };
+        self.answered(r, new_session)
+    }
+
+    /// The answer of a request: a session opened carries its id; one whose `initialize` the
+    /// server refused as HTTP is ended (the client authorizes and starts again).
+    fn answered(&self, mut r: Response<Body>, new_session: Option<String>) -> Response<Body> {
+        let Some(id) = new_session else {
+            return r;
+        };
+        if r.status().is_success() {
+            if let Ok(h) = HeaderValue::from_str(&id) {
+                r.headers_mut().insert(SESSION, h);
+            }
+        } else if let Some(f) = lock(&self.sessions).remove(&id) {
+            lock(&f.to_router).take();
+        }
+        r
+    }
+}
+
+impl Front {
+    /// The router's output lines: an answer goes to the request waiting for it; anything
+    /// else to the client's streams.
+    async fn read_router<R: AsyncBufRead + Unpin>(self: Arc<Self>, mut out: R) {
+        let mut buf = Vec::new();
+        while let Ok(Line::Whole) = jsonrpc::read_line(&mut out, &mut buf, usize::MAX).await {
+            let line = String::from_utf8_lossy(&buf).into_owned();
+            let waiter = match jsonrpc::parse(&buf) {
+                Ok((_, jsonrpc::Message::Response { id })) => {
+                    lock(&self.waiters).remove(&jsonrpc::id_key(&id))
+                }
+                _ => None,
+            };
+            match waiter {
+                Some(w) => {
+                    let _ = w.tx.send(Out::Answer(line));
+                }
+                None => self.to_streams(line),
+            }
+        }
+        // The session's router is done: the requests still waiting fail (their senders drop).
+        lock(&self.waiters).clear();
+    }
+
+    /// A message of the server's: to the GET stream when one is open, else on the SSE answer
+    /// of a request in flight, else held for the GET stream.
+    fn to_streams(&self, line: String) {
+        let mut g = lock(&self.get);
+        let line = match &g.0 {
+            Some(tx) => match tx.try_send(line) {
+                Ok(()) => return,
+                Err(e) => {
+                    g.0 = None;
+                    e.into_inner()
+                }
+            },
+            None => line,
+        };
+        let line = {
+            let w = lock(&self.waiters);
+            match w.values().find(|w| w.stream) {
+                Some(w) => match w.tx.send(Out::Message(line)) {
+                    Ok(()) => return,
+                    Err(e) => match e.0 {
+                        Out::Message(l) | Out::Answer(l) => l,
+                    },
+                },
+                None => line,
+            }
+        };
+        g.1.push_back(line);
+        while g.1.len() > BACKLOG {
+            g.1.pop_front();
+        }
+    }
+
+    /// A notification or an answer of the client's: to the router, `202 Accepted`.
+    async fn notify(&self, line: String) -> Response<Body> {
+        let Some(to_router) = lock(&self.to_router).clone() else {
+            return refuse(StatusCode::NOT_FOUND, "the session has ended");
+        };
+        let _ = to_router.send(line).await;
+        full(StatusCode::ACCEPTED, String::new())
+    }
+
+    /// A request of the client's: to the router; its answer as JSON, or as SSE (after the
+    /// server's messages meanwhile) when the client accepts it; the server's refusal of
+    /// the client's authorization as the server's own HTTP answer.
+    async fn request(&self, id: Value, line: String, stream: bool) -> Response<Body> {
+        let Some(to_router) = lock(&self.to_router).clone() else {
+            return refuse(StatusCode::NOT_FOUND, "the session has ended");
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        {
+            let mut w = lock(&self.waiters);
+            let key = jsonrpc::id_key(&id);
+            if w.contains_key(&key) {
+                let m = format!("request id {id} is in flight already; refused");
+                return full(
+                    StatusCode::OK,
+                    jsonrpc::error_response(&id, code::INVALID_REQUEST, &m),
+                );
+            }
+            w.insert(
+                key,
+                Waiter {
+                    id: id.clone(),
+                    tx,
+                    stream,
+                },
+            );
+        }
+        if to_router.send(line).await.is_err() {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the session has ended");
+        }
+        let Some(first) = rx.recv().await else {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the session has ended");
+        };
+        match first {
+            Out::Answer(answer) => {
+                if let Some(c) = self
+                    .client_auth
+                    .as_ref()
+                    .and_then(|c| c.take_challenge(&id))
+                {
+                    let status = StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED);
+                    let mut r = full(status, answer);
+                    if let Some(w) = c.www_authenticate {
+                        r.headers_mut().insert(WWW_AUTHENTICATE, w);
+                    }
+                    return r;
+                }
+                if stream {
+                    sse(Out::Answer(answer), rx)
+                } else {
+                    full(StatusCode::OK, answer)
+                }
+            }
+            message @ Out::Message(_) => sse(message, rx),
         }
     }
 
@@ -263,91 +604,6 @@ impl Front {
                 rx,
             ))
         });
-        let mut r = Response::new(
-            sse_stream::SseBody::new(events)
-                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
-                .boxed(),
-        );
-        r.headers_mut().insert(
-            CONTENT_TYPE,
-            hyper::header::HeaderValue::from_static("text/event-stream"),
-        );
-        r
-    }
-
-    async fn post(
-        &self,
-        req: Request<Incoming>,
-        given: Option<String>,
-        in_session: bool,
-    ) -> Response<Body> {
-        let collected = Limited::new(req.into_body(), self.max_message)
-            .collect()
-            .await;
-        let Ok(body) = collected.map(http_body_util::Collected::to_bytes) else {
-            let m = format!("message over {} bytes refused", self.max_message);
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, &m);
-        };
-        let (v, msg) = match jsonrpc::parse(&body) {
-            Ok(m) => m,
-            Err(e) => {
-                let err = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": e.error()});
-                return full(StatusCode::BAD_REQUEST, err.to_string());
-            }
-        };
-        let initialize = v.get("method").and_then(Value::as_str) == Some("initialize");
-        let mut new_session = None;
-        if initialize {
-            let mut s = lock(&self.session);
-            if s.is_some() {
-                return refuse(
-                    StatusCode::BAD_REQUEST,
-                    "this proxy serves one MCP session, and it is open; start another proxy for another session",
-                );
-            }
-            let id = session_id();
-            *s = Some(id.clone());
-            new_session = Some(id);
-        } else if !in_session {
-            return if given.is_some() {
-                refuse(StatusCode::NOT_FOUND, "unknown or ended session")
-            } else {
-                refuse(StatusCode::BAD_REQUEST, "Mcp-Session-Id missing")
-            };
-        }
-        let line = String::from_utf8_lossy(&body).replace(['\n', '\r'], " ");
-        let Some(to_router) = lock(&self.to_router).clone() else {
-            return refuse(StatusCode::NOT_FOUND, "the session has ended");
-        };
-        let jsonrpc::Message::Request { id, .. } = msg else {
-            let _ = to_router.send(line).await;
-            return full(StatusCode::ACCEPTED, String::new());
-        };
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut w = lock(&self.waiters);
-            let key = jsonrpc::id_key(&id);
-            if w.contains_key(&key) {
-                let m = format!("request id {id} is in flight already; refused");
-                return full(
-                    StatusCode::OK,
-                    jsonrpc::error_response(&id, code::INVALID_REQUEST, &m),
-                );
-            }
-            w.insert(key, tx);
-        }
-        if to_router.send(line).await.is_err() {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the proxy is stopping");
-        }
-        let Ok(answer) = rx.await else {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the proxy is stopping");
-        };
-        let mut r = full(StatusCode::OK, answer);
-        if let Some(s) = new_session
-            && let Ok(h) = hyper::header::HeaderValue::from_str(&s)
-        {
-            r.headers_mut().insert(SESSION, h);
-        }
-        r
+        event_stream(events)
     }
 }

@@ -146,23 +146,57 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let server = opts
-        .policy
-        .mcp_servers
-        .get(&opts.server)
-        .cloned()
-        .ok_or_else(|| McpError::UnknownServer(opts.server.clone()))?;
+    checked(&opts)?;
+    let gateway = Gateway::connect(&opts, &own_files(&opts))?;
+    let gateway = gateway.open(&opts).await?;
+    let status = proxy_session(&opts, &gateway, None, input, output).await?;
+    let session = gateway.close()?;
+    Ok(ProxyOutcome {
+        session,
+        server_status: status,
+    })
+}
+
+/// The server's entry, once the options are known to go together.
+fn checked(opts: &ProxyOptions) -> Result<gatewayd_core::policy::McpServer, McpError> {
     if opts.learn.is_on() && opts.socket.is_some() {
         return Err(McpError::LearnWithDaemon);
     }
-    let own = vec![opts.policy_path.clone(), opts.audit.clone()];
-    let gateway = Gateway::connect(&opts, &own).await?;
+    opts.policy
+        .mcp_servers
+        .get(&opts.server)
+        .cloned()
+        .ok_or_else(|| McpError::UnknownServer(opts.server.clone()))
+}
+
+/// The files no server may touch: the policy and the proxy's audit log.
+fn own_files(opts: &ProxyOptions) -> Vec<PathBuf> {
+    vec![opts.policy_path.clone(), opts.audit.clone()]
+}
+
+/// One proxied session in `gateway`'s session: its own server (process or remote session)
+/// and router, until the client's input ends; the server's exit status. `client_auth`: a
+/// `--listen` client's own authorization, for a remote server the policy binds none to.
+async fn proxy_session<R, W>(
+    opts: &ProxyOptions,
+    gateway: &Gateway,
+    client_auth: Option<Arc<http::ClientAuth>>,
+    input: R,
+    output: W,
+) -> Result<Option<std::process::ExitStatus>, McpError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let server = checked(opts)?;
+    let own = own_files(opts);
     let (upstream, server_in, server_out): (Upstream, ServerIn, ServerOut) =
         if let Some(url) = &opts.url {
-            let (i, o, c) = http::boxed(remote(&opts, &server, url, &gateway)?);
+            let remote = remote(opts, &server, url, gateway, client_auth.clone())?;
+            let (i, o, c) = http::boxed(remote);
             (Upstream::Remote(c), i, o)
         } else {
-            let s = start_server(&opts, &server, &own, &gateway)?;
+            let s = start_server(opts, &server, &own, gateway)?;
             (
                 Upstream::Process(Box::new(s.running)),
                 Box::new(s.stdin),
@@ -189,6 +223,7 @@ where
         to_client,
         to_server,
         state: Mutex::new(proxy::State::default()),
+        client_auth,
     });
     let client_writer = tokio::spawn(proxy::writer(output, client_rx));
     let server_writer = tokio::spawn(proxy::writer(server_in, server_rx));
@@ -218,11 +253,7 @@ where
         "mcp_server_stop",
         json!({"server": opts.server, "status": status.map(|s| s.to_string())}),
     );
-    let session = gateway.close()?;
-    Ok(ProxyOutcome {
-        session,
-        server_status: status,
-    })
+    Ok(status)
 }
 
 type ServerIn = Box<dyn AsyncWrite + Unpin + Send>;
@@ -256,6 +287,7 @@ fn remote(
     server: &gatewayd_core::policy::McpServer,
     url: &str,
     gateway: &Gateway,
+    client_auth: Option<Arc<http::ClientAuth>>,
 ) -> Result<http::Connected, McpError> {
     let refuse = |reason: &str, message: String, extra: serde_json::Value| {
         eprintln!("gatewayd mcp: {message}");
@@ -315,13 +347,21 @@ fn remote(
                 })?,
         ),
     };
+    // A bound credential replaces the client's; without one, a `--listen` client's own
+    // header passes through.
+    let (auth, authorization) = match (auth, client_auth) {
+        (Some(a), _) => (http::Auth::Bound(a), "bound"),
+        (None, Some(c)) => (http::Auth::Client(c), "client"),
+        (None, None) => (http::Auth::None, "none"),
+    };
     let connected = http::connect(url, auth, opts.max_message)
         .map_err(|e| refuse("mcp_server_refused", e.to_string(), json!({})))?;
     gateway.record(
         Decision::Info,
         "mcp_server_start",
         json!({"server": opts.server, "url": url, "transport": "streamable_http",
-               "authorization_env": var, "learn": opts.learn.detail(false)}),
+               "authorization_env": var, "authorization": authorization,
+               "learn": opts.learn.detail(false)}),
     );
     Ok(connected)
 }
@@ -357,8 +397,8 @@ struct Gateway {
 
 impl Gateway {
     /// The daemon at `--socket` (with an audit log of the proxy's own for its records), else
-    /// an engine of the proxy's own; the session opened or attached to.
-    async fn connect(opts: &ProxyOptions, own: &[PathBuf]) -> Result<Gateway, McpError> {
+    /// an engine of the proxy's own; no session yet ([`Gateway::open`]).
+    fn connect(opts: &ProxyOptions, own: &[PathBuf]) -> Result<Gateway, McpError> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let (backend, own_writer) = match &opts.socket {
             Some(s) => {
@@ -380,14 +420,35 @@ impl Gateway {
         let recorder = backend
             .recorder()
             .or_else(|| own_writer.as_ref().map(AuditWriter::handle));
-        let backend = Arc::new(backend);
-        let session = backend
+        Ok(Gateway {
+            backend: Arc::new(backend),
+            own_writer,
+            recorder,
+            session: String::new(),
+        })
+    }
+
+    /// The gateway in a session of its own (opened, or `--session`'s attached to); the
+    /// gateway it came from closes the audit log when both are done.
+    async fn open(self, opts: &ProxyOptions) -> Result<Gateway, McpError> {
+        let session = self
+            .backend
+            .open(opts.session.as_deref(), &opts.user, &opts.scopes)
+            .await?;
+        Ok(Gateway { session, ..self })
+    }
+
+    /// Another session in the same gateway (a `--listen` client's); closing it closes
+    /// nothing.
+    async fn another(&self, opts: &ProxyOptions) -> Result<Gateway, McpError> {
+        let session = self
+            .backend
             .open(opts.session.as_deref(), &opts.user, &opts.scopes)
             .await?;
         Ok(Gateway {
-            backend,
-            own_writer,
-            recorder,
+            backend: self.backend.clone(),
+            own_writer: None,
+            recorder: self.recorder.clone(),
             session,
         })
     }

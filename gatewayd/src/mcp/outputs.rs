@@ -37,6 +37,12 @@ impl Router {
             let label = self.label("tasks");
             return self.texts_checked(id, v, label).await;
         }
+        // Binary items (images, audio, blobs) are not the gateway's to read: kept aside, put
+        // back as they came.
+        let binary = v
+            .get_mut("result")
+            .map(tools::take_binary)
+            .unwrap_or_default();
         let result = match v.get("error") {
             Some(e) => Err(e["message"].as_str().unwrap_or("").to_owned()),
             None => Ok(tools::output_payload(&v["result"])),
@@ -49,6 +55,7 @@ impl Router {
                     e.as_object_mut().map(|o| o.remove("data"));
                 } else if let Some(r) = v.get_mut("result") {
                     tools::apply_output(r, &answer);
+                    tools::put_binary(r, binary);
                 }
                 self.send_client(v.to_string()).await;
             }

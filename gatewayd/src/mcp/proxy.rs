@@ -63,6 +63,9 @@ pub(super) struct Router {
     pub to_client: mpsc::Sender<String>,
     pub to_server: mpsc::Sender<String>,
     pub state: Mutex<State>,
+    /// A `--listen` client's authorization: a request the remote server refused as HTTP
+    /// (`401`/`403`) may be sent again with its id, authorized.
+    pub client_auth: Option<Arc<super::http::ClientAuth>>,
 }
 
 #[derive(Default)]
@@ -204,7 +207,12 @@ impl Router {
         let fresh = {
             let mut st = self.lock();
             let key = jsonrpc::id_key(&id);
-            !st.pending.contains_key(&key) && st.client_ids.insert(key)
+            let again = || {
+                self.client_auth
+                    .as_ref()
+                    .is_some_and(|c| c.take_retry(&key))
+            };
+            !st.pending.contains_key(&key) && (st.client_ids.insert(key.clone()) || again())
         };
         if !fresh {
             self.duplicate_id("client", &id, method).await;

@@ -129,6 +129,47 @@ pub(super) fn output_payload(result: &Value) -> Value {
     }
 }
 
+/// Whether a content item is binary: an image or audio (`data`), or an embedded resource
+/// with a `blob`.
+fn is_binary(item: &Value) -> bool {
+    matches!(item["type"].as_str(), Some("image" | "audio")) && item.get("data").is_some()
+        || item["type"] == "resource" && item.pointer("/resource/blob").is_some()
+}
+
+/// Takes the binary items out of a result's `content` (what is left is checked as the
+/// tool's output): each with its place, in order.
+pub(super) fn take_binary(result: &mut Value) -> Vec<(usize, Value)> {
+    let Some(items) = result.get_mut("content").and_then(Value::as_array_mut) else {
+        return Vec::new();
+    };
+    let (binary, rest): (Vec<_>, Vec<_>) = std::mem::take(items)
+        .into_iter()
+        .enumerate()
+        .partition(|(_, c)| is_binary(c));
+    *items = rest.into_iter().map(|(_, c)| c).collect();
+    binary
+}
+
+/// Puts the binary items back after the checked output, as they came: at their places when
+/// the text items are still the tool's own, after it when the output became one text (a
+/// fenced or withheld one). A result that had only binary items gets no empty text.
+pub(super) fn put_binary(result: &mut Value, binary: Vec<(usize, Value)>) {
+    if binary.is_empty() {
+        return;
+    }
+    let Some(items) = result.get_mut("content").and_then(Value::as_array_mut) else {
+        return;
+    };
+    if binary.len() == binary.last().map_or(0, |(i, _)| i + 1) {
+        // Binary only: the empty text the check made of nothing is dropped.
+        items.retain(|c| c["text"].as_str().is_some_and(|t| !t.trim().is_empty()));
+    }
+    for (at, item) in binary {
+        let at = at.min(items.len());
+        items.insert(at, item);
+    }
+}
+
 /// Puts the gateway's answer to `call/output` back into the tool's result: a text (redacted,
 /// or fenced for an untrusted tool) becomes the only content; a redacted payload replaces
 /// content and structured content.

@@ -499,3 +499,61 @@ fn the_policy_sets_a_servers_timeout_and_message_size() {
     );
     p.close();
 }
+
+/// `base64 -d` of `b64` (coreutils), as text.
+fn decoded(b64: &str) -> String {
+    use std::io::Write as _;
+    let mut c = std::process::Command::new("base64")
+        .arg("-d")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(b64.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success(), "not base64: {b64}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn binary_contents_pass_the_checks_unchanged() {
+    let image = |r: &Value| {
+        r["result"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "image")
+            .cloned()
+    };
+    let blob = "demo://resource/dynamic/blob/1";
+    let mut bare = Peer::start(&everything());
+    let call = json!({"name": "get-tiny-image", "arguments": {}});
+    let r = bare.request("tools/call", call.clone());
+    let bare_image = image(&r).unwrap_or_else(|| panic!("bare: an image: {r}"));
+    let r = bare.request("resources/read", json!({"uri": blob}));
+    let b = r["result"]["contents"][0]["blob"].as_str().unwrap();
+    assert!(decoded(b).starts_with("Resource 1: This is a base64 blob"));
+    bare.kill();
+
+    // Every tool untrusted (fenced): the texts are checked, the image is kept as it came,
+    // at its place.
+    let dir = tempfile::tempdir().unwrap();
+    let (audit, mut p) = behind_proxy(
+        dir.path(),
+        &everything(),
+        json!({"resource_schemes": ["demo"]}),
+    );
+    let r = p.request("tools/call", call);
+    assert_eq!(image(&r), Some(bare_image), "{r}");
+    let content = r["result"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{r}");
+    assert!(texts(&r["result"]).contains(FENCE), "{r}");
+    let r = p.request("resources/read", json!({"uri": blob}));
+    let b = r["result"]["contents"][0]["blob"].as_str().unwrap();
+    assert!(
+        decoded(b).starts_with("Resource 1: This is a base64 blob"),
+        "{r}"
+    );
+    p.close();
+    verify(&audit);
+}

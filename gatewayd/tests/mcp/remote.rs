@@ -23,7 +23,7 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     /// Starts `cmd` (with `PORT` set) and waits until the port accepts a connection.
-    fn start(mut cmd: Command, port: u16, log: PathBuf) -> HttpServer {
+    pub(crate) fn start(mut cmd: Command, port: u16, log: PathBuf) -> HttpServer {
         let out = std::fs::File::create(&log).unwrap();
         let child = cmd
             .env("PORT", port.to_string())
@@ -52,10 +52,16 @@ impl HttpServer {
     }
 
     pub(crate) fn rugpull(dir: &Path) -> HttpServer {
+        HttpServer::rugpull_with(dir, &[])
+    }
+
+    /// The rug-pull server with `env` (`RUGPULL_TOKEN`: the bearer token it asks for).
+    pub(crate) fn rugpull_with(dir: &Path, env: &[(&str, &str)]) -> HttpServer {
         let port = free_port();
         let mut cmd = Command::new(python());
         cmd.arg(fixture("rugpull_server.py"))
-            .args(["http", &port.to_string()]);
+            .args(["http", &port.to_string()])
+            .envs(env.iter().copied());
         HttpServer::start(cmd, port, dir.join("server.log"))
     }
 
@@ -350,33 +356,44 @@ pub(crate) fn assert_rug_pull_withheld(out: &[serde_json::Value]) {
 
 /// `curl` POSTs `body` with `headers` as an MCP client would; the HTTP status.
 pub(crate) fn curl_post(url: &str, body: &str, headers: &[&str]) -> String {
+    curl_response(url, body, headers).0
+}
+
+/// `curl` POSTs `body` with `headers` as an MCP client would; the HTTP status, the answer's
+/// headers (lower case) and its body.
+pub(crate) fn curl_response(url: &str, body: &str, headers: &[&str]) -> (String, String, String) {
     let mut cmd = Command::new("curl");
-    cmd.args([
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "-X",
-        "POST",
-        url,
-    ])
-    .args(["-H", "content-type: application/json"])
-    .args(["-H", "accept: application/json, text/event-stream"])
-    .args(["-d", body]);
+    cmd.args(["-s", "-D", "-", "-w", "\n%{http_code}", "-X", "POST", url])
+        .args(["-H", "content-type: application/json"])
+        .args(["-H", "accept: application/json, text/event-stream"])
+        .args(["-d", body]);
     for h in headers {
         cmd.args(["-H", h]);
     }
-    String::from_utf8_lossy(&cmd.output().expect("curl").stdout).into_owned()
+    let out = String::from_utf8_lossy(&cmd.output().expect("curl").stdout).into_owned();
+    // The headers, a blank line, the body, then the status `-w` wrote.
+    let (rest, status) = out.rsplit_once('\n').unwrap_or(("", &out));
+    let (head, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
+    (
+        status.trim().to_owned(),
+        head.to_lowercase(),
+        body.to_owned(),
+    )
 }
 
 /// An `initialize` that `curl` sends, with `auth` as its authorization; the HTTP status.
-fn curl_initialize(url: &str, auth: Option<&str>) -> String {
+pub(crate) fn curl_initialize(url: &str, auth: Option<&str>) -> String {
+    initialize_response(url, auth).0
+}
+
+/// An `initialize` that `curl` sends, with `auth` as its authorization; the HTTP status,
+/// the answer's headers and body.
+pub(crate) fn initialize_response(url: &str, auth: Option<&str>) -> (String, String, String) {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "curl", "version": "1"}}});
     let auth = auth.map(|a| format!("authorization: {a}"));
-    curl_post(
+    curl_response(
         url,
         &init.to_string(),
         auth.as_slice()
@@ -391,12 +408,7 @@ fn curl_initialize(url: &str, auth: Option<&str>) -> String {
 fn a_bound_credential_is_sent_by_the_proxy_and_never_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let token = "Bearer tok-4f1c9e";
-    let mut cmd = Command::new(python());
-    let port = free_port();
-    cmd.arg(fixture("rugpull_server.py"))
-        .args(["http", &port.to_string()])
-        .env("RUGPULL_TOKEN", "tok-4f1c9e");
-    let server = HttpServer::start(cmd, port, dir.path().join("server.log"));
+    let server = HttpServer::rugpull_with(dir.path(), &[("RUGPULL_TOKEN", "tok-4f1c9e")]);
     assert_eq!(
         curl_initialize(&server.url(), None),
         "401",
