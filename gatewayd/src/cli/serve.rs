@@ -44,6 +44,13 @@ pub(super) struct Args {
     /// the file (an edit, a rename over it, a swapped symlink) reloads it too.
     #[arg(long)]
     no_watch: bool,
+    #[command(flatten)]
+    export: ExportArgs,
+}
+
+/// `--export`, `--anchor-every-s`, `--host-id`: the same for `serve` and `run`.
+#[derive(Debug, clap::Args)]
+pub(super) struct ExportArgs {
     /// Export every audit record, and the chain's head every --anchor-every-s and at each
     /// session's close (for `gatewayd audit verify LOG --anchors FILE`), to a sink; repeat
     /// for several. KIND:TARGET is one of `-` or `json:-` (stdout), `PATH` or `json:PATH`
@@ -54,13 +61,25 @@ pub(super) struct Args {
     /// dropped from that sink only, and counted in the chain (docs/FLEET.md).
     #[arg(long, value_name = "KIND:TARGET", value_parser = ExportSpec::parse)]
     export: Vec<ExportSpec>,
-    /// Seconds between two exported heads (when the log grew); 0: only at session close.
+    /// Seconds between two exported heads (when the log grew); 0: only at session close
+    /// (and, under `run`, at its end).
     #[arg(long, default_value_t = 60)]
     anchor_every_s: u64,
     /// This host's id in exported records and heads (default: /etc/machine-id, else the
     /// host name); under Kubernetes, the node's name.
     #[arg(long, value_name = "ID")]
     host_id: Option<String>,
+}
+
+impl ExportArgs {
+    /// What to export; None without `--export`.
+    pub(super) fn options(self) -> Option<ExportOptions> {
+        (!self.export.is_empty()).then(|| ExportOptions {
+            sinks: self.export,
+            anchor_every: std::time::Duration::from_secs(self.anchor_every_s),
+            host_id: self.host_id,
+        })
+    }
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -101,11 +120,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     sighup: true,
                     watch: !args.no_watch,
                 },
-                export: (!args.export.is_empty()).then(|| ExportOptions {
-                    sinks: args.export,
-                    anchor_every: std::time::Duration::from_secs(args.anchor_every_s),
-                    host_id: args.host_id,
-                }),
+                export: args.export.options(),
             },
             shutdown,
             |gw| {

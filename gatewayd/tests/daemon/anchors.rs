@@ -136,6 +136,15 @@ fn a_failing_sink_never_holds_a_decision_and_its_drops_are_recorded_at_stop() {
     for i in 0..5 {
         session(&d, &format!("s{i}"));
     }
+    // The sink's first attempt comes once its batch has gathered (up to 200 ms).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !d.gw.export_stats()[0].failing {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sink never failed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let stats = &d.gw.export_stats()[0];
     assert_eq!(stats.sink, "json:/dev/full");
     assert_eq!(stats.exported, 0);

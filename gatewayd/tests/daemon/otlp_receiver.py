@@ -7,7 +7,10 @@ Listens on 127.0.0.1:PORT (0: any free port) and prints `listening PORT` once it
 MODE `ok`: decodes each POSTed ExportLogsServiceRequest, appends one JSON line per log
 record to OUT (resource attributes, attributes, body, severity, times, the time the request
 arrived) and answers with an
-ExportLogsServiceResponse. MODE `garbage`: answers every connection with bytes that are not
+ExportLogsServiceResponse. MODE `lag`: the same, but each line holds only what the fleet
+bench reads (the record's type, its time and the request's arrival), so that the receiver's
+own CPU on the bench's cores is as small as a receiver's can be. Both keep the connection
+open between requests (HTTP/1.1), as a collector does. MODE `garbage`: answers every connection with bytes that are not
 HTTP. MODE `reject`: answers every request 400 Bad Request. MODE `silent`: accepts and
 never answers.
 """
@@ -29,11 +32,44 @@ LOCK = threading.Lock()
 
 
 def value(v):
+    kind = v.WhichOneof("value")
+    if kind in ("string_value", "bool_value", "double_value"):
+        return getattr(v, kind)
+    if kind == "int_value":
+        # As protobuf's JSON mapping writes an int64: a string.
+        return str(v.int_value)
     d = MessageToDict(v)
     return next(iter(d.values()), None)
 
 
+def full(path, headers, resource, scope, lr, now):
+    return {
+        "path": path,
+        "content_type": headers.get("Content-Type"),
+        "resource": resource,
+        "scope": scope,
+        "attributes": {a.key: value(a.value) for a in lr.attributes},
+        "body": lr.body.string_value,
+        "severity_number": lr.severity_number,
+        "severity_text": lr.severity_text,
+        "time_unix_nano": lr.time_unix_nano,
+        "event_name": lr.event_name,
+        "received_unix_nano": now,
+    }
+
+
+def lag(lr, now):
+    kind = next((a.value.string_value for a in lr.attributes if a.key == "gatewayd.type"), None)
+    return {
+        "attributes": {"gatewayd.type": kind},
+        "time_unix_nano": lr.time_unix_nano,
+        "received_unix_nano": now,
+    }
+
+
 class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         now = time.time_ns()
@@ -44,19 +80,11 @@ class Handler(BaseHTTPRequestHandler):
             resource = {a.key: value(a.value) for a in rl.resource.attributes}
             for sl in rl.scope_logs:
                 for lr in sl.log_records:
-                    lines.append(json.dumps({
-                        "path": self.path,
-                        "content_type": self.headers.get("Content-Type"),
-                        "resource": resource,
-                        "scope": sl.scope.name,
-                        "attributes": {a.key: value(a.value) for a in lr.attributes},
-                        "body": lr.body.string_value,
-                        "severity_number": lr.severity_number,
-                        "severity_text": lr.severity_text,
-                        "time_unix_nano": lr.time_unix_nano,
-                        "event_name": lr.event_name,
-                        "received_unix_nano": now,
-                    }))
+                    if MODE == "lag":
+                        line = lag(lr, now)
+                    else:
+                        line = full(self.path, self.headers, resource, sl.scope.name, lr, now)
+                    lines.append(json.dumps(line))
         with LOCK, open(OUT, "a") as f:
             f.write("".join(line + "\n" for line in lines))
         answer = ExportLogsServiceResponse().SerializeToString()
@@ -87,7 +115,7 @@ def raw(answer):
             conn.close()
 
 
-if MODE == "ok":
+if MODE in ("ok", "lag"):
     server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
     print("listening", server.server_address[1], flush=True)
     server.serve_forever()

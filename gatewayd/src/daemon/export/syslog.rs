@@ -215,7 +215,10 @@ mod tests {
             detail: serde_json::json!({"quote": "a\"]b"}),
             hash: "h".repeat(64),
         };
-        let m = s.message(&Item::Record(Arc::new(super::super::Exported::new(r))));
+        let logged = r.canonical_line();
+        let m = s.message(&Item::Record(Arc::new(super::super::Exported::new(
+            r, logged,
+        ))));
         // authpriv (10) * 8 + warning (4) = 84.
         assert!(m.starts_with("<84>1 "), "{m}");
         assert!(m.contains(" h1 gatewayd "), "{m}");
