@@ -64,6 +64,23 @@ fn reason_records(audit: &Path, reason: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The first `policy_reload_failed` record, once written: it names the policy kept (`old`)
+/// and the file in its error.
+fn reload_failed(audit: &Path, old: &str) -> Value {
+    let failed = wait_for("a policy_reload_failed record", || {
+        reason_records(audit, "policy_reload_failed").pop()
+    });
+    assert_eq!(failed["detail"]["old"], old);
+    assert!(
+        failed["detail"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("policy.json"),
+        "{failed}"
+    );
+    failed
+}
+
 fn digest_of(path: &Path) -> String {
     policy_digest(&std::fs::read(path).unwrap())
 }
@@ -168,20 +185,10 @@ fn a_bad_file_keeps_the_old_policy_and_is_recorded_with_both_digests() {
     let good = without_count(&d.root()).to_string();
     let half = &good[..good.len() / 2];
     std::fs::write(&pfile, half).unwrap();
-    let failed = wait_for("a policy_reload_failed record", || {
-        reason_records(&audit, "policy_reload_failed").pop()
-    });
-    assert_eq!(failed["detail"]["old"], old.as_str());
+    let failed = reload_failed(&audit, &old);
     assert_eq!(
         failed["detail"]["new"],
         policy_digest(half.as_bytes()).as_str()
-    );
-    assert!(
-        failed["detail"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("policy.json"),
-        "{failed}"
     );
     assert_eq!(decide(&mut c, "s", "count")["decision"], "allow");
     // Valid JSON, not a valid policy: the same.
@@ -256,17 +263,7 @@ fn a_half_written_configmap_update_keeps_the_old_policy_until_a_whole_one_comes(
         .unwrap();
     let good = without_count(&root).to_string();
     version("..2026_02", &good[..good.len() / 2]);
-    let failed = wait_for("a policy_reload_failed record", || {
-        reason_records(&audit, "policy_reload_failed").pop()
-    });
-    assert_eq!(failed["detail"]["old"], old.as_str());
-    assert!(
-        failed["detail"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("policy.json"),
-        "{failed}"
-    );
+    reload_failed(&audit, &old);
     let r = decide(&mut c, "s", "count");
     assert_eq!(r["decision"], "allow", "{r}");
     assert_eq!(
