@@ -51,7 +51,7 @@ use gatewayd_kernel::{
 pub mod agent_gateway;
 mod agent_process;
 pub(crate) mod egress_hosts;
-mod egress_proxy;
+pub(crate) mod egress_proxy;
 mod landlock_records;
 pub(crate) mod left_behind;
 pub mod nested_sandbox;

@@ -55,7 +55,8 @@ pub(super) struct ExportArgs {
     /// session's close (for `gatewayd audit verify LOG --anchors FILE`), to a sink; repeat
     /// for several. KIND:TARGET is one of `-` or `json:-` (stdout), `PATH` or `json:PATH`
     /// (JSON lines), `syslog` (/dev/log), `syslog:unix:PATH`, `syslog:udp:HOST:PORT`,
-    /// `syslog:tcp:HOST:PORT` (RFC 5424), `journal[:SOCKET]` (the systemd journal),
+    /// `syslog:tcp:HOST:PORT`, `syslog:tls:HOST:PORT` (RFC 5424; TLS as RFC 5425, see
+    /// --export-ca), `journal[:SOCKET]` (the systemd journal),
     /// `otlp:http://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf). Never blocks a decision:
     /// a sink that is down is retried with back-off; past a queue of 4096 its records are
     /// dropped from that sink only, and counted in the chain (docs/FLEET.md).
@@ -69,6 +70,10 @@ pub(super) struct ExportArgs {
     /// host name); under Kubernetes, the node's name.
     #[arg(long, value_name = "ID")]
     host_id: Option<String>,
+    /// A PEM file of CA certificates that TLS sinks (`syslog:tls:`) trust besides the
+    /// system's roots (a private CA's).
+    #[arg(long, value_name = "FILE")]
+    export_ca: Option<PathBuf>,
 }
 
 impl ExportArgs {
@@ -78,6 +83,7 @@ impl ExportArgs {
             sinks: self.export,
             anchor_every: std::time::Duration::from_secs(self.anchor_every_s),
             host_id: self.host_id,
+            ca: self.export_ca,
         })
     }
 }

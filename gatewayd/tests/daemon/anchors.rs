@@ -60,6 +60,7 @@ fn exported_heads_catch_a_rewritten_log_and_a_truncated_one() {
             sinks: vec![ExportSpec::File(anchors.clone())],
             anchor_every: Duration::ZERO,
             host_id: None,
+            ..Default::default()
         },
     );
     session(&d, "first");
@@ -131,6 +132,7 @@ fn a_failing_sink_never_holds_a_decision_and_its_drops_are_recorded_at_stop() {
             sinks: vec![ExportSpec::File("/dev/full".into())],
             anchor_every: Duration::ZERO,
             host_id: None,
+            ..Default::default()
         },
     );
     for i in 0..5 {

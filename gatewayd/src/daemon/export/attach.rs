@@ -33,7 +33,12 @@ impl Export {
         if let Some(id) = &opts.host_id {
             host.id.clone_from(id);
         }
-        let exporters = Arc::new(Exporters::start(&opts.sinks, &host, writer.as_ref())?);
+        let exporters = Arc::new(Exporters::start(
+            &opts.sinks,
+            &host,
+            opts.ca.as_deref(),
+            writer.as_ref(),
+        )?);
         if let Some(w) = &writer {
             w.set_tap(Some(exporters.clone()));
         }

@@ -55,8 +55,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// At stop, how long a failing sink is still retried before what is queued is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// What `gatewayd serve` exports.
-#[derive(Debug, Clone)]
+/// What `gatewayd serve` (or `run`) exports.
+#[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
     /// Where (one exporter each).
     pub sinks: Vec<ExportSpec>,
@@ -66,6 +66,9 @@ pub struct ExportOptions {
     /// This host's id in every item (`--host-id`; a Kubernetes node's name); None:
     /// `/etc/machine-id`, else the host name ([`host_id`]).
     pub host_id: Option<String>,
+    /// `--export-ca`: a PEM file of CA certificates that TLS sinks trust besides the
+    /// system's roots.
+    pub ca: Option<std::path::PathBuf>,
 }
 
 /// One thing exported: a durable record of the chain, or the chain's head.
@@ -233,14 +236,16 @@ pub struct Exporter {
 }
 
 impl Exporter {
-    /// Opens the sink of `spec` (a file is opened now; network sinks connect on first use)
-    /// and starts its thread; failures and drops are recorded through `audit`.
+    /// Opens the sink of `spec` (a file is opened now, a TLS sink's CA file `ca` read;
+    /// network sinks connect on first use) and starts its thread; failures and drops are
+    /// recorded through `audit`.
     pub fn start(
         spec: &ExportSpec,
         host: &HostInfo,
+        ca: Option<&std::path::Path>,
         audit: Option<WriterHandle>,
     ) -> std::io::Result<Exporter> {
-        Self::start_on(spec.open(host)?, spec.to_string(), audit)
+        Self::start_on(spec.open(host, ca)?, spec.to_string(), audit)
     }
 
     /// [`Exporter::start`] on a sink of the caller's.
@@ -346,12 +351,13 @@ impl Exporters {
     pub fn start(
         specs: &[ExportSpec],
         host: &HostInfo,
+        ca: Option<&std::path::Path>,
         audit: Option<&WriterHandle>,
     ) -> std::io::Result<Exporters> {
         specs
             .iter()
             .map(|s| {
-                Exporter::start(s, host, audit.cloned())
+                Exporter::start(s, host, ca, audit.cloned())
                     .map_err(|e| std::io::Error::new(e.kind(), format!("--export {s}: {e}")))
             })
             .collect::<std::io::Result<Vec<_>>>()
