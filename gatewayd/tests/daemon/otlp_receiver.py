@@ -1,9 +1,10 @@
 """An OTLP/HTTP logs receiver for the export tests, built on the official OpenTelemetry
 protobuf definitions (PyPI `opentelemetry-proto`).
 
-    python otlp_receiver.py MODE PORT OUT
+    python otlp_receiver.py MODE PORT OUT [CERT KEY]
 
-Listens on 127.0.0.1:PORT (0: any free port) and prints `listening PORT` once it accepts.
+Listens on 127.0.0.1:PORT (0: any free port), over HTTPS with CERT and KEY when given, and
+prints `listening PORT` once it accepts.
 MODE `ok`: decodes each POSTed ExportLogsServiceRequest, appends one JSON line per log
 record to OUT (resource attributes, attributes, body, severity, times, the time the request
 arrived) and answers with an
@@ -16,6 +17,7 @@ never answers.
 """
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -28,6 +30,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 )
 
 MODE, PORT, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+TLS = sys.argv[4:6]
 LOCK = threading.Lock()
 
 
@@ -115,8 +118,18 @@ def raw(answer):
             conn.close()
 
 
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A client that refused our certificate: nothing to serve.
+        pass
+
+
 if MODE in ("ok", "lag"):
-    server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+    server = Server(("127.0.0.1", PORT), Handler)
+    if TLS:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*TLS)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print("listening", server.server_address[1], flush=True)
     server.serve_forever()
 elif MODE == "garbage":

@@ -7,7 +7,8 @@
 //!   `--export-ca`);
 //! - `journal` (= `journal:/run/systemd/journal/socket`), `journal:PATH`: the systemd
 //!   journal's native protocol;
-//! - `otlp:http://HOST:PORT[/PATH]`: OTLP logs over HTTP/protobuf (`/v1/logs` when no path).
+//! - `otlp:http://HOST:PORT[/PATH]`, `otlp:https://...`: OTLP logs over HTTP/protobuf
+//!   (`/v1/logs` when no path), HTTPS checked against the system's roots and `--export-ca`.
 use std::{
     fmt,
     path::{Path, PathBuf},
@@ -49,7 +50,7 @@ pub enum SyslogTransport {
 /// Why an `--export` value is not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT|:tls:HOST:PORT], journal[:PATH] or otlp:http://HOST:PORT[/PATH]"
+    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT|:tls:HOST:PORT], journal[:PATH] or otlp:http[s]://HOST:PORT[/PATH]"
 )]
 pub struct SpecError {
     given: String,
@@ -100,8 +101,11 @@ impl ExportSpec {
             "journal" if rest.is_empty() => ExportSpec::Journal(JOURNAL_SOCKET.into()),
             "journal" => ExportSpec::Journal(rest.into()),
             "otlp" => {
-                let Some(after) = rest.strip_prefix("http://") else {
-                    return Err(err("otlp needs an http:// URL (no TLS: docs/LIMITS.md)"));
+                let Some(after) = rest
+                    .strip_prefix("http://")
+                    .or_else(|| rest.strip_prefix("https://"))
+                else {
+                    return Err(err("otlp needs an http:// or https:// URL"));
                 };
                 match after.split_once('/') {
                     None => ExportSpec::Otlp(format!("{rest}/v1/logs")),
@@ -136,7 +140,7 @@ impl ExportSpec {
             }
             ExportSpec::Syslog(t) => Box::new(Syslog::new(t.clone(), host, ca)?),
             ExportSpec::Journal(p) => Box::new(Journal::new(p.clone(), host)),
-            ExportSpec::Otlp(url) => Box::new(Otlp::new(url.clone(), host)),
+            ExportSpec::Otlp(url) => Box::new(Otlp::new(url.clone(), host, ca)?),
         })
     }
 }
@@ -182,6 +186,7 @@ mod tests {
             ("otlp:http://c:4318", "otlp:http://c:4318/v1/logs"),
             ("otlp:http://c:4318/", "otlp:http://c:4318/v1/logs"),
             ("otlp:http://c:4318/x/logs", "otlp:http://c:4318/x/logs"),
+            ("otlp:https://c:4318", "otlp:https://c:4318/v1/logs"),
         ] {
             let spec = ExportSpec::parse(given).unwrap();
             assert_eq!(spec.to_string(), shown, "{given}");
@@ -199,7 +204,7 @@ mod tests {
             "syslog:tcp:h:0",
             "syslog:tls:6514",
             "syslog:smoke:x",
-            "otlp:https://c:4318",
+            "otlp:ftp://c:4318",
             "otlp:c:4318",
             "otlp:http:///v1/logs",
         ] {

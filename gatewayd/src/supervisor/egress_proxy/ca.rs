@@ -127,6 +127,19 @@ pub(crate) fn client_config(extra: Option<&Path>) -> Result<Arc<ClientConfig>, S
     Ok(Arc::new(config))
 }
 
+/// The system's roots and those of the PEM file `extra` (`option` names its setting in
+/// errors).
+pub(crate) fn roots(
+    extra: Option<&Path>,
+    option: &str,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let mut certs = system_roots();
+    if let Some(p) = extra {
+        certs.extend(pem_file(p).map_err(|e| format!("{option}: {e}"))?);
+    }
+    Ok(certs)
+}
+
 /// A TLS client (rustls on ring) that checks servers against the system's roots and those
 /// of the PEM file `extra`; `option` names that file's setting and `whom` the servers, in
 /// errors.
@@ -136,11 +149,7 @@ pub(crate) fn tls_client(
     whom: &str,
 ) -> Result<ClientConfig, String> {
     let mut roots = RootCertStore::empty();
-    let mut certs = system_roots();
-    if let Some(p) = extra {
-        certs.extend(pem_file(p).map_err(|e| format!("{option}: {e}"))?);
-    }
-    let (added, _) = roots.add_parsable_certificates(certs);
+    let (added, _) = roots.add_parsable_certificates(self::roots(extra, option)?);
     if added == 0 {
         return Err(format!(
             "no CA certificate to check {whom} with (the system has none, and {option} is not set)"
