@@ -326,6 +326,7 @@ fn export_on(dir: &Path, rate_off: f64, udp_too: bool) {
         sinks,
         anchor_every: Duration::from_mins(1),
         host_id: None,
+        ..Default::default()
     };
     let d = Running::start_exporting(dir, Some(dir.join("audit.jsonl")), Some(export));
     let sock = dir.join("bench.sock");

@@ -51,7 +51,7 @@ use gatewayd_kernel::{
 pub mod agent_gateway;
 mod agent_process;
 pub(crate) mod egress_hosts;
-mod egress_proxy;
+pub(crate) mod egress_proxy;
 mod landlock_records;
 pub(crate) mod left_behind;
 pub mod nested_sandbox;
@@ -84,6 +84,9 @@ pub enum RunError {
     /// A kernel program the policy requires did not load or attach.
     #[error("refusing to start the agent")]
     Kernel(#[from] kernel::KernelError),
+    /// An `--export` sink could not be opened (a file) or its thread started.
+    #[error("{0}")]
+    Export(std::io::Error),
     /// The agent process could not be spawned.
     #[error("cannot start the agent `{agent}`: {error}")]
     Spawn {
@@ -161,6 +164,8 @@ pub struct RunOptions {
     pub preserve_fds: Vec<i32>,
     /// Learn mode of the agent's gateway (the kernel layer enforces as usual).
     pub learn: gatewayd_core::engine::Learn,
+    /// `--export`: where every record of the session's log and its heads go (docs/FLEET.md).
+    pub export: Option<crate::daemon::ExportOptions>,
 }
 
 /// How the session went.
@@ -185,17 +190,34 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let writer = AuditWriter::start(AuditLog::open(&opts.audit_path, clock.clone())?)
         .map_err(RunError::AuditThread)?;
+    // Before the first record of the session: the exporters see all of them.
+    let export = opts
+        .export
+        .as_ref()
+        .map(|e| {
+            crate::daemon::export::Export::start(
+                e,
+                Some(opts.audit_path.clone()),
+                Some(writer.handle()),
+            )
+        })
+        .transpose()
+        .map_err(RunError::Export)?;
     let ctx = prepare::Ctx {
         opts: &opts,
         session: format!("run-{}-{}", std::process::id(), clock.now_ms()),
         program,
         audit: writer.handle(),
         clock,
+        export: export.as_ref(),
     };
     let prepared = prepare::prepare(&ctx).await?;
     let mut live = start::start(&ctx, prepared, started).await?;
     let status = live.run_agent(&ctx).await;
     let outcome = teardown::teardown(&ctx, live, status).await;
+    if let Some(x) = &export {
+        x.finish();
+    }
     writer.close()?;
     outcome
 }

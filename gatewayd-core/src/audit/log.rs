@@ -187,6 +187,16 @@ impl AuditLog {
     /// returns them only after all are durable. An entry nested too deep refuses the whole
     /// batch (nothing written, the log stays usable); a write or sync failure poisons the log.
     pub fn append_batch(&mut self, entries: Vec<Entry>) -> Result<Vec<Record>, AuditError> {
+        self.append_lines(entries)
+            .map(|v| v.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// [`AuditLog::append_batch`], each record returned with its line as written (no
+    /// newline): what the audit writer hands its tap, so that nobody formats it again.
+    pub fn append_lines(
+        &mut self,
+        entries: Vec<Entry>,
+    ) -> Result<Vec<(Record, String)>, AuditError> {
         if self.poisoned {
             return Err(AuditError::Poisoned {
                 path: self.path.clone(),
@@ -221,10 +231,11 @@ impl AuditLog {
                 hash: String::new(),
             };
             rec.hash = rec.compute_hash();
-            buf.push_str(&rec.canonical_line());
+            let line = rec.canonical_line();
+            buf.push_str(&line);
             buf.push('\n');
             head = Some(rec.hash.clone());
-            recs.push(rec);
+            recs.push((rec, line));
         }
         let mut f: &File = &self.file;
         if let Err(error) = f.write_all(buf.as_bytes()).and_then(|()| f.sync_data()) {

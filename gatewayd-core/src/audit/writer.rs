@@ -21,8 +21,9 @@ use super::{AuditLog, Entry, MAX_DETAIL_DEPTH, Record, log::depth};
 /// Sees every record once it is durable, on the writer thread, in chain order (the daemon's
 /// exporters). It must not block: it runs before the writer takes the next batch.
 pub trait RecordTap: Send + Sync {
-    /// `records` are durable, in order, and follow the ones of the previous call.
-    fn durable(&self, records: Vec<Record>);
+    /// `records` are durable, in order, and follow the ones of the previous call; each
+    /// with its line as the log holds it (no newline).
+    fn durable(&self, records: Vec<(Record, String)>);
 }
 
 /// Why a record is not (or will not be) durable.
@@ -217,13 +218,13 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
             }
             (std::mem::take(&mut st.queue), st.submitted)
         };
-        let result = log.append_batch(batch);
+        let result = log.append_lines(batch);
         let mut st = shared.lock();
         let written = match result {
             Ok(recs) => {
                 st.durable = last;
                 st.batches += 1;
-                if let Some(r) = recs.last() {
+                if let Some((r, _)) = recs.last() {
                     st.head = Head {
                         seq: r.seq,
                         hash: Some(r.hash.clone()),
@@ -468,9 +469,9 @@ mod tests {
     struct Seen(Mutex<Vec<u64>>);
 
     impl RecordTap for Seen {
-        fn durable(&self, records: Vec<Record>) {
+        fn durable(&self, records: Vec<(Record, String)>) {
             let mut v = self.0.lock().unwrap();
-            v.extend(records.iter().map(|r| r.seq));
+            v.extend(records.iter().map(|(r, _)| r.seq));
         }
     }
 

@@ -1,5 +1,6 @@
 //! `gatewayd run --policy P [--audit F] [--user NAME|UID] [--scope S]... [--runtime-dir D]
-//! [--preserve-fd FD]... [--left-behind report|fail] -- AGENT...`
+//! [--preserve-fd FD]... [--left-behind report|fail] [--export KIND:TARGET]... [--anchor-every-s N]
+//! [--host-id ID] -- AGENT...`
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
@@ -40,6 +41,10 @@ pub(super) struct Args {
     left_behind: LeftBehind,
     #[command(flatten)]
     learn: LearnArgs,
+    /// `--export` as for `serve`: every record of the session's log, its heads at the
+    /// interval and at the end.
+    #[command(flatten)]
+    export: super::serve::ExportArgs,
     /// The agent command line.
     #[arg(last = true, required = true)]
     agent: Vec<String>,
@@ -127,6 +132,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(supervisor::agent_gateway::default_runtime_dir),
         preserve_fds: args.preserve_fds,
         learn: args.learn.mode(),
+        export: args.export.options(),
     }))?;
     errln!(
         "gatewayd: agent exited with {}; tier {}; {} kernel denial(s) recorded in {}",

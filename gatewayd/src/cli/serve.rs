@@ -44,23 +44,48 @@ pub(super) struct Args {
     /// the file (an edit, a rename over it, a swapped symlink) reloads it too.
     #[arg(long)]
     no_watch: bool,
+    #[command(flatten)]
+    export: ExportArgs,
+}
+
+/// `--export`, `--anchor-every-s`, `--host-id`: the same for `serve` and `run`.
+#[derive(Debug, clap::Args)]
+pub(super) struct ExportArgs {
     /// Export every audit record, and the chain's head every --anchor-every-s and at each
     /// session's close (for `gatewayd audit verify LOG --anchors FILE`), to a sink; repeat
     /// for several. KIND:TARGET is one of `-` or `json:-` (stdout), `PATH` or `json:PATH`
     /// (JSON lines), `syslog` (/dev/log), `syslog:unix:PATH`, `syslog:udp:HOST:PORT`,
-    /// `syslog:tcp:HOST:PORT` (RFC 5424), `journal[:SOCKET]` (the systemd journal),
-    /// `otlp:http://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf). Never blocks a decision:
+    /// `syslog:tcp:HOST:PORT`, `syslog:tls:HOST:PORT` (RFC 5424; TLS as RFC 5425, see
+    /// --export-ca), `journal[:SOCKET]` (the systemd journal),
+    /// `otlp:http[s]://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf). Never blocks a decision:
     /// a sink that is down is retried with back-off; past a queue of 4096 its records are
     /// dropped from that sink only, and counted in the chain (docs/FLEET.md).
     #[arg(long, value_name = "KIND:TARGET", value_parser = ExportSpec::parse)]
     export: Vec<ExportSpec>,
-    /// Seconds between two exported heads (when the log grew); 0: only at session close.
+    /// Seconds between two exported heads (when the log grew); 0: only at session close
+    /// (and, under `run`, at its end).
     #[arg(long, default_value_t = 60)]
     anchor_every_s: u64,
     /// This host's id in exported records and heads (default: /etc/machine-id, else the
     /// host name); under Kubernetes, the node's name.
     #[arg(long, value_name = "ID")]
     host_id: Option<String>,
+    /// A PEM file of CA certificates that TLS sinks (`syslog:tls:`, `otlp:https:`) trust
+    /// besides the system's roots (a private CA's).
+    #[arg(long, value_name = "FILE")]
+    export_ca: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    /// What to export; None without `--export`.
+    pub(super) fn options(self) -> Option<ExportOptions> {
+        (!self.export.is_empty()).then(|| ExportOptions {
+            sinks: self.export,
+            anchor_every: std::time::Duration::from_secs(self.anchor_every_s),
+            host_id: self.host_id,
+            ca: self.export_ca,
+        })
+    }
 }
 
 pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
@@ -101,11 +126,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
                     sighup: true,
                     watch: !args.no_watch,
                 },
-                export: (!args.export.is_empty()).then(|| ExportOptions {
-                    sinks: args.export,
-                    anchor_every: std::time::Duration::from_secs(args.anchor_every_s),
-                    host_id: args.host_id,
-                }),
+                export: args.export.options(),
             },
             shutdown,
             |gw| {

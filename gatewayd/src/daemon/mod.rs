@@ -144,13 +144,16 @@ pub async fn serve(
         None => socket::bind(&opts.socket, opts.gid)?,
     };
     let exporter = match &opts.export {
-        Some(e) => Some(start_export(
-            &gw,
-            e,
-            opts.audit.clone(),
-            writer.as_ref(),
-            &shutdown,
-        )?),
+        Some(e) => {
+            let x = export::Export::start(
+                e,
+                opts.audit.clone(),
+                writer.as_ref().map(AuditWriter::handle),
+            )
+            .map_err(DaemonError::Export)?;
+            x.attach(&gw, shutdown.clone());
+            Some(x)
+        }
         None => None,
     };
     note(
@@ -179,11 +182,7 @@ pub async fn serve(
         json!({"pid": std::process::id()}),
     );
     if let Some(x) = exporter {
-        gw.export_head("stop");
-        x.close();
-        if let Some(w) = writer.as_ref() {
-            w.handle().set_tap(None);
-        }
+        x.finish();
     }
     close_audit(writer)
 }
@@ -238,35 +237,6 @@ fn load_policy(path: &std::path::Path) -> Result<(Policy, String), DaemonError> 
         source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
     })?;
     Ok((Policy::parse(text, path)?, policy_digest(&bytes)))
-}
-
-/// Starts the exporters of `e`, has the audit writer hand them every durable record and
-/// the gateway its heads, and starts the periodic export of heads.
-fn start_export(
-    gw: &Arc<Gateway>,
-    e: &ExportOptions,
-    log: Option<PathBuf>,
-    writer: Option<&AuditWriter>,
-    shutdown: &Shutdown,
-) -> Result<Arc<export::Exporters>, DaemonError> {
-    let handle = writer.map(AuditWriter::handle);
-    let mut host = export::HostInfo::here();
-    if let Some(id) = &e.host_id {
-        host.id.clone_from(id);
-    }
-    let x = Arc::new(
-        export::Exporters::start(&e.sinks, &host, handle.as_ref()).map_err(DaemonError::Export)?,
-    );
-    if let Some(h) = &handle {
-        h.set_tap(Some(x.clone()));
-    }
-    gw.set_anchors(export::Anchors {
-        exporters: x.clone(),
-        host: host.id,
-        log,
-    });
-    tokio::spawn(export::every(gw.clone(), e.anchor_every, shutdown.clone()));
-    Ok(x)
 }
 
 fn note(writer: Option<&AuditWriter>, reason: &str, detail: serde_json::Value) {

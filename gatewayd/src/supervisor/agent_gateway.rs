@@ -122,6 +122,8 @@ pub(super) struct Setup<'a> {
     pub(super) kernel: kernel::task::Handle,
     /// Learn mode of the gateway.
     pub(super) learn: gatewayd_core::engine::Learn,
+    /// `--export`: the gateway's heads go there too.
+    pub(super) export: Option<&'a crate::daemon::export::Export>,
 }
 
 /// The running gateway of one `gatewayd run` session.
@@ -226,6 +228,9 @@ impl AgentGateway {
         }
         let (trigger, stop) = shutdown::channel();
         super::policy_reload::watch(&gw, kernel, s.policy_path.to_owned(), stop.clone());
+        if let Some(x) = s.export {
+            x.attach(&gw, stop.clone());
+        }
         let server = tokio::spawn(server::run(
             listener,
             gw.clone(),

@@ -34,7 +34,7 @@ use gatewayd_core::{
 };
 use gatewayd_kernel::kernel::{self, egress_proxy::ProxyMaps};
 
-mod ca;
+pub(crate) mod ca;
 mod dns;
 mod inspection;
 mod l7;

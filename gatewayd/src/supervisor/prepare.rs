@@ -34,6 +34,8 @@ pub(super) struct Ctx<'a> {
     pub(super) program: String,
     pub(super) audit: WriterHandle,
     pub(super) clock: Arc<dyn Clock>,
+    /// `--export`: the session's exporters, attached to its gateway once it starts.
+    pub(super) export: Option<&'a crate::daemon::export::Export>,
 }
 
 /// What phase 1 settled.

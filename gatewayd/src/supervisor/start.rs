@@ -356,6 +356,7 @@ async fn start_gateway(
         runtime_dir: &opts.runtime_dir,
         kernel,
         learn: opts.learn,
+        export: ctx.export,
     })
     .await
 }

@@ -60,6 +60,7 @@ fn exported_heads_catch_a_rewritten_log_and_a_truncated_one() {
             sinks: vec![ExportSpec::File(anchors.clone())],
             anchor_every: Duration::ZERO,
             host_id: None,
+            ..Default::default()
         },
     );
     session(&d, "first");
@@ -131,10 +132,20 @@ fn a_failing_sink_never_holds_a_decision_and_its_drops_are_recorded_at_stop() {
             sinks: vec![ExportSpec::File("/dev/full".into())],
             anchor_every: Duration::ZERO,
             host_id: None,
+            ..Default::default()
         },
     );
     for i in 0..5 {
         session(&d, &format!("s{i}"));
+    }
+    // The sink's first attempt comes once its batch has gathered (up to 200 ms).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !d.gw.export_stats()[0].failing {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sink never failed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
     }
     let stats = &d.gw.export_stats()[0];
     assert_eq!(stats.sink, "json:/dev/full");

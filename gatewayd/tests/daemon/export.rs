@@ -22,7 +22,7 @@ use crate::{
     support::{Daemon, records},
 };
 
-fn session(d: &Daemon, id: &str) {
+pub(crate) fn session(d: &Daemon, id: &str) {
     d.three_counted_calls(id);
 }
 
@@ -33,6 +33,7 @@ fn start(dir: &Path, sinks: Vec<ExportSpec>) -> Daemon {
             sinks,
             anchor_every: Duration::ZERO,
             host_id: None,
+            ..Default::default()
         },
     )
 }
@@ -56,7 +57,7 @@ fn as_logged(mut v: Value) -> String {
 }
 
 /// Asserts that the exported record lines hold every line of the log, in order, once.
-fn assert_whole_chain(log: &Path, exported: &[Value]) {
+pub(crate) fn assert_whole_chain(log: &Path, exported: &[Value]) {
     let want = log_lines(log);
     let got: Vec<String> = exported.iter().cloned().map(as_logged).collect();
     assert_eq!(got.len(), want.len(), "records exported vs logged");
@@ -156,8 +157,24 @@ fn read_all(l: &TcpListener) -> String {
     s
 }
 
+/// Waits for the one `export_failing` record of `log`; its error.
+pub(crate) fn wait_for_failing(log: &Path) -> String {
+    let failing = |log: &Path| -> Vec<Value> {
+        records(log)
+            .into_iter()
+            .filter(|r| r["reason"] == "export_failing")
+            .collect()
+    };
+    wait_for("export_failing in the chain", 20, || {
+        !failing(log).is_empty()
+    });
+    let failing = failing(log);
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    failing[0]["detail"]["error"].as_str().unwrap().to_owned()
+}
+
 /// The records in octet-counted frames.
-fn frames(mut s: &str) -> Vec<Value> {
+pub(crate) fn frames(mut s: &str) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some((len, rest)) = s.split_once(' ') {
         let len: usize = len.parse().unwrap();
@@ -195,11 +212,7 @@ fn a_syslog_server_that_closes_the_connection_and_goes_away_loses_no_record() {
     // Decided and recorded while the server is gone.
     session(&d, "while-down");
     let log = d.audit.clone().unwrap();
-    wait_for("export_failing in the chain", 20, || {
-        records(&log)
-            .iter()
-            .any(|r| r["reason"] == "export_failing")
-    });
+    wait_for_failing(&log);
     let stats = &d.gw.export_stats()[0];
     assert!(stats.failing, "{stats:?}");
     // The server comes back on the same port: what waited is delivered.
@@ -216,12 +229,7 @@ fn a_syslog_server_that_closes_the_connection_and_goes_away_loses_no_record() {
         .filter(|v| v["type"] == "record")
         .collect();
     assert_whole_chain(&log, &exported);
-    let failing: Vec<Value> = records(&log)
-        .into_iter()
-        .filter(|r| r["reason"] == "export_failing")
-        .collect();
-    assert_eq!(failing.len(), 1, "{failing:?}");
-    let error = failing[0]["detail"]["error"].as_str().unwrap();
+    let error = wait_for_failing(&log);
     assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
 }
 

@@ -197,13 +197,19 @@ pub(crate) fn python() -> PathBuf {
 /// The receiver in `mode` on `port` (0: any); returns it and the port it listens on.
 pub(crate) fn receiver(mode: &str, port: u16, out: &Path) -> (Proc, u16) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/daemon/otlp_receiver.py");
-    let mut c = Command::new(python())
+    let c = Command::new(python())
         .arg(script)
         .args([mode, &port.to_string()])
         .arg(out)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    listening(c)
+}
+
+/// A server started with its standard output piped, once it printed `listening PORT`: it
+/// and its port.
+pub(crate) fn listening(mut c: Child) -> (Proc, u16) {
     let mut line = String::new();
     BufReader::new(c.stdout.as_mut().unwrap())
         .read_line(&mut line)

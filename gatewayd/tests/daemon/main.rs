@@ -11,6 +11,7 @@ mod approvals_watch;
 mod cli;
 mod export;
 mod export_sinks;
+mod export_tls;
 mod faults;
 mod fleet;
 mod polling;

@@ -1,18 +1,23 @@
 """An OTLP/HTTP logs receiver for the export tests, built on the official OpenTelemetry
 protobuf definitions (PyPI `opentelemetry-proto`).
 
-    python otlp_receiver.py MODE PORT OUT
+    python otlp_receiver.py MODE PORT OUT [CERT KEY]
 
-Listens on 127.0.0.1:PORT (0: any free port) and prints `listening PORT` once it accepts.
+Listens on 127.0.0.1:PORT (0: any free port), over HTTPS with CERT and KEY when given, and
+prints `listening PORT` once it accepts.
 MODE `ok`: decodes each POSTed ExportLogsServiceRequest, appends one JSON line per log
 record to OUT (resource attributes, attributes, body, severity, times, the time the request
 arrived) and answers with an
-ExportLogsServiceResponse. MODE `garbage`: answers every connection with bytes that are not
+ExportLogsServiceResponse. MODE `lag`: the same, but each line holds only what the fleet
+bench reads (the record's type, its time and the request's arrival), so that the receiver's
+own CPU on the bench's cores is as small as a receiver's can be. Both keep the connection
+open between requests (HTTP/1.1), as a collector does. MODE `garbage`: answers every connection with bytes that are not
 HTTP. MODE `reject`: answers every request 400 Bad Request. MODE `silent`: accepts and
 never answers.
 """
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -25,15 +30,49 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 )
 
 MODE, PORT, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+TLS = sys.argv[4:6]
 LOCK = threading.Lock()
 
 
 def value(v):
+    kind = v.WhichOneof("value")
+    if kind in ("string_value", "bool_value", "double_value"):
+        return getattr(v, kind)
+    if kind == "int_value":
+        # As protobuf's JSON mapping writes an int64: a string.
+        return str(v.int_value)
     d = MessageToDict(v)
     return next(iter(d.values()), None)
 
 
+def full(path, headers, resource, scope, lr, now):
+    return {
+        "path": path,
+        "content_type": headers.get("Content-Type"),
+        "resource": resource,
+        "scope": scope,
+        "attributes": {a.key: value(a.value) for a in lr.attributes},
+        "body": lr.body.string_value,
+        "severity_number": lr.severity_number,
+        "severity_text": lr.severity_text,
+        "time_unix_nano": lr.time_unix_nano,
+        "event_name": lr.event_name,
+        "received_unix_nano": now,
+    }
+
+
+def lag(lr, now):
+    kind = next((a.value.string_value for a in lr.attributes if a.key == "gatewayd.type"), None)
+    return {
+        "attributes": {"gatewayd.type": kind},
+        "time_unix_nano": lr.time_unix_nano,
+        "received_unix_nano": now,
+    }
+
+
 class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         now = time.time_ns()
@@ -44,19 +83,11 @@ class Handler(BaseHTTPRequestHandler):
             resource = {a.key: value(a.value) for a in rl.resource.attributes}
             for sl in rl.scope_logs:
                 for lr in sl.log_records:
-                    lines.append(json.dumps({
-                        "path": self.path,
-                        "content_type": self.headers.get("Content-Type"),
-                        "resource": resource,
-                        "scope": sl.scope.name,
-                        "attributes": {a.key: value(a.value) for a in lr.attributes},
-                        "body": lr.body.string_value,
-                        "severity_number": lr.severity_number,
-                        "severity_text": lr.severity_text,
-                        "time_unix_nano": lr.time_unix_nano,
-                        "event_name": lr.event_name,
-                        "received_unix_nano": now,
-                    }))
+                    if MODE == "lag":
+                        line = lag(lr, now)
+                    else:
+                        line = full(self.path, self.headers, resource, sl.scope.name, lr, now)
+                    lines.append(json.dumps(line))
         with LOCK, open(OUT, "a") as f:
             f.write("".join(line + "\n" for line in lines))
         answer = ExportLogsServiceResponse().SerializeToString()
@@ -87,8 +118,18 @@ def raw(answer):
             conn.close()
 
 
-if MODE == "ok":
-    server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A client that refused our certificate: nothing to serve.
+        pass
+
+
+if MODE in ("ok", "lag"):
+    server = Server(("127.0.0.1", PORT), Handler)
+    if TLS:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*TLS)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print("listening", server.server_address[1], flush=True)
     server.serve_forever()
 elif MODE == "garbage":

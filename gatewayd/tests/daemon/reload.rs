@@ -64,6 +64,23 @@ fn reason_records(audit: &Path, reason: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The first `policy_reload_failed` record, once written: it names the policy kept (`old`)
+/// and the file in its error.
+fn reload_failed(audit: &Path, old: &str) -> Value {
+    let failed = wait_for("a policy_reload_failed record", || {
+        reason_records(audit, "policy_reload_failed").pop()
+    });
+    assert_eq!(failed["detail"]["old"], old);
+    assert!(
+        failed["detail"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("policy.json"),
+        "{failed}"
+    );
+    failed
+}
+
 fn digest_of(path: &Path) -> String {
     policy_digest(&std::fs::read(path).unwrap())
 }
@@ -168,20 +185,10 @@ fn a_bad_file_keeps_the_old_policy_and_is_recorded_with_both_digests() {
     let good = without_count(&d.root()).to_string();
     let half = &good[..good.len() / 2];
     std::fs::write(&pfile, half).unwrap();
-    let failed = wait_for("a policy_reload_failed record", || {
-        reason_records(&audit, "policy_reload_failed").pop()
-    });
-    assert_eq!(failed["detail"]["old"], old.as_str());
+    let failed = reload_failed(&audit, &old);
     assert_eq!(
         failed["detail"]["new"],
         policy_digest(half.as_bytes()).as_str()
-    );
-    assert!(
-        failed["detail"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("policy.json"),
-        "{failed}"
     );
     assert_eq!(decide(&mut c, "s", "count")["decision"], "allow");
     // Valid JSON, not a valid policy: the same.
@@ -225,6 +232,57 @@ fn a_configmap_style_symlink_swap_reloads() {
     });
     let reload = &reason_records(d.audit.as_ref().unwrap(), "policy_reload")[0];
     assert_eq!(reload["detail"]["new"], digest_of(&pfile).as_str());
+}
+
+/// A `ConfigMap` update whose file is half written when `..data` is swapped to it: refused
+/// with its record, the old policy goes on deciding, and the next (whole) update is taken.
+#[test]
+fn a_half_written_configmap_update_keeps_the_old_policy_until_a_whole_one_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let version = |name: &str, text: &str| {
+        std::fs::create_dir(root.join(name)).unwrap();
+        std::fs::write(root.join(name).join("policy.json"), text).unwrap();
+        std::os::unix::fs::symlink(name, root.join("..data_tmp")).unwrap();
+        std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+    };
+    std::fs::create_dir(root.join("..2026_01")).unwrap();
+    std::fs::write(
+        root.join("..2026_01/policy.json"),
+        policy(&root).to_string(),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("..2026_01", root.join("..data")).unwrap();
+    let pfile = root.join("policy.json");
+    std::os::unix::fs::symlink("..data/policy.json", &pfile).unwrap();
+    let old = digest_of(&pfile);
+    let d = Daemon::start_file(dir, pfile.clone());
+    let audit = d.audit.clone().unwrap();
+    let mut c = d.client();
+    c.call("session/open", json!({"session": "s", "user": "alice"}))
+        .unwrap();
+    let good = without_count(&root).to_string();
+    version("..2026_02", &good[..good.len() / 2]);
+    reload_failed(&audit, &old);
+    let r = decide(&mut c, "s", "count");
+    assert_eq!(r["decision"], "allow", "{r}");
+    assert_eq!(
+        records(&audit).pop().unwrap()["detail"]["policy"],
+        old.as_str()
+    );
+    version("..2026_03", &good);
+    wait_for("`count` refused after the whole update", || {
+        (decide(&mut c, "s", "count")["decision"] == "deny").then_some(())
+    });
+    let reload = &reason_records(&audit, "policy_reload")[0];
+    assert_eq!(reload["detail"]["old"], old.as_str());
+    assert_eq!(reload["detail"]["new"], digest_of(&pfile).as_str());
+    // Nothing recorded before is lost: the chain is whole, from its first record.
+    let all = records(&audit);
+    assert_eq!(all[0]["seq"], 1);
+    for (i, r) in all.iter().enumerate() {
+        assert_eq!(r["seq"], i as u64 + 1, "{r}");
+    }
 }
 
 #[test]

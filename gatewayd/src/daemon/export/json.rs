@@ -10,17 +10,16 @@ use super::{HostInfo, Item, Sink, SinkError, ocsf};
 use gatewayd_core::audit::{Record, canonical_json};
 
 /// The exported JSON line of one item (no newline).
-pub(super) fn line(item: &Item, host: &str) -> String {
+pub(super) fn line<'a>(item: &'a Item, host: &str) -> std::borrow::Cow<'a, str> {
     match item {
-        Item::Record(r) => r.line(host).to_owned(),
-        Item::Head(a) => canonical_json(&serde_json::to_value(&**a).unwrap_or(Value::Null)),
+        Item::Record(r) => r.line(host).into(),
+        Item::Head(a) => canonical_json(&serde_json::to_value(&**a).unwrap_or(Value::Null)).into(),
     }
 }
 
-/// A record's line: `type`, `host` and `ocsf` (when a class fits), then the record's own
-/// canonical line, whose keys follow in byte order.
-pub(super) fn record_line(r: &Record, host: &str) -> String {
-    let own = r.canonical_line();
+/// A record's line: `type`, `host` and `ocsf` (when a class fits), then `own`, the record's
+/// line in the log (its canonical JSON), whose keys follow in byte order.
+pub(super) fn record_line(r: &Record, own: &str, host: &str) -> String {
     let mut out = String::with_capacity(own.len() + 256);
     out.push_str("{\"type\":\"record\",\"host\":");
     out.push_str(&Value::from(host).to_string());
@@ -30,7 +29,7 @@ pub(super) fn record_line(r: &Record, host: &str) -> String {
         out.push_str(&canonical_json(&o));
     }
     out.push(',');
-    out.push_str(own.strip_prefix('{').unwrap_or(&own));
+    out.push_str(own.strip_prefix('{').unwrap_or(own));
     out
 }
 

@@ -6,14 +6,15 @@
 //! that find its queue full are dropped from that sink only and counted, and the count is
 //! written into the chain (`export_dropped`) when the sink takes records again.
 //!
-//! Layout: this file, the queue and its thread; `spec.rs`, `--export KIND:TARGET`; one file
+//! Layout: this file, the queue and its thread; `attach.rs`, the exporters wired into a
+//! daemon or a `gatewayd run` session (writer's tap, heads, the end); `spec.rs`, `--export KIND:TARGET`; one file
 //! per sink behind [`Sink`] (`json.rs`, `syslog.rs`, `journal.rs`, `otlp.rs`); `ocsf.rs`,
 //! the OCSF class of a record; `heads.rs`, the exported heads.
 use std::{
+    collections::VecDeque,
     sync::{
-        Arc, Mutex,
+        Arc, Condvar, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
-        mpsc::{Receiver, SyncSender, TrySendError, sync_channel},
     },
     time::{Duration, Instant},
 };
@@ -26,6 +27,7 @@ use gatewayd_core::audit::{
     Decision as AD, Entry, Record, anchors::Anchor, writer::RecordTap, writer::WriterHandle,
 };
 
+mod attach;
 pub(crate) mod heads;
 mod journal;
 mod json;
@@ -34,6 +36,7 @@ mod otlp;
 mod spec;
 mod syslog;
 
+pub use attach::Export;
 pub use heads::host_id;
 pub(crate) use heads::{Anchors, every};
 pub use spec::{ExportSpec, SpecError, SyslogTransport};
@@ -41,17 +44,19 @@ pub use spec::{ExportSpec, SpecError, SyslogTransport};
 /// Items waiting for one sink at most; one more is dropped (and counted).
 pub const EXPORT_QUEUE: usize = 4096;
 /// Items sent to a sink at once at most.
-const MAX_BATCH: usize = 256;
-/// How long the thread lets items gather after the first of a batch: fewer, larger
-/// batches, and the writer rarely has a sleeping thread to wake.
-const LINGER: Duration = Duration::from_millis(10);
+const MAX_BATCH: usize = 1024;
+/// How long the thread lets items gather after the first of a batch, unless [`MAX_BATCH`]
+/// are there sooner: few, large batches (one OTLP request, one TCP write for hundreds of
+/// records under load), so that what each batch costs the daemon and the receiver is paid
+/// rarely; the export lag this adds stays well under a second.
+const LINGER: Duration = Duration::from_millis(200);
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// At stop, how long a failing sink is still retried before what is queued is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// What `gatewayd serve` exports.
-#[derive(Debug, Clone)]
+/// What `gatewayd serve` (or `run`) exports.
+#[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
     /// Where (one exporter each).
     pub sinks: Vec<ExportSpec>,
@@ -61,6 +66,9 @@ pub struct ExportOptions {
     /// This host's id in every item (`--host-id`; a Kubernetes node's name); None:
     /// `/etc/machine-id`, else the host name ([`host_id`]).
     pub host_id: Option<String>,
+    /// `--export-ca`: a PEM file of CA certificates that TLS sinks trust besides the
+    /// system's roots.
+    pub ca: Option<std::path::PathBuf>,
 }
 
 /// One thing exported: a durable record of the chain, or the chain's head.
@@ -72,19 +80,26 @@ pub enum Item {
     Head(Arc<Anchor>),
 }
 
-/// A durable record on its way to the sinks; its JSON line ([`json`]) is made once, by the
-/// first sink that needs it, for all of them.
+/// A durable record on its way to the sinks: its fields but `detail` (no sink reads it
+/// apart from the line), and the line the log holds, as the audit writer made it. Its
+/// exported JSON line ([`json`]) is made from that once, by the first sink that needs it,
+/// for all of them. (The detail, a tree of small allocations, is freed on the writer's
+/// thread as with no export: handing it to the exporters' threads cost the writer's
+/// allocator more than the export itself.)
 #[derive(Debug)]
 pub struct Exported {
     record: Record,
+    logged: String,
     line: std::sync::OnceLock<String>,
 }
 
 impl Exported {
-    /// `record`, not yet formatted.
-    pub fn new(record: Record) -> Exported {
+    /// `record`, logged as `logged` (its line in the log, no newline), not yet formatted.
+    pub fn new(mut record: Record, logged: String) -> Exported {
+        record.detail = serde_json::Value::Null;
         Exported {
             record,
+            logged,
             line: std::sync::OnceLock::new(),
         }
     }
@@ -92,7 +107,7 @@ impl Exported {
     /// Its exported JSON line (`host`: this host's id, the same for every sink).
     pub(super) fn line(&self, host: &str) -> &str {
         self.line
-            .get_or_init(|| json::record_line(&self.record, host))
+            .get_or_init(|| json::record_line(&self.record, &self.logged, host))
     }
 }
 
@@ -166,23 +181,71 @@ struct Queued {
     at: Instant,
 }
 
+/// The items waiting for one sink: the audit writer adds a whole durable batch under one
+/// lock, the exporter's thread takes up to [`MAX_BATCH`] at once.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<QueueState>,
+    /// Wakes the thread: the first item of an empty queue, a full batch, or closing.
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    items: VecDeque<Queued>,
+    closed: bool,
+}
+
+impl Queue {
+    /// The next batch: waits for a first item, then up to [`LINGER`] from its queueing for
+    /// [`MAX_BATCH`] of them (not once close was asked for); None when closed and empty.
+    fn next_batch(&self, give_up: bool) -> Option<Vec<Queued>> {
+        let mut st = lock(&self.state);
+        loop {
+            if st.items.is_empty() {
+                if st.closed {
+                    return None;
+                }
+                st = self
+                    .ready
+                    .wait(st)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                continue;
+            }
+            let hurry = give_up || st.closed || st.items.len() >= MAX_BATCH;
+            let waited = st.items.front().map_or(LINGER, |q| q.at.elapsed());
+            if hurry || waited >= LINGER {
+                let n = st.items.len().min(MAX_BATCH);
+                return Some(st.items.drain(..n).collect());
+            }
+            st = self
+                .ready
+                .wait_timeout(st, LINGER.saturating_sub(waited))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
 /// One sink's queue and thread.
 pub struct Exporter {
     name: String,
-    tx: Mutex<Option<SyncSender<Queued>>>,
+    queue: Arc<Queue>,
     counts: Arc<Counts>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Exporter {
-    /// Opens the sink of `spec` (a file is opened now; network sinks connect on first use)
-    /// and starts its thread; failures and drops are recorded through `audit`.
+    /// Opens the sink of `spec` (a file is opened now, a TLS sink's CA file `ca` read;
+    /// network sinks connect on first use) and starts its thread; failures and drops are
+    /// recorded through `audit`.
     pub fn start(
         spec: &ExportSpec,
         host: &HostInfo,
+        ca: Option<&std::path::Path>,
         audit: Option<WriterHandle>,
     ) -> std::io::Result<Exporter> {
-        Self::start_on(spec.open(host)?, spec.to_string(), audit)
+        Self::start_on(spec.open(host, ca)?, spec.to_string(), audit)
     }
 
     /// [`Exporter::start`] on a sink of the caller's.
@@ -191,9 +254,9 @@ impl Exporter {
         name: String,
         audit: Option<WriterHandle>,
     ) -> std::io::Result<Exporter> {
-        let (tx, rx) = sync_channel(EXPORT_QUEUE);
+        let queue = Arc::new(Queue::default());
         let counts = Arc::new(Counts::default());
-        let (c, n) = (counts.clone(), name.clone());
+        let (q, c, n) = (queue.clone(), counts.clone(), name.clone());
         let thread = std::thread::Builder::new()
             .name("gatewayd-export".into())
             .spawn(move || {
@@ -203,11 +266,11 @@ impl Exporter {
                     audit: audit.as_ref(),
                     name: &n,
                 }
-                .run(&rx);
+                .run(&q);
             })?;
         Ok(Exporter {
             name,
-            tx: Mutex::new(Some(tx)),
+            queue,
             counts,
             thread: Mutex::new(Some(thread)),
         })
@@ -215,21 +278,37 @@ impl Exporter {
 
     /// Queues one item; never waits: a full queue drops it (counted). After close, nothing.
     pub fn push(&self, item: Item) {
-        let sent = match lock(&self.tx).as_ref() {
-            Some(tx) => tx.try_send(Queued {
-                item,
-                at: Instant::now(),
-            }),
-            None => return,
-        };
-        match sent {
-            Ok(()) => {
-                self.counts.queued.fetch_add(1, Ordering::Relaxed);
+        self.push_all(std::iter::once(item));
+    }
+
+    /// Queues `items` in order under one lock, waking the thread at most once; never waits:
+    /// what finds the queue full is dropped (counted). After close, nothing.
+    fn push_all(&self, items: impl Iterator<Item = Item>) {
+        let at = Instant::now();
+        let mut st = lock(&self.queue.state);
+        if st.closed {
+            return;
+        }
+        let before = st.items.len();
+        let (mut queued, mut full) = (0, 0);
+        for item in items {
+            if st.items.len() < EXPORT_QUEUE {
+                st.items.push_back(Queued { item, at });
+                queued += 1;
+            } else {
+                full += 1;
             }
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.counts.full.fetch_add(1, Ordering::Relaxed);
-                self.counts.unreported.fetch_add(1, Ordering::Relaxed);
-            }
+        }
+        let after = st.items.len();
+        drop(st);
+        let c = &self.counts;
+        c.queued.fetch_add(queued, Ordering::Relaxed);
+        if full > 0 {
+            c.full.fetch_add(full, Ordering::Relaxed);
+            c.unreported.fetch_add(full, Ordering::Relaxed);
+        }
+        if (before == 0 && after > 0) || (before < MAX_BATCH && after >= MAX_BATCH) {
+            self.queue.ready.notify_one();
         }
     }
 
@@ -255,7 +334,8 @@ impl Exporter {
     /// dropped and recorded) and stops the thread; later items are not exported.
     pub fn close(&self) {
         lock(&self.counts.closing).get_or_insert_with(Instant::now);
-        lock(&self.tx).take();
+        lock(&self.queue.state).closed = true;
+        self.queue.ready.notify_one();
         if let Some(t) = lock(&self.thread).take() {
             let _ = t.join();
         }
@@ -271,12 +351,13 @@ impl Exporters {
     pub fn start(
         specs: &[ExportSpec],
         host: &HostInfo,
+        ca: Option<&std::path::Path>,
         audit: Option<&WriterHandle>,
     ) -> std::io::Result<Exporters> {
         specs
             .iter()
             .map(|s| {
-                Exporter::start(s, host, audit.cloned())
+                Exporter::start(s, host, ca, audit.cloned())
                     .map_err(|e| std::io::Error::new(e.kind(), format!("--export {s}: {e}")))
             })
             .collect::<std::io::Result<Vec<_>>>()
@@ -287,6 +368,13 @@ impl Exporters {
     pub fn push(&self, item: &Item) {
         for x in &self.0 {
             x.push(item.clone());
+        }
+    }
+
+    /// `items`, in order, to every exporter (one lock of each queue).
+    fn push_all(&self, items: &[Item]) {
+        for x in &self.0 {
+            x.push_all(items.iter().cloned());
         }
     }
 
@@ -307,10 +395,12 @@ impl Exporters {
 }
 
 impl RecordTap for Exporters {
-    fn durable(&self, records: Vec<Record>) {
-        for r in records {
-            self.push(&Item::Record(Arc::new(Exported::new(r))));
-        }
+    fn durable(&self, records: Vec<(Record, String)>) {
+        let items: Vec<Item> = records
+            .into_iter()
+            .map(|(r, line)| Item::Record(Arc::new(Exported::new(r, line))))
+            .collect();
+        self.push_all(&items);
     }
 }
 
@@ -327,19 +417,9 @@ struct Drain<'a> {
 }
 
 impl Drain<'_> {
-    fn run(mut self, rx: &Receiver<Queued>) {
+    fn run(mut self, queue: &Queue) {
         let mut give_up = false;
-        while let Ok(first) = rx.recv() {
-            if !give_up && lock(&self.counts.closing).is_none() {
-                std::thread::sleep(LINGER);
-            }
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(q) => batch.push(q),
-                    Err(_) => break,
-                }
-            }
+        while let Some(batch) = queue.next_batch(give_up) {
             if give_up {
                 self.lost(batch.len());
                 continue;

@@ -1,11 +1,17 @@
 //! OTLP logs over HTTP/protobuf: each batch one `ExportLogsServiceRequest` (the official
-//! OpenTelemetry messages, `opentelemetry-proto`) sent (POST) as `application/x-protobuf`. The
+//! OpenTelemetry messages, `opentelemetry-proto`) sent (POST) as `application/x-protobuf`,
+//! over HTTPS for an `https://` URL (rustls on ring; the server checked against the system's
+//! roots and `--export-ca`). The
 //! resource carries `service.name=gatewayd` and `host.id`; each log record the record's time,
 //! a severity by decision, the exported JSON line as its body, and the chain and OCSF fields
 //! as attributes (`gatewayd.seq`, `gatewayd.prev`, `gatewayd.hash`, ...). As the OTLP spec
 //! says: 2xx delivered; 429, 502, 503, 504 (and no answer, or one that is not HTTP) retried
 //! after a back-off; any other status refused (the batch is dropped and counted).
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use opentelemetry_proto::tonic::{
     collector::logs::v1::{ExportLogsServiceRequest, ExportLogsServiceResponse},
@@ -14,6 +20,7 @@ use opentelemetry_proto::tonic::{
     resource::v1::Resource,
 };
 use prost::Message as _;
+use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
 use super::{HostInfo, Item, Sink, SinkError, json, ocsf};
 use gatewayd_core::audit::{Decision, parse_rfc3339_ms};
@@ -30,17 +37,35 @@ pub(super) struct Otlp {
 }
 
 impl Otlp {
-    pub(super) fn new(url: String, host: &HostInfo) -> Otlp {
-        let config = ureq::Agent::config_builder()
+    /// The sink for `url`; for `https://`, the roots are the system's and those of the PEM
+    /// file `ca` (an error when it cannot be read, or when there is no root at all).
+    pub(super) fn new(url: String, host: &HostInfo, ca: Option<&Path>) -> std::io::Result<Otlp> {
+        let mut config = ureq::Agent::config_builder()
             .timeout_global(Some(TIMEOUT))
             .http_status_as_error(false)
-            .max_redirects(0)
-            .build();
-        Otlp {
-            url,
-            agent: ureq::Agent::new_with_config(config),
-            host: host.clone(),
+            .max_redirects(0);
+        if url.starts_with("https://") {
+            let roots = crate::supervisor::egress_proxy::ca::roots(ca, "--export-ca")
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+            let roots: Vec<Certificate<'static>> = roots
+                .iter()
+                .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+                .collect();
+            config = config.tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::Rustls)
+                    .root_certs(RootCerts::new_with_certs(&roots))
+                    .unversioned_rustls_crypto_provider(Arc::new(
+                        rustls::crypto::ring::default_provider(),
+                    ))
+                    .build(),
+            );
         }
+        Ok(Otlp {
+            url,
+            agent: ureq::Agent::new_with_config(config.build()),
+            host: host.clone(),
+        })
     }
 
     /// The request for `batch`.

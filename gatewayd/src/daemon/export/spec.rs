@@ -2,11 +2,17 @@
 //!
 //! - `-`, `PATH`, `json:-`, `json:PATH`: JSON lines on stdout or appended to a file;
 //! - `syslog` (= `syslog:unix:/dev/log`), `syslog:unix:PATH`, `syslog:udp:HOST:PORT`,
-//!   `syslog:tcp:HOST:PORT`: RFC 5424 (octet counting over TCP);
+//!   `syslog:tcp:HOST:PORT`, `syslog:tls:HOST:PORT`: RFC 5424 (octet counting over TCP, and
+//!   over TLS as RFC 5425 says, the server checked against the system's roots and
+//!   `--export-ca`);
 //! - `journal` (= `journal:/run/systemd/journal/socket`), `journal:PATH`: the systemd
 //!   journal's native protocol;
-//! - `otlp:http://HOST:PORT[/PATH]`: OTLP logs over HTTP/protobuf (`/v1/logs` when no path).
-use std::{fmt, path::PathBuf};
+//! - `otlp:http://HOST:PORT[/PATH]`, `otlp:https://...`: OTLP logs over HTTP/protobuf
+//!   (`/v1/logs` when no path), HTTPS checked against the system's roots and `--export-ca`.
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+};
 
 use super::{HostInfo, Sink, journal::Journal, json::JsonLines, otlp::Otlp, syslog::Syslog};
 
@@ -37,12 +43,14 @@ pub enum SyslogTransport {
     Udp(String),
     /// TCP to `HOST:PORT`, octet-counting framing (RFC 6587 3.4.1).
     Tcp(String),
+    /// TLS over TCP to `HOST:PORT` (RFC 5425), the same framing.
+    Tls(String),
 }
 
 /// Why an `--export` value is not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT], journal[:PATH] or otlp:http://HOST:PORT[/PATH]"
+    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT|:tls:HOST:PORT], journal[:PATH] or otlp:http[s]://HOST:PORT[/PATH]"
 )]
 pub struct SpecError {
     given: String,
@@ -67,25 +75,25 @@ impl ExportSpec {
             "syslog" => {
                 let (how, to) = rest
                     .split_once(':')
-                    .ok_or_else(|| err("syslog needs unix:, udp: or tcp:"))?;
+                    .ok_or_else(|| err("syslog needs unix:, udp:, tcp: or tls:"))?;
                 match how {
                     "unix" if !to.is_empty() => {
                         ExportSpec::Syslog(SyslogTransport::Unix(to.into()))
                     }
-                    "udp" | "tcp" => {
+                    "udp" | "tcp" | "tls" => {
                         let port = to.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>()));
                         if !matches!(port, Some((h, Ok(p))) if !h.is_empty() && p != 0) {
-                            return Err(err("syslog over udp or tcp needs HOST:PORT"));
+                            return Err(err("syslog over udp, tcp or tls needs HOST:PORT"));
                         }
-                        if how == "udp" {
-                            ExportSpec::Syslog(SyslogTransport::Udp(to.into()))
-                        } else {
-                            ExportSpec::Syslog(SyslogTransport::Tcp(to.into()))
-                        }
+                        ExportSpec::Syslog(match how {
+                            "udp" => SyslogTransport::Udp(to.into()),
+                            "tcp" => SyslogTransport::Tcp(to.into()),
+                            _ => SyslogTransport::Tls(to.into()),
+                        })
                     }
                     _ => {
                         return Err(err(
-                            "syslog needs unix:PATH, udp:HOST:PORT or tcp:HOST:PORT",
+                            "syslog needs unix:PATH, udp:HOST:PORT, tcp:HOST:PORT or tls:HOST:PORT",
                         ));
                     }
                 }
@@ -93,8 +101,11 @@ impl ExportSpec {
             "journal" if rest.is_empty() => ExportSpec::Journal(JOURNAL_SOCKET.into()),
             "journal" => ExportSpec::Journal(rest.into()),
             "otlp" => {
-                let Some(after) = rest.strip_prefix("http://") else {
-                    return Err(err("otlp needs an http:// URL (no TLS: docs/LIMITS.md)"));
+                let Some(after) = rest
+                    .strip_prefix("http://")
+                    .or_else(|| rest.strip_prefix("https://"))
+                else {
+                    return Err(err("otlp needs an http:// or https:// URL"));
                 };
                 match after.split_once('/') {
                     None => ExportSpec::Otlp(format!("{rest}/v1/logs")),
@@ -109,8 +120,13 @@ impl ExportSpec {
         })
     }
 
-    /// The sink, ready to use: a file is opened now, the others connect on first use.
-    pub(super) fn open(&self, host: &HostInfo) -> std::io::Result<Box<dyn Sink>> {
+    /// The sink, ready to use: a file is opened now (and a TLS sink's CA file `ca` read),
+    /// the others connect on first use.
+    pub(super) fn open(
+        &self,
+        host: &HostInfo,
+        ca: Option<&Path>,
+    ) -> std::io::Result<Box<dyn Sink>> {
         Ok(match self {
             ExportSpec::Stdout => Box::new(JsonLines::new(Box::new(std::io::stdout()), host)),
             ExportSpec::File(p) => {
@@ -122,9 +138,9 @@ impl ExportSpec {
                     .open(p)?;
                 Box::new(JsonLines::new(Box::new(f), host))
             }
-            ExportSpec::Syslog(t) => Box::new(Syslog::new(t.clone(), host)),
+            ExportSpec::Syslog(t) => Box::new(Syslog::new(t.clone(), host, ca)?),
             ExportSpec::Journal(p) => Box::new(Journal::new(p.clone(), host)),
-            ExportSpec::Otlp(url) => Box::new(Otlp::new(url.clone(), host)),
+            ExportSpec::Otlp(url) => Box::new(Otlp::new(url.clone(), host, ca)?),
         })
     }
 }
@@ -139,6 +155,7 @@ impl fmt::Display for ExportSpec {
             }
             ExportSpec::Syslog(SyslogTransport::Udp(a)) => write!(f, "syslog:udp:{a}"),
             ExportSpec::Syslog(SyslogTransport::Tcp(a)) => write!(f, "syslog:tcp:{a}"),
+            ExportSpec::Syslog(SyslogTransport::Tls(a)) => write!(f, "syslog:tls:{a}"),
             ExportSpec::Journal(p) => write!(f, "journal:{}", p.display()),
             ExportSpec::Otlp(u) => write!(f, "otlp:{u}"),
         }
@@ -160,11 +177,16 @@ mod tests {
             ("syslog:unix:/run/s", "syslog:unix:/run/s"),
             ("syslog:udp:127.0.0.1:514", "syslog:udp:127.0.0.1:514"),
             ("syslog:tcp:[::1]:601", "syslog:tcp:[::1]:601"),
+            (
+                "syslog:tls:logs.example:6514",
+                "syslog:tls:logs.example:6514",
+            ),
             ("journal", "journal:/run/systemd/journal/socket"),
             ("journal:/tmp/j", "journal:/tmp/j"),
             ("otlp:http://c:4318", "otlp:http://c:4318/v1/logs"),
             ("otlp:http://c:4318/", "otlp:http://c:4318/v1/logs"),
             ("otlp:http://c:4318/x/logs", "otlp:http://c:4318/x/logs"),
+            ("otlp:https://c:4318", "otlp:https://c:4318/v1/logs"),
         ] {
             let spec = ExportSpec::parse(given).unwrap();
             assert_eq!(spec.to_string(), shown, "{given}");
@@ -180,8 +202,9 @@ mod tests {
             "syslog:tcp:host",
             "syslog:udp::514",
             "syslog:tcp:h:0",
+            "syslog:tls:6514",
             "syslog:smoke:x",
-            "otlp:https://c:4318",
+            "otlp:ftp://c:4318",
             "otlp:c:4318",
             "otlp:http:///v1/logs",
         ] {

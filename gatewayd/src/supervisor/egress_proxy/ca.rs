@@ -118,22 +118,48 @@ fn pem_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 /// The TLS client configuration toward the servers of inspected hosts: the system's roots
 /// and those of `extra` (`network.upstream_ca`), HTTP/1.1.
 pub(crate) fn client_config(extra: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
-    let mut roots = RootCertStore::empty();
+    let mut config = tls_client(
+        extra,
+        "network.upstream_ca",
+        "the servers of inspected hosts",
+    )?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The system's roots and those of the PEM file `extra` (`option` names its setting in
+/// errors).
+pub(crate) fn roots(
+    extra: Option<&Path>,
+    option: &str,
+) -> Result<Vec<CertificateDer<'static>>, String> {
     let mut certs = system_roots();
     if let Some(p) = extra {
-        certs.extend(pem_file(p).map_err(|e| format!("network.upstream_ca: {e}"))?);
+        certs.extend(pem_file(p).map_err(|e| format!("{option}: {e}"))?);
     }
-    let (added, _) = roots.add_parsable_certificates(certs);
+    Ok(certs)
+}
+
+/// A TLS client (rustls on ring) that checks servers against the system's roots and those
+/// of the PEM file `extra`; `option` names that file's setting and `whom` the servers, in
+/// errors.
+pub(crate) fn tls_client(
+    extra: Option<&Path>,
+    option: &str,
+    whom: &str,
+) -> Result<ClientConfig, String> {
+    let mut roots = RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(self::roots(extra, option)?);
     if added == 0 {
-        return Err("no CA certificate to check the servers of inspected hosts with (the system has none, and network.upstream_ca is not set)".into());
+        return Err(format!(
+            "no CA certificate to check {whom} with (the system has none, and {option} is not set)"
+        ));
     }
-    let mut config = ClientConfig::builder_with_provider(provider())
+    Ok(ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+        .with_no_client_auth())
 }
 
 /// The agent's bundle: the system's roots, then the session's CA, PEM.
