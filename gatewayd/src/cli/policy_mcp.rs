@@ -199,7 +199,15 @@ fn list_served(
         .enable_all()
         .build()?;
     let listed = rt.block_on(async {
-        let started = server::start(name, command, server, policy, own, None, false)?;
+        let started = server::start(
+            name,
+            command,
+            server,
+            policy,
+            own,
+            server::Records::default(),
+            false,
+        )?;
         anyhow::Ok(discover::list_tools(started, timeout).await?)
     })?;
     listed

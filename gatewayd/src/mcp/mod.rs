@@ -505,7 +505,10 @@ fn start_server(
         server,
         &opts.policy,
         own,
-        gateway.recorder.clone(),
+        server::Records {
+            writer: gateway.recorder.clone(),
+            client_session: Some(gateway.session.clone()),
+        },
         opts.learn.is_on(),
     ) {
         Ok(r) => r,

@@ -139,8 +139,29 @@ pub struct Running {
     learning: Option<gatewayd_kernel::name_guard::Serving>,
 }
 
+/// Where a server's kernel records go.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// The audit log; without one they are printed.
+    pub writer: Option<WriterHandle>,
+    /// The gateway session of the client the server serves, in each record's detail
+    /// (`client_session`): a `--listen` proxy runs a server per client session, and all of
+    /// them record under the session `mcp:NAME`.
+    pub client_session: Option<String>,
+}
+
+impl Records {
+    /// `e` (a kernel event's or a learned refusal's entry) with the client's session named.
+    fn entry(&self, mut e: Entry) -> Entry {
+        if let (Some(client), Some(detail)) = (&self.client_session, e.detail.as_object_mut()) {
+            detail.insert("client_session".into(), serde_json::json!(client));
+        }
+        e
+    }
+}
+
 /// Starts `command` for server `name` under its profile. Kernel denials of the server's
-/// cgroup, and under `learn` what its profile would refuse, are recorded through `recorder`
+/// cgroup, and under `learn` what its profile would refuse, are recorded through `records`
 /// (session `mcp:NAME`).
 pub fn start(
     name: &str,
@@ -148,7 +169,7 @@ pub fn start(
     server: &McpServer,
     policy: &Policy,
     own: &[PathBuf],
-    recorder: Option<WriterHandle>,
+    records: Records,
     learn: bool,
 ) -> Result<Started, ServerError> {
     let program = command.first().ok_or(ServerError::NoCommand)?;
@@ -162,12 +183,12 @@ pub fn start(
     let pieces = confinement.pieces.clone();
     let session = format!("mcp:{name}");
     let (tx, rx) = mpsc::channel::<Entry>(256);
-    tokio::spawn(record_denials(rx, recorder.clone()));
+    tokio::spawn(record_denials(rx, records.writer.clone()));
     let kernel = match confinement.take_layer() {
         Some((layer, spec)) => {
-            let session = session.clone();
+            let (session, records) = (session.clone(), records.clone());
             Some(kernel::task::spawn(layer, spec, tx.clone(), move |d| {
-                d.into_entry(&session)
+                records.entry(d.into_entry(&session))
             })?)
         }
         None => None,
@@ -177,7 +198,7 @@ pub fn start(
             group
                 .serve(move |l| {
                     // The recorder is gone only at the very end: nothing is left to record.
-                    let _ = tx.blocking_send(l.into_entry(&session));
+                    let _ = tx.blocking_send(records.entry(l.into_entry(&session)));
                 })
                 .map_err(|e| confine_error(e.into()))?,
         ),

@@ -326,3 +326,153 @@ fn the_starter_policy_runs_the_demo_agent() {
     assert!(!out.status.success(), "the home's key is protected");
     assert!(stdout(&out).contains("FAIL"), "{}", stdout(&out));
 }
+
+/// `curl` POSTs one JSON-RPC message to the `--listen` endpoint `url` in `session` (none for
+/// `initialize`); the answer's headers (lower case) and its JSON-RPC message, from a JSON
+/// body or the SSE event that carries it (none for a notification).
+fn post(url: &str, session: Option<&str>, msg: &Value) -> (String, Option<Value>) {
+    let mut c = Command::new("curl");
+    c.args(["-s", "-D", "-", "-X", "POST", url])
+        .args(["-H", "content-type: application/json"])
+        .args(["-H", "accept: application/json, text/event-stream"])
+        .args(["-H", "mcp-protocol-version: 2025-11-25"])
+        .args(["-d", &msg.to_string()]);
+    if let Some(s) = session {
+        c.args(["-H", &format!("mcp-session-id: {s}")]);
+    }
+    let out = String::from_utf8_lossy(&c.output().expect("curl").stdout).into_owned();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    let answer = body
+        .lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .find_map(|l| serde_json::from_str::<Value>(l).ok());
+    (head.to_lowercase(), answer)
+}
+
+/// `gatewayd mcp --listen` starts one server per client session, each in a kernel profile
+/// and a cgroup of its own: two sessions open at once, and in each the protected file and
+/// the egress the profile lacks are refused by the kernel, each record naming the client's
+/// session.
+#[test]
+fn each_listen_session_has_its_own_confined_server() {
+    let dir = Scratch::new("mcp-listen");
+    let (secret, _, _, _) = protected_fixture(&dir);
+    std::fs::write(dir.path("notes.txt"), "notes").unwrap();
+    let (port, got) = listener("127.0.0.1:0");
+    let to = format!("127.0.0.1:{port}");
+    let sandbox = json!({
+        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", agent(), dir.0],
+        "protected": [secret]});
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+            "tools": [{"name": "read", "description": "Read a file.", "input_schema":
+                        {"type": "object", "properties": {"path": {"type": "string"}}}},
+                      {"name": "send", "description": "Send a text over TCP.", "input_schema":
+                        {"type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}}}}],
+            "mcp_servers": {"nonet": {"sandbox": sandbox}}}),
+    );
+    // Bare, the server reads the protected file and reaches the listener.
+    let bare = Command::new(agent())
+        .args(["read", &secret.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(bare.status.success(), "bare read: {bare:?}");
+    let bare = Command::new(agent())
+        .args(["send", &to, "bare"])
+        .output()
+        .unwrap();
+    assert!(bare.status.success(), "bare send: {bare:?}");
+    assert_eq!(got.recv_timeout(Duration::from_secs(10)).unwrap(), b"bare");
+    let audit = dir.path("mcp.jsonl");
+    let listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listen.local_addr().unwrap();
+    drop(listen);
+    let mut proxy = Command::new(gatewayd())
+        .args(["mcp", "--policy"])
+        .arg(&policy)
+        .args(["--server", "nonet", "--audit"])
+        .arg(&audit)
+        .args(["--listen", &addr.to_string(), "--"])
+        .arg(agent())
+        .arg("mcpserver")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn gatewayd mcp --listen");
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            t0.elapsed() < MUST_HAPPEN_WITHIN,
+            "the proxy did not listen"
+        );
+        assert!(proxy.try_wait().unwrap().is_none(), "the proxy exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{addr}/mcp");
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "privileged", "version": "1"}}});
+    // Both sessions are open before either calls: two servers alive at once.
+    let sessions: Vec<String> = (0..2)
+        .map(|_| {
+            let (head, answer) = post(&url, None, &init);
+            assert!(answer.is_some_and(|a| a["result"].is_object()), "{head}");
+            let id = head
+                .lines()
+                .find_map(|l| l.strip_prefix("mcp-session-id:"))
+                .expect("a session id")
+                .trim()
+                .to_owned();
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            post(&url, Some(&id), &note);
+            id
+        })
+        .collect();
+    assert_ne!(sessions[0], sessions[1]);
+    for s in &sessions {
+        let call = |id: u64, name: &str, args: Value| {
+            let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                             "params": {"name": name, "arguments": args}});
+            post(&url, Some(s), &msg).1.expect("an answer")["result"].clone()
+        };
+        let notes = call(1, "read", json!({"path": dir.path("notes.txt")}));
+        assert_eq!(text(&notes), "notes", "{notes}");
+        let protected = call(2, "read", json!({"path": secret}));
+        assert_eq!(protected["isError"], true, "{protected}");
+        assert!(text(&protected).contains("ermission denied"), "{protected}");
+        let sent = call(3, "send", json!({"to": to, "text": "should not arrive"}));
+        assert_eq!(sent["isError"], true, "{sent}");
+    }
+    assert!(got.recv_timeout(Duration::from_millis(500)).is_err());
+    let kill = Command::new("kill")
+        .args(["-TERM", &proxy.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert!(proxy.wait().unwrap().success());
+    let recs = records(&audit);
+    let starts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["reason"] == "mcp_server_start")
+        .collect();
+    assert_eq!(starts.len(), 2, "a server a session: {recs:#?}");
+    let profile = |i: usize| &starts[i]["detail"]["profile"];
+    assert_ne!(profile(0)["cgroup"], profile(1)["cgroup"], "a cgroup each");
+    assert_ne!(starts[0]["session"], starts[1]["session"]);
+    for start in &starts {
+        let profile = &start["detail"]["profile"];
+        assert_eq!(profile["cgroup/connect4"], "attached", "{profile}");
+        let connects = recs.iter().filter(|r| {
+            r["source"] == "kernel"
+                && r["hook"] == "cgroup/connect4"
+                && r["session"] == "mcp:nonet"
+                && r["detail"]["client_session"] == start["session"]
+        });
+        assert_eq!(
+            connects.count(),
+            1,
+            "each session's refused connect: {recs:#?}"
+        );
+    }
+    assert!(verify(&audit).status.success());
+}
