@@ -87,6 +87,28 @@ fn text(r: &Value) -> &str {
     r["content"][0]["text"].as_str().unwrap_or("")
 }
 
+/// The tools of `gw-testagent mcpserver`, for the policy's registry.
+fn mcpserver_tools() -> Value {
+    let object = |props: Value| json!({"type": "object", "properties": props});
+    let string = json!({"type": "string"});
+    json!([
+        {"name": "read", "description": "Read a file.",
+         "input_schema": object(json!({"path": string}))},
+        {"name": "send", "description": "Send a text over TCP.",
+         "input_schema": object(json!({"to": string, "text": string}))},
+        {"name": "list", "description": "List a directory's names.",
+         "input_schema": object(json!({"path": string}))},
+    ])
+}
+
+/// A server profile that reads the system, the server's own binary (not its directory: in
+/// the guest that is `/`) and `dir`, with `secret` protected.
+fn mcpserver_sandbox(dir: &Scratch, secret: &Path) -> Value {
+    json!({
+        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", agent(), dir.0],
+        "protected": [secret]})
+}
+
 #[test]
 fn a_tool_server_runs_in_its_own_kernel_profile() {
     let dir = Scratch::new("mcp-profile");
@@ -96,19 +118,11 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
     std::fs::write(dir.path("notes.txt"), "notes").unwrap();
     let (port, got) = listener("127.0.0.1:0");
     let to = format!("127.0.0.1:{port}");
-    // The server's own binary, not its directory (in the guest that is `/`).
-    let sandbox = json!({
-        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", agent(), dir.0],
-        "protected": [secret]});
+    let sandbox = mcpserver_sandbox(&dir, &secret);
     let policy = write_policy(
         &dir,
         json!({"version": 1, "kernel": "best_effort",
-            "tools": [{"name": "read", "description": "Read a file.", "input_schema":
-                        {"type": "object", "properties": {"path": {"type": "string"}}}},
-                      {"name": "send", "description": "Send a text over TCP.", "input_schema":
-                        {"type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}}}},
-                      {"name": "list", "description": "List a directory's names.", "input_schema":
-                        {"type": "object", "properties": {"path": {"type": "string"}}}}],
+            "tools": mcpserver_tools(),
             "mcp_servers": {
                 "net": {"sandbox": sandbox, "network": {"egress": [{"cidr": "127.0.0.1/32", "port": port}]}},
                 "nonet": {"sandbox": sandbox}}}),
@@ -360,16 +374,11 @@ fn each_listen_session_has_its_own_confined_server() {
     std::fs::write(dir.path("notes.txt"), "notes").unwrap();
     let (port, got) = listener("127.0.0.1:0");
     let to = format!("127.0.0.1:{port}");
-    let sandbox = json!({
-        "readable": ["/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", agent(), dir.0],
-        "protected": [secret]});
+    let sandbox = mcpserver_sandbox(&dir, &secret);
     let policy = write_policy(
         &dir,
         json!({"version": 1, "kernel": "best_effort",
-            "tools": [{"name": "read", "description": "Read a file.", "input_schema":
-                        {"type": "object", "properties": {"path": {"type": "string"}}}},
-                      {"name": "send", "description": "Send a text over TCP.", "input_schema":
-                        {"type": "object", "properties": {"to": {"type": "string"}, "text": {"type": "string"}}}}],
+            "tools": mcpserver_tools(),
             "mcp_servers": {"nonet": {"sandbox": sandbox}}}),
     );
     // Bare, the server reads the protected file and reaches the listener.

@@ -321,6 +321,14 @@ fn another_process_root_does_not_reach_a_protected_file() {
     let tree = Tree::new("tier2-procroot");
     // A process of the agent's user outside the session (and its mount namespace).
     let mut sleeper = c.args(["sleep", "60"]).spawn().unwrap();
+    // Until `setpriv` has dropped to the user and exec'd `sleep`, its /proc/PID/root is a
+    // root process's, which the user may not follow (the bare read failed under load).
+    let comm = format!("/proc/{}/comm", sleeper.id());
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep") {
+        assert!(t0.elapsed() < MUST_HAPPEN_WITHIN, "sleep did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let via = format!(
         "/proc/{}/root{}",
         sleeper.id(),
