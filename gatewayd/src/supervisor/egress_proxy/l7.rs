@@ -171,6 +171,9 @@ async fn request(
         }
         Err(_) => return too_large(shared, detail).await,
     };
+    if let Some(message) = canary(&parts, &body, &detail, shared).await {
+        return answer(StatusCode::FORBIDDEN, format!("gatewayd {message}."));
+    }
     let entry = shared.inspected_entry(conn.entry);
     let checked = match (&shared.inspection, entry) {
         (Some(l7), Some(e)) => l7.check(
@@ -197,6 +200,31 @@ async fn request(
             format!("the server of {} did not answer: {e}", conn.host),
         ),
     }
+}
+
+/// A canary credential in the request (its target, headers, body): the session is locked
+/// down and `canary` recorded; returns the message for the agent.
+async fn canary(
+    parts: &hyper::http::request::Parts,
+    body: &[u8],
+    detail: &serde_json::Value,
+    shared: &Shared,
+) -> Option<String> {
+    shared.canary.as_ref()?;
+    let mut texts = vec![
+        parts.uri.to_string(),
+        String::from_utf8_lossy(body).into_owned(),
+    ];
+    for (name, value) in &parts.headers {
+        texts.push(format!(
+            "{name}: {}",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    shared
+        .canary_in(&refs, super::super::canary::Route::Inspected, detail)
+        .await
 }
 
 /// The proxy's connection to the server, made again when the server closed it (an HTTP/1.0
