@@ -59,7 +59,7 @@ fn decoys_have_the_real_formats_and_are_new_each_session() {
     let sum = gh[34..].bytes().fold(0u64, |n, c| {
         n * 62 + BASE62.iter().position(|&x| x == c).unwrap() as u64
     });
-    assert_eq!(sum, u64::from(crc32(gh[4..34].as_bytes())));
+    assert_eq!(sum, u64::from(crc32(&gh.as_bytes()[4..34])));
     assert_eq!(crc32(b"123456789"), 0xCBF4_3926, "the CRC-32 check value");
     for k in ENV_NAMES {
         assert_ne!(get(&a, k), get(&b, k), "fresh per session");
