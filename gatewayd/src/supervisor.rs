@@ -50,6 +50,7 @@ use gatewayd_kernel::{
 
 pub mod agent_gateway;
 mod agent_process;
+pub(crate) mod canary;
 pub(crate) mod egress_hosts;
 pub(crate) mod egress_proxy;
 mod landlock_records;
@@ -114,6 +115,9 @@ pub enum RunError {
     /// The session's egress proxy or resolver could not start (egress by name).
     #[error("refusing to start the agent: the session's egress proxy: {0}")]
     EgressProxy(String),
+    /// The policy's canary credentials could not be placed.
+    #[error("refusing to start the agent: {0}")]
+    Canary(String),
     /// `--learn` at tier 2, but the agent's files cannot be watched here; nothing was started.
     #[error(
         "refusing to start the agent in learn mode: {0}. Next: run without --learn (the kernel then refuses what the policy does not allow, one refusal per run)"

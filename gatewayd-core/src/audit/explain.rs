@@ -91,6 +91,7 @@ fn advice(reason: &str, object: Option<&str>) -> (Vec<&'static str>, String) {
         "shell" => (&["sandbox", "exec"], "the command line runs a program not allowed or does what is known only when it runs: write it as plain commands, or add the program to the shell tool's exec list".to_owned()),
         "rate_limit" | "budget" | "action_limit" => (&["limits"], "a limit of the session was reached: wait, start a new session, or raise the limit in limits".to_owned()),
         "untrusted_echo" => (&["tools"], "the arguments repeat untrusted text word for word: rephrase, or set echo_ok on a tool that legitimately quotes".to_owned()),
+        "canary" => (&["canaries"], "a decoy credential gatewayd placed for the agent was sent out: treat the session as compromised (its egress is closed); find out what led the agent to send it (the records before this one) before running that work again".to_owned()),
         "secret_egress" => (&["secrets"], "a secret was about to leave: take it out of the call".to_owned()),
         "approval_required" => (&[], "a person must approve: `gatewayd approvals list`, then `gatewayd approvals approve ID`".to_owned()),
         "approval_denied" => (&[], "the approval given is unknown, used, expired, rejected or for another call: ask for a new one".to_owned()),

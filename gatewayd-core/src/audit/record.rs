@@ -123,6 +123,16 @@ impl Entry {
         Entry::gateway(session, Decision::Deny, "egress_lockdown", detail).tool(tool)
     }
 
+    /// `canary`: a decoy credential of the session was seen leaving (`detail` names it and
+    /// the route, never its value); `severity: "high"` and `message` are added.
+    pub fn canary(session: &str, tool: Option<&str>, mut detail: Value, message: &str) -> Entry {
+        if let Some(d) = detail.as_object_mut() {
+            d.insert("severity".into(), "high".into());
+            d.insert("message".into(), message.into());
+        }
+        Entry::gateway(session, Decision::Deny, "canary", detail).tool(tool)
+    }
+
     /// This entry, about `tool`.
     #[must_use]
     pub fn tool(mut self, tool: Option<&str>) -> Entry {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod agent;
+pub mod canary;
 pub mod diff;
 mod error;
 pub mod inspect;
@@ -21,6 +22,7 @@ pub mod starter;
 pub(crate) mod tools;
 mod validate;
 pub use agent::{Account, Agent, DEFAULT_MAX_PIDS};
+pub use canary::Canaries;
 pub use error::{JsonPath, PolicyError, Seg, ValidationError};
 pub use inspect::{HttpRule, Inject};
 pub use mcp::{McpServer, ServerKernel};
@@ -351,6 +353,10 @@ pub struct Policy {
     /// names look like credentials as the session's secrets (default true).
     #[serde(default)]
     pub secrets_from_env: Option<bool>,
+    /// Canary credentials: decoys `gatewayd run` places for the agent; any egress that
+    /// carries one locks the session down (absent: none).
+    #[serde(default)]
+    pub canaries: Option<Canaries>,
     /// What a denied attempt on a protected path or a secret does to the session (default
     /// `private`).
     #[serde(default)]

@@ -419,6 +419,10 @@ mod tests {
             ),
             ("/$defs/http_rule", json!({"methods": [], "path": null})),
             (
+                "/properties/canaries",
+                serde_json::to_value(super::super::Canaries::default()).unwrap(),
+            ),
+            (
                 "/$defs/network/properties/egress/items/properties/inject/items",
                 json!({"credential": "", "header": "", "env": ""}),
             ),

@@ -70,6 +70,7 @@ impl Policy {
             })?;
         }
         super::inspect::validate(self)?;
+        super::canary::validate(self)?;
         super::agent::validate(&self.agent)?;
         super::mcp::validate(self)?;
         gateway(self)

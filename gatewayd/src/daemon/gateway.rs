@@ -117,6 +117,8 @@ pub struct Gateway {
     pub(super) agents: AgentCgroups,
     pub(super) operator_gid: u32,
     trip_hook: RwLock<Option<Arc<dyn TripHook>>>,
+    /// Looks at every call for the session's canary credentials ([`super::canary`]).
+    pub(super) canary: RwLock<Option<Arc<dyn super::CanaryCheck>>>,
     /// Run before a reloaded policy is put in force ([`super::reload::ReloadHook`]).
     pub(super) reload_hook: RwLock<Option<Arc<dyn super::reload::ReloadHook>>>,
     /// Where the chain's heads are exported ([`super::export`]).
@@ -154,6 +156,7 @@ impl Gateway {
             agents: AgentCgroups::default(),
             operator_gid: cfg.operator_gid,
             trip_hook: RwLock::new(None),
+            canary: RwLock::new(None),
             reload_hook: RwLock::new(None),
             anchors: RwLock::new(None),
             clock: cfg.clock,
@@ -457,6 +460,9 @@ impl Gateway {
     pub async fn decide(&self, peer: &Peer, p: CallDecide) -> Result<Decided, RpcError> {
         let slot = self.session_for(peer, &p.session, "call/decide").await?;
         let mut st = slot.state.lock().await;
+        if let Some(message) = self.canary_in(&p.call.tool, &p.call.arguments).await {
+            return Ok(deny(Reason::SecretEgress, message, st.session.legs()));
+        }
         // The session stays locked until the record is durable: the decision's effects on
         // it (counters, legs) are seen by no other call before that.
         // Taken once the session is locked: the call is decided wholly under one policy.

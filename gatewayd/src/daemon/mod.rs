@@ -6,6 +6,7 @@
 //! - [`sessions`] — open sessions (one async mutex each) and the agent-cgroup registry
 //! - [`gateway`]  — [`Gateway`]: every method as an async function of (caller, params);
 //!   the Rule-of-Two hook ([`TripHook`])
+//! - [`canary`]   — a supervisor's decoy credentials looked for in every call ([`CanaryCheck`])
 //! - [`operator`] — the operator's methods: approvals, the session list
 //! - [`suspicion`] — kernel denials of protected files feed the sessions' Rule of Two
 //! - [`kernel_lock`] — the trip hook: lockdown of the kernel session a tripped session runs in
@@ -29,6 +30,7 @@ use std::{
 
 use serde_json::json;
 
+pub mod canary;
 pub(crate) mod dispatch;
 pub mod export;
 pub(crate) mod gateway;
@@ -45,6 +47,7 @@ pub mod socket;
 pub(crate) mod suspicion;
 pub mod systemd;
 
+pub use canary::{CanaryCheck, CanaryFuture};
 pub use export::{ExportOptions, ExportSpec, ExporterStats};
 pub use gateway::{Gateway, GatewayConfig, HookFuture, TripHook, TrippedSession};
 pub use policy_watch::ReloadOptions;

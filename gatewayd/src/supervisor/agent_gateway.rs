@@ -124,6 +124,8 @@ pub(super) struct Setup<'a> {
     pub(super) learn: gatewayd_core::engine::Learn,
     /// `--export`: the gateway's heads go there too.
     pub(super) export: Option<&'a crate::daemon::export::Export>,
+    /// Canary credentials: every call is looked at for the session's decoys.
+    pub(super) canary: Option<Arc<dyn crate::daemon::CanaryCheck>>,
 }
 
 /// The running gateway of one `gatewayd run` session.
@@ -209,6 +211,9 @@ impl AgentGateway {
             audit: Some(s.audit),
         });
         gw.set_trip_hook(hook.clone());
+        if let Some(c) = s.canary {
+            gw.set_canary_check(c);
+        }
 
         let listener = Self::bind_for_agent(s.runtime_dir, &dir, &socket_path, s.agent_owner)?;
         let me = Peer::from_parts(
@@ -280,6 +285,7 @@ impl AgentGateway {
             .take();
         // The reload hook holds a kernel task handle too.
         self.gateway.clear_reload_hook();
+        self.gateway.clear_canary_check();
         self.trigger.fire();
         let _ = self.server.await;
         remove(&self.socket, &self.dir);

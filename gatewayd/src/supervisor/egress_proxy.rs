@@ -25,7 +25,10 @@ use tokio::{
     task::{JoinHandle, JoinSet},
 };
 
-use super::records::append;
+use super::{
+    canary::{CanaryAlarm, Route},
+    records::append,
+};
 use gatewayd_core::{
     audit::{Decision, Entry, writer::WriterHandle},
     engine::sandbox::Dest,
@@ -70,6 +73,14 @@ pub(super) struct Shared {
     pub(super) inspection: Option<Arc<Inspection>>,
     /// `network.egress`, for the inspected entries' rules.
     pub(super) entries: Vec<EgressEntry>,
+    /// Canary credentials: the decoys looked for in what the proxy and resolver read.
+    pub(super) canary: Option<Arc<CanaryAlarm>>,
+}
+
+/// What the proxy reads for besides names: inspected hosts' requests, canary credentials.
+pub(in crate::supervisor) struct Watch {
+    pub(in crate::supervisor) inspection: Option<Arc<Inspection>>,
+    pub(in crate::supervisor) canary: Option<Arc<CanaryAlarm>>,
 }
 
 /// Addresses by name, and the names in the order they came (the oldest go first).
@@ -158,6 +169,28 @@ impl Shared {
         }
     }
 
+    /// A canary credential in `texts` (read on `route`): the session is locked down and
+    /// `canary` recorded; returns the message for the agent. `None`: none there.
+    pub(super) async fn canary_in(
+        &self,
+        texts: &[&str],
+        route: Route,
+        detail: &Value,
+    ) -> Option<String> {
+        let alarm = self.canary.as_ref()?;
+        let m = alarm.find(texts)?;
+        let mut detail = detail.clone();
+        if let Some(h) = detail.get("host").and_then(Value::as_str) {
+            detail["host"] = json!(alarm.scrub(h));
+        }
+        detail["via"] = json!(if route == Route::Dns {
+            "egress_resolver"
+        } else {
+            "egress_proxy"
+        });
+        Some(alarm.trip(&m, route, None, detail).await)
+    }
+
     /// The first inspected entry that allows `dest`, when the session inspects.
     pub(super) fn inspected_for(&self, dest: &Dest) -> Option<usize> {
         self.inspection.as_ref()?;
@@ -223,7 +256,7 @@ pub(super) async fn start(
     audit: WriterHandle,
     session: String,
     learn: bool,
-    inspection: Option<Arc<Inspection>>,
+    watch: Watch,
 ) -> Result<JoinHandle<()>, String> {
     let tcp_listeners = listen_loopback(0)
         .await
@@ -246,8 +279,9 @@ pub(super) async fn start(
         answers: Answers::default(),
         upstream: upstream(),
         learn,
-        inspection,
+        inspection: watch.inspection,
         entries: network.egress.clone(),
+        canary: watch.canary,
     });
     let detail = json!({"tcp_port": tcp_port, "dns_port": resolver.port,
         "upstream": shared.upstream.to_string(), "learn": learn,

@@ -54,6 +54,8 @@ pub(super) struct Prepared {
     pub(super) fs_learn: Option<FsLearn>,
     /// Inspected egress hosts: the session's CA, the agent's bundle, the placeholders.
     pub(super) inspection: Option<std::sync::Arc<super::egress_proxy::Inspection>>,
+    /// Canary credentials: the decoys placed for the agent (the file removed when dropped).
+    pub(super) decoys: Option<super::canary::Decoys>,
 }
 
 /// Phase 1; see the module.
@@ -83,6 +85,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     {
         policy.sandbox.readable.push(i.dir().to_owned());
     }
+    let decoys = place_decoys(&mut policy, inspection.as_deref())?;
     let resolved = crate::mcp::server::resolve_program(&ctx.program);
     let plan = Plan {
         name: &ctx.session,
@@ -125,7 +128,33 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         name_guard,
         fs_learn,
         inspection,
+        decoys,
     })
+}
+
+/// The policy's canary credentials: made, the file written (the agent reads it: a
+/// kernel-bounded read list names it). A variable the agent already has (gatewayd's own
+/// environment, which it inherits, or a placeholder of an injected credential) is left as
+/// it is.
+fn place_decoys(
+    policy: &mut gatewayd_core::policy::Policy,
+    inspection: Option<&super::egress_proxy::Inspection>,
+) -> Result<Option<super::canary::Decoys>, RunError> {
+    let Some(canaries) = &policy.canaries else {
+        return Ok(None);
+    };
+    let added = inspection
+        .map(super::egress_proxy::Inspection::env)
+        .unwrap_or_default();
+    let taken =
+        |name: &str| std::env::var_os(name).is_some() || added.iter().any(|(k, _)| k == name);
+    let decoys = super::canary::Decoys::make(canaries, taken).map_err(RunError::Canary)?;
+    if let Some(f) = decoys.file()
+        && !policy.sandbox.readable.is_empty()
+    {
+        policy.sandbox.readable.push(f.to_owned());
+    }
+    Ok(Some(decoys))
 }
 
 /// Tier 2 with `sandbox.protected_names`: the fanotify group, its marks in the agent's

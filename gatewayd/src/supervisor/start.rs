@@ -14,6 +14,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use super::{
     RunError, agent_gateway,
     agent_process::{Agent, SpawnError, spawn_and_wait},
+    canary::CanaryAlarm,
     egress_hosts, egress_proxy, landlock_records, left_behind,
     prepare::{Ctx, Prepared},
     records::{self, AUDIT_QUEUE, KernelRecord, Suspicion, append, forward_kernel_records},
@@ -34,6 +35,8 @@ pub(super) struct Live {
     /// The session's egress proxy and resolver, for egress by name (aborted at the end).
     pub(super) proxy: Option<JoinHandle<()>>,
     pub(super) gateway: Option<agent_gateway::AgentGateway>,
+    /// Canary credentials: watched for by the gateway and the proxy (released at the end).
+    pub(super) canary: Option<Arc<CanaryAlarm>>,
     /// Why the gateway could not start (then the agent is not started).
     pub(super) gateway_failed: Option<agent_gateway::AgentGatewayError>,
     /// Hands kernel records to the writer; ends once every sender is gone.
@@ -76,9 +79,19 @@ pub(super) async fn start(
         .ok_or(RunError::Internal("the confinement has no kernel session"))?;
     let proxy_maps = ksession.proxy_maps();
     let (handle, kernel_task) = spawn_kernel_task(ctx, ksession, spec, records, &denials)?;
-    let inspection = prepared.inspection.clone();
-    let (proxy, resolving) = start_egress(ctx, &c.policy, proxy_maps, &handle, inspection).await?;
-    let (gateway, gateway_failed) = match start_gateway(ctx, &prepared, handle.clone()).await {
+    let canary = prepared.decoys.as_ref().and_then(|d| {
+        CanaryAlarm::new(d, handle.clone(), ctx.audit.clone(), ctx.session.clone()).map(Arc::new)
+    });
+    let watch = egress_proxy::Watch {
+        inspection: prepared.inspection.clone(),
+        canary: canary.clone(),
+    };
+    let (proxy, resolving) = start_egress(ctx, &c.policy, proxy_maps, &handle, watch).await?;
+    let check = canary
+        .clone()
+        .map(|c| c as Arc<dyn crate::daemon::CanaryCheck>);
+    let (gateway, gateway_failed) = match start_gateway(ctx, &prepared, handle.clone(), check).await
+    {
         Ok(gw) => (Some(gw), None),
         Err(e) => (None, Some(e)),
     };
@@ -113,6 +126,7 @@ pub(super) async fn start(
         resolving,
         proxy,
         gateway,
+        canary,
         gateway_failed,
         forwarder,
         landlock_reader,
@@ -155,7 +169,7 @@ async fn start_egress(
     policy: &gatewayd_core::policy::Policy,
     proxy_maps: kernel::egress_proxy::ProxyMaps,
     handle: &kernel::task::Handle,
-    inspection: Option<Arc<egress_proxy::Inspection>>,
+    watch: egress_proxy::Watch,
 ) -> Result<(Option<JoinHandle<()>>, Option<JoinHandle<()>>), RunError> {
     let learn = ctx.opts.learn.is_on();
     // Learn mode turns the proxy on too (unless the policy turns it off), where the proxy
@@ -184,7 +198,7 @@ async fn start_egress(
             ctx.audit.clone(),
             ctx.session.clone(),
             learn,
-            inspection,
+            watch,
         )
         .await
         .map_err(RunError::EgressProxy)?;
@@ -313,6 +327,9 @@ fn session_start(ctx: &Ctx<'_>, prepared: &Prepared, started: Instant) -> Value 
             json!(started.elapsed().as_secs_f64() * 1000.0),
         );
         d.insert("agent_privileges".into(), prepared.privileges.describe());
+        if let Some(decoys) = &prepared.decoys {
+            d.insert("canaries".into(), decoys.describe());
+        }
         if opts.learn.is_on() {
             let kernel = prepared
                 .confinement
@@ -333,6 +350,7 @@ async fn start_gateway(
     ctx: &Ctx<'_>,
     prepared: &Prepared,
     kernel: kernel::task::Handle,
+    canary: Option<Arc<dyn crate::daemon::CanaryCheck>>,
 ) -> Result<agent_gateway::AgentGateway, agent_gateway::AgentGatewayError> {
     let opts = ctx.opts;
     let privileges = &prepared.privileges;
@@ -357,6 +375,7 @@ async fn start_gateway(
         kernel,
         learn: opts.learn,
         export: ctx.export,
+        canary,
     })
     .await
 }
@@ -395,6 +414,10 @@ impl Live {
         // Inspected hosts: the CA bundle's variables and the credentials' placeholders.
         if let Some(i) = &p.inspection {
             env.extend(i.env().into_iter().map(|(k, v)| (k, v.into())));
+        }
+        // Canary credentials: the decoys, where the agent has no variable of that name.
+        if let Some(d) = &p.decoys {
+            env.extend(d.env().iter().map(|(k, v)| (k.clone(), v.into())));
         }
         let agent = Agent {
             argv: &ctx.opts.agent,

@@ -28,6 +28,7 @@ pub(super) async fn teardown(
         resolving,
         proxy,
         gateway,
+        canary,
         forwarder,
         landlock_reader,
         name_guard,
@@ -45,6 +46,9 @@ pub(super) async fn teardown(
     let kill = confinement.kill_all();
     if let Some(gw) = gateway {
         gw.stop().await;
+    }
+    if let Some(c) = canary {
+        c.release();
     }
     drop(handle);
     // Nothing runs in the cgroup any more: the session's entries go; the programs stay.

@@ -13,9 +13,9 @@ use super::*;
 use crate::egress_proxy::{Servers, dns_server};
 use inbound::ExtraAddress;
 
-const SERVER_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 41);
+pub(crate) const SERVER_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 41);
 const DNS_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 54);
-const PORT: u16 = 8443;
+pub(crate) const PORT: u16 = 8443;
 const REAL: &str = "ghp_real-credential-0123456789";
 const SECRET: &str = "sk-session-secret-0123456789";
 
@@ -84,7 +84,7 @@ fn openssl(args: &[&str], dir: &Scratch) {
 }
 
 /// A test CA and the server's certificate for both names, signed by it; returns the CA.
-fn certificates(dir: &Scratch) -> PathBuf {
+pub(crate) fn certificates(dir: &Scratch) -> PathBuf {
     openssl(
         &[
             "req",
@@ -147,7 +147,7 @@ fn certificates(dir: &Scratch) -> PathBuf {
 }
 
 /// A bare repository with one commit at `www/repo.git`, and the server.
-fn server(dir: &Scratch) -> Servers {
+pub(crate) fn server(dir: &Scratch) -> Servers {
     let root = dir.path("www");
     std::fs::create_dir_all(&root).unwrap();
     let git = |args: &[&str], at: &Path| {

@@ -14,6 +14,7 @@
 mod agent_process;
 mod audit_chain;
 mod audit_failure;
+mod canary;
 mod code_loading;
 mod confinement;
 mod egress;

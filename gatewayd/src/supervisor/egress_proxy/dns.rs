@@ -158,7 +158,16 @@ async fn answer(shared: &Shared, query: &[u8], via: Transport) -> Option<Vec<u8>
     let [q] = msg.queries.as_slice() else {
         return refuse(ResponseCode::FormErr);
     };
-    let Some(name) = host_name(&q.name().to_ascii()) else {
+    let asked = q.name().to_ascii();
+    let detail = json!({"host": asked, "query_type": q.query_type().to_string()});
+    if shared
+        .canary_in(&[&asked], super::super::canary::Route::Dns, &detail)
+        .await
+        .is_some()
+    {
+        return refuse(ResponseCode::NXDomain);
+    }
+    let Some(name) = host_name(&asked) else {
         return refuse(ResponseCode::NXDomain);
     };
     let locked = *shared.lockdown.borrow();

@@ -127,11 +127,19 @@ where
         .header_read_timeout(Some(FIRST_BYTES))
         .timer(hyper_util::rt::TokioTimer::new())
         .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(served);
     tokio::select! {
-        _ = served => {}
+        _ = served.as_mut() => return,
         _ = lockdown.wait_for(|on| *on) => {}
     }
+    // Locked down: the answer in hand (a canary's refusal) is written, then the connection
+    // closes; a request still waiting on its server gets at most `LOCKDOWN_GRACE`.
+    served.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(LOCKDOWN_GRACE, served).await;
 }
+
+/// How long a locked-down connection may take to write the answer in hand.
+const LOCKDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One request: decided, then sent on (or answered 403 / 413 / 502 by the proxy).
 async fn request(
@@ -171,6 +179,9 @@ async fn request(
         }
         Err(_) => return too_large(shared, detail).await,
     };
+    if let Some(message) = canary(&parts, &body, &detail, shared).await {
+        return answer(StatusCode::FORBIDDEN, format!("gatewayd {message}."));
+    }
     let entry = shared.inspected_entry(conn.entry);
     let checked = match (&shared.inspection, entry) {
         (Some(l7), Some(e)) => l7.check(
@@ -197,6 +208,31 @@ async fn request(
             format!("the server of {} did not answer: {e}", conn.host),
         ),
     }
+}
+
+/// A canary credential in the request (its target, headers, body): the session is locked
+/// down and `canary` recorded; returns the message for the agent.
+async fn canary(
+    parts: &hyper::http::request::Parts,
+    body: &[u8],
+    detail: &serde_json::Value,
+    shared: &Shared,
+) -> Option<String> {
+    shared.canary.as_ref()?;
+    let mut texts = vec![
+        parts.uri.to_string(),
+        String::from_utf8_lossy(body).into_owned(),
+    ];
+    for (name, value) in &parts.headers {
+        texts.push(format!(
+            "{name}: {}",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    shared
+        .canary_in(&refs, super::super::canary::Route::Inspected, detail)
+        .await
 }
 
 /// The proxy's connection to the server, made again when the server closed it (an HTTP/1.0

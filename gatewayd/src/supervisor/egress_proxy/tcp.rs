@@ -13,6 +13,7 @@ use tokio::{
 };
 
 use super::{
+    super::canary::Route,
     FIRST_BYTES, Shared, connect,
     peek::{MAX_HEAD, Peeked, peek},
 };
@@ -119,6 +120,9 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
         match named(&mut agent, &mut buf, &mut detail, shared).await {
             Named::Name(name) => name,
             Named::Learned => {
+                if canary_refused(&mut agent, &buf, ("", false), &detail, shared).await {
+                    return;
+                }
                 // Learned: on to the address the agent asked for.
                 forward(agent, original, None, &buf, shared).await;
                 return;
@@ -126,6 +130,9 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
             Named::Closed => return,
         };
     detail["host"] = json!(host);
+    if canary_refused(&mut agent, &buf, (&host, tls), &detail, shared).await {
+        return;
+    }
     // A CONNECT names its own port; otherwise the connection's port is the original's.
     let port = if connect_head.is_some() {
         port.unwrap_or(0)
@@ -275,6 +282,35 @@ async fn splice(mut agent: TcpStream, mut upstream: TcpStream, shared: &Shared) 
         _ = tokio::io::copy_bidirectional(&mut agent, &mut upstream) => {}
         _ = lockdown.wait_for(|on| *on) => {}
     }
+}
+
+/// A canary credential in a connection's first bytes (a plain HTTP request head and what
+/// came with it; of a TLS connection only its server name): the session is locked down and
+/// `canary` recorded, and a plain HTTP client is answered 403 with why.
+async fn canary_refused(
+    agent: &mut TcpStream,
+    buf: &[u8],
+    (host, tls): (&str, bool),
+    detail: &serde_json::Value,
+    shared: &Shared,
+) -> bool {
+    let (text, route) = if tls {
+        (String::new(), Route::ServerName)
+    } else {
+        (String::from_utf8_lossy(buf).into_owned(), Route::Http)
+    };
+    let Some(message) = shared.canary_in(&[host, &text], route, detail).await else {
+        return false;
+    };
+    if !tls {
+        let body = format!("gatewayd {message}.\n");
+        let answer = format!(
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = agent.write_all(answer.as_bytes()).await;
+    }
+    true
 }
 
 /// A plain HTTP client gets a 403 that says why; a TLS client just sees the close.
