@@ -89,6 +89,21 @@ pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(());
     }
+    kernel_overhead(&bins, &policy, &dir, &file)?;
+    crate::bench_hook::run(&bins.gatewayd, &dir)?;
+    sessions_bench::run_host(&bins, &policy, &dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The kernel layer's cost on the agent's own `open()` and `connect()`: best of 3, bare
+/// against under `gatewayd run`, and the tier the session ran at.
+fn kernel_overhead(
+    bins: &util::Bins,
+    policy: &std::path::Path,
+    dir: &std::path::Path,
+    file: &std::path::Path,
+) -> anyhow::Result<()> {
     let audit = dir.join("audit.jsonl");
     let file = file.to_str().unwrap_or("").to_string();
     // Each run gets a fresh listener: TIME_WAIT left by a previous run towards the same
@@ -115,7 +130,7 @@ pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
             // kernel programs, whoever the agent is.
             let out = Command::new(&bins.gatewayd)
                 .args(["run", "--user", "root", "--policy"])
-                .arg(&policy)
+                .arg(policy)
                 .arg("--audit")
                 .arg(&audit)
                 .arg("--")
@@ -137,8 +152,5 @@ pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
         tier = v["detail"]["tier"].as_str().unwrap_or("?").to_string();
     }
     println!("  (tier under gatewayd: {tier})");
-    crate::bench_hook::run(&bins.gatewayd, &dir)?;
-    sessions_bench::run_host(&bins, &policy, &dir)?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

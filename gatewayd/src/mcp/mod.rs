@@ -289,7 +289,7 @@ fn remote(
     gateway: &Gateway,
     client_auth: Option<Arc<http::ClientAuth>>,
 ) -> Result<http::Connected, McpError> {
-    let refuse = |reason: &str, message: String, extra: serde_json::Value| {
+    let refuse = |(reason, message, extra): Refusal| {
         eprintln!("gatewayd mcp: {message}");
         let mut detail = json!({"server": opts.server, "url": url, "message": message});
         if let (Some(d), Some(e)) = (detail.as_object_mut(), extra.as_object()) {
@@ -298,6 +298,38 @@ fn remote(
         gateway.record(Decision::Deny, reason, detail);
         McpError::Refused(message)
     };
+    check_remote_url(opts, server, url).map_err(refuse)?;
+    let var = server.url.as_ref().and(server.authorization_env.as_ref());
+    let auth = bound_credential(&opts.server, var).map_err(refuse)?;
+    // A bound credential replaces the client's; without one, a `--listen` client's own
+    // header passes through.
+    let (auth, authorization) = match (auth, client_auth) {
+        (Some(a), _) => (http::Auth::Bound(a), "bound"),
+        (None, Some(c)) => (http::Auth::Client(c), "client"),
+        (None, None) => (http::Auth::None, "none"),
+    };
+    let connected = http::connect(url, auth, opts.max_message)
+        .map_err(|e| refuse(("mcp_server_refused", e.to_string(), json!({}))))?;
+    gateway.record(
+        Decision::Info,
+        "mcp_server_start",
+        json!({"server": opts.server, "url": url, "transport": "streamable_http",
+               "authorization_env": var, "authorization": authorization,
+               "learn": opts.learn.detail(false)}),
+    );
+    Ok(connected)
+}
+
+/// A refusal to connect to a remote server: its reason code, its message and extra detail.
+type Refusal = (&'static str, String, serde_json::Value);
+
+/// The remote server's URL against the policy: the server's bound `url`, then the
+/// top-level egress allowlist.
+fn check_remote_url(
+    opts: &ProxyOptions,
+    server: &gatewayd_core::policy::McpServer,
+    url: &str,
+) -> Result<(), Refusal> {
     if let Some(bound) = &server.url
         && bound != url
     {
@@ -308,14 +340,14 @@ fn remote(
             ),
             "use the policy's URL (leave --url out), or ask the user to change the policy",
         );
-        return Err(refuse("mcp_server_refused", m, json!({})));
+        return Err(("mcp_server_refused", m, json!({})));
     }
     let dest = gatewayd_core::engine::sandbox::parse_url(url).map_err(|e| {
         let m = with_next(
             &format!("the remote MCP server's URL {url} is refused: {e}"),
             "ask the user for the server's https:// URL",
         );
-        refuse("sandbox", m, json!({}))
+        ("sandbox", m, json!({}))
     })?;
     if !gatewayd_core::engine::sandbox::EgressView::new(&opts.policy.network).allows(&dest) {
         let m = with_next(
@@ -325,45 +357,27 @@ fn remote(
             ),
             "ask the user whether this server should be reached; they can add its host to network.egress",
         );
-        return Err(refuse(
-            "sandbox",
-            m,
-            json!({"host": dest.host, "port": dest.port}),
-        ));
+        return Err(("sandbox", m, json!({"host": dest.host, "port": dest.port})));
     }
-    let var = server.url.as_ref().and(server.authorization_env.as_ref());
-    let auth = match var {
-        None => None,
-        Some(v) => Some(
-            std::env::var(v)
-                .ok()
-                .filter(|t| !t.trim().is_empty())
-                .ok_or_else(|| {
-                    let e = http::HttpError::Credential {
-                        server: opts.server.clone(),
-                        var: v.clone(),
-                    };
-                    refuse("mcp_server_refused", e.to_string(), json!({}))
-                })?,
-        ),
+    Ok(())
+}
+
+/// The credential the policy binds to the server (`authorization_env`), from the proxy's
+/// environment: `None` when none is bound, refused when the variable is unset or blank.
+fn bound_credential(server: &str, var: Option<&String>) -> Result<Option<String>, Refusal> {
+    let Some(var) = var else {
+        return Ok(None);
     };
-    // A bound credential replaces the client's; without one, a `--listen` client's own
-    // header passes through.
-    let (auth, authorization) = match (auth, client_auth) {
-        (Some(a), _) => (http::Auth::Bound(a), "bound"),
-        (None, Some(c)) => (http::Auth::Client(c), "client"),
-        (None, None) => (http::Auth::None, "none"),
-    };
-    let connected = http::connect(url, auth, opts.max_message)
-        .map_err(|e| refuse("mcp_server_refused", e.to_string(), json!({})))?;
-    gateway.record(
-        Decision::Info,
-        "mcp_server_start",
-        json!({"server": opts.server, "url": url, "transport": "streamable_http",
-               "authorization_env": var, "authorization": authorization,
-               "learn": opts.learn.detail(false)}),
-    );
-    Ok(connected)
+    match std::env::var(var) {
+        Ok(token) if !token.trim().is_empty() => Ok(Some(token)),
+        _ => {
+            let e = http::HttpError::Credential {
+                server: server.to_string(),
+                var: var.clone(),
+            };
+            Err(("mcp_server_refused", e.to_string(), json!({})))
+        }
+    }
 }
 
 /// The agent's sandbox as the engine sees it, gatewayd's own files protected: a `file://`

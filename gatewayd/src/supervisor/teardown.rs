@@ -77,21 +77,14 @@ pub(super) async fn teardown(
     let left_behind = report_left_behind(&ctx.audit, &ctx.session, &left).await?;
 
     let status = status.map_err(|e| e.into_run_error(&ctx.program));
-    let exit_code = match &status {
-        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
-        Err(_) => 127,
-    };
     let kernel_denials = denials.load(std::sync::atomic::Ordering::Relaxed);
     record_dropped(ctx, dropped).await?;
-    let detail = json!({
-        "exit_code": exit_code,
-        "error": status.as_ref().err().map(std::string::ToString::to_string),
-        "kernel_denials": kernel_denials,
-        "cleanup": kill.and(removed).err().map(|e| e.to_string()).or(entries.err()),
-        "limits_met": hits.filter(|h| h.any()).map(session_limits::Hits::describe),
-    });
-    let entry = Entry::gateway(&ctx.session, Decision::Info, "session_end", detail);
-    append(&ctx.audit, entry).await?;
+    let cleanup = kill
+        .and(removed)
+        .err()
+        .map(|e| e.to_string())
+        .or(entries.err());
+    let exit_code = record_session_end(ctx, &status, kernel_denials, cleanup, hits).await?;
     status?;
     Ok(RunOutcome {
         exit_code,
@@ -99,6 +92,32 @@ pub(super) async fn teardown(
         kernel_denials,
         left_behind,
     })
+}
+
+/// The `session_end` record: the agent's exit code (128 + the signal that ended it; 127 when
+/// it never ran), its error, the kernel denials counted, what cleanup failed and the limits
+/// the cgroup met. Returns the exit code.
+async fn record_session_end(
+    ctx: &Ctx<'_>,
+    status: &Result<std::process::ExitStatus, RunError>,
+    kernel_denials: u64,
+    cleanup: Option<String>,
+    hits: Option<session_limits::Hits>,
+) -> Result<i32, RunError> {
+    let exit_code = match status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+        Err(_) => 127,
+    };
+    let detail = json!({
+        "exit_code": exit_code,
+        "error": status.as_ref().err().map(std::string::ToString::to_string),
+        "kernel_denials": kernel_denials,
+        "cleanup": cleanup,
+        "limits_met": hits.filter(|h| h.any()).map(session_limits::Hits::describe),
+    });
+    let entry = Entry::gateway(&ctx.session, Decision::Info, "session_end", detail);
+    append(&ctx.audit, entry).await?;
+    Ok(exit_code)
 }
 
 /// Records how many kernel denials the session's event buffer had no room for, if any.

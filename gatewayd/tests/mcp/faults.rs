@@ -259,10 +259,10 @@ fn with_a_daemon_the_proxy_uses_its_session() {
     assert_eq!(p.next()["result"]["content"][0]["text"], "via the daemon");
     p.close();
     let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     );
-    daemon.wait().unwrap();
+    daemon.0.wait().unwrap();
     let decided: Vec<Value> = records(&daemon_audit)
         .into_iter()
         .filter(|r| r["tool"] == "echo")

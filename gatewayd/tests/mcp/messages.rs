@@ -188,7 +188,7 @@ fn with_a_daemon_the_texts_are_checked_by_its_session() {
         json!({"resource_schemes": ["demo"]}),
     );
     let socket = dir.path().join("d.sock");
-    let mut daemon = start_daemon(&pol, &socket, &dir.path().join("daemon.jsonl"));
+    let daemon = start_daemon(&pol, &socket, &dir.path().join("daemon.jsonl"));
     let audit = dir.path().join("proxy.jsonl");
     let sock = socket.display().to_string();
     let extra = ["--socket", &sock, "--session", "d-1"];
@@ -205,8 +205,7 @@ fn with_a_daemon_the_texts_are_checked_by_its_session() {
         "sandbox",
     );
     p.close();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
     record(&audit, "sandbox", "uri", "other://x");
 }
 

@@ -153,7 +153,18 @@ pub(crate) fn node_tree() -> PathBuf {
 
 /// `gatewayd serve` with `policy` on `socket`, once it accepts a connection (the socket
 /// file is bound before it listens).
-pub(crate) fn start_daemon(policy: &Path, socket: &Path, audit: &Path) -> std::process::Child {
+/// A `gatewayd serve` of a test, killed when dropped, so a test that fails leaves no daemon
+/// behind (an orphan would hold the test runner's output open).
+pub(crate) struct Daemon(pub(crate) std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) fn start_daemon(policy: &Path, socket: &Path, audit: &Path) -> Daemon {
     let daemon = Command::new(GATEWAYD)
         .args(["serve", "--policy"])
         .arg(policy)
@@ -164,6 +175,7 @@ pub(crate) fn start_daemon(policy: &Path, socket: &Path, audit: &Path) -> std::p
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let daemon = Daemon(daemon);
     for _ in 0..500 {
         if std::os::unix::net::UnixStream::connect(socket).is_ok() {
             break;

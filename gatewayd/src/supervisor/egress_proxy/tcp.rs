@@ -139,36 +139,18 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     } else {
         original.port()
     };
-    let dest = Dest {
-        host: host.clone(),
-        port,
-    };
-    let not_listed = format!("{host} port {port} is not in the egress allowlist");
-    if !shared.egress.allows(&dest) {
-        if !shared.learn {
-            refuse_with_answer(&mut agent, tls, &host).await;
-            shared.refuse(detail, &not_listed).await;
-            return;
-        }
-        shared.learned(detail.clone(), &not_listed).await;
-    }
-    let target = match connect_head {
-        Some(_) => resolve_one(shared, &host, port).await,
-        None => verified(shared, &host, original).await,
-    };
-    let target = match target {
-        Ok(t) => t,
-        Err(why) => {
-            refuse_with_answer(&mut agent, tls, &host).await;
-            detail["error"] = json!(why);
-            shared
-                .refuse(
-                    detail,
-                    &format!("the destination is not an address of {host}"),
-                )
-                .await;
-            return;
-        }
+    let by_connect = connect_head.is_some();
+    let Some(target) = allowed_target(
+        &mut agent,
+        (&host, port, tls),
+        original,
+        by_connect,
+        &mut detail,
+        shared,
+    )
+    .await
+    else {
+        return;
     };
     onward(
         agent,
@@ -179,6 +161,48 @@ async fn handle(mut agent: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
         shared,
     )
     .await;
+}
+
+/// A named connection's allowlist check (only recorded in learn mode) and the address it
+/// goes on to: the name's own address for a CONNECT, else the original destination once it
+/// is shown to be an address of the name. `None` when refused: the agent has its answer and
+/// the refusal is recorded.
+async fn allowed_target(
+    agent: &mut TcpStream,
+    (host, port, tls): (&str, u16, bool),
+    original: SocketAddr,
+    by_connect: bool,
+    detail: &mut serde_json::Value,
+    shared: &Arc<Shared>,
+) -> Option<SocketAddr> {
+    let dest = Dest {
+        host: host.to_string(),
+        port,
+    };
+    let not_listed = format!("{host} port {port} is not in the egress allowlist");
+    if !shared.egress.allows(&dest) {
+        if !shared.learn {
+            refuse_with_answer(agent, tls, host).await;
+            shared.refuse(detail.clone(), &not_listed).await;
+            return None;
+        }
+        shared.learned(detail.clone(), &not_listed).await;
+    }
+    let target = if by_connect {
+        resolve_one(shared, host, port).await
+    } else {
+        verified(shared, host, original).await
+    };
+    match target {
+        Ok(t) => Some(t),
+        Err(why) => {
+            refuse_with_answer(agent, tls, host).await;
+            detail["error"] = json!(why);
+            let why = format!("the destination is not an address of {host}");
+            shared.refuse(detail.clone(), &why).await;
+            None
+        }
+    }
 }
 
 /// An allowed connection, on to its server: read by [`inspect`] when its host is inspected;
