@@ -9,9 +9,11 @@
 //!    still reach it, its own never reach the host), before it enters the cgroup, whose
 //!    `lsm/sb_mount` program would refuse that mount ([`ServerLearn::own_mounts`]);
 //! 2. enters the cgroup (the caller's step);
-//! 3. at tier 2, hides the profile's protected paths with mounts, as `gatewayd run` does for
-//!    its agent: the Landlock allowlist that protected them is left out while learning (at
-//!    tier 1 the BPF LSM programs keep refusing them);
+//! 3. at tier 2, hides the profile's protected paths with mounts and makes the cgroup and BPF
+//!    filesystems read-only, as `gatewayd run` does for its agent: the Landlock allowlist
+//!    that protected them is left out while learning. At tier 1 it makes no mount
+//!    ([`ServerLearn::without_mounts`]): the BPF LSM programs keep refusing the protected
+//!    paths and the cgroup's files, and their `lsm/sb_mount` refuses a mount in the cgroup;
 //! 4. marks each mount of its namespace for the learn group ([`LearnMarks`]);
 //! 5. restricts itself to the learning ruleset, which forbids changing the mounts (the
 //!    caller's step).
@@ -33,6 +35,15 @@ impl ServerLearn {
         let (hiding, unhidden) = Hiding::plan(protected, &[]);
         let marks = LearnMarks::new(fd);
         (ServerLearn { marks, hiding }, unhidden)
+    }
+
+    /// For the learn group `fd`, with no mount (tier 1: the BPF LSM programs keep refusing
+    /// the protected paths, and refuse mounts in the cgroup).
+    pub fn without_mounts(fd: RawFd) -> ServerLearn {
+        ServerLearn {
+            marks: LearnMarks::new(fd),
+            hiding: Hiding::default(),
+        }
     }
 
     /// What the hiding mounts cover, for the start record.

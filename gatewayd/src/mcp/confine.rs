@@ -66,7 +66,7 @@ impl ServerConfinement {
             0 => format!("mcp-{name}-{}", std::process::id()),
             n => format!("mcp-{name}-{}-{n}", std::process::id()),
         };
-        let plan = |learn| Plan {
+        let plan = Plan {
             name: &cgroup,
             policy: &as_policy,
             own_files: own,
@@ -78,17 +78,8 @@ impl ServerConfinement {
             require,
             learn,
         };
-        let mut c = Confinement::prepare(&plan(learn))?;
-        if learn && c.report.tier == Tier::Full {
-            // Not yet at tier 1: the server's child is refused its start (EPERM) when its
-            // profile learns under BPF LSM (docs/LIMITS.md). The profile is enforced instead;
-            // its refusals are recorded `deny`, which `policy suggest` reads too.
-            c.finish()?;
-            c = Confinement::prepare(&plan(false))?;
-            let why = "not at tier 1 (BPF LSM) yet: the profile is enforced, its refusals recorded `deny` (policy suggest reads them)";
-            c.report.pieces.insert("learn_files".into(), json!(why));
-        }
-        let learning = if learn && c.report.tier != Tier::Full {
+        let mut c = Confinement::prepare(&plan)?;
+        let learning = if learn {
             learn_files(server, own, &mut c)?
         } else {
             None
@@ -182,14 +173,14 @@ fn learn_files(
         return Ok(None);
     }
     let group = FsLearn::open(scope)?;
-    // At tier 1 the BPF LSM programs keep refusing the protected paths; at tier 2 the
-    // allowlist that did is left out, so mounts hide them.
-    let hidden: &[PathBuf] = if tier == Tier::CgroupLandlock {
-        &server.sandbox.protected
+    // At tier 2 the allowlist that refused the protected paths is left out, so mounts hide
+    // them. At tier 1 the BPF LSM programs keep refusing them, and would refuse any mount
+    // made in the cgroup: no mounts.
+    let (learn, unhidden) = if tier == Tier::CgroupLandlock {
+        ServerLearn::new(group.fd(), &server.sandbox.protected)
     } else {
-        &[]
+        (ServerLearn::without_mounts(group.fd()), Vec::new())
     };
-    let (learn, unhidden) = ServerLearn::new(group.fd(), hidden);
     c.report
         .pieces
         .insert("learn_files".into(), group.describe());

@@ -222,7 +222,7 @@ fn a_tool_server_runs_in_its_own_kernel_profile() {
 }
 
 /// `gatewayd mcp --learn` learns a server's profile (docs/MCP.md, "Learning a server's
-/// profile"; tier 2, not yet tier 1): from a profile of its directory alone, which cannot even start the
+/// profile"; both tiers): from a profile of its directory alone, which cannot even start the
 /// server (its libraries are outside), the learning run works with the protected file still
 /// refused; the suggested profile then runs the same calls with no kernel refusal.
 #[test]
@@ -247,18 +247,6 @@ fn a_tool_servers_profile_is_learned_then_enforced() {
         call("read", &secret),
     ];
     let learned = dir.path("learn.jsonl");
-    if tier() == Tier::BpfLsm {
-        // Not yet at tier 1 (docs/LIMITS.md): the profile is enforced while learning, so the
-        // server, outside its own profile, is refused its start; the record says why.
-        let (status, _) = proxy_run(&policy, &learned, "fs", &["--learn"], &calls);
-        assert!(!status.success());
-        let recs = records(&learned);
-        assert!(
-            recs.iter().any(|x| x["reason"] == "mcp_server_refused"),
-            "{recs:#?}"
-        );
-        return;
-    }
     let r = proxy_calls_with(&policy, &learned, "fs", &["--learn"], &calls);
     assert_eq!(text(&r[0]), "notes", "{r:?}");
     assert_eq!(r[1]["isError"], false, "{r:?}");
