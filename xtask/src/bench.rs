@@ -5,6 +5,7 @@
 //! layer adds to the agent's own syscalls on this machine: `open()` and `connect()` in a loop,
 //! run bare and under `gatewayd run`, reported as ratios measured in one run; one
 //! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`);
+//! the session egress proxy's latency, rate, bulk transfer and memory ([`crate::proxy_bench`]);
 //! and the cost of many sessions sharing one program set ([`sessions_bench`]).
 use std::{net::TcpListener, process::Command};
 
@@ -44,7 +45,6 @@ fn listener() -> anyhow::Result<u16> {
     Ok(port)
 }
 
-/// Every benchmark, or (`sessions_only`) only the sessions bench.
 /// The hook bench for `old` (a gatewayd binary built earlier) and this build, in turn, twice.
 pub(crate) fn hook_against(old: &std::path::Path) -> anyhow::Result<()> {
     let env = setup::toolchain()?;
@@ -61,9 +61,18 @@ pub(crate) fn hook_against(old: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
+/// Which benchmarks `cargo xtask bench` runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Only {
+    All,
+    Sessions,
+    Proxy,
+}
+
+/// Every benchmark, or only the one `only` names.
+pub(crate) fn run(only: Only) -> anyhow::Result<()> {
     let env = setup::setup()?;
-    if !sessions_only {
+    if only == Only::All {
         util::cargo(&env, &["bench", "-p", "gatewayd-core", "--bench", "decide"])?;
         util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "daemon"])?;
         util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "fleet"])?;
@@ -84,13 +93,18 @@ pub(crate) fn run(sessions_only: bool) -> anyhow::Result<()> {
             "network": {"egress": [{"cidr": "127.0.0.1/32"}]}})
         .to_string(),
     )?;
-    if sessions_only {
-        sessions_bench::run_host(&bins, &policy, &dir)?;
+    match only {
+        Only::All => {}
+        Only::Sessions => sessions_bench::run_host(&bins, &policy, &dir)?,
+        Only::Proxy => crate::proxy_bench::run_host(&bins, &dir)?,
+    }
+    if only != Only::All {
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(());
     }
     kernel_overhead(&bins, &policy, &dir, &file)?;
     crate::bench_hook::run(&bins.gatewayd, &dir)?;
+    crate::proxy_bench::run_host(&bins, &dir)?;
     sessions_bench::run_host(&bins, &policy, &dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

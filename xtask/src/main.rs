@@ -8,7 +8,8 @@
 //! - `deb`:   the Debian package (binary, systemd units, example policies, docs)
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark, the kernel layer's syscall overhead, `gatewayd hook`,
-//!   and the cost of many sessions sharing one program set (`--sessions`: only that one)
+//!   the session egress proxy (`--proxy`: only that one), and the cost of many sessions
+//!   sharing one program set (`--sessions`: only that one)
 #[cfg(test)]
 mod architecture_doc;
 mod bench;
@@ -16,6 +17,7 @@ mod bench_hook;
 mod deb;
 mod demo;
 mod kernels;
+mod proxy_bench;
 mod sessions_bench;
 mod setup;
 mod test;
@@ -52,11 +54,14 @@ enum Cmd {
     /// The demo: an agent that steals a protected file, without and with gatewayd.
     Demo,
     /// Benchmarks: tool-call decisions and audit appends; kernel-layer syscall overhead;
-    /// `gatewayd hook`; many sessions sharing one program set.
+    /// `gatewayd hook`; the session egress proxy; many sessions sharing one program set.
     Bench {
         /// Only the sessions bench (many sessions sharing one program set).
         #[arg(long)]
         sessions: bool,
+        /// Only the session egress proxy bench (latency, rate, bulk transfer, memory).
+        #[arg(long, conflicts_with = "sessions")]
+        proxy: bool,
         /// Only the `gatewayd hook` bench, for this older gatewayd binary and this build in
         /// turn, twice (old against new in the same minutes).
         #[arg(long)]
@@ -87,6 +92,12 @@ fn main() -> anyhow::Result<()> {
             hook_against: Some(old),
             ..
         } => bench::hook_against(&old),
-        Cmd::Bench { sessions, .. } => bench::run(sessions),
+        Cmd::Bench {
+            sessions, proxy, ..
+        } => bench::run(match (sessions, proxy) {
+            (true, _) => bench::Only::Sessions,
+            (_, true) => bench::Only::Proxy,
+            _ => bench::Only::All,
+        }),
     }
 }

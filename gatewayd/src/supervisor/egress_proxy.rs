@@ -42,6 +42,7 @@ mod dns;
 mod inspection;
 mod l7;
 mod peek;
+mod splice;
 mod tcp;
 pub(super) use inspection::Inspection;
 

@@ -6,13 +6,12 @@
 //! refused under it, each refusal a record. Then learn mode
 //! learns the name, and the policy `suggest` drafts from it lets the same fetch through.
 use std::{
-    io::Write as _,
-    net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, TcpStream},
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpStream},
     sync::Arc,
 };
 
 use super::*;
-use inbound::ExtraAddress;
+use gatewayd_testkit::net::ExtraAddress;
 
 const ALLOWED_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 31);
 const OTHER_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 32);
@@ -38,62 +37,9 @@ fn known(name: &str) -> Option<Ipv4Addr> {
     }
 }
 
-/// A DNS answer to `q` (one question): its A record when `known`, else none.
-fn dns_answer(q: &[u8], known: fn(&str) -> Option<Ipv4Addr>) -> Option<Vec<u8>> {
-    let end = q
-        .iter()
-        .skip(12)
-        .position(|&b| b == 0)
-        .map(|p| 12 + p + 5)?;
-    let qname = q.get(12..end - 5)?;
-    let mut name = Vec::new();
-    let mut i = 0;
-    while i < qname.len() {
-        let n = usize::from(qname[i]);
-        name.push(String::from_utf8_lossy(qname.get(i + 1..i + 1 + n)?).into_owned());
-        i += 1 + n;
-    }
-    let ip = (q.get(end - 4..end - 2)? == [0, 1])
-        .then(|| known(&name.join(".")))
-        .flatten();
-    let mut r = Vec::from(q.get(..2)?);
-    r.extend_from_slice(&[0x81, 0x80, 0, 1, 0, u8::from(ip.is_some()), 0, 0, 0, 0]);
-    r.extend_from_slice(&q[12..end]);
-    if let Some(ip) = ip {
-        r.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]);
-        r.extend_from_slice(&ip.octets());
-    }
-    Some(r)
-}
-
-/// A DNS server of the test on `at:53`, UDP and TCP, answering the names `known` knows.
+/// The test's DNS server on `at:53` ([`gatewayd_testkit::net::dns_server`]).
 pub(crate) fn dns_server(at: Ipv4Addr, known: fn(&str) -> Option<Ipv4Addr>) {
-    let udp = UdpSocket::bind((at, 53)).unwrap();
-    let tcp = TcpListener::bind((at, 53)).unwrap();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 512];
-        while let Ok((n, from)) = udp.recv_from(&mut buf) {
-            if let Some(r) = dns_answer(&buf[..n], known) {
-                let _ = udp.send_to(&r, from);
-            }
-        }
-    });
-    std::thread::spawn(move || {
-        for mut c in tcp.incoming().flatten() {
-            let mut len = [0u8; 2];
-            if c.read_exact(&mut len).is_err() {
-                continue;
-            }
-            let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
-            if c.read_exact(&mut q).is_err() {
-                continue;
-            }
-            if let Some(r) = dns_answer(&q, known) {
-                let _ = c.write_all(&(r.len() as u16).to_be_bytes());
-                let _ = c.write_all(&r);
-            }
-        }
-    });
+    gatewayd_testkit::net::dns_server(at, known).expect("the test's DNS server on port 53");
 }
 
 /// The HTTPS servers, ended when dropped (a failed assertion included).

@@ -18,39 +18,7 @@ use escape::{Outcome, escape_bin, parse};
 const FROM4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
 const FROM6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7));
 
-/// An address on `lo` while it lives (removed at the end only when it was added here).
-pub(crate) struct ExtraAddress(String);
-
-impl ExtraAddress {
-    pub(crate) fn add(ip: IpAddr) -> ExtraAddress {
-        let prefix = if ip.is_ipv4() { 32 } else { 128 };
-        let cidr = format!("{ip}/{prefix}");
-        let out = Command::new("ip")
-            .args(["addr", "add", &cidr, "dev", "lo"])
-            .output()
-            .expect("ip (iproute2 or busybox)");
-        let text = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() || text.contains("exists"),
-            "ip addr add {cidr}: {text}"
-        );
-        ExtraAddress(if out.status.success() {
-            cidr
-        } else {
-            String::new()
-        })
-    }
-}
-
-impl Drop for ExtraAddress {
-    fn drop(&mut self) {
-        if !self.0.is_empty() {
-            let _ = Command::new("ip")
-                .args(["addr", "del", &self.0, "dev", "lo"])
-                .status();
-        }
-    }
-}
+pub(crate) use gatewayd_testkit::net::ExtraAddress;
 
 /// One TCP connection from `from` to `to` (same family), given up after `wait`.
 fn connect_from(from: IpAddr, to: SocketAddr, wait: Duration) -> bool {

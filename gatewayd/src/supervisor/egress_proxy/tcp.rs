@@ -299,11 +299,12 @@ async fn forward(
     }
 }
 
-/// Copies both ways until either side closes or the session is locked down.
-async fn splice(mut agent: TcpStream, mut upstream: TcpStream, shared: &Shared) {
+/// Passes the bytes both ways ([`super::splice`]) until both sides close, either fails, or
+/// the session is locked down.
+async fn splice(agent: TcpStream, upstream: TcpStream, shared: &Shared) {
     let mut lockdown = shared.lockdown.clone();
     tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut agent, &mut upstream) => {}
+        _ = super::splice::both_ways(&agent, &upstream) => {}
         _ = lockdown.wait_for(|on| *on) => {}
     }
 }

@@ -1,0 +1,117 @@
+//! gw-testagent's HTTP/1 probes, for the egress proxy bench (`xtask/src/proxy_bench.rs`):
+//! plain HTTP to an address with a `Host` header, the way a client reaches a server by name
+//! (the session proxy decides by that name).
+//!
+//! ```text
+//! httploop IP:PORT HOST N THREADS   # N requests, each on a new connection (GET /, read to
+//!                                   # the end), spread over THREADS threads; prints the
+//!                                   # p50 and p99 time of one request and requests per second
+//! download IP:PORT HOST             # one GET /bulk read to the end; prints bytes and MiB/s
+//! ```
+use std::{
+    io::{Read as _, Write as _},
+    net::{SocketAddr, TcpStream},
+    time::{Duration, Instant},
+};
+
+/// Whether `name` is one of this module's actions.
+pub(crate) fn handles(name: &str) -> bool {
+    matches!(name, "httploop" | "download")
+}
+
+pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
+    let arg = |i: usize| {
+        args.get(i)
+            .map(String::as_str)
+            .ok_or_else(|| format!("{name}: missing argument"))
+    };
+    let to = super::addr(arg(0)?)?;
+    let host = arg(1)?;
+    match name {
+        "httploop" => {
+            let n: usize = arg(2)?.parse().map_err(|_| "N: not a number")?;
+            let threads: usize = arg(3)?.parse().map_err(|_| "THREADS: not a number")?;
+            http_loop(to, host, n, threads.max(1))
+        }
+        _ => download(to, host),
+    }
+}
+
+/// One `GET path` on a new connection, read to the end: the bytes of the answer.
+fn get(to: SocketAddr, host: &str, path: &str, buf: &mut [u8]) -> Result<u64, String> {
+    let mut s =
+        TcpStream::connect_timeout(&to, Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+    let mut total = 0u64;
+    loop {
+        match s.read(buf) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    if total == 0 {
+        return Err("the connection closed without an answer".into());
+    }
+    if !buf.starts_with(b"HTTP/1.1 200") && total < 4096 {
+        return Err(format!(
+            "not a 200: {}",
+            String::from_utf8_lossy(&buf[..buf.len().min(64)])
+        ));
+    }
+    Ok(total)
+}
+
+fn http_loop(to: SocketAddr, host: &str, n: usize, threads: usize) -> Result<String, String> {
+    let per_thread = n.div_ceil(threads);
+    let t0 = Instant::now();
+    let results: Vec<Result<Vec<u64>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(move || {
+                    let mut buf = vec![0u8; 4096];
+                    let mut times = Vec::with_capacity(per_thread);
+                    for _ in 0..per_thread {
+                        let start = Instant::now();
+                        get(to, host, "/", &mut buf)?;
+                        times.push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                    }
+                    Ok(times)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect()
+    });
+    let elapsed = t0.elapsed().as_secs_f64();
+    let mut times = Vec::new();
+    for r in results {
+        times.extend(r?);
+    }
+    times.sort_unstable();
+    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    Ok(format!(
+        "{} requests on {threads} threads: p50 {} ns, p99 {} ns, {:.0} per s",
+        times.len(),
+        at(0.50),
+        at(0.99),
+        times.len() as f64 / elapsed
+    ))
+}
+
+fn download(to: SocketAddr, host: &str) -> Result<String, String> {
+    let mut buf = vec![0u8; 1 << 20];
+    let t0 = Instant::now();
+    let bytes = get(to, host, "/bulk", &mut buf)?;
+    let secs = t0.elapsed().as_secs_f64();
+    Ok(format!(
+        "{bytes} bytes in {:.0} ms, {:.0} MiB/s",
+        secs * 1000.0,
+        bytes as f64 / secs / f64::from(1 << 20)
+    ))
+}
