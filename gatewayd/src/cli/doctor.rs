@@ -62,6 +62,10 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         features.landlock_audit.clone(),
     ));
     rows.push(("landlock".into(), abi.map(|v| format!("ABI {v}"))));
+    rows.push((
+        "egress by name (socket diagnostics)".into(),
+        socket_diag_row(),
+    ));
     // The agent hosts' hooks (`gatewayd hook install --check`), for the hosts found here.
     rows.extend(super::hook_install::doctor_rows());
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
@@ -286,6 +290,15 @@ fn export_stats(socket: &std::path::Path) -> serde_json::Value {
         Ok(a) => serde_json::json!({"socket": socket, "exporters": a["exporters"]}),
         Err(e) => serde_json::json!({"socket": socket, "error": e}),
     }
+}
+
+/// Whether the session egress proxy can find its connections' destinations here: the check
+/// `gatewayd run` makes before an agent with egress by name starts (docs/KERNEL.md, "Egress
+/// by name").
+fn socket_diag_row() -> Result<String, String> {
+    kernel::egress_proxy::ProxyMaps::check_socket_diag()
+        .map(|()| "works: the kernel gives a TCP socket's cookie by its addresses (inet_diag, tcp_diag)".into())
+        .map_err(|e| format!("fails: {e}; the egress proxy cannot find a connection's destination, so `gatewayd run` refuses a policy with egress by name and learn mode learns egress by address (load them: `modprobe tcp_diag`)"))
 }
 
 impl Recording {

@@ -175,6 +175,9 @@ fn outcomes(text: &str) -> std::collections::BTreeMap<String, String> {
 #[test]
 fn egress_by_name_goes_through_the_proxy_and_every_bypass_is_refused() {
     let _ = tier();
+    // What `gatewayd run` checks before the agent starts, doctor reports.
+    let diag = &doctor()["egress by name (socket diagnostics)"];
+    assert_eq!(diag["ok"], true, "{diag}");
     let _addrs: Vec<ExtraAddress> = [
         IpAddr::V4(ALLOWED_IP),
         IpAddr::V4(OTHER_IP),
