@@ -11,7 +11,8 @@ use std::{
 pub struct ExtraAddress(String);
 
 impl ExtraAddress {
-    /// Adds `ip` to `lo` (`ip addr add`; an address already there is kept and left there).
+    /// Adds `ip` to `lo` (`ip addr add`; an address already there, left by a run that was
+    /// killed, is used and left there).
     pub fn try_add(ip: IpAddr) -> Result<ExtraAddress, String> {
         let prefix = if ip.is_ipv4() { 32 } else { 128 };
         let cidr = format!("{ip}/{prefix}");
@@ -20,7 +21,9 @@ impl ExtraAddress {
             .output()
             .map_err(|e| format!("ip (iproute2 or busybox): {e}"))?;
         let text = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() && !text.contains("exists") {
+        // iproute2 says `File exists` for IPv4, `address already assigned` for IPv6.
+        let there = text.contains("exists") || text.contains("already assigned");
+        if !out.status.success() && !there {
             return Err(format!("ip addr add {cidr}: {text}"));
         }
         Ok(ExtraAddress(if out.status.success() {
