@@ -225,6 +225,6 @@ pub(crate) fn received(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out)
         .unwrap_or_default()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }

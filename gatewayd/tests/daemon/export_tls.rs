@@ -76,12 +76,16 @@ fn syslog_over_tls_checks_the_server_against_the_ca_file_and_delivers_every_reco
 
     // With it: every record of the log, in order.
     let log = delivered_with_the_ca(dir.path(), &ca, &sink);
-    let got = String::from_utf8(std::fs::read(&out).unwrap()).unwrap();
-    let exported: Vec<Value> = frames(&got)
-        .into_iter()
-        .filter(|v| v["type"] == "record")
-        .collect();
-    assert_whole_chain(&log, &exported);
+    let exported = || -> Vec<Value> {
+        let got = String::from_utf8(std::fs::read(&out).unwrap_or_default()).unwrap();
+        frames(&got)
+            .into_iter()
+            .filter(|v| v["type"] == "record")
+            .collect()
+    };
+    // Sent is not yet written down by the server: wait for the server's file itself.
+    wait_for_every_record(&log, || exported().len());
+    assert_whole_chain(&log, &exported());
 }
 
 #[test]
@@ -106,12 +110,24 @@ fn otlp_over_https_checks_the_server_against_the_ca_file_and_delivers_every_reco
     refused_without_the_ca(&sink);
     assert!(received(&out).is_empty());
     let log = delivered_with_the_ca(dir.path(), &ca, &sink);
-    let exported: Vec<Value> = received(&out)
-        .into_iter()
-        .filter(|r| r["attributes"]["gatewayd.type"] == "record")
-        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
-        .collect();
-    assert_whole_chain(&log, &exported);
+    let exported = || -> Vec<Value> {
+        received(&out)
+            .into_iter()
+            .filter(|r| r["attributes"]["gatewayd.type"] == "record")
+            .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+            .collect()
+    };
+    wait_for_every_record(&log, || exported().len());
+    assert_whole_chain(&log, &exported());
+}
+
+/// Waits (20 s at most) until the receiver holds as many records as `log` has lines: a
+/// record the exporter has sent may not be in the receiver's file yet.
+fn wait_for_every_record(log: &Path, mut held: impl FnMut() -> usize) {
+    let lines = std::fs::read_to_string(log).unwrap().lines().count();
+    wait_for("the receiver to hold every record of the log", 20, || {
+        held() >= lines
+    });
 }
 
 /// A daemon exporting to `sink` without `--export-ca`: the server's certificate is refused
