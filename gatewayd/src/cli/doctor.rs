@@ -40,17 +40,7 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
             .map_err(ToString::to_string),
     ));
     let abi = landlock::abi_version();
-    let mut features = Features {
-        kernel_release: release,
-        bpf_lsm: false,
-        landlock_abi: abi.as_ref().ok().copied(),
-        cgroup_connect_unix: btf.as_ref().is_ok_and(|b| {
-            b.enum_value("bpf_attach_type", "BPF_CGROUP_UNIX_CONNECT")
-                .is_ok_and(|v| v.is_some())
-        }),
-        memfd_noexec: std::path::Path::new("/proc/sys/vm/memfd_noexec").exists(),
-        landlock_audit: gatewayd_kernel::landlock_audit::probe(abi.as_ref().ok().copied()),
-    };
+    let mut features = kernel_features(release, btf.as_ref().ok(), abi.as_ref().ok().copied());
     let built_with_bpf_lsm = btf.as_ref().ok().map(|b| {
         b.func_param_count(tier1_advice::BPF_LSM_PROBE_FUNCTION)
             .is_ok()
@@ -110,6 +100,25 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
         report.print_text()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What this kernel supports, before the programs are probed (`bpf_lsm` is their finding).
+fn kernel_features(
+    release: String,
+    btf: Option<&kernel::btf::KernelBtf>,
+    landlock_abi: Option<u32>,
+) -> Features {
+    Features {
+        kernel_release: release,
+        bpf_lsm: false,
+        landlock_abi,
+        cgroup_connect_unix: btf.is_some_and(|b| {
+            b.enum_value("bpf_attach_type", "BPF_CGROUP_UNIX_CONNECT")
+                .is_ok_and(|v| v.is_some())
+        }),
+        memfd_noexec: std::path::Path::new("/proc/sys/vm/memfd_noexec").exists(),
+        landlock_audit: gatewayd_kernel::landlock_audit::probe(landlock_abi),
+    }
 }
 
 /// One row per program of the set, loaded and attached to a throwaway cgroup; the tier they
