@@ -94,18 +94,15 @@ pub(crate) fn run(only: Only) -> anyhow::Result<()> {
         .to_string(),
     )?;
     match only {
-        Only::All => {}
         Only::Sessions => sessions_bench::run_host(&bins, &policy, &dir)?,
         Only::Proxy => crate::proxy_bench::run_host(&bins, &dir)?,
+        Only::All => {
+            kernel_overhead(&bins, &policy, &dir, &file)?;
+            crate::bench_hook::run(&bins.gatewayd, &dir)?;
+            crate::proxy_bench::run_host(&bins, &dir)?;
+            sessions_bench::run_host(&bins, &policy, &dir)?;
+        }
     }
-    if only != Only::All {
-        let _ = std::fs::remove_dir_all(&dir);
-        return Ok(());
-    }
-    kernel_overhead(&bins, &policy, &dir, &file)?;
-    crate::bench_hook::run(&bins.gatewayd, &dir)?;
-    crate::proxy_bench::run_host(&bins, &dir)?;
-    sessions_bench::run_host(&bins, &policy, &dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -45,24 +45,23 @@ fn get(to: SocketAddr, host: &str, path: &str, buf: &mut [u8]) -> Result<u64, St
         .map_err(|e| e.to_string())?;
     let head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
-    let mut total = 0u64;
+    // The status line is in the first bytes read; later reads reuse the buffer.
+    let first = s.read(buf).map_err(|e| e.to_string())?;
+    if first == 0 {
+        return Err("the connection closed without an answer".into());
+    }
+    if !buf[..first].starts_with(b"HTTP/1.1 200") {
+        let shown = String::from_utf8_lossy(&buf[..first.min(64)]);
+        return Err(format!("not a 200: {shown:?}"));
+    }
+    let mut total = first as u64;
     loop {
         match s.read(buf) {
-            Ok(0) => break,
+            Ok(0) => return Ok(total),
             Ok(n) => total += n as u64,
             Err(e) => return Err(e.to_string()),
         }
     }
-    if total == 0 {
-        return Err("the connection closed without an answer".into());
-    }
-    if !buf.starts_with(b"HTTP/1.1 200") && total < 4096 {
-        return Err(format!(
-            "not a 200: {}",
-            String::from_utf8_lossy(&buf[..buf.len().min(64)])
-        ));
-    }
-    Ok(total)
 }
 
 fn http_loop(to: SocketAddr, host: &str, n: usize, threads: usize) -> Result<String, String> {

@@ -17,15 +17,14 @@ const CHUNK: usize = 1 << 20;
 /// Passes bytes both ways until both sides have closed their writing (each side's end is
 /// passed on as a shutdown of the other's writing), or either fails.
 pub(super) async fn both_ways(a: &TcpStream, b: &TcpStream) -> std::io::Result<()> {
-    tokio::try_join!(one_way(a, b), one_way(b, a)).map(|_| ())
+    tokio::try_join!(one_way(a, b), one_way(b, a)).map(|((), ())| ())
 }
 
-/// Passes what `from` sends on to `to` until `from` ends its writing; returns the bytes.
-async fn one_way(from: &TcpStream, to: &TcpStream) -> std::io::Result<u64> {
+/// Passes what `from` sends on to `to` until `from` ends its writing.
+async fn one_way(from: &TcpStream, to: &TcpStream) -> std::io::Result<()> {
     let (pipe_out, pipe_in) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
     let _ = fcntl(&pipe_in, FcntlArg::F_SETPIPE_SZ(CHUNK as i32));
     let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
-    let mut total = 0u64;
     loop {
         // The pipe is empty here, so `EAGAIN` can only be the socket's: no bytes yet.
         let n = from
@@ -35,7 +34,7 @@ async fn one_way(from: &TcpStream, to: &TcpStream) -> std::io::Result<u64> {
             .await?;
         if n == 0 {
             let _ = shutdown(to.as_raw_fd(), Shutdown::Write);
-            return Ok(total);
+            return Ok(());
         }
         let mut left = n;
         while left > 0 {
@@ -45,7 +44,6 @@ async fn one_way(from: &TcpStream, to: &TcpStream) -> std::io::Result<u64> {
                 })
                 .await?;
         }
-        total += n as u64;
     }
 }
 
