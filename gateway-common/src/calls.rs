@@ -15,7 +15,8 @@ pub const CALL_PATH_BYTES: usize = 192;
 pub const EROFS: u32 = 30;
 /// `errno` of a rename or removal of a mount point.
 pub const EBUSY: u32 = 16;
-/// `errno` of a refused permission: at tier 2 an open under a hidden (protected) path.
+/// `errno` of a refused permission: at tier 2 an open under a hidden (protected) path, or a
+/// Landlock refusal (outside the roots, an exec outside the allowlist).
 pub const EACCES: u32 = 13;
 /// The directory descriptor meaning "the working directory".
 pub const AT_FDCWD: i32 = -100;
@@ -36,7 +37,8 @@ pub struct CallEvent {
     pub event: Event,
     /// The system call number (`x86_64`).
     pub nr: u32,
-    /// The error it returned, positive ([`EROFS`], [`EBUSY`] or [`EACCES`]).
+    /// The error it returned, positive ([`EROFS`], [`EBUSY`] or [`EACCES`]); 0 for a learning
+    /// session's call that succeeded ([`changes_names`]).
     pub errno: u32,
     /// The directory descriptor a relative `path` starts from ([`AT_FDCWD`]: the working
     /// directory).
@@ -79,12 +81,16 @@ const fn two(name: &'static str, path: u8, path2: u8) -> PathArgs {
     }
 }
 
-/// The `x86_64` system calls that change or make a file by path, with where their paths are;
+/// The `x86_64` system calls that open, run, change or make a file by path, with where their
+/// paths are;
 /// `None` for any other call (those on descriptors included: a descriptor open for writing
 /// on a read-only mount cannot be had).
 pub const fn path_call(nr: u32) -> Option<PathArgs> {
     match nr {
         2 => Some(one("open", 0)),
+        // Exec: only `EACCES` matters (Landlock's exec allowlist at tier 2).
+        59 => Some(one("execve", 0)),
+        322 => Some(one("execveat", 1)),
         85 => Some(one("creat", 0)),
         257 => Some(one("openat", 1)),
         437 => Some(one("openat2", 1)),
@@ -125,6 +131,17 @@ pub const fn path_call(nr: u32) -> Option<PathArgs> {
     }
 }
 
+/// Whether the call `nr` makes, removes or renames a name in a directory (so Landlock and the
+/// file programs judge it by that directory): `mkdir`, `unlink`, `rmdir`, `rename`, `link`,
+/// `symlink`, `mknod` and their `*at` forms. (A file made by `open` or `creat` is not told
+/// from one opened: its write is learned by fanotify.)
+pub const fn changes_names(nr: u32) -> bool {
+    matches!(
+        nr,
+        82 | 83 | 84 | 86 | 87 | 88 | 133 | 258 | 259 | 263 | 264 | 265 | 266 | 316
+    )
+}
+
 const _: () = {
     assert!(core::mem::size_of::<CallEvent>() == 96 + 16 + 2 * CALL_PATH_BYTES);
     assert!(core::mem::offset_of!(CallEvent, path) == 112);
@@ -133,3 +150,36 @@ const _: () = {
 #[cfg(feature = "user")]
 // SAFETY: repr(C) plain data with no implicit padding and no invalid bit patterns.
 unsafe impl aya::Pod for CallEvent {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calls_that_change_names_are_the_path_calls_of_names() {
+        let want = [
+            "rename",
+            "mkdir",
+            "rmdir",
+            "link",
+            "unlink",
+            "symlink",
+            "mknod",
+            "mkdirat",
+            "mknodat",
+            "unlinkat",
+            "renameat",
+            "linkat",
+            "symlinkat",
+            "renameat2",
+        ];
+        let mut found = 0;
+        for nr in 0..500 {
+            if changes_names(nr) {
+                assert_eq!(path_call(nr).map(|a| a.name), Some(want[found]), "{nr}");
+                found += 1;
+            }
+        }
+        assert_eq!(found, want.len());
+    }
+}

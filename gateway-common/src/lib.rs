@@ -9,7 +9,7 @@
 mod calls;
 pub use calls::{
     AT_FDCWD, CALL_PATH_BYTES, CallEvent, EACCES, EBUSY, EROFS, NO_ARG, PathArgs, REGS_ARGS,
-    REGS_ORIG_AX, path_call,
+    REGS_ORIG_AX, changes_names, path_call,
 };
 
 /// Live sessions one host's program set holds at once (capacity of `SESSIONS` and `EGRESS`,

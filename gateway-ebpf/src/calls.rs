@@ -2,8 +2,12 @@
 //! `EBUSY` (a write under a read-only bind, a rename or removal of a pinned directory), which
 //! no LSM hook sees: the refusal comes from the mount before any hook runs; and those refused
 //! with `EACCES`, which userspace keeps for a path under the session's protected paths (at
-//! tier 2 they are hidden by mounts, which no program sees either). It refuses
-//! nothing. A call that succeeded, or failed otherwise, costs one comparison; only a task
+//! tier 2 they are hidden by mounts, which no program sees either) or, at tier 2, outside the
+//! Landlock ruleset's roots and exec allowlist. In a learning session it also records the
+//! calls that made, removed or renamed a name and succeeded ([`changes_names`]), which no
+//! fanotify event of a mount mark reports: userspace keeps those outside the writable roots.
+//! It refuses nothing. A call that failed otherwise costs one comparison, one that succeeded
+//! the look at `LEARNING` (and while a session learns, a read of its number); only a task
 //! under gatewayd's parent cgroup goes on to find its session.
 use aya_ebpf::{
     helpers::{
@@ -14,12 +18,12 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use gateway_common::{
-    AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, NO_ARG, REGS_ARGS, REGS_ORIG_AX,
-    Reason, path_call,
+    AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, LEARNED, NO_ARG, REGS_ARGS,
+    REGS_ORIG_AX, Reason, changes_names, path_call,
 };
 
 use crate::{
-    maps::{DROPPED, EVENTS},
+    maps::{DROPPED, EVENTS, LEARNING, flag},
     read,
     session::{current_session, under_parent},
 };
@@ -34,11 +38,23 @@ pub fn sys_exit(ctx: RawTracePointContext) -> i32 {
 fn try_sys_exit(ctx: &RawTracePointContext) -> Result<(), ()> {
     // sys_exit's arguments: the task's saved registers and the call's return value.
     let ret: i64 = ctx.arg(1);
-    let reason = if ret == -i64::from(EROFS) || ret == -i64::from(EBUSY) {
+    let regs: *const u8 = ctx.arg(0);
+    let reason = if ret == 0 {
+        // A learning session's name made, removed or renamed: userspace judges its directory.
+        if !flag(&LEARNING) {
+            return Ok(());
+        }
+        let nr: u64 = read(regs, REGS_ORIG_AX)?;
+        if !changes_names(nr as u32) {
+            return Ok(());
+        }
+        Reason::OutsideWritable
+    } else if ret == -i64::from(EROFS) || ret == -i64::from(EBUSY) {
         Reason::ReadOnlyPath
     } else if ret == -i64::from(EACCES) {
         // Userspace keeps it only for a path under the session's protected (at tier 2,
-        // hidden) paths: an ordinary permission refusal is not gatewayd's.
+        // hidden) paths, or outside the roots its Landlock ruleset enforces: an ordinary
+        // permission refusal is not gatewayd's.
         Reason::ProtectedPath
     } else {
         return Ok(());
@@ -49,7 +65,9 @@ fn try_sys_exit(ctx: &RawTracePointContext) -> Result<(), ()> {
     let Some(session) = current_session().map_err(|_| ())? else {
         return Ok(());
     };
-    let regs: *const u8 = ctx.arg(0);
+    if ret == 0 && session.info.learn == 0 {
+        return Ok(());
+    }
     let nr: u64 = read(regs, REGS_ORIG_AX)?;
     let Some(args) = path_call(nr as u32) else {
         return Ok(());
@@ -71,6 +89,9 @@ fn try_sys_exit(ctx: &RawTracePointContext) -> Result<(), ()> {
     // every field is written before the submit.
     unsafe {
         let mut ev = Event::new(EventKind::CallRefused, reason);
+        if ret == 0 {
+            ev.reason |= LEARNED;
+        }
         ev.pid = (bpf_get_current_pid_tgid() >> 32) as u32;
         ev.cgroup_id = bpf_get_current_cgroup_id();
         ev.session_id = session.id;

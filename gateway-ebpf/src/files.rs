@@ -24,9 +24,7 @@
 //!   ([`crate::names`]).
 //! - `d_instantiate` (and `inode_rename`, before its decision), for every process: keeping
 //!   the index current (`TREE`), never denying.
-use aya_ebpf::{
-    helpers::bpf_probe_read_kernel_str_bytes, macros::lsm, maps::Array, programs::LsmContext,
-};
+use aya_ebpf::{helpers::bpf_probe_read_kernel_str_bytes, macros::lsm, programs::LsmContext};
 use gateway_common::{
     Config, DirName, EventKind, InodeKey, MAX_PATH_DEPTH, READ_ONLY_NAME_MAX, ROOT_READ,
     ROOT_WRITE, Reason, TREE_MARKED, TREE_PROTECTED,
@@ -34,7 +32,7 @@ use gateway_common::{
 
 use crate::{
     config, inode_key, load,
-    maps::{EVERY_OPEN, EXEC, FILE_WALK, PROTECTED, READ_ONLY_NAMES, ROOTS, TREE},
+    maps::{EVERY_OPEN, EXEC, FILE_WALK, PROTECTED, READ_ONLY_NAMES, ROOTS, TREE, flag},
     opened_inode_key, read,
     session::{Session, Subject, current_session, lsm_session, session_inode, under_parent},
 };
@@ -278,12 +276,6 @@ fn tree_value(key: InodeKey) -> Option<u32> {
     // SAFETY: a non-null pointer from a map lookup, read at once; values are replaced whole
     // (the map is not preallocated), never changed in place.
     TREE.get_ptr(key).map(|v| unsafe { *v })
-}
-
-/// Whether slot 0 of a flag array is set.
-#[inline(always)]
-fn flag(map: &Array<u32>) -> bool {
-    map.get(0).is_none_or(|v| *v != 0)
 }
 
 /// [`check_dentry`] from the inode on: `key` is `inode`'s identity and `tree` its value in

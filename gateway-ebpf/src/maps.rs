@@ -126,6 +126,19 @@ pub static FILE_WALK: Array<u32> = Array::with_max_entries(1, 0);
 #[map]
 pub static EVERY_OPEN: Array<u32> = Array::with_max_entries(1, 0);
 
+/// Slot 0, non-zero while some live session learns (`SessionInfo::learn`): only then does
+/// `sys_exit` look further at a call that succeeded (a learning session's names made,
+/// removed or renamed). Kept by userspace from `SESSIONS`, under the set lock.
+#[map]
+pub static LEARNING: Array<u32> = Array::with_max_entries(1, 0);
+
+/// Whether the flag in slot 0 of `map` is set; set when it cannot be read (the check it
+/// gates then runs).
+#[inline(always)]
+pub fn flag(map: &Array<u32>) -> bool {
+    map.get(0).is_none_or(|v| *v != 0)
+}
+
 /// Path-named Unix sockets a session's agent may connect or send to, by (session, kernel
 /// dev_t, inode) of the socket file (the policy's `network.unix` paths). Value unused (1).
 #[map]

@@ -342,8 +342,22 @@ impl Confinement {
     }
 
     /// The kernel session and its spec, for the task that reads its events (once).
+    /// A Landlock ruleset that enforces the roots and the exec allowlist (not a learning
+    /// one) refuses with `EACCES`, which `raw_tp/sys_exit` sees: the spec says so
+    /// ([`KernelSpec::landlock_refusals`]; a caller that records Landlock's refusals from its
+    /// own audit records turns it off again).
     pub fn take_kernel(&mut self) -> Option<(Session, KernelSpec)> {
-        self.kernel.take()
+        let (session, mut spec) = self.kernel.take()?;
+        spec.landlock_refusals = self.ruleset.is_some() && !spec.learn;
+        Some((session, spec))
+    }
+
+    /// A learning session's fanotify learner judges by `scope`: the names the agent makes,
+    /// removes or renames are judged by it too ([`KernelSpec::learn_names`]).
+    pub fn learn_names(&mut self, scope: &crate::fs_learn::Scope) {
+        if let Some((_, spec)) = self.kernel.as_mut() {
+            spec.learn_names = Some(scope.clone());
+        }
     }
 
     /// The cgroup, when one was created.

@@ -8,7 +8,7 @@
 //! 1. gatewayd opens a group of the notification class ([`FsLearn::open`]);
 //! 2. the agent's init, once its mount namespace is set up (the hiding mounts, the private
 //!    `/tmp`, the read-only binds), marks every mount of that namespace but `/proc`, `/sys`
-//!    and `/dev` for `FAN_OPEN`, `FAN_OPEN_EXEC` and `FAN_CLOSE_WRITE`
+//!    and `/dev` for `FAN_OPEN` (of directories too), `FAN_OPEN_EXEC` and `FAN_CLOSE_WRITE`
 //!    ([`crate::agent_privileges::learn_marks`]): these mounts are the agent's own copies,
 //!    so the host's opens never reach the group;
 //! 3. a thread ([`FsLearn::serve`]) names each event's file and judges it as the ruleset
@@ -20,6 +20,11 @@
 //!
 //! After the first event of a kind on a file, an ignore mark on its inode keeps its later
 //! events of that kind away (one syscall per file): a record counts files, not opens.
+//!
+//! A mount mark reports no name made, removed or renamed (those events need a filesystem
+//! mark, which would see the host's too): `raw_tp/sys_exit` records a learning session's
+//! successful calls of that kind, and [`Scope::judge_name`] judges them by their directory
+//! (`crate::kernel::call_events`).
 use std::{
     os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd},
     path::{Path, PathBuf},
@@ -35,8 +40,10 @@ use crate::{
     name_guard::{Serving, ignore_inode, opened, queued},
 };
 
-/// The events the agent's mounts are marked for.
-pub const MASK: u64 = libc::FAN_OPEN | libc::FAN_OPEN_EXEC | libc::FAN_CLOSE_WRITE;
+/// The events the agent's mounts are marked for: a directory's open too (`FAN_ONDIR`), for
+/// a listing outside the readable roots.
+pub const MASK: u64 =
+    libc::FAN_OPEN | libc::FAN_OPEN_EXEC | libc::FAN_CLOSE_WRITE | libc::FAN_ONDIR;
 
 /// Why learning could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +218,14 @@ impl Scope {
         }
     }
 
+    /// The directory of a name made, removed or renamed (`path`, absolute) when the ruleset
+    /// would have refused that: Landlock (and the file programs at tier 1) judge such a call
+    /// by the directory the name is in, against the writable side.
+    pub fn judge_name(&self, path: &Path) -> Option<PathBuf> {
+        let dir = path.parent()?;
+        self.judge(Access::Write, dir).map(|_| dir.to_owned())
+    }
+
     /// Whether anything is restricted (else nothing can be learned of files).
     pub fn restricts(&self) -> bool {
         self.read.is_some() || self.write.is_some() || self.exec.is_some()
@@ -308,7 +323,9 @@ impl FsLearn {
                 self.remember = ignore_inode(
                     self.fanotify.as_raw_fd(),
                     fd.as_raw_fd(),
-                    mask.bits() & MASK,
+                    // An inode mark's ignore mask of the legacy kind ignores its own
+                    // events, a directory's included, and takes no `FAN_ONDIR`.
+                    mask.bits() & MASK & !libc::FAN_ONDIR,
                     libc::FAN_MARK_IGNORED_SURV_MODIFY,
                 );
             }

@@ -3,12 +3,18 @@
 //! from `/proc` when the event is read: a process gone by then leaves a relative path
 //! unresolved), and lexically cleaned (`.` and `..`; symbolic links are not followed). An
 //! `EACCES` under one of the session's protected paths is gatewayd's refusal (at tier 2 a
-//! hidden path); any other is the file's own permissions, not recorded.
+//! hidden path); where the session's Landlock ruleset enforces the roots and the exec
+//! allowlist ([`KernelSpec::landlock_refusals`]), so is one outside them
+//! ([`landlock_reason`]); any other is the file's own permissions, not recorded.
 use std::path::{Component, Path, PathBuf};
 
-use gateway_common::AT_FDCWD;
+use gateway_common::{AT_FDCWD, ROOT_READ, ROOT_WRITE, Reason};
 
-use super::spec::ProtectedInode;
+use super::spec::{KernelSpec, ProtectedInode};
+
+/// The kernel's own trees, which the roots do not cover and Landlock does not refuse (an
+/// `EACCES` there is the file's own permissions, a process's `/proc` entries among them).
+const KERNEL_TREES: [&str; 3] = ["/proc", "/sys", "/dev"];
 
 /// `path` cleaned of `.` and `..` without touching the file system.
 pub(crate) fn clean(path: &Path) -> PathBuf {
@@ -45,6 +51,48 @@ pub(crate) fn protected_by<'a>(path: &Path, protected: &'a [ProtectedInode]) -> 
         .iter()
         .map(|p| p.path.as_path())
         .find(|p| path.starts_with(p))
+}
+
+/// Whether `path` (absolute, cleaned) lies outside every root with `right` while the spec
+/// enforces that side; never in the kernel's own trees.
+fn outside(path: &Path, right: u32, spec: &KernelSpec) -> bool {
+    !KERNEL_TREES.iter().any(|t| path.starts_with(t))
+        && spec.roots_enforced & right != 0
+        && !spec
+            .roots
+            .iter()
+            .any(|r| r.rights & right != 0 && path.starts_with(&r.path))
+}
+
+/// Why the session's Landlock ruleset refused `call` on `path` (absolute, cleaned) with
+/// `EACCES`: an exec of a file not in the exec allowlist (by identity), an open outside every
+/// readable root, a `creat` or `truncate` outside every writable root (a call that makes,
+/// removes or renames a name is judged by its directory: [`outside_writable_dir`]). `None`
+/// when the roots and the allowlist allow it, so the file's own permissions refused it; also
+/// for an open inside a readable root but outside the writable ones (the event does not carry
+/// the open's flags, so a refused write cannot be told from a refused read there).
+pub(crate) fn landlock_reason(path: &Path, call: &str, spec: &KernelSpec) -> Option<Reason> {
+    match call {
+        "execve" | "execveat" => {
+            let key = super::spec::inode_key(path).ok()?;
+            (spec.exec_enforced && !spec.exec_keys().contains(&key))
+                .then_some(Reason::ExecNotAllowed)
+        }
+        "open" | "openat" | "openat2" => {
+            outside(path, ROOT_READ, spec).then_some(Reason::OutsideReadable)
+        }
+        "creat" | "truncate" => outside(path, ROOT_WRITE, spec).then_some(Reason::OutsideWritable),
+        _ => None,
+    }
+}
+
+/// The directory of the name `path` (absolute, cleaned) when it lies outside every writable
+/// root the spec enforces: Landlock grants making and removing names per directory, so a
+/// name made, removed or renamed there was refused, whatever the roots say of the name
+/// itself (a writable file root does not let it be replaced by a rename).
+pub(crate) fn outside_writable_dir(path: &Path, spec: &KernelSpec) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    outside(dir, ROOT_WRITE, spec).then(|| dir.to_owned())
 }
 
 #[cfg(test)]

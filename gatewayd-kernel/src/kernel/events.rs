@@ -3,14 +3,11 @@
 //! `unknown` with their raw value, never dropped and never a panic.
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use gateway_common::{
-    AF_INET, AT_FDCWD, CallEvent, EACCES, EBUSY, EROFS, Event, EventKind, LEARNED, Reason,
-    path_call,
-};
+use gateway_common::{AF_INET, Event, EventKind, LEARNED, Reason};
 use serde_json::json;
 
 use super::{
-    KernelSpec, call_paths,
+    KernelSpec, call_events,
     programs::{Payload, Program},
 };
 
@@ -69,58 +66,9 @@ pub fn describe_item(item: &[u8], spec: &KernelSpec) -> Option<Denial> {
     if Program::for_event(EventKind::try_from(ev.kind).ok()?).map(|p| p.payload)
         == Some(Payload::Call)
     {
-        let call = call_detail(item, &mut denial.detail);
-        if let Some(call) = call.filter(|c| c.errno == EACCES) {
-            // gatewayd's only under a protected path (at tier 2 hidden): else the file's own
-            // permissions refused it, which is not recorded.
-            let path = String::from_utf8_lossy(cstr(&call.path)).into_owned();
-            let resolved = call_paths::resolve(ev.pid, call.dirfd, &path)?;
-            let by = call_paths::protected_by(&resolved, &spec.protected)?;
-            denial.detail["resolved_path"] = json!(resolved.display().to_string());
-            denial.detail["protected_path"] = json!(by.display().to_string());
-        }
+        call_events::call_item(&ev, item, spec, &mut denial)?;
     }
     Some(denial)
-}
-
-/// The bytes of a NUL-terminated buffer before its NUL.
-fn cstr(bytes: &[u8]) -> &[u8] {
-    &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
-}
-
-/// What a refused call's item says beyond its event: the call's name, its error, its directory
-/// descriptor and the paths it named (`path_cut` when a path filled the program's buffer).
-/// The call, when the item holds it whole.
-fn call_detail(item: &[u8], detail: &mut serde_json::Value) -> Option<CallEvent> {
-    if item.len() < size_of::<CallEvent>() {
-        detail["call"] = json!("unknown: the record was cut short");
-        return None;
-    }
-    // SAFETY: CallEvent is repr(C) plain data (integers and byte arrays: every bit pattern
-    // is valid); the length is checked; read_unaligned copes with alignment.
-    let call = unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<CallEvent>()) };
-    detail["syscall"] = json!(path_call(call.nr).map_or("unknown", |a| a.name));
-    detail["syscall_nr"] = json!(call.nr);
-    detail["errno"] = json!(match call.errno {
-        EROFS => "EROFS".to_owned(),
-        EBUSY => "EBUSY".to_owned(),
-        EACCES => "EACCES".to_owned(),
-        n => n.to_string(),
-    });
-    if call.dirfd != AT_FDCWD {
-        detail["dirfd"] = json!(call.dirfd);
-    }
-    for (key, bytes) in [("path", &call.path[..]), ("path2", &call.path2[..])] {
-        let named = cstr(bytes);
-        if !named.is_empty() {
-            detail[key] = json!(String::from_utf8_lossy(named));
-        }
-        // The program's buffer full: the name may go on.
-        if named.len() >= bytes.len() - 1 {
-            detail["path_cut"] = json!(true);
-        }
-    }
-    Some(call)
 }
 
 /// A kernel `dev_t` (`MAJOR << 20 | MINOR`) as `major:minor`.
@@ -272,11 +220,11 @@ fn payload_detail(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use gateway_common::AF_INET6;
 
-    fn ev(kind: EventKind, reason: Reason) -> Event {
+    pub(in crate::kernel) fn ev(kind: EventKind, reason: Reason) -> Event {
         Event {
             pid: 42,
             cgroup_id: 9,
@@ -286,7 +234,7 @@ mod tests {
         }
     }
 
-    fn spec() -> KernelSpec {
+    pub(in crate::kernel) fn spec() -> KernelSpec {
         KernelSpec {
             cgroup_dir: "/x".into(),
             protected: vec![super::super::spec::ProtectedInode {
@@ -308,6 +256,8 @@ mod tests {
             protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
             require: true,
             learn: false,
+            landlock_refusals: false,
+            learn_names: None,
         }
     }
 
@@ -519,76 +469,5 @@ mod tests {
         assert_eq!(d.hook, "lsm/ptrace_access_check");
         assert_eq!(d.detail["target_pid"], 31337);
         assert_eq!(d.detail["comm"], "curl");
-    }
-
-    /// A refused call of system call `nr` with `errno`, reported for `reason`, no path yet.
-    fn call_event(reason: Reason, nr: u32, errno: u32) -> CallEvent {
-        CallEvent {
-            event: ev(EventKind::CallRefused, reason),
-            nr,
-            errno,
-            dirfd: AT_FDCWD,
-            pad: 0,
-            path: [0; gateway_common::CALL_PATH_BYTES],
-            path2: [0; gateway_common::CALL_PATH_BYTES],
-        }
-    }
-
-    /// The ring-buffer item the program writes for `call`.
-    fn item(call: &CallEvent) -> [u8; size_of::<CallEvent>()] {
-        // SAFETY: CallEvent is repr(C) plain data without padding (asserted in gateway-common).
-        unsafe { std::mem::transmute(*call) }
-    }
-
-    #[test]
-    fn a_refused_call_names_its_call_error_and_paths() {
-        let mut call = call_event(Reason::ReadOnlyPath, 316, EBUSY);
-        call.path[..4].copy_from_slice(b".git");
-        call.path2[..8].copy_from_slice(b".git-old");
-        let bytes = item(&call);
-        let d = describe_item(&bytes, &spec()).unwrap();
-        assert_eq!(
-            (d.hook, d.reason_code()),
-            ("raw_tp/sys_exit", "read_only_path")
-        );
-        assert_eq!(
-            (&d.detail["syscall"], &d.detail["errno"]),
-            (&json!("renameat2"), &json!("EBUSY"))
-        );
-        assert_eq!(
-            (&d.detail["path"], &d.detail["path2"]),
-            (&json!(".git"), &json!(".git-old"))
-        );
-        assert!(d.detail.get("path_cut").is_none());
-        let d = describe_item(&bytes[..size_of::<Event>()], &spec()).unwrap();
-        assert!(d.detail["call"].as_str().unwrap().contains("cut short"));
-        call.path = [b'a'; gateway_common::CALL_PATH_BYTES];
-        call.errno = EROFS;
-        let d = describe_item(&item(&call), &spec()).unwrap();
-        assert_eq!(
-            (&d.detail["errno"], &d.detail["path_cut"]),
-            (&json!("EROFS"), &json!(true))
-        );
-    }
-
-    #[test]
-    fn an_eacces_is_kept_only_under_a_protected_path() {
-        let mut call = call_event(Reason::ProtectedPath, 257, EACCES);
-        let under = b"/home/u/.ssh/../.ssh/id_rsa";
-        call.path[..under.len()].copy_from_slice(under);
-        let d = describe_item(&item(&call), &spec()).expect("kept");
-        assert_eq!(
-            (d.hook, d.reason_code()),
-            ("raw_tp/sys_exit", "protected_path")
-        );
-        assert_eq!(d.detail["protected_path"], "/home/u/.ssh");
-        assert_eq!(d.detail["resolved_path"], "/home/u/.ssh/id_rsa");
-        assert_eq!(d.detail["errno"], "EACCES");
-        call.path = [0; gateway_common::CALL_PATH_BYTES];
-        call.path[..11].copy_from_slice(b"/etc/shadow");
-        assert!(
-            describe_item(&item(&call), &spec()).is_none(),
-            "not gatewayd's refusal"
-        );
     }
 }

@@ -17,7 +17,7 @@ use super::KernelError;
 
 /// Every map of the object that the set pins (the programs' `.rodata` is not: nothing in
 /// userspace reads it back). `PARENT` holds the parent cgroup for the BPF LSM programs.
-pub(crate) const PINNED: [&str; 17] = [
+pub(crate) const PINNED: [&str; 18] = [
     "PARENT",
     "SESSIONS",
     "PROTECTED",
@@ -28,6 +28,7 @@ pub(crate) const PINNED: [&str; 17] = [
     "TREE",
     "FILE_WALK",
     "EVERY_OPEN",
+    "LEARNING",
     "UNIX_PATHS",
     "UNIX_NAMES",
     "ROOTS",
@@ -99,6 +100,9 @@ pub(crate) struct SetMaps {
     /// `EVERY_OPEN`: slot 0 non-zero while a live session enforces roots or walks, which
     /// turns `file_open`'s fast exit off ([`SetMaps::refresh_every_open`]).
     pub every_open: Array<MapData, u32>,
+    /// `LEARNING`: slot 0 non-zero while a live session learns, which has `sys_exit` look
+    /// at the calls that succeeded ([`SetMaps::refresh_every_open`]).
+    pub learning: Array<MapData, u32>,
     /// `UNIX_PATHS`: socket files of the Unix sockets a session's agent may reach.
     pub unix_paths: HashMap<MapData, SessionInode, u32>,
     /// `UNIX_NAMES`: abstract Unix socket names a session's agent may reach.
@@ -147,6 +151,7 @@ impl SetMaps {
             tree: HashMap::try_from(open("TREE")?).map_err(map_err("TREE"))?,
             file_walk: Array::try_from(open("FILE_WALK")?).map_err(map_err("FILE_WALK"))?,
             every_open: Array::try_from(open("EVERY_OPEN")?).map_err(map_err("EVERY_OPEN"))?,
+            learning: Array::try_from(open("LEARNING")?).map_err(map_err("LEARNING"))?,
             unix_paths: HashMap::try_from(open("UNIX_PATHS")?).map_err(map_err("UNIX_PATHS"))?,
             unix_names: HashMap::try_from(open("UNIX_NAMES")?).map_err(map_err("UNIX_NAMES"))?,
             roots: HashMap::try_from(open("ROOTS")?).map_err(map_err("ROOTS"))?,
@@ -159,17 +164,22 @@ impl SetMaps {
         })
     }
 
-    /// Sets `EVERY_OPEN` from `SESSIONS`: non-zero while a live session enforces roots,
-    /// protects names or is not indexed (it walks). Called under the set lock after sessions are removed; a
-    /// session that needs it sets it before its own `SESSIONS` entry goes in.
+    /// Sets `EVERY_OPEN` and `LEARNING` from `SESSIONS`: the first non-zero while a live
+    /// session enforces roots, protects names or is not indexed (it walks), the second while
+    /// one learns. Called under the set lock after sessions are removed; a session that needs
+    /// either sets it before its own `SESSIONS` entry goes in.
     pub(crate) fn refresh_every_open(&mut self) -> Result<(), KernelError> {
-        let mut any = false;
+        let (mut every_open, mut learning) = (false, false);
         for entry in &self.sessions {
             let (_, info) = entry.map_err(map_err("SESSIONS"))?;
-            any |= info.needs_every_open();
+            every_open |= info.needs_every_open();
+            learning |= info.learn != 0;
         }
+        self.learning
+            .set(0, u32::from(learning), 0)
+            .map_err(map_err("LEARNING"))?;
         self.every_open
-            .set(0, u32::from(any), 0)
+            .set(0, u32::from(every_open), 0)
             .map_err(map_err("EVERY_OPEN"))
     }
 

@@ -19,6 +19,7 @@
 //! - [`tier1_advice`] — why a kernel is not at tier 1 and how to get there (`doctor`)
 //! - [`error`]    — [`KernelError`], with aya's errors as sources
 pub mod btf;
+pub(crate) mod call_events;
 pub(crate) mod call_paths;
 pub mod egress_proxy;
 pub mod enclosing;

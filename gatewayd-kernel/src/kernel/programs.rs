@@ -568,7 +568,7 @@ pub static PROGRAMS: [Program; 30] = [
         },
         event: EventKind::CallRefused,
         payload: Payload::Call,
-        enforces: "nothing: it records the agent's path calls that its read-only binds refused (EROFS: a write under a read-only path; EBUSY: a rename or removal of one, or of a directory pinned above one), which no LSM hook sees, and those refused with EACCES under a protected path (at tier 2 its hiding mount refused them)",
+        enforces: "nothing: it records the agent's path calls that its read-only binds refused (EROFS: a write under a read-only path; EBUSY: a rename or removal of one, or of a directory pinned above one), which no LSM hook sees, and those refused with EACCES under a protected path (at tier 2 its hiding mount refused them) or, where Landlock enforces the roots and records nothing itself, outside the roots or the exec allowlist (a name made, removed or renamed judged by its directory); in a learning session, the names made, removed or renamed in a directory outside the writable roots",
         messages: &[
             (
                 Reason::ReadOnlyPath,
@@ -577,6 +577,18 @@ pub static PROGRAMS: [Program; 30] = [
             (
                 Reason::ProtectedPath,
                 "this path is protected (a secret the policy keeps from the agent): it is hidden in the agent's session and cannot be opened; do not try another way to reach it",
+            ),
+            (
+                Reason::OutsideReadable,
+                "this file is outside the policy's readable roots (sandbox.readable), so the kernel (Landlock) refused to open it; work inside the readable roots, or ask the user to add this path",
+            ),
+            (
+                Reason::OutsideWritable,
+                "this path is outside the policy's writable roots (sandbox.writable), so the kernel (Landlock) refused to make, remove or rename it (detail.directory, when given, is the directory the kernel judged: a name is made or removed with its directory's rights, so a writable file of its own cannot be replaced by a rename); write inside the writable roots, or ask the user to add this path",
+            ),
+            (
+                Reason::ExecNotAllowed,
+                "this program is not in the policy's exec allowlist (sandbox.exec), so the kernel (Landlock) refused to run it; use a listed program, or ask the user to add it",
             ),
         ],
     },

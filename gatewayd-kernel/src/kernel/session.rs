@@ -204,6 +204,9 @@ pub(crate) fn add(
         if info.needs_every_open() {
             m.every_open.set(0, 1, 0).map_err(map_err("EVERY_OPEN"))?;
         }
+        if info.learn != 0 {
+            m.learning.set(0, 1, 0).map_err(map_err("LEARNING"))?;
+        }
         m.sessions
             .insert(id, info, 0)
             .map_err(insert_err("SESSIONS", MAX_SESSIONS))
@@ -625,6 +628,8 @@ mod tests {
             protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
             require: false,
             learn: false,
+            landlock_refusals: false,
+            learn_names: None,
         }
     }
 

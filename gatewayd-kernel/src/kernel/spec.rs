@@ -87,6 +87,15 @@ pub struct KernelSpec {
     /// recorded `would_deny`, and at tier 1 the file programs let the learnable accesses
     /// through ([`gateway_common::SessionInfo::learn`]).
     pub learn: bool,
+    /// The session's Landlock ruleset enforces its roots and exec allowlist and nothing else
+    /// records its refusals (Landlock's own audit records are off): `raw_tp/sys_exit`'s
+    /// `EACCES` outside them are recorded (`call_paths::landlock_reason`). Set by whoever
+    /// starts the session's reader of events, not derived from the policy.
+    pub landlock_refusals: bool,
+    /// A learning session that learns files: what its names made, removed or renamed
+    /// (`raw_tp/sys_exit`'s successful calls) are judged by
+    /// ([`crate::fs_learn::Scope::judge_name`]). Set with the session's fanotify learner.
+    pub learn_names: Option<crate::fs_learn::Scope>,
 }
 
 /// Problems found while deriving the spec that do not stop it (recorded in the audit log).
@@ -315,6 +324,8 @@ impl KernelSpec {
                 .unwrap_or_default(),
             require: policy.kernel == KernelMode::Require,
             learn: false,
+            landlock_refusals: false,
+            learn_names: None,
         };
         (spec, warnings)
     }

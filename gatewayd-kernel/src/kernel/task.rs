@@ -136,6 +136,7 @@ where
             spec: &spec,
             tx: &sink,
             wrap: &mut wrap,
+            learned_dirs: std::collections::HashSet::new(),
         };
         loop {
             tokio::select! {
@@ -176,9 +177,20 @@ struct Sink<'a, T, F> {
     spec: &'a KernelSpec,
     tx: &'a mpsc::Sender<T>,
     wrap: &'a mut F,
+    /// The directories a learning session's names were recorded for: one record each (the
+    /// fanotify learner's ignore marks count files the same way).
+    learned_dirs: std::collections::HashSet<String>,
 }
 
 impl<T, F: FnMut(events::Denial) -> T> Sink<'_, T, F> {
+    /// False for a learned name in a directory already recorded.
+    fn first_of_its_directory(&mut self, denial: &events::Denial) -> bool {
+        match denial.detail["directory"].as_str() {
+            Some(dir) if denial.learned => self.learned_dirs.insert(dir.to_owned()),
+            _ => true,
+        }
+    }
+
     /// Sends every event now in the ring buffer, in order.
     async fn read_all(&mut self, ring: &mut RingBuf<MapData>) {
         loop {
@@ -187,7 +199,7 @@ impl<T, F: FnMut(events::Denial) -> T> Sink<'_, T, F> {
                 None => return,
                 Some(item) => events::describe_item(&item, self.spec),
             };
-            if let Some(denial) = denial {
+            if let Some(denial) = denial.filter(|d| self.first_of_its_directory(d)) {
                 let item = (self.wrap)(denial);
                 let _ = self.tx.send(item).await;
             }

@@ -200,6 +200,9 @@ struct Recording {
     detail: String,
 }
 
+/// What `roots_and_exec` in [`denial_channels`] is.
+const ROOTS_AND_EXEC: &str = "an open outside the readable roots, a name made, removed or renamed in a directory outside the writable roots, or a program outside the exec allowlist (Landlock)";
+
 /// Per kind of denial at tier 2 (Landlock, mounts, seccomp, fanotify), which channel records
 /// it on this host, from what doctor found. At tier 1 the BPF LSM programs record file and
 /// exec denials themselves; the read-only binds' refusals are the recorder's at both tiers.
@@ -228,6 +231,27 @@ fn denial_channels(p: &ChannelProbes) -> Vec<Recording> {
     let recorder = p.recorder.clone().map(|_| {
         "the system call's result (EROFS, EBUSY, EACCES), read by the recorder".to_owned()
     });
+    // Landlock's own records where they work, else the refused call's EACCES.
+    let roots = match (&p.landlock_audit, &p.recorder) {
+        (Ok(d), _) => one(
+            "roots_and_exec",
+            ROOTS_AND_EXEC,
+            "landlock audit",
+            Ok(d.clone()),
+        ),
+        (Err(_), Ok(_)) => one(
+            "roots_and_exec",
+            ROOTS_AND_EXEC,
+            "raw_tp/sys_exit",
+            Ok("the system call's EACCES outside the roots or the exec allowlist, read by the recorder (an open refused for writing inside a readable root is not told from a file's own permissions, so not recorded)".to_owned()),
+        ),
+        (Err(a), Err(r)) => one(
+            "roots_and_exec",
+            ROOTS_AND_EXEC,
+            "landlock audit",
+            Err(format!("{a}; raw_tp/sys_exit unavailable: {r}")),
+        ),
+    };
     vec![
         one(
             "read_only_path",
@@ -250,9 +274,10 @@ fn denial_channels(p: &ChannelProbes) -> Vec<Recording> {
                     .to_owned()
             }),
         ),
+        roots,
         one(
             "landlock",
-            "a read, write or exec outside the roots, or a refused Unix socket (Landlock)",
+            "a refused signal or abstract Unix socket (Landlock's scoping)",
             "landlock audit",
             p.landlock_audit.clone(),
         ),
@@ -496,6 +521,7 @@ mod tests {
                 ("read_only_path", Some("raw_tp/sys_exit")),
                 ("protected_path", Some("raw_tp/sys_exit")),
                 ("protected_name", Some("fanotify")),
+                ("roots_and_exec", Some("landlock audit")),
                 ("landlock", Some("landlock audit")),
                 ("egress", Some("cgroup/connect4")),
                 ("seccomp", None),
@@ -522,6 +548,16 @@ mod tests {
             c[2]
         );
         assert!(c[3].detail.contains("audit is disabled"), "{:?}", c[3]);
+        assert!(c[4].detail.contains("audit is disabled"), "{:?}", c[4]);
+        // Without Landlock's records, the recorder records the roots' refusals.
+        let recorder_only = ChannelProbes {
+            recorder: Ok("works".into()),
+            ..none
+        };
+        assert_eq!(
+            denial_channels(&recorder_only)[3].channel,
+            Some("raw_tp/sys_exit")
+        );
     }
 
     #[test]

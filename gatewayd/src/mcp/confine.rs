@@ -172,6 +172,7 @@ fn learn_files(
         c.report.pieces.insert("learn_files".into(), json!(why));
         return Ok(None);
     }
+    c.learn_names(&scope);
     let group = FsLearn::open(scope)?;
     // At tier 2 the allowlist that refused the protected paths is left out, so mounts hide
     // them. At tier 1 the BPF LSM programs keep refusing them, and would refuse any mount

@@ -215,6 +215,7 @@ fn learn_files(
         c.report.pieces.insert("learn_files".into(), json!(why));
         return Ok(None);
     }
+    c.learn_names(&scope);
     let learn = FsLearn::open(scope)?;
     c.report
         .pieces

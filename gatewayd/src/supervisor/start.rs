@@ -74,9 +74,11 @@ pub(super) async fn start(
     )
     .await?;
     let c = &mut prepared.confinement;
-    let (ksession, spec) = c
+    let (ksession, mut spec) = c
         .take_kernel()
         .ok_or(RunError::Internal("the confinement has no kernel session"))?;
+    // Landlock's own records carry its refusals: not a second time from their results.
+    spec.landlock_refusals &= landlock_reader.is_none();
     let proxy_maps = ksession.proxy_maps();
     let (handle, kernel_task) = spawn_kernel_task(ctx, ksession, spec, records, &denials)?;
     let canary = prepared.decoys.as_ref().and_then(|d| {

@@ -247,6 +247,7 @@ fn doctor_says_which_channel_records_each_tier_2_denial() {
         "read_only_path",
         "protected_path",
         "protected_name",
+        "roots_and_exec",
         "landlock",
         "egress",
         "seccomp",
@@ -269,6 +270,11 @@ fn doctor_says_which_channel_records_each_tier_2_denial() {
     assert_eq!(d["protected_path"]["recorded"], recorder, "{v}");
     assert_eq!(
         d["landlock"]["recorded"], v["features"]["landlock_audit"],
+        "{v}"
+    );
+    assert_eq!(
+        d["roots_and_exec"]["recorded"],
+        v["features"]["landlock_audit"] == true || recorder,
         "{v}"
     );
     assert_eq!(

@@ -85,8 +85,9 @@ pub(crate) const DOTENV: &str = "DOTENV-SECRET-52be";
 impl World {
     /// Where the world of test `what` for `host` in `mode` lies (its workspace is `ws`, its
     /// home `home`): one of its own per test, so tests may run side by side.
-    /// A learn test's world lies under `/home`, where `gatewayd policy suggest` takes it for
-    /// a user's home (it never proposes writing under `/var`).
+    /// A learn test's world is a user's home, `/home/NAME`, with its workspace in it (as
+    /// `gatewayd policy suggest` sees a real one: it never proposes a home as a whole, nor
+    /// writing under `/var`).
     pub(crate) fn dir_for(what: &str, host: Host, mode: Mode) -> PathBuf {
         let base = if what == "learn" { "/home" } else { "/var/tmp" };
         PathBuf::from(format!(
@@ -107,7 +108,12 @@ impl World {
     ) -> World {
         let dir = World::dir_for(what, host, mode);
         let _ = std::fs::remove_dir_all(&dir);
-        let (ws, home) = (dir.join("ws"), dir.join("home"));
+        let ws = dir.join("ws");
+        let home = if what == "learn" {
+            dir.clone()
+        } else {
+            dir.join("home")
+        };
         for d in [ws.join("src"), home.join(".ssh")] {
             std::fs::create_dir_all(d).unwrap();
         }

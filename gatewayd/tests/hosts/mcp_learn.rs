@@ -4,7 +4,9 @@
 //! (Node's own files are outside it); under `gatewayd mcp --learn` it works, what the profile
 //! would refuse recorded `would_deny` (session `mcp:fs`) while `.env` stays refused;
 //! `gatewayd policy suggest` proposes the entries into `mcp_servers.fs`; under that policy the
-//! same session works with no kernel refusal and no `would_deny`.
+//! same session works with no `would_deny`, and `suggest` has nothing more to propose: what
+//! the kernel still refuses is what it never proposes (Node opens `/`, which only `/` as a
+//! whole would allow), each listed with its rule.
 use std::{
     io::Write as _,
     path::{Path, PathBuf},
@@ -221,7 +223,7 @@ fn a_node_servers_profile_is_learned_then_enforced() {
     );
     std::fs::write(&next, serde_json::to_string_pretty(&reviewed).unwrap()).unwrap();
 
-    // Under the drafted policy: the same session, no refusal of the server's files.
+    // Under the drafted policy: the same session, nothing more to propose.
     let again = dir.0.join("again.jsonl");
     let out = session(&proxy(&next, &again, &[], &ws), &ws);
     let log = records(&again);
@@ -230,14 +232,31 @@ fn a_node_servers_profile_is_learned_then_enforced() {
         .filter(|r| r["session"] == "mcp:fs" && r["decision"] == "deny")
         .collect();
     report(&format!(
-        "mcp learn: under the suggested profile, kernel refusals {}",
-        kernel_refusals.len()
+        "mcp learn: under the suggested profile, kernel refusals {}: {:?}",
+        kernel_refusals.len(),
+        kernel_refusals
+            .iter()
+            .map(|r| format!("{} {}", r["reason"], r["detail"]["resolved_path"]))
+            .collect::<Vec<_>>()
     ));
     let (ok, text) = result(out[2].as_ref());
     assert!(ok && text.contains("hello from the workspace"), "{out:?}");
     assert!(result(out[3].as_ref()).0, "{out:?}");
     let (read, env_text) = result(out[4].as_ref());
     assert!(!read && !env_text.contains("TOPSECRET"), "{env_text}");
-    assert!(kernel_refusals.is_empty(), "{kernel_refusals:#?}");
+    let more: Value = serde_json::from_str(&gatewayd(&[
+        "policy",
+        "suggest",
+        "--json",
+        &again.display().to_string(),
+        "--policy",
+        &next.display().to_string(),
+    ]))
+    .unwrap();
+    assert_eq!(
+        more["suggestions"]["proposals"],
+        json!([]),
+        "nothing more to propose: {kernel_refusals:#?}\n{more:#}"
+    );
     assert_eq!(would(&log), 0);
 }

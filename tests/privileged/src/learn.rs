@@ -1,6 +1,6 @@
 //! `gatewayd run --learn`, the kernel half (docs/POLICY.md, "Learn mode"): `gw-testagent`
-//! reads and writes outside its roots, runs a program outside `sandbox.exec` and connects to
-//! an address outside the egress allowlist. Bare, all work; under the policy they are
+//! reads, lists and writes outside its roots, makes a directory there, runs a program outside
+//! `sandbox.exec` and connects to an address outside the egress allowlist. Bare, all work; under the policy they are
 //! refused; under `--learn` (tier 1 and tier 2 alike) they work and each is recorded
 //! `would_deny`, while a protected file stays refused; then `gatewayd policy suggest` drafts
 //! a policy under which the same agent runs with no refusal at all.
@@ -15,6 +15,8 @@ struct Fixture {
     ws: PathBuf,
     data: PathBuf,
     new_file: PathBuf,
+    new_dir: PathBuf,
+    listed: PathBuf,
     secret: PathBuf,
     program: PathBuf,
 }
@@ -30,11 +32,16 @@ impl Fixture {
         std::fs::write(&data, "outside the roots\n").unwrap();
         let secret = outside.join("secret.txt");
         std::fs::write(&secret, "top secret\n").unwrap();
+        let (made_in, listed) = (base.join("made"), base.join("listed"));
+        std::fs::create_dir_all(&made_in).unwrap();
+        std::fs::create_dir_all(listed.join("sub")).unwrap();
         Fixture {
             // A program outside `sandbox.exec` that every test machine has (the guests'
             // initramfs has no /bin/true).
             program: std::fs::canonicalize(crate::escape::escape_bin()).unwrap(),
             new_file: outside.join("new.txt"),
+            new_dir: made_in.join("new.d"),
+            listed,
             base,
             ws,
             data,
@@ -66,6 +73,12 @@ impl Fixture {
             "run",
             &p(&self.program),
             "+",
+            "mkdir",
+            &p(&self.new_dir),
+            "+",
+            "list",
+            &p(&self.listed),
+            "+",
             "send",
             &to,
             "learned",
@@ -77,6 +90,7 @@ impl Fixture {
     /// `gatewayd run [--learn] --policy P --audit A -- gw-testagent ACTIONS`.
     fn run(&self, policy: &Path, audit: &Path, learn: bool, actions: &[String]) -> Output {
         let _ = std::fs::remove_file(&self.new_file);
+        let _ = std::fs::remove_dir(&self.new_dir);
         let mut c = gatewayd_run();
         if learn {
             c.arg("--learn");
@@ -125,8 +139,9 @@ fn kernel_of(audit: &Path, decision: &str) -> Vec<(String, String, String)> {
         .filter(|r| r["source"] == "kernel" && r["decision"] == decision)
         .map(|r| {
             let d = &r["detail"];
-            let object = d["path"]
+            let object = d["directory"]
                 .as_str()
+                .or_else(|| d["path"].as_str())
                 .map(str::to_owned)
                 .or_else(|| d["addr"].as_str().map(|a| format!("{a}:{}", d["port"])))
                 .unwrap_or_default();
@@ -144,7 +159,9 @@ fn learn_mode_records_the_kernels_refusals_and_suggest_drafts_a_policy_that_runs
     let f = Fixture::new();
     let (port, received) = listener("127.0.0.1:0");
     let actions = f.actions(port);
-    let all_ok = ["OK read", "OK write", "OK run", "OK send"];
+    let all_ok = [
+        "OK read", "OK write", "OK run", "OK mkdir", "OK list", "OK send",
+    ];
 
     let bare = Command::new(agent()).args(&actions).output().unwrap();
     assert_eq!(verdicts(&bare), all_ok, "bare, all work: {}", stdout(&bare));
@@ -158,7 +175,14 @@ fn learn_mode_records_the_kernels_refusals_and_suggest_drafts_a_policy_that_runs
     let out = f.run(&policy, &audit, false, &actions);
     assert_eq!(
         verdicts(&out),
-        ["FAIL read", "FAIL write", "FAIL run", "FAIL send"],
+        [
+            "FAIL read",
+            "FAIL write",
+            "FAIL run",
+            "FAIL mkdir",
+            "FAIL list",
+            "FAIL send"
+        ],
         "without --learn the kernel refuses each"
     );
     assert!(kernel_of(&audit, "would_deny").is_empty());
@@ -174,7 +198,15 @@ fn learn_mode_records_the_kernels_refusals_and_suggest_drafts_a_policy_that_runs
     assert_eq!(start["detail"]["learn"]["kernel"], true, "{start}");
     assert_eq!(
         verdicts(&out),
-        ["OK read", "OK write", "OK run", "OK send", "FAIL read"],
+        [
+            "OK read",
+            "OK write",
+            "OK run",
+            "OK mkdir",
+            "OK list",
+            "OK send",
+            "FAIL read"
+        ],
         "learned: all work but the protected file"
     );
     assert_eq!(
@@ -187,6 +219,14 @@ fn learn_mode_records_the_kernels_refusals_and_suggest_drafts_a_policy_that_runs
         ("fanotify/learn", "outside_readable", p(&f.data)),
         ("fanotify/learn", "outside_writable", p(&f.new_file)),
         ("fanotify/learn", "exec_not_allowed", p(&f.program)),
+        // A listing: the open of a directory.
+        ("fanotify/learn", "outside_readable", p(&f.listed)),
+        // A name made: its directory, which the kernel judges the call by.
+        (
+            "raw_tp/sys_exit",
+            "outside_writable",
+            p(f.new_dir.parent().unwrap()),
+        ),
         (
             "cgroup/connect4",
             "egress_not_allowed",

@@ -282,6 +282,8 @@ fn egress_spec(cgroup: &Path, port: u16) -> gatewayd_kernel::kernel::KernelSpec 
         protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
         require: false,
         learn: false,
+        landlock_refusals: false,
+        learn_names: None,
     }
 }
 
@@ -534,6 +536,8 @@ fn protected_session(
         protected_names: gatewayd_core::policy::protected_names::ProtectedNames::default(),
         require: false,
         learn: false,
+        landlock_refusals: false,
+        learn_names: None,
     };
     let added = programs.add_session(&spec, std::process::id());
     (cg, added)

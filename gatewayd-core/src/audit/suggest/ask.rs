@@ -31,7 +31,8 @@ fn text<'a>(detail: &'a Value, key: &str) -> Option<&'a str> {
     detail.get(key).and_then(Value::as_str)
 }
 
-/// The absolute path a record names: the kernel's resolved path, its path (Landlock,
+/// The absolute path a record names: the directory of a name made, removed or renamed (what
+/// the kernel judges such a call by), the kernel's resolved path, its path (Landlock,
 /// fanotify, a socket), the gateway's resolved path in its message.
 fn path_of(detail: &Value) -> Option<PathBuf> {
     let message = text(detail, "message").unwrap_or("");
@@ -40,6 +41,7 @@ fn path_of(detail: &Value) -> Option<PathBuf> {
         .and_then(|(_, rest)| rest.split_once('`'))
         .map(|(p, _)| p);
     [
+        text(detail, "directory"),
         text(detail, "resolved_path"),
         text(detail, "resolved"),
         text(detail, "path"),

@@ -45,6 +45,9 @@ pub enum Rule {
     SystemWrite,
     /// `/proc`, `/sys`, `/dev`.
     KernelFs,
+    /// `/`, `/home` or a home as a whole: a directory listed, or a name made or removed
+    /// directly in it (the kernel grants both per directory, for everything below).
+    WholeTree,
     /// The record names no object to propose (an inode only, a cut name).
     NoObject,
     /// Not a matter of the allowlists (an argument rule, a limit, a pin, an echo).
@@ -289,7 +292,14 @@ impl<'a> Builder<'a> {
                 self.refuse(r, object, n, (rule, why));
             }
             Ask::Read(p) => self.path(r, &p, "sandbox.readable", n),
-            Ask::Write(p) => self.path(r, &p, "sandbox.writable", n),
+            Ask::Write(p) => {
+                self.path(r, &p, "sandbox.writable", n);
+                // A rename or link made this name: the file the host means to write, beside
+                // the directory the kernel judged the call by.
+                if let Some(made) = r["detail"]["new_name"].as_str().map(Path::new) {
+                    self.path(r, made, "sandbox.writable", n);
+                }
+            }
             Ask::Exec(p) => match self.exec(&p) {
                 Ok(e) => self.propose(r, e, p.display().to_string(), n),
                 Err(no) => self.refuse(r, p.display().to_string(), n, no),

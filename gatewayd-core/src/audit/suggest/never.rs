@@ -81,6 +81,17 @@ impl<'a> Guard<'a> {
                 format!("under sandbox.protected `{}`", r.display()),
             ));
         }
+        if [Path::new("/"), Path::new("/home")].contains(&dir)
+            || cover::home_of(dir).is_some_and(|h| h == dir)
+        {
+            return Some((
+                Rule::WholeTree,
+                format!(
+                    "`{}` as a whole: listing it, or making a name directly in it, would take everything below it (the kernel grants both per directory); the host runs without it",
+                    dir.display()
+                ),
+            ));
+        }
         let name = path.file_name().unwrap_or(OsStr::new(""));
         if let Some(p) = self.names.matching(name) {
             return Some((

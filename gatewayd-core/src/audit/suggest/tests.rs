@@ -367,3 +367,45 @@ fn a_tool_servers_refusals_are_proposed_into_its_profile() {
         "{drafted}"
     );
 }
+
+/// A name made, removed or renamed is proposed by its directory (what the kernel judges it
+/// by), and the name a rename made as a file; a directory listed by itself; a home, `/home`
+/// or `/` as a whole never.
+#[test]
+fn names_and_listings_are_proposed_by_their_directory_never_a_whole_home() {
+    let name = |dir: &str, path: &str| {
+        json!({"session": "s1", "source": "kernel", "hook": "raw_tp/sys_exit",
+               "decision": "would_deny", "reason": "outside_writable",
+               "detail": {"directory": dir, "path": path, "resolved_path": path,
+                          "syscall": "mkdir"}})
+    };
+    let mut renamed = name("/home/u", "/home/u/.claude.json.tmp.1");
+    renamed["detail"]["syscall"] = json!("rename");
+    renamed["detail"]["new_name"] = json!("/home/u/.claude.json");
+    let log = vec![
+        name("/home/u", "/home/u/.claude.json.lock"),
+        renamed,
+        name("/home/u/.cache/tool/tmp", "/home/u/.cache/tool/tmp/x"),
+        learned("outside_readable", "read", "/etc/profile.d"),
+        learned("outside_readable", "read", "/"),
+        learned("outside_readable", "read", "/home"),
+    ];
+    let s = suggest(
+        &log,
+        None,
+        &policy(json!({"sandbox": {"root": "/w", "readable": ["/w"], "writable": ["/w"]}})),
+    );
+    // The name a rename made is the file the host writes: proposed beside its directory.
+    assert_eq!(
+        values(&s, "sandbox.writable"),
+        [json!("/home/u/.cache/tool"), json!("/home/u/.claude.json")]
+    );
+    assert_eq!(values(&s, "sandbox.readable"), [json!("/etc/profile.d")]);
+    let whole: Vec<&str> = s
+        .not_proposed
+        .iter()
+        .filter(|n| n.rule == Rule::WholeTree)
+        .map(|n| n.object.as_str())
+        .collect();
+    assert_eq!(whole, ["/", "/home", "/home/u"], "{:?}", s.not_proposed);
+}

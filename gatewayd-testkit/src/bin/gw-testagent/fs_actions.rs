@@ -5,6 +5,7 @@
 //! link SRC DST          # link(SRC, DST): a hard link
 //! mkfile PATH           # open(PATH, O_CREAT | O_EXCL | O_WRONLY): a new empty file
 //! mkdir PATH            # mkdir(PATH)
+//! list DIR              # open(DIR, O_DIRECTORY) + getdents64: a listing
 //! symlink TARGET PATH   # symlink(TARGET, PATH)
 //! mkfifo PATH           # mknod(PATH, S_IFIFO)
 //! umount DIR            # umount2(DIR, 0)
@@ -17,7 +18,7 @@ use std::ffi::CString;
 pub(crate) fn handles(name: &str) -> bool {
     matches!(
         name,
-        "link" | "mkfile" | "mkdir" | "symlink" | "mkfifo" | "umount" | "movemount"
+        "link" | "mkfile" | "mkdir" | "list" | "symlink" | "mkfifo" | "umount" | "movemount"
     )
 }
 
@@ -57,6 +58,12 @@ pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
         "mkdir" => {
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             check(unsafe { libc::mkdir(a.as_ptr(), 0o700) }.into())?;
+        }
+        "list" => {
+            let n = std::fs::read_dir(arg(0)?)
+                .map_err(|e| e.to_string())?
+                .count();
+            return Ok(format!("list {}: {n} entries", arg(0)?));
         }
         "symlink" => {
             let b = c(arg(1)?)?;
