@@ -55,6 +55,17 @@ const OTLP_PROTO: &str = "opentelemetry-proto==1.45.2";
 /// The Kubernetes manifests' validator (`gatewayd/tests/cli/kubernetes.rs`): the API's
 /// `OpenAPI` schemas bundled in the package, so it checks offline; same venv.
 const KUBE_VALIDATE: &str = "kubernetes-validate==1.37.0";
+/// The Python HTTP client of the inspected-egress test (`tests/privileged/src/egress_l7.rs`),
+/// host and guests; same venv.
+const PY_REQUESTS: &str = "requests==2.34.2";
+/// The packages `requests` needs, copied into the guests with it (`vm.rs`).
+pub(crate) const PY_REQUESTS_PACKAGES: [&str; 5] = [
+    "requests",
+    "urllib3",
+    "idna",
+    "charset_normalizer",
+    "certifi",
+];
 /// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,
 /// version).
 const AGENT_HOSTS: [(&str, &str, &str); 3] = [
@@ -79,6 +90,7 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
         "mcp-server-everything",
     )?;
     let mcp_python = mcp_venv(&cache.join("venv"))?;
+    let py_requests = site_packages(&mcp_python)?;
     let agent_hosts = agent_hosts(&cache.join("agents"));
     println!("setup: ok (cache {})", cache.display());
     Ok(Env {
@@ -88,6 +100,7 @@ pub(crate) fn setup() -> anyhow::Result<Env> {
         mcp_fs_server,
         mcp_everything_server,
         mcp_python,
+        py_requests,
         agent_hosts,
     })
 }
@@ -288,14 +301,15 @@ fn npm_package(dir: &Path, pkg: &str, version: &str, bin: &str) -> anyhow::Resul
 fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
     let python = dir.join("bin/python");
     let want = format!(
-        "{} {} {}",
+        "{} {} {} {}",
         MCP_SDK.trim_start_matches("mcp=="),
         OTLP_PROTO.trim_start_matches("opentelemetry-proto=="),
-        KUBE_VALIDATE.trim_start_matches("kubernetes-validate==")
+        KUBE_VALIDATE.trim_start_matches("kubernetes-validate=="),
+        PY_REQUESTS.trim_start_matches("requests==")
     );
     let version = output(Command::new(&python).args([
         "-c",
-        "import importlib.metadata as m; print(m.version('mcp'), m.version('opentelemetry-proto'), m.version('kubernetes-validate'))",
+        "import importlib.metadata as m; print(m.version('mcp'), m.version('opentelemetry-proto'), m.version('kubernetes-validate'), m.version('requests'))",
     ]));
     if version.is_ok_and(|v| v.trim() == want) {
         return Ok(python);
@@ -307,16 +321,26 @@ fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(dir),
     )?;
     run(
-        &format!("pip install {MCP_SDK} {OTLP_PROTO} {KUBE_VALIDATE}"),
+        &format!("pip install {MCP_SDK} {OTLP_PROTO} {KUBE_VALIDATE} {PY_REQUESTS}"),
         Command::new(dir.join("bin/pip")).args([
             "install",
             "-q",
             MCP_SDK,
             OTLP_PROTO,
             KUBE_VALIDATE,
+            PY_REQUESTS,
         ]),
     )?;
     Ok(python)
+}
+
+/// The folder of the venv's packages (`requests` among them).
+fn site_packages(python: &Path) -> anyhow::Result<PathBuf> {
+    let dir = output(Command::new(python).args([
+        "-c",
+        "import os, requests; print(os.path.dirname(os.path.dirname(requests.__file__)))",
+    ]))?;
+    Ok(PathBuf::from(dir.trim()))
 }
 
 /// A static busybox for the guest, unpacked under `dir`. The download is kept.

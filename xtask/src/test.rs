@@ -140,7 +140,10 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &env,
         "privileged host tests",
         &[&util::PRIVILEGED_TESTS[..], &["--", "--test-threads=1"]].concat(),
-        &[("GATEWAYD_EXPECT_TIER", &host_tier())],
+        &[
+            ("GATEWAYD_EXPECT_TIER", &host_tier()),
+            ("GATEWAYD_PY_REQUESTS", &*env.py_requests.to_string_lossy()),
+        ],
         &mut total,
     )?;
     cargo_test(

@@ -38,6 +38,8 @@ pub(crate) struct Env {
     pub mcp_everything_server: PathBuf,
     /// The venv's python with the MCP SDK (gatewayd/tests/mcp/servers.rs).
     pub mcp_python: PathBuf,
+    /// The venv's packages folder, with Python's `requests` (`GATEWAYD_PY_REQUESTS`).
+    pub py_requests: PathBuf,
     /// `GATEWAYD_HOST_<NAME>` for each agent CLI (gatewayd/tests/hosts): its program, or
     /// `unavailable: WHY`.
     pub agent_hosts: Vec<(String, String)>,

@@ -33,7 +33,7 @@ for m in inet_diag tcp_diag; do insmod /modules/$(uname -r)/$m.ko || echo "GUEST
 # After a verbose boot, the console carries what `quiet` lets through (errors and worse).
 dmesg -n 4
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
-export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent GW_ESCAPE=/gw-escape HOME=/root PATH=/bin TMPDIR=/tmp
+export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent GW_ESCAPE=/gw-escape HOME=/root PATH=/bin TMPDIR=/tmp GATEWAYD_PY_REQUESTS=/py-requests
 mkdir -p /root
 echo "STAGE doctor"
 echo "DOCTOR $(/gatewayd doctor --json)"
@@ -172,6 +172,26 @@ fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Python's `requests` and the packages it needs, from the venv (`setup.rs`), into
+/// `/py-requests` (the inspected-egress test's Python client; `GATEWAYD_PY_REQUESTS`).
+fn copy_py_requests(site: &Path, root: &Path) -> anyhow::Result<()> {
+    let to = root.join("py-requests");
+    std::fs::create_dir_all(&to)?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "tar -C '{}' -cf - --exclude=__pycache__ {} | tar -C '{}' -xf -",
+            site.display(),
+            crate::setup::PY_REQUESTS_PACKAGES.join(" "),
+            to.display()
+        ))
+        .status()?;
+    if !status.success() {
+        bail!("copying Python's requests from {} failed", site.display());
+    }
+    Ok(())
+}
+
 /// The socket diagnostics modules for TCP (`inet_diag`, `tcp_diag`) of a Debian kernel
 /// package, under `/modules/<release>/`, uncompressed (the init loads them): the egress
 /// proxy needs them, and the guests have no module loader. A kernel given by path has none.
@@ -246,6 +266,7 @@ fn initramfs(
     copy_with_libs(Path::new("/usr/bin/openssl"), &root, "bin/openssl")?;
     copy_with_libs(Path::new("/usr/bin/curl"), &root, "bin/curl")?;
     copy_l7_tools(&root)?;
+    copy_py_requests(&env.py_requests, &root)?;
     for k in kernels {
         copy_diag_modules(k, &root)?;
     }

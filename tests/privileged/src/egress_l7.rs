@@ -3,8 +3,9 @@
 //! for its value on its own host only. The server: Python's standard `http.server` over TLS
 //! (a test CA from `openssl`), serving `git http-backend` (git's own smart-HTTP server) for
 //! smart HTTP and `/echo/...`, which answers the method, path and `Authorization` it received.
-//! The clients: real `curl` and real `git` (clone and push). Every attempt is first shown
-//! working bare, with the same script, then under gatewayd: allowed, refused by method/path,
+//! The clients: real `curl`, real `git` (clone and push) and Python's `requests` (from `PyPI`:
+//! `cargo xtask` puts it in `GATEWAYD_PY_REQUESTS`, in the guests too). Every attempt is first
+//! shown working bare, with the same script, then under gatewayd: allowed, refused by method/path,
 //! refused by secret, a credential injected (the server sees the value, the agent's
 //! environment only the placeholder), the placeholder refused on another host.
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
@@ -202,6 +203,41 @@ pub(crate) fn server(dir: &Scratch) -> Servers {
     servers
 }
 
+/// The Python client: `requests`, the agent's own resolver standing in for DNS as curl's
+/// `--resolve` does (the kernel still sends the connection to the proxy, which checks the
+/// name against the session's resolver). Each attempt prints `py_NAME` and the answer's
+/// first line, or the error's type.
+const PY_CLIENT: &str = r#"
+import os, socket, sys
+import requests
+ip, port, secret = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+system = socket.getaddrinfo
+def resolve(host, *a, **k):
+    return system(ip if host.endswith(".l7.test") else host, *a, **k)
+socket.getaddrinfo = resolve
+def go(name, method, url, **kw):
+    try:
+        r = requests.request(method, url, timeout=20, **kw)
+        print(name, (r.text.splitlines() or [""])[0])
+    except Exception as e:
+        print(name, "error", type(e).__name__)
+base, other = "https://git.l7.test:%d" % port, "https://other.l7.test:%d" % port
+bearer = {"Authorization": "Bearer " + os.environ.get("GH_TOKEN", "")}
+go("py_get", "GET", base + "/echo/a")
+go("py_post", "POST", base + "/echo/p", data={"x": "1"})
+go("py_secret", "GET", base + "/echo/s", headers={"X-Note": secret})
+go("py_cred", "GET", base + "/echo/c", headers=bearer)
+go("py_leak", "GET", other + "/echo/l", headers=bearer)
+"#;
+
+/// Where `requests` and what it needs lie (`cargo xtask` says).
+fn py_requests() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("GATEWAYD_PY_REQUESTS")
+            .expect("GATEWAYD_PY_REQUESTS: run through cargo xtask (Python's requests)"),
+    )
+}
+
 /// The attempts, one line each: `NAME OUTCOME`. `$GH_TOKEN` is the agent's credential: the
 /// real value bare, the placeholder under gatewayd. The names are given to curl and git
 /// (`--resolve`, `http.curloptResolve`); under gatewayd the proxy checks them against the
@@ -216,8 +252,16 @@ fn script(dir: &Scratch) -> String {
     let curl = format!("curl -sS --max-time 20 --resolve {g} --resolve {o}");
     let git = format!("git -c http.curloptResolve={g} -c user.name=t -c user.email=t@t.test");
     let clone = dir.path("clone");
+    let py = dir.path("client.py");
+    std::fs::write(&py, PY_CLIENT).unwrap();
+    let python = format!(
+        "PYTHONPATH={} /usr/bin/python3 {} {SERVER_IP} {PORT} {SECRET}",
+        py_requests().display(),
+        py.display()
+    );
     format!(
-        r#"echo "get $({curl} {base}/echo/a 2>&1 | head -n1)"
+        r#"{python}
+echo "get $({curl} {base}/echo/a 2>&1 | head -n1)"
 echo "post $({curl} -d x=1 {base}/echo/p 2>&1 | head -n1)"
 echo "secret $({curl} -H 'X-Note: {SECRET}' {base}/echo/s 2>&1 | head -n1)"
 echo "secret_b64 $({curl} -d "n=$(printf %s '{SECRET}' | base64)" {other}/echo/s 2>&1 | head -n1)"
@@ -290,6 +334,7 @@ fn bare(sh: &str, ca: &Path) {
         .env("GH_TOKEN", REAL)
         .env("CURL_CA_BUNDLE", ca)
         .env("GIT_SSL_CAINFO", ca)
+        .env("REQUESTS_CA_BUNDLE", ca)
         .output()
         .unwrap();
     let text = stdout(&bare);
@@ -316,6 +361,15 @@ fn bare(sh: &str, ca: &Path) {
     );
     assert_eq!(b["clone"], "hello from the repo", "{text}");
     assert_eq!(b["push"], "ok", "{text}");
+    for (name, curl) in [("get", "get"), ("post", "post"), ("secret", "secret")] {
+        assert_eq!(
+            b[&format!("py_{name}")],
+            b[curl],
+            "requests as curl: {text}"
+        );
+    }
+    assert_eq!(b["py_cred"], b["cred"], "{text}");
+    assert_eq!(b["py_leak"], b["leak"], "{text}");
 }
 
 #[test]
@@ -377,6 +431,15 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         "git clone allowed: {text}"
     );
     assert_eq!(g["push"], "fail", "git push refused: {text}");
+    // Python's requests, trusting the session's bundle through REQUESTS_CA_BUNDLE.
+    assert_eq!(g["py_get"], g["get"], "requests allowed: {text}");
+    for n in ["py_post", "py_secret", "py_leak"] {
+        refused(n, "requests");
+    }
+    assert_eq!(
+        g["py_cred"], g["cred"],
+        "requests, credential injected: {text}"
+    );
 
     assert_records(&audit);
     assert!(verify(&audit).status.success());
