@@ -172,8 +172,9 @@ impl Subscription {
             Ok(0) => {
                 return Err(
                     "audit is disabled on this host (AUDIT_GET: enabled=0), so Landlock logs \
-                     nothing; `auditctl -e 1` would turn it on for the whole host; until then \
-                     tier-2 denials are not in the session's audit log"
+                     nothing; `auditctl -e 1` would turn it on for the whole host; meanwhile \
+                     raw_tp/sys_exit records the roots' and the exec allowlist's refusals from \
+                     the refused calls, where it runs (doctor: roots_and_exec)"
                         .into(),
                 );
             }
