@@ -81,7 +81,11 @@ pub(crate) fn in_front_of(
 
 /// `gatewayd mcp --listen` with `pol` in front of the stdio server `server`, once it
 /// listens; the proxy and its port.
-fn in_front_of_stdio(pol: &Path, audit: &Path, server: &[String]) -> (std::process::Child, u16) {
+pub(crate) fn in_front_of_stdio(
+    pol: &Path,
+    audit: &Path,
+    server: &[String],
+) -> (std::process::Child, u16) {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = proxy_cmd(pol, "remote", audit, &["--listen", &addr, "--"]);

@@ -13,5 +13,6 @@ mod oauth;
 mod peer;
 mod quickstart;
 mod remote;
+mod resume;
 mod servers;
 mod support;

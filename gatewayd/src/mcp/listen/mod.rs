@@ -8,13 +8,17 @@
 //! (`text/event-stream`) when the client accepts one, carrying the server's messages sent
 //! while the request is in flight and then the answer; else `application/json`. The
 //! server's other messages go to the session's GET stream (held until one is open).
-//! `DELETE` ends a session; the endpoint serves until SIGINT or SIGTERM. Requests whose
+//! Every SSE event has an id, and a client whose stream was cut gets its later events again
+//! with a `GET` and `Last-Event-ID` ([`streams`]). `DELETE` ends a session; the endpoint
+//! serves until SIGINT or SIGTERM. Requests whose
 //! `Host` or `Origin` is not loopback are refused (DNS rebinding); no header is recorded,
 //! and none is passed to a stdio server. In front of a remote server the policy binds no
 //! credential to, the client's `Authorization` is passed through untouched and the server's
 //! `401`/`403` comes back as HTTP with its `WWW-Authenticate` ([`super::http::ClientAuth`]).
+mod streams;
+
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::HashMap,
     convert::Infallible,
     net::SocketAddr,
     sync::{Arc, Mutex},
@@ -43,8 +47,7 @@ use super::{
 type Body = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 const SESSION: &str = "mcp-session-id";
-/// Server messages held for a GET stream not open yet.
-const BACKLOG: usize = 1024;
+const LAST_EVENT_ID: &str = "last-event-id";
 /// Client sessions at once.
 const SESSIONS: usize = 64;
 
@@ -82,8 +85,8 @@ struct Front {
     to_router: Mutex<Option<mpsc::Sender<String>>>,
     /// Requests waiting for their answer, by id.
     waiters: Mutex<HashMap<String, Waiter>>,
-    /// The open GET stream, or what waits for one.
-    get: Mutex<(Option<mpsc::Sender<String>>, VecDeque<String>)>,
+    /// The session's SSE streams: the GET stream and each request answered as SSE.
+    streams: Arc<Mutex<streams::Streams>>,
     /// The client's authorization for a remote server (None: a stdio server, no headers).
     client_auth: Option<Arc<ClientAuth>>,
 }
@@ -266,24 +269,6 @@ fn session_id() -> String {
     gatewayd_core::canonical::hex(&b)
 }
 
-/// An SSE response: `first`, then what `rx` brings, up to and with the answer.
-fn sse(first: Out, rx: mpsc::UnboundedReceiver<Out>) -> Response<Body> {
-    let events = futures_util::stream::unfold((Some(first), Some(rx)), |(first, rx)| async move {
-        let mut rx = rx?;
-        let item = match first {
-            Some(i) => i,
-            None => rx.recv().await?,
-        };
-        let (line, rest) = match item {
-            Out::Answer(l) => (l, None),
-            Out::Message(l) => (l, Some(rx)),
-        };
-        let event = Ok::<_, Infallible>(sse_stream::Sse::default().data(line));
-        Some((event, (None, rest)))
-    });
-    event_stream(events)
-}
-
 fn event_stream<S>(events: S) -> Response<Body>
 where
     S: futures_util::Stream<Item = Result<sse_stream::Sse, Infallible>> + Send + Sync + 'static,
@@ -339,7 +324,7 @@ impl Endpoint {
             .and_then(|g| lock(&self.sessions).get(g).cloned());
         match (req.method().clone(), front) {
             (Method::POST, front) => self.post(req, given, front).await,
-            (Method::GET, Some(f)) => f.open_get(),
+            (Method::GET, Some(f)) => f.open_get(req.headers().get(LAST_EVENT_ID)),
             (Method::DELETE, Some(f)) => {
                 if let Some(g) = &given {
                     lock(&self.sessions).remove(g);
@@ -370,7 +355,7 @@ impl Endpoint {
         let front = Arc::new(Front {
             to_router: Mutex::new(Some(to_router)),
             waiters: Mutex::new(HashMap::new()),
-            get: Mutex::new((None, VecDeque::new())),
+            streams: Arc::default(),
             client_auth: self.remote.then(|| Arc::new(ClientAuth::default())),
         });
         tokio::spawn(super::proxy::writer(input, router_rx));
@@ -488,19 +473,12 @@ impl Front {
     }
 
     /// A message of the server's: to the GET stream when one is open, else on the SSE answer
-    /// of a request in flight, else held for the GET stream.
+    /// of a request in flight, else held on the GET stream for its next connection.
     fn to_streams(&self, line: String) {
-        let mut g = lock(&self.get);
-        let line = match &g.0 {
-            Some(tx) => match tx.try_send(line) {
-                Ok(()) => return,
-                Err(e) => {
-                    g.0 = None;
-                    e.into_inner()
-                }
-            },
-            None => line,
-        };
+        let mut s = lock(&self.streams);
+        if s.get_connected() {
+            return s.push(streams::GET_STREAM, line, false);
+        }
         let line = {
             let w = lock(&self.waiters);
             match w.values().find(|w| w.stream) {
@@ -513,10 +491,7 @@ impl Front {
                 None => line,
             }
         };
-        g.1.push_back(line);
-        while g.1.len() > BACKLOG {
-            g.1.pop_front();
-        }
+        s.push(streams::GET_STREAM, line, false);
     }
 
     /// A notification or an answer of the client's: to the router, `202 Accepted`.
@@ -576,34 +551,70 @@ impl Front {
                     return r;
                 }
                 if stream {
-                    sse(Out::Answer(answer), rx)
+                    self.stream_answer(Out::Answer(answer), rx)
                 } else {
                     full(StatusCode::OK, answer)
                 }
             }
-            message @ Out::Message(_) => sse(message, rx),
+            message @ Out::Message(_) => self.stream_answer(message, rx),
         }
     }
 
-    fn open_get(&self) -> Response<Body> {
-        let (tx, rx) = mpsc::channel(BACKLOG);
+    /// A request's SSE answer: a stream of the session's, carrying `first`, then what `rx`
+    /// brings, up to and with the answer; resumable while the session keeps it.
+    fn stream_answer(&self, first: Out, rx: mpsc::UnboundedReceiver<Out>) -> Response<Body> {
+        let (n, response) = lock(&self.streams).open();
+        tokio::spawn(pump(self.streams.clone(), n, first, rx));
+        response
+    }
+
+    /// A `GET`: the session's GET stream, or with `Last-Event-ID` the stream that event was
+    /// on, again from the event after it.
+    fn open_get(&self, last_event_id: Option<&HeaderValue>) -> Response<Body> {
+        let mut s = lock(&self.streams);
+        let Some(id) = last_event_id else {
+            return s
+                .open_get()
+                .unwrap_or_else(|| refuse(StatusCode::CONFLICT, "a GET stream is already open"));
+        };
+        match id
+            .to_str()
+            .map_err(|_| streams::ResumeError::Malformed)
+            .and_then(|id| s.resume(id))
         {
-            let mut g = lock(&self.get);
-            if g.0.as_ref().is_some_and(|t| !t.is_closed()) {
-                return refuse(StatusCode::CONFLICT, "a GET stream is already open");
-            }
-            for l in g.1.drain(..) {
-                let _ = tx.try_send(l);
-            }
-            g.0 = Some(tx);
+            Ok(r) => r,
+            Err(streams::ResumeError::Malformed) => refuse(
+                StatusCode::BAD_REQUEST,
+                "Last-Event-ID is not an event id of this endpoint (STREAM-SEQ)",
+            ),
+            Err(streams::ResumeError::Unknown) => refuse(
+                StatusCode::NOT_FOUND,
+                "no stream of this session has that event: it finished long ago, or never was",
+            ),
         }
-        let events = futures_util::stream::unfold(rx, |mut rx| async move {
-            let line = rx.recv().await?;
-            Some((
-                Ok::<_, Infallible>(sse_stream::Sse::default().data(line)),
-                rx,
-            ))
-        });
-        event_stream(events)
+    }
+}
+
+/// Moves a request's messages and then its answer onto its stream `n`; a session that ends
+/// first finishes the stream without an answer.
+async fn pump(
+    streams: Arc<Mutex<streams::Streams>>,
+    n: u64,
+    first: Out,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+) {
+    let mut next = Some(first);
+    loop {
+        let item = match next.take() {
+            Some(item) => item,
+            None => match rx.recv().await {
+                Some(item) => item,
+                None => return lock(&streams).finish(n),
+            },
+        };
+        match item {
+            Out::Message(line) => lock(&streams).push(n, line, false),
+            Out::Answer(line) => return lock(&streams).push(n, line, true),
+        }
     }
 }
