@@ -97,7 +97,9 @@ fn a_cut_sse_answer_is_resumed_from_its_last_event() {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert!(exchange(port, "POST", &with_session, &list.to_string()).contains("translate"));
 
-    // The call's stream, cut once its first event (the server's notification) is read.
+    // The call's stream, cut once its first event (the server's notification) is read. The
+    // same read may bring the answer too (the server sends both at once): the client takes
+    // the first event as the last it handled, as if the cut came right after it.
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "translate", "arguments": {"text": "hi"}}});
     let mut cut = send(port, "POST", &with_session, &call.to_string());
@@ -107,10 +109,15 @@ fn a_cut_sse_answer_is_resumed_from_its_last_event() {
     drop(cut);
     let ids = event_ids(&first);
     assert!(
-        first.contains("text/event-stream") && ids.len() == 1,
-        "one event read: {first}"
+        first.contains("text/event-stream") && !ids.is_empty(),
+        "an event read: {first}"
     );
-    assert!(!first.contains("hallo"), "the answer not read yet: {first}");
+    assert!(
+        first
+            .find("hallo")
+            .is_none_or(|answer| first.find("list_changed").is_some_and(|n| n < answer)),
+        "the notification first: {first}"
+    );
 
     // Taken up again from that event: the rest of the stream, the answer last.
     let mut headers = with_session.clone();
