@@ -15,7 +15,10 @@
 //! and none is passed to a stdio server. In front of a remote server the policy binds no
 //! credential to, the client's `Authorization` is passed through untouched and the server's
 //! `401`/`403` comes back as HTTP with its `WWW-Authenticate` ([`super::http::ClientAuth`]).
+mod front;
 mod streams;
+
+use front::{Front, Out};
 
 use std::{
     collections::HashMap,
@@ -29,11 +32,11 @@ use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
 use hyper::{
     Method, Request, Response, StatusCode,
     body::{Bytes, Incoming},
-    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, ORIGIN, WWW_AUTHENTICATE},
+    header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, ORIGIN},
 };
 use serde_json::Value;
 use tokio::{
-    io::{AsyncBufRead, BufReader, DuplexStream},
+    io::{BufReader, DuplexStream},
     net::TcpListener,
     sync::mpsc,
 };
@@ -41,7 +44,7 @@ use tokio::{
 use super::{
     Gateway, McpError, ProxyOptions, ProxyOutcome,
     http::ClientAuth,
-    jsonrpc::{self, Line, code},
+    jsonrpc::{self, code},
 };
 
 type Body = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
@@ -62,33 +65,6 @@ pub enum ListenError {
     /// The address could not be bound.
     #[error("--listen {0}: {1}")]
     Bind(SocketAddr, std::io::Error),
-}
-
-/// What a session's router sent for one of the client's requests.
-enum Out {
-    /// A message of the server's while the request is in flight.
-    Message(String),
-    /// The answer: the request's last line.
-    Answer(String),
-}
-
-struct Waiter {
-    id: Value,
-    tx: mpsc::UnboundedSender<Out>,
-    /// The client accepts an SSE answer (the server's messages may go there).
-    stream: bool,
-}
-
-/// One client session: its router's input, its requests waiting, its GET stream.
-struct Front {
-    /// The router's input; taken (closed) by `DELETE`.
-    to_router: Mutex<Option<mpsc::Sender<String>>>,
-    /// Requests waiting for their answer, by id.
-    waiters: Mutex<HashMap<String, Waiter>>,
-    /// The session's SSE streams: the GET stream and each request answered as SSE.
-    streams: Arc<Mutex<streams::Streams>>,
-    /// The client's authorization for a remote server (None: a stdio server, no headers).
-    client_auth: Option<Arc<ClientAuth>>,
 }
 
 /// A session for the serving loop to run: its router's two ends.
@@ -445,176 +421,5 @@ impl Endpoint {
             lock(&f.to_router).take();
         }
         r
-    }
-}
-
-impl Front {
-    /// The router's output lines: an answer goes to the request waiting for it; anything
-    /// else to the client's streams.
-    async fn read_router<R: AsyncBufRead + Unpin>(self: Arc<Self>, mut out: R) {
-        let mut buf = Vec::new();
-        while let Ok(Line::Whole) = jsonrpc::read_line(&mut out, &mut buf, usize::MAX).await {
-            let line = String::from_utf8_lossy(&buf).into_owned();
-            let waiter = match jsonrpc::parse(&buf) {
-                Ok((_, jsonrpc::Message::Response { id })) => {
-                    lock(&self.waiters).remove(&jsonrpc::id_key(&id))
-                }
-                _ => None,
-            };
-            match waiter {
-                Some(w) => {
-                    let _ = w.tx.send(Out::Answer(line));
-                }
-                None => self.to_streams(line),
-            }
-        }
-        // The session's router is done: the requests still waiting fail (their senders drop).
-        lock(&self.waiters).clear();
-    }
-
-    /// A message of the server's: to the GET stream when one is open, else on the SSE answer
-    /// of a request in flight, else held on the GET stream for its next connection.
-    fn to_streams(&self, line: String) {
-        let mut s = lock(&self.streams);
-        if s.get_connected() {
-            return s.push(streams::GET_STREAM, line, false);
-        }
-        let line = {
-            let w = lock(&self.waiters);
-            match w.values().find(|w| w.stream) {
-                Some(w) => match w.tx.send(Out::Message(line)) {
-                    Ok(()) => return,
-                    Err(e) => match e.0 {
-                        Out::Message(l) | Out::Answer(l) => l,
-                    },
-                },
-                None => line,
-            }
-        };
-        s.push(streams::GET_STREAM, line, false);
-    }
-
-    /// A notification or an answer of the client's: to the router, `202 Accepted`.
-    async fn notify(&self, line: String) -> Response<Body> {
-        let Some(to_router) = lock(&self.to_router).clone() else {
-            return refuse(StatusCode::NOT_FOUND, "the session has ended");
-        };
-        let _ = to_router.send(line).await;
-        full(StatusCode::ACCEPTED, String::new())
-    }
-
-    /// A request of the client's: to the router; its answer as JSON, or as SSE (after the
-    /// server's messages meanwhile) when the client accepts it; the server's refusal of
-    /// the client's authorization as the server's own HTTP answer.
-    async fn request(&self, id: Value, line: String, stream: bool) -> Response<Body> {
-        let Some(to_router) = lock(&self.to_router).clone() else {
-            return refuse(StatusCode::NOT_FOUND, "the session has ended");
-        };
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        {
-            let mut w = lock(&self.waiters);
-            let key = jsonrpc::id_key(&id);
-            if w.contains_key(&key) {
-                let m = format!("request id {id} is in flight already; refused");
-                return full(
-                    StatusCode::OK,
-                    jsonrpc::error_response(&id, code::INVALID_REQUEST, &m),
-                );
-            }
-            w.insert(
-                key,
-                Waiter {
-                    id: id.clone(),
-                    tx,
-                    stream,
-                },
-            );
-        }
-        if to_router.send(line).await.is_err() {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the session has ended");
-        }
-        let Some(first) = rx.recv().await else {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the session has ended");
-        };
-        match first {
-            Out::Answer(answer) => {
-                if let Some(c) = self
-                    .client_auth
-                    .as_ref()
-                    .and_then(|c| c.take_challenge(&id))
-                {
-                    let status = StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED);
-                    let mut r = full(status, answer);
-                    if let Some(w) = c.www_authenticate {
-                        r.headers_mut().insert(WWW_AUTHENTICATE, w);
-                    }
-                    return r;
-                }
-                if stream {
-                    self.stream_answer(Out::Answer(answer), rx)
-                } else {
-                    full(StatusCode::OK, answer)
-                }
-            }
-            message @ Out::Message(_) => self.stream_answer(message, rx),
-        }
-    }
-
-    /// A request's SSE answer: a stream of the session's, carrying `first`, then what `rx`
-    /// brings, up to and with the answer; resumable while the session keeps it.
-    fn stream_answer(&self, first: Out, rx: mpsc::UnboundedReceiver<Out>) -> Response<Body> {
-        let (n, response) = lock(&self.streams).open();
-        tokio::spawn(pump(self.streams.clone(), n, first, rx));
-        response
-    }
-
-    /// A `GET`: the session's GET stream, or with `Last-Event-ID` the stream that event was
-    /// on, again from the event after it.
-    fn open_get(&self, last_event_id: Option<&HeaderValue>) -> Response<Body> {
-        let mut s = lock(&self.streams);
-        let Some(id) = last_event_id else {
-            return s
-                .open_get()
-                .unwrap_or_else(|| refuse(StatusCode::CONFLICT, "a GET stream is already open"));
-        };
-        match id
-            .to_str()
-            .map_err(|_| streams::ResumeError::Malformed)
-            .and_then(|id| s.resume(id))
-        {
-            Ok(r) => r,
-            Err(streams::ResumeError::Malformed) => refuse(
-                StatusCode::BAD_REQUEST,
-                "Last-Event-ID is not an event id of this endpoint (STREAM-SEQ)",
-            ),
-            Err(streams::ResumeError::Unknown) => refuse(
-                StatusCode::NOT_FOUND,
-                "no stream of this session has that event: it finished long ago, or never was",
-            ),
-        }
-    }
-}
-
-/// Moves a request's messages and then its answer onto its stream `n`; a session that ends
-/// first finishes the stream without an answer.
-async fn pump(
-    streams: Arc<Mutex<streams::Streams>>,
-    n: u64,
-    first: Out,
-    mut rx: mpsc::UnboundedReceiver<Out>,
-) {
-    let mut next = Some(first);
-    loop {
-        let item = match next.take() {
-            Some(item) => item,
-            None => match rx.recv().await {
-                Some(item) => item,
-                None => return lock(&streams).finish(n),
-            },
-        };
-        match item {
-            Out::Message(line) => lock(&streams).push(n, line, false),
-            Out::Answer(line) => return lock(&streams).push(n, line, true),
-        }
     }
 }
