@@ -203,36 +203,33 @@ struct Recording {
 /// What `roots_and_exec` in [`denial_channels`] is.
 const ROOTS_AND_EXEC: &str = "an open outside the readable roots, a name made, removed or renamed in a directory outside the writable roots, or a program outside the exec allowlist (Landlock)";
 
-/// Per kind of denial at tier 2 (Landlock, mounts, seccomp, fanotify), which channel records
-/// it on this host, from what doctor found. At tier 1 the BPF LSM programs record file and
-/// exec denials themselves; the read-only binds' refusals are the recorder's at both tiers.
-fn denial_channels(p: &ChannelProbes) -> Vec<Recording> {
-    fn one(
-        kind: &'static str,
-        what: &'static str,
-        name: &'static str,
-        probe: Result<String, String>,
-    ) -> Recording {
-        match probe {
-            Ok(d) => Recording {
-                kind,
-                what,
-                channel: Some(name),
-                detail: d,
-            },
-            Err(e) => Recording {
-                kind,
-                what,
-                channel: None,
-                detail: format!("{name} unavailable: {e}"),
-            },
-        }
+/// A kind of denial and the channel that records it (`None` when `probe` failed).
+fn one(
+    kind: &'static str,
+    what: &'static str,
+    name: &'static str,
+    probe: Result<String, String>,
+) -> Recording {
+    match probe {
+        Ok(d) => Recording {
+            kind,
+            what,
+            channel: Some(name),
+            detail: d,
+        },
+        Err(e) => Recording {
+            kind,
+            what,
+            channel: None,
+            detail: format!("{name} unavailable: {e}"),
+        },
     }
-    let recorder = p.recorder.clone().map(|_| {
-        "the system call's result (EROFS, EBUSY, EACCES), read by the recorder".to_owned()
-    });
-    // Landlock's own records where they work, else the refused call's EACCES.
-    let roots = match (&p.landlock_audit, &p.recorder) {
+}
+
+/// The roots' and the exec allowlist's refusals at tier 2: Landlock's own records where they
+/// work, else the refused call's `EACCES`, read by the recorder.
+fn roots_and_exec(p: &ChannelProbes) -> Recording {
+    match (&p.landlock_audit, &p.recorder) {
         (Ok(d), _) => one(
             "roots_and_exec",
             ROOTS_AND_EXEC,
@@ -251,7 +248,17 @@ fn denial_channels(p: &ChannelProbes) -> Vec<Recording> {
             "landlock audit",
             Err(format!("{a}; raw_tp/sys_exit unavailable: {r}")),
         ),
-    };
+    }
+}
+
+/// Per kind of denial at tier 2 (Landlock, mounts, seccomp, fanotify), which channel records
+/// it on this host, from what doctor found. At tier 1 the BPF LSM programs record file and
+/// exec denials themselves; the read-only binds' refusals are the recorder's at both tiers.
+fn denial_channels(p: &ChannelProbes) -> Vec<Recording> {
+    let recorder = p.recorder.clone().map(|_| {
+        "the system call's result (EROFS, EBUSY, EACCES), read by the recorder".to_owned()
+    });
+    let roots = roots_and_exec(p);
     vec![
         one(
             "read_only_path",

@@ -112,15 +112,7 @@ pub(super) async fn start(
             stopped: false,
         },
     ));
-    let sandbox = &c.policy.sandbox;
-    let left = left_behind::Snapshot::take(
-        &sandbox
-            .writable
-            .iter()
-            .chain(&sandbox.root)
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    let left = left_behind_snapshot(&c.policy.sandbox);
     Ok(Live {
         prepared,
         handle,
@@ -138,6 +130,18 @@ pub(super) async fn start(
         denials,
         left,
     })
+}
+
+/// The files the agent could leave for the user's own tools, under its writable roots and
+/// its root, as they are before it starts.
+fn left_behind_snapshot(sandbox: &gatewayd_core::policy::Sandbox) -> left_behind::Snapshot {
+    let trees: Vec<_> = sandbox
+        .writable
+        .iter()
+        .chain(&sandbox.root)
+        .cloned()
+        .collect();
+    left_behind::Snapshot::take(&trees)
 }
 
 /// The task that reads the session's kernel events into records, counting denials (a
