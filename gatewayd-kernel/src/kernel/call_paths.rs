@@ -75,7 +75,7 @@ pub(crate) fn landlock_reason(path: &Path, call: &str, spec: &KernelSpec) -> Opt
     match call {
         "execve" | "execveat" => {
             let key = super::spec::inode_key(path).ok()?;
-            (spec.exec_enforced && !spec.exec_keys().contains(&key))
+            (spec.exec_enforced && !spec.exec.iter().any(|p| p.key == key))
                 .then_some(Reason::ExecNotAllowed)
         }
         "open" | "openat" | "openat2" => {
