@@ -234,3 +234,10 @@ pub(crate) fn test_result_counts(line: &str) -> Option<(u32, u32, u32)> {
 pub(crate) fn ns_each(line: &str) -> Option<f64> {
     line.split_whitespace().rev().nth(2)?.parse().ok()
 }
+
+/// The first `name` on PATH that is a file.
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}

@@ -143,10 +143,10 @@ fn copy_with_libs(src: &Path, root: &Path, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The inspected-egress test's server and client (`egress_l7.rs`): Debian's Python with its
+/// The inspected-egress test's server and clients (`egress_l7.rs`): Debian's Python with its
 /// standard library (no tests, no GUI; each extension module with its libraries) for the
-/// HTTPS server, and `git` with the helpers it runs from its exec path (`git http-backend`,
-/// `git remote-https`).
+/// HTTPS server, `node`, and `git` with the helpers it runs from its exec path
+/// (`git http-backend`, `git remote-https`).
 fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(root.join("usr/bin"))?;
     copy_with_libs(Path::new("/usr/bin/python3"), root, "usr/bin/python3")?;
@@ -169,6 +169,9 @@ fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
         let rel = path.strip_prefix("/").context("absolute")?;
         copy_with_libs(&path, root, &rel.display().to_string())?;
     }
+    // Node for the Node client, as the host has it (`setup` installs it).
+    let node = util::which("node").context("node, for the inspected-egress test's Node client")?;
+    copy_with_libs(&node, root, "bin/node")?;
     copy_with_libs(Path::new("/usr/bin/git"), root, "bin/git")?;
     std::fs::create_dir_all(root.join("usr/lib/git-core"))?;
     for helper in ["git-http-backend", "git-remote-http", "git-remote-https"] {

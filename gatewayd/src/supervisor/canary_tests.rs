@@ -193,3 +193,21 @@ async fn a_tool_call_with_a_decoy_is_refused_and_recorded_high_by_name_only() {
         .count();
     assert_eq!(lockdowns, 1);
 }
+
+#[test]
+fn a_decoy_in_a_name_is_found_and_scrubbed_in_any_case() {
+    // The proxy reads a TLS server name in lower case, and a tunnel through DNS may send a
+    // decoy so (an AWS key id loses nothing).
+    let dir = tempfile::tempdir().unwrap();
+    let (alarm, _w, all, _) = alarm(dir.path());
+    let key_id = &all[0].1;
+    let lower = format!("{}.exfil.test", key_id.to_ascii_lowercase());
+    let found = |n: &str| alarm.find(&[n]).and_then(|m| m.secret);
+    assert_eq!(found(&lower).as_deref(), Some("env:AWS_ACCESS_KEY_ID"));
+    assert_eq!(found("api.example.com"), None);
+    let shown = alarm.scrub(&lower);
+    assert!(
+        !shown.contains(&key_id.to_ascii_lowercase()) && shown.contains("exfil.test"),
+        "{shown}"
+    );
+}

@@ -3,11 +3,13 @@
 //! for its value on its own host only. The server: Python's standard `http.server` over TLS
 //! (a test CA from `openssl`), serving `git http-backend` (git's own smart-HTTP server) for
 //! smart HTTP and `/echo/...`, which answers the method, path and `Authorization` it received.
-//! The clients: real `curl`, real `git` (clone and push) and Python's `requests` (from `PyPI`:
-//! `cargo xtask` puts it in `GATEWAYD_PY_REQUESTS`, in the guests too). Every attempt is first
-//! shown working bare, with the same script, then under gatewayd: allowed, refused by method/path,
-//! refused by secret, a credential injected (the server sees the value, the agent's
-//! environment only the placeholder), the placeholder refused on another host.
+//! The clients: real `curl`, real `git` (clone and push), Python's `requests` (from `PyPI`:
+//! `cargo xtask` puts it in `GATEWAYD_PY_REQUESTS`, in the guests too) and Node's `https`
+//! (Debian's `node`, copied into the guests). Every attempt is first shown working bare, with
+//! the same script, then under gatewayd: allowed, refused by method/path, refused by secret, a
+//! credential injected (the server sees the value, the agent's environment only the
+//! placeholder), as a bearer token and inside `Basic` credentials, the placeholder refused on
+//! another host.
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
 
 use super::*;
@@ -230,6 +232,40 @@ go("py_cred", "GET", base + "/echo/c", headers=bearer)
 go("py_leak", "GET", other + "/echo/l", headers=bearer)
 "#;
 
+/// The Node client: `https.request`, trusting `NODE_EXTRA_CA_CERTS`, with a `lookup` that
+/// stands in for DNS as the Python client's does. Lines as the Python client's, `node_NAME`.
+const NODE_CLIENT: &str = r#"
+const https = require("https"), dns = require("dns");
+const [ip, port, secret] = process.argv.slice(2);
+function lookup(host, opts, cb) {
+  if (!host.endsWith(".l7.test")) return dns.lookup(host, opts, cb);
+  if (opts && opts.all) return cb(null, [{ address: ip, family: 4 }]);
+  return cb(null, ip, 4);
+}
+function go(name, method, url, headers, body) {
+  return new Promise((done) => {
+    const req = https.request(url, { method, headers, lookup, timeout: 20000 }, (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => { console.log(name, text.split("\n")[0]); done(); });
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", (e) => { console.log(name, "error", e.code || e.message); done(); });
+    req.end(body);
+  });
+}
+(async () => {
+  const base = "https://git.l7.test:" + port, other = "https://other.l7.test:" + port;
+  const bearer = { Authorization: "Bearer " + (process.env.GH_TOKEN || "") };
+  const form = { "Content-Type": "application/x-www-form-urlencoded" };
+  await go("node_get", "GET", base + "/echo/a", {});
+  await go("node_post", "POST", base + "/echo/p", form, "x=1");
+  await go("node_secret", "GET", base + "/echo/s", { "X-Note": secret });
+  await go("node_cred", "GET", base + "/echo/c", bearer);
+  await go("node_leak", "GET", other + "/echo/l", bearer);
+})();
+"#;
+
 /// Where `requests` and what it needs lie (`cargo xtask` says).
 fn py_requests() -> PathBuf {
     PathBuf::from(
@@ -254,6 +290,8 @@ fn script(dir: &Scratch) -> String {
     let clone = dir.path("clone");
     let py = dir.path("client.py");
     std::fs::write(&py, PY_CLIENT).unwrap();
+    let js = dir.path("client.js");
+    std::fs::write(&js, NODE_CLIENT).unwrap();
     let python = format!(
         "PYTHONPATH={} /usr/bin/python3 {} {SERVER_IP} {PORT} {SECRET}",
         py_requests().display(),
@@ -261,12 +299,15 @@ fn script(dir: &Scratch) -> String {
     );
     format!(
         r#"{python}
+node {js} {SERVER_IP} {PORT} {SECRET}
 echo "get $({curl} {base}/echo/a 2>&1 | head -n1)"
 echo "post $({curl} -d x=1 {base}/echo/p 2>&1 | head -n1)"
 echo "secret $({curl} -H 'X-Note: {SECRET}' {base}/echo/s 2>&1 | head -n1)"
 echo "secret_b64 $({curl} -d "n=$(printf %s '{SECRET}' | base64)" {other}/echo/s 2>&1 | head -n1)"
 echo "cred $({curl} -H "Authorization: Bearer $GH_TOKEN" {base}/echo/c 2>&1 | head -n1)"
 echo "leak $({curl} -H "Authorization: Bearer $GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
+echo "basic $({curl} -u "x-access-token:$GH_TOKEN" {base}/echo/c 2>&1 | head -n1)"
+echo "basic_leak $({curl} -u "x-access-token:$GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
 echo "big_head $({curl} -o /dev/null -w '%{{http_code}}' -H "X-Pad: $(printf %0100000d 0)" {base}/echo/b 2>/dev/null)"
 echo "env_token $GH_TOKEN"
 rm -rf {c}
@@ -274,7 +315,8 @@ if {git} clone -q {base}/git/repo.git {c} 2>/dev/null; then echo "clone $(cat {c
 cd {c} 2>/dev/null && echo more >> README && {git} commit -qam second
 if {git} push -q origin HEAD:main 2>/dev/null; then echo "push ok"; else echo "push fail"; fi
 "#,
-        c = clone.display()
+        c = clone.display(),
+        js = js.display()
     )
 }
 
@@ -328,13 +370,14 @@ fn assert_records(audit: &Path) {
 
 /// Bare: every attempt works (the test CA trusted by curl and git, the real credential in
 /// `GH_TOKEN`); the server's own limit refuses the 100 KB header.
-fn bare(sh: &str, ca: &Path) {
+fn bare(sh: &str, ca: &Path) -> std::collections::BTreeMap<String, String> {
     let bare = Command::new("sh")
         .args(["-c", sh])
         .env("GH_TOKEN", REAL)
         .env("CURL_CA_BUNDLE", ca)
         .env("GIT_SSL_CAINFO", ca)
         .env("REQUESTS_CA_BUNDLE", ca)
+        .env("NODE_EXTRA_CA_CERTS", ca)
         .output()
         .unwrap();
     let text = stdout(&bare);
@@ -361,15 +404,21 @@ fn bare(sh: &str, ca: &Path) {
     );
     assert_eq!(b["clone"], "hello from the repo", "{text}");
     assert_eq!(b["push"], "ok", "{text}");
-    for (name, curl) in [("get", "get"), ("post", "post"), ("secret", "secret")] {
-        assert_eq!(
-            b[&format!("py_{name}")],
-            b[curl],
-            "requests as curl: {text}"
-        );
+    assert!(
+        b["basic"].starts_with("GET /echo/c auth=Basic ")
+            && b["basic_leak"].contains("auth=Basic "),
+        "{text}"
+    );
+    for client in ["py", "node"] {
+        for name in ["get", "post", "secret", "cred", "leak"] {
+            assert_eq!(
+                b[&format!("{client}_{name}")],
+                b[name],
+                "{client} as curl: {text}"
+            );
+        }
     }
-    assert_eq!(b["py_cred"], b["cred"], "{text}");
-    assert_eq!(b["py_leak"], b["leak"], "{text}");
+    b
 }
 
 #[test]
@@ -385,7 +434,7 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     let _server = server(&dir);
     let sh = script(&dir);
 
-    bare(&sh, &ca);
+    let b = bare(&sh, &ca);
 
     // Under gatewayd: the agent is given the session's bundle and the placeholder only.
     let policy = write_policy(&dir, policy(&ca));
@@ -431,15 +480,24 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         "git clone allowed: {text}"
     );
     assert_eq!(g["push"], "fail", "git push refused: {text}");
-    // Python's requests, trusting the session's bundle through REQUESTS_CA_BUNDLE.
-    assert_eq!(g["py_get"], g["get"], "requests allowed: {text}");
-    for n in ["py_post", "py_secret", "py_leak"] {
-        refused(n, "requests");
+    // Inside `Basic` credentials (`curl -u`, git's credential helpers): the server sees what
+    // it sees bare, the real credential.
+    assert_eq!(g["basic"], b["basic"], "Basic, credential injected: {text}");
+    refused("basic_leak", "placeholder in Basic elsewhere");
+    // Python's requests and Node's https, trusting the session's bundle through
+    // REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS.
+    for client in ["py", "node"] {
+        let at = |name: &str| &g[&format!("{client}_{name}")];
+        assert_eq!(at("get"), &g["get"], "{client} allowed: {text}");
+        for n in ["post", "secret", "leak"] {
+            refused(&format!("{client}_{n}"), client);
+        }
+        assert_eq!(
+            at("cred"),
+            &g["cred"],
+            "{client}, credential injected: {text}"
+        );
     }
-    assert_eq!(
-        g["py_cred"], g["cred"],
-        "requests, credential injected: {text}"
-    );
 
     assert_records(&audit);
     assert!(verify(&audit).status.success());

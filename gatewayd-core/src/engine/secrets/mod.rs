@@ -127,6 +127,10 @@ impl SecretMemo {
 pub struct SecretSet {
     /// The matcher of the exact forms (None: no values, or it could not be built).
     forms: Option<ExactForms>,
+    /// The plain values in any ASCII case, for [`scrub`](Self::scrub) alone: a secret found
+    /// normalised (a name in lower case, as DNS and TLS server names travel) is not written
+    /// down either.
+    folded_plain: Option<ExactForms>,
     /// The matcher could not be built: fail closed.
     broken: bool,
     /// Each form (lower-cased if case-insensitive) → (secret name, encoding).
@@ -183,9 +187,25 @@ impl SecretSet {
                 None => (None, true),
             }
         };
+        let plain: Vec<String> = items
+            .iter()
+            .map(|(_, v)| v.clone())
+            .filter(|v| v.is_ascii() && v.bytes().any(|b| b.is_ascii_alphabetic()))
+            .collect();
+        for (name, value) in items.iter().filter(|(_, v)| plain.contains(v)) {
+            by_form
+                .entry(value.to_ascii_lowercase())
+                .or_insert_with(|| (name.clone(), "plain"));
+        }
+        let folded_plain = if plain.is_empty() {
+            None
+        } else {
+            build(&[], &plain)
+        };
         let index = FragmentIndex::new(&items.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>());
         SecretSet {
             forms,
+            folded_plain,
             broken,
             by_form,
             names: items.iter().map(|(n, _)| n.clone()).collect(),
@@ -250,12 +270,23 @@ impl SecretSet {
         None
     }
 
-    /// `s` with every form of every secret replaced by `[REDACTED:name]`.
+    /// `s` with every form of every secret replaced by `[REDACTED:name]`, and each plain
+    /// value in any ASCII case.
     pub fn scrub<'a>(&self, s: &'a str) -> Cow<'a, str> {
         match &self.forms {
             None if self.broken => Cow::Owned("[REDACTED:secrets]".into()),
             None => Cow::Borrowed(s),
-            Some(forms) => forms.replace_all(s, |m| format!("[REDACTED:{}]", self.name_of(m))),
+            Some(forms) => {
+                let redact = |m: &str| format!("[REDACTED:{}]", self.name_of(m));
+                let once = forms.replace_all(s, redact);
+                let Some(folded) = &self.folded_plain else {
+                    return once;
+                };
+                match folded.replace_all(&once, redact) {
+                    Cow::Borrowed(_) => once,
+                    Cow::Owned(twice) => Cow::Owned(twice),
+                }
+            }
         }
     }
 
@@ -402,5 +433,21 @@ mod tests {
         );
         assert!(s.find("nothing to see here").is_none());
         assert_eq!(s.scrub(&format!("x {v} y")), "x [REDACTED:stripe] y");
+    }
+
+    #[test]
+    fn a_secret_is_scrubbed_in_any_ascii_case() {
+        // A name travels in lower case (DNS, a TLS server name): the matcher finds the
+        // secret there normalised, and the record must not hold it either.
+        let v = "AKIAQYLPMN5HFIQR7XYZ";
+        let s = SecretSet::new(&[("aws".into(), v.into())]);
+        let name = format!("{}.exfil.test", v.to_ascii_lowercase());
+        assert!(s.find(&name).is_none(), "the exact forms: case matters");
+        assert_eq!(s.scrub(&name), "[REDACTED:aws].exfil.test");
+        assert_eq!(
+            s.scrub(&format!("{v} and AkIaQyLpMn5HfIqR7xYz")),
+            "[REDACTED:aws] and [REDACTED:aws]"
+        );
+        assert_eq!(s.scrub("nothing here"), "nothing here");
     }
 }

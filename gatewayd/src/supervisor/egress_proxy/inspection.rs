@@ -9,6 +9,7 @@ use std::{
     sync::Arc,
 };
 
+use base64::{Engine as _, prelude::BASE64_STANDARD};
 use gatewayd_core::{
     engine::{
         sandbox::host_matches,
@@ -188,17 +189,11 @@ impl Inspection {
         let mut texts: Vec<String> = vec![target.to_owned(), body.into_owned()];
         for (name, value) in headers.iter() {
             let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            let bound = self.placeholders.iter().find(|p| {
-                v.contains(&p.value)
-                    && name.as_str().eq_ignore_ascii_case(&p.header)
-                    && host_matches(&p.host, host)
-                    && p.port.is_none_or(|q| q == port)
-            });
-            match bound {
+            match self.swapped(name.as_str(), &v, (host, port)) {
                 // Swapped: the rest of the value is still looked at.
-                Some(p) => {
-                    texts.push(format!("{name}: {}", v.replace(&p.value, "")));
-                    swap.push((name.clone(), v.replace(&p.value, &p.real)));
+                Some(Swapped { rest, real }) => {
+                    texts.push(format!("{name}: {rest}"));
+                    swap.push((name.clone(), real));
                 }
                 None => texts.push(format!("{name}: {v}")),
             }
@@ -246,6 +241,53 @@ impl Inspection {
         }
         Ok(())
     }
+}
+
+/// A header value whose placeholder is swapped: the value without the placeholder (checked
+/// for secrets) and with the real credential (sent).
+#[derive(Debug, PartialEq, Eq)]
+struct Swapped {
+    rest: String,
+    real: String,
+}
+
+impl Inspection {
+    /// The value of header `name` with the placeholder bound to this header on `host:port`
+    /// swapped for its credential: where it stands as it is, or inside `Basic` credentials
+    /// (base64 of `user:password`, as `curl -u` and git's credential helpers send them),
+    /// decoded, swapped and encoded again. `None`: no placeholder bound here.
+    fn swapped(&self, name: &str, value: &str, (host, port): (&str, u16)) -> Option<Swapped> {
+        let basic = basic_credentials(value);
+        let p = self.placeholders.iter().find(|p| {
+            name.eq_ignore_ascii_case(&p.header)
+                && host_matches(&p.host, host)
+                && p.port.is_none_or(|q| q == port)
+                && (value.contains(&p.value)
+                    || basic.as_ref().is_some_and(|b| b.contains(&p.value)))
+        })?;
+        if value.contains(&p.value) {
+            return Some(Swapped {
+                rest: value.replace(&p.value, ""),
+                real: value.replace(&p.value, &p.real),
+            });
+        }
+        let decoded = basic?;
+        let encoded = BASE64_STANDARD.encode(decoded.replace(&p.value, &p.real));
+        Some(Swapped {
+            rest: format!("Basic {}", decoded.replace(&p.value, "")),
+            real: format!("Basic {encoded}"),
+        })
+    }
+}
+
+/// `user:password` of a `Basic` value (the scheme in any case), when it decodes to text.
+fn basic_credentials(value: &str) -> Option<String> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let bytes = BASE64_STANDARD.decode(token.trim()).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// A placeholder per `inject` of the policy (credentials that do not resolve are an error:

@@ -161,3 +161,52 @@ fn plain_heads_to_other_hosts() {
         None
     );
 }
+
+#[test]
+fn a_placeholder_inside_basic_credentials_is_swapped_there_only() {
+    let (i, p, _d) = prepared();
+    let ph = i
+        .env()
+        .into_iter()
+        .find(|(k, _)| k == "GH_TOKEN")
+        .unwrap()
+        .1;
+    let b64 = |s: String| gatewayd_core::engine::secrets::base64(s.as_bytes());
+    let (git, other) = (&p.network.egress[0], &p.network.egress[1]);
+    let check =
+        |e, h, hs: &mut HeaderMap| i.check(e, h, ("GET", "/"), hs, b"").map_err(|r| r.reason);
+    // As a password (git's credential helpers, `curl -u`) and as a user, scheme in any case.
+    for (sent, got) in [
+        (
+            format!("Basic {}", b64(format!("x-access-token:{ph}"))),
+            format!("Basic {}", b64(format!("x-access-token:{REAL}"))),
+        ),
+        (
+            format!("basic {}", b64(format!("{ph}:x-oauth-basic"))),
+            format!("Basic {}", b64(format!("{REAL}:x-oauth-basic"))),
+        ),
+    ] {
+        let mut h = headers(&[("authorization", &sent)]);
+        assert_eq!(check(git, ("git.test", 443), &mut h), Ok(()), "{sent}");
+        assert_eq!(h["authorization"], got.as_str());
+        // To a host it is not bound to: refused, found in the base64.
+        let mut h = headers(&[("authorization", &sent)]);
+        assert_eq!(
+            check(other, ("a.other.test", 443), &mut h),
+            Err("egress_placeholder")
+        );
+        assert_eq!(h["authorization"], sent.as_str(), "left as it was");
+    }
+    // The rest of the credentials is still checked for secrets.
+    let mut h = headers(&[(
+        "authorization",
+        &format!("Basic {}", b64(format!("{SECRET}:{ph}"))),
+    )]);
+    assert_eq!(check(git, ("git.test", 443), &mut h), Err("egress_secret"));
+    // Not `Basic`, or not base64: nothing to swap, and the placeholder is misplaced.
+    let mut h = headers(&[("x-token", &format!("Basic {}", b64(format!("u:{ph}"))))]);
+    assert_eq!(
+        check(git, ("git.test", 443), &mut h),
+        Err("egress_placeholder")
+    );
+}
