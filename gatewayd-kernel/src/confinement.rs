@@ -205,13 +205,18 @@ impl Confinement {
         match &plan.landlock {
             LandlockUse::Fallback if program_tier != Tier::CgroupLandlock => None,
             LandlockUse::Fallback => Some(
+                // The agent's seccomp filter refuses every mount call.
                 Ruleset::build(&if plan.learn {
-                    FsPolicy::default()
+                    FsPolicy {
+                        mounts_refused_by_seccomp: true,
+                        ..FsPolicy::default()
+                    }
                 } else {
                     FsPolicy {
                         exec: self.policy.sandbox.exec.clone(),
                         roots: FsRoots::of(&self.policy.sandbox),
                         program: plan.program.map(Path::to_owned),
+                        mounts_refused_by_seccomp: true,
                     }
                 })
                 .map(|rs| {
@@ -220,7 +225,14 @@ impl Confinement {
                     } else {
                         ""
                     };
-                    let state = format!("applied (ABI {}, {} rules{scoped})", rs.abi, rs.rules);
+                    let state = if rs.handles_files() {
+                        format!("applied (ABI {}, {} rules{scoped})", rs.abi, rs.rules)
+                    } else {
+                        format!(
+                            "applied (ABI {}, no file right restricted{scoped}; the seccomp filter keeps the mounts)",
+                            rs.abi
+                        )
+                    };
                     (rs, state)
                 }),
             ),

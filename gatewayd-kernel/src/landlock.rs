@@ -17,8 +17,11 @@
 //! reach one made outside its domain; path-named sockets have no Landlock right up to ABI 7,
 //! see docs/KERNEL.md); Landlock itself forbids a sandboxed process
 //! to ptrace anything outside its domain (which also closes `/proc/PID/root` of processes
-//! outside the agent's mount namespace) and to change the mount tree, so the hiding mounts
-//! stay.
+//! outside the agent's mount namespace) and, while its ruleset handles a file right, to
+//! change the mount tree, so the hiding mounts stay. From ABI 6, an agent's ruleset with
+//! nothing to restrict in the file system (no roots, no exec allowlist) handles no file
+//! right, only its scopes: its file hooks then cost the agent's opens nothing, and the
+//! agent's seccomp filter, which refuses every mount call, keeps the mounts in place.
 //!
 //! A tool server's allowlist ([`Ruleset::build_allowlist`]) expands its allowed trees around
 //! the protected paths: every entry that does not lead to a protected path gets a rule for
@@ -124,6 +127,10 @@ pub struct FsPolicy {
     /// readable (Landlock needs `READ_FILE` to execute a file; at tier 1 an exec open is
     /// not a read).
     pub program: Option<PathBuf>,
+    /// The process's seccomp filter refuses every mount call (the agent's does; a tool
+    /// server has none): then, from ABI 6, a ruleset with no file right to restrict handles
+    /// none ([`Ruleset::build`]).
+    pub mounts_refused_by_seccomp: bool,
 }
 
 /// The write rights of `abi`: everything a writable root grants beyond reading (making,
@@ -183,7 +190,34 @@ fn canonical(paths: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The file rights an agent's ruleset of `abi` handles when it grants `slash` beneath `/`.
+/// A right granted beneath `/` restricts nothing, so the ruleset leaves it unhandled: an
+/// open that asks only for unhandled rights costs Landlock no walk up to `/`. REFER stays
+/// handled and granted: unhandled, it would forbid every move of a file to another
+/// directory. (ABI 1 has no REFER: there, a ruleset handling nothing is refused and would not
+/// keep the mounts in place, so it handles everything.) With nothing to restrict and the
+/// mounts kept by seccomp, from ABI 6 it handles no file right, only its scopes: its domain
+/// still scopes signals and abstract Unix sockets and forbids ptrace outside it, while
+/// Landlock's file and mount hooks pass the process by (an open costs about 170 ns less:
+/// docs/internals/KERNEL.md).
+fn handled_rights(abi: u32, slash: u64, mounts_refused_by_seccomp: bool) -> u64 {
+    let all = all_fs_rights(abi);
+    let restricted = all & !slash;
+    if restricted == 0 && abi >= 6 && mounts_refused_by_seccomp {
+        return 0;
+    }
+    match restricted | (all & REFER) {
+        0 => all,
+        some => some,
+    }
+}
+
 impl Ruleset {
+    /// Whether it restricts any filesystem right (none: its domain only scopes).
+    pub fn handles_files(&self) -> bool {
+        self.handled != 0
+    }
+
     /// Builds the agent's ruleset for `policy`: every right beneath `/`, but `EXECUTE`
     /// only on the listed binaries and their ELF interpreters when `policy.exec` lists any,
     /// and, with roots, reading only beneath the read roots and writing only beneath the
@@ -200,15 +234,7 @@ impl Ruleset {
         if policy.roots.write.is_some() {
             slash &= !write_rights(abi);
         }
-        // A right granted beneath `/` restricts nothing, so the ruleset leaves it unhandled:
-        // an open that asks only for unhandled rights costs Landlock no walk up to `/`.
-        // REFER stays handled and granted: unhandled, it would forbid every move of a file
-        // to another directory. (ABI 1 has no REFER: there, a ruleset handling nothing is
-        // refused and would not keep the mounts in place, so it handles everything.)
-        let handled = match (all & !slash) | (all & REFER) {
-            0 => all,
-            some => some,
-        };
+        let handled = handled_rights(abi, slash, policy.mounts_refused_by_seccomp);
         let mut rs = Ruleset::create(abi, handled)?;
         rs.add(Path::new("/"), slash)?;
         // The kernel opens a dynamic binary's ELF interpreter (PT_INTERP) for execution
@@ -562,6 +588,20 @@ mod tests {
         assert_eq!(write_rights(5), 0x7ff2);
         assert_eq!(write_rights(1), 0x1ff2);
         assert_eq!(write_rights(5) & (READ | EXECUTE | IOCTL_DEV), 0);
+    }
+
+    #[test]
+    fn a_ruleset_handles_only_what_it_restricts() {
+        let all = all_fs_rights(6);
+        // Nothing restricted: REFER alone, or nothing from ABI 6 where seccomp keeps the
+        // mounts (the agent); ABI 1 has no REFER and handles everything.
+        assert_eq!(handled_rights(6, all, false), REFER);
+        assert_eq!(handled_rights(6, all, true), 0);
+        assert_eq!(handled_rights(5, all_fs_rights(5), true), REFER);
+        assert_eq!(handled_rights(1, all_fs_rights(1), true), all_fs_rights(1));
+        // An exec allowlist or roots: what they restrict, and REFER.
+        assert_eq!(handled_rights(6, all & !EXECUTE, true), EXECUTE | REFER);
+        assert_eq!(handled_rights(6, all & !READ, true), READ | REFER);
     }
 
     #[test]
