@@ -41,6 +41,7 @@ pub(crate) mod ca;
 mod dns;
 mod inspection;
 mod l7;
+mod l7_body;
 mod peek;
 mod splice;
 mod tcp;

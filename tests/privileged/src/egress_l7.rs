@@ -34,7 +34,19 @@ import http.server, os, ssl, subprocess, sys
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def body(self):
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        n, got = int(self.headers.get("Content-Length") or 0), b""
+        try:
+            while len(got) < n:
+                part = self.rfile.read(min(1 << 16, n - len(got)))
+                if not part:
+                    break
+                got += part
+        except OSError:
+            pass
+        if os.environ["GW_WATCH"].encode() in got:
+            with open(os.environ["GW_LEAKS"], "a") as f:
+                f.write(self.path + "\n")
+        return got
     def reply(self, status, headers, out):
         self.send_response(status)
         for k, v in headers:
@@ -187,6 +199,8 @@ pub(crate) fn server(dir: &Scratch) -> Servers {
         .arg(dir.path("srv.pem"))
         .arg(dir.path("srv.key"))
         .current_dir(&root)
+        .env("GW_WATCH", SECRET)
+        .env("GW_LEAKS", dir.path("leaks"))
         .env("GIT_CONFIG_COUNT", "1")
         .env("GIT_CONFIG_KEY_0", "http.receivepack")
         .env("GIT_CONFIG_VALUE_0", "true")
@@ -310,13 +324,19 @@ echo "basic $({curl} -u "x-access-token:$GH_TOKEN" {base}/echo/c 2>&1 | head -n1
 echo "basic_leak $({curl} -u "x-access-token:$GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
 echo "big_head $({curl} -o /dev/null -w '%{{http_code}}' -H "X-Pad: $(printf %0100000d 0)" {base}/echo/b 2>/dev/null)"
 echo "env_token $GH_TOKEN"
+yes 'the quick brown fox jumps over the lazy dog' | head -c 12000000 > {big}
+{{ head -c 10000000 {big}; printf %s '{SECRET}'; head -c 2000000 {big}; }} > {bigs}
+echo "big $({curl} --max-time 120 --data-binary @{big} {other}/echo/big 2>&1 | head -n1)"
+echo "big_secret $({curl} --max-time 120 --data-binary @{bigs} {other}/echo/bigs 2>&1 | head -n1)"
 rm -rf {c}
 if {git} clone -q {base}/git/repo.git {c} 2>/dev/null; then echo "clone $(cat {c}/README)"; else echo "clone fail"; fi
 cd {c} 2>/dev/null && echo more >> README && {git} commit -qam second
 if {git} push -q origin HEAD:main 2>/dev/null; then echo "push ok"; else echo "push fail"; fi
 "#,
         c = clone.display(),
-        js = js.display()
+        js = js.display(),
+        big = dir.path("big").display(),
+        bigs = dir.path("bigs").display(),
     )
 }
 
@@ -359,6 +379,12 @@ fn assert_records(audit: &Path) {
     );
     let secret = with("egress_secret");
     assert!(secret.len() >= 2, "{secret:#?}");
+    assert!(
+        secret
+            .iter()
+            .any(|r| r["detail"]["path"] == "/echo/bigs" && r["detail"]["host"] == "other.l7.test"),
+        "the large body's second window: {secret:#?}"
+    );
     let leak = with("egress_placeholder");
     assert!(
         leak.iter().any(|r| r["detail"]["host"] == "other.l7.test"),
@@ -409,6 +435,17 @@ fn bare(sh: &str, ca: &Path) -> std::collections::BTreeMap<String, String> {
             && b["basic_leak"].contains("auth=Basic "),
         "{text}"
     );
+    // Bodies over the proxy's 8 MiB window; the second carries the secret, which the
+    // server sees (and notes in `leaks`).
+    assert_eq!(b["big"], "POST /echo/big auth=None body=12000000", "{text}");
+    assert_eq!(
+        b["big_secret"],
+        format!(
+            "POST /echo/bigs auth=None body={}",
+            12_000_000 + SECRET.len()
+        ),
+        "{text}"
+    );
     for client in ["py", "node"] {
         for name in ["get", "post", "secret", "cred", "leak"] {
             assert_eq!(
@@ -435,6 +472,13 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     let sh = script(&dir);
 
     let b = bare(&sh, &ca);
+    let leaks = dir.path("leaks");
+    assert_eq!(
+        std::fs::read_to_string(&leaks).unwrap_or_default(),
+        "/echo/bigs\n",
+        "bare, the large body's secret reached the server"
+    );
+    std::fs::remove_file(&leaks).unwrap();
 
     // Under gatewayd: the agent is given the session's bundle and the placeholder only.
     let policy = write_policy(&dir, policy(&ca));
@@ -484,6 +528,19 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     // it sees bare, the real credential.
     assert_eq!(g["basic"], b["basic"], "Basic, credential injected: {text}");
     refused("basic_leak", "placeholder in Basic elsewhere");
+    // A body over 8 MiB goes on as its windows pass; the one whose second window holds the
+    // secret is refused there (curl sees the 403, or the reset if it was still sending), and
+    // the server never gets the secret.
+    assert_eq!(g["big"], b["big"], "a large body passes: {text}");
+    assert!(
+        !g["big_secret"].starts_with("POST /echo/bigs"),
+        "the large body with a secret: {text}"
+    );
+    assert!(
+        !leaks.exists(),
+        "the secret reached the server: {:?}",
+        std::fs::read_to_string(&leaks)
+    );
     // Python's requests and Node's https, trusting the session's bundle through
     // REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS.
     for client in ["py", "node"] {

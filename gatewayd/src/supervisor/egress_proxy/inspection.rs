@@ -53,6 +53,8 @@ pub(crate) struct Inspection {
     placeholders: Vec<Placeholder>,
     /// The placeholders as a secret set, to find them encoded too.
     placeholder_set: SecretSet,
+    /// The longest secret, credential or placeholder, in bytes.
+    longest_value: usize,
     /// The directory of the agent's bundle (removed on drop) and the bundle.
     dir: PathBuf,
     bundle: PathBuf,
@@ -100,7 +102,14 @@ impl Inspection {
             .collect();
         let dir = runtime_dir.join(format!("{session}.ca"));
         let bundle = dir.join("ca-bundle.pem");
+        let longest_value = items
+            .iter()
+            .map(|(_, v)| v.len())
+            .chain(named.iter().map(|(_, v)| v.len()))
+            .max()
+            .unwrap_or(0);
         let made = Inspection {
+            longest_value,
             client,
             secrets: SecretSet::new(&items),
             placeholder_set: SecretSet::new(&named),
@@ -199,33 +208,7 @@ impl Inspection {
             }
         }
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        if let Some(m) = self
-            .placeholder_set
-            .find_in_call(&refs, &EgressWindow::new())
-        {
-            let which = m.secret.unwrap_or(m.encoding);
-            return Err(Refusal {
-                reason: "egress_placeholder",
-                why: format!(
-                    "the request carries the credential {which} where it is not bound (found as it is or encoded; it is swapped for the real value only in its own header on its own host)"
-                ),
-            });
-        }
-        if !self.secrets.is_empty()
-            && let Some(m) = self.secrets.find_in_call(&refs, &EgressWindow::new())
-        {
-            let why = match m.secret {
-                Some(name) => format!(
-                    "the request contains the registered secret `{name}` (found as {})",
-                    m.encoding
-                ),
-                None => format!("the request cannot be checked for secrets ({})", m.encoding),
-            };
-            return Err(Refusal {
-                reason: "egress_secret",
-                why,
-            });
-        }
+        self.check_texts(&refs)?;
         for (name, v) in swap {
             match hyper::header::HeaderValue::from_str(&v) {
                 Ok(v) => {
@@ -238,6 +221,51 @@ impl Inspection {
                     });
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A later part of a request body too large to check whole (after [`Self::check`] of
+    /// the request with its first part): placeholders, then secrets.
+    pub(crate) fn check_body_part(&self, part: &[u8]) -> Result<(), Refusal> {
+        self.check_texts(&[&String::from_utf8_lossy(part)])
+    }
+
+    /// The most bytes one form of a secret or placeholder can take in a request (a value's
+    /// percent-encoding: three bytes a byte), so that a window of a body that overlaps the
+    /// one before by this much holds each occurrence whole.
+    pub(crate) fn longest_form(&self) -> usize {
+        3 * self.longest_value
+    }
+
+    /// Placeholders (none may be left), then secrets, in `refs`.
+    fn check_texts(&self, refs: &[&str]) -> Result<(), Refusal> {
+        if let Some(m) = self
+            .placeholder_set
+            .find_in_call(refs, &EgressWindow::new())
+        {
+            let which = m.secret.unwrap_or(m.encoding);
+            return Err(Refusal {
+                reason: "egress_placeholder",
+                why: format!(
+                    "the request carries the credential {which} where it is not bound (found as it is or encoded; it is swapped for the real value only in its own header on its own host)"
+                ),
+            });
+        }
+        if !self.secrets.is_empty()
+            && let Some(m) = self.secrets.find_in_call(refs, &EgressWindow::new())
+        {
+            let why = match m.secret {
+                Some(name) => format!(
+                    "the request contains the registered secret `{name}` (found as {})",
+                    m.encoding
+                ),
+                None => format!("the request cannot be checked for secrets ({})", m.encoding),
+            };
+            return Err(Refusal {
+                reason: "egress_secret",
+                why,
+            });
         }
         Ok(())
     }

@@ -210,3 +210,22 @@ fn a_placeholder_inside_basic_credentials_is_swapped_there_only() {
         Err("egress_placeholder")
     );
 }
+
+#[test]
+fn a_later_part_of_a_large_body_is_checked_for_placeholders_and_secrets() {
+    let (i, _, _d) = prepared();
+    let ph = i
+        .env()
+        .into_iter()
+        .find(|(k, _)| k == "GH_TOKEN")
+        .unwrap()
+        .1;
+    let part = |s: String| i.check_body_part(s.as_bytes()).map_err(|r| r.reason);
+    assert_eq!(part("plain words ".repeat(1000)), Ok(()));
+    assert_eq!(part(format!("x={ph}&y=1")), Err("egress_placeholder"));
+    assert_eq!(part(format!("note: {SECRET}")), Err("egress_secret"));
+    assert!(
+        i.longest_form() >= 3 * ph.len().max(SECRET.len()),
+        "a window overlap holds any form whole"
+    );
+}

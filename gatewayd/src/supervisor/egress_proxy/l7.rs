@@ -10,12 +10,13 @@ use std::{
     task::{Context, Poll},
 };
 
-use http_body_util::{BodyExt as _, Either, Full, Limited};
+use http_body_util::{BodyExt as _, Either, Full, combinators::UnsyncBoxBody};
 use hyper::{
     Request, Response, StatusCode,
     body::{Bytes, Incoming},
     client::conn::http1::SendRequest,
     header::{CONNECTION, CONTENT_TYPE},
+    http::request::Parts,
 };
 use hyper_util::rt::TokioIo;
 use serde_json::json;
@@ -25,10 +26,12 @@ use tokio::{
     sync::Mutex,
 };
 
-use super::{FIRST_BYTES, Shared, connect, inspection::Refusal};
+use super::{
+    FIRST_BYTES, Shared, connect,
+    inspection::Refusal,
+    l7_body::{self, Channel, FirstRead, MAX_BODY, Part, Windows},
+};
 
-/// The largest request body read (and checked); a larger one is refused.
-pub(super) const MAX_BODY: usize = 8 * 1024 * 1024;
 /// The largest request head the proxy reads from the agent.
 const MAX_HEAD_BUF: usize = 64 * 1024;
 
@@ -44,6 +47,8 @@ pub(super) struct Conn {
 }
 
 type Body = Either<Incoming, Full<Bytes>>;
+/// A request body toward the server: whole, or a large one as it is checked.
+type UpBody = UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// Serves the agent's connection (`head`: the bytes already read from it) until either side
 /// closes or the session is locked down.
@@ -86,7 +91,7 @@ pub(super) async fn serve(agent: TcpStream, head: Vec<u8>, conn: Conn, shared: A
 async fn open_upstream(
     conn: &Conn,
     client: &Arc<rustls::ClientConfig>,
-) -> Result<SendRequest<Full<Bytes>>, String> {
+) -> Result<SendRequest<UpBody>, String> {
     let tcp = connect(conn.target).await.map_err(|e| e.to_string())?;
     if !conn.tls {
         return handshake(tcp).await;
@@ -100,7 +105,7 @@ async fn open_upstream(
     handshake(tls).await
 }
 
-async fn handshake<S>(io: S) -> Result<SendRequest<Full<Bytes>>, String>
+async fn handshake<S>(io: S) -> Result<SendRequest<UpBody>, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -111,7 +116,7 @@ where
     Ok(sender)
 }
 
-async fn http<S>(io: S, upstream: SendRequest<Full<Bytes>>, conn: Arc<Conn>, shared: Arc<Shared>)
+async fn http<S>(io: S, upstream: SendRequest<UpBody>, conn: Arc<Conn>, shared: Arc<Shared>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -169,17 +174,17 @@ async fn request(
                 .into(),
         );
     }
-    let body = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_none() =>
-        {
-            return answer(StatusCode::BAD_REQUEST, format!("the request body: {e}"));
-        }
-        Err(_) => return too_large(shared, detail).await,
+    let mut body = body;
+    let first = match l7_body::read_first(&mut body, MAX_BODY).await {
+        Ok(f) => f,
+        Err(e) => return answer(StatusCode::BAD_REQUEST, format!("the request body: {e}")),
     };
-    if let Some(message) = canary(&parts, &body, &detail, shared).await {
+    let whole: &[u8] = match &first {
+        FirstRead::Whole(b) => b,
+        FirstRead::Large(v) => v,
+    };
+    // The request with its body, or with a large body's first window.
+    if let Some(message) = canary(&parts, whole, &detail, shared).await {
         return answer(StatusCode::FORBIDDEN, format!("gatewayd {message}."));
     }
     let entry = shared.inspected_entry(conn.entry);
@@ -189,7 +194,7 @@ async fn request(
             (&conn.host, conn.port),
             (&method, &target),
             &mut parts.headers,
-            &body,
+            whole,
         ),
         _ => Ok(()),
     };
@@ -200,13 +205,113 @@ async fn request(
     if let Ok(uri) = target.parse() {
         parts.uri = uri;
     }
-    let req = Request::from_parts(parts, Full::new(body));
-    match send(upstream, req, conn, shared).await {
+    match first {
+        FirstRead::Whole(b) => {
+            let full = Full::new(b).map_err(|never| match never {}).boxed_unsync();
+            let sent = send(upstream, Request::from_parts(parts, full), conn, shared).await;
+            server_answer(sent, conn)
+        }
+        FirstRead::Large(v) => large(parts, (body, v), upstream, conn, (shared, detail)).await,
+    }
+}
+
+/// The server's answer, or 502 when it gave none.
+fn server_answer(sent: Result<Response<Incoming>, String>, conn: &Conn) -> Response<Body> {
+    match sent {
         Ok(resp) => resp.map(Either::Left),
         Err(e) => answer(
             StatusCode::BAD_GATEWAY,
             format!("the server of {} did not answer: {e}", conn.host),
         ),
+    }
+}
+
+/// A body over [`MAX_BODY`] (`first`: its first window, which passed with the request):
+/// sent on as its windows pass ([`l7_body`]); the server's answer, or the refusal of the
+/// first window that does not pass (the server's side of the body broken off before it).
+async fn large(
+    parts: Parts,
+    (mut body, first): (Incoming, Vec<u8>),
+    upstream: &Upstream,
+    conn: &Conn,
+    (shared, detail): (&Shared, serde_json::Value),
+) -> Response<Body> {
+    let longest = shared.inspection.as_ref().map_or(0, |i| i.longest_form());
+    let (mut windows, now) = Windows::after_first(first, MAX_BODY, longest);
+    let (tx, channel) = Channel::new();
+    let sending = send(
+        upstream,
+        Request::from_parts(parts, channel.boxed_unsync()),
+        conn,
+        shared,
+    );
+    let streaming = async {
+        let mut out = Some(now);
+        loop {
+            if let Some(b) = out.take()
+                && tx.send(Part::Data(b)).await.is_err()
+            {
+                return Ok(());
+            }
+            let Some(frame) = body.frame().await else {
+                break;
+            };
+            let frame = frame
+                .map_err(|e| answer(StatusCode::BAD_REQUEST, format!("the request body: {e}")))?;
+            if let Ok(data) = frame.into_data()
+                && windows.take(&data)
+            {
+                window_passes(windows.window(), shared, &detail).await?;
+                out = Some(windows.passed());
+            }
+        }
+        if windows.unchecked() {
+            window_passes(windows.window(), shared, &detail).await?;
+        }
+        let _ = tx.send(Part::Data(windows.rest())).await;
+        let _ = tx.send(Part::End).await;
+        Ok(())
+    };
+    tokio::pin!(sending, streaming);
+    let mut streamed = false;
+    loop {
+        tokio::select! {
+            r = &mut streaming, if !streamed => match r {
+                Ok(()) => streamed = true,
+                // Returning drops the sender before its end: the server's body breaks off.
+                Err(refused) => return refused,
+            },
+            sent = &mut sending => return server_answer(sent, conn),
+        }
+    }
+}
+
+/// A later window of a large body: canaries, placeholders and secrets; the answer to the
+/// agent when it does not pass.
+async fn window_passes(
+    window: &[u8],
+    shared: &Shared,
+    detail: &serde_json::Value,
+) -> Result<(), Response<Body>> {
+    if shared.canary.is_some() {
+        let text = String::from_utf8_lossy(window);
+        if let Some(message) = shared
+            .canary_in(&[&text], super::super::canary::Route::Inspected, detail)
+            .await
+        {
+            return Err(answer(
+                StatusCode::FORBIDDEN,
+                format!("gatewayd {message}."),
+            ));
+        }
+    }
+    match shared
+        .inspection
+        .as_ref()
+        .map(|l7| l7.check_body_part(window))
+    {
+        Some(Err(r)) => Err(refuse(shared, detail.clone(), r).await),
+        _ => Ok(()),
     }
 }
 
@@ -237,13 +342,13 @@ async fn canary(
 
 /// The proxy's connection to the server, made again when the server closed it (an HTTP/1.0
 /// server, or `Connection: close`) while the agent's stays open.
-type Upstream = Mutex<Option<SendRequest<Full<Bytes>>>>;
+type Upstream = Mutex<Option<SendRequest<UpBody>>>;
 
 /// Sends `req` on the server connection, on a new one when that one is closed or was not
 /// ready (the request was then not sent).
 async fn send(
     upstream: &Upstream,
-    req: Request<Full<Bytes>>,
+    req: Request<UpBody>,
     conn: &Conn,
     shared: &Shared,
 ) -> Result<Response<Incoming>, String> {
@@ -275,18 +380,6 @@ async fn send(
     Err("the server closed every connection before the request was sent".into())
 }
 
-async fn too_large(shared: &Shared, detail: serde_json::Value) -> Response<Body> {
-    let why = format!(
-        "the request body is over {} MiB, the most the proxy reads to check it",
-        MAX_BODY >> 20
-    );
-    let r = Refusal {
-        reason: "egress_body_too_large",
-        why,
-    };
-    refuse(shared, detail, r).await
-}
-
 /// Records the refusal and answers 403 with why and what to do.
 async fn refuse(shared: &Shared, mut detail: serde_json::Value, r: Refusal) -> Response<Body> {
     let next = match r.reason {
@@ -299,7 +392,7 @@ async fn refuse(shared: &Shared, mut detail: serde_json::Value, r: Refusal) -> R
         "egress_secret" => {
             "Next: leave the secret out of the request; secrets never leave the session"
         }
-        _ => "Next: send a smaller request",
+        _ => "Next: change the request",
     };
     let message = format!("{}. {next}.", r.why);
     detail["reason_detail"] = json!(r.why);
