@@ -139,6 +139,17 @@ fn write_rights(abi: u32) -> u64 {
     all_fs_rights(abi) & !(EXECUTE | READ | IOCTL_DEV)
 }
 
+/// The device files every process may expect, as every container runtime provides them:
+/// an allowlist grants reading and writing them (a Node server's event loop opens
+/// `/dev/null` to keep a descriptor in reserve, and tries `/` when it cannot).
+pub const STANDARD_DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
 /// What an allowlist ruleset allows ([`Ruleset::build_allowlist`]).
 #[derive(Debug, Clone, Default)]
 pub struct AllowPolicy {
@@ -293,7 +304,8 @@ impl Ruleset {
     /// nothing under `policy.protected` even inside them (the trees are expanded around
     /// protected paths as in [`Ruleset::build`]). With `policy.exec` listed, only those
     /// binaries (and their ELF interpreters) may be executed; otherwise whatever is
-    /// readable. Trees that do not exist are skipped.
+    /// readable. Trees that do not exist are skipped. The standard device files
+    /// ([`STANDARD_DEVICES`]) may always be read and written.
     pub fn build_allowlist(policy: &AllowPolicy) -> Result<Ruleset, LandlockError> {
         let abi = abi_version().map_err(LandlockError::Unavailable)?;
         let mut rs = Ruleset::create(abi, all_fs_rights(abi))?;
@@ -319,6 +331,11 @@ impl Ruleset {
         for bin in with_interpreters(&policy.exec) {
             if !protected.iter().any(|p| bin.starts_with(p)) {
                 rs.add(&bin, EXECUTE | READ_FILE)?;
+            }
+        }
+        for dev in STANDARD_DEVICES.map(Path::new) {
+            if !protected.iter().any(|p| dev.starts_with(p)) {
+                rs.add(dev, READ_FILE | WRITE_FILE | TRUNCATE)?;
             }
         }
         Ok(rs)

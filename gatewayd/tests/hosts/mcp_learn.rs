@@ -4,9 +4,10 @@
 //! (Node's own files are outside it); under `gatewayd mcp --learn` it works, what the profile
 //! would refuse recorded `would_deny` (session `mcp:fs`) while `.env` stays refused;
 //! `gatewayd policy suggest` proposes the entries into `mcp_servers.fs`; under that policy the
-//! same session works with no `would_deny`, and `suggest` has nothing more to propose: what
-//! the kernel still refuses is what it never proposes (Node opens `/`, which only `/` as a
-//! whole would allow), each listed with its rule.
+//! same session works with no `would_deny` and no kernel refusal, and `suggest` has nothing
+//! more to propose. (Node's event loop opens `/dev/null` to keep a descriptor in reserve and
+//! tries `/` when it cannot: a profile grants the standard device files, so neither is
+//! refused.)
 use std::{
     io::Write as _,
     path::{Path, PathBuf},
@@ -239,6 +240,10 @@ fn a_node_servers_profile_is_learned_then_enforced() {
             .map(|r| format!("{} {}", r["reason"], r["detail"]["resolved_path"]))
             .collect::<Vec<_>>()
     ));
+    assert!(
+        kernel_refusals.is_empty(),
+        "under the suggested profile, no kernel refusal: {kernel_refusals:#?}"
+    );
     let (ok, text) = result(out[2].as_ref());
     assert!(ok && text.contains("hello from the workspace"), "{out:?}");
     assert!(result(out[3].as_ref()).0, "{out:?}");
