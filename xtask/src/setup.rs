@@ -58,13 +58,17 @@ const KUBE_VALIDATE: &str = "kubernetes-validate==1.37.0";
 /// The Python HTTP client of the inspected-egress test (`tests/privileged/src/egress_l7.rs`),
 /// host and guests; same venv.
 const PY_REQUESTS: &str = "requests==2.34.2";
-/// The packages `requests` needs, copied into the guests with it (`vm.rs`).
-pub(crate) const PY_REQUESTS_PACKAGES: [&str; 5] = [
+/// The venv's packages the privileged tests' Python uses (`GATEWAYD_PY_REQUESTS`), copied
+/// into the guests (`vm.rs`): `requests` and what it needs, and the OTLP receiver's
+/// definitions (`opentelemetry-proto` and protobuf, `tests/privileged/src/fleet_kernel.rs`).
+pub(crate) const PY_REQUESTS_PACKAGES: [&str; 7] = [
     "requests",
     "urllib3",
     "idna",
     "charset_normalizer",
     "certifi",
+    "opentelemetry",
+    "google",
 ];
 /// The real agent CLIs the host tests drive (gatewayd/tests/hosts), pinned: (name, package,
 /// version).

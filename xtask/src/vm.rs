@@ -187,8 +187,9 @@ fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Python's `requests` and the packages it needs, from the venv (`setup.rs`), into
-/// `/py-requests` (the inspected-egress test's Python client; `GATEWAYD_PY_REQUESTS`).
+/// Python's `requests` and the packages it needs, and the OTLP definitions, from the venv
+/// (`setup.rs`), into `/py-requests` (the inspected-egress test's Python client, the fleet
+/// test's OTLP receiver; `GATEWAYD_PY_REQUESTS`).
 fn copy_py_requests(site: &Path, root: &Path) -> anyhow::Result<()> {
     let to = root.join("py-requests");
     std::fs::create_dir_all(&to)?;

@@ -24,6 +24,7 @@ mod egress_proxy;
 mod escape;
 mod features;
 mod file_tree;
+mod fleet_kernel;
 mod gateway;
 mod harness;
 mod inbound;

@@ -1,0 +1,205 @@
+//! The fleet's kernel half (docs/FLEET.md, "A fleet on one machine"): eight `gatewayd run`
+//! sessions at once, each a host of its own (`--host-id`), all exporting over OTLP to one
+//! receiver (the daemon tests' `otlp_receiver.py`, on the official `opentelemetry-proto` from
+//! `PyPI`: `cargo xtask` puts it in `GATEWAYD_PY_REQUESTS`, in the guests too). Each agent is
+//! refused by the kernel twice, shown working bare first: a read of a protected file and a
+//! connect outside the egress allowlist. The receiver holds every record of every host's
+//! chain as it was logged, the kernel denials among them with their OCSF class, and the head
+//! each run exported at its end proves its log (`audit verify --anchors`).
+use std::{
+    collections::BTreeMap,
+    io::BufRead as _,
+    process::{Child, Stdio},
+};
+
+use serde_json::{Value, json};
+
+use super::*;
+
+const HOSTS: usize = 8;
+const RECEIVER: &str = include_str!("../../../gatewayd/tests/daemon/otlp_receiver.py");
+
+/// The receiver, killed when the test ends.
+struct Receiver(Child);
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The OTLP receiver writing one JSON line per log record to `out`; it and its port.
+fn receiver(dir: &Scratch, out: &Path) -> (Receiver, u16) {
+    let script = dir.path("otlp_receiver.py");
+    std::fs::write(&script, RECEIVER).unwrap();
+    let site = std::env::var_os("GATEWAYD_PY_REQUESTS")
+        .expect("GATEWAYD_PY_REQUESTS: run through cargo xtask (the OTLP definitions)");
+    let mut c = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .args(["ok", "0"])
+        .arg(out)
+        .env("PYTHONPATH", site)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(c.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the receiver said {line:?}"));
+    (Receiver(c), port)
+}
+
+/// The exported bodies the receiver got, as JSON.
+fn received(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| serde_json::from_str(r["body"].as_str()?).ok())
+        .collect()
+}
+
+/// An exported record without what export adds (`type`, `host`, `ocsf`): the log's line.
+fn as_logged(mut v: Value) -> String {
+    if let Some(m) = v.as_object_mut() {
+        for k in ["type", "host", "ocsf"] {
+            m.remove(k);
+        }
+    }
+    gatewayd_core::audit::canonical_json(&v)
+}
+
+#[test]
+fn eight_runs_export_their_kernel_denials_to_one_receiver_whole() {
+    let _ = tier();
+    let dir = Scratch::new("fleet-kernel");
+    let (secret, ..) = protected_fixture(&dir);
+    let (port, rx) = listener("127.0.0.1:0");
+    let agent = agent();
+    let to = format!("127.0.0.1:{port}");
+    let actions = ["read", secret.to_str().unwrap(), "+", "send", &to, "x"];
+
+    // Bare: the file reads and the connect goes through.
+    let bare = Command::new(&agent).args(actions).output().unwrap();
+    let text = stdout(&bare);
+    assert!(
+        text.contains("OK read") && text.contains("OK send"),
+        "bare: {text}"
+    );
+    rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap();
+
+    let out = dir.path("otlp.jsonl");
+    let (_receiver, otlp) = receiver(&dir, &out);
+    // Loopback egress to another port only: the agent's connect is outside the allowlist.
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [secret]},
+            "network": {"egress": [{"cidr": "127.0.0.1/32", "port": 9}]}}),
+    );
+    let audits: Vec<PathBuf> = (0..HOSTS)
+        .map(|i| dir.path(&format!("audit-{i}.jsonl")))
+        .collect();
+    let outputs: Vec<Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = audits
+            .iter()
+            .enumerate()
+            .map(|(i, audit)| {
+                let (policy, agent) = (&policy, &agent);
+                let otlp = format!("otlp:http://127.0.0.1:{otlp}");
+                s.spawn(move || {
+                    gatewayd_run()
+                        .arg("--policy")
+                        .arg(policy)
+                        .arg("--audit")
+                        .arg(audit)
+                        .args(["--host-id", &format!("kfleet-{i}"), "--export", &otlp])
+                        .args(["--anchor-every-s", "0", "--", agent])
+                        .args(actions)
+                        .output()
+                        .unwrap()
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for (i, o) in outputs.iter().enumerate() {
+        let t = stdout(o);
+        assert!(
+            t.contains("FAIL read") && t.contains("FAIL send"),
+            "host {i}, both refused: {t}"
+        );
+    }
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no connect reached the listener"
+    );
+    // Each run delivers what it queued, its last head among it, before it exits.
+    for (i, audit) in audits.iter().enumerate() {
+        check_host(&format!("kfleet-{i}"), audit, &received(&out), &dir);
+    }
+}
+
+/// The receiver got `host`'s whole chain as logged, its kernel denials with their OCSF
+/// class, and a head that proves the log.
+fn check_host(host: &str, audit: &Path, got: &[Value], dir: &Scratch) {
+    assert!(verify(audit).status.success(), "{host}: the log verifies");
+    let log: BTreeMap<u64, String> = std::fs::read_to_string(audit)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["seq"].as_u64().unwrap(), l.to_owned())
+        })
+        .collect();
+    let mine: Vec<&Value> = got.iter().filter(|b| b["host"] == host).collect();
+    let mut copy = BTreeMap::new();
+    for r in mine.iter().filter(|b| b["type"] == "record") {
+        let seq = r["seq"].as_u64().unwrap();
+        let line = as_logged((*r).clone());
+        assert_eq!(Some(&line), log.get(&seq), "{host}: seq {seq} as logged");
+        copy.insert(seq, r);
+    }
+    let missing: Vec<&u64> = log.keys().filter(|s| !copy.contains_key(s)).collect();
+    assert!(missing.is_empty(), "{host}: not received: seq {missing:?}");
+    let class_of = |reason: &str| -> Vec<u64> {
+        copy.values()
+            .filter(|r| r["source"] == "kernel" && r["reason"] == reason)
+            .filter_map(|r| r["ocsf"]["class_uid"].as_u64())
+            .collect()
+    };
+    assert_eq!(
+        class_of("protected_path"),
+        [1001],
+        "{host}: File System Activity"
+    );
+    assert_eq!(
+        class_of("egress_not_allowed"),
+        [4001],
+        "{host}: Network Activity"
+    );
+    let heads: String = mine
+        .iter()
+        .filter(|b| b["type"] == "anchor")
+        .map(|b| format!("{b}\n"))
+        .collect();
+    assert!(
+        heads.contains("\"why\":\"stop\""),
+        "{host}: the last head: {heads}"
+    );
+    let anchors = dir.path(&format!("anchors-{host}.jsonl"));
+    std::fs::write(&anchors, heads).unwrap();
+    let v = Command::new(gatewayd())
+        .args(["audit", "verify"])
+        .arg(audit)
+        .arg("--anchors")
+        .arg(&anchors)
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{host}: {}", stdout(&v));
+}
