@@ -1,6 +1,7 @@
 //! What gatewayd's tests share across crates: the fixture tree the engine suites, the
 //! scenario files and the CLI tests run against, and the README's quickstart blocks. The test programs `gw-testagent` and
 //! `gw-escape` are this crate's binaries.
+pub mod export;
 pub mod net;
 pub mod readme;
 pub mod tree;

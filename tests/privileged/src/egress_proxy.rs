@@ -6,7 +6,7 @@
 //! refused under it, each refusal a record. Then learn mode
 //! learns the name, and the policy `suggest` drafts from it lets the same fetch through.
 use std::{
-    net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpStream},
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream},
     sync::Arc,
 };
 
@@ -44,6 +44,22 @@ pub(crate) fn dns_server(at: Ipv4Addr, known: fn(&str) -> Option<Ipv4Addr>) {
 
 /// The HTTPS servers, ended when dropped (a failed assertion included).
 pub(crate) struct Servers(pub(crate) Vec<std::process::Child>);
+
+impl Servers {
+    /// `child`, a server, once `addr` accepts a connection (its listen is made).
+    pub(crate) fn listening(child: std::process::Child, addr: SocketAddr) -> Servers {
+        let servers = Servers(vec![child]);
+        let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
+        while TcpStream::connect(addr).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server on {addr} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        servers
+    }
+}
 
 impl Drop for Servers {
     fn drop(&mut self) {

@@ -149,14 +149,7 @@ fn eight_runs_export_their_kernel_denials_to_one_receiver_whole() {
 /// class, and a head that proves the log.
 fn check_host(host: &str, audit: &Path, got: &[Value], dir: &Scratch) {
     assert!(verify(audit).status.success(), "{host}: the log verifies");
-    let log: BTreeMap<u64, String> = std::fs::read_to_string(audit)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (v["seq"].as_u64().unwrap(), l.to_owned())
-        })
-        .collect();
+    let log = gatewayd_testkit::export::log_by_seq(audit);
     let mine: Vec<&Value> = got.iter().filter(|b| b["host"] == host).collect();
     let mut copy = BTreeMap::new();
     for r in mine.iter().filter(|b| b["type"] == "record") {

@@ -27,6 +27,15 @@ fn prepared() -> (Inspection, Policy, tempfile::TempDir) {
     (i, p, dir)
 }
 
+/// The agent's placeholder for `GH_TOKEN`.
+fn placeholder(i: &Inspection) -> String {
+    i.env()
+        .into_iter()
+        .find(|(k, _)| k == "GH_TOKEN")
+        .unwrap()
+        .1
+}
+
 fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
     let mut h = HeaderMap::new();
     for (k, v) in pairs {
@@ -60,12 +69,7 @@ fn the_bundle_and_the_environment() {
 fn rules_then_placeholders_then_secrets() {
     let (i, p, _d) = prepared();
     let git = &p.network.egress[0];
-    let ph = i
-        .env()
-        .into_iter()
-        .find(|(k, _)| k == "GH_TOKEN")
-        .unwrap()
-        .1;
+    let ph = placeholder(&i);
     let host = ("git.test", 443);
     let check = |h: (&str, u16), m: &str, t: &str, hs: &mut HeaderMap, body: &str| {
         let e = if h.0 == "git.test" {
@@ -145,12 +149,7 @@ fn rules_then_placeholders_then_secrets() {
 #[test]
 fn plain_heads_to_other_hosts() {
     let (i, _, _d) = prepared();
-    let ph = i
-        .env()
-        .into_iter()
-        .find(|(k, _)| k == "GH_TOKEN")
-        .unwrap()
-        .1;
+    let ph = placeholder(&i);
     let head = format!("GET / HTTP/1.1\r\nHost: plain.test\r\nAuthorization: Bearer {ph}\r\n\r\n");
     assert_eq!(
         i.placeholder_in(head.as_bytes()).as_deref(),
@@ -165,12 +164,7 @@ fn plain_heads_to_other_hosts() {
 #[test]
 fn a_placeholder_inside_basic_credentials_is_swapped_there_only() {
     let (i, p, _d) = prepared();
-    let ph = i
-        .env()
-        .into_iter()
-        .find(|(k, _)| k == "GH_TOKEN")
-        .unwrap()
-        .1;
+    let ph = placeholder(&i);
     let b64 = |s: String| gatewayd_core::engine::secrets::base64(s.as_bytes());
     let (git, other) = (&p.network.egress[0], &p.network.egress[1]);
     let check =
@@ -214,12 +208,7 @@ fn a_placeholder_inside_basic_credentials_is_swapped_there_only() {
 #[test]
 fn a_later_part_of_a_large_body_is_checked_for_placeholders_and_secrets() {
     let (i, _, _d) = prepared();
-    let ph = i
-        .env()
-        .into_iter()
-        .find(|(k, _)| k == "GH_TOKEN")
-        .unwrap()
-        .1;
+    let ph = placeholder(&i);
     let part = |s: String| i.check_body_part(s.as_bytes()).map_err(|r| r.reason);
     assert_eq!(part("plain words ".repeat(1000)), Ok(()));
     assert_eq!(part(format!("x={ph}&y=1")), Err("egress_placeholder"));
