@@ -20,6 +20,7 @@
 //! gw-testagent ptraceparent               # PTRACE_SEIZE our parent (and detach)
 //! gw-testagent waitfile PATH             # wait (up to 30 s) until PATH exists
 //! gw-testagent openloop PATH N           # open+close PATH N times, print ns per open
+//! gw-testagent mkdirloop DIR N           # mkdir+rmdir of one name in DIR N times, ns per pair
 //! gw-testagent connectloop IP:PORT N     # N TCP connects, print ns per connect
 //! gw-testagent openbest PATH N K         # K batches of N open+close, each followed by a batch
 //!                                         # of N stat() of PATH (no gatewayd program hooks it);
@@ -170,7 +171,14 @@ fn files_and_network(action: &[String]) -> Result<String, String> {
 }
 
 /// The actions [`probes`] runs.
-const PROBES: &[&str] = &["tryconnect", "tryports", "openloop", "openbest", "subread"];
+const PROBES: &[&str] = &[
+    "tryconnect",
+    "tryports",
+    "openloop",
+    "openbest",
+    "mkdirloop",
+    "subread",
+];
 
 /// Probes that report what was allowed: connects, ports, opens in a loop, a sub-cgroup read.
 fn probes(action: &[String]) -> Result<String, String> {
@@ -185,6 +193,18 @@ fn probes(action: &[String]) -> Result<String, String> {
                 } else {
                     TcpStream::connect(addr(arg(1)?)?).map_err(|e| e.to_string())?;
                 }
+            }
+            let per = t0.elapsed().as_nanos() / u128::from(n.max(1));
+            Ok(format!("{n} in a row, {per} ns each"))
+        }
+        "mkdirloop" => {
+            // A name made and removed in DIR, N times: the cost of a call that changes names.
+            let n: u32 = arg(2)?.parse().map_err(|_| "N: not a number".to_string())?;
+            let name = std::path::Path::new(arg(1)?).join("gw-mkdirloop");
+            let t0 = std::time::Instant::now();
+            for _ in 0..n {
+                std::fs::create_dir(&name).map_err(|e| e.to_string())?;
+                std::fs::remove_dir(&name).map_err(|e| e.to_string())?;
             }
             let per = t0.elapsed().as_nanos() / u128::from(n.max(1));
             Ok(format!("{n} in a row, {per} ns each"))
