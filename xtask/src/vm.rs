@@ -37,18 +37,22 @@ export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent 
 mkdir -p /root
 echo "STAGE doctor"
 echo "DOCTOR $(/gatewayd doctor --json)"
-# The sys_exit tracepoint held on for the whole run. Under TCG with two vCPUs, the kernel's
-# live text patching (text_poke_bp: the tracepoint's static key, flipped when its first probe
-# attaches and again when its last detaches, as `raw_tp/sys_exit` does with the first and
-# last session) raced with the other vCPU twice in about eight 6.12 runs ("Oops: int3" in
+# The sys_exit tracepoint held with two probes for the whole run. Under TCG with two vCPUs,
+# the kernel's live text patching (text_poke_bp) races with the other vCPU ("Oops: int3" in
 # syscall_exit_to_user_mode_prepare, a QEMU cross-modifying-code race, not seen on real
-# CPUs). The trace event `raw_syscalls/sys_exit`, enabled once with tracing off (so nothing
-# is written to the ring buffer), keeps the key on: sessions attach and detach without a
-# patch. Every syscall of the guest takes the traced exit path, the bare processes of the
-# benches as much as the agents.
+# CPUs): the tracepoint's static key flips when its first probe comes and its last goes, and
+# its static call is repointed when it goes from one probe to two and back, as
+# `raw_tp/sys_exit` does with a host's first session and after its last. The trace event
+# `raw_syscalls/sys_exit`, enabled (with tracing off: nothing is written) in the top
+# instance and in one more, is two probes: sessions then take the tracepoint from two probes
+# to three and back, which patches nothing. Every syscall of the guest takes the traced
+# exit path, the bare processes of the benches as much as the agents.
 mount -t tracefs tracefs /sys/kernel/tracing
 T=/sys/kernel/tracing
-{ echo 0 > $T/tracing_on && echo 1 > $T/events/raw_syscalls/sys_exit/enable; } || echo "GUEST the sys_exit tracepoint is not held"
+mkdir -p $T/instances/hold
+for t in $T $T/instances/hold; do
+  { echo 0 > $t/tracing_on && echo 1 > $t/events/raw_syscalls/sys_exit/enable; } || echo "GUEST the sys_exit tracepoint is not held ($t)"
+done
 echo "STAGE tests"
 /privileged --test-threads=1 GUEST_TESTS 2>&1
 echo "GUEST-EXIT $?"
