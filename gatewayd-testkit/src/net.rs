@@ -112,3 +112,20 @@ pub fn dns_server(at: Ipv4Addr, known: fn(&str) -> Option<Ipv4Addr>) -> std::io:
     });
     Ok(())
 }
+
+/// The port a server started with its standard output piped says it listens on: its first
+/// line, `PREFIX PORT`, printed once it listens (the condition to wait for, not a file).
+///
+/// # Panics
+/// When the server has no piped output or its first line is not `prefix` and a port.
+pub fn announced_port(server: &mut std::process::Child, prefix: &str) -> u16 {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    let out = server.stdout.as_mut().expect("the server's output piped");
+    std::io::BufReader::new(out)
+        .read_line(&mut line)
+        .expect("the server's first line");
+    line.strip_prefix(prefix)
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the server said {line:?}, not `{prefix}PORT`"))
+}

@@ -210,14 +210,7 @@ pub(crate) fn receiver(mode: &str, port: u16, out: &Path) -> (Proc, u16) {
 /// A server started with its standard output piped, once it printed `listening PORT`: it
 /// and its port.
 pub(crate) fn listening(mut c: Child) -> (Proc, u16) {
-    let mut line = String::new();
-    BufReader::new(c.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .strip_prefix("listening ")
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("receiver said {line:?}"));
+    let port = gatewayd_testkit::net::announced_port(&mut c, "listening ");
     (Proc(c), port)
 }
 

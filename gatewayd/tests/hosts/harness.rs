@@ -3,7 +3,7 @@
 //! settings with every telemetry and update path off, and the four ways it runs (bare, hooks
 //! only, `gatewayd run` alone, `gatewayd run` with hooks reaching the session's gateway).
 use std::{
-    io::{BufRead as _, BufReader, Read as _},
+    io::Read as _,
     net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
@@ -426,15 +426,9 @@ impl ModelServer {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        // It prints its port once it listens.
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .strip_prefix("PORT ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("model server said {line:?}"));
+        // It prints its port once it listens; nothing else of its output is read.
+        let port = gatewayd_testkit::net::announced_port(&mut child, "PORT ");
+        drop(child.stdout.take());
         ModelServer { child, port, log }
     }
 

@@ -8,7 +8,6 @@
 //! each run exported at its end proves its log (`audit verify --anchors`).
 use std::{
     collections::BTreeMap,
-    io::BufRead as _,
     process::{Child, Stdio},
 };
 
@@ -43,14 +42,7 @@ fn receiver(dir: &Scratch, out: &Path) -> (Receiver, u16) {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(c.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .strip_prefix("listening ")
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("the receiver said {line:?}"));
+    let port = gatewayd_testkit::net::announced_port(&mut c, "listening ");
     (Receiver(c), port)
 }
 

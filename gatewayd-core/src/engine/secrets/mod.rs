@@ -187,15 +187,15 @@ impl SecretSet {
                 None => (None, true),
             }
         };
-        let plain: Vec<String> = items
-            .iter()
-            .map(|(_, v)| v.clone())
-            .filter(|v| v.is_ascii() && v.bytes().any(|b| b.is_ascii_alphabetic()))
-            .collect();
-        for (name, value) in items.iter().filter(|(_, v)| plain.contains(v)) {
-            by_form
-                .entry(value.to_ascii_lowercase())
-                .or_insert_with(|| (name.clone(), "plain"));
+        // The values that have a case to fold.
+        let mut plain = Vec::new();
+        for (name, value) in items {
+            if value.is_ascii() && value.bytes().any(|b| b.is_ascii_alphabetic()) {
+                by_form
+                    .entry(value.to_ascii_lowercase())
+                    .or_insert_with(|| (name.clone(), "plain"));
+                plain.push(value.clone());
+            }
         }
         let folded_plain = if plain.is_empty() {
             None

@@ -227,8 +227,8 @@ impl Inspection {
 
     /// A later part of a request body too large to check whole (after [`Self::check`] of
     /// the request with its first part): placeholders, then secrets.
-    pub(crate) fn check_body_part(&self, part: &[u8]) -> Result<(), Refusal> {
-        self.check_texts(&[&String::from_utf8_lossy(part)])
+    pub(crate) fn check_body_part(&self, part: &str) -> Result<(), Refusal> {
+        self.check_texts(&[part])
     }
 
     /// The most bytes one form of a secret or placeholder can take in a request (a value's

@@ -286,29 +286,27 @@ async fn large(
     }
 }
 
-/// A later window of a large body: canaries, placeholders and secrets; the answer to the
-/// agent when it does not pass.
+/// A later window of a large body: canaries, placeholders and secrets (the window made
+/// text once for all three); the answer to the agent when it does not pass.
 async fn window_passes(
     window: &[u8],
     shared: &Shared,
     detail: &serde_json::Value,
 ) -> Result<(), Response<Body>> {
-    if shared.canary.is_some() {
-        let text = String::from_utf8_lossy(window);
-        if let Some(message) = shared
-            .canary_in(&[&text], super::super::canary::Route::Inspected, detail)
-            .await
-        {
-            return Err(answer(
-                StatusCode::FORBIDDEN,
-                format!("gatewayd {message}."),
-            ));
-        }
+    let text = String::from_utf8_lossy(window);
+    if let Some(message) = shared
+        .canary_in(&[&text], super::super::canary::Route::Inspected, detail)
+        .await
+    {
+        return Err(answer(
+            StatusCode::FORBIDDEN,
+            format!("gatewayd {message}."),
+        ));
     }
     match shared
         .inspection
         .as_ref()
-        .map(|l7| l7.check_body_part(window))
+        .map(|l7| l7.check_body_part(&text))
     {
         Some(Err(r)) => Err(refuse(shared, detail.clone(), r).await),
         _ => Ok(()),
