@@ -5,7 +5,8 @@
 //! (`tests/daemon/otlp_receiver.py`, on `opentelemetry-proto` from `PyPI`) and over TCP to
 //! one rsyslog; then the same with the receiver in its `lag` mode, which keeps only what the
 //! lag needs (the least a receiver can do), to tell the receivers' share of the two cores
-//! from the daemons'; twice each, alternating.
+//! from the daemons'; then OTLP over gRPC (the same receiver on grpcio) instead of HTTP;
+//! twice each, alternating.
 //! Prints decisions/s across the eight hosts and the ratio on/off, the export lag (from a
 //! record's time to its OTLP request's arrival at the receiver, every record), the drops,
 //! and each host's resident memory (`VmRSS`) at the end of a run. The receiver and rsyslog
@@ -267,22 +268,21 @@ fn main() {
     for round in 1..=2 {
         let mut off = run(&root.join(format!("off-{round}")), &[]);
         print(&format!("round {round}, export off"), &mut off, None);
-        for mode in ["ok", "lag"] {
+        for (mode, kind, what) in [
+            ("ok", "otlp", "export on (OTLP/HTTP + syslog TCP)"),
+            ("lag", "otlp", "export on, receiver in lag mode"),
+            ("grpc", "otlp-grpc", "export on (OTLP/gRPC + syslog TCP)"),
+        ] {
             let otlp_out = sinks_dir.join(format!("otlp-{mode}-{round}.jsonl"));
             let (rx, port) = receiver(mode, 0, &otlp_out);
             let sinks = [
-                format!("otlp:http://127.0.0.1:{port}"),
+                format!("{kind}:http://127.0.0.1:{port}"),
                 format!("syslog:tcp:127.0.0.1:{}", rs.tcp),
             ];
             let sinks_cpu0 = cpu_s(rx.0.id()) + cpu_s(rsyslog_pid);
             let mut on = run(&root.join(format!("on-{mode}-{round}")), &sinks);
             let sinks_cpu = cpu_s(rx.0.id()) + cpu_s(rsyslog_pid) - sinks_cpu0;
             on.lags = lags_ms(&received(&otlp_out));
-            let what = if mode == "ok" {
-                "export on (OTLP + syslog TCP)"
-            } else {
-                "export on, receiver in lag mode"
-            };
             print(&format!("round {round}, {what}"), &mut on, Some(off.rate));
             println!("      CPU of the OTLP receiver and rsyslog (same cores): {sinks_cpu:.1} s");
         }

@@ -52,6 +52,8 @@ const MCP_SDK: &str = "mcp==2.3.0";
 /// The OTLP receiver of the export tests (`gatewayd/tests/daemon/otlp_receiver.py`): the
 /// official OpenTelemetry protobuf definitions, in the same venv.
 const OTLP_PROTO: &str = "opentelemetry-proto==1.45.2";
+/// Its gRPC transport (the receiver's `grpc` modes): gRPC's own Python package.
+const GRPCIO: &str = "grpcio==1.85.1";
 /// The Kubernetes manifests' validator (`gatewayd/tests/cli/kubernetes.rs`): the API's
 /// `OpenAPI` schemas bundled in the package, so it checks offline; same venv.
 const KUBE_VALIDATE: &str = "kubernetes-validate==1.37.0";
@@ -304,18 +306,14 @@ fn npm_package(dir: &Path, pkg: &str, version: &str, bin: &str) -> anyhow::Resul
 /// (runnable by other users, unlike a python inside root's home).
 fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
     let python = dir.join("bin/python");
-    let want = format!(
-        "{} {} {} {}",
-        MCP_SDK.trim_start_matches("mcp=="),
-        OTLP_PROTO.trim_start_matches("opentelemetry-proto=="),
-        KUBE_VALIDATE.trim_start_matches("kubernetes-validate=="),
-        PY_REQUESTS.trim_start_matches("requests==")
-    );
+    let pinned = [MCP_SDK, OTLP_PROTO, GRPCIO, KUBE_VALIDATE, PY_REQUESTS];
+    let (names, want): (Vec<&str>, Vec<&str>) =
+        pinned.iter().filter_map(|p| p.split_once("==")).unzip();
     let version = output(Command::new(&python).args([
         "-c",
-        "import importlib.metadata as m; print(m.version('mcp'), m.version('opentelemetry-proto'), m.version('kubernetes-validate'), m.version('requests'))",
+        &format!("import importlib.metadata as m; print(*map(m.version, {names:?}))"),
     ]));
-    if version.is_ok_and(|v| v.trim() == want) {
+    if version.is_ok_and(|v| v.trim() == want.join(" ")) {
         return Ok(python);
     }
     run(
@@ -325,15 +323,10 @@ fn mcp_venv(dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(dir),
     )?;
     run(
-        &format!("pip install {MCP_SDK} {OTLP_PROTO} {KUBE_VALIDATE} {PY_REQUESTS}"),
-        Command::new(dir.join("bin/pip")).args([
-            "install",
-            "-q",
-            MCP_SDK,
-            OTLP_PROTO,
-            KUBE_VALIDATE,
-            PY_REQUESTS,
-        ]),
+        &format!("pip install {}", pinned.join(" ")),
+        Command::new(dir.join("bin/pip"))
+            .args(["install", "-q"])
+            .args(pinned),
     )?;
     Ok(python)
 }

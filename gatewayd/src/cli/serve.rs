@@ -57,7 +57,8 @@ pub(super) struct ExportArgs {
     /// (JSON lines), `syslog` (/dev/log), `syslog:unix:PATH`, `syslog:udp:HOST:PORT`,
     /// `syslog:tcp:HOST:PORT`, `syslog:tls:HOST:PORT` (RFC 5424; TLS as RFC 5425, see
     /// --export-ca), `journal[:SOCKET]` (the systemd journal),
-    /// `otlp:http[s]://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf). Never blocks a decision:
+    /// `otlp:http[s]://HOST:PORT[/PATH]` (OTLP logs, HTTP/protobuf),
+    /// `otlp-grpc:http[s]://HOST:PORT` (OTLP logs, gRPC). Never blocks a decision:
     /// a sink that is down is retried with back-off; past a queue of 4096 its records are
     /// dropped from that sink only, and counted in the chain (docs/FLEET.md).
     #[arg(long, value_name = "KIND:TARGET", value_parser = ExportSpec::parse)]
@@ -70,7 +71,8 @@ pub(super) struct ExportArgs {
     /// host name); under Kubernetes, the node's name.
     #[arg(long, value_name = "ID")]
     host_id: Option<String>,
-    /// A PEM file of CA certificates that TLS sinks (`syslog:tls:`, `otlp:https:`) trust
+    /// A PEM file of CA certificates that TLS sinks (`syslog:tls:`, `otlp:https:`,
+    /// `otlp-grpc:https:`) trust
     /// besides the system's roots (a private CA's).
     #[arg(long, value_name = "FILE")]
     export_ca: Option<PathBuf>,

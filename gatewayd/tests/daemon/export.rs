@@ -276,12 +276,31 @@ fn every_record_reaches_a_real_journald_with_its_fields() {
 
 #[test]
 fn every_record_reaches_an_otlp_receiver_started_late() {
+    let got = started_late("otlp", "ok");
+    assert_eq!(got[0]["path"], "/v1/logs");
+    assert_eq!(got[0]["content_type"], "application/x-protobuf");
+}
+
+#[test]
+fn every_record_reaches_an_otlp_grpc_receiver_started_late() {
+    let got = started_late("otlp-grpc", "grpc");
+    assert_eq!(
+        got[0]["path"],
+        "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+    );
+    assert_eq!(got[0]["content_type"], "application/grpc");
+}
+
+/// A daemon exporting as `KIND:http://` to a port where nothing listens yet, then the
+/// receiver started in `mode`: it gets every record of the chain, with its attributes. What
+/// the receiver got.
+fn started_late(kind: &str, mode: &str) -> Vec<Value> {
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("otlp.jsonl");
     let port = free_port();
     let d = start(
         out.path(),
-        vec![ExportSpec::parse(&format!("otlp:http://127.0.0.1:{port}")).unwrap()],
+        vec![ExportSpec::parse(&format!("{kind}:http://127.0.0.1:{port}")).unwrap()],
     );
     session(&d, "before");
     let log = d.audit.clone().unwrap();
@@ -290,7 +309,7 @@ fn every_record_reaches_an_otlp_receiver_started_late() {
             .iter()
             .any(|r| r["reason"] == "export_failing")
     });
-    let (rx, _) = receiver("ok", port, &file);
+    let (rx, _) = receiver(mode, port, &file);
     session(&d, "after");
     wait_for("the queue to drain", 60, || {
         let s = &d.gw.export_stats()[0];
@@ -305,11 +324,8 @@ fn every_record_reaches_an_otlp_receiver_started_late() {
         .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
         .collect();
     assert_whole_chain(&log, &recs);
-    let first = &got[0];
-    assert_eq!(first["path"], "/v1/logs");
-    assert_eq!(first["content_type"], "application/x-protobuf");
-    assert_eq!(first["resource"]["service.name"], "gatewayd");
-    assert_eq!(first["scope"], "gatewayd.audit");
+    assert_eq!(got[0]["resource"]["service.name"], "gatewayd");
+    assert_eq!(got[0]["scope"], "gatewayd.audit");
     let call = got
         .iter()
         .find(|r| r["attributes"]["gatewayd.tool"] == "count")
@@ -320,22 +336,48 @@ fn every_record_reaches_an_otlp_receiver_started_late() {
     assert!(call["time_unix_nano"].as_u64().unwrap() > 1_700_000_000_000_000_000);
     let body: Value = serde_json::from_str(call["body"].as_str().unwrap()).unwrap();
     assert_eq!(call["attributes"]["gatewayd.hash"], body["hash"]);
+    got
 }
 
 #[test]
 fn an_otlp_endpoint_that_answers_garbage_refuses_or_never_answers_costs_no_decision() {
-    let out = tempfile::tempdir().unwrap();
-    let (garbage, gport) = receiver("garbage", 0, &out.path().join("g"));
-    let (silent, sport) = receiver("silent", 0, &out.path().join("s"));
-    let (reject, rport) = receiver("reject", 0, &out.path().join("r"));
-    let d = start(
-        out.path(),
-        vec![
-            ExportSpec::parse(&format!("otlp:http://127.0.0.1:{gport}")).unwrap(),
-            ExportSpec::parse(&format!("otlp:http://127.0.0.1:{sport}")).unwrap(),
-            ExportSpec::parse(&format!("otlp:http://127.0.0.1:{rport}")).unwrap(),
+    failing_endpoints_cost_no_decision(
+        "otlp",
+        &[
+            ("garbage", "the answer is not HTTP"),
+            ("silent", "no answer within 5 s"),
+            ("reject", "answered 400: bad request"),
         ],
     );
+}
+
+#[test]
+fn an_otlp_grpc_endpoint_that_answers_garbage_an_error_or_never_answers_costs_no_decision() {
+    failing_endpoints_cost_no_decision(
+        "otlp-grpc",
+        &[
+            ("garbage", "the answer is not gRPC"),
+            ("silent", "no answer within 5 s"),
+            ("grpc-unavailable", "Unavailable: receiver is shutting down"),
+            ("grpc-invalid", "InvalidArgument: no such tenant"),
+        ],
+    );
+}
+
+/// A daemon exporting as `KIND:http://` to one receiver per `(mode, error)`, none of which
+/// takes a record: every call is decided at once, each endpoint's failure is recorded with
+/// `error` in its words, what each sink lost is recorded, and the chain is whole.
+fn failing_endpoints_cost_no_decision(kind: &str, endpoints: &[(&str, &str)]) {
+    let out = tempfile::tempdir().unwrap();
+    let receivers: Vec<_> = endpoints
+        .iter()
+        .map(|(mode, _)| receiver(mode, 0, &out.path().join(mode)))
+        .collect();
+    let sinks = receivers
+        .iter()
+        .map(|(_, port)| ExportSpec::parse(&format!("{kind}:http://127.0.0.1:{port}")).unwrap())
+        .collect();
+    let d = start(out.path(), sinks);
     let t0 = Instant::now();
     session(&d, "one");
     session(&d, "two");
@@ -349,37 +391,26 @@ fn an_otlp_endpoint_that_answers_garbage_refuses_or_never_answers_costs_no_decis
             .iter()
             .filter(|r| r["reason"] == "export_failing")
             .count()
-            == 3
+            == endpoints.len()
     });
     let gw = d.gw.clone();
     d.stop().unwrap();
-    drop((garbage, silent, reject));
+    drop(receivers);
     let recs = records(&log);
     let decided = recs.iter().filter(|r| r["tool"] == "count").count();
     assert_eq!(decided, 6);
-    let errors: Vec<String> = recs
-        .iter()
-        .filter(|r| r["reason"] == "export_failing")
-        .map(|r| r["detail"]["error"].as_str().unwrap().to_owned())
-        .collect();
-    assert!(
-        errors.iter().any(|e| e.contains(&gport.to_string())),
-        "{errors:?}"
-    );
-    assert!(
-        errors
+    for (s, (mode, error)) in gw.export_stats().iter().zip(endpoints) {
+        let failing: Vec<&str> = recs
             .iter()
-            .any(|e| e.contains(&sport.to_string()) && e.contains("no answer within 5 s")),
-        "{errors:?}"
-    );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains(&rport.to_string()) && e.contains("answered 400: bad request")),
-        "{errors:?}"
-    );
-    // What no endpoint took is recorded, per sink: refused batches at once, the rest at stop.
-    for s in gw.export_stats() {
+            .filter(|r| r["reason"] == "export_failing" && r["detail"]["sink"] == s.sink.as_str())
+            .map(|r| r["detail"]["error"].as_str().unwrap())
+            .collect();
+        assert!(
+            failing.len() == 1 && failing[0].contains(error),
+            "{mode}: {failing:?}"
+        );
+        // What no endpoint took is recorded, per sink: refused batches at once, the rest at
+        // stop.
         assert_eq!(s.exported, 0, "{s:?}");
         assert_eq!(s.dropped, s.queued, "{s:?}");
         let recorded: u64 = recs

@@ -90,6 +90,17 @@ fn syslog_over_tls_checks_the_server_against_the_ca_file_and_delivers_every_reco
 
 #[test]
 fn otlp_over_https_checks_the_server_against_the_ca_file_and_delivers_every_record() {
+    otlp_over_tls("ok", "otlp");
+}
+
+#[test]
+fn otlp_over_grpc_with_tls_checks_the_server_against_the_ca_file_and_delivers_every_record() {
+    otlp_over_tls("grpc", "otlp-grpc");
+}
+
+/// The receiver in `mode` over TLS, exported to as `KIND:https://`: refused without the CA,
+/// every record delivered with it.
+fn otlp_over_tls(mode: &str, kind: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = certificates();
     std::fs::write(dir.path().join("server.pem"), cert).unwrap();
@@ -98,7 +109,7 @@ fn otlp_over_https_checks_the_server_against_the_ca_file_and_delivers_every_reco
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/daemon/otlp_receiver.py");
     let c = Command::new(python())
         .arg(script)
-        .args(["ok", "0"])
+        .args([mode, "0"])
         .arg(&out)
         .arg(dir.path().join("server.pem"))
         .arg(dir.path().join("server.key"))
@@ -106,7 +117,7 @@ fn otlp_over_https_checks_the_server_against_the_ca_file_and_delivers_every_reco
         .spawn()
         .unwrap();
     let (_receiver, port) = listening(c);
-    let sink = format!("otlp:https://127.0.0.1:{port}");
+    let sink = format!("{kind}:https://127.0.0.1:{port}");
     refused_without_the_ca(&sink);
     assert!(received(&out).is_empty());
     let log = delivered_with_the_ca(dir.path(), &ca, &sink);

@@ -14,13 +14,18 @@ own CPU on the bench's cores is as small as a receiver's can be. Both keep the c
 open between requests (HTTP/1.1), as a collector does. MODE `garbage`: answers every connection with bytes that are not
 HTTP. MODE `reject`: answers every request 400 Bad Request. MODE `silent`: accepts and
 never answers.
+Over gRPC (the official `LogsService`, grpcio from PyPI): MODE `grpc` is `ok`; MODE
+`grpc-unavailable` answers every export UNAVAILABLE (to be retried), MODE `grpc-invalid`
+INVALID_ARGUMENT (not to be retried).
 """
 import json
+import os
 import socket
 import ssl
 import sys
 import threading
 import time
+from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.json_format import MessageToDict
@@ -70,26 +75,31 @@ def lag(lr, now):
     }
 
 
+def keep(req, path, headers):
+    """Appends one line per log record of `req` to OUT."""
+    now = time.time_ns()
+    lines = []
+    for rl in req.resource_logs:
+        resource = {a.key: value(a.value) for a in rl.resource.attributes}
+        for sl in rl.scope_logs:
+            for lr in sl.log_records:
+                if MODE == "lag":
+                    line = lag(lr, now)
+                else:
+                    line = full(path, headers, resource, sl.scope.name, lr, now)
+                lines.append(json.dumps(line))
+    with LOCK, open(OUT, "a") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        now = time.time_ns()
         req = ExportLogsServiceRequest()
         req.ParseFromString(body)
-        lines = []
-        for rl in req.resource_logs:
-            resource = {a.key: value(a.value) for a in rl.resource.attributes}
-            for sl in rl.scope_logs:
-                for lr in sl.log_records:
-                    if MODE == "lag":
-                        line = lag(lr, now)
-                    else:
-                        line = full(self.path, self.headers, resource, sl.scope.name, lr, now)
-                    lines.append(json.dumps(line))
-        with LOCK, open(OUT, "a") as f:
-            f.write("".join(line + "\n" for line in lines))
+        keep(req, self.path, self.headers)
         answer = ExportLogsServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
@@ -124,7 +134,39 @@ class Server(ThreadingHTTPServer):
         pass
 
 
-if MODE in ("ok", "lag"):
+def grpc_server():
+    # grpcio logs each refused handshake (the TLS test's) on stderr otherwise.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+    import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+
+    class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+        def Export(self, request, context):
+            if MODE == "grpc-unavailable":
+                context.abort(grpc.StatusCode.UNAVAILABLE, "receiver is shutting down")
+            if MODE == "grpc-invalid":
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no such tenant")
+            meta = dict(context.invocation_metadata())
+            headers = {"Content-Type": meta.get("content-type", "application/grpc")}
+            keep(request, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", headers)
+            return ExportLogsServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+    if TLS:
+        with open(TLS[0], "rb") as c, open(TLS[1], "rb") as k:
+            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+        port = server.add_secure_port(f"127.0.0.1:{PORT}", creds)
+    else:
+        port = server.add_insecure_port(f"127.0.0.1:{PORT}")
+    server.start()
+    print("listening", port, flush=True)
+    server.wait_for_termination()
+
+
+if MODE.startswith("grpc"):
+    grpc_server()
+elif MODE in ("ok", "lag"):
     server = Server(("127.0.0.1", PORT), Handler)
     if TLS:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

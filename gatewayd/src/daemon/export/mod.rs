@@ -33,6 +33,7 @@ mod journal;
 mod json;
 mod ocsf;
 mod otlp;
+mod otlp_grpc;
 mod spec;
 mod syslog;
 

@@ -67,101 +67,101 @@ impl Otlp {
             host: host.clone(),
         })
     }
+}
 
-    /// The request for `batch`.
-    pub(super) fn request(&self, batch: &[Item]) -> ExportLogsServiceRequest {
-        let resource = Resource {
-            attributes: vec![
-                kv("service.name", text("gatewayd")),
-                kv("host.id", text(&self.host.id)),
-                kv("host.name", text(&self.host.name)),
-            ],
-            ..Default::default()
-        };
-        let scope = InstrumentationScope {
-            name: "gatewayd.audit".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            ..Default::default()
-        };
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let log_records = batch.iter().map(|i| self.log_record(i, now)).collect();
-        ExportLogsServiceRequest {
-            resource_logs: vec![ResourceLogs {
-                resource: Some(resource),
-                scope_logs: vec![ScopeLogs {
-                    scope: Some(scope),
-                    log_records,
-                    ..Default::default()
-                }],
+/// The OTLP request for `batch` from `host` (over HTTP and gRPC alike).
+pub(super) fn request(host: &HostInfo, batch: &[Item]) -> ExportLogsServiceRequest {
+    let resource = Resource {
+        attributes: vec![
+            kv("service.name", text("gatewayd")),
+            kv("host.id", text(&host.id)),
+            kv("host.name", text(&host.name)),
+        ],
+        ..Default::default()
+    };
+    let scope = InstrumentationScope {
+        name: "gatewayd.audit".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..Default::default()
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let log_records = batch.iter().map(|i| log_record(host, i, now)).collect();
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: Some(resource),
+            scope_logs: vec![ScopeLogs {
+                scope: Some(scope),
+                log_records,
                 ..Default::default()
             }],
-        }
+            ..Default::default()
+        }],
     }
+}
 
-    fn log_record(&self, item: &Item, now: u64) -> LogRecord {
-        let body = Some(text(&json::line(item, &self.host.id)));
-        match item {
-            Item::Record(r) => {
-                let (sev, sev_text) = match r.decision {
-                    Decision::Deny => (SeverityNumber::Warn, "WARN"),
-                    Decision::Hold | Decision::WouldDeny => (SeverityNumber::Info2, "INFO2"),
-                    Decision::Allow | Decision::Info => (SeverityNumber::Info, "INFO"),
-                };
-                let mut attributes = vec![
-                    kv("gatewayd.type", text("record")),
-                    kv("gatewayd.seq", int(r.seq)),
-                    kv("gatewayd.prev", text(&r.prev)),
-                    kv("gatewayd.hash", text(&r.hash)),
-                    kv("gatewayd.source", text(r.source.as_str())),
-                    kv("gatewayd.session", text(&r.session)),
-                    kv("gatewayd.decision", text(r.decision.as_str())),
-                    kv("gatewayd.reason", text(&r.reason)),
-                ];
-                if let Some(t) = &r.tool {
-                    attributes.push(kv("gatewayd.tool", text(t)));
-                }
-                if let Some(h) = &r.hook {
-                    attributes.push(kv("gatewayd.hook", text(h)));
-                }
-                if let Some(c) = ocsf::class(r) {
-                    attributes.push(kv("ocsf.class_uid", int(u64::from(c.uid))));
-                    attributes.push(kv("ocsf.class_name", text(c.name)));
-                }
-                LogRecord {
-                    time_unix_nano: parse_rfc3339_ms(&r.ts).map_or(0, |ms| ms * 1_000_000),
-                    observed_time_unix_nano: now,
-                    severity_number: sev as i32,
-                    severity_text: sev_text.into(),
-                    event_name: "gatewayd.record".into(),
-                    body,
-                    attributes,
-                    ..Default::default()
-                }
+fn log_record(host: &HostInfo, item: &Item, now: u64) -> LogRecord {
+    let body = Some(text(&json::line(item, &host.id)));
+    match item {
+        Item::Record(r) => {
+            let (sev, sev_text) = match r.decision {
+                Decision::Deny => (SeverityNumber::Warn, "WARN"),
+                Decision::Hold | Decision::WouldDeny => (SeverityNumber::Info2, "INFO2"),
+                Decision::Allow | Decision::Info => (SeverityNumber::Info, "INFO"),
+            };
+            let mut attributes = vec![
+                kv("gatewayd.type", text("record")),
+                kv("gatewayd.seq", int(r.seq)),
+                kv("gatewayd.prev", text(&r.prev)),
+                kv("gatewayd.hash", text(&r.hash)),
+                kv("gatewayd.source", text(r.source.as_str())),
+                kv("gatewayd.session", text(&r.session)),
+                kv("gatewayd.decision", text(r.decision.as_str())),
+                kv("gatewayd.reason", text(&r.reason)),
+            ];
+            if let Some(t) = &r.tool {
+                attributes.push(kv("gatewayd.tool", text(t)));
             }
-            Item::Head(a) => LogRecord {
-                time_unix_nano: a.ms * 1_000_000,
+            if let Some(h) = &r.hook {
+                attributes.push(kv("gatewayd.hook", text(h)));
+            }
+            if let Some(c) = ocsf::class(r) {
+                attributes.push(kv("ocsf.class_uid", int(u64::from(c.uid))));
+                attributes.push(kv("ocsf.class_name", text(c.name)));
+            }
+            LogRecord {
+                time_unix_nano: parse_rfc3339_ms(&r.ts).map_or(0, |ms| ms * 1_000_000),
                 observed_time_unix_nano: now,
-                severity_number: SeverityNumber::Info as i32,
-                severity_text: "INFO".into(),
-                event_name: "gatewayd.anchor".into(),
+                severity_number: sev as i32,
+                severity_text: sev_text.into(),
+                event_name: "gatewayd.record".into(),
                 body,
-                attributes: vec![
-                    kv("gatewayd.type", text("anchor")),
-                    kv("gatewayd.seq", int(a.seq)),
-                    kv("gatewayd.hash", text(&a.hash)),
-                    kv("gatewayd.why", text(&a.why)),
-                ],
+                attributes,
                 ..Default::default()
-            },
+            }
         }
+        Item::Head(a) => LogRecord {
+            time_unix_nano: a.ms * 1_000_000,
+            observed_time_unix_nano: now,
+            severity_number: SeverityNumber::Info as i32,
+            severity_text: "INFO".into(),
+            event_name: "gatewayd.anchor".into(),
+            body,
+            attributes: vec![
+                kv("gatewayd.type", text("anchor")),
+                kv("gatewayd.seq", int(a.seq)),
+                kv("gatewayd.hash", text(&a.hash)),
+                kv("gatewayd.why", text(&a.why)),
+            ],
+            ..Default::default()
+        },
     }
 }
 
 impl Sink for Otlp {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
-        let body = self.request(batch).encode_to_vec();
+        let body = request(&self.host, batch).encode_to_vec();
         let at = &self.url;
         let mut resp = self
             .agent
@@ -180,13 +180,7 @@ impl Sink for Otlp {
             })?;
         match status {
             200..=299 => match ExportLogsServiceResponse::decode(&answer[..]) {
-                Ok(r) => match r.partial_success {
-                    Some(p) if p.rejected_log_records > 0 => Err(SinkError::Refused(format!(
-                        "OTLP endpoint {at} rejected {} log record(s): {}",
-                        p.rejected_log_records, p.error_message
-                    ))),
-                    _ => Ok(()),
-                },
+                Ok(r) => accepted(&r, at),
                 Err(e) => Err(SinkError::Retry(format!(
                     "OTLP endpoint {at} answered {status} with a body that is not an ExportLogsServiceResponse ({e}): is it an OTLP receiver?"
                 ))),
@@ -200,6 +194,18 @@ impl Sink for Otlp {
                 snippet(&answer)
             ))),
         }
+    }
+}
+
+/// A delivered request's answer: an error when the receiver says it rejected records (OTLP's
+/// partial success), which sending again would not change.
+pub(super) fn accepted(answer: &ExportLogsServiceResponse, at: &str) -> Result<(), SinkError> {
+    match &answer.partial_success {
+        Some(p) if p.rejected_log_records > 0 => Err(SinkError::Refused(format!(
+            "OTLP endpoint {at} rejected {} log record(s): {}",
+            p.rejected_log_records, p.error_message
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -8,13 +8,18 @@
 //! - `journal` (= `journal:/run/systemd/journal/socket`), `journal:PATH`: the systemd
 //!   journal's native protocol;
 //! - `otlp:http://HOST:PORT[/PATH]`, `otlp:https://...`: OTLP logs over HTTP/protobuf
-//!   (`/v1/logs` when no path), HTTPS checked against the system's roots and `--export-ca`.
+//!   (`/v1/logs` when no path), HTTPS checked against the system's roots and `--export-ca`;
+//! - `otlp-grpc:http://HOST:PORT`, `otlp-grpc:https://HOST:PORT`: OTLP logs over gRPC, TLS
+//!   checked the same way.
 use std::{
     fmt,
     path::{Path, PathBuf},
 };
 
-use super::{HostInfo, Sink, journal::Journal, json::JsonLines, otlp::Otlp, syslog::Syslog};
+use super::{
+    HostInfo, Sink, journal::Journal, json::JsonLines, otlp::Otlp, otlp_grpc::OtlpGrpc,
+    syslog::Syslog,
+};
 
 /// The journal's socket on a systemd host.
 pub(super) const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
@@ -32,6 +37,8 @@ pub enum ExportSpec {
     Journal(PathBuf),
     /// OTLP logs over HTTP/protobuf to this URL.
     Otlp(String),
+    /// OTLP logs over gRPC to this URL (`http://` or `https://`, host and port only).
+    OtlpGrpc(String),
 }
 
 /// How syslog messages travel.
@@ -50,7 +57,7 @@ pub enum SyslogTransport {
 /// Why an `--export` value is not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT|:tls:HOST:PORT], journal[:PATH] or otlp:http[s]://HOST:PORT[/PATH]"
+    "--export {given:?}: {why}; expected -, PATH, json:PATH, syslog[:unix:PATH|:udp:HOST:PORT|:tcp:HOST:PORT|:tls:HOST:PORT], journal[:PATH], otlp:http[s]://HOST:PORT[/PATH] or otlp-grpc:http[s]://HOST:PORT"
 )]
 pub struct SpecError {
     given: String,
@@ -114,6 +121,21 @@ impl ExportSpec {
                     _ => return Err(err("otlp needs a host")),
                 }
             }
+            "otlp-grpc" => {
+                let Some(after) = rest
+                    .strip_prefix("http://")
+                    .or_else(|| rest.strip_prefix("https://"))
+                else {
+                    return Err(err("otlp-grpc needs an http:// or https:// URL"));
+                };
+                match after.strip_suffix('/').unwrap_or(after) {
+                    "" => return Err(err("otlp-grpc needs a host")),
+                    h if h.contains('/') => {
+                        return Err(err("otlp-grpc takes no path (gRPC names the method)"));
+                    }
+                    h => ExportSpec::OtlpGrpc(format!("{}{h}", &rest[..rest.len() - after.len()])),
+                }
+            }
             _ if s.is_empty() => return Err(err("empty")),
             // A plain path, as before kinds existed.
             _ => ExportSpec::File(s.into()),
@@ -141,6 +163,7 @@ impl ExportSpec {
             ExportSpec::Syslog(t) => Box::new(Syslog::new(t.clone(), host, ca)?),
             ExportSpec::Journal(p) => Box::new(Journal::new(p.clone(), host)),
             ExportSpec::Otlp(url) => Box::new(Otlp::new(url.clone(), host, ca)?),
+            ExportSpec::OtlpGrpc(url) => Box::new(OtlpGrpc::new(url.clone(), host, ca)?),
         })
     }
 }
@@ -158,6 +181,7 @@ impl fmt::Display for ExportSpec {
             ExportSpec::Syslog(SyslogTransport::Tls(a)) => write!(f, "syslog:tls:{a}"),
             ExportSpec::Journal(p) => write!(f, "journal:{}", p.display()),
             ExportSpec::Otlp(u) => write!(f, "otlp:{u}"),
+            ExportSpec::OtlpGrpc(u) => write!(f, "otlp-grpc:{u}"),
         }
     }
 }
@@ -187,6 +211,9 @@ mod tests {
             ("otlp:http://c:4318/", "otlp:http://c:4318/v1/logs"),
             ("otlp:http://c:4318/x/logs", "otlp:http://c:4318/x/logs"),
             ("otlp:https://c:4318", "otlp:https://c:4318/v1/logs"),
+            ("otlp-grpc:http://c:4317", "otlp-grpc:http://c:4317"),
+            ("otlp-grpc:https://c:4317/", "otlp-grpc:https://c:4317"),
+            ("otlp-grpc:http://[::1]:4317", "otlp-grpc:http://[::1]:4317"),
         ] {
             let spec = ExportSpec::parse(given).unwrap();
             assert_eq!(spec.to_string(), shown, "{given}");
@@ -207,6 +234,10 @@ mod tests {
             "otlp:ftp://c:4318",
             "otlp:c:4318",
             "otlp:http:///v1/logs",
+            "otlp-grpc:c:4317",
+            "otlp-grpc:http://",
+            "otlp-grpc:http://c:4317/v1/logs",
+            "otlp-grpc:grpc://c:4317",
         ] {
             let e = ExportSpec::parse(bad).unwrap_err().to_string();
             assert!(e.contains("expected -, PATH"), "{bad}: {e}");

@@ -140,6 +140,23 @@ pub(crate) fn roots(
     Ok(certs)
 }
 
+/// The system's roots and those of the PEM file `extra`, as a store; an error when there is
+/// none at all (`option` names the file's setting and `whom` the servers, in errors).
+pub(crate) fn root_store(
+    extra: Option<&Path>,
+    option: &str,
+    whom: &str,
+) -> Result<RootCertStore, String> {
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(roots(extra, option)?);
+    if added == 0 {
+        return Err(format!(
+            "no CA certificate to check {whom} with (the system has none, and {option} is not set)"
+        ));
+    }
+    Ok(store)
+}
+
 /// A TLS client (rustls on ring) that checks servers against the system's roots and those
 /// of the PEM file `extra`; `option` names that file's setting and `whom` the servers, in
 /// errors.
@@ -148,13 +165,7 @@ pub(crate) fn tls_client(
     option: &str,
     whom: &str,
 ) -> Result<ClientConfig, String> {
-    let mut roots = RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(self::roots(extra, option)?);
-    if added == 0 {
-        return Err(format!(
-            "no CA certificate to check {whom} with (the system has none, and {option} is not set)"
-        ));
-    }
+    let roots = root_store(extra, option, whom)?;
     Ok(ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
