@@ -14,7 +14,7 @@ use crate::{
 
 const FENCE: &str = "<untrusted-output";
 
-fn everything() -> Vec<String> {
+pub(crate) fn everything() -> Vec<String> {
     vec![everything_server().display().to_string(), "stdio".into()]
 }
 
@@ -27,7 +27,7 @@ fn probe(mode: &str) -> Vec<String> {
 }
 
 /// The tools a server lists (bare), as policy entries pinned to those definitions.
-fn pinned(server: &[String]) -> Vec<Value> {
+pub(crate) fn pinned(server: &[String]) -> Vec<Value> {
     let mut bare = Peer::start(server);
     let listed = bare.request("tools/list", json!({}));
     bare.kill();

@@ -1,9 +1,11 @@
-//! Resumption on `gatewayd mcp --listen` (docs/MCP.md, "A local HTTP endpoint"): a request's
-//! SSE answer cut after its first event is taken up again with a `GET` and `Last-Event-ID`,
-//! which gives the rest of that stream, its answer among it, and nothing of another stream.
-//! Raw HTTP over TCP, so that the test cuts the stream where it wants; the server is the
-//! Python SDK's (`rugpull_server.py`, stdio), whose `translate` sends a notification before
-//! its answer.
+//! Streams of `gatewayd mcp --listen` (docs/MCP.md, "A local HTTP endpoint"), in raw HTTP
+//! over TCP so that the test sees which stream carries what and cuts one where it wants.
+//! Resumption: a request's SSE answer cut after its first event is taken up again with a
+//! `GET` and `Last-Event-ID`, which gives the rest of that stream, its answer among it, and
+//! nothing of another stream (the Python SDK's `rugpull_server.py`, stdio, whose `translate`
+//! sends a notification before its answer). A stdio server's elicitation goes on the answer
+//! of the call it serves, not on the GET stream (the reference server's
+//! `trigger-elicitation-request`).
 use std::{
     io::{Read as _, Write as _},
     net::TcpStream,
@@ -14,6 +16,7 @@ use serde_json::json;
 
 use crate::{
     listen::{ended, in_front_of_stdio},
+    messages::{everything, pinned},
     remote::{loopback, policy, rugpull_tools},
     support::*,
 };
@@ -63,6 +66,74 @@ fn event_ids(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A session initialized at `version` with `capabilities`: its `Mcp-Session-Id` header.
+fn initialized(port: u16, version: &str, capabilities: serde_json::Value) -> Vec<String> {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": capabilities,
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let answer = exchange(port, "POST", &[], &init.to_string());
+    let session = answer
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {answer}"));
+    let with_session = vec![format!("Mcp-Session-Id: {session}")];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    exchange(port, "POST", &with_session, &initialized.to_string());
+    with_session
+}
+
+#[test]
+fn an_elicitation_goes_on_the_answer_of_the_call_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = everything();
+    let pol = policy(
+        dir.path(),
+        &json!(pinned(&server)),
+        &loopback(),
+        &json!({"kernel": "off"}),
+    );
+    let audit = dir.path().join("audit.jsonl");
+    let (mut proxy, port) = in_front_of_stdio(&pol, &audit, &server);
+    let with_session = initialized(port, "2025-11-25", json!({"elicitation": {"form": {}}}));
+    // The GET stream is open: before, the server's requests all went there.
+    let mut get = send(port, "GET", &with_session, "");
+    let opened = read_until(&mut get, |t| t.contains("\r\n\r\n"));
+    assert!(opened.starts_with("HTTP/1.1 200"), "{opened}");
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "trigger-elicitation-request", "arguments": {}}});
+    let mut answer = send(port, "POST", &with_session, &call.to_string());
+    let asked = read_until(&mut answer, |t| t.contains("elicitation/create"));
+    let request: serde_json::Value = asked
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .find_map(|d| serde_json::from_str(d).ok())
+        .unwrap_or_else(|| panic!("the elicitation on the call's stream: {asked}"));
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    let decline = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "decline"}});
+    let accepted = exchange(port, "POST", &with_session, &decline.to_string());
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+    let rest = read_until(&mut answer, |t| t.contains("\"id\":2"));
+    assert!(
+        rest.contains("\"result\""),
+        "the call's answer after it: {rest}"
+    );
+
+    // Nothing of it went to the GET stream (given a short while: what must not happen).
+    get.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut more = [0u8; 4096];
+    let n = get.read(&mut more).unwrap_or(0);
+    let on_get = String::from_utf8_lossy(&more[..n]);
+    assert!(!on_get.contains("elicitation"), "{on_get}");
+    assert!(ended(&mut proxy).success());
+    verify(&audit);
+}
+
 #[test]
 fn a_cut_sse_answer_is_resumed_from_its_last_event() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,21 +150,7 @@ fn a_cut_sse_answer_is_resumed_from_its_last_event() {
     let audit = dir.path().join("audit.jsonl");
     let (mut proxy, port) = in_front_of_stdio(&pol, &audit, &server);
 
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let answer = exchange(port, "POST", &[], &init.to_string());
-    let session = answer
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| panic!("no session id: {answer}"));
-    let with_session = vec![format!("Mcp-Session-Id: {session}")];
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    exchange(port, "POST", &with_session, &initialized.to_string());
+    let with_session = initialized(port, "2025-06-18", json!({}));
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert!(exchange(port, "POST", &with_session, &list.to_string()).contains("translate"));
 

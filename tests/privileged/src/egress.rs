@@ -141,18 +141,6 @@ fn two_sends(name: &str, middle: &[&str]) -> TwoSends {
     }
 }
 
-/// Waits for the record with this reason in `audit`.
-fn wait_for_record(audit: &Path, reason: &str) -> serde_json::Value {
-    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    loop {
-        if let Some(r) = records(audit).into_iter().find(|r| r["reason"] == reason) {
-            return r;
-        }
-        assert!(std::time::Instant::now() < deadline, "no {reason} record");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn sigusr1_locks_all_egress_down() {
     let _ = tier();

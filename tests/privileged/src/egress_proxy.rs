@@ -387,20 +387,3 @@ fn learn_by_name(dir: &Scratch, cert: &Path) {
         .collect();
     assert!(refused.is_empty(), "no refusal: {refused:#?}");
 }
-
-/// The first record with `reason`, waiting for it.
-fn wait_for_record(audit: &Path, reason: &str) -> serde_json::Value {
-    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    loop {
-        let text = std::fs::read_to_string(audit).unwrap_or_default();
-        let found = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|r| r["reason"] == reason);
-        if let Some(r) = found {
-            return r;
-        }
-        assert!(std::time::Instant::now() < deadline, "no {reason} record");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}

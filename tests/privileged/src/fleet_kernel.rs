@@ -5,7 +5,8 @@
 //! refused by the kernel twice, shown working bare first: a read of a protected file and a
 //! connect outside the egress allowlist. The receiver holds every record of every host's
 //! chain as it was logged, the kernel denials among them with their OCSF class, and the head
-//! each run exported at its end proves its log (`audit verify --anchors`).
+//! each run exported at its end proves its log (`audit verify --anchors`). And a run whose
+//! receiver is stopped for 10 s in the middle of the session loses no record.
 use std::{
     collections::BTreeMap,
     process::{Child, Stdio},
@@ -28,15 +29,16 @@ impl Drop for Receiver {
     }
 }
 
-/// The OTLP receiver writing one JSON line per log record to `out`; it and its port.
-fn receiver(dir: &Scratch, out: &Path) -> (Receiver, u16) {
+/// The OTLP receiver on `port` (0: any free one) writing one JSON line per log record to
+/// `out`; it and its port.
+fn receiver(dir: &Scratch, out: &Path, port: u16) -> (Receiver, u16) {
     let script = dir.path("otlp_receiver.py");
     std::fs::write(&script, RECEIVER).unwrap();
     let site = std::env::var_os("GATEWAYD_PY_REQUESTS")
         .expect("GATEWAYD_PY_REQUESTS: run through cargo xtask (the OTLP definitions)");
     let mut c = Command::new("/usr/bin/python3")
         .arg(&script)
-        .args(["ok", "0"])
+        .args(["ok", &port.to_string()])
         .arg(out)
         .env("PYTHONPATH", site)
         .stdout(Stdio::piped())
@@ -86,7 +88,7 @@ fn eight_runs_export_their_kernel_denials_to_one_receiver_whole() {
     rx.recv_timeout(MUST_HAPPEN_WITHIN).unwrap();
 
     let out = dir.path("otlp.jsonl");
-    let (_receiver, otlp) = receiver(&dir, &out);
+    let (_receiver, otlp) = receiver(&dir, &out, 0);
     // Loopback egress to another port only: the agent's connect is outside the allowlist.
     let policy = write_policy(
         &dir,
@@ -133,13 +135,21 @@ fn eight_runs_export_their_kernel_denials_to_one_receiver_whole() {
     );
     // Each run delivers what it queued, its last head among it, before it exits.
     for (i, audit) in audits.iter().enumerate() {
-        check_host(&format!("kfleet-{i}"), audit, &received(&out), &dir);
+        let denials = [("protected_path", 1001), ("egress_not_allowed", 4001)];
+        check_host(
+            &format!("kfleet-{i}"),
+            audit,
+            &received(&out),
+            &dir,
+            &denials,
+        );
     }
 }
 
-/// The receiver got `host`'s whole chain as logged, its kernel denials with their OCSF
-/// class, and a head that proves the log.
-fn check_host(host: &str, audit: &Path, got: &[Value], dir: &Scratch) {
+/// The receiver got `host`'s whole chain as logged, its kernel denials (`denials`, in order,
+/// with their OCSF class: 1001 File System Activity, 4001 Network Activity), and a head that
+/// proves the log.
+fn check_host(host: &str, audit: &Path, got: &[Value], dir: &Scratch, denials: &[(&str, u64)]) {
     assert!(verify(audit).status.success(), "{host}: the log verifies");
     let log = gatewayd_testkit::export::log_by_seq(audit);
     let mine: Vec<&Value> = got.iter().filter(|b| b["host"] == host).collect();
@@ -152,21 +162,14 @@ fn check_host(host: &str, audit: &Path, got: &[Value], dir: &Scratch) {
     }
     let missing: Vec<&u64> = log.keys().filter(|s| !copy.contains_key(s)).collect();
     assert!(missing.is_empty(), "{host}: not received: seq {missing:?}");
-    let class_of = |reason: &str| -> Vec<u64> {
-        copy.values()
-            .filter(|r| r["source"] == "kernel" && r["reason"] == reason)
-            .filter_map(|r| r["ocsf"]["class_uid"].as_u64())
-            .collect()
-    };
+    let kernel: Vec<(&str, u64)> = copy
+        .values()
+        .filter(|r| r["source"] == "kernel")
+        .filter_map(|r| Some((r["reason"].as_str()?, r["ocsf"]["class_uid"].as_u64()?)))
+        .collect();
     assert_eq!(
-        class_of("protected_path"),
-        [1001],
-        "{host}: File System Activity"
-    );
-    assert_eq!(
-        class_of("egress_not_allowed"),
-        [4001],
-        "{host}: Network Activity"
+        kernel, denials,
+        "{host}: the kernel's denials with their OCSF class"
     );
     let heads: String = mine
         .iter()
@@ -187,4 +190,78 @@ fn check_host(host: &str, audit: &Path, got: &[Value], dir: &Scratch) {
         .output()
         .unwrap();
     assert!(v.status.success(), "{host}: {}", stdout(&v));
+}
+
+/// One `gatewayd run --export otlp:...` whose receiver is stopped for 10 s while the agent
+/// is refused again: the exporter records that it fails, keeps the records queued, and when
+/// the receiver is back (same port) delivers them; the receiver ends with the whole chain,
+/// nothing dropped.
+#[test]
+fn a_run_loses_no_record_while_its_receiver_is_stopped_for_10_s() {
+    let _ = tier();
+    let dir = Scratch::new("fleet-outage");
+    let (secret, ..) = protected_fixture(&dir);
+    let (go_on, finish) = (dir.path("go-on"), dir.path("finish"));
+    let out = dir.path("otlp.jsonl");
+    let (receiver_up, port) = receiver(&dir, &out, 0);
+    let policy = write_policy(
+        &dir,
+        json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+    );
+    let audit = dir.path("audit.jsonl");
+    let secret = secret.to_str().unwrap();
+    let mut run = gatewayd_run()
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--host-id", "outage", "--anchor-every-s", "0"])
+        .args(["--export", &format!("otlp:http://127.0.0.1:{port}")])
+        .args(["--", &agent(), "read", secret, "+", "waitfile"])
+        .arg(&go_on)
+        .args(["+", "read", secret, "+", "waitfile"])
+        .arg(&finish)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let denials = || {
+        received(&out)
+            .iter()
+            .filter(|r| r["reason"] == "protected_path")
+            .count()
+    };
+    wait_until("the first denial at the receiver", || denials() == 1);
+    drop(receiver_up);
+    let stopped = std::time::Instant::now();
+    std::fs::write(&go_on, "").unwrap();
+    let failing = wait_for_record(&audit, "export_failing");
+    assert!(
+        failing["detail"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&port.to_string())),
+        "{failing}"
+    );
+    wait_until("the second denial in the log", || {
+        let log = std::fs::read_to_string(&audit).unwrap_or_default();
+        log.matches("\"reason\":\"protected_path\"").count() == 2
+    });
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(stopped.elapsed()));
+    assert_eq!(
+        denials(),
+        1,
+        "nothing arrives while the receiver is stopped"
+    );
+    let (_receiver, _) = receiver(&dir, &out, port);
+    wait_until("the second denial at the receiver", || denials() == 2);
+    std::fs::write(&finish, "").unwrap();
+    let o = run.wait_with_output().unwrap();
+    let t = stdout(&o);
+    assert_eq!(t.matches("FAIL read").count(), 2, "both reads refused: {t}");
+    let denials = [("protected_path", 1001), ("protected_path", 1001)];
+    check_host("outage", &audit, &received(&out), &dir, &denials);
+    let recs = records(&audit);
+    assert!(
+        !recs.iter().any(|r| r["reason"] == "export_dropped"),
+        "nothing dropped"
+    );
 }

@@ -241,6 +241,33 @@ pub(crate) fn records(audit: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Waits (for [`MUST_HAPPEN_WITHIN`] at most) until `cond` holds.
+pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited in vain: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first record with `reason` in `audit`, waiting for it (a log being written: its last
+/// line may be partial).
+pub(crate) fn wait_for_record(audit: &Path, reason: &str) -> serde_json::Value {
+    let mut found = None;
+    wait_until(&format!("a {reason} record"), || {
+        let text = std::fs::read_to_string(audit).unwrap_or_default();
+        found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|r| r["reason"] == reason);
+        found.is_some()
+    });
+    found.unwrap_or_default()
+}
+
 pub(crate) fn verify(audit: &Path) -> Output {
     Command::new(gatewayd())
         .args(["audit", "verify"])

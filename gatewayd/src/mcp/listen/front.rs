@@ -33,16 +33,34 @@ pub(super) struct Waiter {
     pub(super) progress: Option<String>,
 }
 
+/// The server's requests that belong to the client request being handled (SEP-2260, in the
+/// 2026-07-28 revision: a server sends them only while it handles one, and over Streamable
+/// HTTP they ride that request's answer). `ping` and the others are not tied.
+const TIED_TO_A_CLIENT_REQUEST: [&str; 3] =
+    ["sampling/createMessage", "elicitation/create", "roots/list"];
+
 /// The `progressToken` of a progress notification, or of a request's `_meta`, as one string
 /// (a number and a string of the same digits differ).
 pub(super) fn progress_token(line: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(line).ok()?;
+    progress_token_of(&serde_json::from_str(line).ok()?)
+}
+
+fn progress_token_of(v: &Value) -> Option<String> {
     let token = match v.get("method").and_then(Value::as_str) {
         Some("notifications/progress") => v.pointer("/params/progressToken"),
         Some(_) if v.get("id").is_some() => v.pointer("/params/_meta/progressToken"),
         _ => None,
     }?;
     Some(token.to_string())
+}
+
+/// A server request that belongs to a client request ([`TIED_TO_A_CLIENT_REQUEST`]).
+fn tied_to_a_client_request(message: &Value) -> bool {
+    message.get("id").is_some()
+        && message
+            .get("method")
+            .and_then(Value::as_str)
+            .is_some_and(|m| TIED_TO_A_CLIENT_REQUEST.contains(&m))
 }
 
 /// One client session: its router's input, its requests waiting, its GET stream.
@@ -82,33 +100,40 @@ impl Front {
     }
 
     /// A message of the server's: a progress notification on the SSE answer of the request
-    /// that asked for it (its `progressToken`); any other to the GET stream when one is open,
-    /// else on the SSE answer of a request in flight, else held on the GET stream for its
-    /// next connection.
+    /// that asked for it (its `progressToken`); a sampling, elicitation or roots request on
+    /// the SSE answer of the one client request in flight (a stdio server's message names no
+    /// request: with several in flight, which one it serves is not known); any other to
+    /// the GET stream when one is open, else on the SSE answer of a request in flight, else
+    /// held on the GET stream for its next connection.
     fn to_streams(&self, line: String) {
         let mut s = lock(&self.streams);
-        let line = match progress_token(&line) {
-            Some(token) => {
-                match self.to_waiter(line, |w| w.progress.as_deref() == Some(token.as_str())) {
-                    Some(line) => line,
-                    None => return,
-                }
+        let message: Value = serde_json::from_str(&line).unwrap_or_default();
+        let line = if let Some(token) = progress_token_of(&message) {
+            match self.to_waiter(line, |w, _| w.progress.as_deref() == Some(token.as_str())) {
+                Some(line) => line,
+                None => return,
             }
-            None => line,
+        } else if tied_to_a_client_request(&message) {
+            match self.to_waiter(line, |w, in_flight| in_flight == 1 && w.stream) {
+                Some(line) => line,
+                None => return,
+            }
+        } else {
+            line
         };
         if s.get_connected() {
             return s.push(streams::GET_STREAM, line, false);
         }
-        if let Some(line) = self.to_waiter(line, |_| true) {
+        if let Some(line) = self.to_waiter(line, |_, _| true) {
             s.push(streams::GET_STREAM, line, false);
         }
     }
 
-    /// `line` on the SSE answer of the first request in flight that `which` takes; the line
-    /// back when there is none.
-    fn to_waiter(&self, line: String, which: impl Fn(&Waiter) -> bool) -> Option<String> {
+    /// `line` on the SSE answer of the first request in flight that `which` takes (given
+    /// it and how many are in flight); the line back when there is none.
+    fn to_waiter(&self, line: String, which: impl Fn(&Waiter, usize) -> bool) -> Option<String> {
         let w = lock(&self.waiters);
-        let Some(waiter) = w.values().find(|w| w.stream && which(w)) else {
+        let Some(waiter) = w.values().find(|v| v.stream && which(v, w.len())) else {
             return Some(line);
         };
         match waiter.tx.send(Out::Message(line)) {
@@ -286,6 +311,25 @@ mod tests {
         match rx.try_recv().ok()? {
             Out::Message(l) | Out::Answer(l) => Some(l),
         }
+    }
+
+    #[test]
+    fn a_server_request_goes_on_the_answer_of_the_one_request_in_flight() {
+        let f = front();
+        let _get = lock(&f.streams).open_get().unwrap();
+        let elicit = r#"{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{}}"#;
+        let ping = r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#;
+        // Alone in flight, the call gets the elicitation, though the GET stream is open; a
+        // ping is no call's.
+        let mut a = waiting(&f, 1, 7.into());
+        f.to_streams(elicit.into());
+        f.to_streams(ping.into());
+        assert_eq!(got(&mut a), Some(elicit.into()));
+        assert_eq!(got(&mut a), None);
+        // With two in flight, which one the server serves is not known: the GET stream.
+        let mut b = waiting(&f, 2, 8.into());
+        f.to_streams(elicit.into());
+        assert_eq!((got(&mut a), got(&mut b)), (None, None));
     }
 
     #[test]
