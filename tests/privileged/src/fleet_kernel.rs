@@ -201,67 +201,82 @@ fn a_run_loses_no_record_while_its_receiver_is_stopped_for_10_s() {
     let _ = tier();
     let dir = Scratch::new("fleet-outage");
     let (secret, ..) = protected_fixture(&dir);
+    let (port, rx) = listener("127.0.0.1:0");
     let (go_on, finish) = (dir.path("go-on"), dir.path("finish"));
     let out = dir.path("otlp.jsonl");
-    let (receiver_up, port) = receiver(&dir, &out, 0);
+    let (receiver_up, otlp) = receiver(&dir, &out, 0);
     let policy = write_policy(
         &dir,
-        json!({"version": 1, "kernel": "best_effort", "sandbox": {"protected": [secret]}}),
+        json!({"version": 1, "kernel": "best_effort",
+            "sandbox": {"protected": [secret]},
+            "network": {"egress": [{"cidr": "127.0.0.1/32", "port": 9}]}}),
     );
     let audit = dir.path("audit.jsonl");
-    let secret = secret.to_str().unwrap();
-    let mut run = gatewayd_run()
+    let run = gatewayd_run()
         .arg("--policy")
         .arg(&policy)
         .arg("--audit")
         .arg(&audit)
         .args(["--host-id", "outage", "--anchor-every-s", "0"])
-        .args(["--export", &format!("otlp:http://127.0.0.1:{port}")])
-        .args(["--", &agent(), "read", secret, "+", "waitfile"])
+        .args(["--export", &format!("otlp:http://127.0.0.1:{otlp}")])
+        .args([
+            "--",
+            &agent(),
+            "read",
+            secret.to_str().unwrap(),
+            "+",
+            "waitfile",
+        ])
         .arg(&go_on)
-        .args(["+", "read", secret, "+", "waitfile"])
+        .args([
+            "+",
+            "send",
+            &format!("127.0.0.1:{port}"),
+            "x",
+            "+",
+            "waitfile",
+        ])
         .arg(&finish)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let denials = || {
-        received(&out)
-            .iter()
-            .filter(|r| r["reason"] == "protected_path")
-            .count()
-    };
-    wait_until("the first denial at the receiver", || denials() == 1);
+    let at_receiver = |reason: &str| received(&out).iter().any(|r| r["reason"] == reason);
+    wait_until("the read's denial at the receiver", || {
+        at_receiver("protected_path")
+    });
     drop(receiver_up);
     let stopped = std::time::Instant::now();
     std::fs::write(&go_on, "").unwrap();
+    wait_for_record(&audit, "egress_not_allowed");
     let failing = wait_for_record(&audit, "export_failing");
     assert!(
         failing["detail"]["error"]
             .as_str()
-            .is_some_and(|e| e.contains(&port.to_string())),
+            .is_some_and(|e| e.contains(&otlp.to_string())),
         "{failing}"
     );
-    wait_until("the second denial in the log", || {
-        let log = std::fs::read_to_string(&audit).unwrap_or_default();
-        log.matches("\"reason\":\"protected_path\"").count() == 2
-    });
     std::thread::sleep(Duration::from_secs(10).saturating_sub(stopped.elapsed()));
-    assert_eq!(
-        denials(),
-        1,
+    assert!(
+        !at_receiver("egress_not_allowed"),
         "nothing arrives while the receiver is stopped"
     );
-    let (_receiver, _) = receiver(&dir, &out, port);
-    wait_until("the second denial at the receiver", || denials() == 2);
+    let (_receiver, _) = receiver(&dir, &out, otlp);
+    wait_until("the connect's denial at the receiver", || {
+        at_receiver("egress_not_allowed")
+    });
     std::fs::write(&finish, "").unwrap();
-    let o = run.wait_with_output().unwrap();
-    let t = stdout(&o);
-    assert_eq!(t.matches("FAIL read").count(), 2, "both reads refused: {t}");
-    let denials = [("protected_path", 1001), ("protected_path", 1001)];
-    check_host("outage", &audit, &received(&out), &dir, &denials);
-    let recs = records(&audit);
+    let t = stdout(&run.wait_with_output().unwrap());
     assert!(
-        !recs.iter().any(|r| r["reason"] == "export_dropped"),
+        t.contains("FAIL read") && t.contains("FAIL send"),
+        "both refused: {t}"
+    );
+    assert!(rx.try_recv().is_err(), "no connect reached the listener");
+    let denials = [("protected_path", 1001), ("egress_not_allowed", 4001)];
+    check_host("outage", &audit, &received(&out), &dir, &denials);
+    assert!(
+        !records(&audit)
+            .iter()
+            .any(|r| r["reason"] == "export_dropped"),
         "nothing dropped"
     );
 }
