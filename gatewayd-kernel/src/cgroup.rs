@@ -54,6 +54,61 @@ pub fn cgroup2_mount() -> Result<PathBuf, CgroupError> {
         .ok_or(CgroupError::NoCgroup2)
 }
 
+/// The root of the calling process's cgroup namespace as a path of the cgroup2 mount (`/`
+/// being the mount's root), when the two differ; None when they are the same. Under a cgroup
+/// namespace of its own (a Kubernetes pod's: the runtime gives each container one, rooted at
+/// its cgroup) with the node's cgroupfs mounted, `/proc/PID/cgroup` reads relative to the
+/// namespace's root (`/../../gatewayd/...`) while the mount shows the node's whole tree:
+/// this is what to put before such a path ([`absolute`]). Found by looking for the process
+/// (`pid`, as it sees pids) in the `cgroup.procs` files of the mount: first where
+/// `/proc/self/cgroup` (`own`) says, then through the tree.
+pub fn namespace_root(mount: &Path, own: &str, pid: u32) -> Option<String> {
+    let lists = |dir: &Path| {
+        fs::read_to_string(dir.join("cgroup.procs"))
+            .is_ok_and(|t| t.lines().any(|l| l.trim() == pid.to_string()))
+    };
+    if lists(&mount.join(own.trim_start_matches('/'))) {
+        return None;
+    }
+    let found = find_cgroup(mount, &lists, 16)?;
+    let found = format!("/{}", found.strip_prefix(mount).ok()?.to_str()?);
+    let root = found.strip_suffix(own.trim_end_matches('/'))?;
+    Some(if root.is_empty() {
+        "/".into()
+    } else {
+        root.into()
+    })
+}
+
+/// The first cgroup at or below `dir` (down to `depth` levels) that `holds`.
+fn find_cgroup(dir: &Path, holds: &dyn Fn(&Path) -> bool, depth: usize) -> Option<PathBuf> {
+    if holds(dir) {
+        return Some(dir.to_owned());
+    }
+    if depth == 0 {
+        return None;
+    }
+    fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .find_map(|e| find_cgroup(&e.path(), holds, depth - 1))
+}
+
+/// A path of `/proc/PID/cgroup` read in a namespace rooted at `root` ([`namespace_root`]),
+/// as a path of the mount: `/a/b` and `/../c` under `/a/pod` are `/a/pod/a/b` and `/a/c`.
+pub fn absolute(root: &str, path: &str) -> String {
+    let mut parts: Vec<&str> = root.split('/').filter(|p| !p.is_empty()).collect();
+    for p in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        if p == ".." {
+            parts.pop();
+        } else {
+            parts.push(p);
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
 /// gatewayd's parent cgroup, `<cgroup2 mount>/gatewayd`, created when missing.
 pub fn parent_dir() -> Result<PathBuf, CgroupError> {
     let parent = cgroup2_mount()?.join("gatewayd");
@@ -285,6 +340,44 @@ impl Drop for AgentCgroup {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_namespace_relative_path_is_read_from_the_namespace_root() {
+        assert_eq!(absolute("/a/pod", "/"), "/a/pod");
+        assert_eq!(absolute("/a/pod", "/x/y"), "/a/pod/x/y");
+        assert_eq!(
+            absolute("/a/pod", "/../../gatewayd/run-1"),
+            "/gatewayd/run-1"
+        );
+        assert_eq!(absolute("/a/pod", "/../../../.."), "/");
+    }
+
+    #[test]
+    fn the_namespace_root_is_where_the_process_is_found() {
+        let mount = tempfile::tempdir().unwrap();
+        let pod = mount.path().join("kubepods/pod-1");
+        std::fs::create_dir_all(&pod).unwrap();
+        std::fs::write(mount.path().join("cgroup.procs"), "1\n").unwrap();
+        std::fs::write(pod.join("cgroup.procs"), "7\n42\n").unwrap();
+        // Seen from inside: at its namespace's root, or one level below it.
+        assert_eq!(
+            namespace_root(mount.path(), "/", 42).as_deref(),
+            Some("/kubepods/pod-1")
+        );
+        std::fs::create_dir(pod.join("inner")).unwrap();
+        std::fs::write(pod.join("cgroup.procs"), "").unwrap();
+        std::fs::write(pod.join("inner/cgroup.procs"), "42\n").unwrap();
+        assert_eq!(
+            namespace_root(mount.path(), "/inner", 42).as_deref(),
+            Some("/kubepods/pod-1")
+        );
+        // Where the process says it is: no namespace of its own.
+        assert_eq!(
+            namespace_root(mount.path(), "/kubepods/pod-1/inner", 42),
+            None
+        );
+        assert_eq!(namespace_root(mount.path(), "/", 1), None);
+    }
+
     use super::*;
 
     #[test]

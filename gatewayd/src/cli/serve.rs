@@ -166,6 +166,11 @@ pub(super) fn exec(args: Args) -> anyhow::Result<ExitCode> {
 /// cgroups and what still runs there; their entries in the pinned maps go at the next run's
 /// start).
 fn settle_host() {
+    if let Some(root) = daemon::peer::cgroup_namespace_root() {
+        errln!(
+            "gatewayd: in a cgroup namespace rooted at {root} of the cgroup tree: callers' cgroups are read from there"
+        );
+    }
     daemon::raise_fd_limit();
     if let Err(e) = gatewayd_kernel::session_limits::protect_from_oom_killer() {
         errln!(

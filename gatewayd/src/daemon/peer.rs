@@ -1,7 +1,8 @@
 //! Who is calling: the kernel's word for it (`SO_PEERCRED`: pid, uid, gid at connect time),
 //! the peer's supplementary groups and its cgroup v2 path (`/proc/PID/status`,
-//! `/proc/PID/cgroup`), read once when the connection is accepted.
-use std::{fs, io};
+//! `/proc/PID/cgroup`, read from the host's cgroup root when the daemon has a cgroup
+//! namespace of its own), read once when the connection is accepted.
+use std::{fs, io, sync::OnceLock};
 
 use serde::Serialize;
 
@@ -40,7 +41,11 @@ impl Peer {
                     .unwrap_or_default(),
                 fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .ok()
-                    .and_then(|s| parse_cgroup(&s)),
+                    .and_then(|s| parse_cgroup(&s))
+                    .map(|p| match cgroup_namespace_root() {
+                        Some(root) => gatewayd_kernel::cgroup::absolute(root, &p),
+                        None => p,
+                    }),
             )
         } else {
             (Vec::new(), None)
@@ -58,6 +63,19 @@ impl Peer {
     pub fn is_root_or_member(&self, gid: u32) -> bool {
         self.uid == 0 || self.gid == gid || self.groups.contains(&gid)
     }
+}
+
+/// The root of this process's cgroup namespace as a path of the cgroup2 mount, when the two
+/// differ (a daemon in a Kubernetes pod, with the node's cgroupfs mounted): callers' paths in
+/// `/proc/PID/cgroup` read relative to it, and are read from it. Found once.
+pub fn cgroup_namespace_root() -> Option<&'static str> {
+    static ROOT: OnceLock<Option<String>> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mount = gatewayd_kernel::cgroup::cgroup2_mount().ok()?;
+        let own = parse_cgroup(&fs::read_to_string("/proc/self/cgroup").ok()?)?;
+        gatewayd_kernel::cgroup::namespace_root(&mount, &own, std::process::id())
+    })
+    .as_deref()
 }
 
 /// The environment a process started with (`/proc/PID/environ`: `NAME=VALUE`, NUL

@@ -302,13 +302,76 @@ fn a_kernel_denial_of_a_protected_file_counts_toward_the_rule_of_two() {
 /// cgroup id).
 #[test]
 fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
+    daemon_locks_the_kernel_session("servelock", None);
+}
+
+/// The same with the daemon as a Kubernetes pod runs it (docs/FLEET.md, "On a cluster"): in a
+/// cgroup of its own and a cgroup namespace rooted there, the node's pids in sight. Its
+/// callers' `/proc/PID/cgroup` read relative to that root unless it joins pid 1's
+/// namespace, which it does.
+#[test]
+fn the_daemon_in_a_cgroup_namespace_of_its_own_locks_the_kernel_session_too() {
+    let cgroup = PodCgroup::new("gatewayd-test-pod");
+    daemon_locks_the_kernel_session("servelock-ns", Some(&cgroup));
+}
+
+/// A cgroup for a daemon started as in a pod ([`PodCgroup::enter_before_exec`]), removed
+/// when dropped.
+struct PodCgroup(std::path::PathBuf);
+
+impl PodCgroup {
+    fn new(name: &str) -> PodCgroup {
+        let dir = gatewayd_kernel::cgroup::cgroup2_mount().unwrap().join(name);
+        let _ = std::fs::remove_dir(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        PodCgroup(dir)
+    }
+
+    /// Makes `c`'s process move itself into the cgroup and unshare its cgroup namespace
+    /// there before it execs, as a container runtime does.
+    fn enter_before_exec(&self, c: &mut Command) {
+        use std::os::unix::process::CommandExt as _;
+        let procs = std::ffi::CString::new(
+            self.0
+                .join("cgroup.procs")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: between fork and exec the closure only makes system calls (open, write,
+        // close, unshare) on memory prepared before the fork; it allocates nothing.
+        unsafe {
+            c.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                // "0": the writing process itself.
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+                if libc::unshare(libc::CLONE_NEWCGROUP) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for PodCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn daemon_locks_the_kernel_session(name: &str, pod: Option<&PodCgroup>) {
     let _ = tier();
-    let dir = Scratch::new("servelock");
+    let dir = Scratch::new(name);
     let (port, rx) = listener("127.0.0.1:0");
     let policy = taint_policy(&dir, port);
     let socket = dir.path("serve.sock");
     let serve_audit = dir.path("serve-audit.jsonl");
-    let mut serve = Command::new(super::gatewayd())
+    let mut serve = Command::new(super::gatewayd());
+    serve
         .arg("serve")
         .arg("--policy")
         .arg(&policy)
@@ -317,9 +380,11 @@ fn the_daemon_locks_the_kernel_session_its_agent_runs_in() {
         .arg("--audit")
         .arg(&serve_audit)
         // By number: the guest has no /etc/group.
-        .args(["--group", "0"])
-        .spawn()
-        .unwrap();
+        .args(["--group", "0"]);
+    if let Some(pod) = pod {
+        pod.enter_before_exec(&mut serve);
+    }
+    let mut serve = serve.spawn().unwrap();
     let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
     // Started when it accepts a connection (the socket file is bound before it listens).
     while std::os::unix::net::UnixStream::connect(&socket).is_err()
