@@ -3,7 +3,8 @@
 //! Resumption: a request's SSE answer cut after its first event is taken up again with a
 //! `GET` and `Last-Event-ID`, which gives the rest of that stream, its answer among it, and
 //! nothing of another stream (the Python SDK's `rugpull_server.py`, stdio, whose `translate`
-//! sends a notification before its answer). A stdio server's elicitation goes on the answer
+//! sends a notification before its answer), by hand and by the Python SDK's client, which
+//! resumes by itself when a relay cuts the answer. A stdio server's elicitation goes on the answer
 //! of the call it serves, not on the GET stream (the reference server's
 //! `trigger-elicitation-request`).
 use std::{
@@ -196,6 +197,59 @@ fn a_cut_sse_answer_is_resumed_from_its_last_event() {
         let a = exchange(port, "GET", &h, "");
         assert!(a.starts_with(&format!("HTTP/1.1 {status}")), "{id}: {a}");
     }
+    assert!(ended(&mut proxy).success());
+    verify(&audit);
+}
+
+/// The Python SDK's client (`client.py`, Streamable HTTP at 2025-11-25: at 2026-07-28 a
+/// dropped answer stream cancels its request) through a relay that cuts the call's SSE
+/// answer after its first event (the priming one: an id, no data): the SDK resumes with
+/// `GET` and `Last-Event-ID` by itself, and the call's answer reaches it.
+#[test]
+fn the_python_sdk_resumes_a_cut_answer_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = vec![
+        python().display().to_string(),
+        fixture("rugpull_server.py").display().to_string(),
+    ];
+    let pol = policy(
+        dir.path(),
+        &rugpull_tools(),
+        &loopback(),
+        &json!({"kernel": "off"}),
+    );
+    let audit = dir.path().join("audit.jsonl");
+    let (mut proxy, port) = in_front_of_stdio(&pol, &audit, &server);
+    let log = dir.path().join("relay.jsonl");
+    let mut relay = std::process::Command::new(python())
+        .arg(fixture("cutting_relay.py"))
+        .args([&port.to_string(), "translate"])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let relay_port = gatewayd_testkit::net::announced_port(&mut relay, "listening ");
+    let out = drive(&json!({
+        "url": format!("http://127.0.0.1:{relay_port}/mcp"), "mode": "legacy",
+        "steps": [{"list": true}, {"call": "translate", "args": {"text": "hi"}}]}));
+    let _ = relay.kill();
+    let _ = relay.wait();
+    assert_eq!(out[1]["text"], "hallo: hi", "{out:?}");
+    let seen: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        seen.iter()
+            .any(|r| r["method"] == "POST" && r["cut"] == true),
+        "the call's answer was cut: {seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|r| r["method"] == "GET" && r["last_event_id"].is_string()),
+        "the SDK resumed: {seen:?}"
+    );
     assert!(ended(&mut proxy).success());
     verify(&audit);
 }

@@ -73,6 +73,9 @@ pub(super) struct Front {
     pub(super) streams: Arc<Mutex<streams::Streams>>,
     /// The client's authorization for a remote server (None: a stdio server, no headers).
     pub(super) client_auth: Option<Arc<ClientAuth>>,
+    /// Each SSE answer opens with a priming event ([`streams::Streams::open`]): the client
+    /// asked for 2025-11-25 or later.
+    pub(super) prime_streams: bool,
 }
 
 impl Front {
@@ -214,7 +217,7 @@ impl Front {
     /// A request's SSE answer: a stream of the session's, carrying `first`, then what `rx`
     /// brings, up to and with the answer; resumable while the session keeps it.
     fn stream_answer(&self, first: Out, rx: mpsc::UnboundedReceiver<Out>) -> Response<Body> {
-        let (n, response) = lock(&self.streams).open();
+        let (n, response) = lock(&self.streams).open(self.prime_streams);
         tokio::spawn(pump(self.streams.clone(), n, first, rx));
         response
     }
@@ -280,6 +283,7 @@ mod tests {
             waiters: Mutex::new(HashMap::new()),
             streams: Arc::default(),
             client_auth: None,
+            prime_streams: false,
         }
     }
 

@@ -319,7 +319,10 @@ impl Endpoint {
     }
 
     /// A new client session: its front, its router's pipes sent to the serving loop.
-    async fn open_session(&self) -> Result<(String, Arc<Front>), Response<Body>> {
+    async fn open_session(
+        &self,
+        initialize: &Value,
+    ) -> Result<(String, Arc<Front>), Response<Body>> {
         if lock(&self.sessions).len() >= SESSIONS {
             let m = format!("{SESSIONS} MCP sessions are open; end one (DELETE) first");
             return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, &m));
@@ -333,6 +336,11 @@ impl Endpoint {
             waiters: Mutex::new(HashMap::new()),
             streams: Arc::default(),
             client_auth: self.remote.then(|| Arc::new(ClientAuth::default())),
+            // Revisions are dates, YYYY-MM-DD: they sort as text.
+            prime_streams: initialize
+                .pointer("/params/protocolVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|v| v >= "2025-11-25"),
         });
         tokio::spawn(super::proxy::writer(input, router_rx));
         tokio::spawn(front.clone().read_router(BufReader::new(output)));
@@ -387,7 +395,7 @@ impl Endpoint {
                 );
             }
             (Some(f), false) => (f, None),
-            (None, true) => match self.open_session().await {
+            (None, true) => match self.open_session(&v).await {
                 Ok((id, f)) => (f, Some(id)),
                 Err(r) => return r,
             },

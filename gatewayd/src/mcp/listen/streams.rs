@@ -121,10 +121,15 @@ impl Default for Streams {
 
 impl Streams {
     /// A new request stream and the body of its first connection.
-    pub(super) fn open(&mut self) -> (u64, Response<Body>) {
+    /// `prime`: the stream's first event is an id with empty data (2025-11-25 on), so that a
+    /// client whose connection is cut before the server's first message can still resume.
+    pub(super) fn open(&mut self, prime: bool) -> (u64, Response<Body>) {
         let n = self.next;
         self.next += 1;
         let mut log = Log::new(n);
+        if prime {
+            log.push(String::new());
+        }
         let body = log.connect(1);
         self.logs.insert(n, log);
         (n, body)
@@ -220,7 +225,7 @@ mod tests {
     #[tokio::test]
     async fn a_cut_stream_resumes_after_its_last_event_and_carries_only_its_own() {
         let mut s = Streams::default();
-        let (n, first) = s.open();
+        let (n, first) = s.open(false);
         let mut first = first.into_body();
         s.push(n, "a".into(), false);
         assert_eq!(
@@ -243,6 +248,21 @@ mod tests {
                 .await
                 .contains("data: a")
         );
+    }
+
+    #[tokio::test]
+    async fn a_primed_stream_opens_with_an_id_and_no_data_and_resumes_after_it() {
+        let mut s = Streams::default();
+        let (n, first) = s.open(true);
+        let mut first = first.into_body();
+        assert_eq!(
+            next_event(&mut first).await,
+            format!("data: \nid: {n}-1\n\n")
+        );
+        drop(first); // cut before the server said anything
+        s.push(n, "answer".into(), true);
+        let again = text(s.resume(&format!("{n}-1")).unwrap()).await;
+        assert_eq!(again, format!("data: answer\nid: {n}-2\n\n"));
     }
 
     #[tokio::test]
@@ -273,7 +293,7 @@ mod tests {
         assert_eq!(s.resume("9-1").err(), Some(ResumeError::Unknown));
         let streams: Vec<u64> = (0..=FINISHED)
             .map(|_| {
-                let (n, _) = s.open();
+                let (n, _) = s.open(false);
                 s.push(n, "answer".into(), true);
                 n
             })
