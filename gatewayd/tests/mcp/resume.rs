@@ -135,21 +135,28 @@ fn an_elicitation_goes_on_the_answer_of_the_call_it_serves() {
     verify(&audit);
 }
 
-#[test]
-fn a_cut_sse_answer_is_resumed_from_its_last_event() {
-    let dir = tempfile::tempdir().unwrap();
+/// The Python SDK's `rugpull_server.py` (stdio) behind `--listen`, its policy and log in
+/// `dir`: the proxy, its port, the log.
+fn rugpull_behind_listen(dir: &std::path::Path) -> (std::process::Child, u16, std::path::PathBuf) {
     let server = vec![
         python().display().to_string(),
         fixture("rugpull_server.py").display().to_string(),
     ];
     let pol = policy(
-        dir.path(),
+        dir,
         &rugpull_tools(),
         &loopback(),
         &json!({"kernel": "off"}),
     );
-    let audit = dir.path().join("audit.jsonl");
-    let (mut proxy, port) = in_front_of_stdio(&pol, &audit, &server);
+    let audit = dir.join("audit.jsonl");
+    let (proxy, port) = in_front_of_stdio(&pol, &audit, &server);
+    (proxy, port, audit)
+}
+
+#[test]
+fn a_cut_sse_answer_is_resumed_from_its_last_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut proxy, port, audit) = rugpull_behind_listen(dir.path());
 
     let with_session = initialized(port, "2025-06-18", json!({}));
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
@@ -208,18 +215,7 @@ fn a_cut_sse_answer_is_resumed_from_its_last_event() {
 #[test]
 fn the_python_sdk_resumes_a_cut_answer_by_itself() {
     let dir = tempfile::tempdir().unwrap();
-    let server = vec![
-        python().display().to_string(),
-        fixture("rugpull_server.py").display().to_string(),
-    ];
-    let pol = policy(
-        dir.path(),
-        &rugpull_tools(),
-        &loopback(),
-        &json!({"kernel": "off"}),
-    );
-    let audit = dir.path().join("audit.jsonl");
-    let (mut proxy, port) = in_front_of_stdio(&pol, &audit, &server);
+    let (mut proxy, port, audit) = rugpull_behind_listen(dir.path());
     let log = dir.path().join("relay.jsonl");
     let mut relay = std::process::Command::new(python())
         .arg(fixture("cutting_relay.py"))

@@ -363,6 +363,42 @@ impl Drop for PodCgroup {
     }
 }
 
+/// `gatewayd serve` on `socket` (in `pod`'s cgroup and cgroup namespace, if given), once it
+/// accepts a connection (the socket file is bound before it listens).
+fn serving(
+    policy: &Path,
+    socket: &Path,
+    audit: &Path,
+    pod: Option<&PodCgroup>,
+) -> std::process::Child {
+    let mut serve = Command::new(super::gatewayd());
+    serve
+        .arg("serve")
+        .arg("--policy")
+        .arg(policy)
+        .arg("--socket")
+        .arg(socket)
+        .arg("--audit")
+        .arg(audit)
+        // By number: the guest has no /etc/group.
+        .args(["--group", "0"]);
+    if let Some(pod) = pod {
+        pod.enter_before_exec(&mut serve);
+    }
+    let serve = serve.spawn().unwrap();
+    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
+    while std::os::unix::net::UnixStream::connect(socket).is_err()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        std::os::unix::net::UnixStream::connect(socket).is_ok(),
+        "gatewayd serve did not start"
+    );
+    serve
+}
+
 fn daemon_locks_the_kernel_session(name: &str, pod: Option<&PodCgroup>) {
     let _ = tier();
     let dir = Scratch::new(name);
@@ -370,32 +406,7 @@ fn daemon_locks_the_kernel_session(name: &str, pod: Option<&PodCgroup>) {
     let policy = taint_policy(&dir, port);
     let socket = dir.path("serve.sock");
     let serve_audit = dir.path("serve-audit.jsonl");
-    let mut serve = Command::new(super::gatewayd());
-    serve
-        .arg("serve")
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--audit")
-        .arg(&serve_audit)
-        // By number: the guest has no /etc/group.
-        .args(["--group", "0"]);
-    if let Some(pod) = pod {
-        pod.enter_before_exec(&mut serve);
-    }
-    let mut serve = serve.spawn().unwrap();
-    let deadline = std::time::Instant::now() + MUST_HAPPEN_WITHIN;
-    // Started when it accepts a connection (the socket file is bound before it listens).
-    while std::os::unix::net::UnixStream::connect(&socket).is_err()
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        std::os::unix::net::UnixStream::connect(&socket).is_ok(),
-        "gatewayd serve did not start"
-    );
+    let mut serve = serving(&policy, &socket, &serve_audit, pod);
     // The daemon's socket is outside the run's session: the run's policy lists it (tier 1
     // refuses an unlisted one, `unix_sockets.rs`).
     let mut run_policy: Value =

@@ -108,10 +108,7 @@ impl ExportSpec {
             "journal" if rest.is_empty() => ExportSpec::Journal(JOURNAL_SOCKET.into()),
             "journal" => ExportSpec::Journal(rest.into()),
             "otlp" => {
-                let Some(after) = rest
-                    .strip_prefix("http://")
-                    .or_else(|| rest.strip_prefix("https://"))
-                else {
+                let Some(after) = after_scheme(rest) else {
                     return Err(err("otlp needs an http:// or https:// URL"));
                 };
                 match after.split_once('/') {
@@ -122,10 +119,7 @@ impl ExportSpec {
                 }
             }
             "otlp-grpc" => {
-                let Some(after) = rest
-                    .strip_prefix("http://")
-                    .or_else(|| rest.strip_prefix("https://"))
-                else {
+                let Some(after) = after_scheme(rest) else {
                     return Err(err("otlp-grpc needs an http:// or https:// URL"));
                 };
                 match after.strip_suffix('/').unwrap_or(after) {
@@ -166,6 +160,12 @@ impl ExportSpec {
             ExportSpec::OtlpGrpc(url) => Box::new(OtlpGrpc::new(url.clone(), host, ca)?),
         })
     }
+}
+
+/// What follows `http://` or `https://` in `url`; None for another scheme.
+fn after_scheme(url: &str) -> Option<&str> {
+    url.strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
 }
 
 impl fmt::Display for ExportSpec {
