@@ -291,6 +291,42 @@ fn every_record_reaches_an_otlp_grpc_receiver_started_late() {
     assert_eq!(got[0]["content_type"], "application/grpc");
 }
 
+/// A collector that closes idle connections (as one behind a load balancer does): the
+/// next batch goes on a new connection, with no failure recorded.
+#[test]
+fn a_grpc_connection_closed_while_idle_is_made_again_without_a_failure() {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("otlp.jsonl");
+    let (rx, port) = receiver("grpc-idle", 0, &file);
+    let d = start(
+        out.path(),
+        vec![ExportSpec::parse(&format!("otlp-grpc:http://127.0.0.1:{port}")).unwrap()],
+    );
+    let log = d.audit.clone().unwrap();
+    for round in ["one", "two", "three"] {
+        session(&d, round);
+        wait_for("the queue to drain", 20, || {
+            let s = &d.gw.export_stats()[0];
+            s.lag == 0 && s.exported > 0
+        });
+        // Past the collector's idle limit (500 ms): it closes the connection.
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    d.stop().unwrap();
+    drop(rx);
+    let failing: Vec<Value> = records(&log)
+        .into_iter()
+        .filter(|r| r["reason"] == "export_failing")
+        .collect();
+    assert!(failing.is_empty(), "{failing:?}");
+    let got: Vec<Value> = received(&file)
+        .iter()
+        .filter(|r| r["attributes"]["gatewayd.type"] == "record")
+        .map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_whole_chain(&log, &got);
+}
+
 /// A daemon exporting as `KIND:http://` to a port where nothing listens yet, then the
 /// receiver started in `mode`: it gets every record of the chain, with its attributes. What
 /// the receiver got.
@@ -356,7 +392,7 @@ fn an_otlp_grpc_endpoint_that_answers_garbage_an_error_or_never_answers_costs_no
     failing_endpoints_cost_no_decision(
         "otlp-grpc",
         &[
-            ("garbage", "the answer is not gRPC"),
+            ("garbage", "no gRPC answer"),
             ("silent", "no answer within 5 s"),
             ("grpc-unavailable", "Unavailable: receiver is shutting down"),
             ("grpc-invalid", "InvalidArgument: no such tenant"),

@@ -15,8 +15,8 @@ open between requests (HTTP/1.1), as a collector does. MODE `garbage`: answers e
 HTTP. MODE `reject`: answers every request 400 Bad Request. MODE `silent`: accepts and
 never answers.
 Over gRPC (the official `LogsService`, grpcio from PyPI): MODE `grpc` is `ok`; MODE
-`grpc-unavailable` answers every export UNAVAILABLE (to be retried), MODE `grpc-invalid`
-INVALID_ARGUMENT (not to be retried).
+`grpc-idle` too, closing connections idle for 500 ms; MODE `grpc-unavailable` answers every
+export UNAVAILABLE (to be retried), MODE `grpc-invalid` INVALID_ARGUMENT (not to be retried).
 """
 import json
 import os
@@ -151,7 +151,9 @@ def grpc_server():
             keep(request, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", headers)
             return ExportLogsServiceResponse()
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    # As a collector behind a load balancer does: connections idle for 500 ms are closed.
+    idle = [("grpc.max_connection_idle_ms", 500)] if MODE == "grpc-idle" else []
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=idle)
     logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
     if TLS:
         with open(TLS[0], "rb") as c, open(TLS[1], "rb") as k:

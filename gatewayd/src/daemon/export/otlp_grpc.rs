@@ -1,8 +1,8 @@
 //! OTLP logs over gRPC: the same `ExportLogsServiceRequest` as over HTTP (`otlp.rs`), sent
 //! with the official crate's generated `LogsService` client on tonic (HTTP/2, one connection
 //! kept open and made again when lost), over TLS for an `https://` URL (rustls on ring; the
-//! server checked against the system's roots and `--export-ca`). The sink's thread drives
-//! the client on a runtime of its own, so no decision ever waits on it. As the OTLP spec
+//! server checked against the system's roots and `--export-ca`). The client runs on a
+//! runtime of the sink's own (one worker), so no decision ever waits on it. As the OTLP spec
 //! says: `OK` delivered (a partial success naming rejected records is a refusal); `CANCELLED`,
 //! `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`, `ABORTED`, `OUT_OF_RANGE`, `UNAVAILABLE` and
 //! `DATA_LOSS` (and no connection, no answer, or one that is not gRPC) retried after a
@@ -44,12 +44,16 @@ impl OtlpGrpc {
                 .tls_config(ClientTlsConfig::new().trust_anchors(roots.roots))
                 .map_err(|e| invalid(format!("--export otlp-grpc:{url}: {e}")))?;
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        // One worker of its own: the connection's task runs between batches too, so a
+        // connection the collector closed while idle is seen closed and made again before
+        // the next batch, not found broken by it (which a runtime driven only while sending
+        // did: a spurious failure after every idle close).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("gatewayd-otlp-grpc")
             .enable_all()
             .build()?;
         let channel = {
-            // The channel's worker is spawned on this runtime, which runs while a batch is
-            // being sent.
             let _inside = runtime.enter();
             endpoint.connect_lazy()
         };
@@ -98,10 +102,11 @@ fn in_words(status: &Status) -> String {
     if status.code() == Code::Cancelled && status.message().contains("Timeout expired") {
         return format!("no answer within {} s", TIMEOUT.as_secs());
     }
+    // The connection failed, or the peer does not speak gRPC: no status of a server's.
     let not_grpc = matches!(status.code(), Code::Unknown | Code::Internal)
         && std::error::Error::source(status).is_some();
     let mut words = if not_grpc {
-        "the answer is not gRPC".to_owned()
+        "no gRPC answer".to_owned()
     } else {
         format!("{:?}", status.code())
     };
