@@ -213,14 +213,14 @@ fn main() {
         black_box(engine.decide(&session, black_box(&path)));
     });
     // The floor under read_file: the system calls its path check makes (the no-symlink walk,
-    // an O_PATH open closed at once, and the protected-identity stat), with nothing around.
+    // an O_PATH open, the fstat of the file it reached, the close), with nothing around.
     let notes = root.join("notes.txt");
     bench("floor: read_file's system calls alone", 100_000, || {
         let walked = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH)
             .open(black_box(&notes));
-        black_box((walked.is_ok(), std::fs::metadata(&notes).is_ok()));
+        black_box(walked.and_then(|f| f.metadata()).is_ok());
     });
     shell_rows(&engine, &session);
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));

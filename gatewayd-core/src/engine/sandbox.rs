@@ -10,18 +10,59 @@ use crate::{
     net::Cidr,
     policy::{Network, PathAccess, Sandbox, protected_names::ProtectedNames},
     shell::uri::{self, Uri},
+    sys::FileId,
 };
+
+/// A path argument's canonical form ([`canonicalize`]) and, when the walk that proved it
+/// reached an existing file, that file's identity (the protected-inode check uses it instead
+/// of walking the path again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The canonical path.
+    pub path: PathBuf,
+    id: Option<FileId>,
+}
+
+impl Resolved {
+    /// A canonical path whose identity is not known (read from the file system when needed).
+    pub fn unproved(path: PathBuf) -> Resolved {
+        Resolved { path, id: None }
+    }
+}
+
+impl AsRef<Path> for Resolved {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::ops::Deref for Resolved {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
 
 /// Canonical form of `p` (absolute): the real path when it exists; otherwise the real path of
 /// its longest existing ancestor with the rest appended, where the rest may not contain `..`.
 /// A dangling symlink or a component that is not a directory cannot be resolved: error.
 /// A path with no symlink on the way is resolved in one `openat2` (`crate::sys`).
 pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
+    resolve_absolute(p).map(|r| r.path)
+}
+
+/// [`canonicalize`], with the identity of the file when the no-symlink walk reached it.
+fn resolve_absolute(p: &Path) -> Result<Resolved, String> {
     if !p.is_absolute() {
         return Err(format!("`{}` is not absolute", p.display()));
     }
     match crate::sys::reach_without_symlinks(p) {
-        Ok(()) => return Ok(lexical(p)),
+        Ok(id) => {
+            return Ok(Resolved {
+                path: lexical(p),
+                id: Some(id),
+            });
+        }
         // A missing component met before any symlink: realpath would fail there too.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A new name in a directory reached without a symlink (a file about to be written).
@@ -29,15 +70,21 @@ pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
                 (p.parent(), p.components().next_back())
                 && crate::sys::reach_without_symlinks(parent).is_ok()
             {
-                return Ok(lexical(parent).join(name));
+                return Ok(Resolved::unproved(lexical(parent).join(name)));
             }
         }
         Err(_) => {
             if let Ok(c) = std::fs::canonicalize(p) {
-                return Ok(c);
+                return Ok(Resolved::unproved(c));
             }
         }
     }
+    walk_components(p).map(Resolved::unproved)
+}
+
+/// [`canonicalize`]'s slow way: component by component, for a path through a symlink to a
+/// missing name, or where `openat2` is not available.
+fn walk_components(p: &Path) -> Result<PathBuf, String> {
     let mut cur = PathBuf::from("/");
     let mut missing = false;
     for comp in p.components() {
@@ -241,7 +288,7 @@ impl SandboxView {
     /// Canonical form of a tool's path argument: [`SandboxView::resolve_path`] of the path
     /// itself, or of the path a local `file://` URI names (percent-decoded). A URI of
     /// another scheme, or a `file://` URI naming another host, is no path: error.
-    pub fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+    pub fn resolve(&self, raw: &str) -> Result<Resolved, String> {
         match uri::parse(raw) {
             Ok(None) => self.resolve_path(raw),
             Ok(Some(Uri::File(path))) => self.resolve_path(&path.to_string_lossy()),
@@ -254,7 +301,7 @@ impl SandboxView {
 
     /// Canonical form of a path as written (a URI is a relative path here: shell commands
     /// open their arguments literally); relative paths are taken from `sandbox.root`.
-    pub fn resolve_path(&self, raw: &str) -> Result<PathBuf, String> {
+    pub fn resolve_path(&self, raw: &str) -> Result<Resolved, String> {
         if raw.is_empty() || raw.contains('\0') {
             return Err("empty path or NUL byte".into());
         }
@@ -270,21 +317,26 @@ impl SandboxView {
                 None => return Err(format!("relative path `{raw}` and no `sandbox.root`")),
             }
         };
-        canonicalize(&abs)
+        resolve_absolute(&abs)
     }
 
-    /// The protected path that `p` equals or lies under, if any (also by inode).
-    pub fn protected_hit(&self, p: &Path) -> Option<PathBuf> {
+    /// The protected path that `p` equals or lies under, if any (also by inode: the identity
+    /// the resolving walk read, else the file's as `stat` gives it now).
+    pub fn protected_hit(&self, p: &Resolved) -> Option<PathBuf> {
         if let Some(x) = self.protected.iter().find(|x| is_under(p, x)) {
             return Some(x.clone());
         }
-        let m = std::fs::metadata(p).ok()?;
-        let id = (m.dev(), m.ino());
+        let (id, is_file, nlink) = if let Some(f) = p.id {
+            ((f.dev, f.ino), f.is_file, f.nlink)
+        } else {
+            let m = std::fs::metadata(&p.path).ok()?;
+            ((m.dev(), m.ino()), m.is_file(), m.nlink())
+        };
         if self.protected_ids.contains(&id) {
-            return Some(p.to_path_buf());
+            return Some(p.path.clone());
         }
         // A file with several names not seen at start: linked since. Look again.
-        if m.is_file() && m.nlink() > 1 {
+        if is_file && nlink > 1 {
             let mut ids = HashSet::new();
             for x in &self.protected {
                 index_protected(x, &mut ids);
@@ -331,7 +383,7 @@ impl SandboxView {
     }
 
     /// Checks a canonical path for an access; Err = the message of a `sandbox` denial.
-    pub fn check(&self, raw: &str, p: &Path, access: PathAccess) -> Result<(), String> {
+    pub fn check(&self, raw: &str, p: &Resolved, access: PathAccess) -> Result<(), String> {
         if let Some(x) = self.protected_hit(p) {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, which is inside protected path `{}`; protected paths are never readable or writable through tools. Next: do not try to reach it another way; ask the user for what you need from it.",
@@ -341,7 +393,9 @@ impl SandboxView {
         }
         // A name protects a file: reading a path that names nothing opens nothing (a shell
         // word taken as a path, jq's `.key`), while a write could make it.
-        let named = || access == PathAccess::Write || std::fs::symlink_metadata(p).is_ok();
+        let named = || {
+            access == PathAccess::Write || p.id.is_some() || std::fs::symlink_metadata(p).is_ok()
+        };
         if let Some(pattern) = self.protected_name(p).filter(|_| named()) {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, whose name matches protected name `{pattern}` (sandbox.protected_names): files of that name are never readable or writable by the agent. Next: do not try to reach it another way; ask the user for what you need from it.",

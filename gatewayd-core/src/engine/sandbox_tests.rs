@@ -37,7 +37,7 @@ fn protected_names_apply_under_root_and_writable_roots_to_files_made_later() {
         (ws.join("new/.env"), PathAccess::Read, false),
         (ws.join("new/.env"), PathAccess::Write, true),
     ] {
-        let r = view.check("x", &path, access);
+        let r = view.check("x", &resolved(&view, &path), access);
         assert_eq!(r.is_err(), refused, "{}: {r:?}", path.display());
         if let Err(m) = r {
             assert!(m.contains("sandbox.protected_names"), "{m}");
@@ -58,7 +58,7 @@ fn names_pass_a_protected_file_below_and_read_only_paths_take_no_write() {
         "read_only": [ws.join(".git/config"), ws.join(".git/hooks")]}))
     .unwrap();
     let view = SandboxView::new(&sb);
-    let check = |p: &Path, a| view.check("x", p, a);
+    let check = |p: &Path, a| view.check("x", &resolved(&view, p), a);
     assert!(
         check(&ws, PathAccess::Names).is_ok(),
         "a protected file's name"
@@ -78,7 +78,8 @@ fn names_pass_a_protected_file_below_and_read_only_paths_take_no_write() {
     .unwrap();
     let view = SandboxView::new(&protected_dir);
     assert!(
-        view.check("x", &ws, PathAccess::Names).is_err(),
+        view.check("x", &resolved(&view, &ws), PathAccess::Names)
+            .is_err(),
         "a directory's entries"
     );
 }
@@ -145,12 +146,12 @@ fn file_uris_resolve_to_their_path() {
         ..SandboxView::default()
     };
     let uri = format!("file://{}/a%20b.txt", base.display());
-    assert_eq!(view.resolve(&uri).unwrap(), base.join("a b.txt"));
+    assert_eq!(view.resolve(&uri).unwrap().path, base.join("a b.txt"));
     let localhost = format!("file://localhost{}/a%20b.txt", base.display());
-    assert_eq!(view.resolve(&localhost).unwrap(), base.join("a b.txt"));
+    assert_eq!(view.resolve(&localhost).unwrap().path, base.join("a b.txt"));
     // As written (what a shell command opens): a relative path under the root.
     assert_eq!(
-        view.resolve_path("file:///etc/passwd").unwrap(),
+        view.resolve_path("file:///etc/passwd").unwrap().path,
         base.join("file:/etc/passwd")
     );
     let remote = view.resolve("file://evil.example/etc/passwd").unwrap_err();
@@ -160,7 +161,7 @@ fn file_uris_resolve_to_their_path() {
     assert!(view.resolve("file:///a%zz").is_err());
     assert!(view.resolve("file:///a%00b").is_err());
     assert_eq!(
-        view.resolve("notes.txt").unwrap(),
+        view.resolve("notes.txt").unwrap().path,
         base.join("notes.txt"),
         "plain paths as before"
     );
@@ -222,4 +223,9 @@ fn canonicalize_resolves_dot_dot_after_the_symlink_it_follows() {
         canonicalize(&base.join("./real//f")).unwrap(),
         base.join("real/f")
     );
+}
+
+/// A path as the engine checks it: resolved through the view.
+fn resolved(view: &SandboxView, p: &Path) -> Resolved {
+    view.resolve_path(&p.to_string_lossy()).unwrap()
 }

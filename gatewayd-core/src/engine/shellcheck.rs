@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     Reason,
-    sandbox::{self, EgressView, SandboxView},
+    sandbox::{self, EgressView, Resolved, SandboxView},
 };
 use crate::{
     policy::{PathAccess, ShellRule},
@@ -32,7 +32,7 @@ fn analyze_line(line: &str, through_shell: bool) -> Result<CommandAnalysis, (Rea
 /// The canonical form of a path the analysis found (as the command opens it: a word that
 /// looks like a URI is a relative path to `cat`; URIs a program reads as such were turned
 /// into their paths by the analysis).
-fn resolve(sb: &SandboxView, p: &Path) -> Result<PathBuf, (Reason, String)> {
+fn resolve(sb: &SandboxView, p: &Path) -> Result<Resolved, (Reason, String)> {
     sb.resolve_path(&p.to_string_lossy()).map_err(|m| {
         (
             Reason::Sandbox,
@@ -53,7 +53,8 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
             return false;
         };
         listed.iter().any(|l| {
-            l.is_absolute() && (*l == real || std::fs::canonicalize(l).is_ok_and(|c| c == real))
+            l.is_absolute()
+                && (*l == real.path || std::fs::canonicalize(l).is_ok_and(|c| c == real.path))
         })
     } else {
         listed
