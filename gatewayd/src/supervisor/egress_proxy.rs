@@ -42,6 +42,7 @@ mod dns;
 mod inspection;
 mod l7;
 mod l7_body;
+mod l7_upstream;
 mod peek;
 mod splice;
 mod tcp;

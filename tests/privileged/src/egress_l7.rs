@@ -21,6 +21,9 @@ const DNS_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 54);
 pub(crate) const PORT: u16 = 8443;
 const REAL: &str = "ghp_real-credential-0123456789";
 const SECRET: &str = "sk-session-secret-0123456789";
+/// A name the agent writes in its request's host on a connection made for `git.l7.test`
+/// (domain fronting): not in the egress list, served by the same server.
+const ELSEWHERE: &str = "elsewhere.l7.test:8443";
 
 fn known(name: &str) -> Option<Ipv4Addr> {
     matches!(name, "git.l7.test" | "other.l7.test").then_some(SERVER_IP)
@@ -74,6 +77,8 @@ class H(http.server.BaseHTTPRequestHandler):
                 headers.append((k, v))
         self.reply(status, headers, rest)
     def do_GET(self):
+        if self.path.startswith("/host"):
+            return self.reply(200, [], ("host=%s\n" % self.headers.get("Host")).encode())
         return self.git() if self.path.startswith("/git/") else self.echo()
     do_POST = do_GET
     def log_message(self, *a):
@@ -318,6 +323,13 @@ echo "basic $({curl} -u "x-access-token:$GH_TOKEN" {base}/echo/c 2>&1 | head -n1
 echo "basic_leak $({curl} -u "x-access-token:$GH_TOKEN" {other}/echo/l 2>&1 | head -n1)"
 echo "big_head $({curl} -o /dev/null -w '%{{http_code}}' -H "X-Pad: $(printf %0100000d 0)" {base}/echo/b 2>/dev/null)"
 echo "env_token $GH_TOKEN"
+echo "front $({curl} -H 'Host: {elsewhere}' {base}/host 2>&1 | head -n1)"
+echo "h2_get $({curl} --http2 {base}/echo/a 2>&1 | head -n1)"
+echo "h2_version $({curl} --http2 -o /dev/null -w '%{{http_version}}' {base}/echo/a 2>&1)"
+echo "h2_post $({curl} --http2 -d x=1 {base}/echo/p 2>&1 | head -n1)"
+echo "h2_secret $({curl} --http2 -H 'X-Note: {SECRET}' {base}/echo/s 2>&1 | head -n1)"
+echo "h2_cred $({curl} --http2 -H "Authorization: Bearer $GH_TOKEN" {base}/echo/c 2>&1 | head -n1)"
+echo "h2_front $({curl} --http2 -H 'Host: {elsewhere}' {base}/host 2>&1 | head -n1)"
 yes 'the quick brown fox jumps over the lazy dog' | head -c 12000000 > {big}
 {{ head -c 10000000 {big}; printf %s '{SECRET}'; head -c 2000000 {big}; }} > {bigs}
 echo "big $({curl} --max-time 120 --data-binary @{big} {other}/echo/big 2>&1 | head -n1)"
@@ -329,6 +341,7 @@ if {git} push -q origin HEAD:main 2>/dev/null; then echo "push ok"; else echo "p
 "#,
         c = clone.display(),
         js = js.display(),
+        elsewhere = ELSEWHERE,
         big = dir.path("big").display(),
         bigs = dir.path("bigs").display(),
     )
@@ -383,6 +396,16 @@ fn assert_records(audit: &Path) {
     assert!(
         leak.iter().any(|r| r["detail"]["host"] == "other.l7.test"),
         "{leak:#?}"
+    );
+    let fronting = with("egress_not_allowed");
+    assert!(
+        fronting
+            .iter()
+            .filter(|r| r["detail"]["request_host"] == ELSEWHERE
+                && r["detail"]["host"] == "git.l7.test")
+            .count()
+            >= 2,
+        "fronting over HTTP/1.1 and HTTP/2: {fronting:#?}"
     );
     let all = std::fs::read_to_string(audit).unwrap();
     assert!(!all.contains(REAL), "the credential is in no record");
@@ -440,6 +463,14 @@ fn bare(sh: &str, ca: &Path) -> std::collections::BTreeMap<String, String> {
         ),
         "{text}"
     );
+    // Fronting: the server routes by the request's host, whatever name the connection had.
+    assert_eq!(b["front"], format!("host={ELSEWHERE}"), "{text}");
+    assert_eq!(b["h2_front"], b["front"], "{text}");
+    // HTTP/2 asked for: this server speaks HTTP/1.1 only, and curl falls back.
+    assert_eq!(b["h2_version"], "1.1", "{text}");
+    for name in ["get", "post", "secret", "cred"] {
+        assert_eq!(b[&format!("h2_{name}")], b[name], "HTTP/2 asked: {text}");
+    }
     for client in ["py", "node"] {
         for name in ["get", "post", "secret", "cred", "leak"] {
             assert_eq!(
@@ -535,6 +566,16 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         "the secret reached the server: {:?}",
         std::fs::read_to_string(&leaks)
     );
+    // A request naming another host than its connection's: refused (bare, the server
+    // served it).
+    refused("front", "fronting");
+    // HTTP/2 toward the agent (ALPN h2): decided request by request as HTTP/1.1 is.
+    assert_eq!(g["h2_version"], "2", "the agent got HTTP/2: {text}");
+    assert_eq!(g["h2_get"], g["get"], "HTTP/2, allowed: {text}");
+    refused("h2_post", "HTTP/2, method");
+    refused("h2_secret", "HTTP/2, secret");
+    assert_eq!(g["h2_cred"], g["cred"], "HTTP/2, credential injected: {text}");
+    refused("h2_front", "HTTP/2, fronting by :authority");
     // Python's requests and Node's https, trusting the session's bundle through
     // REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS.
     for client in ["py", "node"] {

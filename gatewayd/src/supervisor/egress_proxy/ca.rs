@@ -96,7 +96,8 @@ impl SessionCa {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|e| e.to_string())?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // HTTP/2 first, as servers do: clients that speak it (gRPC, curl, Go) get it.
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
 }

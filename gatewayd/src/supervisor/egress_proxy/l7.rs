@@ -1,7 +1,9 @@
 //! An inspected host's connection: the proxy ends the agent's TLS with the session's CA
-//! (or reads plain HTTP), serves HTTP/1.1 to the agent with hyper, decides each request
-//! ([`Inspection::check`]), and sends the allowed ones on over one connection of its own
-//! to the server (TLS checked against the system's roots), keep-alive on both sides.
+//! (or reads plain HTTP), serves HTTP/2 (when the agent's TLS asks for it by ALPN) or
+//! HTTP/1.1 to the agent with hyper, decides each request (its host: the connection's
+//! name; then [`Inspection::check`]), and sends the allowed ones on over HTTP/1.1
+//! connections of its own to the server (TLS checked against the system's roots,
+//! [`l7_upstream`]), keep-alive on both sides.
 use std::{
     convert::Infallible,
     net::SocketAddr,
@@ -10,26 +12,26 @@ use std::{
     task::{Context, Poll},
 };
 
-use http_body_util::{BodyExt as _, Either, Full, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt as _, Either, Full};
 use hyper::{
-    Request, Response, StatusCode,
+    Request, Response, StatusCode, Version,
     body::{Bytes, Incoming},
-    client::conn::http1::SendRequest,
-    header::{CONNECTION, CONTENT_TYPE},
+    header::{CONNECTION, CONTENT_TYPE, HOST},
     http::request::Parts,
 };
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::json;
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::TcpStream,
-    sync::Mutex,
 };
 
 use super::{
-    FIRST_BYTES, Shared, connect,
+    FIRST_BYTES, Shared,
     inspection::Refusal,
     l7_body::{self, Channel, FirstRead, MAX_BODY, Part, Windows},
+    l7_upstream::{MAX_STREAMS, Upstream},
+    peek::split_authority,
 };
 
 /// The largest request head the proxy reads from the agent.
@@ -47,8 +49,6 @@ pub(super) struct Conn {
 }
 
 type Body = Either<Incoming, Full<Bytes>>;
-/// A request body toward the server: whole, or a large one as it is checked.
-type UpBody = UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// Serves the agent's connection (`head`: the bytes already read from it) until either side
 /// closes or the session is locked down.
@@ -61,85 +61,115 @@ pub(super) async fn serve(agent: TcpStream, head: Vec<u8>, conn: Conn, shared: A
         at: 0,
         inner: agent,
     };
-    let upstream = match open_upstream(&conn, &l7.client).await {
-        Ok(u) => u,
+    if !conn.tls {
+        if let Some(upstream) = first_upstream(&conn, &shared, true).await {
+            http1(io, (upstream, Arc::new(conn)), shared).await;
+        }
+        return;
+    }
+    let config = match l7.ca.server_config(&conn.host) {
+        Ok(c) => c,
         Err(e) => {
-            eprintln!("gatewayd: egress proxy: {}:{}: {e}", conn.host, conn.port);
+            eprintln!("gatewayd: egress proxy: {e}");
             return;
         }
     };
-    let conn = Arc::new(conn);
-    if conn.tls {
-        let config = match l7.ca.server_config(&conn.host) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("gatewayd: egress proxy: {e}");
-                return;
-            }
-        };
-        let accept = tokio_rustls::TlsAcceptor::from(config).accept(io);
-        let Ok(Ok(tls)) = tokio::time::timeout(FIRST_BYTES, accept).await else {
-            return;
-        };
-        http(tls, upstream, conn, shared).await;
+    let accept = tokio_rustls::TlsAcceptor::from(config).accept(io);
+    let Ok(Ok(tls)) = tokio::time::timeout(FIRST_BYTES, accept).await else {
+        return;
+    };
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let Some(upstream) = first_upstream(&conn, &shared, !h2).await else {
+        return;
+    };
+    if h2 {
+        http2(tls, (upstream, Arc::new(conn)), shared).await;
     } else {
-        http(io, upstream, conn, shared).await;
+        http1(tls, (upstream, Arc::new(conn)), shared).await;
     }
 }
 
-/// The proxy's own connection to the server: TLS to the name when the agent spoke TLS.
-async fn open_upstream(
-    conn: &Conn,
-    client: &Arc<rustls::ClientConfig>,
-) -> Result<SendRequest<UpBody>, String> {
-    let tcp = connect(conn.target).await.map_err(|e| e.to_string())?;
-    if !conn.tls {
-        return handshake(tcp).await;
+/// The proxy's first connection to the server; `None` (said on stderr) when it fails.
+async fn first_upstream(conn: &Conn, shared: &Shared, one_at_a_time: bool) -> Option<Upstream> {
+    match Upstream::open(conn, shared, one_at_a_time).await {
+        Ok(u) => Some(u),
+        Err(e) => {
+            eprintln!("gatewayd: egress proxy: {}:{}: {e}", conn.host, conn.port);
+            None
+        }
     }
-    let name =
-        rustls::pki_types::ServerName::try_from(conn.host.clone()).map_err(|e| e.to_string())?;
-    let tls = tokio_rustls::TlsConnector::from(client.clone())
-        .connect(name, tcp)
-        .await
-        .map_err(|e| format!("TLS to the server: {e}"))?;
-    handshake(tls).await
 }
 
-async fn handshake<S>(io: S) -> Result<SendRequest<UpBody>, String>
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(connection);
-    Ok(sender)
-}
-
-async fn http<S>(io: S, upstream: SendRequest<UpBody>, conn: Arc<Conn>, shared: Arc<Shared>)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let upstream = Arc::new(Mutex::new(Some(upstream)));
-    let mut lockdown = shared.lockdown.clone();
-    let service = hyper::service::service_fn(move |req| {
+/// The service that decides and sends on each request of one agent connection.
+fn service(
+    (upstream, conn): (Upstream, Arc<Conn>),
+    shared: Arc<Shared>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
+> + Clone {
+    let upstream = Arc::new(upstream);
+    hyper::service::service_fn(move |req| {
         let (upstream, conn, shared) = (upstream.clone(), conn.clone(), shared.clone());
         async move { Ok::<_, Infallible>(request(req, &upstream, &conn, &shared).await) }
-    });
+    })
+}
+
+async fn http1<S>(io: S, server: (Upstream, Arc<Conn>), shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let lockdown = shared.lockdown.clone();
     let served = hyper::server::conn::http1::Builder::new()
         .max_buf_size(MAX_HEAD_BUF)
         .max_header_size(MAX_HEAD_BUF)
         .header_read_timeout(Some(FIRST_BYTES))
         .timer(hyper_util::rt::TokioTimer::new())
-        .serve_connection(TokioIo::new(io), service);
+        .serve_connection(TokioIo::new(io), service(server, shared));
+    until_lockdown(
+        served,
+        lockdown,
+        hyper::server::conn::http1::Connection::graceful_shutdown,
+    )
+    .await;
+}
+
+/// HTTP/2 toward the agent (ALPN `h2`): its streams are requests decided one by one, as
+/// HTTP/1.1's are; the head at most [`MAX_HEAD_BUF`] (after HPACK), [`MAX_STREAMS`] at once.
+async fn http2<S>(io: S, server: (Upstream, Arc<Conn>), shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let lockdown = shared.lockdown.clone();
+    let served = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .max_header_list_size(MAX_HEAD_BUF as u32)
+        .max_concurrent_streams(MAX_STREAMS)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .serve_connection(TokioIo::new(io), service(server, shared));
+    until_lockdown(
+        served,
+        lockdown,
+        hyper::server::conn::http2::Connection::graceful_shutdown,
+    )
+    .await;
+}
+
+/// Drives a connection until it ends or the session is locked down. Locked down: the answer
+/// in hand (a canary's refusal) is written, then the connection closes; a request still
+/// waiting on its server gets at most `LOCKDOWN_GRACE`.
+async fn until_lockdown<C: Future>(
+    served: C,
+    mut lockdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: impl FnOnce(Pin<&mut C>),
+) {
     tokio::pin!(served);
     tokio::select! {
         _ = served.as_mut() => return,
         _ = lockdown.wait_for(|on| *on) => {}
     }
-    // Locked down: the answer in hand (a canary's refusal) is written, then the connection
-    // closes; a request still waiting on its server gets at most `LOCKDOWN_GRACE`.
-    served.as_mut().graceful_shutdown();
+    shutdown(served.as_mut());
     let _ = tokio::time::timeout(LOCKDOWN_GRACE, served).await;
 }
 
@@ -174,6 +204,21 @@ async fn request(
                 .into(),
         );
     }
+    if let Some(named) = other_host(&parts, conn) {
+        let mut detail = detail;
+        detail["request_host"] = json!(named);
+        let why = format!(
+            "the request names host `{named}` on a connection made for `{}` (its TLS server name or first Host): a server that routes by the request's host would carry it to another site",
+            conn.host
+        );
+        shared.refuse(detail, &why).await;
+        return answer(
+            StatusCode::FORBIDDEN,
+            format!(
+                "gatewayd refused this request: {why}. Next: connect to `{named}` itself, if the policy allows it."
+            ),
+        );
+    }
     let mut body = body;
     let first = match l7_body::read_first(&mut body, MAX_BODY).await {
         Ok(f) => f,
@@ -201,14 +246,24 @@ async fn request(
     if let Err(r) = checked {
         return refuse(shared, detail, r).await;
     }
-    // Origin form toward the server, whatever form the agent wrote.
+    // Origin form and HTTP/1.1 toward the server, whatever the agent wrote; HTTP/2 names
+    // the host in `:authority` only, HTTP/1.1 in `Host`.
+    if !parts.headers.contains_key(HOST)
+        && let Some(a) = parts.uri.authority()
+        && let Ok(v) = hyper::header::HeaderValue::from_str(a.as_str())
+    {
+        parts.headers.insert(HOST, v);
+    }
+    parts.version = Version::HTTP_11;
     if let Ok(uri) = target.parse() {
         parts.uri = uri;
     }
     match first {
         FirstRead::Whole(b) => {
             let full = Full::new(b).map_err(|never| match never {}).boxed_unsync();
-            let sent = send(upstream, Request::from_parts(parts, full), conn, shared).await;
+            let sent = upstream
+                .send(Request::from_parts(parts, full), conn, shared)
+                .await;
             server_answer(sent, conn)
         }
         FirstRead::Large(v) => large(parts, (body, v), upstream, conn, (shared, detail)).await,
@@ -239,8 +294,7 @@ async fn large(
     let longest = shared.inspection.as_ref().map_or(0, |i| i.longest_form());
     let (mut windows, now) = Windows::after_first(first, MAX_BODY, longest);
     let (tx, channel) = Channel::new();
-    let sending = send(
-        upstream,
+    let sending = upstream.send(
         Request::from_parts(parts, channel.boxed_unsync()),
         conn,
         shared,
@@ -338,46 +392,6 @@ async fn canary(
         .await
 }
 
-/// The proxy's connection to the server, made again when the server closed it (an HTTP/1.0
-/// server, or `Connection: close`) while the agent's stays open.
-type Upstream = Mutex<Option<SendRequest<UpBody>>>;
-
-/// Sends `req` on the server connection, on a new one when that one is closed or was not
-/// ready (the request was then not sent).
-async fn send(
-    upstream: &Upstream,
-    req: Request<UpBody>,
-    conn: &Conn,
-    shared: &Shared,
-) -> Result<Response<Incoming>, String> {
-    let Some(l7) = &shared.inspection else {
-        return Err("no inspection".into());
-    };
-    let mut guard = upstream.lock().await;
-    let mut req = req;
-    for _ in 0..2 {
-        let ready = match guard.take() {
-            Some(mut s) => s.ready().await.is_ok().then_some(s),
-            None => None,
-        };
-        let mut sender = match ready {
-            Some(s) => s,
-            None => open_upstream(conn, &l7.client).await?,
-        };
-        match sender.try_send_request(req).await {
-            Ok(resp) => {
-                *guard = Some(sender);
-                return Ok(resp);
-            }
-            Err(mut e) => match e.take_message() {
-                Some(back) => req = back,
-                None => return Err(e.into_error().to_string()),
-            },
-        }
-    }
-    Err("the server closed every connection before the request was sent".into())
-}
-
 /// Records the refusal and answers 403 with why and what to do.
 async fn refuse(shared: &Shared, mut detail: serde_json::Value, r: Refusal) -> Response<Body> {
     let next = match r.reason {
@@ -399,6 +413,22 @@ async fn refuse(shared: &Shared, mut detail: serde_json::Value, r: Refusal) -> R
         StatusCode::FORBIDDEN,
         format!("gatewayd refused this request: {message}"),
     )
+}
+
+/// The host a request names (`:authority` or an absolute target, and `Host`), when it is not
+/// the connection's name and port: what a server behind one address for many names (a CDN,
+/// a shared host) would route by, so a request to an allowed name could reach another site.
+fn other_host(parts: &Parts, conn: &Conn) -> Option<String> {
+    let host_header = parts
+        .headers
+        .get_all(HOST)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let authority = parts.uri.authority().map(|a| a.as_str().to_owned());
+    authority.into_iter().chain(host_header).find(|named| {
+        split_authority(named)
+            .is_none_or(|(host, port)| host != conn.host || port.is_some_and(|p| p != conn.port))
+    })
 }
 
 fn answer(status: StatusCode, text: String) -> Response<Body> {
@@ -456,5 +486,51 @@ impl AsyncWrite for Prefixed {
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> Conn {
+        Conn {
+            host: "git.example.test".into(),
+            port: 443,
+            target: ([192, 0, 2, 1], 443).into(),
+            entry: 0,
+            tls: true,
+        }
+    }
+
+    fn named(uri: &str, hosts: &[&str]) -> Option<String> {
+        let mut req = Request::builder().uri(uri);
+        for h in hosts {
+            req = req.header(HOST, *h);
+        }
+        let (parts, ()) = req.body(()).unwrap().into_parts();
+        other_host(&parts, &conn())
+    }
+
+    #[test]
+    fn a_request_names_the_connections_host_or_is_refused() {
+        for same in ["git.example.test", "GIT.example.test.", "git.example.test:443"] {
+            assert_eq!(named("/x", &[same]), None, "{same}");
+        }
+        assert_eq!(named("https://git.example.test/x", &[]), None, "HTTP/2");
+        assert_eq!(named("/x", &[]), None, "no host named");
+        for other in ["cdn-other.test", "git.example.test:8443", "git.example.test@x", ""] {
+            assert!(named("/x", &[other]).is_some(), "{other}");
+        }
+        assert_eq!(
+            named("https://other.test/x", &["git.example.test"]).as_deref(),
+            Some("other.test"),
+            "HTTP/2's :authority"
+        );
+        assert_eq!(
+            named("/x", &["git.example.test", "other.test"]).as_deref(),
+            Some("other.test"),
+            "a second Host"
+        );
     }
 }

@@ -118,7 +118,7 @@ fn http_name(buf: &[u8]) -> Peeked {
 }
 
 /// `host[:port]` or `[v6]:port`, the host checked by [`host_name`].
-fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
+pub(super) fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
     let (host, port) = gatewayd_core::engine::sandbox::split_authority(a)?;
     let port = match port {
         Some(p) => Some(p.parse::<u16>().ok()?),
