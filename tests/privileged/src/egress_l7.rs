@@ -324,6 +324,7 @@ echo "basic_leak $({curl} -u "x-access-token:$GH_TOKEN" {other}/echo/l 2>&1 | he
 echo "big_head $({curl} -o /dev/null -w '%{{http_code}}' -H "X-Pad: $(printf %0100000d 0)" {base}/echo/b 2>/dev/null)"
 echo "env_token $GH_TOKEN"
 echo "front $({curl} -H 'Host: {elsewhere}' {base}/host 2>&1 | head -n1)"
+echo "ws $({curl} --http1.1 -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' {base}/echo/ws 2>&1 | head -n1)"
 echo "h2_get $({curl} --http2 {base}/echo/a 2>&1 | head -n1)"
 echo "h2_version $({curl} --http2 -o /dev/null -w '%{{http_version}}' {base}/echo/a 2>&1)"
 echo "h2_post $({curl} --http2 -d x=1 {base}/echo/p 2>&1 | head -n1)"
@@ -383,6 +384,13 @@ fn assert_records(audit: &Path) {
                 .is_some_and(|p| p.ends_with("/git-receive-pack"))
             && r["detail"]["host"] == "git.l7.test"),
         "the push: {http:#?}"
+    );
+    assert!(
+        http.iter().any(|r| r["detail"]["path"] == "/echo/ws"
+            && r["detail"]["reason_detail"]
+                .as_str()
+                .is_some_and(|w| w.contains("upgrade to `websocket`"))),
+        "the WebSocket upgrade: {http:#?}"
     );
     let secret = with("egress_secret");
     assert!(secret.len() >= 2, "{secret:#?}");
@@ -466,6 +474,8 @@ fn bare(sh: &str, ca: &Path) -> std::collections::BTreeMap<String, String> {
     // Fronting: the server routes by the request's host, whatever name the connection had.
     assert_eq!(b["front"], format!("host={ELSEWHERE}"), "{text}");
     assert_eq!(b["h2_front"], b["front"], "{text}");
+    // A WebSocket handshake reaches the server (which answers it as a plain GET).
+    assert_eq!(b["ws"], "GET /echo/ws auth=None body=0", "{text}");
     // HTTP/2 asked for: this server speaks HTTP/1.1 only, and curl falls back.
     assert_eq!(b["h2_version"], "1.1", "{text}");
     for name in ["get", "post", "secret", "cred"] {
@@ -569,12 +579,17 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     // A request naming another host than its connection's: refused (bare, the server
     // served it).
     refused("front", "fronting");
+    // An upgrade on an inspected host: what follows it would pass unread.
+    refused("ws", "WebSocket upgrade");
     // HTTP/2 toward the agent (ALPN h2): decided request by request as HTTP/1.1 is.
     assert_eq!(g["h2_version"], "2", "the agent got HTTP/2: {text}");
     assert_eq!(g["h2_get"], g["get"], "HTTP/2, allowed: {text}");
     refused("h2_post", "HTTP/2, method");
     refused("h2_secret", "HTTP/2, secret");
-    assert_eq!(g["h2_cred"], g["cred"], "HTTP/2, credential injected: {text}");
+    assert_eq!(
+        g["h2_cred"], g["cred"],
+        "HTTP/2, credential injected: {text}"
+    );
     refused("h2_front", "HTTP/2, fronting by :authority");
     // Python's requests and Node's https, trusting the session's bundle through
     // REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS.

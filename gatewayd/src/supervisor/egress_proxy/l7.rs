@@ -14,9 +14,9 @@ use std::{
 
 use http_body_util::{BodyExt as _, Either, Full};
 use hyper::{
-    Request, Response, StatusCode, Version,
+    Method, Request, Response, StatusCode, Version,
     body::{Bytes, Incoming},
-    header::{CONNECTION, CONTENT_TYPE, HOST},
+    header::{CONNECTION, CONTENT_TYPE, HOST, UPGRADE},
     http::request::Parts,
 };
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -204,20 +204,12 @@ async fn request(
                 .into(),
         );
     }
-    if let Some(named) = other_host(&parts, conn) {
+    if let Some((r, extra)) = refused_unread(&mut parts, conn) {
         let mut detail = detail;
-        detail["request_host"] = json!(named);
-        let why = format!(
-            "the request names host `{named}` on a connection made for `{}` (its TLS server name or first Host): a server that routes by the request's host would carry it to another site",
-            conn.host
-        );
-        shared.refuse(detail, &why).await;
-        return answer(
-            StatusCode::FORBIDDEN,
-            format!(
-                "gatewayd refused this request: {why}. Next: connect to `{named}` itself, if the policy allows it."
-            ),
-        );
+        if let Some((k, v)) = extra {
+            detail[k] = json!(v);
+        }
+        return refuse(shared, detail, r).await;
     }
     let mut body = body;
     let first = match l7_body::read_first(&mut body, MAX_BODY).await {
@@ -415,6 +407,52 @@ async fn refuse(shared: &Shared, mut detail: serde_json::Value, r: Refusal) -> R
     )
 }
 
+/// What is refused before the body is read, with a detail for the record: a request naming
+/// another host than its connection's ([`other_host`]), and a tunnel or protocol upgrade
+/// (`CONNECT`, a WebSocket), whose bytes after the answer would pass unread. An `h2c`
+/// upgrade offer (`curl --http2` over plain HTTP) is taken out instead: the server answers
+/// in HTTP/1.1, as to a client that made none.
+fn refused_unread(
+    parts: &mut Parts,
+    conn: &Conn,
+) -> Option<(Refusal, Option<(&'static str, String)>)> {
+    if let Some(named) = other_host(parts, conn) {
+        let why = format!(
+            "the request names host `{named}` on a connection made for `{}` (its TLS server name or first Host): a server that routes by the request's host would carry it to another site; connect to `{named}` itself, if the policy allows it",
+            conn.host
+        );
+        let refusal = Refusal {
+            reason: "egress_not_allowed",
+            why,
+        };
+        return Some((refusal, Some(("request_host", named))));
+    }
+    let upgrade = parts
+        .headers
+        .get(UPGRADE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase());
+    if upgrade.as_deref().is_some_and(|u| u.trim() == "h2c") {
+        parts.headers.remove(UPGRADE);
+        parts.headers.remove("http2-settings");
+        return None;
+    }
+    if parts.method != Method::CONNECT && upgrade.is_none() {
+        return None;
+    }
+    let what = upgrade.map_or_else(
+        || "a CONNECT tunnel".to_owned(),
+        |u| format!("an upgrade to `{u}`"),
+    );
+    let why = format!(
+        "{what} on an inspected host: the bytes after it would pass unread (the proxy reads HTTP requests only); if the agent needs it, the host's network.egress entry must not be inspected (no inspect, http or inject), so that it is decided by name only"
+    );
+    let refusal = Refusal {
+        reason: "egress_http_not_allowed",
+        why,
+    };
+    Some((refusal, None))
+}
+
 /// The host a request names (`:authority` or an absolute target, and `Host`), when it is not
 /// the connection's name and port: what a server behind one address for many names (a CDN,
 /// a shared host) would route by, so a request to an allowed name could reach another site.
@@ -512,14 +550,53 @@ mod tests {
         other_host(&parts, &conn())
     }
 
+    fn refused(method: &str, headers: &[(&str, &str)]) -> (Option<&'static str>, Parts) {
+        let mut req = Request::builder()
+            .method(method)
+            .uri("/x")
+            .header(HOST, "git.example.test");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let (mut parts, ()) = req.body(()).unwrap().into_parts();
+        let r = refused_unread(&mut parts, &conn()).map(|(r, _)| r.reason);
+        (r, parts)
+    }
+
+    #[test]
+    fn tunnels_and_upgrades_are_refused_and_an_h2c_offer_taken_out() {
+        let ws = [("connection", "Upgrade"), ("upgrade", "websocket")];
+        assert_eq!(refused("GET", &ws).0, Some("egress_http_not_allowed"));
+        assert_eq!(refused("CONNECT", &[]).0, Some("egress_http_not_allowed"));
+        let h2c = [
+            ("connection", "Upgrade, HTTP2-Settings"),
+            ("upgrade", "h2c"),
+            ("http2-settings", "AAMAAABkAAQCAAAAAAIAAAAA"),
+        ];
+        let (r, parts) = refused("GET", &h2c);
+        assert_eq!(r, None);
+        assert!(!parts.headers.contains_key(UPGRADE));
+        assert!(!parts.headers.contains_key("http2-settings"));
+        assert_eq!(refused("GET", &[]).0, None);
+    }
+
     #[test]
     fn a_request_names_the_connections_host_or_is_refused() {
-        for same in ["git.example.test", "GIT.example.test.", "git.example.test:443"] {
+        for same in [
+            "git.example.test",
+            "GIT.example.test.",
+            "git.example.test:443",
+        ] {
             assert_eq!(named("/x", &[same]), None, "{same}");
         }
         assert_eq!(named("https://git.example.test/x", &[]), None, "HTTP/2");
         assert_eq!(named("/x", &[]), None, "no host named");
-        for other in ["cdn-other.test", "git.example.test:8443", "git.example.test@x", ""] {
+        for other in [
+            "cdn-other.test",
+            "git.example.test:8443",
+            "git.example.test@x",
+            "",
+        ] {
             assert!(named("/x", &[other]).is_some(), "{other}");
         }
         assert_eq!(
