@@ -83,10 +83,18 @@ pub(super) struct State {
     pub(super) listing: Vec<Value>,
     /// `_meta` of the client's last `tools/list` (a 2026-07-28 session's version).
     pub(super) last_meta: Option<Value>,
+    /// The client's requests carry the 2026-07-28 per-request version: the server may then
+    /// send its requests of [`ASSOCIATED_ONLY`] only while handling one of them (SEP-2260).
+    modern: bool,
     /// Tasks created by `tools/call` (task id → the tool).
     pub(super) tasks: HashMap<String, String>,
     pub(super) own: u64,
 }
+
+/// The server's requests that SEP-2260 (2026-07-28) lets it send only while it handles a
+/// request of the client's, on that request's behalf (`ping` is not one of them).
+pub(super) const ASSOCIATED_ONLY: [&str; 3] =
+    ["elicitation/create", "sampling/createMessage", "roots/list"];
 
 /// What an answer from the server is, by the request it answers.
 pub(super) enum Kind {
@@ -198,6 +206,9 @@ impl Router {
     /// A request of the client's: refused when its id was used before; decided (calls,
     /// resources) or forwarded under the kind its answer is checked as.
     async fn client_request(self: Arc<Self>, id: Value, method: &str, v: Value, line: String) {
+        if jsonrpc::meta_version(&v).is_some_and(|version| version >= "2026-07-28") {
+            self.lock().modern = true;
+        }
         let gone = self.lock().gone.clone();
         if let Some(why) = gone {
             self.send_client(jsonrpc::error_response(&id, code::SERVER_GONE, &why))
@@ -402,6 +413,14 @@ impl Router {
         }
     }
 
+    /// A 2026-07-28 session with no request of the client's waiting for the server's answer:
+    /// a server request of [`ASSOCIATED_ONLY`] now belongs to none (the proxy's own requests,
+    /// a listing before a first call, stand for no client request).
+    fn unassociated(&self) -> bool {
+        let st = self.lock();
+        st.modern && !st.pending.values().any(|p| !matches!(p.kind, Kind::Own(_)))
+    }
+
     async fn server_malformed(&self, what: &str) {
         eprintln!("gatewayd mcp: the server wrote {what}; dropped");
         self.record(
@@ -437,6 +456,11 @@ impl Router {
                     let m = "request id already in use; refused by gatewayd";
                     self.send_server(jsonrpc::error_response(&id, code::INVALID_REQUEST, m))
                         .await;
+                    return;
+                }
+                if ASSOCIATED_ONLY.contains(&method.as_str()) && self.unassociated() {
+                    self.lock().server_requests.remove(&jsonrpc::id_key(&id));
+                    self.unsolicited(&id, &method).await;
                     return;
                 }
                 match method.as_str() {

@@ -71,6 +71,29 @@ impl Router {
         .await;
     }
 
+    /// A 2026-07-28 server's request of [`super::proxy::ASSOCIATED_ONLY`] while no request
+    /// of the client's is waiting (`mcp_unsolicited_request`, deny): answered to the server
+    /// with -32600, never shown to the client.
+    pub(super) async fn unsolicited(&self, id: &Value, method: &str) {
+        eprintln!(
+            "gatewayd mcp: the server sent {method} (id {id}) while handling no request of the client's; refused"
+        );
+        self.record(
+            Decision::Deny,
+            "mcp_unsolicited_request",
+            json!({"server": self.server, "id": id, "method": method,
+                   "message": with_next(
+                       &format!("the server sent {method} while it was handling no request of the client's; at protocol revision 2026-07-28 a server sends it only on behalf of a client request (SEP-2260), so it was refused and not shown to the client"),
+                       "ask the user to check the MCP server, which asks the client or the user for something nobody asked it to do")}),
+        )
+        .await;
+        let m = format!(
+            "refused by gatewayd: {method} is sent only while handling a client request at protocol revision 2026-07-28 (SEP-2260)"
+        );
+        self.send_server(jsonrpc::error_response(id, code::INVALID_REQUEST, &m))
+            .await;
+    }
+
     /// An answer to no request waiting (`mcp_unknown_response`, deny): dropped.
     pub(super) async fn unknown_response(&self, from: &str, id: &Value) {
         eprintln!(

@@ -556,3 +556,67 @@ fn binary_contents_pass_the_checks_unchanged() {
     p.close();
     verify(&audit);
 }
+
+/// A 2026-07-28 server's elicitation that belongs to no request of the client's (SEP-2260
+/// forbids it; the SDK refuses to send it, so the probe server writes it itself): bare, the
+/// client is asked; through the proxy, the client never sees it, and it is recorded.
+#[test]
+fn a_2026_server_request_outside_any_client_request_is_refused() {
+    let nudge = json!({"name": "nudge", "arguments": {}});
+    let mut bare = Peer::spawn(&probe("plain"));
+    bare.request_modern("tools/call", nudge.clone());
+    let asked = bare.next();
+    assert_eq!(asked["method"], "elicitation/create", "bare: {asked}");
+    bare.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}));
+    assert_eq!(nudge_outcome(&mut bare), "sent");
+    bare.kill();
+
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let pol = policy(dir.path(), pinned(&probe("plain")), json!({}));
+    let mut p = Peer::spawn(&proxy_line(&pol, &audit, &probe("plain"), &[]));
+    p.request_modern("tools/call", nudge);
+    // The refusal's record first: a poll in flight before it would make the server's
+    // request one that belongs to a client request.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while !whole_lines(&audit).iter().any(|r| {
+        r["reason"] == "mcp_unsolicited_request" && r["detail"]["method"] == "elicitation/create"
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            reasons(&audit)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Answers come in the order the server wrote them: by this one's, the elicitation
+    // would have reached the client.
+    assert!(nudge_outcome(&mut p).contains("sent"));
+    assert!(p.requests("elicitation/create").is_empty(), "{:?}", p.seen);
+    p.close();
+    verify(&audit);
+}
+
+/// What came of the probe server's `nudge`, once it is no longer pending.
+fn nudge_outcome(peer: &mut Peer) -> String {
+    let outcome = json!({"name": "nudge_outcome", "arguments": {}});
+    for _ in 0..600 {
+        let r = peer.request_modern("tools/call", outcome.clone());
+        let text = texts(&r["result"]);
+        if !text.contains("pending") {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the nudge is still pending after 60 s");
+}
+
+/// The records of the lines written whole so far (the proxy may be writing one).
+fn whole_lines(audit: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(audit).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}

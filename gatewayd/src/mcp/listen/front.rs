@@ -13,7 +13,10 @@ use serde_json::Value;
 use tokio::{io::AsyncBufRead, sync::mpsc};
 
 use super::{Body, ClientAuth, full, lock, refuse, streams};
-use crate::mcp::jsonrpc::{self, Line, code};
+use crate::mcp::{
+    jsonrpc::{self, Line, code},
+    proxy::ASSOCIATED_ONLY,
+};
 
 /// What a session's router sent for one of the client's requests.
 pub(super) enum Out {
@@ -33,12 +36,6 @@ pub(super) struct Waiter {
     pub(super) progress: Option<String>,
 }
 
-/// The server's requests that belong to the client request being handled (SEP-2260, in the
-/// 2026-07-28 revision: a server sends them only while it handles one, and over Streamable
-/// HTTP they ride that request's answer). `ping` and the others are not tied.
-const TIED_TO_A_CLIENT_REQUEST: [&str; 3] =
-    ["sampling/createMessage", "elicitation/create", "roots/list"];
-
 /// The `progressToken` of a progress notification, or of a request's `_meta`, as one string
 /// (a number and a string of the same digits differ).
 pub(super) fn progress_token(line: &str) -> Option<String> {
@@ -54,13 +51,14 @@ fn progress_token_of(v: &Value) -> Option<String> {
     Some(token.to_string())
 }
 
-/// A server request that belongs to a client request ([`TIED_TO_A_CLIENT_REQUEST`]).
+/// A server request that belongs to a client request (SEP-2260: over Streamable HTTP it
+/// rides that request's answer; [`ASSOCIATED_ONLY`]). `ping` and the others are not tied.
 fn tied_to_a_client_request(message: &Value) -> bool {
     message.get("id").is_some()
         && message
             .get("method")
             .and_then(Value::as_str)
-            .is_some_and(|m| TIED_TO_A_CLIENT_REQUEST.contains(&m))
+            .is_some_and(|m| ASSOCIATED_ONLY.contains(&m))
 }
 
 /// One client session: its router's input, its requests waiting, its GET stream.
