@@ -579,7 +579,7 @@ fn a_2026_server_request_outside_any_client_request_is_refused() {
     // The refusal's record first: a poll in flight before it would make the server's
     // request one that belongs to a client request.
     let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
-    while !whole_lines(&audit).iter().any(|r| {
+    while !records_written_whole(&audit).iter().any(|r| {
         r["reason"] == "mcp_unsolicited_request" && r["detail"]["method"] == "elicitation/create"
     }) {
         assert!(
@@ -609,14 +609,4 @@ fn nudge_outcome(peer: &mut Peer) -> String {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     panic!("the nudge is still pending after 60 s");
-}
-
-/// The records of the lines written whole so far (the proxy may be writing one).
-fn whole_lines(audit: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(audit).unwrap_or_default();
-    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
-    whole
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }

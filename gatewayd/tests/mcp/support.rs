@@ -98,6 +98,16 @@ pub(crate) fn records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The records of the lines written whole so far (the proxy may be writing one).
+pub(crate) fn records_written_whole(audit: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(audit).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 /// (decision, reason) of every record.
 pub(crate) fn reasons(path: &Path) -> Vec<(String, String)> {
     records(path)
