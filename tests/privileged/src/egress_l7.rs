@@ -26,7 +26,7 @@ const SECRET: &str = "sk-session-secret-0123456789";
 const ELSEWHERE: &str = "elsewhere.l7.test:8443";
 
 fn known(name: &str) -> Option<Ipv4Addr> {
-    matches!(name, "git.l7.test" | "other.l7.test").then_some(SERVER_IP)
+    matches!(name, "git.l7.test" | "other.l7.test" | "h2.l7.test").then_some(SERVER_IP)
 }
 
 /// The server: `http.server` over TLS (HTTP/1.1, keep-alive), `git http-backend` under
@@ -143,7 +143,7 @@ pub(crate) fn certificates(dir: &Scratch) -> PathBuf {
     );
     std::fs::write(
         dir.path("ext.cnf"),
-        "subjectAltName=DNS:git.l7.test,DNS:other.l7.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        "subjectAltName=DNS:git.l7.test,DNS:other.l7.test,DNS:h2.l7.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap();
     openssl(
@@ -216,6 +216,42 @@ pub(crate) fn server(dir: &Scratch) -> Servers {
         .spawn()
         .unwrap();
     Servers::listening(child, (SERVER_IP, PORT).into())
+}
+
+/// The port of [`H2_SERVER`], `h2.l7.test`.
+const H2_PORT: u16 = 8444;
+
+/// A server that speaks HTTP/2 only (Node's `http2`, no HTTP/1.1 fallback), over TLS with
+/// the test certificate: it answers the method, path, `:authority` and body length.
+const H2_SERVER: &str = r#"
+const http2 = require("http2"), fs = require("fs");
+const [ip, port, cert, key] = process.argv.slice(2);
+const srv = http2.createSecureServer(
+  { cert: fs.readFileSync(cert), key: fs.readFileSync(key), allowHTTP1: false });
+srv.on("stream", (stream, headers) => {
+  let n = 0;
+  stream.on("data", (c) => (n += c.length));
+  stream.on("end", () => {
+    stream.respond({ ":status": 200, "content-type": "text/plain" });
+    stream.end(`${headers[":method"]} ${headers[":path"]} h2 authority=${headers[":authority"]} body=${n}\n`);
+  });
+});
+srv.listen(Number(port), ip);
+"#;
+
+/// [`H2_SERVER`] on `SERVER_IP`, port [`H2_PORT`].
+fn h2_server(dir: &Scratch) -> Servers {
+    let js = dir.path("h2_server.js");
+    std::fs::write(&js, H2_SERVER).unwrap();
+    let child = Command::new("node")
+        .arg(&js)
+        .args([&SERVER_IP.to_string(), &H2_PORT.to_string()])
+        .arg(dir.path("srv.pem"))
+        .arg(dir.path("srv.key"))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Servers::listening(child, (SERVER_IP, H2_PORT).into())
 }
 
 /// The Python client: `requests`, the agent's own resolver standing in for DNS as curl's
@@ -298,7 +334,10 @@ fn script(dir: &Scratch) -> String {
         format!("git.l7.test:{PORT}:{SERVER_IP}"),
         format!("other.l7.test:{PORT}:{SERVER_IP}"),
     );
-    let curl = format!("curl -sS --max-time 20 --resolve {g} --resolve {o}");
+    let curl = format!(
+        "curl -sS --max-time 20 --resolve {g} --resolve {o} --resolve h2.l7.test:{H2_PORT}:{SERVER_IP}"
+    );
+    let h2 = format!("https://h2.l7.test:{H2_PORT}");
     let git = format!("git -c http.curloptResolve={g} -c user.name=t -c user.email=t@t.test");
     let clone = dir.path("clone");
     let py = dir.path("client.py");
@@ -330,6 +369,10 @@ echo "h2_version $({curl} --http2 -o /dev/null -w '%{{http_version}}' {base}/ech
 echo "h2_post $({curl} --http2 -d x=1 {base}/echo/p 2>&1 | head -n1)"
 echo "h2_secret $({curl} --http2 -H 'X-Note: {SECRET}' {base}/echo/s 2>&1 | head -n1)"
 echo "h2_cred $({curl} --http2 -H "Authorization: Bearer $GH_TOKEN" {base}/echo/c 2>&1 | head -n1)"
+echo "h2up_get $({curl} --http2 {h2}/echo/u 2>&1 | head -n1)"
+echo "h2up_post $({curl} --http2 -d x=1 {h2}/echo/p 2>&1 | head -n1)"
+echo "h2up_secret $({curl} --http2 -H 'X-Note: {SECRET}' {h2}/echo/s 2>&1 | head -n1)"
+echo "h2up_h1 $({curl} --http1.1 {h2}/echo/v 2>&1 | head -n1)"
 echo "h2_front $({curl} --http2 -H 'Host: {elsewhere}' {base}/host 2>&1 | head -n1)"
 yes 'the quick brown fox jumps over the lazy dog' | head -c 12000000 > {big}
 {{ head -c 10000000 {big}; printf %s '{SECRET}'; head -c 2000000 {big}; }} > {bigs}
@@ -358,6 +401,7 @@ fn policy(ca: &Path) -> serde_json::Value {
                   {"methods": ["POST"], "path": "/git/*/git-upload-pack"}],
          "inject": [{"credential": "gh", "header": "Authorization", "env": "GH_TOKEN"}]},
         {"host": "other.l7.test", "port": PORT, "inspect": true},
+        {"host": "h2.l7.test", "port": H2_PORT, "http": [{"methods": ["GET"]}]},
         {"cidr": format!("{DNS_IP}/32"), "port": 53},
         {"cidr": "127.0.0.0/8"}
     ]}})
@@ -474,6 +518,13 @@ fn bare(sh: &str, ca: &Path) -> std::collections::BTreeMap<String, String> {
     // Fronting: the server routes by the request's host, whatever name the connection had.
     assert_eq!(b["front"], format!("host={ELSEWHERE}"), "{text}");
     assert_eq!(b["h2_front"], b["front"], "{text}");
+    // The HTTP/2-only server: curl speaks HTTP/2 to it; HTTP/1.1 gets no answer.
+    let h2up =
+        |path: &str, body: usize| format!("{path} h2 authority=h2.l7.test:{H2_PORT} body={body}");
+    assert_eq!(b["h2up_get"], h2up("GET /echo/u", 0), "{text}");
+    assert_eq!(b["h2up_post"], h2up("POST /echo/p", 3), "{text}");
+    assert_eq!(b["h2up_secret"], h2up("GET /echo/s", 0), "{text}");
+    assert!(b["h2up_h1"].starts_with("curl:"), "{text}");
     // A WebSocket handshake reaches the server (which answers it as a plain GET).
     assert_eq!(b["ws"], "GET /echo/ws auth=None body=0", "{text}");
     // HTTP/2 asked for: this server speaks HTTP/1.1 only, and curl falls back.
@@ -504,6 +555,7 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
     dns_server(DNS_IP, known);
     let ca = certificates(&dir);
     let _server = server(&dir);
+    let _h2_server = h2_server(&dir);
     let sh = script(&dir);
 
     let b = bare(&sh, &ca);
@@ -591,6 +643,16 @@ fn egress_l7_inspects_requests_and_injects_credentials() {
         "HTTP/2, credential injected: {text}"
     );
     refused("h2_front", "HTTP/2, fronting by :authority");
+    // A server that takes HTTP/2 by ALPN gets it from the proxy: allowed, refused by rule
+    // and by secret as before; an HTTP/1.1 agent's request reaches it too.
+    assert_eq!(g["h2up_get"], b["h2up_get"], "HTTP/2 to the server: {text}");
+    refused("h2up_post", "HTTP/2 to the server, method");
+    refused("h2up_secret", "HTTP/2 to the server, secret");
+    assert_eq!(
+        g["h2up_h1"],
+        format!("GET /echo/v h2 authority=h2.l7.test:{H2_PORT} body=0"),
+        "HTTP/1.1 from the agent, HTTP/2 to the server: {text}"
+    );
     // Python's requests and Node's https, trusting the session's bundle through
     // REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS.
     for client in ["py", "node"] {

@@ -117,14 +117,14 @@ fn pem_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 /// The TLS client configuration toward the servers of inspected hosts: the system's roots
-/// and those of `extra` (`network.upstream_ca`), HTTP/1.1.
+/// and those of `extra` (`network.upstream_ca`), HTTP/2 or HTTP/1.1 as the server takes.
 pub(crate) fn client_config(extra: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     let mut config = tls_client(
         extra,
         "network.upstream_ca",
         "the servers of inspected hosts",
     )?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 

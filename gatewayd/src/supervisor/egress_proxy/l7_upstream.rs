@@ -1,15 +1,18 @@
-//! The proxy's own connections to an inspected host's server: HTTP/1.1 (TLS to the name when
-//! the agent spoke TLS), kept alive and made again when the server closed one. An agent on
-//! HTTP/1.1 sends one request at a time, so one connection serves it; an agent on HTTP/2
-//! sends several at once, and each goes on a connection that is free (a new one when none
-//! is), at most [`MAX_STREAMS`] at once, [`MAX_IDLE`] kept when idle.
+//! The proxy's own connections to an inspected host's server (TLS to the name when the agent
+//! spoke TLS), kept alive and made again when the server closed one. Over TLS the server is
+//! offered HTTP/2 and HTTP/1.1 by ALPN, as a client would: a server that takes HTTP/2 gets
+//! every request of the agent's connection as a stream of one connection; over HTTP/1.1, an
+//! agent on HTTP/1.1 sends one request at a time, so one connection serves it, and an agent
+//! on HTTP/2 sends several at once, each going on a connection that is free (a new one when
+//! none is), at most [`MAX_STREAMS`] at once, [`MAX_IDLE`] kept when idle.
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::{
-    Request, Response,
+    Request, Response, Version,
     body::{Bytes, Incoming},
-    client::conn::http1::SendRequest,
+    client::conn::{http1::SendRequest, http2},
+    header::{CONNECTION, HOST, HeaderName, HeaderValue, TE, TRANSFER_ENCODING, UPGRADE},
 };
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::Mutex,
@@ -29,9 +32,17 @@ const MAX_IDLE: usize = 4;
 /// The server connections of one agent connection.
 pub(super) struct Upstream {
     idle: Mutex<Vec<SendRequest<UpBody>>>,
+    /// The server took HTTP/2: one connection, its requests multiplexed.
+    h2: Mutex<Option<http2::SendRequest<UpBody>>>,
     /// HTTP/1.1 toward the agent: wait for the one connection to be free (its last answer
     /// read to the end) rather than open another.
     one_at_a_time: bool,
+}
+
+/// One connection to the server, in the version it took.
+enum Sender {
+    H1(SendRequest<UpBody>),
+    H2(http2::SendRequest<UpBody>),
 }
 
 impl Upstream {
@@ -42,11 +53,16 @@ impl Upstream {
         shared: &Shared,
         one_at_a_time: bool,
     ) -> Result<Upstream, String> {
-        let first = open_upstream(conn, shared).await?;
-        Ok(Upstream {
-            idle: Mutex::new(vec![first]),
+        let up = Upstream {
+            idle: Mutex::new(Vec::new()),
+            h2: Mutex::new(None),
             one_at_a_time,
-        })
+        };
+        match open_upstream(conn, shared).await? {
+            Sender::H1(s) => up.idle.lock().await.push(s),
+            Sender::H2(s) => *up.h2.lock().await = Some(s),
+        }
+        Ok(up)
     }
 
     /// A free connection, if one is kept.
@@ -69,8 +85,9 @@ impl Upstream {
         }
     }
 
-    /// Sends `req` on a free connection, on a new one when none is free or the one taken
-    /// was closed before the request went out (the request was then not sent).
+    /// Sends `req` (origin form, HTTP/1.1, with its `Host`) on a free connection, on a new
+    /// one when none is free or the one taken was closed before the request went out (the
+    /// request was then not sent).
     pub(super) async fn send(
         &self,
         req: Request<UpBody>,
@@ -79,33 +96,105 @@ impl Upstream {
     ) -> Result<Response<Incoming>, String> {
         let mut req = req;
         for _ in 0..2 {
-            let mut sender = match self.take().await {
-                Some(s) => s,
-                None => open_upstream(conn, shared).await?,
-            };
-            match sender.try_send_request(req).await {
-                Ok(resp) => {
-                    self.keep(sender).await;
-                    return Ok(resp);
-                }
-                Err(mut e) => match e.take_message() {
-                    Some(back) => req = back,
-                    None => return Err(e.into_error().to_string()),
+            let sender = match self.take_h2().await {
+                Some(s) => Sender::H2(s),
+                None => match self.take().await {
+                    Some(s) => Sender::H1(s),
+                    None => open_upstream(conn, shared).await?,
                 },
+            };
+            let (back, error) = match sender {
+                Sender::H1(mut s) => match s.try_send_request(req).await {
+                    Ok(resp) => {
+                        self.keep(s).await;
+                        return Ok(resp);
+                    }
+                    Err(mut e) => (e.take_message(), e.into_error()),
+                },
+                Sender::H2(mut s) => match s.try_send_request(as_h2(req, conn)).await {
+                    Ok(resp) => {
+                        *self.h2.lock().await = Some(s);
+                        return Ok(resp);
+                    }
+                    Err(mut e) => (e.take_message().map(as_h1), e.into_error()),
+                },
+            };
+            match back {
+                Some(r) => req = r,
+                None => return Err(error.to_string()),
             }
         }
         Err("the server closed every connection before the request was sent".into())
     }
+
+    /// The server's HTTP/2 connection, when it has one that is open and ready.
+    async fn take_h2(&self) -> Option<http2::SendRequest<UpBody>> {
+        let mut h2 = self.h2.lock().await;
+        let mut s = h2.take()?;
+        if s.ready().await.is_err() {
+            return None;
+        }
+        *h2 = Some(s.clone());
+        Some(s)
+    }
 }
 
-/// One connection to the server: TLS to the name when the agent spoke TLS.
-async fn open_upstream(conn: &Conn, shared: &Shared) -> Result<SendRequest<UpBody>, String> {
+/// A request as HTTP/2 sends it: an absolute target (`:scheme`, `:authority` from the
+/// connection's name and port), no `Host`, no HTTP/1.1 connection headers.
+fn as_h2(req: Request<UpBody>, conn: &Conn) -> Request<UpBody> {
+    let (mut parts, body) = req.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = if conn.port == 443 {
+        conn.host.clone()
+    } else {
+        format!("{}:{}", conn.host, conn.port)
+    };
+    if let Ok(uri) = format!("https://{authority}{path}").parse() {
+        parts.uri = uri;
+    }
+    parts.version = Version::HTTP_2;
+    for name in [
+        HOST,
+        CONNECTION,
+        TRANSFER_ENCODING,
+        UPGRADE,
+        HeaderName::from_static("keep-alive"),
+        HeaderName::from_static("proxy-connection"),
+    ] {
+        parts.headers.remove(name);
+    }
+    if parts.headers.get(TE).is_some_and(|v| v != "trailers") {
+        parts.headers.remove(TE);
+    }
+    Request::from_parts(parts, body)
+}
+
+/// A request [`as_h2`] made, back as it was (not sent: it goes on another connection).
+fn as_h1(req: Request<UpBody>) -> Request<UpBody> {
+    let (mut parts, body) = req.into_parts();
+    if let Some(a) = parts.uri.authority()
+        && let Ok(v) = HeaderValue::from_str(a.as_str())
+    {
+        parts.headers.insert(HOST, v);
+    }
+    if let Some(p) = parts.uri.path_and_query()
+        && let Ok(uri) = p.as_str().parse()
+    {
+        parts.uri = uri;
+    }
+    parts.version = Version::HTTP_11;
+    Request::from_parts(parts, body)
+}
+
+/// One connection to the server: TLS to the name when the agent spoke TLS, HTTP/2 when the
+/// server takes it by ALPN.
+async fn open_upstream(conn: &Conn, shared: &Shared) -> Result<Sender, String> {
     let Some(l7) = &shared.inspection else {
         return Err("no inspection".into());
     };
     let tcp = connect(conn.target).await.map_err(|e| e.to_string())?;
     if !conn.tls {
-        return handshake(tcp).await;
+        return handshake(tcp).await.map(Sender::H1);
     }
     let name =
         rustls::pki_types::ServerName::try_from(conn.host.clone()).map_err(|e| e.to_string())?;
@@ -113,7 +202,14 @@ async fn open_upstream(conn: &Conn, shared: &Shared) -> Result<SendRequest<UpBod
         .connect(name, tcp)
         .await
         .map_err(|e| format!("TLS to the server: {e}"))?;
-    handshake(tls).await
+    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+        return handshake(tls).await.map(Sender::H1);
+    }
+    let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(connection);
+    Ok(Sender::H2(sender))
 }
 
 async fn handshake<S>(io: S) -> Result<SendRequest<UpBody>, String>
