@@ -238,18 +238,7 @@ async fn request(
     if let Err(r) = checked {
         return refuse(shared, detail, r).await;
     }
-    // Origin form and HTTP/1.1 toward the server, whatever the agent wrote; HTTP/2 names
-    // the host in `:authority` only, HTTP/1.1 in `Host`.
-    if !parts.headers.contains_key(HOST)
-        && let Some(a) = parts.uri.authority()
-        && let Ok(v) = hyper::header::HeaderValue::from_str(a.as_str())
-    {
-        parts.headers.insert(HOST, v);
-    }
-    parts.version = Version::HTTP_11;
-    if let Ok(uri) = target.parse() {
-        parts.uri = uri;
-    }
+    as_origin_form(&mut parts, &target);
     match first {
         FirstRead::Whole(b) => {
             let full = Full::new(b).map_err(|never| match never {}).boxed_unsync();
@@ -259,6 +248,22 @@ async fn request(
             server_answer(sent, conn)
         }
         FirstRead::Large(v) => large(parts, (body, v), upstream, conn, (shared, detail)).await,
+    }
+}
+
+/// The request as it goes on toward the server: origin form (`target`) and HTTP/1.1 with its
+/// `Host`, whatever the agent wrote (HTTP/2 names the host in `:authority` only); the
+/// server's connection makes it HTTP/2 again when the server took that.
+fn as_origin_form(parts: &mut Parts, target: &str) {
+    if !parts.headers.contains_key(HOST)
+        && let Some(a) = parts.uri.authority()
+        && let Ok(v) = hyper::header::HeaderValue::from_str(a.as_str())
+    {
+        parts.headers.insert(HOST, v);
+    }
+    parts.version = Version::HTTP_11;
+    if let Ok(uri) = target.parse() {
+        parts.uri = uri;
     }
 }
 
