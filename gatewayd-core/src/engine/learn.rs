@@ -70,7 +70,7 @@ fn reaches(engine: &Engine, call: &ToolCall) -> (bool, bool) {
     let own = paths.iter().any(|p| sb.own_hit(p));
     let protected = paths.iter().any(|p| {
         sb.protected_hit(p).is_some()
-            || (sb.protected_name(p).is_some() && std::fs::symlink_metadata(p).is_ok())
+            || (sb.protected_name(p).is_some() && std::fs::symlink_metadata(&p.path).is_ok())
     });
     (own, protected)
 }

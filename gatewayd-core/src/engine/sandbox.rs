@@ -30,12 +30,6 @@ impl Resolved {
     }
 }
 
-impl AsRef<Path> for Resolved {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
-}
-
 impl std::ops::Deref for Resolved {
     type Target = Path;
     fn deref(&self) -> &Path {
@@ -394,7 +388,9 @@ impl SandboxView {
         // A name protects a file: reading a path that names nothing opens nothing (a shell
         // word taken as a path, jq's `.key`), while a write could make it.
         let named = || {
-            access == PathAccess::Write || p.id.is_some() || std::fs::symlink_metadata(p).is_ok()
+            access == PathAccess::Write
+                || p.id.is_some()
+                || std::fs::symlink_metadata(&p.path).is_ok()
         };
         if let Some(pattern) = self.protected_name(p).filter(|_| named()) {
             return Err(format!(

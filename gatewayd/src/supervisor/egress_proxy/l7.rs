@@ -1,9 +1,9 @@
 //! An inspected host's connection: the proxy ends the agent's TLS with the session's CA
 //! (or reads plain HTTP), serves HTTP/2 (when the agent's TLS asks for it by ALPN) or
 //! HTTP/1.1 to the agent with hyper, decides each request (its host: the connection's
-//! name; then [`Inspection::check`]), and sends the allowed ones on over HTTP/1.1
-//! connections of its own to the server (TLS checked against the system's roots,
-//! [`l7_upstream`]), keep-alive on both sides.
+//! name; then [`Inspection::check`]), and sends the allowed ones on over connections of its
+//! own to the server (TLS checked against the system's roots; HTTP/2 when the server takes
+//! it, else HTTP/1.1: [`l7_upstream`]), keep-alive on both sides.
 use std::{
     convert::Infallible,
     net::SocketAddr,
@@ -14,7 +14,7 @@ use std::{
 
 use http_body_util::{BodyExt as _, Either, Full};
 use hyper::{
-    Method, Request, Response, StatusCode, Version,
+    Method, Request, Response, StatusCode,
     body::{Bytes, Incoming},
     header::{CONNECTION, CONTENT_TYPE, HOST, UPGRADE},
     http::request::Parts,
@@ -238,7 +238,6 @@ async fn request(
     if let Err(r) = checked {
         return refuse(shared, detail, r).await;
     }
-    as_origin_form(&mut parts, &target);
     match first {
         FirstRead::Whole(b) => {
             let full = Full::new(b).map_err(|never| match never {}).boxed_unsync();
@@ -248,22 +247,6 @@ async fn request(
             server_answer(sent, conn)
         }
         FirstRead::Large(v) => large(parts, (body, v), upstream, conn, (shared, detail)).await,
-    }
-}
-
-/// The request as it goes on toward the server: origin form (`target`) and HTTP/1.1 with its
-/// `Host`, whatever the agent wrote (HTTP/2 names the host in `:authority` only); the
-/// server's connection makes it HTTP/2 again when the server took that.
-fn as_origin_form(parts: &mut Parts, target: &str) {
-    if !parts.headers.contains_key(HOST)
-        && let Some(a) = parts.uri.authority()
-        && let Ok(v) = hyper::header::HeaderValue::from_str(a.as_str())
-    {
-        parts.headers.insert(HOST, v);
-    }
-    parts.version = Version::HTTP_11;
-    if let Ok(uri) = target.parse() {
-        parts.uri = uri;
     }
 }
 

@@ -85,9 +85,10 @@ impl Upstream {
         }
     }
 
-    /// Sends `req` (origin form, HTTP/1.1, with its `Host`) on a free connection, on a new
-    /// one when none is free or the one taken was closed before the request went out (the
-    /// request was then not sent).
+    /// Sends `req` (as the agent wrote it, decided) on a free connection, in the form of the
+    /// version that connection speaks ([`as_h1`], [`as_h2`]); on a new one when none is free
+    /// or the one taken was closed before the request went out (the request was then not
+    /// sent).
     pub(super) async fn send(
         &self,
         req: Request<UpBody>,
@@ -104,7 +105,7 @@ impl Upstream {
                 },
             };
             let (back, error) = match sender {
-                Sender::H1(mut s) => match s.try_send_request(req).await {
+                Sender::H1(mut s) => match s.try_send_request(as_h1(req)).await {
                     Ok(resp) => {
                         self.keep(s).await;
                         return Ok(resp);
@@ -116,7 +117,7 @@ impl Upstream {
                         *self.h2.lock().await = Some(s);
                         return Ok(resp);
                     }
-                    Err(mut e) => (e.take_message().map(as_h1), e.into_error()),
+                    Err(mut e) => (e.take_message(), e.into_error()),
                 },
             };
             match back {
@@ -169,17 +170,19 @@ fn as_h2(req: Request<UpBody>, conn: &Conn) -> Request<UpBody> {
     Request::from_parts(parts, body)
 }
 
-/// A request [`as_h2`] made, back as it was (not sent: it goes on another connection).
+/// A request as HTTP/1.1 sends it, whatever form it came in (the agent's HTTP/1.1 or
+/// HTTP/2, or [`as_h2`]'s when it was not sent): origin form, with a `Host` (HTTP/2 names the
+/// host in `:authority` only).
 fn as_h1(req: Request<UpBody>) -> Request<UpBody> {
     let (mut parts, body) = req.into_parts();
-    if let Some(a) = parts.uri.authority()
+    if !parts.headers.contains_key(HOST)
+        && let Some(a) = parts.uri.authority()
         && let Ok(v) = HeaderValue::from_str(a.as_str())
     {
         parts.headers.insert(HOST, v);
     }
-    if let Some(p) = parts.uri.path_and_query()
-        && let Ok(uri) = p.as_str().parse()
-    {
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    if let Ok(uri) = target.parse() {
         parts.uri = uri;
     }
     parts.version = Version::HTTP_11;
