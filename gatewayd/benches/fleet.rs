@@ -13,7 +13,8 @@
 //! run on the same two cores, so the ratio includes what receiving costs here.
 //! `cargo bench -p gatewayd --bench fleet` (also run by `cargo xtask bench`).
 //! `GATEWAYD_BENCH_BIN=PATH` runs another build of the daemon (an older one, to compare in
-//! the same minutes).
+//! the same minutes); `GATEWAYD_BENCH_ONLY=off,lag` runs only those modes (of `off`, `ok`,
+//! `lag`, `grpc`), to profile one.
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
@@ -265,6 +266,11 @@ fn main() {
         .ok()
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or(0);
+    let only = std::env::var("GATEWAYD_BENCH_ONLY").ok();
+    let wanted = |mode: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|m| m == mode))
+    };
     for round in 1..=2 {
         let mut off = run(&root.join(format!("off-{round}")), &[]);
         print(&format!("round {round}, export off"), &mut off, None);
@@ -272,7 +278,10 @@ fn main() {
             ("ok", "otlp", "export on (OTLP/HTTP + syslog TCP)"),
             ("lag", "otlp", "export on, receiver in lag mode"),
             ("grpc", "otlp-grpc", "export on (OTLP/gRPC + syslog TCP)"),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(mode, ..)| wanted(mode))
+        {
             let otlp_out = sinks_dir.join(format!("otlp-{mode}-{round}.jsonl"));
             let (rx, port) = receiver(mode, 0, &otlp_out);
             let sinks = [

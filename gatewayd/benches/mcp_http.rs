@@ -10,7 +10,8 @@
 //!
 //! The server, the proxy and the client share the machine's cores, so the proxied
 //! figures include the contention. `cargo bench -p gatewayd --bench mcp_http` (also run by
-//! `cargo xtask bench`).
+//! `cargo xtask bench`). `GATEWAYD_BENCH_BIN=PATH` runs another build of the proxy (an older
+//! one, to compare in the same minutes).
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
@@ -176,7 +177,8 @@ async fn proxy(dir: &Path, http: &reqwest::Client, url: &str) -> (Proc, String) 
         &dir.join("audit.jsonl"),
         &["--listen", &format!("127.0.0.1:{port}")],
     );
-    let child = Command::new(&cmd[0])
+    let bin = std::env::var_os("GATEWAYD_BENCH_BIN").unwrap_or_else(|| cmd[0].clone().into());
+    let child = Command::new(bin)
         .args(&cmd[1..])
         .stdin(Stdio::null())
         .stderr(Stdio::null())

@@ -307,9 +307,13 @@ pub(super) async fn start(
     }))
 }
 
-/// Connects to `to`, bounded by [`UPSTREAM`].
+/// Connects to `to`, bounded by [`UPSTREAM`]; Nagle's algorithm off, as on the agent's
+/// side: the proxy passes on what it was given as soon as it has it, and a small write held
+/// back for an ACK the other end delays would cost 40 ms a message.
 pub(super) async fn connect(to: SocketAddr) -> std::io::Result<TcpStream> {
-    tokio::time::timeout(UPSTREAM, TcpStream::connect(to))
+    let s = tokio::time::timeout(UPSTREAM, TcpStream::connect(to))
         .await
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    s.set_nodelay(true)?;
+    Ok(s)
 }

@@ -200,6 +200,9 @@ async fn accept(listener: TcpListener, endpoint: Arc<Endpoint>) {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        // An answer is written as it comes (an SSE event at a time): with Nagle's algorithm
+        // on, each small write after the first waited for the client's delayed ACK, 40 ms.
+        let _ = stream.set_nodelay(true);
         let endpoint = endpoint.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {

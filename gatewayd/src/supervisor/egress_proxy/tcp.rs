@@ -28,6 +28,8 @@ pub(super) async fn serve(listener: TcpListener, shared: Arc<Shared>, permits: A
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
+        // As toward the server ([`connect`]): nothing the proxy writes waits for an ACK.
+        let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
             handle(stream, peer, &shared).await;
