@@ -108,9 +108,13 @@ impl Host {
     }
 }
 
-/// CPU time (user + system) of process `pid` so far, in seconds.
-fn cpu_s(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+/// CPU time (user + system) in `stat`, a `/proc/.../stat` line, in seconds; and the name
+/// in it (a thread's name).
+fn stat_cpu(stat: &str) -> (String, f64) {
+    let name = stat
+        .split_once('(')
+        .and_then(|(_, r)| r.rsplit_once(')'))
+        .map_or("", |(n, _)| n);
     // After the command name's closing parenthesis: state is field 3, utime 14, stime 15.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<u64> = rest
@@ -121,13 +125,51 @@ fn cpu_s(pid: u32) -> f64 {
         .collect();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    f.iter().sum::<u64>() as f64 / hz
+    (name.to_owned(), f.iter().sum::<u64>() as f64 / hz)
+}
+
+/// CPU time of process `pid` so far, in seconds.
+fn cpu_s(pid: u32) -> f64 {
+    stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default()).1
+}
+
+/// CPU time of process `pid`'s threads so far, in seconds, summed by what they do: the
+/// audit writer (`gatewayd-audit`), the exporters (`gatewayd-export`, `gatewayd-otlp-grpc`)
+/// and the rest (the runtime serving clients, deciding).
+fn cpu_by_role(pid: u32) -> [f64; 3] {
+    let mut by = [0.0; 3];
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by;
+    };
+    for t in tasks.flatten() {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let (name, cpu) = stat_cpu(&stat);
+        let role = match name.as_str() {
+            "gatewayd-audit" => 0,
+            n if n.starts_with("gatewayd-export") || n.starts_with("gatewayd-otlp") => 1,
+            _ => 2,
+        };
+        by[role] += cpu;
+    }
+    by
+}
+
+fn sum_roles(hosts: &[Host]) -> [f64; 3] {
+    hosts.iter().fold([0.0; 3], |mut acc, h| {
+        let by = cpu_by_role(h.proc.0.id());
+        for (a, b) in acc.iter_mut().zip(by) {
+            *a += b;
+        }
+        acc
+    })
 }
 
 struct Run {
     rate: f64,
     /// CPU seconds of the eight daemons over the run.
     cpu_daemons: f64,
+    /// Of which: the audit writers, the exporters, the rest ([`cpu_by_role`]).
+    cpu_roles: [f64; 3],
     lags: Vec<u64>,
     rss_kib: Vec<u64>,
     exported: u64,
@@ -163,9 +205,14 @@ fn run(dir: &Path, sinks: &[String]) -> Run {
     start.wait();
     let t = Instant::now();
     let cpu0: f64 = hosts.iter().map(|h| cpu_s(h.proc.0.id())).sum();
+    let roles0 = sum_roles(&hosts);
     std::thread::sleep(RUN);
     let n = done.load(Ordering::Relaxed);
     let cpu_daemons = hosts.iter().map(|h| cpu_s(h.proc.0.id())).sum::<f64>() - cpu0;
+    let mut cpu_roles = sum_roles(&hosts);
+    for (a, b) in cpu_roles.iter_mut().zip(roles0) {
+        *a -= b;
+    }
     let rate = n as f64 / t.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     for t in threads {
@@ -192,6 +239,7 @@ fn run(dir: &Path, sinks: &[String]) -> Run {
     Run {
         rate,
         cpu_daemons,
+        cpu_roles,
         lags: Vec::new(),
         rss_kib,
         exported,
@@ -237,6 +285,13 @@ fn print(what: &str, r: &mut Run, off: Option<f64>) {
         r.cpu_daemons,
         RUN.as_secs(),
         1e6 * r.cpu_daemons / (r.rate * RUN.as_secs_f64()).max(1.0)
+    );
+    let per = |cpu: f64| 1e6 * cpu / (r.rate * RUN.as_secs_f64()).max(1.0);
+    println!(
+        "      of which, a decision: audit writer {:.1} us, exporters {:.1} us, the rest (serving, deciding) {:.1} us",
+        per(r.cpu_roles[0]),
+        per(r.cpu_roles[1]),
+        per(r.cpu_roles[2])
     );
     if off.is_some() {
         println!(

@@ -23,10 +23,11 @@ pub(super) fn record_line(r: &Record, own: &str, host: &str) -> String {
     let mut out = String::with_capacity(own.len() + 256);
     out.push_str("{\"type\":\"record\",\"host\":");
     out.push_str(&Value::from(host).to_string());
-    let o = ocsf::attributes(r);
-    if !o.is_null() {
+    if let Some(o) = ocsf::attributes(r)
+        && let Ok(o) = serde_json::to_string(&o)
+    {
         out.push_str(",\"ocsf\":");
-        out.push_str(&canonical_json(&o));
+        out.push_str(&o);
     }
     out.push(',');
     out.push_str(own.strip_prefix('{').unwrap_or(own));

@@ -2,8 +2,6 @@
 //! call's decision is API Activity; a kernel denial is File System, Process or Network
 //! Activity by the hook that denied; the daemon's start and stop are Application
 //! Lifecycle. Other records (sessions, reloads, export notes) have no class.
-use serde_json::{Value, json};
-
 use gatewayd_core::audit::{Decision, Record, Source};
 
 /// An OCSF class: uid, name, category uid and name.
@@ -81,12 +79,25 @@ fn kernel_class(hook: &str) -> Class {
     }
 }
 
-/// The OCSF attributes of `r` (null when no class fits): class and category, the
-/// disposition of a decision, a severity.
-pub(super) fn attributes(r: &Record) -> Value {
-    let Some(c) = class(r) else {
-        return Value::Null;
-    };
+/// The OCSF attributes of a record: class and category, the disposition of a decision, a
+/// severity. Its fields are declared in byte order, so that serde's output is the canonical
+/// JSON of the exported line (sorted keys, no spaces) without building a map first.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(super) struct Attributes {
+    category_name: &'static str,
+    category_uid: u32,
+    class_name: &'static str,
+    class_uid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disposition: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disposition_id: Option<u32>,
+    severity_id: u32,
+}
+
+/// The OCSF attributes of `r`; None when no class fits.
+pub(super) fn attributes(r: &Record) -> Option<Attributes> {
+    let c = class(r)?;
     let (disposition_id, disposition, severity_id) = match r.decision {
         Decision::Allow => (1, "Allowed", 1),
         Decision::Deny => (2, "Blocked", 3),
@@ -94,25 +105,24 @@ pub(super) fn attributes(r: &Record) -> Value {
         Decision::Hold => (99, "Held for approval", 2),
         Decision::Info => (0, "Unknown", 1),
     };
-    let mut v = json!({
-        "class_uid": c.uid,
-        "class_name": c.name,
-        "category_uid": c.category_uid,
-        "category_name": c.category,
-        "severity_id": severity_id,
-    });
-    if r.decision != Decision::Info
-        && let Some(m) = v.as_object_mut()
-    {
-        m.insert("disposition_id".into(), disposition_id.into());
-        m.insert("disposition".into(), disposition.into());
-    }
-    v
+    let decided = r.decision != Decision::Info;
+    Some(Attributes {
+        category_name: c.category,
+        category_uid: c.category_uid,
+        class_name: c.name,
+        class_uid: c.uid,
+        disposition: decided.then_some(disposition),
+        disposition_id: decided.then_some(disposition_id),
+        severity_id,
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+    use gatewayd_core::audit::canonical_json;
 
     fn rec(source: Source, tool: Option<&str>, hook: Option<&str>, reason: &str) -> Record {
         Record {
@@ -146,9 +156,34 @@ mod tests {
         assert_eq!(g(Some("send_email"), "sandbox"), Some(6003));
         assert_eq!(g(None, "daemon_start"), Some(6002));
         assert_eq!(g(None, "session_open"), None);
-        let a = attributes(&rec(Source::Gateway, Some("t"), None, "x"));
+        let a =
+            serde_json::to_value(attributes(&rec(Source::Gateway, Some("t"), None, "x"))).unwrap();
         assert_eq!(a["disposition"], "Blocked");
         assert_eq!(a["class_name"], "API Activity");
-        assert!(attributes(&rec(Source::Gateway, None, None, "session_open")).is_null());
+        assert!(attributes(&rec(Source::Gateway, None, None, "session_open")).is_none());
+    }
+
+    #[test]
+    fn the_attributes_serialize_as_canonical_json() {
+        let mut lifecycle = rec(Source::Gateway, None, None, "daemon_start");
+        lifecycle.decision = Decision::Info;
+        for r in [
+            rec(Source::Gateway, Some("t"), None, "x"),
+            rec(Source::Kernel, None, Some("lsm/file_open"), "x"),
+            lifecycle,
+        ] {
+            let a = attributes(&r).unwrap();
+            let line = serde_json::to_string(&a).unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(line, canonical_json(&v), "not canonical: {line}");
+            assert_eq!(v.get("disposition").is_some(), r.decision != Decision::Info);
+        }
+        assert_eq!(
+            serde_json::to_value(attributes(&rec(Source::Kernel, None, Some("seccomp"), "x")))
+                .unwrap(),
+            json!({"category_name": "System Activity", "category_uid": 1,
+                   "class_name": "Process Activity", "class_uid": 1007,
+                   "disposition": "Blocked", "disposition_id": 2, "severity_id": 3})
+        );
     }
 }
