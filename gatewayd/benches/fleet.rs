@@ -10,7 +10,9 @@
 //! Prints decisions/s across the eight hosts and the ratio on/off, the export lag (from a
 //! record's time to its OTLP request's arrival at the receiver, every record), the drops,
 //! and each host's resident memory (`VmRSS`) at the end of a run. The receiver and rsyslog
-//! run on the same two cores, so the ratio includes what receiving costs here.
+//! run on the same two cores, so the ratio includes what receiving costs here; the daemons'
+//! CPU per decision (split by thread: audit writer, exporters, the rest) on against off is
+//! what export costs a host whose receivers are elsewhere.
 //! `cargo bench -p gatewayd --bench fleet` (also run by `cargo xtask bench`).
 //! `GATEWAYD_BENCH_BIN=PATH` runs another build of the daemon (an older one, to compare in
 //! the same minutes); `GATEWAYD_BENCH_ONLY=off,lag` runs only those modes (of `off`, `ok`,
@@ -268,9 +270,14 @@ fn pct(v: &mut [u64], p: f64) -> u64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-fn print(what: &str, r: &mut Run, off: Option<f64>) {
+/// The daemons' CPU per decision in `r`, in µs.
+fn cpu_per_decision(r: &Run) -> f64 {
+    1e6 * r.cpu_daemons / (r.rate * RUN.as_secs_f64()).max(1.0)
+}
+
+fn print(what: &str, r: &mut Run, off: Option<&Run>) {
     let ratio = off.map_or(String::new(), |o| {
-        format!("  ({:.1}% of export off)", 100.0 * r.rate / o)
+        format!("  ({:.1}% of export off)", 100.0 * r.rate / o.rate)
     });
     println!(
         "  {what}: {:>8.0} decisions/s across {HOSTS} hosts{ratio}",
@@ -284,7 +291,7 @@ fn print(what: &str, r: &mut Run, off: Option<f64>) {
         max as f64 / 1024.0,
         r.cpu_daemons,
         RUN.as_secs(),
-        1e6 * r.cpu_daemons / (r.rate * RUN.as_secs_f64()).max(1.0)
+        cpu_per_decision(r)
     );
     let per = |cpu: f64| 1e6 * cpu / (r.rate * RUN.as_secs_f64()).max(1.0);
     println!(
@@ -293,7 +300,12 @@ fn print(what: &str, r: &mut Run, off: Option<f64>) {
         per(r.cpu_roles[1]),
         per(r.cpu_roles[2])
     );
-    if off.is_some() {
+    if let Some(o) = off {
+        let more = cpu_per_decision(r) - cpu_per_decision(o);
+        println!(
+            "      export's cost to the daemons: {more:+.1} us of CPU a decision ({:+.1}% of export off), what would remain with the receivers on another machine",
+            100.0 * more / cpu_per_decision(o).max(1e-9)
+        );
         println!(
             "      export lag (record written to OTLP receiver): p50 {} ms  p99 {} ms ({} records); exported {} (both sinks), dropped {}",
             pct(&mut r.lags, 0.5),
@@ -347,7 +359,7 @@ fn main() {
             let mut on = run(&root.join(format!("on-{mode}-{round}")), &sinks);
             let sinks_cpu = cpu_s(rx.0.id()) + cpu_s(rsyslog_pid) - sinks_cpu0;
             on.lags = lags_ms(&received(&otlp_out));
-            print(&format!("round {round}, {what}"), &mut on, Some(off.rate));
+            print(&format!("round {round}, {what}"), &mut on, Some(&off));
             println!("      CPU of the OTLP receiver and rsyslog (same cores): {sinks_cpu:.1} s");
         }
     }

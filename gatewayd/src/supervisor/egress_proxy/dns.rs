@@ -105,6 +105,7 @@ async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, permits: Arc<Sema
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
             let _ = tcp_session(stream, &shared).await;
@@ -135,8 +136,12 @@ async fn tcp_session(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
         };
         let n =
             u16::try_from(reply.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
-        stream.write_all(&n.to_be_bytes()).await?;
-        stream.write_all(&reply).await?;
+        // Length and message in one write: written apart, the message waited for the
+        // resolver's delayed ACK of the two-byte length (Nagle's algorithm).
+        let mut framed = Vec::with_capacity(2 + reply.len());
+        framed.extend_from_slice(&n.to_be_bytes());
+        framed.extend_from_slice(&reply);
+        stream.write_all(&framed).await?;
     }
 }
 
