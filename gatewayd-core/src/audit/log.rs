@@ -230,8 +230,7 @@ impl AuditLog {
                 detail: entry.detail,
                 hash: String::new(),
             };
-            rec.hash = rec.compute_hash();
-            let line = rec.canonical_line();
+            let line = rec.seal();
             buf.push_str(&line);
             buf.push('\n');
             head = Some(rec.hash.clone());

@@ -1,10 +1,10 @@
 //! One line of the audit log: the record, what callers append, and the canonical form and
 //! hash the chain is built on (the format is described in the module above).
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use crate::canonical::canonical_json;
-use crate::canonical::sha256_hex;
+use crate::canonical::{into_string, sha256_hex_of_parts, write_canonical, write_str};
 
 /// `prev` of the first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -173,9 +173,12 @@ pub struct Record {
 }
 
 impl Record {
-    /// The record as a JSON object; `hash` included or not.
+    /// The record as a JSON object; `hash` included or not. The chain's definition: a
+    /// record's line is the canonical JSON of this, its hash that of it without `hash`
+    /// ([`Record::canonical_parts`] writes the same bytes from the fields, as tests check).
+    #[cfg(test)]
     pub(super) fn to_value(&self, with_hash: bool) -> Value {
-        let mut m = Map::new();
+        let mut m = serde_json::Map::new();
         m.insert("seq".into(), self.seq.into());
         m.insert("prev".into(), self.prev.clone().into());
         m.insert("ts".into(), self.ts.clone().into());
@@ -198,13 +201,67 @@ impl Record {
 
     /// SHA-256 (lowercase hex) of the canonical JSON of the record without `hash`.
     pub fn compute_hash(&self) -> String {
-        sha256_hex(canonical_json(&self.to_value(false)).as_bytes())
+        let (head, tail) = self.canonical_parts();
+        sha256_hex_of_parts(&[&head, &tail])
     }
 
     /// The line as written to the file, without the trailing newline.
     pub fn canonical_line(&self) -> String {
-        canonical_json(&self.to_value(true))
+        let (head, tail) = self.canonical_parts();
+        Self::line_of(head, &self.hash, &tail)
     }
+
+    /// Sets `hash` and returns the line as written to the file (no newline): what
+    /// [`Record::compute_hash`] and [`Record::canonical_line`] give, with the record written
+    /// out once.
+    pub fn seal(&mut self) -> String {
+        let (head, tail) = self.canonical_parts();
+        self.hash = sha256_hex_of_parts(&[&head, &tail]);
+        Self::line_of(head, &self.hash, &tail)
+    }
+
+    /// The canonical JSON of the record without `hash`, cut where `hash` goes: the keys
+    /// before it (`decision`, `detail`) and those after it, from the comma on. Written
+    /// straight from the fields, in the order the keys sort in (the same bytes as
+    /// [`canonical_json`] of [`Record::to_value`], which a test checks).
+    fn canonical_parts(&self) -> (Vec<u8>, Vec<u8>) {
+        let mut head = Vec::with_capacity(256);
+        head.extend_from_slice(b"{\"decision\":");
+        write_str(self.decision.as_str(), &mut head);
+        head.extend_from_slice(b",\"detail\":");
+        write_canonical(&self.detail, &mut head);
+        let mut tail = Vec::with_capacity(256);
+        if let Some(h) = &self.hook {
+            push_field(&mut tail, "hook", h);
+        }
+        push_field(&mut tail, "prev", &self.prev);
+        push_field(&mut tail, "reason", &self.reason);
+        tail.extend_from_slice(format!(",\"seq\":{}", self.seq).as_bytes());
+        push_field(&mut tail, "session", &self.session);
+        push_field(&mut tail, "source", self.source.as_str());
+        if let Some(t) = &self.tool {
+            push_field(&mut tail, "tool", t);
+        }
+        push_field(&mut tail, "ts", &self.ts);
+        tail.push(b'}');
+        (head, tail)
+    }
+
+    /// `head`, the `hash` key and value, `tail`.
+    fn line_of(mut head: Vec<u8>, hash: &str, tail: &[u8]) -> String {
+        head.extend_from_slice(b",\"hash\":");
+        write_str(hash, &mut head);
+        head.extend_from_slice(tail);
+        into_string(head)
+    }
+}
+
+/// `,"KEY":"VALUE"` (both written as JSON strings) at the end of `out`.
+fn push_field(out: &mut Vec<u8>, key: &str, value: &str) {
+    out.push(b',');
+    write_str(key, out);
+    out.push(b':');
+    write_str(value, out);
 }
 
 /// `ms` since the Unix epoch as RFC 3339 UTC with milliseconds: `2023-11-14T22:13:20.123Z`.

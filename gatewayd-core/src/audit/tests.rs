@@ -113,6 +113,61 @@ fn append_writes_a_chain_with_clock_time() {
 }
 
 #[cfg(unix)]
+/// The record written straight from its fields ([`Record::seal`], `canonical_line`,
+/// `compute_hash`) is byte for byte the canonical JSON of its `Value`, whatever it holds.
+#[test]
+fn a_record_written_from_its_fields_is_its_canonical_json() {
+    let strings = [
+        "",
+        "plain",
+        "quote \" back \\ slash",
+        "ctl \u{1}\n\t",
+        "é ✓ 𝄞",
+        "</script>",
+    ];
+    let details = [
+        json!({}),
+        json!(null),
+        json!({"z": 1, "a": [1.5, -2, 1e300, {"y": null, "b": true}], "é": "\u{7f}"}),
+        json!({"nested": {"k": {"j": [[], {}]}}, "n": 18446744073709551615u64}),
+    ];
+    for (i, s) in strings.iter().enumerate() {
+        for (j, detail) in details.iter().enumerate() {
+            for (tool, hook) in [
+                (None, None),
+                (Some(*s), None),
+                (None, Some(*s)),
+                (Some("t"), Some("h")),
+            ] {
+                let mut r = Record {
+                    seq: (i * 10 + j) as u64,
+                    prev: s.to_string(),
+                    ts: "2026-12-06T00:00:00.000Z".into(),
+                    source: if hook.is_some() {
+                        Source::Kernel
+                    } else {
+                        Source::Gateway
+                    },
+                    session: s.to_string(),
+                    tool: tool.map(str::to_owned),
+                    hook: hook.map(str::to_owned),
+                    decision: Decision::WouldDeny,
+                    reason: s.to_string(),
+                    detail: detail.clone(),
+                    hash: String::new(),
+                };
+                let want_hash = sha256_hex(canonical_json(&r.to_value(false)).as_bytes());
+                assert_eq!(r.compute_hash(), want_hash);
+                let line = r.seal();
+                assert_eq!(r.hash, want_hash);
+                assert_eq!(line, canonical_json(&r.to_value(true)));
+                assert_eq!(r.canonical_line(), line);
+                assert_eq!(serde_json::from_str::<Record>(&line).expect("parse"), r);
+            }
+        }
+    }
+}
+
 #[test]
 fn new_file_is_private() {
     let dir = tempfile::tempdir().expect("tempdir");
