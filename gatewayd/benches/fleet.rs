@@ -272,7 +272,12 @@ fn pct(v: &mut [u64], p: f64) -> u64 {
 
 /// The daemons' CPU per decision in `r`, in µs.
 fn cpu_per_decision(r: &Run) -> f64 {
-    1e6 * r.cpu_daemons / (r.rate * RUN.as_secs_f64()).max(1.0)
+    per_decision(r, r.cpu_daemons)
+}
+
+/// `cpu` seconds spent over run `r`, per decision of it, in µs.
+fn per_decision(r: &Run, cpu: f64) -> f64 {
+    1e6 * cpu / (r.rate * RUN.as_secs_f64()).max(1.0)
 }
 
 fn print(what: &str, r: &mut Run, off: Option<&Run>) {
@@ -293,7 +298,7 @@ fn print(what: &str, r: &mut Run, off: Option<&Run>) {
         RUN.as_secs(),
         cpu_per_decision(r)
     );
-    let per = |cpu: f64| 1e6 * cpu / (r.rate * RUN.as_secs_f64()).max(1.0);
+    let per = |cpu: f64| per_decision(r, cpu);
     println!(
         "      of which, a decision: audit writer {:.1} us, exporters {:.1} us, the rest (serving, deciding) {:.1} us",
         per(r.cpu_roles[0]),

@@ -211,13 +211,20 @@ impl Record {
         Self::line_of(head, &self.hash, &tail)
     }
 
-    /// Sets `hash` and returns the line as written to the file (no newline): what
-    /// [`Record::compute_hash`] and [`Record::canonical_line`] give, with the record written
-    /// out once.
+    /// Sets `hash` and returns the line as written to the file (no newline).
     pub fn seal(&mut self) -> String {
+        let (hash, line) = self.hash_and_line();
+        self.hash = hash;
+        line
+    }
+
+    /// The hash the record's fields give ([`Record::compute_hash`]) and its line with that
+    /// hash ([`Record::canonical_line`] once `hash` is set), the record written out once.
+    pub fn hash_and_line(&self) -> (String, String) {
         let (head, tail) = self.canonical_parts();
-        self.hash = sha256_hex_of_parts(&[&head, &tail]);
-        Self::line_of(head, &self.hash, &tail)
+        let hash = sha256_hex_of_parts(&[&head, &tail]);
+        let line = Self::line_of(head, &hash, &tail);
+        (hash, line)
     }
 
     /// The canonical JSON of the record without `hash`, cut where `hash` goes: the keys

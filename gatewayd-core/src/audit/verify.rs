@@ -305,10 +305,12 @@ fn check_record<R: BufRead>(
         Ok(parsed) => parsed,
         Err(why) => return fail(VerifyError::Malformed { line, seq, why }),
     };
-    if rec.compute_hash() != rec.hash {
+    // The line is made with the hash the fields give: past the first check, the record's own.
+    let (hash, canonical) = rec.hash_and_line();
+    if hash != rec.hash {
         return fail(VerifyError::Edited { seq, line });
     }
-    if rec.canonical_line() != text {
+    if canonical != text {
         return fail(VerifyError::NotCanonical { seq, line });
     }
     if rec.seq < seq {
