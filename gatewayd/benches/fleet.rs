@@ -13,7 +13,8 @@
 //! more, the receiver and rsyslog run on the last CPU and the daemons and clients on the
 //! others, in every mode: a fleet's collector is another machine, and the ratio is then what
 //! export costs the hosts, not what receiving costs on the hosts' cores. (With one CPU all
-//! share it, and the ratio includes the receivers.) The daemons' CPU per decision is split
+//! share it, and the ratio includes the receivers; `GATEWAYD_BENCH_SHARED=1` does the same on
+//! any machine.) The daemons' CPU per decision is split
 //! by thread: audit writer, exporters, the rest.
 //! `cargo bench -p gatewayd --bench fleet` (also run by `cargo xtask bench`).
 //! `GATEWAYD_BENCH_BIN=PATH` runs another build of the daemon (an older one, to compare in
@@ -363,7 +364,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     gatewayd::daemon::raise_fd_limit();
-    let cpus = split_cpus();
+    let cpus = split_cpus().filter(|_| std::env::var_os("GATEWAYD_BENCH_SHARED").is_none());
     println!(
         "gatewayd fleet benchmark: {HOSTS} serve processes, {} clients, durable audit, {} s a run; {}",
         HOSTS * CLIENTS_PER_HOST,
@@ -371,7 +372,7 @@ fn main() {
         if cpus.is_some() {
             "receivers on a CPU of their own"
         } else {
-            "one CPU: receivers, daemons and clients share it"
+            "receivers, daemons and clients share every CPU"
         }
     );
     // The clients' threads and the daemons (children) inherit this process's set.
@@ -383,8 +384,22 @@ fn main() {
             pin(pid, sinks);
         }
     };
-    let sinks_dir = root.join("sinks");
-    std::fs::create_dir(&sinks_dir).unwrap();
+    // What the receivers write goes to memory when it can (tmpfs), not to the disk whose
+    // `fdatasync`s the hosts' audit logs wait for: a collector's disk is elsewhere too.
+    let sinks_tmp = tempfile::Builder::new()
+        .prefix("gatewayd-fleet-sinks")
+        .tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir_in(&root))
+        .unwrap();
+    let sinks_dir = std::fs::canonicalize(sinks_tmp.path()).unwrap();
+    println!(
+        "  the receivers write to {}",
+        if sinks_dir.starts_with("/dev/shm") {
+            "memory (/dev/shm)"
+        } else {
+            "the hosts' disk (no /dev/shm)"
+        }
+    );
     let rs = Rsyslog::start(&sinks_dir);
     let rsyslog_pid: u32 = std::fs::read_to_string(sinks_dir.join("rsyslog.pid"))
         .ok()
@@ -418,6 +433,7 @@ fn main() {
             let mut on = run(&root.join(format!("on-{mode}-{round}")), &sinks);
             let sinks_cpu = cpu_s(rx.0.id()) + cpu_s(rsyslog_pid) - sinks_cpu0;
             on.lags = lags_ms(&received(&otlp_out));
+            let _ = std::fs::remove_file(&otlp_out);
             print(&format!("round {round}, {what}"), &mut on, Some(&off));
             println!("      CPU of the OTLP receiver and rsyslog: {sinks_cpu:.1} s");
         }

@@ -33,7 +33,8 @@ const MAX_ANSWER: u64 = 64 * 1024;
 pub(super) struct Otlp {
     url: String,
     agent: ureq::Agent,
-    host: HostInfo,
+    requests: Requests,
+    body: Vec<u8>,
 }
 
 impl Otlp {
@@ -64,110 +65,202 @@ impl Otlp {
         Ok(Otlp {
             url,
             agent: ureq::Agent::new_with_config(config.build()),
-            host: host.clone(),
+            requests: Requests::new(host),
+            body: Vec::new(),
         })
     }
 }
 
 /// The OTLP request for `batch` from `host` (over HTTP and gRPC alike).
 pub(super) fn request(host: &HostInfo, batch: &[Item]) -> ExportLogsServiceRequest {
-    let resource = Resource {
-        attributes: vec![
-            kv("service.name", text("gatewayd")),
-            kv("host.id", text(&host.id)),
-            kv("host.name", text(&host.name)),
-        ],
-        ..Default::default()
-    };
-    let scope = InstrumentationScope {
-        name: "gatewayd.audit".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        ..Default::default()
-    };
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let log_records = batch.iter().map(|i| log_record(host, i, now)).collect();
-    ExportLogsServiceRequest {
-        resource_logs: vec![ResourceLogs {
-            resource: Some(resource),
-            scope_logs: vec![ScopeLogs {
-                scope: Some(scope),
-                log_records,
-                ..Default::default()
-            }],
+    let mut requests = Requests::new(host);
+    requests.fill(batch);
+    requests.request
+}
+
+/// A sink's request, kept from one batch to the next: each log record, and each attribute
+/// of it, is written over the last batch's in place, so that a batch reuses the strings of
+/// the one before instead of allocating and freeing a dozen for each record. (The records
+/// of a batch have the same few shapes, so the keys already in place are nearly always the
+/// ones wanted.) At most [`super::MAX_BATCH`] records are kept.
+pub(super) struct Requests {
+    host: HostInfo,
+    request: ExportLogsServiceRequest,
+    /// Records of a larger batch before, not in this request, kept for the next.
+    spare: Vec<LogRecord>,
+}
+
+impl Requests {
+    pub(super) fn new(host: &HostInfo) -> Requests {
+        let resource = Resource {
+            attributes: vec![
+                kv("service.name", text("gatewayd")),
+                kv("host.id", text(&host.id)),
+                kv("host.name", text(&host.name)),
+            ],
             ..Default::default()
-        }],
+        };
+        let scope = InstrumentationScope {
+            name: "gatewayd.audit".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            ..Default::default()
+        };
+        Requests {
+            host: host.clone(),
+            request: ExportLogsServiceRequest {
+                resource_logs: vec![ResourceLogs {
+                    resource: Some(resource),
+                    scope_logs: vec![ScopeLogs {
+                        scope: Some(scope),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+            },
+            spare: Vec::new(),
+        }
+    }
+
+    /// The request holding `batch`'s records, in order.
+    pub(super) fn fill(&mut self, batch: &[Item]) -> &ExportLogsServiceRequest {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let records = self
+            .request
+            .resource_logs
+            .iter_mut()
+            .flat_map(|r| r.scope_logs.iter_mut())
+            .map(|s| &mut s.log_records)
+            .next();
+        if let Some(records) = records {
+            while records.len() > batch.len() {
+                self.spare.extend(records.pop());
+            }
+            for (i, item) in batch.iter().enumerate() {
+                if i == records.len() {
+                    records.push(self.spare.pop().unwrap_or_default());
+                }
+                write_record(&mut records[i], &self.host, item, now);
+            }
+        }
+        &self.request
     }
 }
 
-fn log_record(host: &HostInfo, item: &Item, now: u64) -> LogRecord {
-    let body = Some(text(&json::line(item, &host.id)));
-    match item {
+/// `item` written over `rec`.
+fn write_record(rec: &mut LogRecord, host: &HostInfo, item: &Item, now: u64) {
+    set_text(&mut rec.body, &json::line(item, &host.id));
+    rec.observed_time_unix_nano = now;
+    let mut attributes = Attributes {
+        list: &mut rec.attributes,
+        n: 0,
+    };
+    let (time_ms, sev, sev_text, event) = match item {
         Item::Record(r) => {
             let (sev, sev_text) = match r.decision {
                 Decision::Deny => (SeverityNumber::Warn, "WARN"),
                 Decision::Hold | Decision::WouldDeny => (SeverityNumber::Info2, "INFO2"),
                 Decision::Allow | Decision::Info => (SeverityNumber::Info, "INFO"),
             };
-            let mut attributes = vec![
-                kv("gatewayd.type", text("record")),
-                kv("gatewayd.seq", int(r.seq)),
-                kv("gatewayd.prev", text(&r.prev)),
-                kv("gatewayd.hash", text(&r.hash)),
-                kv("gatewayd.source", text(r.source.as_str())),
-                kv("gatewayd.session", text(&r.session)),
-                kv("gatewayd.decision", text(r.decision.as_str())),
-                kv("gatewayd.reason", text(&r.reason)),
-            ];
+            attributes.text("gatewayd.type", "record");
+            attributes.int("gatewayd.seq", r.seq);
+            attributes.text("gatewayd.prev", &r.prev);
+            attributes.text("gatewayd.hash", &r.hash);
+            attributes.text("gatewayd.source", r.source.as_str());
+            attributes.text("gatewayd.session", &r.session);
+            attributes.text("gatewayd.decision", r.decision.as_str());
+            attributes.text("gatewayd.reason", &r.reason);
             if let Some(t) = &r.tool {
-                attributes.push(kv("gatewayd.tool", text(t)));
+                attributes.text("gatewayd.tool", t);
             }
             if let Some(h) = &r.hook {
-                attributes.push(kv("gatewayd.hook", text(h)));
+                attributes.text("gatewayd.hook", h);
             }
             if let Some(c) = ocsf::class(r) {
-                attributes.push(kv("ocsf.class_uid", int(u64::from(c.uid))));
-                attributes.push(kv("ocsf.class_name", text(c.name)));
+                attributes.int("ocsf.class_uid", u64::from(c.uid));
+                attributes.text("ocsf.class_name", c.name);
             }
-            LogRecord {
-                time_unix_nano: parse_rfc3339_ms(&r.ts).map_or(0, |ms| ms * 1_000_000),
-                observed_time_unix_nano: now,
-                severity_number: sev as i32,
-                severity_text: sev_text.into(),
-                event_name: "gatewayd.record".into(),
-                body,
-                attributes,
-                ..Default::default()
-            }
+            let ms = parse_rfc3339_ms(&r.ts).unwrap_or(0);
+            (ms, sev, sev_text, "gatewayd.record")
         }
-        Item::Head(a) => LogRecord {
-            time_unix_nano: a.ms * 1_000_000,
-            observed_time_unix_nano: now,
-            severity_number: SeverityNumber::Info as i32,
-            severity_text: "INFO".into(),
-            event_name: "gatewayd.anchor".into(),
-            body,
-            attributes: vec![
-                kv("gatewayd.type", text("anchor")),
-                kv("gatewayd.seq", int(a.seq)),
-                kv("gatewayd.hash", text(&a.hash)),
-                kv("gatewayd.why", text(&a.why)),
-            ],
-            ..Default::default()
-        },
+        Item::Head(a) => {
+            attributes.text("gatewayd.type", "anchor");
+            attributes.int("gatewayd.seq", a.seq);
+            attributes.text("gatewayd.hash", &a.hash);
+            attributes.text("gatewayd.why", &a.why);
+            (a.ms, SeverityNumber::Info, "INFO", "gatewayd.anchor")
+        }
+    };
+    attributes.end();
+    rec.time_unix_nano = time_ms * 1_000_000;
+    rec.severity_number = sev as i32;
+    set_str(&mut rec.severity_text, sev_text);
+    set_str(&mut rec.event_name, event);
+}
+
+/// A log record's attributes, written in order over those it had.
+struct Attributes<'a> {
+    list: &'a mut Vec<KeyValue>,
+    n: usize,
+}
+
+impl Attributes<'_> {
+    /// The next attribute's slot, its key `key`.
+    fn next(&mut self, key: &str) -> &mut Option<AnyValue> {
+        if self.n == self.list.len() {
+            self.list.push(KeyValue::default());
+        }
+        let kv = &mut self.list[self.n];
+        self.n += 1;
+        set_str(&mut kv.key, key);
+        &mut kv.value
+    }
+
+    fn text(&mut self, key: &str, value: &str) {
+        set_text(self.next(key), value);
+    }
+
+    fn int(&mut self, key: &str, n: u64) {
+        *self.next(key) = Some(int(n));
+    }
+
+    /// Drops the attributes after the last one written.
+    fn end(self) {
+        self.list.truncate(self.n);
+    }
+}
+
+/// `s` becomes `value`, in the buffer it has.
+fn set_str(s: &mut String, value: &str) {
+    s.clear();
+    s.push_str(value);
+}
+
+/// `slot` becomes the string `value`, in the string it holds if it holds one.
+fn set_text(slot: &mut Option<AnyValue>, value: &str) {
+    match slot {
+        Some(AnyValue {
+            value: Some(any_value::Value::StringValue(s)),
+        }) => set_str(s, value),
+        _ => *slot = Some(text(value)),
     }
 }
 
 impl Sink for Otlp {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
-        let body = request(&self.host, batch).encode_to_vec();
+        self.body.clear();
+        let request = self.requests.fill(batch);
+        self.body.reserve(request.encoded_len());
+        request
+            .encode(&mut self.body)
+            .map_err(|e| SinkError::Refused(format!("encoding the OTLP request: {e}")))?;
         let at = &self.url;
         let mut resp = self
             .agent
             .post(at)
             .header("Content-Type", "application/x-protobuf")
-            .send(&body[..])
+            .send(&self.body[..])
             .map_err(|e| SinkError::Retry(format!("OTLP endpoint {at}: {}", why(&e))))?;
         let status = resp.status().as_u16();
         let answer = resp
@@ -243,5 +336,97 @@ fn text(s: &str) -> AnyValue {
 fn int(n: u64) -> AnyValue {
     AnyValue {
         value: Some(any_value::Value::IntValue(n as i64)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::daemon::export::Exported;
+    use gatewayd_core::audit::{Record, Source, anchors::Anchor};
+
+    fn record(seq: u64, tool: Option<&str>, hook: Option<&str>, decision: Decision) -> Item {
+        let r = Record {
+            seq,
+            prev: format!("{seq:064}"),
+            ts: "2026-12-06T03:02:33.123Z".into(),
+            source: if hook.is_some() {
+                Source::Kernel
+            } else {
+                Source::Gateway
+            },
+            session: format!("s{seq}"),
+            tool: tool.map(str::to_owned),
+            hook: hook.map(str::to_owned),
+            decision,
+            reason: "a reason".repeat(usize::try_from(seq % 3).unwrap() + 1),
+            detail: serde_json::json!({"n": seq}),
+            hash: format!("{:064}", seq + 1),
+        };
+        let logged = r.canonical_line();
+        Item::Record(Arc::new(Exported::new(r, logged)))
+    }
+
+    fn anchor(seq: u64) -> Item {
+        Item::Head(Arc::new(Anchor {
+            kind: "anchor".into(),
+            seq,
+            hash: "h".repeat(64),
+            host: "m1".into(),
+            log: None,
+            policy: None,
+            ms: 1_765_000_000_000,
+            why: "interval".into(),
+        }))
+    }
+
+    /// The request without the time it was made at, which differs between two requests.
+    fn without_observed_time(mut r: ExportLogsServiceRequest) -> ExportLogsServiceRequest {
+        for rl in &mut r.resource_logs {
+            for sl in &mut rl.scope_logs {
+                for lr in &mut sl.log_records {
+                    lr.observed_time_unix_nano = 0;
+                }
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn a_request_written_over_the_last_batch_is_the_one_made_afresh() {
+        let host = HostInfo {
+            id: "m1".into(),
+            name: "h1".into(),
+        };
+        // Batches of every shape after one another: records with and without a tool, a
+        // hook or a class, anchors among them, a batch larger than the last and smaller.
+        let batches = [
+            vec![
+                record(1, Some("read_file"), None, Decision::Deny),
+                anchor(1),
+                record(2, None, Some("lsm/file_open"), Decision::Deny),
+            ],
+            vec![
+                record(3, None, None, Decision::Info),
+                record(4, Some("shell"), None, Decision::Allow),
+                anchor(4),
+                record(5, Some("send"), None, Decision::Hold),
+                record(6, None, Some("cgroup/connect4"), Decision::WouldDeny),
+            ],
+            vec![anchor(6)],
+            vec![],
+            vec![record(7, Some("noop"), None, Decision::Allow), anchor(7)],
+        ];
+        let mut reused = Requests::new(&host);
+        for batch in &batches {
+            let got = without_observed_time(reused.fill(batch).clone());
+            let fresh = without_observed_time(request(&host, batch));
+            assert_eq!(got, fresh);
+            assert_eq!(got.encode_to_vec(), fresh.encode_to_vec());
+            let records = &got.resource_logs[0].scope_logs[0].log_records;
+            assert_eq!(records.len(), batch.len());
+        }
     }
 }

@@ -1,12 +1,19 @@
-//! RFC 5424 syslog (fasyslog's formatter) to a local datagram socket (`/dev/log`), over UDP,
+//! RFC 5424 syslog to a local datagram socket (`/dev/log`), over UDP,
 //! or over TCP with octet-counting framing (RFC 6587 3.4.1: `LEN SP MSG`), plain or in TLS
 //! (RFC 5425: rustls on ring, the server's certificate checked against the system's roots
 //! and `--export-ca`, for the host name of `HOST:PORT`). Facility
-//! `authpriv`, APP-NAME `gatewayd`, MSGID the record's reason (`anchor` for a head), the
+//! `authpriv`, TIMESTAMP the record's own time (the head's, for a head), APP-NAME
+//! `gatewayd`, MSGID the record's reason (`anchor` for a head), the
 //! chain fields in structured data `[gatewayd@32473 ...]` (32473: RFC 5612's example
 //! enterprise number), and the exported JSON line as MSG. A lost connection is dropped and
 //! made again on the next attempt (the exporter's back-off paces them); before each batch a
 //! TCP connection the server closed is noticed and replaced.
+//!
+//! The message is written here ([`write_rfc5424`]), straight into the batch's buffer: its
+//! header fields are ours and printable ASCII by construction, and only the structured
+//! data's values need escaping. The fasyslog crate wrote the same bytes (a test holds ours
+//! to its output) but allocated for every parameter and escaped a character at a time,
+//! which cost about 1 µs of the 1.4 µs a message took.
 use std::{
     io::{ErrorKind, Write},
     net::{TcpStream, ToSocketAddrs, UdpSocket},
@@ -18,15 +25,15 @@ use std::{
 
 use rustls::{ClientConfig, ClientConnection, StreamOwned, pki_types::ServerName};
 
-use fasyslog::{Facility, SDElement, Severity, format::SyslogContext};
-
 use super::{HostInfo, Item, Sink, SinkError, SyslogTransport, json, ocsf};
-use gatewayd_core::audit::Decision;
+use gatewayd_core::audit::{Decision, rfc3339_ms};
 
 /// Connect and write timeout.
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// Our structured data's SD-ID.
 const SD_ID: &str = "gatewayd@32473";
+/// RFC 5424's facility `authpriv` (10).
+const AUTHPRIV: u8 = 10;
 
 enum Conn {
     Unix(UnixDatagram),
@@ -38,10 +45,17 @@ enum Conn {
 pub(super) struct Syslog {
     target: SyslogTransport,
     conn: Option<Conn>,
-    ctx: SyslogContext,
+    /// This host's name (HOSTNAME) and our process id (PROCID), as the header has them.
+    hostname: String,
+    procid: String,
     host: String,
     /// For `syslog:tls:`, made when the sink is opened (the CA file read then).
     tls: Option<Arc<ClientConfig>>,
+    /// A batch's messages ([`Syslog::messages`]), and where each ends when not framed.
+    out: Vec<u8>,
+    ends: Vec<usize>,
+    /// One message, before its length is known.
+    message: Vec<u8>,
 }
 
 impl Syslog {
@@ -63,17 +77,16 @@ impl Syslog {
             )),
             _ => None,
         };
-        let mut ctx = SyslogContext::const_new();
-        ctx.facility(Facility::AUTHPRIV)
-            .hostname(host.name.clone())
-            .appname("gatewayd")
-            .procid(std::process::id().to_string());
         Ok(Syslog {
             target,
             conn: None,
-            ctx,
+            hostname: header_field(&host.name, 255),
+            procid: std::process::id().to_string(),
             host: host.id.clone(),
             tls,
+            out: Vec::new(),
+            ends: Vec::new(),
+            message: Vec::new(),
         })
     }
 
@@ -115,41 +128,85 @@ impl Syslog {
     }
 
     /// One RFC 5424 message.
+    #[cfg(test)]
     pub(super) fn message(&self, item: &Item) -> String {
-        let mut sd = sd_element();
-        let (severity, msgid) = match item {
+        let mut out = Vec::new();
+        self.write_message(item, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// One RFC 5424 message for `item`, added to `out`.
+    fn write_message(&self, item: &Item, out: &mut Vec<u8>) {
+        let (mut seq, mut uid) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let line = json::line(item, &self.host);
+        let header = |severity, ts, msgid| Header {
+            severity,
+            ts,
+            hostname: &self.hostname,
+            procid: &self.procid,
+            msgid,
+        };
+        match item {
             Item::Record(r) => {
-                param(&mut sd, "seq", &r.seq.to_string());
-                param(&mut sd, "prev", &r.prev);
-                param(&mut sd, "hash", &r.hash);
-                param(&mut sd, "host", &self.host);
-                param(&mut sd, "decision", r.decision.as_str());
-                if let Some(c) = ocsf::class(r) {
-                    param(&mut sd, "ocsf_class_uid", &c.uid.to_string());
-                }
                 let severity = match r.decision {
-                    Decision::Deny => Severity::WARNING,
-                    Decision::Hold | Decision::WouldDeny => Severity::NOTICE,
-                    Decision::Allow | Decision::Info => Severity::INFORMATIONAL,
+                    Decision::Deny => WARNING,
+                    Decision::Hold | Decision::WouldDeny => NOTICE,
+                    Decision::Allow | Decision::Info => INFORMATIONAL,
                 };
-                (severity, msgid(&r.reason))
+                let class = ocsf::class(r);
+                let params = [
+                    ("seq", seq.format(r.seq)),
+                    ("prev", &r.prev),
+                    ("hash", &r.hash),
+                    ("host", &self.host),
+                    ("decision", r.decision.as_str()),
+                    ("ocsf_class_uid", class.map_or("", |c| uid.format(c.uid))),
+                ];
+                let params = if class.is_some() {
+                    &params[..]
+                } else {
+                    &params[..5]
+                };
+                write_rfc5424(out, &header(severity, &r.ts, &r.reason), params, &line);
             }
             Item::Head(a) => {
-                param(&mut sd, "type", "anchor");
-                param(&mut sd, "seq", &a.seq.to_string());
-                param(&mut sd, "hash", &a.hash);
-                param(&mut sd, "host", &a.host);
-                (Severity::INFORMATIONAL, "anchor".to_owned())
+                let ts = rfc3339_ms(a.ms);
+                let params = [
+                    ("type", "anchor"),
+                    ("seq", seq.format(a.seq)),
+                    ("hash", &a.hash),
+                    ("host", &a.host),
+                ];
+                write_rfc5424(out, &header(INFORMATIONAL, &ts, "anchor"), &params, &line);
             }
-        };
-        let line = json::line(item, &self.host);
-        self.ctx
-            .format_rfc5424(severity, Some(msgid), sd.into_iter().collect(), Some(line))
-            .to_string()
+        }
+    }
+
+    /// `batch`'s messages into `self.out`, one after the other: each framed by its length
+    /// (`LEN SP MSG`, for a stream), or not (for datagrams, whose ends go to `self.ends`).
+    /// The buffers are the sink's, kept from one batch to the next.
+    fn messages(&mut self, batch: &[Item], framed: bool) {
+        let (mut out, mut message) = (
+            std::mem::take(&mut self.out),
+            std::mem::take(&mut self.message),
+        );
+        out.clear();
+        self.ends.clear();
+        for item in batch {
+            if framed {
+                message.clear();
+                self.write_message(item, &mut message);
+                let _ = write!(out, "{} ", message.len());
+                out.extend_from_slice(&message);
+            } else {
+                self.write_message(item, &mut out);
+                self.ends.push(out.len());
+            }
+        }
+        (self.out, self.message) = (out, message);
     }
 
     fn write(&mut self, batch: &[Item]) -> std::io::Result<()> {
-        let msgs: Vec<String> = batch.iter().map(|i| self.message(i)).collect();
         let closed = match &mut self.conn {
             Some(Conn::Tcp(s)) => peer_closed(s),
             Some(Conn::Tls(s)) => tls_closed(s),
@@ -161,18 +218,19 @@ impl Syslog {
         if self.conn.is_none() {
             self.conn = Some(self.connect()?);
         }
-        let framed = || {
-            let mut buf = Vec::new();
-            for m in &msgs {
-                buf.extend_from_slice(format!("{} {m}", m.len()).as_bytes());
-            }
-            buf
+        let stream = matches!(self.conn, Some(Conn::Tcp(_) | Conn::Tls(_)));
+        self.messages(batch, stream);
+        let datagrams = || {
+            let starts = std::iter::once(0).chain(self.ends.iter().copied());
+            starts
+                .zip(self.ends.iter().copied())
+                .map(|(a, b)| &self.out[a..b])
         };
         match &mut self.conn {
-            Some(Conn::Tcp(s)) => s.write_all(&framed()),
-            Some(Conn::Tls(s)) => s.write_all(&framed()).and_then(|()| s.flush()),
-            Some(Conn::Udp(s)) => msgs.iter().try_for_each(|m| s.send(m.as_bytes()).map(drop)),
-            Some(Conn::Unix(s)) => msgs.iter().try_for_each(|m| s.send(m.as_bytes()).map(drop)),
+            Some(Conn::Tcp(s)) => s.write_all(&self.out),
+            Some(Conn::Tls(s)) => s.write_all(&self.out).and_then(|()| s.flush()),
+            Some(Conn::Udp(s)) => datagrams().try_for_each(|m| s.send(m).map(drop)),
+            Some(Conn::Unix(s)) => datagrams().try_for_each(|m| s.send(m).map(drop)),
             None => Ok(()),
         }
     }
@@ -244,24 +302,76 @@ fn tls_closed(s: &mut StreamOwned<ClientConnection, TcpStream>) -> bool {
     closed || s.sock.set_nonblocking(false).is_err()
 }
 
-fn sd_element() -> Option<SDElement> {
-    SDElement::new(SD_ID).ok()
+/// RFC 5424's severities that records take.
+const WARNING: u8 = 4;
+const NOTICE: u8 = 5;
+const INFORMATIONAL: u8 = 6;
+
+/// A message's header fields.
+struct Header<'a> {
+    severity: u8,
+    /// The record's time (RFC 3339, as the log has it).
+    ts: &'a str,
+    hostname: &'a str,
+    procid: &'a str,
+    /// The record's reason, made a MSGID here.
+    msgid: &'a str,
 }
 
-fn param(sd: &mut Option<SDElement>, name: &str, value: &str) {
-    if let Some(e) = sd {
-        let _ = e.add_param(name, value);
+/// One RFC 5424 message (section 6) at the end of `out`: `<PRI>1 TIMESTAMP HOSTNAME
+/// APP-NAME PROCID MSGID [SD-ID PARAM="VALUE" ...] MSG`, facility `authpriv`, APP-NAME
+/// `gatewayd`. A header field that is empty or not printable US-ASCII is written as the
+/// NILVALUE `-`; the MSGID is the reason's printable characters, 32 at most; each
+/// PARAM-VALUE has `"`, `\` and `]` escaped with a backslash (6.3.3). The names are ours.
+fn write_rfc5424(out: &mut Vec<u8>, h: &Header<'_>, params: &[(&str, &str)], msg: &str) {
+    let mut pri = itoa::Buffer::new();
+    out.push(b'<');
+    out.extend_from_slice(pri.format(AUTHPRIV * 8 + h.severity).as_bytes());
+    out.extend_from_slice(b">1 ");
+    for field in [h.ts, h.hostname, "gatewayd", h.procid] {
+        out.extend_from_slice(nil_unless_printable(field).as_bytes());
+        out.push(b' ');
+    }
+    let msgid = out.len();
+    out.extend(h.msgid.bytes().filter(u8::is_ascii_graphic).take(32));
+    if out.len() == msgid {
+        out.push(b'-');
+    }
+    out.extend_from_slice(b" [");
+    out.extend_from_slice(SD_ID.as_bytes());
+    for (name, value) in params {
+        out.push(b' ');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"=\"");
+        for b in value.bytes() {
+            if matches!(b, b'"' | b'\\' | b']') {
+                out.push(b'\\');
+            }
+            out.push(b);
+        }
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"] ");
+    out.extend_from_slice(msg.as_bytes());
+}
+
+/// `field`, or `-` when it is empty or has a character that is not printable US-ASCII.
+fn nil_unless_printable(field: &str) -> &str {
+    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_graphic()) {
+        "-"
+    } else {
+        field
     }
 }
 
-/// RFC 5424's MSGID: 1 to 32 printable US-ASCII characters.
-fn msgid(reason: &str) -> String {
-    let m: String = reason
+/// `name` cut to `max` bytes of printable US-ASCII, for a header field (HOSTNAME).
+fn header_field(name: &str, max: usize) -> String {
+    let field: String = name
         .chars()
         .filter(char::is_ascii_graphic)
-        .take(32)
+        .take(max)
         .collect();
-    if m.is_empty() { "-".into() } else { m }
+    if field.is_empty() { "-".into() } else { field }
 }
 
 #[cfg(test)]
@@ -307,5 +417,88 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(json).unwrap();
         assert_eq!(v["seq"], 7);
         assert_eq!(v["detail"]["quote"], "a\"]b");
+    }
+
+    /// fasyslog's message for the same fields, its timestamp (the time of formatting)
+    /// replaced by `ts`.
+    fn fasyslog_message(h: &Header<'_>, params: &[(&str, &str)], msg: &str) -> String {
+        use fasyslog::{Facility, SDElement, Severity, format::SyslogContext};
+        let mut ctx = SyslogContext::const_new();
+        ctx.facility(Facility::AUTHPRIV)
+            .hostname(h.hostname.to_owned())
+            .appname("gatewayd")
+            .procid(h.procid.to_owned());
+        let mut sd = SDElement::new(SD_ID).unwrap();
+        for (name, value) in params {
+            sd.add_param(*name, *value).unwrap();
+        }
+        let severity = match h.severity {
+            WARNING => Severity::WARNING,
+            NOTICE => Severity::NOTICE,
+            _ => Severity::INFORMATIONAL,
+        };
+        let m = ctx
+            .format_rfc5424(severity, Some(h.msgid), vec![sd], Some(msg))
+            .to_string();
+        // `<PRI>1 TIMESTAMP ...`: the third field is fasyslog's own clock.
+        let fields: Vec<&str> = m.splitn(3, ' ').collect();
+        format!("{} {} {}", fields[0], h.ts, fields[2])
+    }
+
+    #[test]
+    fn messages_are_byte_for_byte_what_fasyslog_writes() {
+        let msg = r#"{"a":"b ] \" c","ü":"☃"}"#;
+        for (severity, msgid, params) in [
+            (
+                WARNING,
+                "argument_rule",
+                &[("seq", "7"), ("prev", "ab"), ("decision", "deny")][..],
+            ),
+            (
+                NOTICE,
+                "held",
+                &[("host", r#"we"ird]ho\st"#), ("x", "ünïcode ]")][..],
+            ),
+            (
+                INFORMATIONAL,
+                "anchor",
+                &[("type", "anchor"), ("empty", "")][..],
+            ),
+        ] {
+            let h = Header {
+                severity,
+                ts: "2026-12-06T03:02:33.123Z",
+                hostname: "vm-1.example",
+                procid: "4242",
+                msgid,
+            };
+            let mut ours = Vec::new();
+            write_rfc5424(&mut ours, &h, params, msg);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                fasyslog_message(&h, params, msg)
+            );
+        }
+    }
+
+    #[test]
+    fn header_fields_that_syslog_cannot_carry_become_nil_or_are_cut() {
+        let h = Header {
+            severity: INFORMATIONAL,
+            ts: "",
+            hostname: "has space",
+            procid: "1",
+            msgid: "a reason with spaces and a very long tail that goes past 32",
+        };
+        let mut out = Vec::new();
+        write_rfc5424(&mut out, &h, &[], "m");
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            "<86>1 - - gatewayd 1 areasonwithspacesandaverylongtai [gatewayd@32473] m"
+        );
+        assert_eq!(header_field("node 1\u{e9}", 255), "node1");
+        assert_eq!(header_field(" ", 255), "-");
+        assert_eq!(header_field(&"h".repeat(300), 255).len(), 255);
     }
 }
