@@ -205,7 +205,7 @@ impl Drop for ExitGuard<'_> {
 fn writer_loop(shared: &Shared, mut log: AuditLog) {
     let _guard = ExitGuard(shared);
     loop {
-        let (batch, last) = {
+        let mut batch = {
             let mut st = shared.lock();
             while st.queue.is_empty() && !st.closing {
                 st = shared
@@ -216,7 +216,7 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
             if st.queue.is_empty() {
                 return;
             }
-            (std::mem::take(&mut st.queue), st.submitted)
+            std::mem::take(&mut st.queue)
         };
         // Group commit: before the sync, the threads that are ready to run on this CPU (those
         // deciding) get it first, and what they queue meanwhile shares this `fdatasync`.
@@ -224,11 +224,11 @@ fn writer_loop(shared: &Shared, mut log: AuditLog) {
         // carry more records, and durable decisions/s went up by two thirds in the fleet
         // bench (docs/FLEET.md).
         std::thread::yield_now();
-        let (batch, last) = {
-            let mut batch = batch;
+        // Every record submitted so far is in `batch` now.
+        let last = {
             let mut st = shared.lock();
             batch.append(&mut st.queue);
-            (batch, st.submitted.max(last))
+            st.submitted
         };
         let result = log.append_lines(batch);
         let mut st = shared.lock();

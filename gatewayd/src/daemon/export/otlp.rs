@@ -249,10 +249,11 @@ fn set_text(slot: &mut Option<AnyValue>, value: &str) {
 
 impl Sink for Otlp {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
+        // Into the sink's own buffer, which keeps its capacity from batch to batch (prost
+        // sizes the request once, in `encode`).
         self.body.clear();
-        let request = self.requests.fill(batch);
-        self.body.reserve(request.encoded_len());
-        request
+        self.requests
+            .fill(batch)
             .encode(&mut self.body)
             .map_err(|e| SinkError::Refused(format!("encoding the OTLP request: {e}")))?;
         let at = &self.url;
