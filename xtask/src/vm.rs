@@ -53,6 +53,12 @@ mkdir -p $T/instances/hold
 for t in $T $T/instances/hold; do
   { echo 0 > $t/tracing_on && echo 1 > $t/events/raw_syscalls/sys_exit/enable; } || echo "GUEST the sys_exit tracepoint is not held ($t)"
 done
+# The same for perf_sched_events, whose jump labels sit in __schedule ("Oops: int3" in
+# __schedule on the idle task, during the escape suite): a per-task perf event held for the
+# guest's whole life keeps the key on, so the suite's perf_event_open only moves its count.
+/gw-testagent holdperf &
+held=$!; sleep 1
+ls -l /proc/$held/fd 2>/dev/null | grep -q perf_event || echo "GUEST perf_sched_events is not held"
 echo "STAGE tests"
 /privileged --test-threads=1 GUEST_TESTS 2>&1
 echo "GUEST-EXIT $?"

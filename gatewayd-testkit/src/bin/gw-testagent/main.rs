@@ -51,13 +51,15 @@
 //! ```
 //! and the actions on the file tree in `gw-testagent/fs_actions.rs` (`link`, `mkfile`,
 //! `mkdir`, `symlink`, `mkfifo`, `umount`, `movemount`), and the HTTP probes of the egress
-//! proxy bench in `gw-testagent/http_probes.rs` (`httploop`, `download`).
+//! proxy bench in `gw-testagent/http_probes.rs` (`httploop`, `download`), and what the QEMU
+//! guest's init holds in `gw-testagent/guest.rs` (`holdperf`).
 //! Actions are chained with `+`: `gw-testagent read /etc/hostname + send 127.0.0.1:9 hi`.
 //! The exit code is the number of failed actions (capped at 100) unless `exit` says otherwise.
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
 mod fs_actions;
+mod guest;
 mod http_probes;
 mod turns;
 
@@ -101,6 +103,8 @@ fn run(action: &[String]) -> Result<String, String> {
         fs_actions::run(name, &action[1..])
     } else if http_probes::handles(name) {
         http_probes::run(name, &action[1..])
+    } else if guest::handles(name) {
+        guest::run(name, &action[1..])
     } else {
         Err(format!("unknown action {name}"))
     }
