@@ -6,7 +6,7 @@
 //! read entries back with `journalctl --namespace`.
 use std::{os::unix::net::UnixDatagram, path::PathBuf};
 
-use super::{HostInfo, Item, Sink, SinkError, json, ocsf};
+use super::{HostInfo, Item, Sink, SinkError, json};
 use gatewayd_core::audit::Decision;
 
 pub(super) struct Journal {
@@ -32,41 +32,41 @@ impl Journal {
         field(&mut b, "GATEWAYD_HOST", &self.host);
         match item {
             Item::Record(r) => {
-                let priority = match r.decision {
+                let priority = match r.decision() {
                     Decision::Deny => "4",
                     Decision::Hold | Decision::WouldDeny => "5",
                     Decision::Allow | Decision::Info => "6",
                 };
-                let about = match (&r.tool, &r.hook) {
+                let about = match (r.tool(), r.hook()) {
                     (Some(t), _) => format!(", tool {t}"),
                     (None, Some(h)) => format!(", hook {h}"),
                     (None, None) => String::new(),
                 };
                 let message = format!(
                     "{} {}: session {}{about} (seq {})",
-                    r.decision.as_str(),
-                    r.reason,
-                    r.session,
-                    r.seq
+                    r.decision().as_str(),
+                    r.reason(),
+                    r.session(),
+                    r.seq()
                 );
                 field(&mut b, "MESSAGE", &message);
                 field(&mut b, "PRIORITY", priority);
                 field(&mut b, "GATEWAYD_TYPE", "record");
-                field(&mut b, "GATEWAYD_SEQ", &r.seq.to_string());
-                field(&mut b, "GATEWAYD_PREV", &r.prev);
-                field(&mut b, "GATEWAYD_HASH", &r.hash);
-                field(&mut b, "GATEWAYD_TS", &r.ts);
-                field(&mut b, "GATEWAYD_SOURCE", r.source.as_str());
-                field(&mut b, "GATEWAYD_SESSION", &r.session);
-                field(&mut b, "GATEWAYD_DECISION", r.decision.as_str());
-                field(&mut b, "GATEWAYD_REASON", &r.reason);
-                if let Some(t) = &r.tool {
+                field(&mut b, "GATEWAYD_SEQ", &r.seq().to_string());
+                field(&mut b, "GATEWAYD_PREV", r.prev());
+                field(&mut b, "GATEWAYD_HASH", r.hash());
+                field(&mut b, "GATEWAYD_TS", r.ts());
+                field(&mut b, "GATEWAYD_SOURCE", r.source().as_str());
+                field(&mut b, "GATEWAYD_SESSION", r.session());
+                field(&mut b, "GATEWAYD_DECISION", r.decision().as_str());
+                field(&mut b, "GATEWAYD_REASON", r.reason());
+                if let Some(t) = r.tool() {
                     field(&mut b, "GATEWAYD_TOOL", t);
                 }
-                if let Some(h) = &r.hook {
+                if let Some(h) = r.hook() {
                     field(&mut b, "GATEWAYD_HOOK", h);
                 }
-                if let Some(c) = ocsf::class(r) {
+                if let Some(c) = r.class() {
                     field(&mut b, "GATEWAYD_OCSF_CLASS_UID", &c.uid.to_string());
                     field(&mut b, "GATEWAYD_OCSF_CLASS_NAME", c.name);
                 }
@@ -80,7 +80,7 @@ impl Journal {
                 field(&mut b, "GATEWAYD_HASH", &a.hash);
             }
         }
-        field(&mut b, "GATEWAYD_RECORD", &json::line(item, &self.host));
+        field(&mut b, "GATEWAYD_RECORD", &json::line(item));
         b
     }
 }

@@ -6,46 +6,52 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use super::{HostInfo, Item, Sink, SinkError, ocsf};
+use super::{Item, Sink, SinkError, ocsf};
 use gatewayd_core::audit::{Record, canonical_json};
 
 /// The exported JSON line of one item (no newline).
-pub(super) fn line<'a>(item: &'a Item, host: &str) -> std::borrow::Cow<'a, str> {
+pub(super) fn line(item: &Item) -> std::borrow::Cow<'_, str> {
     match item {
-        Item::Record(r) => r.line(host).into(),
+        Item::Record(r) => r.line().into(),
         Item::Head(a) => canonical_json(&serde_json::to_value(&**a).unwrap_or(Value::Null)).into(),
     }
 }
 
-/// A record's line: `type`, `host` and `ocsf` (when a class fits), then `own`, the record's
-/// line in the log (its canonical JSON), whose keys follow in byte order.
-pub(super) fn record_line(r: &Record, own: &str, host: &str) -> String {
-    let mut out = String::with_capacity(own.len() + 256);
-    out.push_str("{\"type\":\"record\",\"host\":");
-    out.push_str(&Value::from(host).to_string());
-    if let Some(o) = ocsf::attributes(r)
-        && let Ok(o) = serde_json::to_string(&o)
-    {
-        out.push_str(",\"ocsf\":");
-        out.push_str(&o);
+/// A record's line: `type`, `host` (`host_json`: this host's id as a JSON string) and `ocsf`
+/// (when a class fits), then `own`, the record's line in the log (its canonical JSON), whose
+/// keys follow in byte order.
+/// `extra`: bytes to reserve beyond the line, for what the caller adds after it.
+pub(super) fn record_line(r: &Record, own: &str, host_json: &str, extra: usize) -> String {
+    const TYPE: &str = "{\"type\":\"record\",\"host\":";
+    const OCSF: &str = ",\"ocsf\":";
+    let ocsf = ocsf::attributes_json(r);
+    let rest = own.strip_prefix('{').unwrap_or(own);
+    let len = TYPE.len() + host_json.len() + ocsf.map_or(0, |o| OCSF.len() + o.len());
+    let mut out = String::with_capacity(len + 1 + rest.len() + extra);
+    out.push_str(TYPE);
+    out.push_str(host_json);
+    if let Some(o) = ocsf {
+        out.push_str(OCSF);
+        out.push_str(o);
     }
     out.push(',');
-    out.push_str(own.strip_prefix('{').unwrap_or(own));
+    out.push_str(rest);
     out
+}
+
+/// `host` as a JSON string, as [`record_line`] takes it.
+pub(super) fn host_json(host: &str) -> String {
+    Value::from(host).to_string()
 }
 
 /// JSON lines on a writer (stdout, a file).
 pub(super) struct JsonLines {
     out: Box<dyn Write + Send>,
-    host: String,
 }
 
 impl JsonLines {
-    pub(super) fn new(out: Box<dyn Write + Send>, host: &HostInfo) -> JsonLines {
-        JsonLines {
-            out,
-            host: host.id.clone(),
-        }
+    pub(super) fn new(out: Box<dyn Write + Send>) -> JsonLines {
+        JsonLines { out }
     }
 }
 
@@ -53,7 +59,7 @@ impl Sink for JsonLines {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
         let mut buf = String::new();
         for item in batch {
-            buf.push_str(&line(item, &self.host));
+            buf.push_str(&line(item));
             buf.push('\n');
         }
         self.out

@@ -24,7 +24,7 @@ use serde_json::json;
 pub use crate::protocol::ExporterStats;
 
 use gatewayd_core::audit::{
-    Decision as AD, Entry, Record, anchors::Anchor, writer::RecordTap, writer::WriterHandle,
+    Decision as AD, Entry, Record, Source, anchors::Anchor, writer::RecordTap, writer::WriterHandle,
 };
 
 mod attach;
@@ -81,41 +81,120 @@ pub enum Item {
     Head(Arc<Anchor>),
 }
 
-/// A durable record on its way to the sinks: its fields but `detail` (no sink reads it
-/// apart from the line), and the line the log holds, as the audit writer made it. Its
-/// exported JSON line ([`json`]) is made from that once, by the first sink that needs it,
-/// for all of them. (The detail, a tree of small allocations, is freed on the writer's
-/// thread as with no export: handing it to the exporters' threads cost the writer's
-/// allocator more than the export itself.)
+/// A durable record on its way to the sinks: its fields but `detail` (no sink reads it apart
+/// from the line) and its exported JSON line ([`json`]), in one allocation besides the
+/// [`Arc`]. It is made on the audit writer's thread from the record and the line the log
+/// holds, while both are in that CPU's cache, and the record is freed there: with glibc's
+/// malloc, every block allocated on one thread and freed on another cost both threads
+/// (the arena's lock, then consolidating on the writer's next allocations), and a record's
+/// dozen strings freed by the exporters were the largest part of what export cost a
+/// decision (docs/FLEET.md).
 #[derive(Debug)]
 pub struct Exported {
-    record: Record,
-    logged: String,
-    line: std::sync::OnceLock<String>,
+    seq: u64,
+    source: Source,
+    decision: AD,
+    class: Option<ocsf::Class>,
+    /// The exported line, then each of [`Text`]'s fields, one after another.
+    text: String,
+    /// Where each of [`Text`]'s fields ends in `text`.
+    ends: [usize; Text::COUNT],
+    has_tool: bool,
+    has_hook: bool,
+}
+
+/// The text fields of an [`Exported`], in the order its `text` holds them.
+#[derive(Debug, Clone, Copy)]
+enum Text {
+    Line,
+    Prev,
+    Hash,
+    Ts,
+    Session,
+    Reason,
+    Tool,
+    Hook,
+}
+
+impl Text {
+    const COUNT: usize = 8;
 }
 
 impl Exported {
-    /// `record`, logged as `logged` (its line in the log, no newline), not yet formatted.
-    pub fn new(mut record: Record, logged: String) -> Exported {
-        record.detail = serde_json::Value::Null;
+    /// `record`, logged as `logged` (its line in the log, no newline), from the host whose
+    /// id is `host_json` ([`json::host_json`]).
+    pub fn new(record: Record, logged: &str, host_json: &str) -> Exported {
+        let fields = [
+            record.prev.as_str(),
+            &record.hash,
+            &record.ts,
+            &record.session,
+            &record.reason,
+            record.tool.as_deref().unwrap_or(""),
+            record.hook.as_deref().unwrap_or(""),
+        ];
+        let extra = fields.iter().map(|f| f.len()).sum();
+        let mut text = json::record_line(&record, logged, host_json, extra);
+        let mut ends = [text.len(); Text::COUNT];
+        for (end, field) in ends[1..].iter_mut().zip(fields) {
+            text.push_str(field);
+            *end = text.len();
+        }
         Exported {
-            record,
-            logged,
-            line: std::sync::OnceLock::new(),
+            seq: record.seq,
+            source: record.source,
+            decision: record.decision,
+            class: ocsf::class(&record),
+            text,
+            ends,
+            has_tool: record.tool.is_some(),
+            has_hook: record.hook.is_some(),
         }
     }
 
-    /// Its exported JSON line (`host`: this host's id, the same for every sink).
-    pub(super) fn line(&self, host: &str) -> &str {
-        self.line
-            .get_or_init(|| json::record_line(&self.record, &self.logged, host))
+    fn text(&self, field: Text) -> &str {
+        let i = field as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..self.ends[i]).unwrap_or("")
     }
-}
 
-impl std::ops::Deref for Exported {
-    type Target = Record;
-    fn deref(&self) -> &Record {
-        &self.record
+    /// Its exported JSON line.
+    fn line(&self) -> &str {
+        self.text(Text::Line)
+    }
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn prev(&self) -> &str {
+        self.text(Text::Prev)
+    }
+    fn hash(&self) -> &str {
+        self.text(Text::Hash)
+    }
+    fn ts(&self) -> &str {
+        self.text(Text::Ts)
+    }
+    fn source(&self) -> Source {
+        self.source
+    }
+    fn session(&self) -> &str {
+        self.text(Text::Session)
+    }
+    fn decision(&self) -> AD {
+        self.decision
+    }
+    fn reason(&self) -> &str {
+        self.text(Text::Reason)
+    }
+    fn tool(&self) -> Option<&str> {
+        self.has_tool.then(|| self.text(Text::Tool))
+    }
+    fn hook(&self) -> Option<&str> {
+        self.has_hook.then(|| self.text(Text::Hook))
+    }
+    /// Its OCSF class, if one fits.
+    fn class(&self) -> Option<ocsf::Class> {
+        self.class
     }
 }
 
@@ -345,7 +424,11 @@ impl Exporter {
 
 /// Every exporter of the daemon: sees each durable record (the writer's tap) and each head.
 #[derive(Default)]
-pub struct Exporters(Vec<Exporter>);
+pub struct Exporters {
+    list: Vec<Exporter>,
+    /// This host's id as a JSON string, for every exported line.
+    host_json: String,
+}
 
 impl Exporters {
     /// Starts one exporter per spec; the first that cannot start is the error.
@@ -362,34 +445,37 @@ impl Exporters {
                     .map_err(|e| std::io::Error::new(e.kind(), format!("--export {s}: {e}")))
             })
             .collect::<std::io::Result<Vec<_>>>()
-            .map(Exporters)
+            .map(|list| Exporters {
+                list,
+                host_json: json::host_json(&host.id),
+            })
     }
 
     /// To every exporter.
     pub fn push(&self, item: &Item) {
-        for x in &self.0 {
+        for x in &self.list {
             x.push(item.clone());
         }
     }
 
     /// `items`, in order, to every exporter (one lock of each queue).
     fn push_all(&self, items: &[Item]) {
-        for x in &self.0 {
+        for x in &self.list {
             x.push_all(items.iter().cloned());
         }
     }
 
     /// Each exporter's counts, in the order configured.
     pub fn stats(&self) -> Vec<ExporterStats> {
-        self.0.iter().map(Exporter::stats).collect()
+        self.list.iter().map(Exporter::stats).collect()
     }
 
     /// Closes every exporter (each gets its grace at once).
     pub fn close(&self) {
-        for x in &self.0 {
+        for x in &self.list {
             lock(&x.counts.closing).get_or_insert_with(Instant::now);
         }
-        for x in &self.0 {
+        for x in &self.list {
             x.close();
         }
     }
@@ -399,7 +485,7 @@ impl RecordTap for Exporters {
     fn durable(&self, records: Vec<(Record, String)>) {
         let items: Vec<Item> = records
             .into_iter()
-            .map(|(r, line)| Item::Record(Arc::new(Exported::new(r, line))))
+            .map(|(r, logged)| Item::Record(Arc::new(Exported::new(r, &logged, &self.host_json))))
             .collect();
         self.push_all(&items);
     }

@@ -95,18 +95,56 @@ pub(super) struct Attributes {
     severity_id: u32,
 }
 
-/// The OCSF attributes of `r`; None when no class fits.
+/// Every class [`class`] gives, and every decision: the keys of [`attributes_json`]'s table.
+const CLASSES: [Class; 5] = [
+    API_ACTIVITY,
+    APPLICATION_LIFECYCLE,
+    FILE_SYSTEM_ACTIVITY,
+    PROCESS_ACTIVITY,
+    NETWORK_ACTIVITY,
+];
+const DECISIONS: [Decision; 5] = [
+    Decision::Allow,
+    Decision::Deny,
+    Decision::WouldDeny,
+    Decision::Hold,
+    Decision::Info,
+];
+
+/// The OCSF attributes of `r`; None when no class fits. (The exporters take them from
+/// [`attributes_json`]'s table.)
+#[cfg(test)]
 pub(super) fn attributes(r: &Record) -> Option<Attributes> {
+    Some(attributes_of(class(r)?, r.decision))
+}
+
+/// [`attributes`] as its JSON (canonical: sorted keys, no spaces). They depend only on the
+/// class and the decision, so each of the 25 is serialized once, for the life of the process.
+pub(super) fn attributes_json(r: &Record) -> Option<&'static str> {
+    static TABLE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     let c = class(r)?;
-    let (disposition_id, disposition, severity_id) = match r.decision {
+    let table = TABLE.get_or_init(|| {
+        CLASSES
+            .iter()
+            .flat_map(|c| DECISIONS.iter().map(|d| attributes_of(*c, *d)))
+            .map(|a| serde_json::to_string(&a).unwrap_or_default())
+            .collect()
+    });
+    let at = CLASSES.iter().position(|k| *k == c)? * DECISIONS.len()
+        + DECISIONS.iter().position(|d| *d == r.decision)?;
+    table.get(at).map(String::as_str)
+}
+
+fn attributes_of(c: Class, decision: Decision) -> Attributes {
+    let (disposition_id, disposition, severity_id) = match decision {
         Decision::Allow => (1, "Allowed", 1),
         Decision::Deny => (2, "Blocked", 3),
         Decision::WouldDeny => (15, "Detected", 2),
         Decision::Hold => (99, "Held for approval", 2),
         Decision::Info => (0, "Unknown", 1),
     };
-    let decided = r.decision != Decision::Info;
-    Some(Attributes {
+    let decided = decision != Decision::Info;
+    Attributes {
         category_name: c.category,
         category_uid: c.category_uid,
         class_name: c.name,
@@ -114,7 +152,7 @@ pub(super) fn attributes(r: &Record) -> Option<Attributes> {
         disposition: decided.then_some(disposition),
         disposition_id: decided.then_some(disposition_id),
         severity_id,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -161,6 +199,31 @@ mod tests {
         assert_eq!(a["disposition"], "Blocked");
         assert_eq!(a["class_name"], "API Activity");
         assert!(attributes(&rec(Source::Gateway, None, None, "session_open")).is_none());
+    }
+
+    #[test]
+    fn the_table_of_attributes_is_what_serde_writes_for_each_record() {
+        let hooks = [
+            None,
+            Some("lsm/file_open"),
+            Some("cgroup/connect4"),
+            Some("seccomp"),
+        ];
+        for d in DECISIONS {
+            for (source, tool, hook, reason) in [
+                (Source::Gateway, Some("t"), None, "x"),
+                (Source::Gateway, None, None, "daemon_stop"),
+                (Source::Gateway, None, None, "session_open"),
+            ]
+            .into_iter()
+            .chain(hooks.map(|h| (Source::Kernel, None, h, "x")))
+            {
+                let mut r = rec(source, tool, hook, reason);
+                r.decision = d;
+                let want = attributes(&r).map(|a| serde_json::to_string(&a).unwrap());
+                assert_eq!(attributes_json(&r), want.as_deref(), "{r:?}");
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use opentelemetry_proto::tonic::{
 use prost::Message as _;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
-use super::{HostInfo, Item, Sink, SinkError, json, ocsf};
+use super::{HostInfo, Item, Sink, SinkError, json};
 use gatewayd_core::audit::{Decision, parse_rfc3339_ms};
 
 /// One request's whole time, connect to answer.
@@ -84,7 +84,6 @@ pub(super) fn request(host: &HostInfo, batch: &[Item]) -> ExportLogsServiceReque
 /// of a batch have the same few shapes, so the keys already in place are nearly always the
 /// ones wanted.) At most [`super::MAX_BATCH`] records are kept.
 pub(super) struct Requests {
-    host: HostInfo,
     request: ExportLogsServiceRequest,
     /// Records of a larger batch before, not in this request, kept for the next.
     spare: Vec<LogRecord>,
@@ -106,7 +105,6 @@ impl Requests {
             ..Default::default()
         };
         Requests {
-            host: host.clone(),
             request: ExportLogsServiceRequest {
                 resource_logs: vec![ResourceLogs {
                     resource: Some(resource),
@@ -141,7 +139,7 @@ impl Requests {
                 if i == records.len() {
                     records.push(self.spare.pop().unwrap_or_default());
                 }
-                write_record(&mut records[i], &self.host, item, now);
+                write_record(&mut records[i], item, now);
             }
         }
         &self.request
@@ -149,8 +147,8 @@ impl Requests {
 }
 
 /// `item` written over `rec`.
-fn write_record(rec: &mut LogRecord, host: &HostInfo, item: &Item, now: u64) {
-    set_text(&mut rec.body, &json::line(item, &host.id));
+fn write_record(rec: &mut LogRecord, item: &Item, now: u64) {
+    set_text(&mut rec.body, &json::line(item));
     rec.observed_time_unix_nano = now;
     let mut attributes = Attributes {
         list: &mut rec.attributes,
@@ -158,30 +156,30 @@ fn write_record(rec: &mut LogRecord, host: &HostInfo, item: &Item, now: u64) {
     };
     let (time_ms, sev, sev_text, event) = match item {
         Item::Record(r) => {
-            let (sev, sev_text) = match r.decision {
+            let (sev, sev_text) = match r.decision() {
                 Decision::Deny => (SeverityNumber::Warn, "WARN"),
                 Decision::Hold | Decision::WouldDeny => (SeverityNumber::Info2, "INFO2"),
                 Decision::Allow | Decision::Info => (SeverityNumber::Info, "INFO"),
             };
             attributes.text("gatewayd.type", "record");
-            attributes.int("gatewayd.seq", r.seq);
-            attributes.text("gatewayd.prev", &r.prev);
-            attributes.text("gatewayd.hash", &r.hash);
-            attributes.text("gatewayd.source", r.source.as_str());
-            attributes.text("gatewayd.session", &r.session);
-            attributes.text("gatewayd.decision", r.decision.as_str());
-            attributes.text("gatewayd.reason", &r.reason);
-            if let Some(t) = &r.tool {
+            attributes.int("gatewayd.seq", r.seq());
+            attributes.text("gatewayd.prev", r.prev());
+            attributes.text("gatewayd.hash", r.hash());
+            attributes.text("gatewayd.source", r.source().as_str());
+            attributes.text("gatewayd.session", r.session());
+            attributes.text("gatewayd.decision", r.decision().as_str());
+            attributes.text("gatewayd.reason", r.reason());
+            if let Some(t) = r.tool() {
                 attributes.text("gatewayd.tool", t);
             }
-            if let Some(h) = &r.hook {
+            if let Some(h) = r.hook() {
                 attributes.text("gatewayd.hook", h);
             }
-            if let Some(c) = ocsf::class(r) {
+            if let Some(c) = r.class() {
                 attributes.int("ocsf.class_uid", u64::from(c.uid));
                 attributes.text("ocsf.class_name", c.name);
             }
-            let ms = parse_rfc3339_ms(&r.ts).unwrap_or(0);
+            let ms = parse_rfc3339_ms(r.ts()).unwrap_or(0);
             (ms, sev, sev_text, "gatewayd.record")
         }
         Item::Head(a) => {
@@ -367,7 +365,7 @@ mod tests {
             hash: format!("{:064}", seq + 1),
         };
         let logged = r.canonical_line();
-        Item::Record(Arc::new(Exported::new(r, logged)))
+        Item::Record(Arc::new(Exported::new(r, &logged, "\"m1\"")))
     }
 
     fn anchor(seq: u64) -> Item {

@@ -144,7 +144,7 @@ impl ExportSpec {
         ca: Option<&Path>,
     ) -> std::io::Result<Box<dyn Sink>> {
         Ok(match self {
-            ExportSpec::Stdout => Box::new(JsonLines::new(Box::new(std::io::stdout()), host)),
+            ExportSpec::Stdout => Box::new(JsonLines::new(Box::new(std::io::stdout()))),
             ExportSpec::File(p) => {
                 use std::os::unix::fs::OpenOptionsExt;
                 let f = std::fs::OpenOptions::new()
@@ -152,7 +152,7 @@ impl ExportSpec {
                     .create(true)
                     .mode(0o640)
                     .open(p)?;
-                Box::new(JsonLines::new(Box::new(f), host))
+                Box::new(JsonLines::new(Box::new(f)))
             }
             ExportSpec::Syslog(t) => Box::new(Syslog::new(t.clone(), host, ca)?),
             ExportSpec::Journal(p) => Box::new(Journal::new(p.clone(), host)),

@@ -25,7 +25,7 @@ use std::{
 
 use rustls::{ClientConfig, ClientConnection, StreamOwned, pki_types::ServerName};
 
-use super::{HostInfo, Item, Sink, SinkError, SyslogTransport, json, ocsf};
+use super::{HostInfo, Item, Sink, SinkError, SyslogTransport, json};
 use gatewayd_core::audit::{Decision, rfc3339_ms};
 
 /// Connect and write timeout.
@@ -137,8 +137,15 @@ impl Syslog {
 
     /// One RFC 5424 message for `item`, added to `out`.
     fn write_message(&self, item: &Item, out: &mut Vec<u8>) {
+        let msg = self.write_head(item, out);
+        out.extend_from_slice(msg.as_bytes());
+    }
+
+    /// The message for `item` but its MSG, added to `out`; the MSG (the exported line) is
+    /// returned, for the caller to add where it wants it.
+    fn write_head<'a>(&self, item: &'a Item, out: &mut Vec<u8>) -> std::borrow::Cow<'a, str> {
         let (mut seq, mut uid) = (itoa::Buffer::new(), itoa::Buffer::new());
-        let line = json::line(item, &self.host);
+        let line = json::line(item);
         let header = |severity, ts, msgid| Header {
             severity,
             ts,
@@ -148,18 +155,18 @@ impl Syslog {
         };
         match item {
             Item::Record(r) => {
-                let severity = match r.decision {
+                let severity = match r.decision() {
                     Decision::Deny => WARNING,
                     Decision::Hold | Decision::WouldDeny => NOTICE,
                     Decision::Allow | Decision::Info => INFORMATIONAL,
                 };
-                let class = ocsf::class(r);
+                let class = r.class();
                 let params = [
-                    ("seq", seq.format(r.seq)),
-                    ("prev", &r.prev),
-                    ("hash", &r.hash),
+                    ("seq", seq.format(r.seq())),
+                    ("prev", r.prev()),
+                    ("hash", r.hash()),
                     ("host", &self.host),
-                    ("decision", r.decision.as_str()),
+                    ("decision", r.decision().as_str()),
                     ("ocsf_class_uid", class.map_or("", |c| uid.format(c.uid))),
                 ];
                 let params = if class.is_some() {
@@ -167,7 +174,7 @@ impl Syslog {
                 } else {
                     &params[..5]
                 };
-                write_rfc5424(out, &header(severity, &r.ts, &r.reason), params, &line);
+                write_rfc5424_head(out, &header(severity, r.ts(), r.reason()), params);
             }
             Item::Head(a) => {
                 let ts = rfc3339_ms(a.ms);
@@ -177,9 +184,10 @@ impl Syslog {
                     ("hash", &a.hash),
                     ("host", &a.host),
                 ];
-                write_rfc5424(out, &header(INFORMATIONAL, &ts, "anchor"), &params, &line);
+                write_rfc5424_head(out, &header(INFORMATIONAL, &ts, "anchor"), &params);
             }
         }
+        line
     }
 
     /// `batch`'s messages into `self.out`, one after the other: each framed by its length
@@ -194,10 +202,15 @@ impl Syslog {
         self.ends.clear();
         for item in batch {
             if framed {
+                // `LEN SP MSG`: the head first apart, to know the length, and the line
+                // (most of the message) copied once, straight into the batch.
                 message.clear();
-                self.write_message(item, &mut message);
-                let _ = write!(out, "{} ", message.len());
+                let line = self.write_head(item, &mut message);
+                let mut len = itoa::Buffer::new();
+                out.extend_from_slice(len.format(message.len() + line.len()).as_bytes());
+                out.push(b' ');
                 out.extend_from_slice(&message);
+                out.extend_from_slice(line.as_bytes());
             } else {
                 self.write_message(item, &mut out);
                 self.ends.push(out.len());
@@ -323,7 +336,14 @@ struct Header<'a> {
 /// `gatewayd`. A header field that is empty or not printable US-ASCII is written as the
 /// NILVALUE `-`; the MSGID is the reason's printable characters, 32 at most; each
 /// PARAM-VALUE has `"`, `\` and `]` escaped with a backslash (6.3.3). The names are ours.
+#[cfg(test)]
 fn write_rfc5424(out: &mut Vec<u8>, h: &Header<'_>, params: &[(&str, &str)], msg: &str) {
+    write_rfc5424_head(out, h, params);
+    out.extend_from_slice(msg.as_bytes());
+}
+
+/// [`write_rfc5424`] but the MSG: up to the space before it.
+fn write_rfc5424_head(out: &mut Vec<u8>, h: &Header<'_>, params: &[(&str, &str)]) {
     let mut pri = itoa::Buffer::new();
     out.push(b'<');
     out.extend_from_slice(pri.format(AUTHPRIV * 8 + h.severity).as_bytes());
@@ -333,7 +353,11 @@ fn write_rfc5424(out: &mut Vec<u8>, h: &Header<'_>, params: &[(&str, &str)], msg
         out.push(b' ');
     }
     let msgid = out.len();
-    out.extend(h.msgid.bytes().filter(u8::is_ascii_graphic).take(32));
+    if h.msgid.len() <= 32 && h.msgid.bytes().all(|b| b.is_ascii_graphic()) {
+        out.extend_from_slice(h.msgid.as_bytes());
+    } else {
+        out.extend(h.msgid.bytes().filter(u8::is_ascii_graphic).take(32));
+    }
     if out.len() == msgid {
         out.push(b'-');
     }
@@ -343,16 +367,17 @@ fn write_rfc5424(out: &mut Vec<u8>, h: &Header<'_>, params: &[(&str, &str)], msg
         out.push(b' ');
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"=\"");
-        for b in value.bytes() {
-            if matches!(b, b'"' | b'\\' | b']') {
-                out.push(b'\\');
-            }
-            out.push(b);
+        let mut rest = value.as_bytes();
+        while let Some(at) = rest.iter().position(|b| matches!(b, b'"' | b'\\' | b']')) {
+            out.extend_from_slice(&rest[..at]);
+            out.push(b'\\');
+            out.push(rest[at]);
+            rest = &rest[at + 1..];
         }
+        out.extend_from_slice(rest);
         out.push(b'"');
     }
     out.extend_from_slice(b"] ");
-    out.extend_from_slice(msg.as_bytes());
 }
 
 /// `field`, or `-` when it is empty or has a character that is not printable US-ASCII.
@@ -403,7 +428,9 @@ mod tests {
         };
         let logged = r.canonical_line();
         let m = s.message(&Item::Record(Arc::new(super::super::Exported::new(
-            r, logged,
+            r,
+            &logged,
+            &json::host_json(&host.id),
         ))));
         // authpriv (10) * 8 + warning (4) = 84.
         assert!(m.starts_with("<84>1 "), "{m}");

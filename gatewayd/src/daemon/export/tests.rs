@@ -140,7 +140,10 @@ fn the_siem_examples_of_fleet_md_are_what_the_exporter_writes() {
             m.remove(k);
         }
         let r: gatewayd_core::audit::Record = serde_json::from_value(v).unwrap();
-        assert_eq!(json::record_line(&r, &r.canonical_line(), &host), line);
+        assert_eq!(
+            json::record_line(&r, &r.canonical_line(), &json::host_json(&host), 0),
+            line
+        );
     }
     assert_eq!(
         classes.into_iter().collect::<Vec<_>>(),
