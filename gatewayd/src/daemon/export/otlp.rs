@@ -23,6 +23,9 @@ use prost::Message as _;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
 use super::{HostInfo, Item, Sink, SinkError, json};
+use wire::Wire;
+
+mod wire;
 use gatewayd_core::audit::{Decision, parse_rfc3339_ms};
 
 /// One request's whole time, connect to answer.
@@ -33,7 +36,7 @@ const MAX_ANSWER: u64 = 64 * 1024;
 pub(super) struct Otlp {
     url: String,
     agent: ureq::Agent,
-    requests: Requests,
+    wire: Wire,
     body: Vec<u8>,
 }
 
@@ -65,195 +68,179 @@ impl Otlp {
         Ok(Otlp {
             url,
             agent: ureq::Agent::new_with_config(config.build()),
-            requests: Requests::new(host),
+            wire: Wire::new(&resource(host), &scope()),
             body: Vec::new(),
         })
     }
 }
 
-/// The OTLP request for `batch` from `host` (over HTTP and gRPC alike).
+/// The OTLP request for `batch` from `host`, as prost's messages (the gRPC sink's; the HTTP
+/// sink writes the same bytes straight from the items, [`Wire`]).
 pub(super) fn request(host: &HostInfo, batch: &[Item]) -> ExportLogsServiceRequest {
-    let mut requests = Requests::new(host);
-    requests.fill(batch);
-    requests.request
+    request_at(host, batch, now_ns())
 }
 
-/// A sink's request, kept from one batch to the next: each log record, and each attribute
-/// of it, is written over the last batch's in place, so that a batch reuses the strings of
-/// the one before instead of allocating and freeing a dozen for each record. (The records
-/// of a batch have the same few shapes, so the keys already in place are nearly always the
-/// ones wanted.) At most [`super::MAX_BATCH`] records are kept.
-pub(super) struct Requests {
-    request: ExportLogsServiceRequest,
-    /// Records of a larger batch before, not in this request, kept for the next.
-    spare: Vec<LogRecord>,
-}
-
-impl Requests {
-    pub(super) fn new(host: &HostInfo) -> Requests {
-        let resource = Resource {
-            attributes: vec![
-                kv("service.name", text("gatewayd")),
-                kv("host.id", text(&host.id)),
-                kv("host.name", text(&host.name)),
-            ],
+/// [`request`], made at `now` (ns since the epoch).
+fn request_at(host: &HostInfo, batch: &[Item], now: u64) -> ExportLogsServiceRequest {
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: Some(resource(host)),
+            scope_logs: vec![ScopeLogs {
+                scope: Some(scope()),
+                log_records: batch.iter().map(|i| log_record(&fields(i, now))).collect(),
+                ..Default::default()
+            }],
             ..Default::default()
-        };
-        let scope = InstrumentationScope {
-            name: "gatewayd.audit".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            ..Default::default()
-        };
-        Requests {
-            request: ExportLogsServiceRequest {
-                resource_logs: vec![ResourceLogs {
-                    resource: Some(resource),
-                    scope_logs: vec![ScopeLogs {
-                        scope: Some(scope),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }],
-            },
-            spare: Vec::new(),
-        }
-    }
-
-    /// The request holding `batch`'s records, in order.
-    pub(super) fn fill(&mut self, batch: &[Item]) -> &ExportLogsServiceRequest {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let records = self
-            .request
-            .resource_logs
-            .iter_mut()
-            .flat_map(|r| r.scope_logs.iter_mut())
-            .map(|s| &mut s.log_records)
-            .next();
-        if let Some(records) = records {
-            while records.len() > batch.len() {
-                self.spare.extend(records.pop());
-            }
-            for (i, item) in batch.iter().enumerate() {
-                if i == records.len() {
-                    records.push(self.spare.pop().unwrap_or_default());
-                }
-                write_record(&mut records[i], item, now);
-            }
-        }
-        &self.request
+        }],
     }
 }
 
-/// `item` written over `rec`.
-fn write_record(rec: &mut LogRecord, item: &Item, now: u64) {
-    set_text(&mut rec.body, &json::line(item));
-    rec.observed_time_unix_nano = now;
-    let mut attributes = Attributes {
-        list: &mut rec.attributes,
-        n: 0,
+/// The resource of every request: `service.name`, `host.id`, `host.name`.
+fn resource(host: &HostInfo) -> Resource {
+    Resource {
+        attributes: vec![
+            kv("service.name", text("gatewayd")),
+            kv("host.id", text(&host.id)),
+            kv("host.name", text(&host.name)),
+        ],
+        ..Default::default()
+    }
+}
+
+/// The instrumentation scope of every request.
+fn scope() -> InstrumentationScope {
+    InstrumentationScope {
+        name: "gatewayd.audit".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..Default::default()
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The most attributes a log record has (a record with a tool, a hook and a class).
+const MAX_ATTRIBUTES: usize = 12;
+
+/// An attribute's value.
+#[derive(Debug, Clone, Copy)]
+enum Value<'a> {
+    Text(&'a str),
+    Int(u64),
+}
+
+/// What one log record carries, whichever way it is encoded.
+struct Fields<'a> {
+    time_unix_nano: u64,
+    observed_time_unix_nano: u64,
+    severity: SeverityNumber,
+    severity_text: &'static str,
+    /// The exported JSON line.
+    body: std::borrow::Cow<'a, str>,
+    attributes: [(&'static str, Value<'a>); MAX_ATTRIBUTES],
+    n_attributes: usize,
+    event_name: &'static str,
+}
+
+impl<'a> Fields<'a> {
+    fn attribute(&mut self, key: &'static str, value: Value<'a>) {
+        if let Some(slot) = self.attributes.get_mut(self.n_attributes) {
+            *slot = (key, value);
+            self.n_attributes += 1;
+        }
+    }
+
+    fn attributes(&self) -> &[(&'static str, Value<'a>)] {
+        &self.attributes[..self.n_attributes]
+    }
+}
+
+/// The log record of `item`, made at `now` (ns since the epoch).
+fn fields(item: &Item, now: u64) -> Fields<'_> {
+    let mut f = Fields {
+        time_unix_nano: 0,
+        observed_time_unix_nano: now,
+        severity: SeverityNumber::Info,
+        severity_text: "INFO",
+        body: json::line(item),
+        attributes: [("", Value::Int(0)); MAX_ATTRIBUTES],
+        n_attributes: 0,
+        event_name: "gatewayd.record",
     };
-    let (time_ms, sev, sev_text, event) = match item {
+    let time_ms = match item {
         Item::Record(r) => {
-            let (sev, sev_text) = match r.decision() {
+            (f.severity, f.severity_text) = match r.decision() {
                 Decision::Deny => (SeverityNumber::Warn, "WARN"),
                 Decision::Hold | Decision::WouldDeny => (SeverityNumber::Info2, "INFO2"),
                 Decision::Allow | Decision::Info => (SeverityNumber::Info, "INFO"),
             };
-            attributes.text("gatewayd.type", "record");
-            attributes.int("gatewayd.seq", r.seq());
-            attributes.text("gatewayd.prev", r.prev());
-            attributes.text("gatewayd.hash", r.hash());
-            attributes.text("gatewayd.source", r.source().as_str());
-            attributes.text("gatewayd.session", r.session());
-            attributes.text("gatewayd.decision", r.decision().as_str());
-            attributes.text("gatewayd.reason", r.reason());
+            f.attribute("gatewayd.type", Value::Text("record"));
+            f.attribute("gatewayd.seq", Value::Int(r.seq()));
+            f.attribute("gatewayd.prev", Value::Text(r.prev()));
+            f.attribute("gatewayd.hash", Value::Text(r.hash()));
+            f.attribute("gatewayd.source", Value::Text(r.source().as_str()));
+            f.attribute("gatewayd.session", Value::Text(r.session()));
+            f.attribute("gatewayd.decision", Value::Text(r.decision().as_str()));
+            f.attribute("gatewayd.reason", Value::Text(r.reason()));
             if let Some(t) = r.tool() {
-                attributes.text("gatewayd.tool", t);
+                f.attribute("gatewayd.tool", Value::Text(t));
             }
             if let Some(h) = r.hook() {
-                attributes.text("gatewayd.hook", h);
+                f.attribute("gatewayd.hook", Value::Text(h));
             }
             if let Some(c) = r.class() {
-                attributes.int("ocsf.class_uid", u64::from(c.uid));
-                attributes.text("ocsf.class_name", c.name);
+                f.attribute("ocsf.class_uid", Value::Int(u64::from(c.uid)));
+                f.attribute("ocsf.class_name", Value::Text(c.name));
             }
-            let ms = parse_rfc3339_ms(r.ts()).unwrap_or(0);
-            (ms, sev, sev_text, "gatewayd.record")
+            parse_rfc3339_ms(r.ts()).unwrap_or(0)
         }
         Item::Head(a) => {
-            attributes.text("gatewayd.type", "anchor");
-            attributes.int("gatewayd.seq", a.seq);
-            attributes.text("gatewayd.hash", &a.hash);
-            attributes.text("gatewayd.why", &a.why);
-            (a.ms, SeverityNumber::Info, "INFO", "gatewayd.anchor")
+            f.attribute("gatewayd.type", Value::Text("anchor"));
+            f.attribute("gatewayd.seq", Value::Int(a.seq));
+            f.attribute("gatewayd.hash", Value::Text(&a.hash));
+            f.attribute("gatewayd.why", Value::Text(&a.why));
+            f.event_name = "gatewayd.anchor";
+            a.ms
         }
     };
-    attributes.end();
-    rec.time_unix_nano = time_ms * 1_000_000;
-    rec.severity_number = sev as i32;
-    set_str(&mut rec.severity_text, sev_text);
-    set_str(&mut rec.event_name, event);
+    f.time_unix_nano = time_ms * 1_000_000;
+    f
 }
 
-/// A log record's attributes, written in order over those it had.
-struct Attributes<'a> {
-    list: &'a mut Vec<KeyValue>,
-    n: usize,
-}
-
-impl Attributes<'_> {
-    /// The next attribute's slot, its key `key`.
-    fn next(&mut self, key: &str) -> &mut Option<AnyValue> {
-        if self.n == self.list.len() {
-            self.list.push(KeyValue::default());
-        }
-        let kv = &mut self.list[self.n];
-        self.n += 1;
-        set_str(&mut kv.key, key);
-        &mut kv.value
-    }
-
-    fn text(&mut self, key: &str, value: &str) {
-        set_text(self.next(key), value);
-    }
-
-    fn int(&mut self, key: &str, n: u64) {
-        *self.next(key) = Some(int(n));
-    }
-
-    /// Drops the attributes after the last one written.
-    fn end(self) {
-        self.list.truncate(self.n);
-    }
-}
-
-/// `s` becomes `value`, in the buffer it has.
-fn set_str(s: &mut String, value: &str) {
-    s.clear();
-    s.push_str(value);
-}
-
-/// `slot` becomes the string `value`, in the string it holds if it holds one.
-fn set_text(slot: &mut Option<AnyValue>, value: &str) {
-    match slot {
-        Some(AnyValue {
-            value: Some(any_value::Value::StringValue(s)),
-        }) => set_str(s, value),
-        _ => *slot = Some(text(value)),
+/// `f` as prost's message.
+fn log_record(f: &Fields<'_>) -> LogRecord {
+    LogRecord {
+        time_unix_nano: f.time_unix_nano,
+        observed_time_unix_nano: f.observed_time_unix_nano,
+        severity_number: f.severity as i32,
+        severity_text: f.severity_text.into(),
+        body: Some(text(&f.body)),
+        attributes: f
+            .attributes()
+            .iter()
+            .map(|(k, v)| {
+                kv(
+                    k,
+                    match v {
+                        Value::Text(s) => text(s),
+                        Value::Int(n) => int(*n),
+                    },
+                )
+            })
+            .collect(),
+        event_name: f.event_name.into(),
+        ..Default::default()
     }
 }
 
 impl Sink for Otlp {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
-        // Into the sink's own buffer, which keeps its capacity from batch to batch (prost
-        // sizes the request once, in `encode`).
+        // Into the sink's own buffer, which keeps its capacity from batch to batch.
         self.body.clear();
-        self.requests
-            .fill(batch)
-            .encode(&mut self.body)
-            .map_err(|e| SinkError::Refused(format!("encoding the OTLP request: {e}")))?;
+        self.wire.encode(batch, now_ns(), &mut self.body);
         let at = &self.url;
         let mut resp = self
             .agent
@@ -381,26 +368,37 @@ mod tests {
         }))
     }
 
-    /// The request without the time it was made at, which differs between two requests.
-    fn without_observed_time(mut r: ExportLogsServiceRequest) -> ExportLogsServiceRequest {
-        for rl in &mut r.resource_logs {
-            for sl in &mut rl.scope_logs {
-                for lr in &mut sl.log_records {
-                    lr.observed_time_unix_nano = 0;
-                }
-            }
-        }
-        r
+    /// A record whose text fields are empty and whose time does not parse, in words that
+    /// are not ASCII: the fields prost leaves out, and lengths counted in bytes.
+    fn odd_record() -> Item {
+        let r = Record {
+            seq: 0,
+            prev: String::new(),
+            ts: "not a time".into(),
+            source: Source::Gateway,
+            session: String::new(),
+            tool: Some("écrire".into()),
+            hook: None,
+            decision: Decision::Info,
+            reason: String::new(),
+            detail: serde_json::json!({"mot": "déjà ✓"}),
+            hash: String::new(),
+        };
+        let logged = r.canonical_line();
+        Item::Record(Arc::new(Exported::new(r, &logged, "\"m1\"")))
     }
 
     #[test]
-    fn a_request_written_over_the_last_batch_is_the_one_made_afresh() {
+    fn the_request_written_from_the_items_is_the_one_prost_writes() {
         let host = HostInfo {
             id: "m1".into(),
             name: "h1".into(),
         };
-        // Batches of every shape after one another: records with and without a tool, a
-        // hook or a class, anchors among them, a batch larger than the last and smaller.
+        let long = (0..300u64)
+            .map(|n| record(n + 10, Some("shell"), None, Decision::Allow))
+            .collect::<Vec<_>>();
+        // Batches of every shape: records with and without a tool, a hook or a class,
+        // anchors among them, an empty batch, one whose lengths take several bytes.
         let batches = [
             vec![
                 record(1, Some("read_file"), None, Decision::Deny),
@@ -416,16 +414,22 @@ mod tests {
             ],
             vec![anchor(6)],
             vec![],
-            vec![record(7, Some("noop"), None, Decision::Allow), anchor(7)],
+            vec![odd_record()],
+            long,
         ];
-        let mut reused = Requests::new(&host);
-        for batch in &batches {
-            let got = without_observed_time(reused.fill(batch).clone());
-            let fresh = without_observed_time(request(&host, batch));
-            assert_eq!(got, fresh);
-            assert_eq!(got.encode_to_vec(), fresh.encode_to_vec());
-            let records = &got.resource_logs[0].scope_logs[0].log_records;
-            assert_eq!(records.len(), batch.len());
+        let mut wire = Wire::new(&resource(&host), &scope());
+        let mut ours = Vec::new();
+        for (n, batch) in batches.iter().enumerate() {
+            let now = 1_765_000_000_123_456_789 + n as u64;
+            ours.clear();
+            wire.encode(batch, now, &mut ours);
+            let theirs = request_at(&host, batch, now);
+            assert_eq!(ours, theirs.encode_to_vec(), "batch {n}");
+            let back = ExportLogsServiceRequest::decode(&ours[..]).unwrap();
+            assert_eq!(
+                back.resource_logs[0].scope_logs[0].log_records.len(),
+                batch.len()
+            );
         }
     }
 }
