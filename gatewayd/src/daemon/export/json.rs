@@ -20,23 +20,35 @@ pub(super) fn line(item: &Item) -> std::borrow::Cow<'_, str> {
 /// A record's line: `type`, `host` (`host_json`: this host's id as a JSON string) and `ocsf`
 /// (when a class fits), then `own`, the record's line in the log (its canonical JSON), whose
 /// keys follow in byte order.
-/// `extra`: bytes to reserve beyond the line, for what the caller adds after it.
-pub(super) fn record_line(r: &Record, own: &str, host_json: &str, extra: usize) -> String {
-    const TYPE: &str = "{\"type\":\"record\",\"host\":";
-    const OCSF: &str = ",\"ocsf\":";
-    let ocsf = ocsf::attributes_json(r);
-    let rest = own.strip_prefix('{').unwrap_or(own);
-    let len = TYPE.len() + host_json.len() + ocsf.map_or(0, |o| OCSF.len() + o.len());
-    let mut out = String::with_capacity(len + 1 + rest.len() + extra);
+#[cfg(test)]
+pub(super) fn record_line(r: &Record, own: &str, host_json: &str) -> String {
+    let mut out = String::with_capacity(record_line_len(r, own, host_json));
+    write_record_line(&mut out, r, own, host_json);
+    out
+}
+
+const TYPE: &str = "{\"type\":\"record\",\"host\":";
+const OCSF: &str = ",\"ocsf\":";
+
+/// [`record_line`] added to `out`.
+pub(super) fn write_record_line(out: &mut String, r: &Record, own: &str, host_json: &str) {
     out.push_str(TYPE);
     out.push_str(host_json);
-    if let Some(o) = ocsf {
+    if let Some(o) = ocsf::attributes_json(r) {
         out.push_str(OCSF);
         out.push_str(o);
     }
     out.push(',');
-    out.push_str(rest);
-    out
+    out.push_str(own.strip_prefix('{').unwrap_or(own));
+}
+
+/// The length of [`record_line`].
+pub(super) fn record_line_len(r: &Record, own: &str, host_json: &str) -> usize {
+    TYPE.len()
+        + host_json.len()
+        + ocsf::attributes_json(r).map_or(0, |o| OCSF.len() + o.len())
+        + 1
+        + own.strip_prefix('{').unwrap_or(own).len()
 }
 
 /// `host` as a JSON string, as [`record_line`] takes it.

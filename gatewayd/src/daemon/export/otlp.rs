@@ -352,7 +352,7 @@ mod tests {
             hash: format!("{:064}", seq + 1),
         };
         let logged = r.canonical_line();
-        Item::Record(Arc::new(Exported::new(r, &logged, "\"m1\"")))
+        Item::Record(Exported::new(r, logged, "\"m1\""))
     }
 
     fn anchor(seq: u64) -> Item {
@@ -385,7 +385,7 @@ mod tests {
             hash: String::new(),
         };
         let logged = r.canonical_line();
-        Item::Record(Arc::new(Exported::new(r, &logged, "\"m1\"")))
+        Item::Record(Exported::new(r, logged, "\"m1\""))
     }
 
     #[test]

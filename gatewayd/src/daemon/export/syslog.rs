@@ -401,8 +401,6 @@ fn header_field(name: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use gatewayd_core::audit::{Record, Source};
 
@@ -427,11 +425,11 @@ mod tests {
             hash: "h".repeat(64),
         };
         let logged = r.canonical_line();
-        let m = s.message(&Item::Record(Arc::new(super::super::Exported::new(
+        let m = s.message(&Item::Record(super::super::Exported::new(
             r,
-            &logged,
+            logged,
             &json::host_json(&host.id),
-        ))));
+        )));
         // authpriv (10) * 8 + warning (4) = 84.
         assert!(m.starts_with("<84>1 "), "{m}");
         assert!(m.contains(" h1 gatewayd "), "{m}");

@@ -141,7 +141,7 @@ fn the_siem_examples_of_fleet_md_are_what_the_exporter_writes() {
         }
         let r: gatewayd_core::audit::Record = serde_json::from_value(v).unwrap();
         assert_eq!(
-            json::record_line(&r, &r.canonical_line(), &json::host_json(&host), 0),
+            json::record_line(&r, &r.canonical_line(), &json::host_json(&host)),
             line
         );
     }
@@ -149,4 +149,66 @@ fn the_siem_examples_of_fleet_md_are_what_the_exporter_writes() {
         classes.into_iter().collect::<Vec<_>>(),
         [1001, 1007, 4001, 6002, 6003]
     );
+}
+
+/// Records written together share one buffer; each item still reads its own record's fields
+/// and line, whatever their lengths, and the buffer lives as long as any of them.
+#[test]
+fn records_made_ready_together_each_keep_their_own_fields() {
+    use gatewayd_core::audit::{Decision, Source};
+    let record = |seq: u64, tool: Option<&str>, hook: Option<&str>| Record {
+        seq,
+        prev: "p".repeat(usize::try_from(seq).unwrap()),
+        ts: format!("2026-12-06T0{seq}:00:00.000Z"),
+        source: if hook.is_some() {
+            Source::Kernel
+        } else {
+            Source::Gateway
+        },
+        session: format!("session-{seq}"),
+        tool: tool.map(str::to_owned),
+        hook: hook.map(str::to_owned),
+        decision: if seq.is_multiple_of(2) {
+            Decision::Deny
+        } else {
+            Decision::Allow
+        },
+        reason: "r".repeat(usize::try_from(seq % 3).unwrap()),
+        detail: serde_json::json!({"n": seq, "é": "✓"}),
+        hash: format!("{seq:064}"),
+    };
+    let records = vec![
+        record(1, Some("read_file"), None),
+        record(2, None, Some("lsm/file_open")),
+        record(3, None, None),
+        record(4, Some(""), None),
+    ];
+    let written: Vec<(Record, String)> = records
+        .iter()
+        .map(|r| (r.clone(), r.canonical_line()))
+        .collect();
+    let host = json::host_json("m1");
+    let items: Vec<Item> = Durable::new(&written, &host).items().collect();
+    drop(written);
+    assert_eq!(items.len(), records.len());
+    for (item, r) in items.iter().zip(&records) {
+        let Item::Record(e) = item else {
+            panic!("not a record")
+        };
+        assert_eq!(e.line(), json::record_line(r, &r.canonical_line(), &host));
+        assert_eq!(
+            (e.seq(), e.prev(), e.hash(), e.ts(), e.session(), e.reason()),
+            (r.seq, &*r.prev, &*r.hash, &*r.ts, &*r.session, &*r.reason)
+        );
+        assert_eq!((e.source(), e.decision()), (r.source, r.decision));
+        assert_eq!((e.tool(), e.hook()), (r.tool.as_deref(), r.hook.as_deref()));
+        assert_eq!(e.class(), ocsf::class(r));
+    }
+    // The last item alone keeps the buffer alive.
+    let last = items.last().cloned();
+    drop(items);
+    let Some(Item::Record(e)) = last else {
+        panic!("no last record")
+    };
+    assert_eq!(e.session(), "session-4");
 }
