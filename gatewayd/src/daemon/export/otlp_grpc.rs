@@ -1,6 +1,8 @@
-//! OTLP logs over gRPC: the same `ExportLogsServiceRequest` as over HTTP (`otlp.rs`), sent
-//! with the official crate's generated `LogsService` client on tonic (HTTP/2, one connection
-//! kept open and made again when lost), over TLS for an `https://` URL (rustls on ring; the
+//! OTLP logs over gRPC: the same `ExportLogsServiceRequest` as over HTTP (`otlp.rs`, its
+//! bytes written straight from the items by `otlp/wire.rs`), sent as `LogsService/Export` on
+//! tonic's gRPC client (HTTP/2, one connection kept open and made again when lost) with a
+//! codec that takes the request already encoded and decodes the answer with prost (what the
+//! official crate's generated client does, but for building prost's messages first), over TLS for an `https://` URL (rustls on ring; the
 //! server checked against the system's roots and `--export-ca`). The client runs on a
 //! runtime of the sink's own (one worker), so no decision ever waits on it. As the OTLP spec
 //! says: `OK` delivered (a partial success naming rejected records is a refusal); `CANCELLED`,
@@ -9,9 +11,13 @@
 //! back-off; any other status refused (the batch is dropped and counted).
 use std::{io, path::Path, time::Duration};
 
-use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceResponse;
+use prost::Message as _;
 use tonic::{
     Code, Status,
+    client::Grpc,
+    codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder},
+    codegen::http::uri::PathAndQuery,
     transport::{Channel, ClientTlsConfig, Endpoint},
 };
 
@@ -24,8 +30,10 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 pub(super) struct OtlpGrpc {
     url: String,
     runtime: tokio::runtime::Runtime,
-    client: LogsServiceClient<Channel>,
-    host: HostInfo,
+    client: Grpc<Channel>,
+    wire: otlp::Wire,
+    /// The size of the last request, to size the next one's buffer.
+    last_size: usize,
 }
 
 impl OtlpGrpc {
@@ -60,20 +68,86 @@ impl OtlpGrpc {
         Ok(OtlpGrpc {
             url,
             runtime,
-            client: LogsServiceClient::new(channel),
-            host: host.clone(),
+            client: Grpc::new(channel),
+            wire: otlp::Wire::new(&otlp::resource(host), &otlp::scope()),
+            last_size: 0,
         })
     }
 }
 
 impl Sink for OtlpGrpc {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
-        let request = otlp::request(&self.host, batch);
+        let mut request = Vec::with_capacity(self.last_size);
+        self.wire.encode(batch, otlp::now_ns(), &mut request);
+        self.last_size = request.len();
         let at = &self.url;
-        match self.runtime.block_on(self.client.export(request)) {
+        let client = &mut self.client;
+        let answer = self.runtime.block_on(async {
+            client
+                .ready()
+                .await
+                .map_err(|e| Status::unavailable(format!("the connection is not ready: {e}")))?;
+            let path = PathAndQuery::from_static(EXPORT);
+            client
+                .unary(tonic::Request::new(request), path, Encoded)
+                .await
+        });
+        match answer {
             Ok(answer) => otlp::accepted(answer.get_ref(), at),
             Err(status) => Err(failure(at, &status)),
         }
+    }
+}
+
+/// The method, as the OTLP spec's `logs_service.proto` names it.
+const EXPORT: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+
+/// A gRPC codec whose request is an `ExportLogsServiceRequest` already encoded, and whose
+/// answer is decoded as an `ExportLogsServiceResponse` by prost.
+#[derive(Debug, Clone, Copy)]
+struct Encoded;
+
+impl Codec for Encoded {
+    type Encode = Vec<u8>;
+    type Decode = ExportLogsServiceResponse;
+    type Encoder = Encoded;
+    type Decoder = Encoded;
+
+    fn encoder(&mut self) -> Encoded {
+        Encoded
+    }
+
+    fn decoder(&mut self) -> Encoded {
+        Encoded
+    }
+}
+
+impl Encoder for Encoded {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        use prost::bytes::BufMut as _;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for Encoded {
+    type Item = ExportLogsServiceResponse;
+    type Error = Status;
+
+    fn decode(
+        &mut self,
+        src: &mut DecodeBuf<'_>,
+    ) -> Result<Option<ExportLogsServiceResponse>, Status> {
+        ExportLogsServiceResponse::decode(src)
+            .map(Some)
+            .map_err(|e| {
+                Status::internal(format!(
+                    "an answer that is not an ExportLogsServiceResponse: {e}"
+                ))
+            })
     }
 }
 

@@ -19,7 +19,7 @@ const FIXED64: u64 = 1;
 const LEN: u64 = 2;
 
 /// An HTTP sink's encoder: the parts that never change, made once, and the records' sizes.
-pub(super) struct Wire {
+pub(in crate::daemon::export) struct Wire {
     /// `ResourceLogs.resource` (field 1), key and length included.
     resource: Vec<u8>,
     /// `ScopeLogs.scope` (field 1), key and length included.
@@ -29,7 +29,10 @@ pub(super) struct Wire {
 }
 
 impl Wire {
-    pub(super) fn new(resource: &Resource, scope: &InstrumentationScope) -> Wire {
+    pub(in crate::daemon::export) fn new(
+        resource: &Resource,
+        scope: &InstrumentationScope,
+    ) -> Wire {
         let message = |m: &dyn Fn(&mut Vec<u8>)| {
             let mut out = Vec::new();
             m(&mut out);
@@ -52,7 +55,12 @@ impl Wire {
 
     /// The `ExportLogsServiceRequest` of `batch`, made at `now` (ns since the epoch), added
     /// to `out`: one `ResourceLogs` holding one `ScopeLogs` holding the log records.
-    pub(super) fn encode(&mut self, batch: &[Item], now: u64, out: &mut Vec<u8>) {
+    pub(in crate::daemon::export) fn encode(
+        &mut self,
+        batch: &[Item],
+        now: u64,
+        out: &mut Vec<u8>,
+    ) {
         self.sizes.clear();
         self.sizes
             .extend(batch.iter().map(|i| record_size(&fields(i, now))));
