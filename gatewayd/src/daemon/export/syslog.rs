@@ -9,9 +9,9 @@
 //! made again on the next attempt (the exporter's back-off paces them); before each batch a
 //! TCP connection the server closed is noticed and replaced.
 //!
-//! The message is written here ([`write_rfc5424`]), straight into the batch's buffer: its
-//! header fields are ours and printable ASCII by construction, and only the structured
-//! data's values need escaping. The fasyslog crate wrote the same bytes (a test holds ours
+//! The message is written here ([`write_rfc5424_head`], then the exported line), straight
+//! into the batch's buffer: its header fields are ours and printable ASCII by construction,
+//! and only the structured data's values need escaping. The fasyslog crate wrote the same bytes (a test holds ours
 //! to its output) but allocated for every parameter and escaped a character at a time,
 //! which cost about 1 µs of the 1.4 µs a message took.
 use std::{
