@@ -64,22 +64,12 @@ impl Durable {
     /// The records of one write, each with its line in the log, from the host whose id is
     /// `host_json` ([`json::host_json`]).
     pub(super) fn new(written: &[(Record, String)], host_json: &str) -> Durable {
-        let texts = |r: &Record| {
-            [
-                r.prev.len(),
-                r.hash.len(),
-                r.ts.len(),
-                r.session.len(),
-                r.reason.len(),
-                r.tool.as_ref().map_or(0, String::len),
-                r.hook.as_ref().map_or(0, String::len),
-            ]
-            .iter()
-            .sum::<usize>()
-        };
         let size = written
             .iter()
-            .map(|(r, logged)| json::record_line_len(r, logged, host_json) + texts(r))
+            .map(|(r, logged)| {
+                json::record_line_len(r, logged, host_json)
+                    + text_fields(r).iter().map(|f| f.len()).sum::<usize>()
+            })
             .sum();
         let mut d = Durable {
             text: String::with_capacity(size),
@@ -95,16 +85,7 @@ impl Durable {
         let start = self.text.len();
         json::write_record_line(&mut self.text, r, logged, host_json);
         let mut ends = [self.text.len(); Text::COUNT];
-        let fields = [
-            r.prev.as_str(),
-            &r.hash,
-            &r.ts,
-            &r.session,
-            &r.reason,
-            r.tool.as_deref().unwrap_or(""),
-            r.hook.as_deref().unwrap_or(""),
-        ];
-        for (end, field) in ends[1..].iter_mut().zip(fields) {
+        for (end, field) in ends[1..].iter_mut().zip(text_fields(r)) {
             self.text.push_str(field);
             *end = self.text.len();
         }
@@ -131,6 +112,19 @@ impl Durable {
             })
         })
     }
+}
+
+/// `r`'s text fields after its line, in [`Text`]'s order.
+fn text_fields(r: &Record) -> [&str; Text::COUNT - 1] {
+    [
+        &r.prev,
+        &r.hash,
+        &r.ts,
+        &r.session,
+        &r.reason,
+        r.tool.as_deref().unwrap_or(""),
+        r.hook.as_deref().unwrap_or(""),
+    ]
 }
 
 impl Exported {
