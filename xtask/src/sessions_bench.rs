@@ -344,7 +344,7 @@ for round in 1 2; do
   grow 8; out 8
   grow 31; inside 32
   grow 32; out 32
-  kill $pids; wait
+  kill $pids; wait $pids
 done
 grep -h '"session_start"' /tmp/bench/r*.jsonl /tmp/bench/in*.jsonl | sed 's/^/BENCH start /'
 "#;

@@ -56,6 +56,7 @@ done
 # The same for perf_sched_events, whose jump labels sit in __schedule ("Oops: int3" in
 # __schedule on the idle task, during the escape suite): a per-task perf event held for the
 # guest's whole life keeps the key on, so the suite's perf_event_open only moves its count.
+# (A child of this shell that never ends: every `wait` below names the jobs it waits for.)
 /gw-testagent holdperf &
 held=$!; sleep 1
 ls -l /proc/$held/fd 2>/dev/null | grep -q perf_event || echo "GUEST perf_sched_events is not held"
@@ -79,8 +80,9 @@ turns() {
   while [ $round -lt $rounds ]; do
     round=$((round+1))
     timeout 600 /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent turns "$@" follow /tmp/bench/turn-a /tmp/bench/turn-b 2>/dev/null | sed "s|^|BENCH $name under |" &
+    under=$!
     timeout 600 /gw-testagent turns "$@" $lead /tmp/bench/turn-a /tmp/bench/turn-b | sed "s|^|BENCH $name bare |"
-    wait
+    wait $under
   done
 }
 # open() of a 6-deep path: the BPF LSM file check.
