@@ -28,10 +28,10 @@ use prost::Message as _;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
 use super::{HostInfo, Item, Sink, SinkError, json};
+use gatewayd_core::audit::{Decision, parse_rfc3339_ms};
 pub(super) use wire::Wire;
 
 mod wire;
-use gatewayd_core::audit::{Decision, parse_rfc3339_ms};
 
 /// One request's whole time, connect to answer.
 const TIMEOUT: Duration = Duration::from_secs(5);

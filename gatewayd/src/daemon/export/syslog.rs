@@ -11,9 +11,9 @@
 //!
 //! The message is written here ([`write_rfc5424_head`], then the exported line), straight
 //! into the batch's buffer: its header fields are ours and printable ASCII by construction,
-//! and only the structured data's values need escaping. The fasyslog crate wrote the same bytes (a test holds ours
-//! to its output) but allocated for every parameter and escaped a character at a time,
-//! which cost about 1 µs of the 1.4 µs a message took.
+//! and only the structured data's values need escaping. The fasyslog crate wrote the same
+//! bytes (a test holds ours to its output) but allocated for every parameter and escaped a
+//! character at a time, which cost about 1 µs of the 1.4 µs a message took.
 use std::{
     io::{ErrorKind, Write},
     net::{TcpStream, ToSocketAddrs, UdpSocket},

@@ -10,7 +10,7 @@
 //! value) and not a message that is set (a record's `body`); a field's key is the varint
 //! `tag << 3 | wire type` (0 varint, 1 fixed 64 bits, 2 length-delimited).
 use opentelemetry_proto::tonic::{common::v1::InstrumentationScope, resource::v1::Resource};
-use prost::Message as _;
+use prost::Message;
 
 use super::{Fields, Item, Value, fields};
 
@@ -33,22 +33,9 @@ impl Wire {
         resource: &Resource,
         scope: &InstrumentationScope,
     ) -> Wire {
-        let message = |m: &dyn Fn(&mut Vec<u8>)| {
-            let mut out = Vec::new();
-            m(&mut out);
-            out
-        };
         Wire {
-            resource: message(&|out| {
-                key(1, LEN, out);
-                varint(resource.encoded_len() as u64, out);
-                resource.encode_raw(out);
-            }),
-            scope: message(&|out| {
-                key(1, LEN, out);
-                varint(scope.encoded_len() as u64, out);
-                scope.encode_raw(out);
-            }),
+            resource: message_field(1, resource),
+            scope: message_field(1, scope),
             sizes: Vec::new(),
         }
     }
@@ -80,6 +67,14 @@ impl Wire {
             write_record(&fields(item, now), out);
         }
     }
+}
+
+/// Field `tag` holding the message `m`: its key, its length and `m`, as prost writes it.
+fn message_field(tag: u32, m: &impl Message) -> Vec<u8> {
+    let mut out = Vec::new();
+    len_key(tag, m.encoded_len(), &mut out);
+    m.encode_raw(&mut out);
+    out
 }
 
 /// A `LogRecord`'s fields, in tag order.
