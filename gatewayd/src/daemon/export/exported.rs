@@ -62,43 +62,33 @@ impl Text {
 
 impl Durable {
     /// The records of one write, each with its line in the log, from the host whose id is
-    /// `host_json` ([`json::host_json`]).
+    /// `host_json` ([`json::host_json`]). Each record's class is worked out once, in the
+    /// first pass, which also sizes the text; the second writes it.
     pub(super) fn new(written: &[(Record, String)], host_json: &str) -> Durable {
-        let size = written
+        let mut size = 0;
+        let records: Vec<Fields> = written
             .iter()
             .map(|(r, logged)| {
-                json::record_line_len(r, logged, host_json)
-                    + text_fields(r).iter().map(|f| f.len()).sum::<usize>()
+                let f = Fields::of(r);
+                size += json::record_line_len(f.ocsf(), logged, host_json)
+                    + text_fields(r).iter().map(|t| t.len()).sum::<usize>();
+                f
             })
-            .sum();
+            .collect();
         let mut d = Durable {
             text: String::with_capacity(size),
-            records: Vec::with_capacity(written.len()),
+            records,
         };
-        for (r, logged) in written {
-            d.push(r, logged, host_json);
+        for ((r, logged), f) in written.iter().zip(&mut d.records) {
+            f.start = d.text.len();
+            json::write_record_line(&mut d.text, f.ocsf(), logged, host_json);
+            f.ends = [d.text.len(); Text::COUNT];
+            for (end, field) in f.ends[1..].iter_mut().zip(text_fields(r)) {
+                d.text.push_str(field);
+                *end = d.text.len();
+            }
         }
         d
-    }
-
-    fn push(&mut self, r: &Record, logged: &str, host_json: &str) {
-        let start = self.text.len();
-        json::write_record_line(&mut self.text, r, logged, host_json);
-        let mut ends = [self.text.len(); Text::COUNT];
-        for (end, field) in ends[1..].iter_mut().zip(text_fields(r)) {
-            self.text.push_str(field);
-            *end = self.text.len();
-        }
-        self.records.push(Fields {
-            seq: r.seq,
-            source: r.source,
-            decision: r.decision,
-            class: ocsf::class(r),
-            start,
-            ends,
-            has_tool: r.tool.is_some(),
-            has_hook: r.hook.is_some(),
-        });
     }
 
     /// Each record, as the sinks take it.
@@ -111,6 +101,27 @@ impl Durable {
                 at,
             })
         })
+    }
+}
+
+impl Fields {
+    /// `r`'s fields, its text not yet written.
+    fn of(r: &Record) -> Fields {
+        Fields {
+            seq: r.seq,
+            source: r.source,
+            decision: r.decision,
+            class: ocsf::class(r),
+            start: 0,
+            ends: [0; Text::COUNT],
+            has_tool: r.tool.is_some(),
+            has_hook: r.hook.is_some(),
+        }
+    }
+
+    /// Its OCSF attributes' JSON, when a class fits.
+    fn ocsf(&self) -> Option<&'static str> {
+        self.class.map(|c| ocsf::attributes_json(c, self.decision))
     }
 }
 

@@ -6,8 +6,10 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use super::{Item, Sink, SinkError, ocsf};
-use gatewayd_core::audit::{Record, canonical_json};
+use super::{Item, Sink, SinkError};
+#[cfg(test)]
+use gatewayd_core::audit::Record;
+use gatewayd_core::audit::canonical_json;
 
 /// The exported JSON line of one item (no newline).
 pub(super) fn line(item: &Item) -> std::borrow::Cow<'_, str> {
@@ -22,19 +24,22 @@ pub(super) fn line(item: &Item) -> std::borrow::Cow<'_, str> {
 /// keys follow in byte order.
 #[cfg(test)]
 pub(super) fn record_line(r: &Record, own: &str, host_json: &str) -> String {
-    let mut out = String::with_capacity(record_line_len(r, own, host_json));
-    write_record_line(&mut out, r, own, host_json);
+    use super::ocsf::{attributes_json, class};
+    let ocsf = class(r).map(|c| attributes_json(c, r.decision));
+    let mut out = String::with_capacity(record_line_len(ocsf, own, host_json));
+    write_record_line(&mut out, ocsf, own, host_json);
     out
 }
 
 const TYPE: &str = "{\"type\":\"record\",\"host\":";
 const OCSF: &str = ",\"ocsf\":";
 
-/// [`record_line`] added to `out`.
-pub(super) fn write_record_line(out: &mut String, r: &Record, own: &str, host_json: &str) {
+/// [`record_line`] added to `out`, for a record whose OCSF attributes are `ocsf`
+/// ([`super::ocsf::attributes_json`]).
+pub(super) fn write_record_line(out: &mut String, ocsf: Option<&str>, own: &str, host_json: &str) {
     out.push_str(TYPE);
     out.push_str(host_json);
-    if let Some(o) = ocsf::attributes_json(r) {
+    if let Some(o) = ocsf {
         out.push_str(OCSF);
         out.push_str(o);
     }
@@ -42,11 +47,11 @@ pub(super) fn write_record_line(out: &mut String, r: &Record, own: &str, host_js
     out.push_str(own.strip_prefix('{').unwrap_or(own));
 }
 
-/// The length of [`record_line`].
-pub(super) fn record_line_len(r: &Record, own: &str, host_json: &str) -> usize {
+/// The length of [`write_record_line`]'s line.
+pub(super) fn record_line_len(ocsf: Option<&str>, own: &str, host_json: &str) -> usize {
     TYPE.len()
         + host_json.len()
-        + ocsf::attributes_json(r).map_or(0, |o| OCSF.len() + o.len())
+        + ocsf.map_or(0, |o| OCSF.len() + o.len())
         + 1
         + own.strip_prefix('{').unwrap_or(own).len()
 }

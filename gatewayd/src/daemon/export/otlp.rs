@@ -421,7 +421,7 @@ mod tests {
             vec![odd_record()],
             long,
         ];
-        let mut wire = Wire::new(&resource(&host), &scope());
+        let wire = Wire::new(&resource(&host), &scope());
         let mut ours = Vec::new();
         for (n, batch) in batches.iter().enumerate() {
             let now = 1_765_000_000_123_456_789 + n as u64;

@@ -18,14 +18,12 @@ const VARINT: u64 = 0;
 const FIXED64: u64 = 1;
 const LEN: u64 = 2;
 
-/// An HTTP sink's encoder: the parts that never change, made once, and the records' sizes.
+/// An HTTP sink's encoder: the parts that never change, made once.
 pub(in crate::daemon::export) struct Wire {
     /// `ResourceLogs.resource` (field 1), key and length included.
     resource: Vec<u8>,
     /// `ScopeLogs.scope` (field 1), key and length included.
     scope: Vec<u8>,
-    /// The size of each log record of the batch being written.
-    sizes: Vec<usize>,
 }
 
 impl Wire {
@@ -36,23 +34,26 @@ impl Wire {
         Wire {
             resource: message_field(1, resource),
             scope: message_field(1, scope),
-            sizes: Vec::new(),
         }
     }
 
     /// The `ExportLogsServiceRequest` of `batch`, made at `now` (ns since the epoch), added
-    /// to `out`: one `ResourceLogs` holding one `ScopeLogs` holding the log records.
-    pub(in crate::daemon::export) fn encode(
-        &mut self,
-        batch: &[Item],
-        now: u64,
-        out: &mut Vec<u8>,
-    ) {
-        self.sizes.clear();
-        self.sizes
-            .extend(batch.iter().map(|i| record_size(&fields(i, now))));
-        let scope_logs =
-            self.scope.len() + self.sizes.iter().map(|n| field_size(2, *n)).sum::<usize>();
+    /// to `out`: one `ResourceLogs` holding one `ScopeLogs` holding the log records. Each
+    /// item's fields are made once, and sized once.
+    pub(in crate::daemon::export) fn encode(&self, batch: &[Item], now: u64, out: &mut Vec<u8>) {
+        let records: Vec<(Fields<'_>, usize)> = batch
+            .iter()
+            .map(|i| {
+                let f = fields(i, now);
+                let size = record_size(&f);
+                (f, size)
+            })
+            .collect();
+        let scope_logs = self.scope.len()
+            + records
+                .iter()
+                .map(|(_, n)| field_size(2, *n))
+                .sum::<usize>();
         let resource_logs = self.resource.len() + field_size(2, scope_logs);
         out.reserve(field_size(1, resource_logs));
         // ExportLogsServiceRequest.resource_logs (1)
@@ -61,10 +62,10 @@ impl Wire {
         // ResourceLogs.scope_logs (2)
         len_key(2, scope_logs, out);
         out.extend_from_slice(&self.scope);
-        for (item, size) in batch.iter().zip(&self.sizes) {
+        for (f, size) in &records {
             // ScopeLogs.log_records (2)
             len_key(2, *size, out);
-            write_record(&fields(item, now), out);
+            write_record(f, out);
         }
     }
 }
