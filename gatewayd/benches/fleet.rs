@@ -19,7 +19,9 @@
 //! `cargo bench -p gatewayd --bench fleet` (also run by `cargo xtask bench`).
 //! `GATEWAYD_BENCH_BIN=PATH` runs another build of the daemon (an older one, to compare in
 //! the same minutes); `GATEWAYD_BENCH_ONLY=off,lag` runs only those modes (of `off`, `ok`,
-//! `lag`, `grpc`), to profile one.
+//! `lag`, `grpc`), to profile one; `GATEWAYD_BENCH_ROUNDS=N` runs N rounds instead of two.
+//! The ratio of one round moves by several points on a busy machine, so the bench ends with
+//! each mode's median over the rounds (each round's on against that round's off).
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
@@ -411,7 +413,13 @@ fn main() {
         only.as_ref()
             .is_none_or(|o| o.split(',').any(|m| m == mode))
     };
-    for round in 1..=2 {
+    let rounds: usize = std::env::var("GATEWAYD_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(2);
+    let mut summary = Summary::default();
+    for round in 1..=rounds {
         let mut off = run(&root.join(format!("off-{round}")), &[]);
         print(&format!("round {round}, export off"), &mut off, None);
         for (mode, kind, what) in [
@@ -436,6 +444,55 @@ fn main() {
             let _ = std::fs::remove_file(&otlp_out);
             print(&format!("round {round}, {what}"), &mut on, Some(&off));
             println!("      CPU of the OTLP receiver and rsyslog: {sinks_cpu:.1} s");
+            summary.add(what, &on, &off);
         }
     }
+    summary.print(rounds);
+}
+
+/// Each mode's ratios to export off and export's CPU a decision, round by round.
+#[derive(Default)]
+struct Summary {
+    modes: Vec<(&'static str, Vec<f64>, Vec<f64>)>,
+}
+
+impl Summary {
+    fn add(&mut self, what: &'static str, on: &Run, off: &Run) {
+        let at = match self.modes.iter().position(|(w, ..)| *w == what) {
+            Some(at) => at,
+            None => {
+                self.modes.push((what, Vec::new(), Vec::new()));
+                self.modes.len() - 1
+            }
+        };
+        let (_, ratios, cpu) = &mut self.modes[at];
+        ratios.push(100.0 * on.rate / off.rate.max(1e-9));
+        cpu.push(cpu_per_decision(on) - cpu_per_decision(off));
+    }
+
+    fn print(&mut self, rounds: usize) {
+        println!("  over {rounds} rounds, median (least-most):");
+        for (what, ratios, cpu) in &mut self.modes {
+            let (r, c) = (spread(ratios), spread(cpu));
+            println!(
+                "    {what}: {:.1}% of export off ({:.1}-{:.1}%); export's CPU a decision {:+.1} us ({:+.1} to {:+.1})",
+                r.0, r.1, r.2, c.0, c.1, c.2
+            );
+        }
+    }
+}
+
+/// The median, least and most of `v`.
+fn spread(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return (0.0, 0.0, 0.0);
+    }
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (median, v[0], v[n - 1])
 }

@@ -31,6 +31,7 @@ use super::{HostInfo, Item, Sink, SinkError, json};
 use gatewayd_core::audit::{Decision, parse_rfc3339_ms};
 pub(super) use wire::Wire;
 
+mod resolver;
 mod wire;
 
 /// One request's whole time, connect to answer.
@@ -72,7 +73,11 @@ impl Otlp {
         }
         Ok(Otlp {
             url,
-            agent: ureq::Agent::new_with_config(config.build()),
+            agent: ureq::Agent::with_parts(
+                config.build(),
+                ureq::unversioned::transport::DefaultConnector::default(),
+                resolver::AddressFirst::default(),
+            ),
             wire: Wire::new(&resource(host), &scope()),
             body: Vec::new(),
         })
