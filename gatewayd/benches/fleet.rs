@@ -458,13 +458,14 @@ struct Summary {
 
 impl Summary {
     fn add(&mut self, what: &'static str, on: &Run, off: &Run) {
-        let at = match self.modes.iter().position(|(w, ..)| *w == what) {
-            Some(at) => at,
-            None => {
+        let at = self
+            .modes
+            .iter()
+            .position(|(w, ..)| *w == what)
+            .unwrap_or_else(|| {
                 self.modes.push((what, Vec::new(), Vec::new()));
                 self.modes.len() - 1
-            }
-        };
+            });
         let (_, ratios, cpu) = &mut self.modes[at];
         ratios.push(100.0 * on.rate / off.rate.max(1e-9));
         cpu.push(cpu_per_decision(on) - cpu_per_decision(off));
@@ -492,7 +493,7 @@ fn spread(v: &mut [f64]) -> (f64, f64, f64) {
     let median = if n % 2 == 1 {
         v[n / 2]
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        f64::midpoint(v[n / 2 - 1], v[n / 2])
     };
     (median, v[0], v[n - 1])
 }
