@@ -19,9 +19,11 @@
 //! `cargo bench -p gatewayd --bench fleet` (also run by `cargo xtask bench`).
 //! `GATEWAYD_BENCH_BIN=PATH` runs another build of the daemon (an older one, to compare in
 //! the same minutes); `GATEWAYD_BENCH_ONLY=off,lag` runs only those modes (of `off`, `ok`,
-//! `lag`, `grpc`), to profile one; `GATEWAYD_BENCH_ROUNDS=N` runs N rounds instead of two.
-//! The ratio of one round moves by several points on a busy machine, so the bench ends with
-//! each mode's median over the rounds (each round's on against that round's off).
+//! `lag`, `grpc`, `paired`), to profile one; `GATEWAYD_BENCH_ROUNDS=N` runs N rounds instead
+//! of two. The ratio of one round moves by several points on a busy machine, so the bench
+//! prints each mode's median over the rounds (each round's on against that round's off), and
+//! ends with export off and on in turn, window by window (`paired.rs`;
+//! `GATEWAYD_BENCH_WINDOWS=N` windows of each, ten by default).
 // Binaries, tests and benches see every dependency of the package; the lint guards the
 // library's own list (its src/lib.rs).
 #![allow(unused_crate_dependencies)]
@@ -47,6 +49,9 @@ use serde_json::{Value, json};
 #[path = "../tests/daemon/export_sinks.rs"]
 mod export_sinks;
 use export_sinks::{Proc, Rsyslog, received, receiver, wait_for};
+
+#[path = "fleet/paired.rs"]
+mod paired;
 
 const HOSTS: usize = 8;
 const CLIENTS_PER_HOST: usize = 8;
@@ -418,6 +423,12 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(2);
+    // With only `paired` wanted, no round.
+    let rounds = if ["off", "ok", "lag", "grpc"].iter().any(|m| wanted(m)) {
+        rounds
+    } else {
+        0
+    };
     let mut summary = Summary::default();
     for round in 1..=rounds {
         let mut off = run(&root.join(format!("off-{round}")), &[]);
@@ -447,7 +458,24 @@ fn main() {
             summary.add(what, &on, &off);
         }
     }
-    summary.print(rounds);
+    if rounds > 0 {
+        summary.print(rounds);
+    }
+    if wanted("paired") {
+        let otlp_out = sinks_dir.join("otlp-paired.jsonl");
+        let (rx, port) = receiver("ok", 0, &otlp_out);
+        pin_sink(rx.0.id());
+        let sinks = [
+            format!("otlp:http://127.0.0.1:{port}"),
+            format!("syslog:tcp:127.0.0.1:{}", rs.tcp),
+        ];
+        let windows = std::env::var("GATEWAYD_BENCH_WINDOWS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(10);
+        paired::run(&root.join("paired"), &sinks, &otlp_out, windows).print();
+    }
 }
 
 /// Each mode's ratios to export off and export's CPU a decision, round by round.
