@@ -70,6 +70,8 @@ pub(super) struct Paired {
     decided: [Vec<u64>; 2],
     cpu: [Vec<f64>; 2],
     lags: Vec<u64>,
+    /// Dropped from the exporting fleet's copies, both sinks.
+    dropped: u64,
 }
 
 /// Both fleets, `windows` windows each, in turn; the exporting one sends to `sinks`, its
@@ -104,6 +106,7 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
         decided: [Vec::new(), Vec::new()],
         cpu: [Vec::new(), Vec::new()],
         lags: Vec::new(),
+        dropped: 0,
     };
     let cpu_of = |fleet: usize| {
         fleets[fleet]
@@ -137,6 +140,11 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
             .all(|h| h.exporters().iter().all(|x| x["lag"] == 0))
     });
     p.lags = lags_ms(&super::export_sinks::received(otlp_out));
+    p.dropped = fleets[ON]
+        .iter()
+        .flat_map(Host::exporters)
+        .map(|x| x["dropped"].as_u64().unwrap_or(0))
+        .sum();
     for hosts in fleets {
         for h in hosts {
             h.stop();
@@ -190,13 +198,14 @@ impl Paired {
             100.0 * on / off.max(1.0)
         );
         println!(
-            "      daemons' CPU a decision: off {:.1} us, on {:.1} us ({:+.1} us); export lag p50 {} ms p99 {} ms ({} records)",
+            "      daemons' CPU a decision: off {:.1} us, on {:.1} us ({:+.1} us); export lag p50 {} ms p99 {} ms ({} records); dropped {}",
             cpu_us(OFF),
             cpu_us(ON),
             cpu_us(ON) - cpu_us(OFF),
             pct(&mut self.lags, 0.5),
             pct(&mut self.lags, 0.99),
-            self.lags.len()
+            self.lags.len(),
+            self.dropped
         );
     }
 }
