@@ -234,18 +234,13 @@ fn run(dir: &Path, sinks: &[String]) -> Run {
             let sock = hosts[i % HOSTS].socket.clone();
             let (stop, done, start) = (stop.clone(), done.clone(), start.clone());
             std::thread::spawn(move || {
-                let id = format!("c{i}");
-                let mut c = Client::connect(&sock).unwrap();
-                c.call("session/open", json!({"session": id, "user": "alice"}))
-                    .unwrap();
-                let call = json!({"session": id, "call": {"tool": "noop", "arguments": {}}});
-                start.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    c.call("call/decide", call.clone()).unwrap();
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                // The bench's cgroup is an operator's again once no session of it is open.
-                c.call("session/close", json!({"session": id})).unwrap();
+                client(&sock, &format!("c{i}"), |decide| {
+                    start.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        decide();
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
             })
         })
         .collect();
@@ -266,20 +261,7 @@ fn run(dir: &Path, sinks: &[String]) -> Run {
         t.join().unwrap();
     }
     let rss_kib = hosts.iter().map(Host::rss_kib).collect();
-    if !sinks.is_empty() {
-        wait_for("every host's export to drain", 120, || {
-            hosts
-                .iter()
-                .all(|h| h.exporters().iter().all(|x| x["lag"] == 0))
-        });
-    }
-    let (mut exported, mut dropped) = (0, 0);
-    for h in &hosts {
-        for x in h.exporters() {
-            exported += x["exported"].as_u64().unwrap_or(0);
-            dropped += x["dropped"].as_u64().unwrap_or(0);
-        }
-    }
+    let (exported, dropped) = drained(&hosts);
     for h in hosts {
         h.stop();
     }
@@ -292,6 +274,48 @@ fn run(dir: &Path, sinks: &[String]) -> Run {
         exported,
         dropped,
     }
+}
+
+/// One client of a host: opens session `id` on `sock`, hands `work` a function that makes
+/// one decision in it, and closes the session once `work` returns (the bench's cgroup is an
+/// operator's again once no session of it is open).
+fn client(sock: &Path, id: &str, work: impl FnOnce(&mut dyn FnMut())) {
+    let mut c = Client::connect(sock).unwrap();
+    c.call("session/open", json!({"session": id, "user": "alice"}))
+        .unwrap();
+    let call = json!({"session": id, "call": {"tool": "noop", "arguments": {}}});
+    work(&mut || {
+        c.call("call/decide", call.clone()).unwrap();
+    });
+    c.call("session/close", json!({"session": id})).unwrap();
+}
+
+/// Waits until every exporter of `hosts` has sent all it holds; then what they exported and
+/// dropped, summed over them (both 0 for hosts that do not export).
+fn drained(hosts: &[Host]) -> (u64, u64) {
+    wait_for("every host's export to drain", 120, || {
+        hosts
+            .iter()
+            .all(|h| h.exporters().iter().all(|x| x["lag"] == 0))
+    });
+    hosts
+        .iter()
+        .flat_map(Host::exporters)
+        .fold((0, 0), |(e, d), x| {
+            (
+                e + x["exported"].as_u64().unwrap_or(0),
+                d + x["dropped"].as_u64().unwrap_or(0),
+            )
+        })
+}
+
+/// A count from environment variable `name`: a number above zero, else `default`.
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(default)
 }
 
 /// Decision to receiver, per record received over OTLP: the time its request arrived less
@@ -418,11 +442,7 @@ fn main() {
         only.as_ref()
             .is_none_or(|o| o.split(',').any(|m| m == mode))
     };
-    let rounds: usize = std::env::var("GATEWAYD_BENCH_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(2);
+    let rounds = env_count("GATEWAYD_BENCH_ROUNDS", 2);
     // With only `paired` wanted, no round.
     let rounds = if ["off", "ok", "lag", "grpc"].iter().any(|m| wanted(m)) {
         rounds
@@ -469,11 +489,7 @@ fn main() {
             format!("otlp:http://127.0.0.1:{port}"),
             format!("syslog:tcp:127.0.0.1:{}", rs.tcp),
         ];
-        let windows = std::env::var("GATEWAYD_BENCH_WINDOWS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .filter(|n| *n > 0)
-            .unwrap_or(10);
+        let windows = env_count("GATEWAYD_BENCH_WINDOWS", 10);
         paired::run(&root.join("paired"), &sinks, &otlp_out, windows).print();
     }
 }

@@ -8,7 +8,7 @@
 //! sending the records of the end of its window (they linger up to 200 ms), and an
 //! exporting fleet's own exporters start from an empty queue. What is measured is what each
 //! fleet decides, and what its daemons spend in CPU, in the rest of its windows.
-use super::{CLIENTS_PER_HOST, HOSTS, Host, cpu_s, lags_ms, pct, spread};
+use super::{CLIENTS_PER_HOST, HOSTS, Host, client, cpu_s, drained, lags_ms, pct, spread};
 
 use std::{
     path::Path,
@@ -18,9 +18,6 @@ use std::{
     },
     time::{Duration, Instant},
 };
-
-use gatewayd::protocol::client::Client;
-use serde_json::{Value, json};
 
 /// A window, the part of it left out at its start, and the rest.
 const WINDOW: Duration = Duration::from_millis(1500);
@@ -97,7 +94,14 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
             let sock = hosts[i % HOSTS].socket.clone();
             let (turn, done) = (turn.clone(), done.clone());
             clients.push(std::thread::spawn(move || {
-                client(&sock, &format!("f{fleet}c{i}"), fleet, &turn, &done[fleet]);
+                client(&sock, &format!("f{fleet}c{i}"), |decide| {
+                    while turn.wait_for(fleet) {
+                        while turn.is(fleet) {
+                            decide();
+                            done[fleet].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
             }));
         }
     }
@@ -134,38 +138,14 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
     for c in clients {
         c.join().unwrap();
     }
-    super::export_sinks::wait_for("the exporting fleet's export to drain", 120, || {
-        fleets[ON]
-            .iter()
-            .all(|h| h.exporters().iter().all(|x| x["lag"] == 0))
-    });
+    p.dropped = drained(&fleets[ON]).1;
     p.lags = lags_ms(&super::export_sinks::received(otlp_out));
-    p.dropped = fleets[ON]
-        .iter()
-        .flat_map(Host::exporters)
-        .map(|x| x["dropped"].as_u64().unwrap_or(0))
-        .sum();
     for hosts in fleets {
         for h in hosts {
             h.stop();
         }
     }
     p
-}
-
-/// One client: decides while it is its fleet's turn.
-fn client(sock: &Path, id: &str, fleet: usize, turn: &Turn, done: &AtomicU64) {
-    let mut c = Client::connect(sock).unwrap();
-    c.call("session/open", json!({"session": id, "user": "alice"}))
-        .unwrap();
-    let call: Value = json!({"session": id, "call": {"tool": "noop", "arguments": {}}});
-    while turn.wait_for(fleet) {
-        while turn.is(fleet) {
-            c.call("call/decide", call.clone()).unwrap();
-            done.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    c.call("session/close", json!({"session": id})).unwrap();
 }
 
 impl Paired {
