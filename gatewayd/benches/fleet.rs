@@ -180,7 +180,7 @@ fn cpu_s(pid: u32) -> f64 {
     stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default()).1
 }
 
-/// CPU time of process `pid`'s threads so far, in seconds, summed by what they do: the
+/// CPU time of process `pid`'s live threads so far, in seconds, summed by what they do: the
 /// audit writer (`gatewayd-audit`), the exporters (`gatewayd-export`, `gatewayd-otlp-grpc`)
 /// and the rest (the runtime serving clients, deciding).
 fn cpu_by_role(pid: u32) -> [f64; 3] {
@@ -190,7 +190,13 @@ fn cpu_by_role(pid: u32) -> [f64; 3] {
     };
     for t in tasks.flatten() {
         let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-        let (name, cpu) = stat_cpu(&stat);
+        let (name, ticks) = stat_cpu(&stat);
+        // `schedstat`'s first field is the thread's run time in ns; `stat`'s are in ticks
+        // (10 ms), too coarse for threads that run a few ms at a time.
+        let cpu = std::fs::read_to_string(t.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(ticks, |ns| ns as f64 / 1e9);
         let role = match name.as_str() {
             "gatewayd-audit" => 0,
             n if n.starts_with("gatewayd-export") || n.starts_with("gatewayd-otlp") => 1,

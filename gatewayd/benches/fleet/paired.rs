@@ -8,7 +8,9 @@
 //! sending the records of the end of its window (they linger up to 200 ms), and an
 //! exporting fleet's own exporters start from an empty queue. What is measured is what each
 //! fleet decides, and what its daemons spend in CPU, in the rest of its windows.
-use super::{CLIENTS_PER_HOST, HOSTS, Host, client, cpu_s, drained, lags_ms, pct, spread};
+use super::{
+    CLIENTS_PER_HOST, HOSTS, Host, client, cpu_s, drained, lags_ms, pct, spread, sum_roles,
+};
 
 use std::{
     path::Path,
@@ -66,6 +68,9 @@ pub(super) struct Paired {
     /// window's measured part.
     decided: [Vec<u64>; 2],
     cpu: [Vec<f64>; 2],
+    /// Per fleet: CPU seconds of its audit writers, exporters and the rest, over the
+    /// measured parts of its windows (`sum_roles`).
+    roles: [[f64; 3]; 2],
     lags: Vec<u64>,
     /// Dropped from the exporting fleet's copies, both sinks.
     dropped: u64,
@@ -109,6 +114,7 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
         windows,
         decided: [Vec::new(), Vec::new()],
         cpu: [Vec::new(), Vec::new()],
+        roles: [[0.0; 3]; 2],
         lags: Vec::new(),
         dropped: 0,
     };
@@ -122,9 +128,10 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
         let fleet = w % 2;
         turn.set(fleet);
         std::thread::sleep(SETTLE);
-        let (n0, c0, t0) = (
+        let (n0, c0, r0, t0) = (
             done[fleet].load(Ordering::Relaxed),
             cpu_of(fleet),
+            sum_roles(&fleets[fleet]),
             Instant::now(),
         );
         std::thread::sleep(MEASURED);
@@ -133,6 +140,13 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
         let scale = MEASURED.as_secs_f64() / t0.elapsed().as_secs_f64();
         p.decided[fleet].push((n as f64 * scale) as u64);
         p.cpu[fleet].push(cpu_of(fleet) - c0);
+        for ((sum, now), before) in p.roles[fleet]
+            .iter_mut()
+            .zip(sum_roles(&fleets[fleet]))
+            .zip(r0)
+        {
+            *sum += now - before;
+        }
     }
     turn.set(STOP);
     for c in clients {
@@ -186,6 +200,17 @@ impl Paired {
             pct(&mut self.lags, 0.99),
             self.lags.len(),
             self.dropped
+        );
+        let role_us = |f: usize, role: usize| {
+            1e6 * self.roles[f][role] / self.decided[f].iter().sum::<u64>().max(1) as f64
+        };
+        println!(
+            "      of which, a decision, off → on: audit writer {:.2} → {:.2} us, exporters {:.2} us, the rest {:.2} → {:.2} us",
+            role_us(OFF, 0),
+            role_us(ON, 0),
+            role_us(ON, 1),
+            role_us(OFF, 2),
+            role_us(ON, 2)
         );
     }
 }

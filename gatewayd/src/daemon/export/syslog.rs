@@ -367,17 +367,24 @@ fn write_rfc5424_head(out: &mut Vec<u8>, h: &Header<'_>, params: &[(&str, &str)]
         out.push(b' ');
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"=\"");
-        let mut rest = value.as_bytes();
-        while let Some(at) = rest.iter().position(|b| matches!(b, b'"' | b'\\' | b']')) {
-            out.extend_from_slice(&rest[..at]);
-            out.push(b'\\');
-            out.push(rest[at]);
-            rest = &rest[at + 1..];
-        }
-        out.extend_from_slice(rest);
+        write_param_value(out, value.as_bytes());
         out.push(b'"');
     }
     out.extend_from_slice(b"] ");
+}
+
+/// `value` as a PARAM-VALUE's text: `"`, `\` and `]` escaped with a backslash. The search
+/// is `memchr`'s, many bytes at a time: a record's values (its hashes most) are about 150
+/// bytes, and a loop over each byte was most of what this sink spent on a record.
+fn write_param_value(out: &mut Vec<u8>, value: &[u8]) {
+    let mut rest = value;
+    while let Some(at) = memchr::memchr3(b'"', b'\\', b']', rest) {
+        out.extend_from_slice(&rest[..at]);
+        out.push(b'\\');
+        out.push(rest[at]);
+        rest = &rest[at + 1..];
+    }
+    out.extend_from_slice(rest);
 }
 
 /// `field`, or `-` when it is empty or has a character that is not printable US-ASCII.
