@@ -248,13 +248,13 @@ impl Sink for Otlp {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
         // Into the sink's own buffer, which keeps its capacity from batch to batch.
         self.body.clear();
-        self.wire.encode(batch, now_ns(), &mut self.body);
+        let start = self.wire.encode(batch, now_ns(), &mut self.body);
         let at = &self.url;
         let mut resp = self
             .agent
             .post(at)
             .header("Content-Type", "application/x-protobuf")
-            .send(&self.body[..])
+            .send(&self.body[start..])
             .map_err(|e| SinkError::Retry(format!("OTLP endpoint {at}: {}", why(&e))))?;
         let status = resp.status().as_u16();
         let answer = resp
@@ -430,11 +430,15 @@ mod tests {
         let mut ours = Vec::new();
         for (n, batch) in batches.iter().enumerate() {
             let now = 1_765_000_000_123_456_789 + n as u64;
+            // After what `ours` holds already: the request starts where encode says.
             ours.clear();
-            wire.encode(batch, now, &mut ours);
+            ours.extend_from_slice(b"before");
+            let start = wire.encode(batch, now, &mut ours);
+            assert_eq!(&ours[..6], b"before");
+            let ours = &ours[start..];
             let theirs = request_at(&host, batch, now);
             assert_eq!(ours, theirs.encode_to_vec(), "batch {n}");
-            let back = ExportLogsServiceRequest::decode(&ours[..]).unwrap();
+            let back = ExportLogsServiceRequest::decode(ours).unwrap();
             assert_eq!(
                 back.resource_logs[0].scope_logs[0].log_records.len(),
                 batch.len()

@@ -78,8 +78,9 @@ impl OtlpGrpc {
 impl Sink for OtlpGrpc {
     fn send(&mut self, batch: &[Item]) -> Result<(), SinkError> {
         let mut request = Vec::with_capacity(self.last_size);
-        self.wire.encode(batch, otlp::now_ns(), &mut request);
+        let start = self.wire.encode(batch, otlp::now_ns(), &mut request);
         self.last_size = request.len();
+        let request = prost::bytes::Bytes::from(request).slice(start..);
         let at = &self.url;
         let client = &mut self.client;
         let answer = self.runtime.block_on(async {
@@ -108,7 +109,7 @@ const EXPORT: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 struct Encoded;
 
 impl Codec for Encoded {
-    type Encode = Vec<u8>;
+    type Encode = prost::bytes::Bytes;
     type Decode = ExportLogsServiceResponse;
     type Encoder = Encoded;
     type Decoder = Encoded;
@@ -123,10 +124,10 @@ impl Codec for Encoded {
 }
 
 impl Encoder for Encoded {
-    type Item = Vec<u8>;
+    type Item = prost::bytes::Bytes;
     type Error = Status;
 
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+    fn encode(&mut self, item: prost::bytes::Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         use prost::bytes::BufMut as _;
         dst.put_slice(&item);
         Ok(())
