@@ -179,6 +179,7 @@ const PROBES: &[&str] = &[
     "tryconnect",
     "tryports",
     "openloop",
+    "connectloop",
     "openbest",
     "mkdirloop",
     "subread",
@@ -644,4 +645,39 @@ fn list(path: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     names.sort();
     Ok(names.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each family's list and its `match` name the same actions: an arm whose name is not in
+    /// the list is never reached (`connectloop` was not, and `cargo xtask bench` stopped at
+    /// "unknown action connectloop"), and a name without an arm is an unknown action.
+    #[test]
+    fn each_family_lists_exactly_the_actions_its_match_handles() {
+        let src = include_str!("main.rs");
+        for (func, list) in [
+            ("fn files_and_network(", super::FILES_AND_NETWORK),
+            ("fn probes(", super::PROBES),
+            ("fn process(", super::PROCESS),
+            ("fn attacks(", super::ATTACKS),
+        ] {
+            let body = &src[src.find(func).expect(func)..];
+            let body = &body[..body.find("\n}\n").expect("the function's end")];
+            let mut arms = Vec::new();
+            for line in body.lines().map(str::trim_start) {
+                if let Some((pattern, _)) = line.split_once("=>")
+                    && pattern.starts_with('"')
+                {
+                    arms.extend(pattern.split('|').map(|n| n.trim().trim_matches('"')));
+                }
+            }
+            arms.sort_unstable();
+            let mut listed = list.to_vec();
+            listed.sort_unstable();
+            assert_eq!(
+                arms, listed,
+                "{func}: the arms of its match against its list"
+            );
+        }
+    }
 }
