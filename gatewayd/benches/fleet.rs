@@ -217,6 +217,15 @@ fn sum_roles(hosts: &[Host]) -> [f64; 3] {
     })
 }
 
+/// The CPU seconds by role of `hosts` ([`sum_roles`]) since they were `before`.
+fn roles_since(hosts: &[Host], before: [f64; 3]) -> [f64; 3] {
+    let mut since = sum_roles(hosts);
+    for (now, then) in since.iter_mut().zip(before) {
+        *now -= then;
+    }
+    since
+}
+
 struct Run {
     rate: f64,
     /// CPU seconds of the eight daemons over the run.
@@ -257,10 +266,7 @@ fn run(dir: &Path, sinks: &[String]) -> Run {
     std::thread::sleep(RUN);
     let n = done.load(Ordering::Relaxed);
     let cpu_daemons = hosts.iter().map(|h| cpu_s(h.proc.0.id())).sum::<f64>() - cpu0;
-    let mut cpu_roles = sum_roles(&hosts);
-    for (a, b) in cpu_roles.iter_mut().zip(roles0) {
-        *a -= b;
-    }
+    let cpu_roles = roles_since(&hosts, roles0);
     let rate = n as f64 / t.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     for t in threads {

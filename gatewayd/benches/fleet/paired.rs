@@ -9,7 +9,8 @@
 //! exporting fleet's own exporters start from an empty queue. What is measured is what each
 //! fleet decides, and what its daemons spend in CPU, in the rest of its windows.
 use super::{
-    CLIENTS_PER_HOST, HOSTS, Host, client, cpu_s, drained, lags_ms, pct, spread, sum_roles,
+    CLIENTS_PER_HOST, HOSTS, Host, client, cpu_s, drained, lags_ms, pct, roles_since, spread,
+    sum_roles,
 };
 
 use std::{
@@ -140,12 +141,11 @@ pub(super) fn run(dir: &Path, sinks: &[String], otlp_out: &Path, windows: usize)
         let scale = MEASURED.as_secs_f64() / t0.elapsed().as_secs_f64();
         p.decided[fleet].push((n as f64 * scale) as u64);
         p.cpu[fleet].push(cpu_of(fleet) - c0);
-        for ((sum, now), before) in p.roles[fleet]
+        for (sum, spent) in p.roles[fleet]
             .iter_mut()
-            .zip(sum_roles(&fleets[fleet]))
-            .zip(r0)
+            .zip(roles_since(&fleets[fleet], r0))
         {
-            *sum += now - before;
+            *sum += spent;
         }
     }
     turn.set(STOP);
@@ -167,10 +167,10 @@ impl Paired {
         let secs = MEASURED.as_secs_f64();
         let rate =
             |f: usize| self.decided[f].iter().sum::<u64>() as f64 / (secs * self.windows as f64);
-        let cpu_us = |f: usize| {
-            1e6 * self.cpu[f].iter().sum::<f64>()
-                / self.decided[f].iter().sum::<u64>().max(1) as f64
-        };
+        // `cpu` seconds of fleet `f`'s measured parts, a decision of them, in µs.
+        let per_decision =
+            |f: usize, cpu: f64| 1e6 * cpu / self.decided[f].iter().sum::<u64>().max(1) as f64;
+        let cpu_us = |f: usize| per_decision(f, self.cpu[f].iter().sum());
         let (off, on) = (rate(OFF), rate(ON));
         // Each window of the exporting fleet against the mean of the windows either side of it.
         let mut ratios: Vec<f64> = (0..self.windows)
@@ -201,9 +201,7 @@ impl Paired {
             self.lags.len(),
             self.dropped
         );
-        let role_us = |f: usize, role: usize| {
-            1e6 * self.roles[f][role] / self.decided[f].iter().sum::<u64>().max(1) as f64
-        };
+        let role_us = |f: usize, role: usize| per_decision(f, self.roles[f][role]);
         println!(
             "      of which, a decision, off → on: audit writer {:.2} → {:.2} us, exporters {:.2} us, the rest {:.2} → {:.2} us",
             role_us(OFF, 0),
