@@ -14,13 +14,7 @@
 //! ```
 use std::ffi::CString;
 
-/// Whether `name` is one of this module's actions.
-pub(crate) fn handles(name: &str) -> bool {
-    matches!(
-        name,
-        "link" | "mkfile" | "mkdir" | "list" | "symlink" | "mkfifo" | "umount" | "movemount"
-    )
-}
+use super::{Failure, Outcome};
 
 fn c(s: &str) -> Result<CString, String> {
     CString::new(s).map_err(|e| e.to_string())
@@ -34,21 +28,24 @@ fn check(r: libc::c_long) -> Result<libc::c_long, String> {
     }
 }
 
-/// Runs one action of [`handles`]; `args` are its arguments.
-pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
+/// Runs `action` when it is one of this module's (its name, then its arguments).
+pub(crate) fn run(action: &[String]) -> Outcome {
+    let (name, args) = (action[0].as_str(), &action[1..]);
     let arg = |i: usize| {
         args.get(i)
             .map(String::as_str)
             .ok_or_else(|| format!("{name}: missing argument"))
     };
-    let a = c(arg(0)?)?;
+    // Each arm reads its own arguments: an action of another module has none of these.
     match name {
         "link" => {
+            let a = c(arg(0)?)?;
             let b = c(arg(1)?)?;
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             check(unsafe { libc::link(a.as_ptr(), b.as_ptr()) }.into())?;
         }
         "mkfile" => {
+            let a = c(arg(0)?)?;
             let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC;
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             let fd = check(unsafe { libc::open(a.as_ptr(), flags, 0o600) }.into())?;
@@ -56,6 +53,7 @@ pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
             unsafe { libc::close(fd as i32) };
         }
         "mkdir" => {
+            let a = c(arg(0)?)?;
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             check(unsafe { libc::mkdir(a.as_ptr(), 0o700) }.into())?;
         }
@@ -66,19 +64,23 @@ pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
             return Ok(format!("list {}: {n} entries", arg(0)?));
         }
         "symlink" => {
+            let a = c(arg(0)?)?;
             let b = c(arg(1)?)?;
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             check(unsafe { libc::symlink(a.as_ptr(), b.as_ptr()) }.into())?;
         }
         "mkfifo" => {
+            let a = c(arg(0)?)?;
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             check(unsafe { libc::mknod(a.as_ptr(), libc::S_IFIFO | 0o600, 0) }.into())?;
         }
         "umount" => {
+            let a = c(arg(0)?)?;
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             check(unsafe { libc::umount2(a.as_ptr(), 0) }.into())?;
         }
         "movemount" => {
+            let a = c(arg(0)?)?;
             let b = c(arg(1)?)?;
             const OPEN_TREE_CLONE: libc::c_uint = 1;
             const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
@@ -108,7 +110,7 @@ pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
             // SAFETY: valid NUL-terminated strings that outlive the call; a plain syscall.
             unsafe { libc::umount2(b.as_ptr(), libc::MNT_DETACH) };
         }
-        other => return Err(format!("unknown action {other}")),
+        _ => return Err(Failure::NotMine),
     }
     Ok(format!("{name} {}", args.join(" ")))
 }

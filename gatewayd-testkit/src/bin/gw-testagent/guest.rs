@@ -13,13 +13,13 @@
 //! for the guest's whole life, its open and close only move a count and patch nothing.
 use std::io::Write as _;
 
-/// Whether `name` is one of this module's actions.
-pub(crate) fn handles(name: &str) -> bool {
-    name == "holdperf"
-}
+use super::{Failure, Outcome};
 
-/// Runs one action of [`handles`]; it returns only on failure.
-pub(crate) fn run(_name: &str, _args: &[String]) -> Result<String, String> {
+/// Runs `action` when it is `holdperf`; then it returns only on failure.
+pub(crate) fn run(action: &[String]) -> Outcome {
+    if action[0] != "holdperf" {
+        return Err(Failure::NotMine);
+    }
     // struct perf_event_attr (PERF_ATTR_SIZE_VER7, 128 bytes), zeroed but for: type
     // PERF_TYPE_SOFTWARE (1), size, config PERF_COUNT_SW_CPU_CLOCK (0), and the flags
     // disabled | exclude_kernel | exclude_hv. Disabled, it counts nothing; it only exists.
@@ -40,7 +40,7 @@ pub(crate) fn run(_name: &str, _args: &[String]) -> Result<String, String> {
         )
     };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
+        return Err(std::io::Error::last_os_error().to_string().into());
     }
     println!(
         "OK holdperf: a perf counter held on pid {}",

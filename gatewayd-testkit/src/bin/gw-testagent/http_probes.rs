@@ -14,27 +14,33 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Whether `name` is one of this module's actions.
-pub(crate) fn handles(name: &str) -> bool {
-    matches!(name, "httploop" | "download")
-}
+use super::{Failure, Outcome};
 
-pub(crate) fn run(name: &str, args: &[String]) -> Result<String, String> {
+/// Runs `action` when it is one of this module's (its name, then its arguments).
+pub(crate) fn run(action: &[String]) -> Outcome {
+    let (name, args) = (action[0].as_str(), &action[1..]);
     let arg = |i: usize| {
         args.get(i)
             .map(String::as_str)
             .ok_or_else(|| format!("{name}: missing argument"))
     };
-    let to = super::addr(arg(0)?)?;
-    let host = arg(1)?;
-    match name {
+    let target = || Ok::<_, String>((super::addr(arg(0)?)?, arg(1)?));
+    let outcome = match name {
         "httploop" => {
-            let n: usize = arg(2)?.parse().map_err(|_| "N: not a number")?;
-            let threads: usize = arg(3)?.parse().map_err(|_| "THREADS: not a number")?;
+            let (to, host) = target()?;
+            let n: usize = arg(2)?.parse().map_err(|_| "N: not a number".to_owned())?;
+            let threads: usize = arg(3)?
+                .parse()
+                .map_err(|_| "THREADS: not a number".to_owned())?;
             http_loop(to, host, n, threads.max(1))
         }
-        _ => download(to, host),
-    }
+        "download" => {
+            let (to, host) = target()?;
+            download(to, host)
+        }
+        _ => return Err(Failure::NotMine),
+    };
+    outcome.map_err(Failure::Failed)
 }
 
 /// One `GET path` on a new connection, read to the end: the bytes of the answer.
