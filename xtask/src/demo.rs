@@ -2,9 +2,7 @@
 //! "attacker", then posts a harmless summary to the one allowed API. Run once on its own and
 //! once under `gatewayd run`, then the audit log is verified, and the demo says plainly which
 //! kernel layers were active on this machine.
-use std::{
-    io::Read as _, net::TcpListener, path::Path, process::Command, sync::mpsc, time::Duration,
-};
+use std::{io::Read as _, net::TcpListener, path::Path, process::Command, time::Duration};
 
 use anyhow::{Context as _, bail};
 
@@ -13,20 +11,12 @@ use crate::{setup, util};
 const DIR: &str = "/tmp/gatewayd-demo";
 const API_PORT: u16 = 18443;
 
-fn receiver(addr: &str) -> anyhow::Result<(u16, mpsc::Receiver<Vec<u8>>)> {
+/// One of the demo's receivers: a loopback listener, read only once the agent has exited
+/// ([`received`]).
+fn receiver(addr: &str) -> anyhow::Result<(u16, TcpListener)> {
     let l = TcpListener::bind(addr).with_context(|| format!("bind {addr}"))?;
-    let port = l.local_addr()?.port();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for mut c in l.incoming().flatten() {
-            let mut buf = Vec::new();
-            let _ = c.read_to_end(&mut buf);
-            if tx.send(buf).is_err() {
-                return;
-            }
-        }
-    });
-    Ok((port, rx))
+    l.set_nonblocking(true)?;
+    Ok((l.local_addr()?.port(), l))
 }
 
 /// The kernel pieces of `session_start`, one line each, except that pieces with the same
@@ -63,11 +53,20 @@ fn indent(prefix: &str, bytes: &[u8]) -> String {
         .collect()
 }
 
-fn received(rx: &mpsc::Receiver<Vec<u8>>) -> Vec<String> {
-    std::thread::sleep(Duration::from_millis(200));
-    rx.try_iter()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .collect()
+/// What the agent sent to `l`, read after it exited: each connection it made was complete
+/// when its `connect` returned, so it waits in `l`'s queue now, and each reads to its end
+/// (the agent closed it). No waiting on a clock: what was sent is all there.
+fn received(l: &TcpListener) -> Vec<String> {
+    let mut got = Vec::new();
+    while let Ok((mut c, _)) = l.accept() {
+        let mut buf = Vec::new();
+        let _ = c
+            .set_nonblocking(false)
+            .and_then(|()| c.set_read_timeout(Some(Duration::from_secs(10))))
+            .and_then(|()| c.read_to_end(&mut buf));
+        got.push(String::from_utf8_lossy(&buf).into_owned());
+    }
+    got
 }
 
 fn show(label: &str, got: &[String]) {
@@ -101,8 +100,8 @@ pub(crate) fn run() -> anyhow::Result<()> {
     std::fs::write(dir.join("workspace/notes.txt"), "meeting notes\n")?;
     let audit = dir.join("audit.jsonl");
 
-    let (attacker, attacker_rx) = receiver("127.0.0.1:0")?;
-    let (_, api_rx) = receiver(&format!("127.0.0.1:{API_PORT}")).with_context(|| {
+    let (attacker, attacker_l) = receiver("127.0.0.1:0")?;
+    let (_, api_l) = receiver(&format!("127.0.0.1:{API_PORT}")).with_context(|| {
         format!("the demo's allowed API listens on 127.0.0.1:{API_PORT}; is the port free?")
     })?;
     let to_attacker = format!("127.0.0.1:{attacker}");
@@ -131,11 +130,12 @@ pub(crate) fn run() -> anyhow::Result<()> {
     println!("\n=== 1. without gatewayd");
     let out = Command::new(&bins.testagent).args(&script).output()?;
     print!("{}", indent("    agent| ", &out.stdout));
-    show(
-        &format!("attacker 127.0.0.1:{attacker}"),
-        &received(&attacker_rx),
-    );
-    show("allowed API", &received(&api_rx));
+    let bare = received(&attacker_l);
+    show(&format!("attacker 127.0.0.1:{attacker}"), &bare);
+    show("allowed API", &received(&api_l));
+    if !bare.iter().any(|got| got.contains("PRIVATE KEY")) {
+        bail!("without gatewayd the agent should have sent the key: the demo would show nothing");
+    }
 
     println!("\n=== 2. under gatewayd run --user root --policy policies/demo.json");
     // `--user root`: the demo's files are root's (the demo runs as root, also without sudo);
@@ -151,9 +151,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         .output()?;
     print!("{}", indent("    agent| ", &out.stdout));
     print!("{}", indent("    ", &out.stderr));
-    let stolen = received(&attacker_rx);
+    let stolen = received(&attacker_l);
     show("attacker", &stolen);
-    show("allowed API", &received(&api_rx));
+    show("allowed API", &received(&api_l));
 
     let recs = show_audit(&bins.gatewayd, &audit)?;
     let agent_out = String::from_utf8_lossy(&out.stdout);
@@ -239,12 +239,23 @@ fn report_enforcement(
             "    files:  BPF LSM file_open was active: the key could not be opened (audited)."
         );
     } else if landlock {
+        let recorded = recs
+            .iter()
+            .find(|r| r["source"] == "kernel" && r["reason"] == "protected_path");
+        let how = match recorded {
+            Some(r) => format!(
+                "raw_tp/sys_exit saw the refused open and recorded it (seq {}).",
+                r["seq"]
+            ),
+            None => "This kernel gave raw_tp/sys_exit no event of it: it is not in the audit log."
+                .to_owned(),
+        };
         println!(
             "    files:  this kernel refuses BPF LSM programs; tier 2 stood in: the key was hidden by a\n            \
              mount in the agent's own mount namespace (Landlock keeps the mounts in place) and\n            \
-             could not be opened (EACCES). Such denials have no event channel to gatewayd, so they\n            \
-             are not in its audit log. `cargo xtask test` shows the BPF LSM file_open denial\n            \
-             inside a QEMU guest booting Debian's kernel."
+             could not be opened (EACCES).\n            {how}\n            \
+             `cargo xtask test` shows the BPF LSM file_open denial inside a QEMU guest booting\n            \
+             Debian's kernel."
         );
     } else {
         println!(

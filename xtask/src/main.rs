@@ -2,8 +2,8 @@
 //!
 //! - `setup`: installs every prerequisite, idempotently, into `~/.cache/gatewayd`
 //! - `build`: builds `gatewayd` with its embedded eBPF object
-//! - `test`:  fmt, clippy, unit/integration tests, privileged host tests, the QEMU guest suite
-//!   on every Debian kernel line (`kernels::LINES`)
+//! - `test`:  fmt, clippy, unit/integration tests, the demo, privileged host tests, the QEMU
+//!   guest suite on every Debian kernel line (`kernels::LINES`)
 //! - `vm`:    only the QEMU guest suite, on every line or on the one `--kernel` names
 //! - `deb`:   the Debian package (binary, systemd units, example policies, docs)
 //! - `demo`:  a scripted agent without and with `gatewayd run`

@@ -129,6 +129,11 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &[],
         &mut total,
     )?;
+    // The README's first command, as a user runs it (it fails unless the bare agent stole
+    // the key and the one under gatewayd did not).
+    let t = Instant::now();
+    crate::demo::run()?;
+    util::time("cargo xtask demo", t);
     cargo_test(
         &env,
         "packaging tests",
