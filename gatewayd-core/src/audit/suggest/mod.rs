@@ -46,7 +46,8 @@ pub enum Rule {
     /// `/proc`, `/sys`, `/dev`.
     KernelFs,
     /// `/`, `/home` or a home as a whole: a directory listed, or a name made or removed
-    /// directly in it (the kernel grants both per directory, for everything below).
+    /// directly in it (the kernel grants both per directory, for everything below); and
+    /// `/tmp`, when a `/tmp` of the session's own cannot be proposed.
     WholeTree,
     /// The record names no object to propose (an inode only, a cut name).
     NoObject,
@@ -227,6 +228,10 @@ struct Builder<'a> {
     guard: never::Guard<'a>,
     props: BTreeMap<(&'static str, String), Proposal>,
     not: BTreeMap<(Rule, String, String), NotProposed>,
+    /// The agent's writes under `/tmp`, and its reads there, settled once every refusal is
+    /// read ([`Builder::settle_tmp`]): each record, its path, its count.
+    tmp_writes: Vec<(Value, PathBuf, u64)>,
+    tmp_reads: Vec<(Value, PathBuf, u64)>,
 }
 
 impl<'a> Builder<'a> {
@@ -237,6 +242,8 @@ impl<'a> Builder<'a> {
             guard: never::Guard::new(policy),
             props: BTreeMap::new(),
             not: BTreeMap::new(),
+            tmp_writes: Vec::new(),
+            tmp_reads: Vec::new(),
         }
     }
 
@@ -325,23 +332,88 @@ impl<'a> Builder<'a> {
     }
 
     /// A path to read or write: its cover, unless a rule keeps it out or the policy has it.
+    /// The agent's paths under `/tmp` wait for [`Builder::settle_tmp`].
     fn path(&mut self, r: &Value, path: &Path, field: &'static str, n: u64) {
-        let write = field == "sandbox.writable";
-        let shown = path.display().to_string();
         // A tool server has no private `/tmp` (it shares the host's): its paths there are
         // proposed as paths.
         if path.starts_with("/tmp") && self.server.is_none() {
             if self.policy.sandbox.private_tmp {
                 let why = "sandbox.private_tmp is on: the refusal came from something else (`gatewayd explain`)";
+                let shown = path.display().to_string();
                 return self.refuse(r, shown, n, (Rule::AlreadyAllowed, why.to_owned()));
             }
-            return self.propose(
-                r,
-                (Group::System, "sandbox.private_tmp", Value::Bool(true)),
-                shown,
-                n,
-            );
+            let waiting = if field == "sandbox.writable" {
+                &mut self.tmp_writes
+            } else {
+                &mut self.tmp_reads
+            };
+            return waiting.push((r.clone(), path.to_owned(), n));
         }
+        self.host_path(r, path, field, n);
+    }
+
+    /// The agent's paths under `/tmp`. What it read there that it had not written (a file
+    /// of the host's `/tmp`) is a path like any other. Its writes, and what it read back of
+    /// them, are a `/tmp` of the session's own (`sandbox.private_tmp`), unless the policy
+    /// would then name a path under `/tmp`, which that `/tmp` would hide (`gatewayd run`
+    /// refuses such a policy): then they are paths of the host's `/tmp` too, and a name made
+    /// directly in `/tmp` is not proposed.
+    fn settle_tmp(&mut self) {
+        let writes = std::mem::take(&mut self.tmp_writes);
+        let (own, host): (Vec<_>, Vec<_>) = std::mem::take(&mut self.tmp_reads)
+            .into_iter()
+            .partition(|(_, p, _)| writes.iter().any(|(_, w, _)| wrote(w, p)));
+        for (r, path, n) in host {
+            self.host_path(&r, &path, "sandbox.readable", n);
+        }
+        let hidden = self.named_under_tmp();
+        let settled = writes.into_iter().map(|w| (w, "sandbox.writable"));
+        for ((r, path, n), field) in settled.chain(own.into_iter().map(|o| (o, "sandbox.readable")))
+        {
+            let shown = path.display().to_string();
+            match &hidden {
+                None => self.propose(
+                    &r,
+                    (Group::System, "sandbox.private_tmp", Value::Bool(true)),
+                    shown,
+                    n,
+                ),
+                Some(named) if cover::cover(&path).0 == Path::new("/tmp") => {
+                    let why = format!(
+                        "a name made directly in /tmp: a /tmp of the session's own (sandbox.private_tmp) would hide `{}`, which lies under /tmp; move that out of /tmp, then add private_tmp",
+                        named.display()
+                    );
+                    self.refuse(&r, shown, n, (Rule::WholeTree, why));
+                }
+                Some(_) => self.host_path(&r, &path, field, n),
+            }
+        }
+    }
+
+    /// A path under `/tmp` that the policy names, or that a proposal would add, as a root,
+    /// a readable or writable path or a program.
+    fn named_under_tmp(&self) -> Option<PathBuf> {
+        let sb = &self.policy.sandbox;
+        let proposed = self
+            .props
+            .values()
+            .filter(|p| p.field.starts_with("sandbox."))
+            .filter_map(|p| p.value.as_str().map(PathBuf::from));
+        sb.root
+            .iter()
+            .chain(&sb.readable)
+            .chain(&sb.writable)
+            .chain(&sb.exec)
+            .cloned()
+            .chain(proposed)
+            .find(|p| p.starts_with("/tmp"))
+    }
+
+    /// A path of the host to read or write: its cover, unless a rule keeps it out or the
+    /// policy has it.
+    fn host_path(&mut self, r: &Value, path: &Path, field: &'static str, n: u64) {
+        let write = field == "sandbox.writable";
+        let shown = path.display().to_string();
         let (dir, group) = cover::cover(path);
         let dir = never::Guard::narrow(path, dir);
         if let Some(no) = self.guard.path(path, &dir, write) {
@@ -439,6 +511,7 @@ impl<'a> Builder<'a> {
 
     /// The proposals, a path folded into a proposed directory of the same field above it.
     fn proposals(&mut self) -> Vec<Proposal> {
+        self.settle_tmp();
         let all: Vec<Proposal> = std::mem::take(&mut self.props).into_values().collect();
         let mut out: Vec<Proposal> = Vec::new();
         let is_path = |p: &Proposal| {
@@ -466,6 +539,16 @@ impl<'a> Builder<'a> {
         let mut out = fold_reads_into_writes_and_exec(out);
         out.sort_by(|a, b| (a.group, a.field, b.count).cmp(&(b.group, b.field, a.count)));
         out
+    }
+}
+
+/// Whether a write refused at `written` (a file, or the directory a name was made in) made
+/// `path`: below it, or directly in `/tmp` when the name was made there.
+fn wrote(written: &Path, path: &Path) -> bool {
+    if written == Path::new("/tmp") {
+        path.parent() == Some(written)
+    } else {
+        path.starts_with(written)
     }
 }
 
