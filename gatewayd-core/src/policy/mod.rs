@@ -55,6 +55,13 @@ pub enum AuditFailure {
     Continue,
 }
 
+/// Whether `path` lies under `/tmp`, as written or once its links are followed (on this
+/// host): where a session's own `/tmp` (`sandbox.private_tmp`) would hide it.
+pub fn lies_under_tmp(path: &Path) -> bool {
+    let tmp = std::fs::canonicalize("/tmp").unwrap_or_else(|_| PathBuf::from("/tmp"));
+    path.starts_with("/tmp") || std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(&tmp))
+}
+
 /// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (`file_open`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +114,19 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// The first root, readable or writable path or program that lies under `/tmp` (as
+    /// written, or once its links are followed): a `/tmp` of the session's own
+    /// (`private_tmp`) would hide it, so `gatewayd run` refuses the two together, and
+    /// `policy init` and `policy suggest` never write them together.
+    pub fn first_under_tmp(&self) -> Option<&PathBuf> {
+        self.root
+            .iter()
+            .chain(&self.readable)
+            .chain(&self.writable)
+            .chain(&self.exec)
+            .find(|p| lies_under_tmp(p))
+    }
+
     /// Read-only by default below each writable root and `root`: what git, direnv, editors,
     /// hook managers and agent hosts run or load from a workspace later.
     pub const READ_ONLY_BELOW_ROOTS: [&'static str; 19] = [

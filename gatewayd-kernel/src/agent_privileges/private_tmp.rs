@@ -38,19 +38,10 @@ pub fn for_sandbox(
     if !sandbox.private_tmp {
         return Ok(None);
     }
-    let tmp = std::fs::canonicalize("/tmp")?;
-    let named = sandbox
-        .root
-        .iter()
-        .chain(&sandbox.readable)
-        .chain(&sandbox.writable)
-        .chain(&sandbox.exec);
-    for p in named {
-        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-        if real.starts_with(&tmp) || p.starts_with("/tmp") {
-            return Err(PrivateTmpError::UnderTmp(p.clone()));
-        }
+    if let Some(p) = sandbox.first_under_tmp() {
+        return Err(PrivateTmpError::UnderTmp(p.clone()));
     }
+    let tmp = std::fs::canonicalize("/tmp")?;
     let made = SessionTmp::create(&tmp, session)?;
     if !sandbox.writable.is_empty() {
         sandbox.writable.push(made.dir().to_owned());

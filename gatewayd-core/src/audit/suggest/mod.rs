@@ -393,20 +393,17 @@ impl<'a> Builder<'a> {
     /// A path under `/tmp` that the policy names, or that a proposal would add, as a root,
     /// a readable or writable path or a program.
     fn named_under_tmp(&self) -> Option<PathBuf> {
-        let sb = &self.policy.sandbox;
         let proposed = self
             .props
             .values()
             .filter(|p| p.field.starts_with("sandbox."))
             .filter_map(|p| p.value.as_str().map(PathBuf::from));
-        sb.root
-            .iter()
-            .chain(&sb.readable)
-            .chain(&sb.writable)
-            .chain(&sb.exec)
-            .cloned()
-            .chain(proposed)
-            .find(|p| p.starts_with("/tmp"))
+        let policy = self.policy.sandbox.first_under_tmp().cloned();
+        policy.or_else(|| {
+            proposed
+                .into_iter()
+                .find(|p| crate::policy::lies_under_tmp(p))
+        })
     }
 
     /// A path of the host to read or write: its cover, unless a rule keeps it out or the

@@ -225,8 +225,12 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         .chain(listed("egress"))
         .map(|h| json!({"host": h, "port": 443}))
         .collect();
-    // A workspace under /tmp would be hidden by the session's own /tmp.
-    let private_tmp = !workspace.starts_with("/tmp");
+    // A workspace, or a host's install, under /tmp would be hidden by the session's own
+    // /tmp (and `gatewayd run` refuses the two together).
+    let private_tmp = !readable
+        .iter()
+        .chain(&writable)
+        .any(|p| crate::policy::lies_under_tmp(Path::new(p)));
     let policy = json!({
         "version": 1,
         "name": format!("starter for {ws}"),
@@ -321,6 +325,35 @@ mod tests {
                 "ExitPlanMode",
                 "write_todos"
             ]
+        );
+    }
+
+    /// The session's own `/tmp` hides the host's: the starter turns it on only when none
+    /// of its paths (the workspace, a host's install) lies under `/tmp`, since `gatewayd
+    /// run` refuses the two together.
+    #[test]
+    fn no_private_tmp_when_the_workspace_or_a_host_install_lies_under_tmp() {
+        let private = |v: &Value| v["sandbox"]["private_tmp"].clone();
+        let home = Path::new("/home/dev");
+        assert_eq!(
+            private(&starter(Path::new("/home/dev/p"), home)),
+            json!(true)
+        );
+        assert_eq!(private(&starter(Path::new("/tmp/p"), home)), json!(false));
+        let under_tmp = HostInstall {
+            host: hosts::AgentHost::Claude,
+            install: Some(PathBuf::from(
+                "/tmp/tools/claude/node_modules/@anthropic-ai/claude-code",
+            )),
+            runtime: None,
+        };
+        let (v, _) = starter_for(Path::new("/home/dev/p"), home, &[under_tmp]);
+        assert_eq!(private(&v), json!(false), "{v:#}");
+        let text = serde_json::to_string(&v).unwrap();
+        let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
+        assert_eq!(
+            p.sandbox.first_under_tmp().map(|p| p.starts_with("/tmp")),
+            Some(true)
         );
     }
 }
