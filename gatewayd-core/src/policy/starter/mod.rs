@@ -225,12 +225,10 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         .chain(listed("egress"))
         .map(|h| json!({"host": h, "port": 443}))
         .collect();
-    // A workspace, or a host's install, under /tmp would be hidden by the session's own
-    // /tmp (and `gatewayd run` refuses the two together).
-    let private_tmp = !readable
-        .iter()
-        .chain(&writable)
-        .any(|p| crate::policy::lies_under_tmp(Path::new(p)));
+    // A workspace under /tmp would be hidden by the session's own /tmp. A host installed
+    // under /tmp keeps it on: its agent needs a writable /tmp, which only the session's own
+    // gives, and `gatewayd run` then says plainly which install to move (docs/LIMITS.md).
+    let private_tmp = !crate::policy::lies_under_tmp(workspace);
     let policy = json!({
         "version": 1,
         "name": format!("starter for {ws}"),
@@ -328,11 +326,11 @@ mod tests {
         );
     }
 
-    /// The session's own `/tmp` hides the host's: the starter turns it on only when none
-    /// of its paths (the workspace, a host's install) lies under `/tmp`, since `gatewayd
-    /// run` refuses the two together.
+    /// The session's own `/tmp` hides the host's: off for a workspace under `/tmp`; on for
+    /// a host installed there (its agent needs a writable `/tmp`), and then `gatewayd run`
+    /// names that install ([`crate::policy::Sandbox::first_under_tmp`]).
     #[test]
-    fn no_private_tmp_when_the_workspace_or_a_host_install_lies_under_tmp() {
+    fn private_tmp_is_off_for_a_workspace_under_tmp_and_names_an_install_there() {
         let private = |v: &Value| v["sandbox"]["private_tmp"].clone();
         let home = Path::new("/home/dev");
         assert_eq!(
@@ -348,12 +346,14 @@ mod tests {
             runtime: None,
         };
         let (v, _) = starter_for(Path::new("/home/dev/p"), home, &[under_tmp]);
-        assert_eq!(private(&v), json!(false), "{v:#}");
         let text = serde_json::to_string(&v).unwrap();
         let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
-        assert_eq!(
-            p.sandbox.first_under_tmp().map(|p| p.starts_with("/tmp")),
-            Some(true)
+        assert!(p.sandbox.private_tmp);
+        assert!(
+            p.sandbox
+                .first_under_tmp()
+                .is_some_and(|p| p.starts_with("/tmp/tools/claude")),
+            "{v:#}"
         );
     }
 }
