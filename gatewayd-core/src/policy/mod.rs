@@ -55,11 +55,13 @@ pub enum AuditFailure {
     Continue,
 }
 
-/// Whether `path` lies under `/tmp`, as written or once its links are followed (on this
-/// host): where a session's own `/tmp` (`sandbox.private_tmp`) would hide it.
-pub fn lies_under_tmp(path: &Path) -> bool {
+/// The first of `paths` that lies under `/tmp`, as written or once its links are followed
+/// (on this host): where a session's own `/tmp` (`sandbox.private_tmp`) would hide it.
+pub fn first_under_tmp<'p>(paths: impl IntoIterator<Item = &'p Path>) -> Option<&'p Path> {
     let tmp = std::fs::canonicalize("/tmp").unwrap_or_else(|_| PathBuf::from("/tmp"));
-    path.starts_with("/tmp") || std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(&tmp))
+    paths.into_iter().find(|p| {
+        p.starts_with("/tmp") || std::fs::canonicalize(p).is_ok_and(|real| real.starts_with(&tmp))
+    })
 }
 
 /// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (`file_open`).
@@ -118,13 +120,19 @@ impl Sandbox {
     /// written, or once its links are followed): a `/tmp` of the session's own
     /// (`private_tmp`) would hide it, so `gatewayd run` refuses the two together, and
     /// `policy init` and `policy suggest` never write them together.
-    pub fn first_under_tmp(&self) -> Option<&PathBuf> {
+    pub fn first_under_tmp(&self) -> Option<&Path> {
+        first_under_tmp(self.named_paths())
+    }
+
+    /// `root`, the readable and writable paths and the programs: the paths the policy
+    /// names for the agent to reach.
+    pub fn named_paths(&self) -> impl Iterator<Item = &Path> {
         self.root
             .iter()
             .chain(&self.readable)
             .chain(&self.writable)
             .chain(&self.exec)
-            .find(|p| lies_under_tmp(p))
+            .map(PathBuf::as_path)
     }
 
     /// Read-only by default below each writable root and `root`: what git, direnv, editors,

@@ -39,7 +39,7 @@ pub fn for_sandbox(
         return Ok(None);
     }
     if let Some(p) = sandbox.first_under_tmp() {
-        return Err(PrivateTmpError::UnderTmp(p.clone()));
+        return Err(PrivateTmpError::UnderTmp(p.to_owned()));
     }
     let tmp = std::fs::canonicalize("/tmp")?;
     let made = SessionTmp::create(&tmp, session)?;

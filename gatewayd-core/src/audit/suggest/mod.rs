@@ -393,17 +393,15 @@ impl<'a> Builder<'a> {
     /// A path under `/tmp` that the policy names, or that a proposal would add, as a root,
     /// a readable or writable path or a program.
     fn named_under_tmp(&self) -> Option<PathBuf> {
-        let proposed = self
+        let proposed: Vec<PathBuf> = self
             .props
             .values()
             .filter(|p| p.field.starts_with("sandbox."))
-            .filter_map(|p| p.value.as_str().map(PathBuf::from));
-        let policy = self.policy.sandbox.first_under_tmp().cloned();
-        policy.or_else(|| {
-            proposed
-                .into_iter()
-                .find(|p| crate::policy::lies_under_tmp(p))
-        })
+            .filter_map(|p| p.value.as_str().map(PathBuf::from))
+            .collect();
+        let named = self.policy.sandbox.named_paths();
+        crate::policy::first_under_tmp(named.chain(proposed.iter().map(PathBuf::as_path)))
+            .map(Path::to_owned)
     }
 
     /// A path of the host to read or write: its cover, unless a rule keeps it out or the

@@ -228,7 +228,7 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
     // A workspace under /tmp would be hidden by the session's own /tmp. A host installed
     // under /tmp keeps it on: its agent needs a writable /tmp, which only the session's own
     // gives, and `gatewayd run` then says plainly which install to move (docs/LIMITS.md).
-    let private_tmp = !crate::policy::lies_under_tmp(workspace);
+    let private_tmp = crate::policy::first_under_tmp([workspace]).is_none();
     let policy = json!({
         "version": 1,
         "name": format!("starter for {ws}"),
