@@ -8,7 +8,7 @@ use std::{
 
 use crate::{
     net::Cidr,
-    policy::{Network, PathAccess, Sandbox, protected_names::ProtectedNames},
+    policy::{Network, PathAccess, Sandbox, protected_names::ProtectedNames, tmp_binds::lexical},
     shell::uri::{self, Uri},
     sys::FileId,
 };
@@ -126,23 +126,6 @@ fn is_under(p: &Path, root: &Path) -> bool {
     p.starts_with(root) && (p.len() == root.len() || p[root.len()] == b'/')
 }
 
-/// Lexical normalisation: of policy paths that do not exist (yet), and of a path the kernel
-/// reached without a symlink (where `..` undoes the component before it, so this is its
-/// real path).
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
-}
-
 /// Both forms of a policy path: as written (normalised) and resolved.
 fn both(p: &Path) -> Vec<PathBuf> {
     let mut v = vec![lexical(p)];
@@ -204,6 +187,9 @@ pub struct SandboxView {
     protected: Vec<PathBuf>,
     /// `sandbox.read_only`: never a write target, nor inside one.
     read_only: Vec<PathBuf>,
+    /// With `private_tmp`: the host's paths bound read-only into the session's `/tmp`
+    /// ([`Sandbox::tmp_binds`]); written only below a writable root that lies inside one.
+    tmp_read_only: Vec<PathBuf>,
     /// (device, inode) of protected entries that exist: catches hard links.
     protected_ids: HashSet<(u64, u64)>,
     /// Allowed binaries: canonical paths, and the file names written in the policy.
@@ -225,9 +211,14 @@ impl SandboxView {
             .map(|r| canonicalize(r).unwrap_or_else(|_| lexical(r)));
         let mut read: Vec<PathBuf> = s.readable.iter().flat_map(|p| both(p)).collect();
         let mut write: Vec<PathBuf> = s.writable.iter().flat_map(|p| both(p)).collect();
+        let mut tmp_read_only = Vec::new();
         if s.private_tmp {
-            // The session's own `/tmp` under `gatewayd run` (docs/POLICY.md, sandbox).
+            // The session's own `/tmp` under `gatewayd run` (docs/POLICY.md, sandbox), with
+            // the host's paths the policy names there bound into it, read-only where the
+            // agent may not write them.
             write.push(PathBuf::from("/tmp"));
+            let bound = s.tmp_binds().into_iter();
+            tmp_read_only.extend(bound.filter(|b| !b.writable).map(|b| b.inside));
         }
         read.extend(write.iter().cloned());
         read.extend(root.iter().cloned());
@@ -252,6 +243,7 @@ impl SandboxView {
                 .iter()
                 .flat_map(|p| both(p))
                 .collect(),
+            tmp_read_only,
             protected_ids,
             exec,
         }
@@ -430,6 +422,18 @@ impl SandboxView {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, outside every {what} root of the sandbox. Next: {next}.",
                 p.display()
+            ));
+        }
+        if access == PathAccess::Write
+            && let Some(x) = self.tmp_read_only.iter().find(|x| {
+                is_under(p, x) && !self.write.iter().any(|w| is_under(p, w) && is_under(w, x))
+            })
+        {
+            return Err(format!(
+                "path `{raw}` resolves to `{}`, inside `{}`, a path of the host's /tmp that the session's own /tmp holds read-only (sandbox.private_tmp): the policy lets the agent read it, not write it. Next: write under /tmp elsewhere, or ask the user to make `{}` writable.",
+                p.display(),
+                x.display(),
+                x.display()
             ));
         }
         if access == PathAccess::Write

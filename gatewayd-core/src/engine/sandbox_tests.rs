@@ -229,3 +229,35 @@ fn canonicalize_resolves_dot_dot_after_the_symlink_it_follows() {
 fn resolved(view: &SandboxView, p: &Path) -> Resolved {
     view.resolve_path(&p.to_string_lossy()).unwrap()
 }
+
+/// With `private_tmp`, a path of the host's `/tmp` that the policy names only to read is
+/// bound read-only into the session's `/tmp`: a write through a tool is refused there (the
+/// whole of `/tmp` is otherwise writable), and allowed below a writable path inside it.
+#[test]
+fn a_read_only_bind_of_the_hosts_tmp_takes_no_write_but_a_writable_path_inside_does() {
+    let ro = tempfile::Builder::new()
+        .prefix("gw-view-ro")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::create_dir(ro.path().join("out")).unwrap();
+    let sb = |private: bool| -> Sandbox {
+        serde_json::from_value(serde_json::json!({
+            "readable": [ro.path()], "writable": [ro.path().join("out"), "/w"],
+            "private_tmp": private}))
+        .unwrap()
+    };
+    let (view, off) = (SandboxView::new(&sb(true)), SandboxView::new(&sb(false)));
+    let write = |v: &SandboxView, p: &Path| v.check("x", &resolved(v, p), PathAccess::Write);
+    let e = write(&view, &ro.path().join("f")).unwrap_err();
+    assert!(e.contains("holds read-only"), "{e}");
+    assert!(write(&view, &ro.path().join("out/f")).is_ok());
+    assert!(write(&view, Path::new("/tmp/elsewhere")).is_ok());
+    let e = write(&off, &ro.path().join("f")).unwrap_err();
+    assert!(e.contains("outside every writable root"), "{e}");
+    let read = view.check(
+        "x",
+        &resolved(&view, &ro.path().join("f")),
+        PathAccess::Read,
+    );
+    assert!(read.is_ok(), "{read:?}");
+}

@@ -19,6 +19,7 @@ pub mod protected_names;
 pub mod schema;
 pub mod spans;
 pub mod starter;
+pub mod tmp_binds;
 pub(crate) mod tools;
 mod validate;
 pub use agent::{Account, Agent, DEFAULT_MAX_PIDS};
@@ -53,15 +54,6 @@ pub enum AuditFailure {
     Stop,
     /// Let the agent run on; each lost record is reported on stderr. Denials stay enforced.
     Continue,
-}
-
-/// The first of `paths` that lies under `/tmp`, as written or once its links are followed
-/// (on this host): where a session's own `/tmp` (`sandbox.private_tmp`) would hide it.
-pub fn first_under_tmp<'p>(paths: impl IntoIterator<Item = &'p Path>) -> Option<&'p Path> {
-    let tmp = std::fs::canonicalize("/tmp").unwrap_or_else(|_| PathBuf::from("/tmp"));
-    paths.into_iter().find(|p| {
-        p.starts_with("/tmp") || std::fs::canonicalize(p).is_ok_and(|real| real.starts_with(&tmp))
-    })
 }
 
 /// Filesystem sandbox, enforced by the gateway (path arguments) and the kernel (`file_open`).
@@ -110,20 +102,13 @@ pub struct Sandbox {
     pub read_only_defaults: Option<bool>,
     /// `gatewayd run`: the agent's `/tmp` is a directory of the session's own, empty at the
     /// start and removed at the end, readable and writable by the agent (and `/tmp` is
-    /// readable and writable through tools).
+    /// readable and writable through tools). The paths the policy names under the host's
+    /// `/tmp` are bound into it ([`Sandbox::tmp_binds`]).
     #[serde(default)]
     pub private_tmp: bool,
 }
 
 impl Sandbox {
-    /// The first root, readable or writable path or program that lies under `/tmp` (as
-    /// written, or once its links are followed): a `/tmp` of the session's own
-    /// (`private_tmp`) would hide it, so `gatewayd run` refuses the two together, and
-    /// `policy init` and `policy suggest` never write them together.
-    pub fn first_under_tmp(&self) -> Option<&Path> {
-        first_under_tmp(self.named_paths())
-    }
-
     /// `root`, the readable and writable paths and the programs: the paths the policy
     /// names for the agent to reach.
     pub fn named_paths(&self) -> impl Iterator<Item = &Path> {

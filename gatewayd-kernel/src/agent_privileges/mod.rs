@@ -244,10 +244,11 @@ impl AgentPrivileges {
             .read_only(read_only::ReadOnly::plan(read_only, writable));
     }
 
-    /// `sandbox.private_tmp`: `dir` (a [`private_tmp::SessionTmp`]) becomes the agent's
-    /// `/tmp`. After [`AgentPrivileges::devices`], which plans the surfaces anew.
-    pub fn private_tmp(&mut self, dir: &std::path::Path) {
-        self.surfaces.private_tmp(dir);
+    /// `sandbox.private_tmp`: the session's directory becomes the agent's `/tmp`, with the
+    /// host's paths it binds. After [`AgentPrivileges::devices`], which plans the surfaces
+    /// anew.
+    pub fn private_tmp(&mut self, tmp: &private_tmp::SessionTmp) {
+        self.surfaces.private_tmp(tmp);
     }
 
     /// The descriptors above 2 the agent keeps (`--preserve-fd`); every other one is closed

@@ -8,29 +8,31 @@
 //! ([`super::surfaces::Surfaces::mount`]); the host's `/tmp`, and whatever is mounted below
 //! it, is out of the agent's sight. The directory is removed when the session ends
 //! ([`SessionTmp`]'s drop, after the agent's cgroup is empty).
-use gatewayd_core::policy::Sandbox;
+use gatewayd_core::policy::{Sandbox, tmp_binds::TmpBind};
 use std::{
     io,
-    os::unix::fs::{DirBuilderExt as _, PermissionsExt as _},
+    os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _},
     path::{Path, PathBuf},
 };
 
 /// Why the session's `/tmp` could not be made; the agent was not started.
 #[derive(Debug, thiserror::Error)]
 pub enum PrivateTmpError {
-    /// A path of the sandbox lies under `/tmp`, which the session's own would cover.
+    /// A path of the sandbox under the host's `/tmp`, to be bound into the session's, is
+    /// not there.
     #[error(
-        "sandbox.private_tmp: `{0}` lies under /tmp, which the session's own /tmp would hide from the agent; move it out of /tmp or drop private_tmp"
+        "sandbox.private_tmp: `{0}` lies under /tmp and is bound into the session's own /tmp, but it cannot be reached: {1}; make it before the session starts, or take it out of the policy"
     )]
-    UnderTmp(PathBuf),
+    Missing(PathBuf, io::Error),
     /// The directory could not be made.
     #[error("sandbox.private_tmp: cannot make the session's /tmp: {0}")]
     Create(#[from] io::Error),
 }
 
-/// With `sandbox.private_tmp`: the session's `/tmp`, added to `sandbox`'s kernel roots (to
-/// `writable` when it is listed, else to `readable` when that is: an empty list stays
-/// unrestricted). Refused when a root, readable, writable or exec path lies under `/tmp`.
+/// With `sandbox.private_tmp`: the session's `/tmp`, with a mount point for each path of
+/// the host's `/tmp` that the sandbox names ([`Sandbox::tmp_binds`]), added to `sandbox`'s
+/// kernel roots (to `writable` when it is listed, else to `readable` when that is: an empty
+/// list stays unrestricted). Refused when such a path is not there.
 pub fn for_sandbox(
     sandbox: &mut Sandbox,
     session: &str,
@@ -38,11 +40,18 @@ pub fn for_sandbox(
     if !sandbox.private_tmp {
         return Ok(None);
     }
-    if let Some(p) = sandbox.first_under_tmp() {
-        return Err(PrivateTmpError::UnderTmp(p.to_owned()));
+    let binds = sandbox.tmp_binds();
+    let mut kinds = Vec::with_capacity(binds.len());
+    for b in &binds {
+        let meta = std::fs::metadata(&b.source)
+            .map_err(|e| PrivateTmpError::Missing(b.source.clone(), e))?;
+        kinds.push(meta.is_dir());
     }
     let tmp = std::fs::canonicalize("/tmp")?;
-    let made = SessionTmp::create(&tmp, session)?;
+    let mut made = SessionTmp::create(&tmp, session)?;
+    for (b, is_dir) in binds.into_iter().zip(kinds) {
+        made.bind(b, is_dir)?;
+    }
     if !sandbox.writable.is_empty() {
         sandbox.writable.push(made.dir().to_owned());
     } else if !sandbox.readable.is_empty() {
@@ -51,11 +60,26 @@ pub fn for_sandbox(
     Ok(Some(made))
 }
 
+/// A path of the host's `/tmp` bound into the session's, its mount point made.
+#[derive(Debug, Clone)]
+pub struct PlannedBind {
+    /// The host's path (the policy's, as written).
+    pub source: PathBuf,
+    /// Its mount point on the host, in the session's directory (reached, for a path below
+    /// another bind, through that bind in the agent's mount namespace).
+    pub target: PathBuf,
+    /// Where the agent finds it: under `/tmp`.
+    pub inside: PathBuf,
+    /// Bound read-write (else read-only).
+    pub writable: bool,
+}
+
 /// The session's `/tmp` on the host, removed on drop.
 #[derive(Debug)]
 pub struct SessionTmp {
     outer: PathBuf,
     dir: PathBuf,
+    binds: Vec<PlannedBind>,
 }
 
 impl SessionTmp {
@@ -67,6 +91,7 @@ impl SessionTmp {
         let made = SessionTmp {
             dir: outer.join("tmp"),
             outer,
+            binds: Vec::new(),
         };
         std::fs::DirBuilder::new().mode(0o700).create(&made.dir)?;
         // The mode a /tmp has, whatever the umask.
@@ -74,9 +99,47 @@ impl SessionTmp {
         Ok(made)
     }
 
+    /// Plans `b` (after the binds it may lie under: [`Sandbox::tmp_binds`]'s order) and
+    /// makes its mount point unless an earlier bind holds it: its directories (root's, mode
+    /// 0755) and itself, a directory or an empty file as `is_dir` says.
+    fn bind(&mut self, b: TmpBind, is_dir: bool) -> io::Result<()> {
+        let below = b.inside.strip_prefix("/tmp").unwrap_or(&b.inside);
+        let target = self.dir.join(below);
+        let held = self.binds.iter().any(|o| b.inside.starts_with(&o.inside));
+        if !held {
+            // The directories between: 0755 whatever the umask, so any agent user passes.
+            let mut at = self.dir.clone();
+            for c in below.parent().into_iter().flat_map(Path::components) {
+                at.push(c);
+                if !at.is_dir() {
+                    std::fs::DirBuilder::new().mode(0o755).create(&at)?;
+                    std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755))?;
+                }
+            }
+            if is_dir {
+                std::fs::DirBuilder::new().mode(0o755).create(&target)?;
+            } else {
+                let mut new = std::fs::OpenOptions::new();
+                new.write(true).create_new(true).mode(0o644).open(&target)?;
+            }
+        }
+        self.binds.push(PlannedBind {
+            source: b.source,
+            target,
+            inside: b.inside,
+            writable: b.writable,
+        });
+        Ok(())
+    }
+
     /// The directory the agent sees as `/tmp`.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The host's paths bound into it, outer before inner.
+    pub fn binds(&self) -> &[PlannedBind] {
+        &self.binds
     }
 }
 
@@ -101,19 +164,70 @@ mod tests {
     }
 
     #[test]
-    fn a_sandbox_path_under_tmp_is_refused_and_nothing_is_made_without_the_flag() {
+    fn nothing_is_made_without_the_flag_and_a_missing_path_under_tmp_is_refused() {
         let mut off = sandbox(serde_json::json!({"writable": ["/tmp/w"]}));
         assert!(for_sandbox(&mut off, "t-off").unwrap().is_none());
+        let missing = format!("/tmp/gw-not-there-{}", std::process::id());
         for field in ["root", "readable", "writable", "exec"] {
             let v = if field == "root" {
-                serde_json::json!({"private_tmp": true, field: "/tmp/ws"})
+                serde_json::json!({"private_tmp": true, field: missing})
             } else {
-                serde_json::json!({"private_tmp": true, field: ["/tmp/ws"]})
+                serde_json::json!({"private_tmp": true, field: [missing]})
             };
             let e = for_sandbox(&mut sandbox(v), "t-under").unwrap_err();
-            assert!(e.to_string().contains("/tmp/ws"), "{field}: {e}");
+            assert!(e.to_string().contains(&missing), "{field}: {e}");
         }
         assert!(!Path::new("/tmp/gatewayd-t-under").exists());
+    }
+
+    #[test]
+    fn a_mount_point_is_made_for_each_outer_bind_of_its_kind() {
+        let host = tempfile::Builder::new()
+            .prefix("gw-ptmp")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let name = host
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let (ro, out, file) = (
+            host.path().join("ro"),
+            host.path().join("ro/out"),
+            host.path().join("f.sock"),
+        );
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(&file, "").unwrap();
+        let mut s = sandbox(serde_json::json!({"private_tmp": true,
+            "readable": [ro, file], "writable": [out, "/w"]}));
+        let t = for_sandbox(&mut s, &format!("t-mp-{}", std::process::id()))
+            .unwrap()
+            .unwrap();
+        let got: Vec<(PathBuf, bool)> = t
+            .binds()
+            .iter()
+            .map(|b| (b.inside.clone(), b.writable))
+            .collect();
+        let inside = |p: &str| Path::new("/tmp").join(&name).join(p);
+        assert_eq!(
+            got,
+            vec![
+                (inside("f.sock"), false),
+                (inside("ro"), false),
+                (inside("ro/out"), true)
+            ]
+        );
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert!(t.dir().join(&name).join("f.sock").is_file());
+        assert_eq!(mode(&t.dir().join(&name)), 0o755);
+        assert!(t.dir().join(&name).join("ro").is_dir());
+        assert!(
+            !t.dir().join(&name).join("ro/out").exists(),
+            "held by the bind of `ro`, not made"
+        );
+        assert_eq!(s.writable.last().map(PathBuf::as_path), Some(t.dir()));
     }
 
     #[test]

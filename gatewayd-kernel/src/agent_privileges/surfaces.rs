@@ -33,6 +33,7 @@ use serde_json::json;
 use super::{
     dev::Dev,
     hide::{NODEV, NOEXEC, NOSUID, RDONLY, bind_read_only, enter_cwd_again, mount, set_attrs},
+    private_tmp::SessionTmp,
     read_only::{self, ReadOnly},
 };
 
@@ -60,6 +61,15 @@ pub(crate) const PROC_MASKED: [&str; 8] = [
 /// Covered in the agent's `/sys`, where the kernel has them.
 pub(crate) const SYS_MASKED: [&str; 1] = ["/sys/firmware"];
 
+/// The session's `/tmp` ([`super::private_tmp::SessionTmp`]) as the init mounts it.
+#[derive(Debug, Clone)]
+struct TmpMounts {
+    dir: CString,
+    /// Each bind of the host's `/tmp`: source, mount point in `dir`, where the agent finds
+    /// it, read-only.
+    binds: Vec<(CString, CString, CString, bool)>,
+}
+
 /// The plan of the agent's `/proc`, `/sys` and `/dev`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Surfaces {
@@ -69,9 +79,9 @@ pub(crate) struct Surfaces {
     /// Whether `/sys` is a mount point (else there is no sysfs to make read-only).
     sys: bool,
     dev: Dev,
-    /// `sandbox.private_tmp`: the session's directory bound onto `/tmp`
-    /// ([`private_tmp`](super::private_tmp)).
-    tmp: Option<CString>,
+    /// `sandbox.private_tmp`: the session's directory bound onto `/tmp`, with the host's
+    /// paths bound into it ([`private_tmp`](super::private_tmp)).
+    tmp: Option<TmpMounts>,
     /// `sandbox.read_only`: the read-only binds and the directories that pin them.
     read_only: ReadOnly,
     read_only_binds: Vec<(CString, bool)>,
@@ -115,9 +125,17 @@ impl Surfaces {
         self.read_only = plan;
     }
 
-    /// Binds `dir` (the session's own) onto the agent's `/tmp`.
-    pub(crate) fn private_tmp(&mut self, dir: &Path) {
-        self.tmp = CString::new(dir.as_os_str().as_bytes()).ok();
+    /// Binds the session's own directory onto the agent's `/tmp`, with the host's paths
+    /// its binds name.
+    pub(crate) fn private_tmp(&mut self, tmp: &SessionTmp) {
+        let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap_or_default();
+        let binds = tmp.binds().iter();
+        self.tmp = Some(TmpMounts {
+            dir: c(tmp.dir()),
+            binds: binds
+                .map(|b| (c(&b.source), c(&b.target), c(&b.inside), !b.writable))
+                .collect(),
+        });
     }
 
     /// What the `session_start` record says about `/proc`, `/sys` and `/dev`.
@@ -138,10 +156,7 @@ impl Surfaces {
             },
             "dev": self.dev.describe(),
             "read_only": (!self.read_only.is_empty()).then(|| self.read_only.describe()),
-            "tmp": self.tmp.as_ref().map_or_else(
-                || json!("the host's"),
-                |d| json!({"private": d.to_string_lossy(), "mount": "bound (nosuid, nodev), removed at the end"}),
-            ),
+            "tmp": self.tmp.as_ref().map_or_else(|| json!("the host's"), TmpMounts::describe),
         })
     }
 
@@ -165,9 +180,8 @@ impl Surfaces {
                 Some(c"mode=0555,size=4k,nr_inodes=2"),
             )?;
         }
-        if let Some(dir) = &self.tmp {
-            mount(Some(dir), c"/tmp", None, libc::MS_BIND, None)?;
-            set_attrs(c"/tmp", NOSUID | NODEV, false)?;
+        if let Some(tmp) = &self.tmp {
+            tmp.mount()?;
         }
         read_only::apply(&self.read_only_binds)?;
         self.dev.build()
@@ -182,6 +196,38 @@ impl Surfaces {
             set_attrs(c"/sys", RDONLY | NOSUID | NODEV | NOEXEC, true)?;
         }
         enter_cwd_again()
+    }
+}
+
+impl TmpMounts {
+    /// Each host path onto its mount point in the session's directory (before `/tmp` is
+    /// covered: the sources are the host's), then that directory onto `/tmp` with them,
+    /// `nosuid` and `nodev` throughout; then the read-only binds made read-only, each by
+    /// itself (a writable path inside one is a mount of its own).
+    fn mount(&self) -> io::Result<()> {
+        let tree = libc::MS_BIND | libc::MS_REC;
+        for (source, target, _, _) in &self.binds {
+            mount(Some(source), target, None, tree, None)?;
+        }
+        mount(Some(&self.dir), c"/tmp", None, tree, None)?;
+        set_attrs(c"/tmp", NOSUID | NODEV, true)?;
+        for (_, _, inside, _) in self.binds.iter().filter(|b| b.3) {
+            set_attrs(inside, RDONLY, false)?;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> serde_json::Value {
+        let bound: Vec<serde_json::Value> = self
+            .binds
+            .iter()
+            .map(|(source, _, inside, read_only)| {
+                json!({"path": inside.to_string_lossy(), "from": source.to_string_lossy(),
+                       "read_only": read_only})
+            })
+            .collect();
+        json!({"private": self.dir.to_string_lossy(),
+               "mount": "bound (nosuid, nodev), removed at the end", "bound": bound})
     }
 }
 

@@ -73,7 +73,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     let mut policy = opts.policy.clone();
     let session_tmp = private_tmp::for_sandbox(&mut policy.sandbox, &ctx.session)?;
     if let Some(t) = &session_tmp {
-        privileges.private_tmp(t.dir());
+        privileges.private_tmp(t);
     }
     let inspection =
         super::egress_proxy::Inspection::prepare(&policy, &opts.runtime_dir, &ctx.session)

@@ -337,7 +337,8 @@ impl<'a> Builder<'a> {
         // A tool server has no private `/tmp` (it shares the host's): its paths there are
         // proposed as paths.
         if path.starts_with("/tmp") && self.server.is_none() {
-            if self.policy.sandbox.private_tmp {
+            let bound = || self.bound_in_tmp().iter().any(|b| path.starts_with(b));
+            if self.policy.sandbox.private_tmp && !bound() {
                 let why = "sandbox.private_tmp is on: the refusal came from something else (`gatewayd explain`)";
                 let shown = path.display().to_string();
                 return self.refuse(r, shown, n, (Rule::AlreadyAllowed, why.to_owned()));
@@ -354,10 +355,10 @@ impl<'a> Builder<'a> {
 
     /// The agent's paths under `/tmp`. What it read there that it had not written (a file
     /// of the host's `/tmp`) is a path like any other. Its writes, and what it read back of
-    /// them, are a `/tmp` of the session's own (`sandbox.private_tmp`), unless the policy
-    /// would then name a path under `/tmp`, which that `/tmp` would hide (`gatewayd run`
-    /// refuses such a policy): then they are paths of the host's `/tmp` too, and a name made
-    /// directly in `/tmp` is not proposed.
+    /// them, are a `/tmp` of the session's own (`sandbox.private_tmp`), but below a path of
+    /// the host's `/tmp` that the policy names or a proposal adds: that path is bound into
+    /// the session's `/tmp` ([`crate::policy::Sandbox::tmp_binds`]), so they are the
+    /// host's.
     fn settle_tmp(&mut self) {
         let writes = std::mem::take(&mut self.tmp_writes);
         let (own, host): (Vec<_>, Vec<_>) = std::mem::take(&mut self.tmp_reads)
@@ -366,33 +367,22 @@ impl<'a> Builder<'a> {
         for (r, path, n) in host {
             self.host_path(&r, &path, "sandbox.readable", n);
         }
-        let hidden = self.named_under_tmp();
+        let bound = self.bound_in_tmp();
         let settled = writes.into_iter().map(|w| (w, "sandbox.writable"));
         for ((r, path, n), field) in settled.chain(own.into_iter().map(|o| (o, "sandbox.readable")))
         {
-            let shown = path.display().to_string();
-            match &hidden {
-                None => self.propose(
-                    &r,
-                    (Group::System, "sandbox.private_tmp", Value::Bool(true)),
-                    shown,
-                    n,
-                ),
-                Some(named) if cover::cover(&path).0 == Path::new("/tmp") => {
-                    let why = format!(
-                        "a name made directly in /tmp: a /tmp of the session's own (sandbox.private_tmp) would hide `{}`, which lies under /tmp; move that out of /tmp, then add private_tmp",
-                        named.display()
-                    );
-                    self.refuse(&r, shown, n, (Rule::WholeTree, why));
-                }
-                Some(_) => self.host_path(&r, &path, field, n),
+            if bound.iter().any(|b| path.starts_with(b)) {
+                self.host_path(&r, &path, field, n);
+            } else {
+                let flag = (Group::System, "sandbox.private_tmp", Value::Bool(true));
+                self.propose(&r, flag, path.display().to_string(), n);
             }
         }
     }
 
-    /// A path under `/tmp` that the policy names, or that a proposal would add, as a root,
-    /// a readable or writable path or a program.
-    fn named_under_tmp(&self) -> Option<PathBuf> {
+    /// The paths of the host's `/tmp` that the policy names, or that a proposal would add,
+    /// as a root, a readable or writable path or a program: bound into the session's `/tmp`.
+    fn bound_in_tmp(&self) -> Vec<PathBuf> {
         let proposed: Vec<PathBuf> = self
             .props
             .values()
@@ -400,8 +390,7 @@ impl<'a> Builder<'a> {
             .filter_map(|p| p.value.as_str().map(PathBuf::from))
             .collect();
         let named = self.policy.sandbox.named_paths();
-        crate::policy::first_under_tmp(named.chain(proposed.iter().map(PathBuf::as_path)))
-            .map(Path::to_owned)
+        crate::policy::tmp_binds::under_tmp(named.chain(proposed.iter().map(PathBuf::as_path)))
     }
 
     /// A path of the host to read or write: its cover, unless a rule keeps it out or the

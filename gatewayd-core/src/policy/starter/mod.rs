@@ -225,10 +225,6 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         .chain(listed("egress"))
         .map(|h| json!({"host": h, "port": 443}))
         .collect();
-    // A workspace under /tmp would be hidden by the session's own /tmp. A host installed
-    // under /tmp keeps it on: its agent needs a writable /tmp, which only the session's own
-    // gives, and `gatewayd run` then says plainly which install to move (docs/LIMITS.md).
-    let private_tmp = crate::policy::first_under_tmp([workspace]).is_none();
     let policy = json!({
         "version": 1,
         "name": format!("starter for {ws}"),
@@ -236,7 +232,7 @@ pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Val
         "trifecta": "hold",
         "sandbox": {"root": ws, "readable": readable, "writable": writable,
                     "protected": protected, "protected_names": WORKSPACE_SECRET_NAMES,
-                    "read_only": read_only, "private_tmp": private_tmp},
+                    "read_only": read_only, "private_tmp": true},
         "network": {"egress": egress},
         "tools": host_tools(),
         "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
@@ -326,18 +322,12 @@ mod tests {
         );
     }
 
-    /// The session's own `/tmp` hides the host's: off for a workspace under `/tmp`; on for
-    /// a host installed there (its agent needs a writable `/tmp`), and then `gatewayd run`
-    /// names that install ([`crate::policy::Sandbox::first_under_tmp`]).
+    /// The session's own `/tmp` is on wherever the workspace and the hosts lie: what the
+    /// starter names under the host's `/tmp` is bound into it, the workspace read-write and
+    /// an install read-only ([`crate::policy::Sandbox::tmp_binds`]).
     #[test]
-    fn private_tmp_is_off_for_a_workspace_under_tmp_and_names_an_install_there() {
-        let private = |v: &Value| v["sandbox"]["private_tmp"].clone();
+    fn private_tmp_is_on_and_binds_a_workspace_and_an_install_under_tmp() {
         let home = Path::new("/home/dev");
-        assert_eq!(
-            private(&starter(Path::new("/home/dev/p"), home)),
-            json!(true)
-        );
-        assert_eq!(private(&starter(Path::new("/tmp/p"), home)), json!(false));
         let under_tmp = HostInstall {
             host: hosts::AgentHost::Claude,
             install: Some(PathBuf::from(
@@ -345,15 +335,22 @@ mod tests {
             )),
             runtime: None,
         };
-        let (v, _) = starter_for(Path::new("/home/dev/p"), home, &[under_tmp]);
+        let (v, _) = starter_for(Path::new("/tmp/p"), home, &[under_tmp]);
         let text = serde_json::to_string(&v).unwrap();
         let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
-        assert!(p.sandbox.private_tmp);
+        assert!(p.sandbox.private_tmp, "{v:#}");
+        let binds: Vec<(String, bool)> = p
+            .sandbox
+            .tmp_binds()
+            .into_iter()
+            .map(|b| (b.inside.display().to_string(), b.writable))
+            .collect();
+        assert!(binds.contains(&("/tmp/p".to_owned(), true)), "{binds:?}");
         assert!(
-            p.sandbox
-                .first_under_tmp()
-                .is_some_and(|p| p.starts_with("/tmp/tools/claude")),
-            "{v:#}"
+            binds
+                .iter()
+                .any(|(p, w)| p.starts_with("/tmp/tools/claude") && !w),
+            "{binds:?}"
         );
     }
 }
