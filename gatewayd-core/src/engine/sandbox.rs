@@ -217,8 +217,9 @@ impl SandboxView {
             // the host's paths the policy names there bound into it, read-only where the
             // agent may not write them.
             write.push(PathBuf::from("/tmp"));
-            let bound = s.tmp_binds().into_iter();
-            tmp_read_only.extend(bound.filter(|b| !b.writable).map(|b| b.inside));
+            let bound = s.tmp_binds(None).into_iter();
+            let read_only = bound.filter(|b| !b.writable && b.link.is_none());
+            tmp_read_only.extend(read_only.map(|b| b.inside));
         }
         read.extend(write.iter().cloned());
         read.extend(root.iter().cloned());

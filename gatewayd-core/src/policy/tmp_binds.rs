@@ -21,6 +21,9 @@ pub struct TmpBind {
     pub source: PathBuf,
     /// Bound read-write (else read-only).
     pub writable: bool,
+    /// A symbolic link (as written, under `/tmp`) is made again in the session's `/tmp`
+    /// with this target, not bound.
+    pub link: Option<PathBuf>,
 }
 
 /// Lexical normalisation, without following links: of policy paths that do not exist (yet),
@@ -70,28 +73,47 @@ pub fn under_tmp<'p>(paths: impl IntoIterator<Item = &'p Path>) -> Vec<PathBuf> 
 
 impl Sandbox {
     /// The binds of the host's `/tmp` paths that `root`, `readable`, `writable` and `exec`
-    /// name, sorted so that a path comes after the paths it lies under. A path below one
-    /// bound the same way is left out (the outer bind holds it).
-    pub fn tmp_binds(&self) -> Vec<TmpBind> {
+    /// name, with `program` (the agent's, as found on `PATH`), sorted so that a path comes
+    /// after the paths it lies under. A path below one bound the same way is left out (the
+    /// outer bind holds it), and so is a link below any bind.
+    ///
+    /// A path written under `/tmp` that is itself a symbolic link is made again as the same
+    /// link (a bind would put its target's contents at its name, and a script run through a
+    /// link finds its files from where the link leads), and its target is bound.
+    pub fn tmp_binds(&self, program: Option<&Path>) -> Vec<TmpBind> {
         let tmp = resolved_tmp();
         let writable = under_tmp(self.writable.iter().map(PathBuf::as_path));
-        let mut all: Vec<TmpBind> = self
-            .named_paths()
-            .filter_map(|p| {
-                let inside = inside_tmp(p, &tmp)?;
-                let rw = self.writable.is_empty() || writable.iter().any(|w| inside.starts_with(w));
-                Some(TmpBind {
-                    inside,
-                    source: p.to_owned(),
-                    writable: rw,
-                })
+        let entry = |p: &Path| -> Option<TmpBind> {
+            let inside = inside_tmp(p, &tmp)?;
+            let may_write = writable.iter().any(|w| inside.starts_with(w));
+            let link = (inside == lexical(p)).then(|| std::fs::read_link(p).ok());
+            Some(TmpBind {
+                writable: self.writable.is_empty() || may_write,
+                source: p.to_owned(),
+                link: link.flatten(),
+                inside,
             })
-            .collect();
+        };
+        let mut all: Vec<TmpBind> = Vec::new();
+        for p in self.named_paths().chain(program) {
+            let Some(b) = entry(p) else { continue };
+            if b.link.is_some() {
+                let target = std::fs::canonicalize(p).ok();
+                all.extend(target.and_then(|t| entry(&t)));
+            }
+            all.push(b);
+        }
         all.sort_by(|a, b| a.inside.cmp(&b.inside));
         let mut out: Vec<TmpBind> = Vec::new();
         for b in all {
-            let holder = out.iter().rev().find(|o| b.inside.starts_with(&o.inside));
-            if holder.is_none_or(|o| o.writable != b.writable) {
+            let holder = out
+                .iter()
+                .rev()
+                .filter(|o| o.link.is_none())
+                .find(|o| b.inside.starts_with(&o.inside));
+            let held = holder.is_some_and(|o| b.link.is_some() || o.writable == b.writable);
+            let again = out.iter().any(|o| o.inside == b.inside);
+            if !held && !again {
                 out.push(b);
             }
         }
@@ -109,7 +131,7 @@ mod tests {
 
     fn binds(v: serde_json::Value) -> Vec<(String, bool)> {
         sandbox(v)
-            .tmp_binds()
+            .tmp_binds(None)
             .into_iter()
             .map(|b| (b.inside.display().to_string(), b.writable))
             .collect()
@@ -161,5 +183,32 @@ mod tests {
         let inside = Path::new("/tmp").join(d.path().strip_prefix(&tmp).unwrap());
         assert_eq!(under_tmp([link.as_path()]), vec![inside]);
         assert!(under_tmp([outside.path()]).is_empty());
+    }
+
+    #[test]
+    fn a_link_under_tmp_is_made_again_and_its_target_bound() {
+        let d = tempfile::Builder::new()
+            .prefix("gw-tmplink")
+            .tempdir_in(resolved_tmp())
+            .unwrap();
+        let inside = |p: &Path| Path::new("/tmp").join(p.strip_prefix(resolved_tmp()).unwrap());
+        let (pkg, bin) = (d.path().join("pkg"), d.path().join("bin"));
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(pkg.join("cli.js"), "").unwrap();
+        std::os::unix::fs::symlink("../pkg/cli.js", bin.join("tool")).unwrap();
+        let program = inside(&bin.join("tool"));
+        let s = sandbox(serde_json::json!({"readable": ["/usr"], "writable": ["/w"]}));
+        let got = s.tmp_binds(Some(&program));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].inside, program);
+        assert_eq!(got[0].link.as_deref(), Some(Path::new("../pkg/cli.js")));
+        assert_eq!(got[1].inside, inside(&pkg.join("cli.js")));
+        assert!(got[1].link.is_none() && !got[1].writable, "{got:?}");
+        // Below a bind, a link is there already.
+        let held = sandbox(serde_json::json!({"readable": [inside(d.path())], "writable": ["/w"]}));
+        let got = held.tmp_binds(Some(&program));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].inside, inside(d.path()));
     }
 }

@@ -157,21 +157,21 @@ impl Hiding {
         }
         let hidden_flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         for d in &self.dirs {
-            mount(
+            unless_absent(mount(
                 Some(c"tmpfs"),
                 d,
                 Some(c"tmpfs"),
                 hidden_flags,
                 Some(c"mode=0000,size=4k,nr_inodes=2"),
-            )?;
+            ))?;
         }
         let hidden = RDONLY | NOSUID | NODEV | NOEXEC;
         for f in &self.files {
-            bind_read_only(c"/dev/null", f, hidden, false)?;
+            unless_absent(bind_read_only(c"/dev/null", f, hidden, false))?;
         }
         for b in &self.read_only {
             // Added to the flags the file's mount has (a `noexec` one stays so).
-            bind_read_only(b, b, RDONLY | NOSUID | NODEV, false)?;
+            unless_absent(bind_read_only(b, b, RDONLY | NOSUID | NODEV, false))?;
         }
         for t in &self.read_only_trees {
             bind_read_only(t, t, hidden, true)?;
@@ -179,12 +179,20 @@ impl Hiding {
         for s in &self.sockets {
             // A socket whose name went away since the plan (or now lies under another mount)
             // cannot be reached by that name either.
-            match bind_read_only(c"/dev/null", s, hidden, false) {
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                r => r?,
-            }
+            unless_absent(bind_read_only(c"/dev/null", s, hidden, false))?;
         }
         enter_cwd_again()
+    }
+}
+
+/// A mount whose target the agent's namespace does not have (`ENOENT`) is not needed: the
+/// agent cannot reach that path by its name either. So it is with a path under the host's
+/// `/tmp` that a private `/tmp` does not bind (gatewayd's own audit log or policy there, a
+/// home under `/tmp`).
+pub(super) fn unless_absent(made: std::io::Result<()>) -> std::io::Result<()> {
+    match made {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        r => r,
     }
 }
 

@@ -32,8 +32,13 @@ impl NameMarks {
             return Ok(());
         };
         for root in &self.roots {
-            // Recursive: the hiding and read-only mounts below the root stay in place.
-            super::hide::mount(Some(root), root, None, libc::MS_BIND | libc::MS_REC, None)?;
+            // Recursive: the hiding and read-only mounts below the root stay in place. A root
+            // the agent's namespace does not have needs no mark: nothing is opened there.
+            let tree = libc::MS_BIND | libc::MS_REC;
+            match super::hide::mount(Some(root), root, None, tree, None) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                made => made?,
+            }
             // SAFETY: a NUL-terminated path that outlives the call; `fd` is the group's
             // descriptor, inherited from gatewayd.
             let rc = unsafe {

@@ -18,39 +18,33 @@ use std::{
 /// Why the session's `/tmp` could not be made; the agent was not started.
 #[derive(Debug, thiserror::Error)]
 pub enum PrivateTmpError {
-    /// A path of the sandbox under the host's `/tmp`, to be bound into the session's, is
-    /// not there.
-    #[error(
-        "sandbox.private_tmp: `{0}` lies under /tmp and is bound into the session's own /tmp, but it cannot be reached: {1}; make it before the session starts, or take it out of the policy"
-    )]
-    Missing(PathBuf, io::Error),
     /// The directory could not be made.
     #[error("sandbox.private_tmp: cannot make the session's /tmp: {0}")]
     Create(#[from] io::Error),
 }
 
 /// With `sandbox.private_tmp`: the session's `/tmp`, with a mount point for each path of
-/// the host's `/tmp` that the sandbox names ([`Sandbox::tmp_binds`]), added to `sandbox`'s
+/// the host's `/tmp` that the sandbox names and for the agent's `program` (as found on
+/// `PATH`: it is run by that path) ([`Sandbox::tmp_binds`]), added to `sandbox`'s
 /// kernel roots (to `writable` when it is listed, else to `readable` when that is: an empty
-/// list stays unrestricted). Refused when such a path is not there.
+/// list stays unrestricted). A path that is not there is not bound (the kernel's roots reach
+/// nothing there either, and `gatewayd run` warns of it); the record lists it.
 pub fn for_sandbox(
     sandbox: &mut Sandbox,
     session: &str,
+    program: Option<&Path>,
 ) -> Result<Option<SessionTmp>, PrivateTmpError> {
     if !sandbox.private_tmp {
         return Ok(None);
     }
-    let binds = sandbox.tmp_binds();
-    let mut kinds = Vec::with_capacity(binds.len());
-    for b in &binds {
-        let meta = std::fs::metadata(&b.source)
-            .map_err(|e| PrivateTmpError::Missing(b.source.clone(), e))?;
-        kinds.push(meta.is_dir());
-    }
     let tmp = std::fs::canonicalize("/tmp")?;
     let mut made = SessionTmp::create(&tmp, session)?;
-    for (b, is_dir) in binds.into_iter().zip(kinds) {
-        made.bind(b, is_dir)?;
+    for b in sandbox.tmp_binds(program) {
+        match (&b.link, std::fs::metadata(&b.source)) {
+            (Some(to), _) => made.link(&b.inside, to)?,
+            (None, Ok(meta)) => made.bind(b, meta.is_dir())?,
+            (None, Err(_)) => made.not_bound.push(b.inside),
+        }
     }
     if !sandbox.writable.is_empty() {
         sandbox.writable.push(made.dir().to_owned());
@@ -80,6 +74,10 @@ pub struct SessionTmp {
     outer: PathBuf,
     dir: PathBuf,
     binds: Vec<PlannedBind>,
+    /// The paths under the host's `/tmp` that the policy names but that were not there.
+    not_bound: Vec<PathBuf>,
+    /// The links under the host's `/tmp` made again in it.
+    links: Vec<(PathBuf, PathBuf)>,
 }
 
 impl SessionTmp {
@@ -92,6 +90,8 @@ impl SessionTmp {
             dir: outer.join("tmp"),
             outer,
             binds: Vec::new(),
+            not_bound: Vec::new(),
+            links: Vec::new(),
         };
         std::fs::DirBuilder::new().mode(0o700).create(&made.dir)?;
         // The mode a /tmp has, whatever the umask.
@@ -103,19 +103,9 @@ impl SessionTmp {
     /// makes its mount point unless an earlier bind holds it: its directories (root's, mode
     /// 0755) and itself, a directory or an empty file as `is_dir` says.
     fn bind(&mut self, b: TmpBind, is_dir: bool) -> io::Result<()> {
-        let below = b.inside.strip_prefix("/tmp").unwrap_or(&b.inside);
-        let target = self.dir.join(below);
+        let target = self.between(&b.inside)?;
         let held = self.binds.iter().any(|o| b.inside.starts_with(&o.inside));
         if !held {
-            // The directories between: 0755 whatever the umask, so any agent user passes.
-            let mut at = self.dir.clone();
-            for c in below.parent().into_iter().flat_map(Path::components) {
-                at.push(c);
-                if !at.is_dir() {
-                    std::fs::DirBuilder::new().mode(0o755).create(&at)?;
-                    std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755))?;
-                }
-            }
             if is_dir {
                 std::fs::DirBuilder::new().mode(0o755).create(&target)?;
             } else {
@@ -132,6 +122,35 @@ impl SessionTmp {
         Ok(())
     }
 
+    /// Makes the symbolic link `inside` (under `/tmp`) again in the session's directory,
+    /// leading to `to` as the host's does.
+    fn link(&mut self, inside: &Path, to: &Path) -> io::Result<()> {
+        let at = self.between(inside)?;
+        std::os::unix::fs::symlink(to, &at)?;
+        self.links.push((inside.to_owned(), to.to_owned()));
+        Ok(())
+    }
+
+    /// Where `inside` (under `/tmp`) lies in the session's directory, with the directories
+    /// between made: root's, 0755 whatever the umask, so any agent user passes.
+    fn between(&self, inside: &Path) -> io::Result<PathBuf> {
+        let below = inside.strip_prefix("/tmp").unwrap_or(inside);
+        let mut at = self.dir.clone();
+        for c in below.parent().into_iter().flat_map(Path::components) {
+            at.push(c);
+            if !at.is_dir() {
+                std::fs::DirBuilder::new().mode(0o755).create(&at)?;
+                std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
+        Ok(self.dir.join(below))
+    }
+
+    /// The links made again in it: (where, leading to).
+    pub fn links(&self) -> &[(PathBuf, PathBuf)] {
+        &self.links
+    }
+
     /// The directory the agent sees as `/tmp`.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -140,6 +159,11 @@ impl SessionTmp {
     /// The host's paths bound into it, outer before inner.
     pub fn binds(&self) -> &[PlannedBind] {
         &self.binds
+    }
+
+    /// The paths the policy names under the host's `/tmp` that were not there to bind.
+    pub fn not_bound(&self) -> &[PathBuf] {
+        &self.not_bound
     }
 }
 
@@ -164,20 +188,16 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_made_without_the_flag_and_a_missing_path_under_tmp_is_refused() {
+    fn nothing_is_made_without_the_flag_and_a_missing_path_under_tmp_is_not_bound() {
         let mut off = sandbox(serde_json::json!({"writable": ["/tmp/w"]}));
-        assert!(for_sandbox(&mut off, "t-off").unwrap().is_none());
-        let missing = format!("/tmp/gw-not-there-{}", std::process::id());
-        for field in ["root", "readable", "writable", "exec"] {
-            let v = if field == "root" {
-                serde_json::json!({"private_tmp": true, field: missing})
-            } else {
-                serde_json::json!({"private_tmp": true, field: [missing]})
-            };
-            let e = for_sandbox(&mut sandbox(v), "t-under").unwrap_err();
-            assert!(e.to_string().contains(&missing), "{field}: {e}");
-        }
-        assert!(!Path::new("/tmp/gatewayd-t-under").exists());
+        assert!(for_sandbox(&mut off, "t-off", None).unwrap().is_none());
+        let missing = PathBuf::from(format!("/tmp/gw-not-there-{}", std::process::id()));
+        let mut s = sandbox(serde_json::json!({"private_tmp": true, "writable": [missing]}));
+        let t = for_sandbox(&mut s, &format!("t-gone-{}", std::process::id()), None)
+            .unwrap()
+            .unwrap();
+        assert!(t.binds().is_empty());
+        assert_eq!(t.not_bound(), [missing]);
     }
 
     #[test]
@@ -202,7 +222,7 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let mut s = sandbox(serde_json::json!({"private_tmp": true,
             "readable": [ro, file], "writable": [out, "/w"]}));
-        let t = for_sandbox(&mut s, &format!("t-mp-{}", std::process::id()))
+        let t = for_sandbox(&mut s, &format!("t-mp-{}", std::process::id()), None)
             .unwrap()
             .unwrap();
         let got: Vec<(PathBuf, bool)> = t
@@ -235,13 +255,13 @@ mod tests {
         let mut w = sandbox(
             serde_json::json!({"private_tmp": true, "writable": ["/w"], "readable": ["/r"]}),
         );
-        let t = for_sandbox(&mut w, &format!("t-w-{}", std::process::id()))
+        let t = for_sandbox(&mut w, &format!("t-w-{}", std::process::id()), None)
             .unwrap()
             .unwrap();
         assert_eq!(w.writable.last().map(PathBuf::as_path), Some(t.dir()));
         assert_eq!(w.readable.len(), 1);
         let mut r = sandbox(serde_json::json!({"private_tmp": true, "readable": ["/r"]}));
-        let t2 = for_sandbox(&mut r, &format!("t-r-{}", std::process::id()))
+        let t2 = for_sandbox(&mut r, &format!("t-r-{}", std::process::id()), None)
             .unwrap()
             .unwrap();
         assert_eq!(r.readable.last().map(PathBuf::as_path), Some(t2.dir()));

@@ -13,7 +13,7 @@ use std::{ffi::CString, os::unix::ffi::OsStrExt as _, path::PathBuf};
 
 use serde_json::json;
 
-use super::hide::{NODEV, NOSUID, RDONLY, bind_read_only, mount};
+use super::hide::{NODEV, NOSUID, RDONLY, bind_read_only, mount, unless_absent};
 
 /// The binds, parents first.
 #[derive(Debug, Clone, Default)]
@@ -87,11 +87,11 @@ impl ReadOnly {
 /// In the PID namespace's init: each bind, in order. Any failure stops the start.
 pub(crate) fn apply(binds: &[(CString, bool)]) -> std::io::Result<()> {
     for (path, read_only) in binds {
-        if *read_only {
-            bind_read_only(path, path, RDONLY | NOSUID | NODEV, false)?;
+        unless_absent(if *read_only {
+            bind_read_only(path, path, RDONLY | NOSUID | NODEV, false)
         } else {
-            mount(Some(path), path, None, libc::MS_BIND, None)?;
-        }
+            mount(Some(path), path, None, libc::MS_BIND, None)
+        })?;
     }
     Ok(())
 }

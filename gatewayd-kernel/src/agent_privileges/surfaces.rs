@@ -68,6 +68,10 @@ struct TmpMounts {
     /// Each bind of the host's `/tmp`: source, mount point in `dir`, where the agent finds
     /// it, read-only.
     binds: Vec<(CString, CString, CString, bool)>,
+    /// The paths the policy names there that were not there to bind.
+    not_bound: Vec<String>,
+    /// The links of the host's `/tmp` made again there: (where, leading to).
+    links: Vec<(String, String)>,
 }
 
 /// The plan of the agent's `/proc`, `/sys` and `/dev`.
@@ -134,6 +138,16 @@ impl Surfaces {
             dir: c(tmp.dir()),
             binds: binds
                 .map(|b| (c(&b.source), c(&b.target), c(&b.inside), !b.writable))
+                .collect(),
+            not_bound: tmp
+                .not_bound()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            links: tmp
+                .links()
+                .iter()
+                .map(|(at, to)| (at.display().to_string(), to.display().to_string()))
                 .collect(),
         });
     }
@@ -227,7 +241,10 @@ impl TmpMounts {
             })
             .collect();
         json!({"private": self.dir.to_string_lossy(),
-               "mount": "bound (nosuid, nodev), removed at the end", "bound": bound})
+               "mount": "bound (nosuid, nodev), removed at the end", "bound": bound,
+               "not_bound": self.not_bound,
+               "links": self.links.iter().map(|(at, to)| json!({"path": at, "to": to}))
+                   .collect::<Vec<_>>()})
     }
 }
 

@@ -235,9 +235,16 @@ pub(super) fn sandbox_warnings(p: &Policy) -> Vec<String> {
     }
     for (what, roots) in [("readable", &sb.readable), ("writable", &sb.writable)] {
         for r in roots.iter().filter(|r| std::fs::metadata(r).is_err()) {
+            let unbound = sb.private_tmp
+                && !gatewayd_core::policy::tmp_binds::under_tmp([r.as_path()]).is_empty();
             out.push(format!(
-                "sandbox.{what} `{}` does not exist: nothing under it can be opened",
-                r.display()
+                "sandbox.{what} `{}` does not exist: nothing under it can be opened{}",
+                r.display(),
+                if unbound {
+                    ", and it is not bound into the session's /tmp (what the agent makes there stays in its own /tmp, removed at the end)"
+                } else {
+                    ""
+                }
             ));
         }
     }

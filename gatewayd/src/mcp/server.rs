@@ -77,8 +77,14 @@ pub enum ServerError {
 
 /// Where `execvp` would find `program` (symlinks resolved).
 pub fn resolve_program(program: &str) -> Option<PathBuf> {
+    find_program(program).and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// `program` as `execvp` finds it: as given when it holds a `/`, else the first executable
+/// file of that name in a `PATH` directory; its links not followed.
+pub fn find_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
-        return std::fs::canonicalize(program).ok();
+        return Some(PathBuf::from(program));
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -86,7 +92,6 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         .find(|p| {
             nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::X_OK).is_ok() && p.is_file()
         })
-        .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
 /// SHA-256 of a file, lower-case hex.

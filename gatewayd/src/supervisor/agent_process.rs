@@ -40,6 +40,9 @@ const FORWARDED: [fn() -> SignalKind; 4] = [
 pub(super) struct Agent<'a, R> {
     /// Program and arguments.
     pub(super) argv: &'a [String],
+    /// The program as gatewayd found it on `PATH` (`argv[0]` stays as given), else
+    /// `argv[0]` is looked up in the agent's namespace.
+    pub(super) program: Option<&'a std::path::Path>,
     /// Run in the child before exec: the private mount namespace, the PID namespace and its
     /// init, the cgroup, tier 2's Landlock ruleset, the agent's credentials and its seccomp
     /// filter (`AgentPrivileges::pre_exec_fn`).
@@ -65,8 +68,11 @@ where
         sigs.push((kind, signal(kind).map_err(SpawnError::Spawn)?));
     }
     let mut lockdown = signal(SignalKind::user_defined1()).map_err(SpawnError::Spawn)?;
-    let mut cmd = tokio::process::Command::new(&agent.argv[0]);
-    cmd.args(&agent.argv[1..]);
+    let mut cmd = match agent.program {
+        Some(found) => tokio::process::Command::new(found),
+        None => tokio::process::Command::new(&agent.argv[0]),
+    };
+    cmd.arg0(&agent.argv[0]).args(&agent.argv[1..]);
     cmd.envs(agent.env.iter().map(|(k, v)| (k, v)));
     // SAFETY: `confine` (`AgentPrivileges::pre_exec_fn`) makes only async-signal-safe
     // syscalls (unshare, mount, fork, sigprocmask, sigwaitinfo, waitpid, kill, open, write,

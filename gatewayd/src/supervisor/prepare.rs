@@ -44,6 +44,9 @@ pub(super) struct Prepared {
     pub(super) confinement: Confinement,
     /// The session's own `/tmp`, removed when this is dropped (after the cgroup is empty).
     pub(super) session_tmp: Option<private_tmp::SessionTmp>,
+    /// The agent's program as found on `PATH` (its links not followed): what is run, so
+    /// the program gatewayd looked at is the one the agent's namespace starts.
+    pub(super) program: Option<PathBuf>,
     /// gatewayd's `oom_score_adj`, or why it was not lowered.
     pub(super) oom_score_adj: Value,
     /// Tier 2 with `sandbox.protected_names`: the fanotify group that refuses them, served
@@ -71,7 +74,10 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     let oom_score_adj = session_limits::protect_from_oom_killer()
         .map_or_else(|e| json!({"not_lowered": e.to_string()}), |()| json!(-999));
     let mut policy = opts.policy.clone();
-    let session_tmp = private_tmp::for_sandbox(&mut policy.sandbox, &ctx.session)?;
+    // Run by the path gatewayd finds it at, which a private /tmp must then hold.
+    let program = crate::mcp::server::find_program(&ctx.program);
+    let session_tmp =
+        private_tmp::for_sandbox(&mut policy.sandbox, &ctx.session, program.as_deref())?;
     if let Some(t) = &session_tmp {
         privileges.private_tmp(t);
     }
@@ -124,6 +130,7 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         privileges,
         confinement,
         session_tmp,
+        program,
         oom_score_adj,
         name_guard,
         fs_learn,

@@ -427,6 +427,7 @@ impl Live {
         }
         let agent = Agent {
             argv: &ctx.opts.agent,
+            program: p.program.as_deref(),
             confine,
             env: &env,
         };

@@ -4,7 +4,7 @@
 //! host's `/tmp`, and is removed with the session's directory when the session ends. The
 //! paths the policy names under the host's `/tmp` are bound into the session's: read-only
 //! where the policy lets the agent only read, read-write where it lets it write. One that is
-//! not there is refused before anything starts.
+//! not there is not bound: what the agent makes there stays in its own `/tmp`.
 use super::*;
 use serde_json::json;
 
@@ -153,19 +153,92 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
         "{start}"
     );
 
-    // A path under /tmp that is not there cannot be bound: refused before anything starts.
+    // A path under /tmp that is not there is not bound: the session starts, says so, and
+    // what the agent makes there stays in its own /tmp.
     let gone = PathBuf::from(format!("/tmp/gwtest-bind-gone-{id}"));
     let missing = json!({"version": 1, "kernel": "best_effort",
-        "sandbox": {"root": ws, "readable": [gone], "writable": [ws], "private_tmp": true}});
+        "sandbox": {"root": ws, "readable": [ws, "/usr", "/etc/passwd"],
+                    "writable": [ws, gone], "private_tmp": true}});
     std::fs::write(&policy, missing.to_string()).unwrap();
-    let refused = under_gatewayd(&policy, &audit, "true").output().unwrap();
-    assert!(!refused.status.success());
-    let err = String::from_utf8_lossy(&refused.stderr);
+    let _ = std::fs::remove_file(&audit);
+    let made = under_gatewayd(&policy, &audit, "sh")
+        .args([
+            "-c",
+            "mkdir -p \"$1\" && echo made > \"$1/f\" && cat \"$1/f\"",
+            "sh",
+        ])
+        .arg(&gone)
+        .output()
+        .unwrap();
+    assert!(stdout(&made).contains("made"), "{made:?}");
+    assert!(!gone.exists(), "made in the agent's own /tmp only");
+    let err = String::from_utf8_lossy(&made.stderr);
     assert!(
-        err.contains(&*gone.to_string_lossy()) && err.contains("make it before"),
-        "{refused:?}"
+        err.contains("not bound into the session's /tmp"),
+        "{made:?}"
     );
+    let start = records(&audit)
+        .into_iter()
+        .find(|r| r["reason"] == "session_start")
+        .expect("a session_start record");
+    let tmp = &start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"];
+    assert_eq!(tmp["not_bound"], json!([gone]), "{start}");
     for d in [&ro, &rw, &ws] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// An agent host installed under `/tmp` and started by name, through a link on `PATH` (as
+/// npm's `node_modules/.bin`): the link is made again in the session's `/tmp` and its target
+/// bound, so the program starts and finds its files from where the link leads. The policy
+/// and the audit log lie under the host's `/tmp` too, out of the agent's sight.
+#[test]
+fn a_program_under_tmp_started_through_a_link_on_path_runs() {
+    let id = std::process::id();
+    let install = PathBuf::from(format!("/tmp/gwtest-bind-prog-{id}"));
+    let _ = std::fs::remove_dir_all(&install);
+    let (pkg, bin) = (install.join("pkg"), install.join("bin"));
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(pkg.join("data.txt"), "found its files\n").unwrap();
+    let tool = pkg.join("tool.sh");
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\ncat \"$(dirname \"$(readlink -f \"$0\")\")/data.txt\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("../pkg/tool.sh", bin.join("gwtool")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let bare = Command::new("gwtool").env("PATH", &path).output().unwrap();
+    assert!(stdout(&bare).contains("found its files"), "bare: {bare:?}");
+
+    let ws = PathBuf::from(format!("/var/tmp/gwtest-bind-prog-{id}"));
+    let _ = std::fs::remove_dir_all(&ws);
+    std::fs::create_dir_all(&ws).unwrap();
+    // gatewayd's own files under the host's /tmp, which the session's /tmp does not bind:
+    // nothing to hide from the agent there (tier 2's hiding mounts skip them).
+    let (policy, audit) = (install.join("policy.json"), install.join("audit.jsonl"));
+    let body = json!({"version": 1, "kernel": "best_effort",
+        "sandbox": {"root": ws, "readable": [ws, "/usr", "/etc", pkg],
+                    "writable": [ws], "private_tmp": true}});
+    std::fs::write(&policy, body.to_string()).unwrap();
+    let out = under_gatewayd(&policy, &audit, "gwtool")
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("found its files"), "{out:?}");
+    let start = records(&audit)
+        .into_iter()
+        .find(|r| r["reason"] == "session_start")
+        .expect("a session_start record");
+    let tmp = &start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"];
+    assert_eq!(
+        tmp["links"],
+        json!([{"path": bin.join("gwtool"), "to": "../pkg/tool.sh"}]),
+        "{start}"
+    );
+    for d in [&install, &ws] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

@@ -341,7 +341,7 @@ mod tests {
         assert!(p.sandbox.private_tmp, "{v:#}");
         let binds: Vec<(String, bool)> = p
             .sandbox
-            .tmp_binds()
+            .tmp_binds(None)
             .into_iter()
             .map(|b| (b.inside.display().to_string(), b.writable))
             .collect();
