@@ -187,9 +187,10 @@ pub struct SandboxView {
     protected: Vec<PathBuf>,
     /// `sandbox.read_only`: never a write target, nor inside one.
     read_only: Vec<PathBuf>,
-    /// With `private_tmp`: the host's paths bound read-only into the session's `/tmp`
-    /// ([`Sandbox::tmp_binds`]); written only below a writable root that lies inside one.
-    tmp_read_only: Vec<PathBuf>,
+    /// With `private_tmp`: each directory of the host's `/tmp` (`/tmp/NAME`) that holds a
+    /// path the policy names. It is the host's, not the session's scratch: reached only
+    /// below a root of the policy, never by the session's `/tmp` alone.
+    tmp_host: Vec<PathBuf>,
     /// (device, inode) of protected entries that exist: catches hard links.
     protected_ids: HashSet<(u64, u64)>,
     /// Allowed binaries: canonical paths, and the file names written in the policy.
@@ -211,15 +212,20 @@ impl SandboxView {
             .map(|r| canonicalize(r).unwrap_or_else(|_| lexical(r)));
         let mut read: Vec<PathBuf> = s.readable.iter().flat_map(|p| both(p)).collect();
         let mut write: Vec<PathBuf> = s.writable.iter().flat_map(|p| both(p)).collect();
-        let mut tmp_read_only = Vec::new();
+        let mut tmp_host = Vec::new();
         if s.private_tmp {
-            // The session's own `/tmp` under `gatewayd run` (docs/POLICY.md, sandbox), with
-            // the host's paths the policy names there bound into it, read-only where the
-            // agent may not write them.
+            // The session's own `/tmp` under `gatewayd run` (docs/POLICY.md, sandbox), but
+            // for the directories of the host's `/tmp` that hold what the policy names: under
+            // `gatewayd run` the agent sees only the policy's paths bound there, and a tool
+            // outside it (a hook) writes the host's.
             write.push(PathBuf::from("/tmp"));
-            let bound = s.tmp_binds(None).into_iter();
-            let read_only = bound.filter(|b| !b.writable && b.link.is_none());
-            tmp_read_only.extend(read_only.map(|b| b.inside));
+            let listed = s.protected.iter().chain(&s.read_only).map(PathBuf::as_path);
+            for inside in crate::policy::tmp_binds::under_tmp(s.named_paths().chain(listed)) {
+                let top: PathBuf = inside.components().take(3).collect();
+                if !tmp_host.contains(&top) {
+                    tmp_host.push(top);
+                }
+            }
         }
         read.extend(write.iter().cloned());
         read.extend(root.iter().cloned());
@@ -244,7 +250,7 @@ impl SandboxView {
                 .iter()
                 .flat_map(|p| both(p))
                 .collect(),
-            tmp_read_only,
+            tmp_host,
             protected_ids,
             exec,
         }
@@ -395,7 +401,11 @@ impl SandboxView {
             PathAccess::Write => (&self.write, "writable"),
             PathAccess::Read | PathAccess::Tree | PathAccess::Names => (&self.read, "readable"),
         };
-        if !roots.iter().any(|r| is_under(p, r)) {
+        // The session's own `/tmp` covers none of the host's directories there that hold what
+        // the policy names ([`SandboxView::tmp_host`]).
+        let host_tmp = || self.tmp_host.iter().any(|x| is_under(p, x));
+        let covers = |r: &PathBuf| is_under(p, r) && !(r == Path::new("/tmp") && host_tmp());
+        if !roots.iter().any(covers) {
             // The root first (for reads), each once, three at most.
             let mut seen: Vec<&PathBuf> = Vec::new();
             let root = self.root.iter().filter(|_| access != PathAccess::Write);
@@ -423,18 +433,6 @@ impl SandboxView {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, outside every {what} root of the sandbox. Next: {next}.",
                 p.display()
-            ));
-        }
-        if access == PathAccess::Write
-            && let Some(x) = self.tmp_read_only.iter().find(|x| {
-                is_under(p, x) && !self.write.iter().any(|w| is_under(p, w) && is_under(w, x))
-            })
-        {
-            return Err(format!(
-                "path `{raw}` resolves to `{}`, inside `{}`, a path of the host's /tmp that the session's own /tmp holds read-only (sandbox.private_tmp): the policy lets the agent read it, not write it. Next: write under /tmp elsewhere, or ask the user to make `{}` writable.",
-                p.display(),
-                x.display(),
-                x.display()
             ));
         }
         if access == PathAccess::Write

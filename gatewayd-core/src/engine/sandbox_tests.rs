@@ -230,9 +230,10 @@ fn resolved(view: &SandboxView, p: &Path) -> Resolved {
     view.resolve_path(&p.to_string_lossy()).unwrap()
 }
 
-/// With `private_tmp`, a path of the host's `/tmp` that the policy names only to read is
-/// bound read-only into the session's `/tmp`: a write through a tool is refused there (the
-/// whole of `/tmp` is otherwise writable), and allowed below a writable path inside it.
+/// With `private_tmp`, a directory of the host's `/tmp` that holds a path the policy names is
+/// the host's: a write through a tool is refused there (the rest of `/tmp` is the session's
+/// scratch, writable), and allowed below a writable path inside it. A home under `/tmp` (as
+/// in a test harness) is such a directory through its protected paths.
 #[test]
 fn a_read_only_bind_of_the_hosts_tmp_takes_no_write_but_a_writable_path_inside_does() {
     let ro = tempfile::Builder::new()
@@ -249,7 +250,7 @@ fn a_read_only_bind_of_the_hosts_tmp_takes_no_write_but_a_writable_path_inside_d
     let (view, off) = (SandboxView::new(&sb(true)), SandboxView::new(&sb(false)));
     let write = |v: &SandboxView, p: &Path| v.check("x", &resolved(v, p), PathAccess::Write);
     let e = write(&view, &ro.path().join("f")).unwrap_err();
-    assert!(e.contains("holds read-only"), "{e}");
+    assert!(e.contains("outside every writable root"), "{e}");
     assert!(write(&view, &ro.path().join("out/f")).is_ok());
     assert!(write(&view, Path::new("/tmp/elsewhere")).is_ok());
     let e = write(&off, &ro.path().join("f")).unwrap_err();
@@ -260,4 +261,27 @@ fn a_read_only_bind_of_the_hosts_tmp_takes_no_write_but_a_writable_path_inside_d
         PathAccess::Read,
     );
     assert!(read.is_ok(), "{read:?}");
+}
+
+#[test]
+fn a_home_under_tmp_is_the_hosts_with_a_tmp_of_the_sessions_own() {
+    let d = tempfile::Builder::new()
+        .prefix("gw-view-home")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let (home, ws) = (d.path().join("home"), d.path().join("ws"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    let sb: Sandbox = serde_json::from_value(serde_json::json!({
+        "root": ws, "readable": [ws], "writable": [ws],
+        "protected": [home.join(".ssh")], "private_tmp": true}))
+    .unwrap();
+    let view = SandboxView::new(&sb);
+    let write = |p: &Path| view.check("x", &resolved(&view, p), PathAccess::Write);
+    assert!(write(&home.join(".bashrc")).is_err());
+    let read = |p: &Path| view.check("x", &resolved(&view, p), PathAccess::Read);
+    assert!(read(&home.join("a.txt")).is_err());
+    assert!(read(Path::new("/tmp/scratch.txt")).is_ok());
+    assert!(write(&ws.join("notes.md")).is_ok());
+    assert!(write(Path::new("/tmp/scratch.txt")).is_ok());
 }

@@ -75,7 +75,7 @@ impl Sandbox {
     /// The binds of the host's `/tmp` paths that `root`, `readable`, `writable` and `exec`
     /// name, with `program` (the agent's, as found on `PATH`), sorted so that a path comes
     /// after the paths it lies under. A path below one bound the same way is left out (the
-    /// outer bind holds it), and so is a link below any bind.
+    /// outer bind holds it), and so is a link below any bind and a path below a link.
     ///
     /// A path written under `/tmp` that is itself a symbolic link is made again as the same
     /// link (a bind would put its target's contents at its name, and a script run through a
@@ -112,8 +112,12 @@ impl Sandbox {
                 .filter(|o| o.link.is_none())
                 .find(|o| b.inside.starts_with(&o.inside));
             let held = holder.is_some_and(|o| b.link.is_some() || o.writable == b.writable);
-            let again = out.iter().any(|o| o.inside == b.inside);
-            if !held && !again {
+            // At or below a link made again: that link leads there (to its target, bound
+            // or outside /tmp), and no mount point is ever made through a link.
+            let reached = out.iter().any(|o| {
+                b.inside.starts_with(&o.inside) && (o.inside == b.inside || o.link.is_some())
+            });
+            if !held && !reached {
                 out.push(b);
             }
         }
@@ -205,6 +209,12 @@ mod tests {
         assert_eq!(got[0].link.as_deref(), Some(Path::new("../pkg/cli.js")));
         assert_eq!(got[1].inside, inside(&pkg.join("cli.js")));
         assert!(got[1].link.is_none() && !got[1].writable, "{got:?}");
+        // Below the link, its target leads on.
+        let below = inside(&bin.join("tool/x"));
+        let s2 = sandbox(serde_json::json!({"readable": [below], "writable": ["/w"]}));
+        let got2 = s2.tmp_binds(Some(&program));
+        assert!(got2.iter().all(|b| b.inside != below), "{got2:?}");
+        assert_eq!(got2.len(), 2, "{got2:?}");
         // Below a bind, a link is there already.
         let held = sandbox(serde_json::json!({"readable": [inside(d.path())], "writable": ["/w"]}));
         let got = held.tmp_binds(Some(&program));

@@ -40,9 +40,9 @@ pub fn for_sandbox(
     let tmp = std::fs::canonicalize("/tmp")?;
     let mut made = SessionTmp::create(&tmp, session)?;
     for b in sandbox.tmp_binds(program) {
-        match (&b.link, std::fs::metadata(&b.source)) {
+        match (&b.link, open_path(&b.source)) {
             (Some(to), _) => made.link(&b.inside, to)?,
-            (None, Ok(meta)) => made.bind(b, meta.is_dir())?,
+            (None, Ok(source)) => made.bind(b, source)?,
             (None, Err(_)) => made.not_bound.push(b.inside),
         }
     }
@@ -54,11 +54,23 @@ pub fn for_sandbox(
     Ok(Some(made))
 }
 
+/// `path` opened `O_PATH` (its links followed, as `mount` would): what is bound is what was
+/// looked at now, whatever takes its name in the host's `/tmp` before the agent starts.
+fn open_path(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+}
+
 /// A path of the host's `/tmp` bound into the session's, its mount point made.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PlannedBind {
     /// The host's path (the policy's, as written).
     pub source: PathBuf,
+    /// It, opened at the start (`O_PATH`, close-on-exec): the init binds
+    /// `/proc/self/fd/N`, so a name swapped in since is not what the agent gets.
+    pub opened: std::fs::File,
     /// Its mount point on the host, in the session's directory (reached, for a path below
     /// another bind, through that bind in the agent's mount namespace).
     pub target: PathBuf,
@@ -102,11 +114,16 @@ impl SessionTmp {
     /// Plans `b` (after the binds it may lie under: [`Sandbox::tmp_binds`]'s order) and
     /// makes its mount point unless an earlier bind holds it: its directories (root's, mode
     /// 0755) and itself, a directory or an empty file as `is_dir` says.
-    fn bind(&mut self, b: TmpBind, is_dir: bool) -> io::Result<()> {
-        let target = self.between(&b.inside)?;
+    fn bind(&mut self, b: TmpBind, opened: std::fs::File) -> io::Result<()> {
         let held = self.binds.iter().any(|o| b.inside.starts_with(&o.inside));
+        let target = if held {
+            self.dir
+                .join(b.inside.strip_prefix("/tmp").unwrap_or(&b.inside))
+        } else {
+            self.between(&b.inside)?
+        };
         if !held {
-            if is_dir {
+            if opened.metadata()?.is_dir() {
                 std::fs::DirBuilder::new().mode(0o755).create(&target)?;
             } else {
                 let mut new = std::fs::OpenOptions::new();
@@ -115,6 +132,7 @@ impl SessionTmp {
         }
         self.binds.push(PlannedBind {
             source: b.source,
+            opened,
             target,
             inside: b.inside,
             writable: b.writable,
@@ -132,15 +150,24 @@ impl SessionTmp {
     }
 
     /// Where `inside` (under `/tmp`) lies in the session's directory, with the directories
-    /// between made: root's, 0755 whatever the umask, so any agent user passes.
+    /// between made: root's, 0755 whatever the umask, so any agent user passes. Nothing is
+    /// made through a link (gatewayd's own, made again: [`Sandbox::tmp_binds`] plans no path
+    /// below one).
     fn between(&self, inside: &Path) -> io::Result<PathBuf> {
         let below = inside.strip_prefix("/tmp").unwrap_or(inside);
         let mut at = self.dir.clone();
         for c in below.parent().into_iter().flat_map(Path::components) {
             at.push(c);
-            if !at.is_dir() {
-                std::fs::DirBuilder::new().mode(0o755).create(&at)?;
-                std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755))?;
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    let why = format!("{} is not a directory of its own", at.display());
+                    return Err(io::Error::other(why));
+                }
+                Err(_) => {
+                    std::fs::DirBuilder::new().mode(0o755).create(&at)?;
+                    std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755))?;
+                }
             }
         }
         Ok(self.dir.join(below))

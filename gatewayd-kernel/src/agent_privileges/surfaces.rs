@@ -24,7 +24,7 @@
 use std::{
     ffi::CString,
     io,
-    os::unix::ffi::OsStrExt,
+    os::{fd::AsRawFd as _, unix::ffi::OsStrExt},
     path::{Path, PathBuf},
 };
 
@@ -65,13 +65,26 @@ pub(crate) const SYS_MASKED: [&str; 1] = ["/sys/firmware"];
 #[derive(Debug, Clone)]
 struct TmpMounts {
     dir: CString,
-    /// Each bind of the host's `/tmp`: source, mount point in `dir`, where the agent finds
-    /// it, read-only.
-    binds: Vec<(CString, CString, CString, bool)>,
+    /// Each bind of the host's `/tmp`.
+    binds: Vec<TmpBindMount>,
     /// The paths the policy names there that were not there to bind.
     not_bound: Vec<String>,
     /// The links of the host's `/tmp` made again there: (where, leading to).
     links: Vec<(String, String)>,
+}
+
+/// One path of the host's `/tmp` bound into the session's.
+#[derive(Debug, Clone)]
+struct TmpBindMount {
+    /// `/proc/self/fd/N` of the path opened at the start (the source).
+    opened: CString,
+    /// Its mount point in the session's directory.
+    target: CString,
+    /// Where the agent finds it.
+    inside: CString,
+    /// The host's path, for the record.
+    from: String,
+    read_only: bool,
 }
 
 /// The plan of the agent's `/proc`, `/sys` and `/dev`.
@@ -137,7 +150,16 @@ impl Surfaces {
         self.tmp = Some(TmpMounts {
             dir: c(tmp.dir()),
             binds: binds
-                .map(|b| (c(&b.source), c(&b.target), c(&b.inside), !b.writable))
+                .map(|b| TmpBindMount {
+                    opened: c(Path::new(&format!(
+                        "/proc/self/fd/{}",
+                        b.opened.as_raw_fd()
+                    ))),
+                    target: c(&b.target),
+                    inside: c(&b.inside),
+                    from: b.source.display().to_string(),
+                    read_only: !b.writable,
+                })
                 .collect(),
             not_bound: tmp
                 .not_bound()
@@ -220,13 +242,13 @@ impl TmpMounts {
     /// itself (a writable path inside one is a mount of its own).
     fn mount(&self) -> io::Result<()> {
         let tree = libc::MS_BIND | libc::MS_REC;
-        for (source, target, _, _) in &self.binds {
-            mount(Some(source), target, None, tree, None)?;
+        for b in &self.binds {
+            mount(Some(&b.opened), &b.target, None, tree, None)?;
         }
         mount(Some(&self.dir), c"/tmp", None, tree, None)?;
         set_attrs(c"/tmp", NOSUID | NODEV, true)?;
-        for (_, _, inside, _) in self.binds.iter().filter(|b| b.3) {
-            set_attrs(inside, RDONLY, false)?;
+        for b in self.binds.iter().filter(|b| b.read_only) {
+            set_attrs(&b.inside, RDONLY, false)?;
         }
         Ok(())
     }
@@ -235,9 +257,9 @@ impl TmpMounts {
         let bound: Vec<serde_json::Value> = self
             .binds
             .iter()
-            .map(|(source, _, inside, read_only)| {
-                json!({"path": inside.to_string_lossy(), "from": source.to_string_lossy(),
-                       "read_only": read_only})
+            .map(|b| {
+                json!({"path": b.inside.to_string_lossy(), "from": b.from,
+                       "read_only": b.read_only})
             })
             .collect();
         json!({"private": self.dir.to_string_lossy(),

@@ -8,6 +8,16 @@
 use super::*;
 use serde_json::json;
 
+/// The `session_start` record of `audit`, and what it says of the agent's `/tmp`.
+fn session_tmp(audit: &Path) -> (serde_json::Value, serde_json::Value) {
+    let start = records(audit)
+        .into_iter()
+        .find(|r| r["reason"] == "session_start")
+        .expect("a session_start record");
+    let tmp = start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"].clone();
+    (start, tmp)
+}
+
 const LOOK: &str = "cat \"$1\"; echo made > /tmp/made.txt && cat /tmp/made.txt; stat -c %a /tmp";
 
 #[test]
@@ -68,11 +78,7 @@ fn the_agent_gets_a_tmp_of_its_own() {
         leftover.is_empty(),
         "the session's /tmp is removed: {leftover:?}"
     );
-    let start = records(&audit)
-        .into_iter()
-        .find(|r| r["reason"] == "session_start")
-        .expect("a session_start record");
-    let tmp = &start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"];
+    let (start, tmp) = session_tmp(&audit);
     assert!(
         tmp["private"]
             .as_str()
@@ -141,13 +147,9 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
         !Path::new("/tmp/own.txt").exists(),
         "the agent's own /tmp stays its own"
     );
-    let start = records(&audit)
-        .into_iter()
-        .find(|r| r["reason"] == "session_start")
-        .expect("a session_start record");
-    let bound = &start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"]["bound"];
+    let (start, tmp) = session_tmp(&audit);
     assert_eq!(
-        *bound,
+        tmp["bound"],
         json!([{"path": ro, "from": ro, "read_only": true},
                {"path": rw, "from": rw, "read_only": false}]),
         "{start}"
@@ -177,11 +179,7 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
         err.contains("not bound into the session's /tmp"),
         "{made:?}"
     );
-    let start = records(&audit)
-        .into_iter()
-        .find(|r| r["reason"] == "session_start")
-        .expect("a session_start record");
-    let tmp = &start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"];
+    let (start, tmp) = session_tmp(&audit);
     assert_eq!(tmp["not_bound"], json!([gone]), "{start}");
     for d in [&ro, &rw, &ws] {
         let _ = std::fs::remove_dir_all(d);
@@ -228,11 +226,7 @@ fn a_program_under_tmp_started_through_a_link_on_path_runs() {
         .output()
         .unwrap();
     assert!(stdout(&out).contains("found its files"), "{out:?}");
-    let start = records(&audit)
-        .into_iter()
-        .find(|r| r["reason"] == "session_start")
-        .expect("a session_start record");
-    let tmp = &start["detail"]["agent_privileges"]["kernel_interfaces"]["tmp"];
+    let (start, tmp) = session_tmp(&audit);
     assert_eq!(
         tmp["links"],
         json!([{"path": bin.join("gwtool"), "to": "../pkg/tool.sh"}]),

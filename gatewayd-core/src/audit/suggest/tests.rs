@@ -429,13 +429,7 @@ fn what_the_agent_reads_or_runs_from_the_hosts_tmp_is_a_path_beside_a_private_tm
         kernel("outside_writable", json!({"directory": "/tmp"})),
     ];
     let s = suggest(&log, None, &policy(json!({"sandbox": {"root": "/w"}})));
-    let private: Vec<&Proposal> = s
-        .proposals
-        .iter()
-        .filter(|p| p.field == "sandbox.private_tmp")
-        .collect();
-    assert_eq!(private.len(), 1, "{s:#?}");
-    assert_eq!(private[0].count, 2, "{s:#?}");
+    assert_eq!(private_tmp_count(&s), 2, "{s:#?}");
     // Its write in the checkout covers it, its read folded into that.
     assert_eq!(values(&s, "sandbox.writable"), [json!("/tmp/co")], "{s:#?}");
     assert!(values(&s, "sandbox.readable").is_empty(), "{s:#?}");
@@ -457,14 +451,19 @@ fn what_the_agent_writes_and_reads_back_under_tmp_is_a_private_tmp() {
         kernel("outside_readable", json!({"path": "/tmp/made.txt"})),
     ];
     let s = suggest(&log, None, &policy(json!({"sandbox": {"root": "/w"}})));
+    assert_eq!(private_tmp_count(&s), 4, "{s:#?}");
+    assert!(values(&s, "sandbox.readable").is_empty(), "{s:#?}");
+    assert!(values(&s, "sandbox.writable").is_empty(), "{s:#?}");
+    assert!(s.not_proposed.is_empty(), "{:?}", s.not_proposed);
+}
+
+/// How many refusals the one `sandbox.private_tmp` proposal answers.
+fn private_tmp_count(s: &Suggestions) -> u64 {
     let private: Vec<&Proposal> = s
         .proposals
         .iter()
         .filter(|p| p.field == "sandbox.private_tmp")
         .collect();
     assert_eq!(private.len(), 1, "{s:#?}");
-    assert_eq!(private[0].count, 4);
-    assert!(values(&s, "sandbox.readable").is_empty(), "{s:#?}");
-    assert!(values(&s, "sandbox.writable").is_empty(), "{s:#?}");
-    assert!(s.not_proposed.is_empty(), "{:?}", s.not_proposed);
+    private[0].count
 }
