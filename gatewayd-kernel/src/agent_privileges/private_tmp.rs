@@ -40,7 +40,7 @@ pub fn for_sandbox(
     let tmp = std::fs::canonicalize("/tmp")?;
     let mut made = SessionTmp::create(&tmp, session)?;
     for b in sandbox.tmp_binds(program) {
-        match (&b.link, open_path(&b.source)) {
+        match (&b.link, clone_tree(&b.source)) {
             (Some(to), _) => made.link(&b.inside, to)?,
             (None, Ok(source)) => made.bind(b, source)?,
             (None, Err(_)) => made.not_bound.push(b.inside),
@@ -54,13 +54,24 @@ pub fn for_sandbox(
     Ok(Some(made))
 }
 
-/// `path` opened `O_PATH` (its links followed, as `mount` would): what is bound is what was
-/// looked at now, whatever takes its name in the host's `/tmp` before the agent starts.
-fn open_path(path: &Path) -> io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(path)
+/// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`,
+/// its links followed, as a bind would): what is bound is what was looked at now, whatever
+/// takes its name in the host's `/tmp` before the agent starts. The init attaches it in the
+/// agent's mount namespace (`move_mount`; a bind from a path of gatewayd's namespace would
+/// be refused there, `EINVAL`).
+fn clone_tree(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::{fd::FromRawFd as _, unix::ffi::OsStrExt as _};
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_RECURSIVE as u32;
+    // SAFETY: a NUL-terminated path that outlives the call; the result is a new descriptor
+    // or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open_tree and is owned by nothing else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd as i32) })
 }
 
 /// A path of the host's `/tmp` bound into the session's, its mount point made.
@@ -68,8 +79,8 @@ fn open_path(path: &Path) -> io::Result<std::fs::File> {
 pub struct PlannedBind {
     /// The host's path (the policy's, as written).
     pub source: PathBuf,
-    /// It, opened at the start (`O_PATH`, close-on-exec): the init binds
-    /// `/proc/self/fd/N`, so a name swapped in since is not what the agent gets.
+    /// A detached copy of its mount tree, made at the start ([`clone_tree`]): the init
+    /// attaches it, so a name swapped in since is not what the agent gets.
     pub opened: std::fs::File,
     /// Its mount point on the host, in the session's directory (reached, for a path below
     /// another bind, through that bind in the agent's mount namespace).

@@ -76,8 +76,8 @@ struct TmpMounts {
 /// One path of the host's `/tmp` bound into the session's.
 #[derive(Debug, Clone)]
 struct TmpBindMount {
-    /// `/proc/self/fd/N` of the path opened at the start (the source).
-    opened: CString,
+    /// The detached copy of its tree, made at the start (the source).
+    tree: std::os::fd::RawFd,
     /// Its mount point in the session's directory.
     target: CString,
     /// Where the agent finds it.
@@ -151,10 +151,7 @@ impl Surfaces {
             dir: c(tmp.dir()),
             binds: binds
                 .map(|b| TmpBindMount {
-                    opened: c(Path::new(&format!(
-                        "/proc/self/fd/{}",
-                        b.opened.as_raw_fd()
-                    ))),
+                    tree: b.opened.as_raw_fd(),
                     target: c(&b.target),
                     inside: c(&b.inside),
                     from: b.source.display().to_string(),
@@ -243,7 +240,7 @@ impl TmpMounts {
     fn mount(&self) -> io::Result<()> {
         let tree = libc::MS_BIND | libc::MS_REC;
         for b in &self.binds {
-            mount(Some(&b.opened), &b.target, None, tree, None)?;
+            attach(b.tree, &b.target)?;
         }
         mount(Some(&self.dir), c"/tmp", None, tree, None)?;
         set_attrs(c"/tmp", NOSUID | NODEV, true)?;
@@ -268,6 +265,27 @@ impl TmpMounts {
                "links": self.links.iter().map(|(at, to)| json!({"path": at, "to": to}))
                    .collect::<Vec<_>>()})
     }
+}
+
+/// Attaches the detached mount tree `tree` at `target` (`move_mount`).
+fn attach(tree: std::os::fd::RawFd, target: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: `tree` is a descriptor of a detached mount that outlives the call (gatewayd
+    // holds it in the session's `SessionTmp`, the fork inherited it); both paths are
+    // NUL-terminated.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Whether `path` is where a mount is attached, in gatewayd's mount namespace (which the
