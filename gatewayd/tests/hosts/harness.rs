@@ -87,9 +87,11 @@ impl World {
     /// home `home`): one of its own per test, so tests may run side by side.
     /// A learn test's world is a user's home, `/home/NAME`, with its workspace in it (as
     /// `gatewayd policy suggest` sees a real one: it never proposes a home as a whole, nor
-    /// writing under `/var`).
+    /// writing under `/var`). The others lie in `/tmp`, as a test harness's `mktemp -d`
+    /// puts them: the starter's private `/tmp` binds the workspace and the home's paths
+    /// the policy names (docs/KERNEL.md, "The agent's /tmp").
     pub(crate) fn dir_for(what: &str, host: Host, mode: Mode) -> PathBuf {
-        let base = if what == "learn" { "/home" } else { "/var/tmp" };
+        let base = if what == "learn" { "/home" } else { "/tmp" };
         PathBuf::from(format!(
             "{base}/gwhosts-{what}-{}-{mode:?}-{}",
             host.name(),
