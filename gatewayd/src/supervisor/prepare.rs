@@ -92,7 +92,8 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
         policy.sandbox.readable.push(i.dir().to_owned());
     }
     let decoys = place_decoys(&mut policy, inspection.as_deref())?;
-    let resolved = crate::mcp::server::resolve_program(&ctx.program);
+    // What the exec allowlist takes: the program found above, its links followed.
+    let resolved = program.as_deref().and_then(|p| std::fs::canonicalize(p).ok());
     let plan = Plan {
         name: &ctx.session,
         policy: &policy,
