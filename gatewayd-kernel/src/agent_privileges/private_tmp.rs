@@ -9,6 +9,7 @@
 //! it, is out of the agent's sight. The directory is removed when the session ends
 //! ([`SessionTmp`]'s drop, after the agent's cgroup is empty).
 use gatewayd_core::policy::{Sandbox, tmp_binds::TmpBind};
+use serde_json::json;
 use std::{
     io,
     os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _},
@@ -81,7 +82,7 @@ pub struct PlannedBind {
     pub source: PathBuf,
     /// A detached copy of its mount tree, made at the start ([`clone_tree`]): the init
     /// attaches it, so a name swapped in since is not what the agent gets.
-    pub opened: std::fs::File,
+    pub tree: std::fs::File,
     /// Its mount point on the host, in the session's directory (reached, for a path below
     /// another bind, through that bind in the agent's mount namespace).
     pub target: PathBuf,
@@ -125,25 +126,24 @@ impl SessionTmp {
     /// Plans `b` (after the binds it may lie under: [`Sandbox::tmp_binds`]'s order) and
     /// makes its mount point unless an earlier bind holds it: its directories (root's, mode
     /// 0755) and itself, a directory or an empty file as `is_dir` says.
-    fn bind(&mut self, b: TmpBind, opened: std::fs::File) -> io::Result<()> {
+    fn bind(&mut self, b: TmpBind, tree: std::fs::File) -> io::Result<()> {
         let held = self.binds.iter().any(|o| b.inside.starts_with(&o.inside));
         let target = if held {
             self.dir
                 .join(b.inside.strip_prefix("/tmp").unwrap_or(&b.inside))
         } else {
-            self.between(&b.inside)?
-        };
-        if !held {
-            if opened.metadata()?.is_dir() {
+            let target = self.between(&b.inside)?;
+            if tree.metadata()?.is_dir() {
                 std::fs::DirBuilder::new().mode(0o755).create(&target)?;
             } else {
                 let mut new = std::fs::OpenOptions::new();
                 new.write(true).create_new(true).mode(0o644).open(&target)?;
             }
-        }
+            target
+        };
         self.binds.push(PlannedBind {
             source: b.source,
-            opened,
+            tree,
             target,
             inside: b.inside,
             writable: b.writable,
@@ -184,9 +184,26 @@ impl SessionTmp {
         Ok(self.dir.join(below))
     }
 
-    /// The links made again in it: (where, leading to).
-    pub fn links(&self) -> &[(PathBuf, PathBuf)] {
-        &self.links
+    /// What the `session_start` record says of it (`kernel_interfaces.tmp`): the directory,
+    /// the host's paths bound into it, those not there to bind, the links made again.
+    pub fn describe(&self) -> serde_json::Value {
+        let shown = |p: &Path| p.display().to_string();
+        let bound: Vec<serde_json::Value> = self
+            .binds
+            .iter()
+            .map(|b| {
+                json!({"path": shown(&b.inside), "from": shown(&b.source),
+                       "read_only": !b.writable})
+            })
+            .collect();
+        let links: Vec<serde_json::Value> = self
+            .links
+            .iter()
+            .map(|(at, to)| json!({"path": shown(at), "to": shown(to)}))
+            .collect();
+        let not_bound: Vec<String> = self.not_bound.iter().map(|p| shown(p)).collect();
+        json!({"private": shown(&self.dir), "mount": "bound (nosuid, nodev), removed at the end",
+               "bound": bound, "not_bound": not_bound, "links": links})
     }
 
     /// The directory the agent sees as `/tmp`.

@@ -67,10 +67,8 @@ struct TmpMounts {
     dir: CString,
     /// Each bind of the host's `/tmp`.
     binds: Vec<TmpBindMount>,
-    /// The paths the policy names there that were not there to bind.
-    not_bound: Vec<String>,
-    /// The links of the host's `/tmp` made again there: (where, leading to).
-    links: Vec<(String, String)>,
+    /// What the `session_start` record says of it ([`SessionTmp::describe`]).
+    record: serde_json::Value,
 }
 
 /// One path of the host's `/tmp` bound into the session's.
@@ -82,8 +80,6 @@ struct TmpBindMount {
     target: CString,
     /// Where the agent finds it.
     inside: CString,
-    /// The host's path, for the record.
-    from: String,
     read_only: bool,
 }
 
@@ -151,23 +147,13 @@ impl Surfaces {
             dir: c(tmp.dir()),
             binds: binds
                 .map(|b| TmpBindMount {
-                    tree: b.opened.as_raw_fd(),
+                    tree: b.tree.as_raw_fd(),
                     target: c(&b.target),
                     inside: c(&b.inside),
-                    from: b.source.display().to_string(),
                     read_only: !b.writable,
                 })
                 .collect(),
-            not_bound: tmp
-                .not_bound()
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            links: tmp
-                .links()
-                .iter()
-                .map(|(at, to)| (at.display().to_string(), to.display().to_string()))
-                .collect(),
+            record: tmp.describe(),
         });
     }
 
@@ -189,7 +175,7 @@ impl Surfaces {
             },
             "dev": self.dev.describe(),
             "read_only": (!self.read_only.is_empty()).then(|| self.read_only.describe()),
-            "tmp": self.tmp.as_ref().map_or_else(|| json!("the host's"), TmpMounts::describe),
+            "tmp": self.tmp.as_ref().map_or_else(|| json!("the host's"), |t| t.record.clone()),
         })
     }
 
@@ -233,10 +219,10 @@ impl Surfaces {
 }
 
 impl TmpMounts {
-    /// Each host path onto its mount point in the session's directory (before `/tmp` is
-    /// covered: the sources are the host's), then that directory onto `/tmp` with them,
-    /// `nosuid` and `nodev` throughout; then the read-only binds made read-only, each by
-    /// itself (a writable path inside one is a mount of its own).
+    /// Each host path's detached tree attached at its mount point in the session's
+    /// directory, then that directory bound onto `/tmp` with them, `nosuid` and `nodev`
+    /// throughout; then the read-only binds made read-only, each by itself (a writable path
+    /// inside one is a mount of its own).
     fn mount(&self) -> io::Result<()> {
         let tree = libc::MS_BIND | libc::MS_REC;
         for b in &self.binds {
@@ -248,22 +234,6 @@ impl TmpMounts {
             set_attrs(&b.inside, RDONLY, false)?;
         }
         Ok(())
-    }
-
-    fn describe(&self) -> serde_json::Value {
-        let bound: Vec<serde_json::Value> = self
-            .binds
-            .iter()
-            .map(|b| {
-                json!({"path": b.inside.to_string_lossy(), "from": b.from,
-                       "read_only": b.read_only})
-            })
-            .collect();
-        json!({"private": self.dir.to_string_lossy(),
-               "mount": "bound (nosuid, nodev), removed at the end", "bound": bound,
-               "not_bound": self.not_bound,
-               "links": self.links.iter().map(|(at, to)| json!({"path": at, "to": to}))
-                   .collect::<Vec<_>>()})
     }
 }
 
