@@ -191,9 +191,14 @@ impl Hiding {
 /// home under `/tmp`).
 pub(super) fn unless_absent(made: std::io::Result<()>) -> std::io::Result<()> {
     match made {
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        Err(e) if is_absent(&e) => Ok(()),
         r => r,
     }
+}
+
+/// Whether a mount failed because its target is not in the agent's namespace (`ENOENT`).
+pub(super) fn is_absent(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOENT)
 }
 
 pub(super) fn mount(

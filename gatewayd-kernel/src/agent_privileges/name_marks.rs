@@ -36,7 +36,7 @@ impl NameMarks {
             // the agent's namespace does not have needs no mark: nothing is opened there.
             let tree = libc::MS_BIND | libc::MS_REC;
             match super::hide::mount(Some(root), root, None, tree, None) {
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) if super::hide::is_absent(&e) => continue,
                 made => made?,
             }
             // SAFETY: a NUL-terminated path that outlives the call; `fd` is the group's
