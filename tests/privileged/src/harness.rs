@@ -101,12 +101,16 @@ pub(crate) fn dead_soon(c: &mut std::process::Child) -> bool {
     })
 }
 
-/// A scratch directory under the temp dir, removed on drop.
+/// A scratch directory under the temp dir (or another base), removed on drop.
 pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Scratch {
     pub(crate) fn new(name: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!("gwtest-{name}-{}", std::process::id()));
+        Scratch::at(&std::env::temp_dir(), name)
+    }
+    /// `BASE/gwtest-NAME-PID`, made empty: for a test that needs it in `/tmp` or out of it.
+    pub(crate) fn at(base: &Path, name: &str) -> Scratch {
+        let p = base.join(format!("gwtest-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Scratch(p)

@@ -32,10 +32,9 @@ fn the_agent_gets_a_tmp_of_its_own() {
     assert!(stdout(&bare).contains("the host's"), "bare: {bare:?}");
     let _ = std::fs::remove_file("/tmp/made.txt");
 
-    // A workspace outside /tmp (the session's /tmp would hide one inside).
-    let ws = PathBuf::from(format!("/var/tmp/gwtest-ptmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&ws);
-    std::fs::create_dir_all(&ws).unwrap();
+    // A workspace outside /tmp (its binds are the next test's).
+    let ws_dir = Scratch::at(Path::new("/var/tmp"), "ptmp");
+    let ws = &ws_dir.0;
     let policy = ws.join("policy.json");
     let audit = ws.join("audit.jsonl");
     let body = json!({"version": 1, "kernel": "best_effort",
@@ -87,7 +86,6 @@ fn the_agent_gets_a_tmp_of_its_own() {
     );
 
     let _ = std::fs::remove_file(&host_file);
-    let _ = std::fs::remove_dir_all(&ws);
 }
 
 /// Reads `$1/ref.txt`, writes `$1/new.txt` (refused under gatewayd) and `$2/out.txt`.
@@ -96,20 +94,17 @@ const BOUND: &str = "cat \"$1/ref.txt\"; echo x > \"$1/new.txt\" && echo wrote-r
 
 #[test]
 fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
-    let id = std::process::id();
-    let (ro, rw) = (
-        PathBuf::from(format!("/tmp/gwtest-bind-ro-{id}")),
-        PathBuf::from(format!("/tmp/gwtest-bind-rw-{id}")),
+    let host_tmp = Path::new("/tmp");
+    let (ro_dir, rw_dir) = (
+        Scratch::at(host_tmp, "bind-ro"),
+        Scratch::at(host_tmp, "bind-rw"),
     );
-    for d in [&ro, &rw] {
-        let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).unwrap();
-    }
+    let (ro, rw) = (&ro_dir.0, &rw_dir.0);
     std::fs::write(ro.join("ref.txt"), "the host's ref\n").unwrap();
     let run = |c: &mut Command| {
         c.args(["-c", BOUND, "sh"])
-            .arg(&ro)
-            .arg(&rw)
+            .arg(ro)
+            .arg(rw)
             .output()
             .unwrap()
     };
@@ -119,9 +114,8 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
     std::fs::remove_file(rw.join("out.txt")).unwrap();
     let _ = std::fs::remove_file("/tmp/own.txt");
 
-    let ws = PathBuf::from(format!("/var/tmp/gwtest-bind-{id}"));
-    let _ = std::fs::remove_dir_all(&ws);
-    std::fs::create_dir_all(&ws).unwrap();
+    let ws_dir = Scratch::at(Path::new("/var/tmp"), "bind");
+    let ws = &ws_dir.0;
     let (policy, audit) = (ws.join("policy.json"), ws.join("audit.jsonl"));
     let body = json!({"version": 1, "kernel": "best_effort",
         "sandbox": {"root": ws, "readable": [ws, "/usr", "/etc/passwd", ro],
@@ -157,7 +151,7 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
 
     // A path under /tmp that is not there is not bound: the session starts, says so, and
     // what the agent makes there stays in its own /tmp.
-    let gone = PathBuf::from(format!("/tmp/gwtest-bind-gone-{id}"));
+    let gone = host_tmp.join(format!("gwtest-bind-gone-{}", std::process::id()));
     let missing = json!({"version": 1, "kernel": "best_effort",
         "sandbox": {"root": ws, "readable": [ws, "/usr", "/etc/passwd"],
                     "writable": [ws, gone], "private_tmp": true}});
@@ -181,9 +175,6 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
     );
     let (start, tmp) = session_tmp(&audit);
     assert_eq!(tmp["not_bound"], json!([gone]), "{start}");
-    for d in [&ro, &rw, &ws] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 /// An agent host installed under `/tmp` and started by name, through a link on `PATH` (as
@@ -192,10 +183,8 @@ fn the_hosts_tmp_paths_the_policy_names_are_bound_read_only_or_read_write() {
 /// and the audit log lie under the host's `/tmp` too, out of the agent's sight.
 #[test]
 fn a_program_under_tmp_started_through_a_link_on_path_runs() {
-    let id = std::process::id();
-    let install = PathBuf::from(format!("/tmp/gwtest-bind-prog-{id}"));
-    let _ = std::fs::remove_dir_all(&install);
-    let (pkg, bin) = (install.join("pkg"), install.join("bin"));
+    let install = Scratch::at(Path::new("/tmp"), "bind-prog");
+    let (pkg, bin) = (install.path("pkg"), install.path("bin"));
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(pkg.join("data.txt"), "found its files\n").unwrap();
@@ -211,12 +200,11 @@ fn a_program_under_tmp_started_through_a_link_on_path_runs() {
     let bare = Command::new("gwtool").env("PATH", &path).output().unwrap();
     assert!(stdout(&bare).contains("found its files"), "bare: {bare:?}");
 
-    let ws = PathBuf::from(format!("/var/tmp/gwtest-bind-prog-{id}"));
-    let _ = std::fs::remove_dir_all(&ws);
-    std::fs::create_dir_all(&ws).unwrap();
+    let ws_dir = Scratch::at(Path::new("/var/tmp"), "bind-prog");
+    let ws = &ws_dir.0;
     // gatewayd's own files under the host's /tmp, which the session's /tmp does not bind:
     // nothing to hide from the agent there (tier 2's hiding mounts skip them).
-    let (policy, audit) = (install.join("policy.json"), install.join("audit.jsonl"));
+    let (policy, audit) = (install.path("policy.json"), install.path("audit.jsonl"));
     let body = json!({"version": 1, "kernel": "best_effort",
         "sandbox": {"root": ws, "readable": [ws, "/usr", "/etc", pkg],
                     "writable": [ws], "private_tmp": true}});
@@ -232,7 +220,4 @@ fn a_program_under_tmp_started_through_a_link_on_path_runs() {
         json!([{"path": bin.join("gwtool"), "to": "../pkg/tool.sh"}]),
         "{start}"
     );
-    for d in [&install, &ws] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
