@@ -93,7 +93,9 @@ pub(super) async fn prepare(ctx: &Ctx<'_>) -> Result<Prepared, RunError> {
     }
     let decoys = place_decoys(&mut policy, inspection.as_deref())?;
     // What the exec allowlist takes: the program found above, its links followed.
-    let resolved = program.as_deref().and_then(|p| std::fs::canonicalize(p).ok());
+    let resolved = program
+        .as_deref()
+        .and_then(|p| std::fs::canonicalize(p).ok());
     let plan = Plan {
         name: &ctx.session,
         policy: &policy,
