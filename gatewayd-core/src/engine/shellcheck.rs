@@ -117,6 +117,7 @@ fn check_line(
             .unwrap_or_else(|| PathBuf::from("/")),
         user: Some(user.to_owned()),
         home_of: shell::line::user_home,
+        vars: Vec::new(),
     };
     let commands = shell::line::parse_line(line, &ctx)
         .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;

@@ -14,7 +14,8 @@
 //! - `split`: the tokeniser, a line to argv the way `sh` would, refusing what a shell would
 //!   interpret.
 //! - [`line`]: a line of several commands (lists, pipelines, redirections, `cd`, globs,
-//!   `bash -c`), parsed by brush's bash parser into simple commands, each analysed as above.
+//!   variables the line sets, `for` loops, command substitutions, `bash -c`), parsed by
+//!   brush's bash parser into simple commands, each analysed as above.
 //! - `option_table`: the option tables' vocabulary (how an option takes its value, what it
 //!   does to paths) and the lookup of an option as written; `options`: the getopt-like
 //!   parser that reads a command's words with its table.
@@ -140,9 +141,6 @@ mod help_columns;
 mod help_formats;
 mod interpreters;
 pub mod line;
-#[cfg(test)]
-mod line_tests;
-mod line_words;
 mod option_table;
 mod options;
 mod sed;

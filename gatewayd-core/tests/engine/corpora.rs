@@ -48,16 +48,33 @@ fn workspace(ws: &Path) {
     }
 }
 
+/// The corpus's lines; a line that ends in `\\` goes on on the next (a command of several
+/// lines, such as a here-document).
 fn lines(name: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/corpora")
         .join(name);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for l in text.lines() {
+        if !open && (l.trim().is_empty() || l.starts_with('#')) {
+            continue;
+        }
+        let (l, goes_on) = match l.strip_suffix('\\') {
+            Some(head) => (head, true),
+            None => (l, false),
+        };
+        match out.last_mut() {
+            Some(last) if open => {
+                last.push('\n');
+                last.push_str(l);
+            }
+            _ => out.push(l.to_owned()),
+        }
+        open = goes_on;
+    }
+    out
 }
 
 #[test]

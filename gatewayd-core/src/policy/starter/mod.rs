@@ -36,7 +36,7 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "stat", "file", "tree", "du", "jq", "git", "cargo", "rustc", "make", "npm", "node", "python3",
     "pytest", "go", "bash", "sh", "echo", "printf", "pwd", "true", "false", "test", "[", "which",
     "basename", "dirname", "mkdir", "touch", "cp", "mv", "rm", "sed", "pnpm", "yarn", "npx", "nl",
-    "sleep", "tee", "awk", "curl", "docker",
+    "sleep", "tee", "awk", "curl", "docker", "date", "uname", "whoami",
 ];
 
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the

@@ -4,17 +4,23 @@
 //!
 //! Understood: lists (`;` `&&` `||` `&`), pipelines, `{ …; }`, `( … )`, `if`/`while`
 //! bodies, redirections (`<` is a read, `>` `>>` `&>` a write, `2>&1` and `/dev/null`
-//! nothing), here-documents without expansions, `cd DIR` (the directory carries to the next
-//! commands of the line; a subshell's does not leave it), `NAME=value` before a command,
-//! `~`, `~USER`, `$HOME` and `$PWD`, glob words (expanded against the file system as bash
-//! does: no match leaves the word as written), and `bash -c BODY` (and `sh`, `dash`, `zsh`,
-//! with `-l`, `-e` and the like), whose BODY is a line of its own.
+//! nothing), here-documents, `cd DIR` (the directory carries to the next commands of the
+//! line; a subshell's does not leave it, nor does that of a command of a pipeline of
+//! several or of one run in the background with `&`, each in a subshell of its own),
+//! `NAME=value` before a command, and alone as a command (it sets a variable for the rest
+//! of the line), `~`, `~USER`, `$HOME` and `$PWD`, glob words (expanded against the file
+//! system as bash does: no match leaves the word as written), `for NAME in WORDS` (its body
+//! walked once for each value, `$NAME` being that value), command substitutions (their
+//! inner line analysed as commands of their own; their value allowed only where the
+//! command takes text, `runtime`), and `bash -c BODY` (and `sh`, `dash`, `zsh`, with
+//! `-l`, `-e` and the like), whose BODY is a line of its own.
 //!
-//! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: command
-//! and process substitution, variables other than `HOME` and `PWD`, arithmetic, brace
-//! expansion, `for` and `case`, functions, `eval`, `source`, `.`, `alias`, `pushd`/`popd`,
-//! `cd -`, and assignments that choose what a program runs or loads (`PATH`, `LD_*`,
-//! `*_COMMAND`, `GIT_DIR`, `NODE_OPTIONS`, …).
+//! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
+//! substitution, variables other than `HOME`, `PWD` and those the line set, a substitution's
+//! value where it is not text, arithmetic, brace expansion, arithmetic `for` and `case`,
+//! functions, `eval`, `source`, `.`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
+//! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
+//! `NODE_OPTIONS`, …).
 use std::path::{Path, PathBuf};
 
 use brush_parser::{
@@ -22,10 +28,24 @@ use brush_parser::{
     ast::{self, Command, CommandPrefixOrSuffixItem as Item, CompoundCommand, IoRedirect},
 };
 
-use super::{ShellError, line_words::Expanded};
+use super::ShellError;
+use builtins::check_assignment;
+use runtime::RuntimeWord;
+use words::{Expanded, ExpandedWord};
 
-/// `bash -c` bodies analysed inside one another, at most.
+mod builtins;
+mod flow;
+mod runtime;
+#[cfg(test)]
+mod tests;
+mod words;
+
+/// `bash -c` bodies and command substitutions analysed inside one another, at most.
 const MAX_DEPTH: usize = 3;
+
+/// The most values a `for` loop's body is walked for, and the most walks of loop bodies in a
+/// line (loops inside loops).
+const MAX_LOOP_WALKS: usize = 256;
 
 /// Where a line runs, and whose home `~` is.
 #[derive(Debug, Clone)]
@@ -37,12 +57,40 @@ pub struct Context {
     /// A user's home ([`user_home`]), looked up only when a line names one (`~`, `~USER`,
     /// `$HOME`, `cd` alone): the user database is slow to read.
     pub home_of: fn(&str) -> Option<PathBuf>,
+    /// The variables the line has set so far, each known before it runs: a `for` loop's
+    /// variable in its body, `NAME=value` alone as a command. A caller starts with none:
+    /// the environment's values are not known.
+    pub vars: Vec<(String, String)>,
 }
 
 impl Context {
     /// The home of the user the line runs as.
     pub(super) fn home(&self) -> Option<PathBuf> {
         self.user.as_deref().and_then(self.home_of)
+    }
+
+    /// The value of a variable the line set.
+    pub(super) fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Sets `name` to `value`; a value that still holds a `~` is left unknown (bash expands
+    /// `~` after `=` and `:` in assignments, which the walk does not follow), so a later
+    /// `$name` is refused.
+    pub(super) fn set_var(&mut self, name: &str, value: String) {
+        self.unset_var(name);
+        if !value.contains('~') {
+            self.vars.push((name.to_owned(), value));
+        }
+    }
+
+    /// Forgets `name`'s value: a later `$name` is refused.
+    pub(super) fn unset_var(&mut self, name: &str) {
+        self.vars.retain(|(n, _)| n != name);
     }
 }
 
@@ -67,7 +115,10 @@ pub struct LineCommand {
 pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellError> {
     let mut walk = Walk {
         ctx: ctx.clone(),
+        cwd_known: true,
+        cds_that_may_fail: 0,
         depth: 0,
+        loop_walks: 0,
         out: Vec::new(),
     };
     walk.line(line)?;
@@ -89,8 +140,40 @@ pub(super) fn options() -> ParserOptions {
 
 struct Walk {
     ctx: Context,
+    /// Whether `ctx.cwd` is where the next command runs. It is not after a `cd` that might
+    /// not have run or might have failed (below `if`, a loop, `||`, after `&&`, or to a
+    /// directory that is not there): a command then is refused.
+    cwd_known: bool,
+    /// `cd`s so far to a directory that is not there when the line is checked (it may be
+    /// made by the line, or the `cd` fails and the directory stays).
+    cds_that_may_fail: usize,
     depth: usize,
+    loop_walks: usize,
     out: Vec<LineCommand>,
+}
+
+/// A simple command's words as they are expanded: its argv, which of them hold a command
+/// substitution, and those substitutions' inner lines.
+#[derive(Default)]
+struct Words {
+    argv: Vec<String>,
+    runtime: Vec<RuntimeWord>,
+    substitutions: Vec<String>,
+}
+
+impl Words {
+    fn add(&mut self, word: ExpandedWord) {
+        for field in word.fields {
+            if word.runtime {
+                self.runtime.push(RuntimeWord {
+                    index: self.argv.len(),
+                    splits: word.splits,
+                });
+            }
+            self.argv.push(field);
+        }
+        self.substitutions.extend(word.substitutions);
+    }
 }
 
 impl Walk {
@@ -105,20 +188,24 @@ impl Walk {
     }
 
     fn list(&mut self, list: &ast::CompoundList) -> Result<(), ShellError> {
-        for ast::CompoundListItem(and_or, _) in &list.0 {
-            self.pipeline(&and_or.first)?;
-            for next in &and_or.additional {
-                match next {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p)?,
-                }
+        for ast::CompoundListItem(and_or, separator) in &list.0 {
+            match separator {
+                // `… &` runs in a subshell: its `cd` and variables stay there.
+                ast::SeparatorOperator::Async => self.subshell(|w| w.and_or(and_or))?,
+                ast::SeparatorOperator::Sequence => self.and_or(and_or)?,
             }
         }
         Ok(())
     }
 
     fn pipeline(&mut self, p: &ast::Pipeline) -> Result<(), ShellError> {
+        if let [one] = p.seq.as_slice() {
+            return self.command(one);
+        }
+        // Each command of a pipeline of several runs in a subshell: `cd x | cat a` reads
+        // `./a`.
         for c in &p.seq {
-            self.command(c)?;
+            self.subshell(|w| w.command(c))?;
         }
         Ok(())
     }
@@ -127,17 +214,14 @@ impl Walk {
         match c {
             Command::Simple(s) => self.simple(s),
             Command::Compound(compound, redirects) => {
-                let first = self.out.len();
-                self.compound(compound)?;
-                // The group's redirections apply to each of its commands.
+                // The shell opens the group's redirections before it runs the group, from
+                // where the group starts, even if no command of it opens a file itself
+                // (`{ :; } > file` empties the file).
                 if let Some(r) = redirects {
                     let (reads, writes) = self.redirects(&r.0)?;
-                    for cmd in &mut self.out[first..] {
-                        cmd.reads.extend(reads.iter().cloned());
-                        cmd.writes.extend(writes.iter().cloned());
-                    }
+                    self.opened_without_a_program(reads, writes)?;
                 }
-                Ok(())
+                self.compound(compound)
             }
             Command::Function(_) => Err(unanalysable("a function definition")),
             Command::ExtendedTest(..) => Err(unanalysable("a `[[ … ]]` test")),
@@ -147,30 +231,30 @@ impl Walk {
     fn compound(&mut self, c: &CompoundCommand) -> Result<(), ShellError> {
         match c {
             CompoundCommand::BraceGroup(g) => self.list(&g.list),
-            CompoundCommand::Subshell(s) => {
-                let cwd = self.ctx.cwd.clone();
-                let r = self.list(&s.list);
-                self.ctx.cwd = cwd;
-                r
-            }
-            CompoundCommand::IfClause(i) => {
-                self.list(&i.condition)?;
-                self.list(&i.then)?;
+            CompoundCommand::Subshell(s) => self.subshell(|w| w.list(&s.list)),
+            CompoundCommand::IfClause(i) => self.may_run(|w| {
+                w.list(&i.condition)?;
+                w.may_run(|w| w.list(&i.then))?;
                 for e in i.elses.iter().flatten() {
-                    if let Some(cond) = &e.condition {
-                        self.list(cond)?;
-                    }
-                    self.list(&e.body)?;
+                    w.may_run(|w| {
+                        if let Some(cond) = &e.condition {
+                            w.list(cond)?;
+                        }
+                        w.list(&e.body)
+                    })?;
                 }
                 Ok(())
+            }),
+            CompoundCommand::WhileClause(l) | CompoundCommand::UntilClause(l) => {
+                self.may_run(|w| {
+                    w.list(&l.0)?;
+                    w.list(&l.1.list)
+                })
             }
-            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
-                self.list(&w.0)?;
-                self.list(&w.1.list)
-            }
-            CompoundCommand::ForClause(_) | CompoundCommand::ArithmeticForClause(_) => Err(
-                unanalysable("a `for` loop (its variable's values are known only when it runs)"),
-            ),
+            CompoundCommand::ForClause(f) => self.may_run(|w| w.for_loop(f)),
+            CompoundCommand::ArithmeticForClause(_) => Err(unanalysable(
+                "an arithmetic `for` loop (its variable's values are known only when it runs)",
+            )),
             CompoundCommand::CaseClause(_) => Err(unanalysable("a `case` statement")),
             CompoundCommand::Arithmetic(_) => Err(unanalysable("an arithmetic command")),
             CompoundCommand::Coprocess(_) => Err(unanalysable("a coprocess")),
@@ -178,87 +262,112 @@ impl Walk {
     }
 
     fn simple(&mut self, s: &ast::SimpleCommand) -> Result<(), ShellError> {
-        let mut argv: Vec<String> = Vec::new();
+        let mut words = Words::default();
+        let mut assignments = Vec::new();
         let mut redirects: Vec<&IoRedirect> = Vec::new();
         for item in s.prefix.iter().flat_map(|p| &p.0) {
             match item {
-                Item::AssignmentWord(a, _) => self.assignment(a)?,
+                Item::AssignmentWord(a, _) => assignments.push(self.assignment(a)?),
                 Item::IoRedirect(r) => redirects.push(r),
-                Item::Word(w) => argv.extend(self.ctx.word(&w.value)?),
+                Item::Word(w) => words.add(self.ctx.word(&w.value)?),
                 Item::ProcessSubstitution(..) => {
                     return Err(unanalysable("a process substitution `<(…)`/`>(…)`"));
                 }
             }
         }
         if let Some(w) = &s.word_or_name {
-            argv.extend(self.ctx.word(&w.value)?);
+            words.add(self.ctx.word(&w.value)?);
         }
         for item in s.suffix.iter().flat_map(|p| &p.0) {
             match item {
-                Item::Word(w) | Item::AssignmentWord(_, w) => argv.extend(self.ctx.word(&w.value)?),
+                Item::Word(w) | Item::AssignmentWord(_, w) => words.add(self.ctx.word(&w.value)?),
                 Item::IoRedirect(r) => redirects.push(r),
                 Item::ProcessSubstitution(..) => {
                     return Err(unanalysable("a process substitution `<(…)`/`>(…)`"));
                 }
             }
         }
+        runtime::check(&words.argv, &words.runtime)?;
         let owned: Vec<IoRedirect> = redirects.into_iter().cloned().collect();
         let (reads, writes) = self.redirects(&owned)?;
-        if argv.is_empty() {
-            // Assignments or redirections alone: `> file` truncates it.
+        // The substitutions run before the command, each in a subshell.
+        for inner in &words.substitutions {
+            self.nested(inner)?;
+        }
+        if words.argv.is_empty() {
+            // Assignments alone set variables for the rest of the line.
+            for (name, value) in assignments {
+                self.ctx.set_var(&name, value);
+            }
+            // Redirections alone: `> file` truncates it.
             if !reads.is_empty() || !writes.is_empty() {
-                self.push(Vec::new(), reads, writes, false);
+                self.push(Vec::new(), reads, writes, false)?;
             }
             return Ok(());
         }
-        self.run(argv, reads, writes)
+        self.run(words.argv, reads, writes)
     }
 
-    /// A command with its words expanded: the shell's own builtins that change the walk, a
-    /// shell's `-c` body, or a program.
+    /// `for NAME in WORDS; do BODY; done`: BODY walked once for each value of WORDS (known
+    /// before the line runs), `$NAME` being that value.
+    fn for_loop(&mut self, f: &ast::ForClauseCommand) -> Result<(), ShellError> {
+        let Some(words) = &f.values else {
+            return Err(unanalysable(
+                "a `for` loop over the script's arguments (`for NAME; do`)",
+            ));
+        };
+        check_assignment(&f.variable_name, None)?;
+        let mut values = Vec::new();
+        for w in words {
+            values.extend(self.ctx.static_word(&w.value)?);
+        }
+        for value in values {
+            self.loop_walks += 1;
+            if self.loop_walks > MAX_LOOP_WALKS {
+                return Err(unanalysable(format!(
+                    "`for` loops that run their bodies more than {MAX_LOOP_WALKS} times in all"
+                )));
+            }
+            check_assignment(&f.variable_name, Some(&value))?;
+            self.ctx.set_var(&f.variable_name, value);
+            self.list(&f.body.list)?;
+        }
+        Ok(())
+    }
+
+    /// A command with its words expanded: one of the shell's own builtins, a shell's `-c`
+    /// body, or a program.
     fn run(
         &mut self,
         argv: Vec<String>,
         reads: Vec<PathBuf>,
         writes: Vec<PathBuf>,
     ) -> Result<(), ShellError> {
-        match argv[0].as_str() {
-            "cd" => return self.cd(&argv[1..]),
-            // Builtins that run nothing and open no file.
-            "wait" | "exit" | "return" | ":" | "unset" | "set" => return Ok(()),
-            "eval" | "source" | "." | "alias" | "pushd" | "popd" | "trap" | "enable"
-            | "builtin" | "coproc" => {
-                return Err(unanalysable(format!(
-                    "`{}` runs code or changes the shell in ways not on the line",
-                    argv[0]
-                )));
-            }
-            "export" | "declare" | "typeset" | "local" | "readonly" => {
-                for a in &argv[1..] {
-                    if let Some((name, value)) = a.split_once('=') {
-                        check_assignment(name, Some(value))?;
-                    }
-                }
-                return Ok(());
-            }
-            _ => {}
+        if argv[0] == "cd" {
+            self.cd(&argv[1..])?;
+            return self.opened_without_a_program(reads, writes);
+        }
+        if self.ctx.builtin(&argv)? {
+            return self.opened_without_a_program(reads, writes);
         }
         if let Some(body) = shell_body(&argv) {
-            if self.depth >= MAX_DEPTH {
-                return Err(unanalysable(format!(
-                    "shells nested more than {MAX_DEPTH} deep with `-c`"
-                )));
-            }
-            self.push(vec![argv[0].clone()], reads, writes, false);
-            self.depth += 1;
-            let cwd = self.ctx.cwd.clone();
-            let r = self.line(&body);
-            self.ctx.cwd = cwd;
-            self.depth -= 1;
-            return r;
+            self.push(vec![argv[0].clone()], reads, writes, false)?;
+            return self.nested(&body);
         }
-        self.push(argv, reads, writes, true);
-        Ok(())
+        self.push(argv, reads, writes, true)
+    }
+
+    /// Files redirections open with no program of their own: a builtin's (`: > file`
+    /// empties the file), a compound command's.
+    fn opened_without_a_program(
+        &mut self,
+        reads: Vec<PathBuf>,
+        writes: Vec<PathBuf>,
+    ) -> Result<(), ShellError> {
+        if reads.is_empty() && writes.is_empty() {
+            return Ok(());
+        }
+        self.push(Vec::new(), reads, writes, false)
     }
 
     fn push(
@@ -267,7 +376,14 @@ impl Walk {
         reads: Vec<PathBuf>,
         writes: Vec<PathBuf>,
         analyse: bool,
-    ) {
+    ) -> Result<(), ShellError> {
+        if !self.cwd_known {
+            return Err(unanalysable(
+                "the directory a command runs in, after a `cd` that may not have run or may have \
+                 failed (in `if`, a loop, after `||` or at the end of an `&&` chain, or to a \
+                 directory that is not there; write `cd DIR && COMMAND`)",
+            ));
+        }
         self.out.push(LineCommand {
             argv,
             cwd: self.ctx.cwd.clone(),
@@ -275,27 +391,11 @@ impl Walk {
             writes,
             analyse,
         });
-    }
-
-    fn cd(&mut self, args: &[String]) -> Result<(), ShellError> {
-        let args: Vec<&String> = args
-            .iter()
-            .filter(|a| *a != "--" && *a != "-P" && *a != "-L")
-            .collect();
-        let target = match args.as_slice() {
-            [] => self
-                .ctx
-                .home()
-                .ok_or_else(|| unanalysable("`cd` to a home that is not known"))?,
-            [d] if d.as_str() == "-" => return Err(unanalysable("`cd -`")),
-            [d] => self.ctx.cwd.join(d),
-            _ => return Err(unanalysable("`cd` with several operands")),
-        };
-        self.ctx.cwd = lexical(&target);
         Ok(())
     }
 
-    fn assignment(&self, a: &ast::Assignment) -> Result<(), ShellError> {
+    /// `NAME=value`, checked: its name and value.
+    fn assignment(&self, a: &ast::Assignment) -> Result<(String, String), ShellError> {
         let ast::AssignmentName::VariableName(name) = &a.name else {
             return Err(unanalysable("an array assignment"));
         };
@@ -305,12 +405,17 @@ impl Walk {
         // The name first: a refused name is refused whatever its value.
         check_assignment(name, None)?;
         let value = self.ctx.static_text(&w.value)?;
-        check_assignment(name, Some(&value))
+        check_assignment(name, Some(&value))?;
+        Ok((name.clone(), value))
     }
 
     /// The files the redirections read and write; descriptor duplications and `/dev/null`
-    /// are neither.
-    fn redirects(&self, list: &[IoRedirect]) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ShellError> {
+    /// are neither. The command substitutions of a here-document are walked: their value
+    /// is the command's input, text.
+    fn redirects(
+        &mut self,
+        list: &[IoRedirect],
+    ) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ShellError> {
         use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T};
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
         for r in list {
@@ -354,7 +459,11 @@ impl Walk {
                     if doc.requires_expansion {
                         let pieces = brush_parser::word::parse_heredoc(&doc.doc.value, &options())
                             .map_err(|e| ShellError::Syntax(e.to_string()))?;
-                        self.ctx.text_of(&pieces, &mut Expanded::default())?;
+                        let mut text = Expanded::default();
+                        self.ctx.text_of(&pieces, &mut text)?;
+                        for inner in &text.substitutions {
+                            self.nested(inner)?;
+                        }
                     }
                 }
             }
@@ -364,7 +473,7 @@ impl Walk {
 
     /// A redirection's file, absolute; `None` for `/dev/null`.
     fn redirect_path(&self, raw: &str) -> Result<Option<PathBuf>, ShellError> {
-        let words = self.ctx.word(raw)?;
+        let words = self.ctx.static_word(raw)?;
         let [one] = words.as_slice() else {
             return Err(unanalysable(format!(
                 "a redirection to `{raw}`, which names several files"
@@ -375,53 +484,6 @@ impl Walk {
         }
         Ok(Some(self.ctx.cwd.join(one)))
     }
-}
-
-/// Assignments that choose what a program runs or loads: refused, as their value decides
-/// what the line does and the analysis cannot follow it.
-fn check_assignment(name: &str, value: Option<&str>) -> Result<(), ShellError> {
-    const NAMES: [&str; 22] = [
-        "PATH",
-        "BASH_ENV",
-        "ENV",
-        "IFS",
-        "PS4",
-        "PROMPT_COMMAND",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "HOME",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "PYTHONPATH",
-        "PYTHONSTARTUP",
-        "PYTHONHOME",
-        "PERL5OPT",
-        "PERL5LIB",
-        "RUBYOPT",
-        "RUBYLIB",
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_EXEC_PATH",
-        "GIT_TEMPLATE_DIR",
-    ];
-    let pager_ok = value.is_none_or(|v| ["", "cat", "less", "more"].contains(&v));
-    let refused = NAMES.contains(&name)
-        || name.starts_with("LD_")
-        || name.starts_with("GIT_CONFIG")
-        || name.starts_with("DYLD_")
-        || name.ends_with("_COMMAND")
-        || name.ends_with("_ASKPASS")
-        || name.ends_with("EDITOR")
-        || name == "VISUAL"
-        || name == "GIT_SSH"
-        || name == "GIT_EXTERNAL_DIFF"
-        || (name.ends_with("PAGER") && !pager_ok);
-    if refused {
-        return Err(unanalysable(format!(
-            "the assignment `{name}=…` (it chooses what a program runs or loads)"
-        )));
-    }
-    Ok(())
 }
 
 /// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body).
@@ -457,19 +519,4 @@ fn shell_body(argv: &[String]) -> Option<String> {
         i += 1;
     }
     None
-}
-
-/// `p` with `.` and `..` resolved by name (as `cd` does with its logical path).
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }

@@ -1,39 +1,83 @@
-//! A word of a shell line as bash expands it, for [`super::line`]: quotes, `~`, `$HOME` and
-//! `$PWD`, and globs against the file system; what is known only when the line runs is
-//! refused.
+//! A word of a shell line as bash expands it, for [`super`]: quotes, `~`, `$HOME`,
+//! `$PWD` and the variables the line itself set ([`Context::vars`]), and globs against the
+//! file system. A command substitution is known only when the line runs: its inner line is
+//! handed back to be analysed as commands of their own, and the word is marked
+//! ([`ExpandedWord::runtime`]) with a stand-in for its value ([`RUNTIME_STAND_IN`]); where
+//! such a word may stand is `runtime`'s rule. Anything else known only when the line
+//! runs is refused.
 use std::path::Path;
 
 use brush_parser::word::{Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
 
-use super::{
-    ShellError,
-    line::{Context, options, unanalysable},
-};
+use super::{Context, options, unanalysable};
+use crate::shell::ShellError;
 
 /// Paths one glob word may expand to before the line is refused.
 const MAX_GLOB_MATCHES: usize = 4096;
 
+/// What a command substitution's value is taken as, in the words the analysis reads: a
+/// text that no file, option or URL of a line can be mistaken for by accident (a line that
+/// writes it literally only makes the rule of `runtime` stricter).
+pub(super) const RUNTIME_STAND_IN: &str = "\u{1}value-of-a-command-substitution\u{1}";
+
+/// Why a word with a command substitution in it is refused where it stands.
+pub(super) const SUBSTITUTION_REFUSED: &str = "command substitution (its result is known only when it runs; run the inner command on its own)";
+
+/// A word's expansion.
+#[derive(Debug, Default)]
+pub(super) struct ExpandedWord {
+    /// Its fields: its text, or its glob's matches.
+    pub(super) fields: Vec<String>,
+    /// It holds a command substitution, so its text holds [`RUNTIME_STAND_IN`] for it.
+    pub(super) runtime: bool,
+    /// A command substitution outside double quotes: bash splits its value into words and
+    /// globs them, so the word may become any number of words.
+    pub(super) splits: bool,
+    /// The inner lines of its command substitutions, in order.
+    pub(super) substitutions: Vec<String>,
+}
+
 impl Context {
-    /// A word that must expand to exactly one text without globbing (an assignment's value,
-    /// a here-string).
+    /// A word that must expand to exactly one text known before the line runs, without
+    /// globbing (an assignment's value, a here-string).
     pub(super) fn static_text(&self, raw: &str) -> Result<String, ShellError> {
         let pieces = brush_parser::word::parse(raw, &options())
             .map_err(|e| ShellError::Syntax(e.to_string()))?;
         let mut e = Expanded::default();
         self.text_of(&pieces, &mut e)?;
+        if !e.substitutions.is_empty() {
+            return Err(unanalysable(SUBSTITUTION_REFUSED));
+        }
         Ok(e.text)
     }
 
+    /// A word whose every field must be known before the line runs (a redirection's file,
+    /// a `for` loop's value).
+    pub(super) fn static_word(&self, raw: &str) -> Result<Vec<String>, ShellError> {
+        let w = self.word(raw)?;
+        if w.runtime {
+            return Err(unanalysable(SUBSTITUTION_REFUSED));
+        }
+        Ok(w.fields)
+    }
+
     /// A word's fields: its text, or its glob's matches.
-    pub(super) fn word(&self, raw: &str) -> Result<Vec<String>, ShellError> {
+    pub(super) fn word(&self, raw: &str) -> Result<ExpandedWord, ShellError> {
         let pieces = brush_parser::word::parse(raw, &options())
             .map_err(|e| ShellError::Syntax(e.to_string()))?;
         let mut e = Expanded::default();
         self.text_of(&pieces, &mut e)?;
-        if !e.glob {
-            return Ok(vec![e.text]);
-        }
-        self.glob(&e)
+        let fields = if e.glob {
+            self.glob(&e)?
+        } else {
+            vec![e.text.clone()]
+        };
+        Ok(ExpandedWord {
+            fields,
+            runtime: !e.substitutions.is_empty(),
+            splits: e.splits,
+            substitutions: e.substitutions,
+        })
     }
 
     fn glob(&self, e: &Expanded) -> Result<Vec<String>, ShellError> {
@@ -110,9 +154,13 @@ impl Context {
                 WordPiece::EscapeSequence(t) => e.quoted(t.strip_prefix('\\').unwrap_or(t)),
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
-                    let mut q = Expanded::default();
+                    let mut q = Expanded {
+                        in_quotes: true,
+                        ..Expanded::default()
+                    };
                     self.text_of(inner, &mut q)?;
                     e.quoted(&q.text);
+                    e.substitutions.append(&mut q.substitutions);
                 }
                 WordPiece::TildeExpansion(t) => {
                     let home = match t {
@@ -138,16 +186,29 @@ impl Context {
                         .ok_or_else(|| unanalysable("`$HOME` of a user whose home is not known"))?;
                     e.quoted(&value.to_string_lossy());
                 }
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter: Parameter::Named(name),
+                    indirect: false,
+                }) if self.var(name).is_some() => {
+                    let value = self.var(name).unwrap_or_default();
+                    if !e.in_quotes && value.contains([' ', '\t', '\n', '*', '?', '[']) {
+                        return Err(unanalysable(format!(
+                            "the variable `${name}` outside double quotes, whose value `{value}` bash would split into words or glob (write \"${name}\")"
+                        )));
+                    }
+                    e.quoted(value);
+                }
                 WordPiece::ParameterExpansion(x) => {
                     return Err(unanalysable(format!(
                         "{} (its value is known only when the line runs)",
                         parameter_named(x)
                     )));
                 }
-                WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
-                    return Err(unanalysable(
-                        "command substitution (its result is known only when it runs; run the inner command on its own)",
-                    ));
+                WordPiece::CommandSubstitution(inner)
+                | WordPiece::BackquotedCommandSubstitution(inner) => {
+                    e.substitutions.push(inner.clone());
+                    e.splits |= !e.in_quotes;
+                    e.quoted(RUNTIME_STAND_IN);
                 }
                 WordPiece::ArithmeticExpression(_) => {
                     return Err(unanalysable("an arithmetic expansion `$((…))`"));
@@ -176,6 +237,12 @@ pub(super) struct Expanded {
     pub(super) text: String,
     pattern: String,
     glob: bool,
+    /// Inside double quotes: no field splitting, no globbing.
+    in_quotes: bool,
+    /// A command substitution outside double quotes.
+    splits: bool,
+    /// The inner lines of its command substitutions.
+    pub(super) substitutions: Vec<String>,
 }
 
 impl Expanded {

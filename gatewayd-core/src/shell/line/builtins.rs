@@ -1,0 +1,144 @@
+//! The shell's own builtins, as the walk of a line ([`super`]) meets them (but `cd`,
+//! which is the walk's): those that change the variables the next commands see (`export`,
+//! `read`, `printf -v`, …), those that run nothing, and those that run code not on the line
+//! (refused). Also the rule for the names a line may set ([`check_assignment`]).
+use super::{Context, unanalysable};
+use crate::shell::ShellError;
+
+impl Context {
+    /// Walks `argv` if it is a builtin (`true`); `false` for a program.
+    pub(super) fn builtin(&mut self, argv: &[String]) -> Result<bool, ShellError> {
+        let args = &argv[1..];
+        match argv[0].as_str() {
+            // Builtins that run nothing and open no file. (`break` and `continue` leave a
+            // loop early; the walk goes on, over what might run.)
+            "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" => {}
+            "unset" => {
+                for name in args {
+                    self.unset_var(name);
+                }
+            }
+            "eval" | "source" | "." | "alias" | "pushd" | "popd" | "trap" | "enable"
+            | "builtin" | "coproc" => {
+                return Err(unanalysable(format!(
+                    "`{}` runs code or changes the shell in ways not on the line",
+                    argv[0]
+                )));
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" => self.declare(args)?,
+            // They set variables to what they read: each name must be one a line may set,
+            // and its value is not known.
+            "read" | "mapfile" | "readarray" | "getopts" => {
+                for word in args.iter().filter(|w| is_name(w)) {
+                    check_assignment(word, None)?;
+                    self.unset_var(word);
+                }
+            }
+            // bash's own `printf` sets NAME with `-v NAME`; it is still analysed as a program.
+            "printf" => {
+                self.printf_var(args)?;
+                return Ok(false);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The variable `printf -v NAME` sets (bash's `printf` takes no other option), checked
+    /// and forgotten.
+    fn printf_var(&mut self, args: &[String]) -> Result<(), ShellError> {
+        let name = match args.first().map(String::as_str) {
+            Some("-v") => args.get(1).map(String::as_str),
+            Some(first) => first.strip_prefix("-v").filter(|n| !n.is_empty()),
+            None => None,
+        };
+        if let Some(name) = name {
+            check_assignment(name, None)?;
+            self.unset_var(name);
+        }
+        Ok(())
+    }
+
+    /// `export NAME=value …` and the like: each name checked; the values known only without
+    /// options (`declare -i` computes, `-n` makes a reference to another variable).
+    fn declare(&mut self, args: &[String]) -> Result<(), ShellError> {
+        let options = args.iter().any(|a| a.starts_with(['-', '+']));
+        if args
+            .iter()
+            .any(|a| a.starts_with(['-', '+']) && a.contains('n'))
+        {
+            return Err(unanalysable(
+                "a reference to another variable (`declare -n`), or an option that unexports one",
+            ));
+        }
+        for a in args {
+            let (name, value) = match a.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (a.as_str(), None),
+            };
+            check_assignment(name, value)?;
+            match (value, options) {
+                (Some(value), false) => self.set_var(name, value.to_owned()),
+                (None, false) => {}
+                (_, true) => self.unset_var(name),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A word that bash would take as a variable's name.
+fn is_name(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// Assignments that choose what a program runs or loads: refused, as their value decides
+/// what the line does and the analysis cannot follow it.
+pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), ShellError> {
+    const NAMES: [&str; 22] = [
+        "PATH",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "HOME",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PERL5OPT",
+        "PERL5LIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_EXEC_PATH",
+        "GIT_TEMPLATE_DIR",
+    ];
+    let pager_ok = value.is_none_or(|v| ["", "cat", "less", "more"].contains(&v));
+    let refused = NAMES.contains(&name)
+        || name.starts_with("LD_")
+        || name.starts_with("GIT_CONFIG")
+        || name.starts_with("DYLD_")
+        || name.ends_with("_COMMAND")
+        || name.ends_with("_ASKPASS")
+        || name.ends_with("EDITOR")
+        || name == "VISUAL"
+        || name == "GIT_SSH"
+        || name == "GIT_EXTERNAL_DIFF"
+        || (name.ends_with("PAGER") && !pager_ok);
+    if refused {
+        return Err(unanalysable(format!(
+            "the assignment `{name}=…` (it chooses what a program runs or loads)"
+        )));
+    }
+    Ok(())
+}

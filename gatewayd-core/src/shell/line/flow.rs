@@ -1,0 +1,150 @@
+//! What the shell carries from one command of a line to the next, for the walk of
+//! [`super`]: the directory (`cd`) and the variables, and whether they are known. A part of
+//! the line that may not run (a branch of `if`, a loop's body, what follows `||`, the rest of
+//! an `&&` chain) or a `cd` that may fail leaves what it changed unknown after it; a subshell
+//! (`( … )`, a pipeline's commands, `… &`, a substitution, a `bash -c` body) leaves nothing
+//! changed.
+use std::path::{Path, PathBuf};
+
+use brush_parser::ast;
+
+use super::{MAX_DEPTH, Walk, unanalysable};
+use crate::shell::ShellError;
+
+/// What a command may change for the commands after it: a snapshot, to forget what changed
+/// since in a part of the line that might not run ([`Walk::forget_changes_since`]).
+#[derive(Clone)]
+pub(super) struct State {
+    cwd: PathBuf,
+    vars: Vec<(String, String)>,
+    cds_that_may_fail: usize,
+}
+
+impl Walk {
+    /// `A && B || C …`. After `&&` in a chain of `&&` alone, each command runs only if those
+    /// before it did, so what they changed holds for it; after an `||` anything before may
+    /// not have run. After the chain, what its later commands changed may not have happened,
+    /// nor what a `cd` that may fail changed.
+    pub(super) fn and_or(&mut self, and_or: &ast::AndOrList) -> Result<(), ShellError> {
+        let before = self.state();
+        self.pipeline(&and_or.first)?;
+        let after_first = self.state();
+        let mut only_and = true;
+        for next in &and_or.additional {
+            let p = match next {
+                ast::AndOr::And(p) => p,
+                ast::AndOr::Or(p) => {
+                    only_and = false;
+                    p
+                }
+            };
+            if !only_and {
+                self.forget_changes_since(&before);
+            }
+            self.pipeline(p)?;
+        }
+        if self.cds_that_may_fail > before.cds_that_may_fail {
+            self.forget_changes_since(&before);
+        } else if !and_or.additional.is_empty() {
+            self.forget_changes_since(&after_first);
+        }
+        Ok(())
+    }
+
+    fn state(&self) -> State {
+        State {
+            cwd: self.ctx.cwd.clone(),
+            vars: self.ctx.vars.clone(),
+            cds_that_may_fail: self.cds_that_may_fail,
+        }
+    }
+
+    /// What changed since `before` may not have happened: a variable set or changed since is
+    /// unknown, and so is the directory if it changed.
+    fn forget_changes_since(&mut self, before: &State) {
+        if self.ctx.cwd != before.cwd {
+            self.cwd_known = false;
+        }
+        self.ctx.vars.retain(|v| before.vars.contains(v));
+    }
+
+    /// `f`, a part of the line that may run or not, or run several times, or stop halfway
+    /// (`if`, loops): what it changes is not known after it.
+    pub(super) fn may_run(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
+    ) -> Result<(), ShellError> {
+        let before = self.state();
+        let r = f(self);
+        self.forget_changes_since(&before);
+        r
+    }
+
+    /// `f` in a subshell: the directory and variables it sets do not leave it.
+    pub(super) fn subshell(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
+    ) -> Result<(), ShellError> {
+        let (state, cwd_known) = (self.state(), self.cwd_known);
+        let r = f(self);
+        self.ctx.cwd = state.cwd;
+        self.ctx.vars = state.vars;
+        self.cwd_known = cwd_known;
+        r
+    }
+
+    /// `line`, inside the one being walked (a `bash -c` body, a command substitution), in a
+    /// subshell.
+    pub(super) fn nested(&mut self, line: &str) -> Result<(), ShellError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(unanalysable(format!(
+                "shells or command substitutions nested more than {MAX_DEPTH} deep"
+            )));
+        }
+        self.depth += 1;
+        let r = self.subshell(|w| w.line(line));
+        self.depth -= 1;
+        r
+    }
+
+    /// `cd ARGS`: the directory the next commands start from. One that is not there when
+    /// the line is checked may fail ([`Walk::cds_that_may_fail`]); one relative to a
+    /// directory that is not known leaves it unknown.
+    pub(super) fn cd(&mut self, args: &[String]) -> Result<(), ShellError> {
+        let args: Vec<&String> = args
+            .iter()
+            .filter(|a| *a != "--" && *a != "-P" && *a != "-L")
+            .collect();
+        let target = match args.as_slice() {
+            [] => self
+                .ctx
+                .home()
+                .ok_or_else(|| unanalysable("`cd` to a home that is not known"))?,
+            [d] if d.as_str() == "-" => return Err(unanalysable("`cd -`")),
+            [d] if !self.cwd_known && !Path::new(d).is_absolute() => return Ok(()),
+            [d] => self.ctx.cwd.join(d),
+            _ => return Err(unanalysable("`cd` with several operands")),
+        };
+        self.ctx.cwd = lexical(&target);
+        self.cwd_known = true;
+        if !self.ctx.cwd.is_dir() {
+            self.cds_that_may_fail += 1;
+        }
+        Ok(())
+    }
+}
+
+/// `p` with `.` and `..` resolved by name (as `cd` does with its logical path).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}

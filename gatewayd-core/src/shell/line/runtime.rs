@@ -1,0 +1,89 @@
+//! Where a word whose value is known only when the line runs (a command substitution's,
+//! `"$(…)"`) may stand: only where the command takes it as text, whatever it turns out to
+//! be. Its inner line is analysed as commands of their own ([`super`]); what it prints
+//! is not known, so it must not become a file, an option, a program or a URL.
+//!
+//! Allowed:
+//! - the operands of `echo` and `printf`: they print their words;
+//! - in one word (inside double quotes), the value of git's `-m`/`--message` (a commit's,
+//!   a tag's, a merge's or a stash's message; a parent's number for `cherry-pick` and
+//!   `revert`): `git commit -m "$(cat <<'EOF' … EOF)"`, as Claude Code writes commits. The
+//!   option takes the next word whatever it is, and git's own analysis must show it did: run
+//!   with [`RUNTIME_STAND_IN`] in that place, it finds the stand-in in no path, URL or
+//!   forbidden option (so `git am -m "$(…)"`, where `-m` is a flag and the word a path, is
+//!   refused).
+//!
+//! Everything else is refused with the reason a substitution had before: `cat "$(…)"`,
+//! `cd "$(…)"`, `$(…) args`, `git commit -m $(…)` (outside quotes bash splits the value into
+//! words), a redirection to `"$(…)"`, an assignment's value.
+use super::{
+    unanalysable,
+    words::{RUNTIME_STAND_IN, SUBSTITUTION_REFUSED},
+};
+use crate::shell::{ShellError, analyze};
+
+/// A word of a command's argv that holds a command substitution.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RuntimeWord {
+    /// Its place in argv.
+    pub(super) index: usize,
+    /// Outside double quotes: bash may make several words of it.
+    pub(super) splits: bool,
+}
+
+/// Refuses `argv` unless each of its `runtime` words stands where its command takes text.
+pub(super) fn check(argv: &[String], runtime: &[RuntimeWord]) -> Result<(), ShellError> {
+    if runtime.is_empty() {
+        return Ok(());
+    }
+    let Some(program) = argv.first() else {
+        return Err(unanalysable(SUBSTITUTION_REFUSED));
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let refused = || Err(unanalysable(SUBSTITUTION_REFUSED));
+    if runtime.iter().any(|w| w.index == 0) {
+        return refused();
+    }
+    match name {
+        "echo" | "printf" => Ok(()),
+        "git" => {
+            let messages = runtime
+                .iter()
+                .all(|w| !w.splits && is_message_value(argv, w.index));
+            if messages && git_ignores_the_stand_in(argv)? {
+                Ok(())
+            } else {
+                refused()
+            }
+        }
+        _ => refused(),
+    }
+}
+
+/// Whether `argv[i]` is written as the value of `-m`/`--message`: after `-m`, `--message` or
+/// a cluster of short options that ends in `m` (`-am`), or attached (`-mTEXT`,
+/// `--message=TEXT`).
+fn is_message_value(argv: &[String], i: usize) -> bool {
+    let word = argv[i].as_str();
+    let before = argv[i - 1].as_str();
+    let after_option = before == "--message"
+        || before
+            .strip_prefix('-')
+            .and_then(|cluster| cluster.strip_suffix('m'))
+            .is_some_and(|flags| flags.bytes().all(|b| b.is_ascii_alphabetic()));
+    after_option || word.starts_with("-m") || word.starts_with("--message=")
+}
+
+/// Whether git's analysis of `argv` consumes every stand-in as an option's value: none in a
+/// path, a URL or a finding, and nothing forbidden.
+fn git_ignores_the_stand_in(argv: &[String]) -> Result<bool, ShellError> {
+    let a = analyze(argv)?;
+    let holds = |s: &str| s.contains(RUNTIME_STAND_IN);
+    let in_paths = a
+        .reads
+        .iter()
+        .chain(&a.writes)
+        .chain(&a.recursive_roots)
+        .any(|p| holds(&p.to_string_lossy()));
+    Ok(a.forbidden.is_empty() && !in_paths && !a.urls.iter().any(|u| holds(u)))
+}

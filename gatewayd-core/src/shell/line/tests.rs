@@ -1,0 +1,446 @@
+//! [`super`]: shell lines as agents write them.
+use std::path::{Path, PathBuf};
+
+use super::{Context, LineCommand, parse_line};
+use crate::shell::ShellError;
+
+fn ctx(cwd: &Path) -> Context {
+    Context {
+        cwd: cwd.to_path_buf(),
+        user: Some("alice".into()),
+        home_of: |u| match u {
+            "alice" => Some(PathBuf::from("/home/alice")),
+            "bob" => Some(PathBuf::from("/home/bob")),
+            _ => None,
+        },
+        vars: Vec::new(),
+    }
+}
+
+fn cmds(line: &str) -> Vec<LineCommand> {
+    parse_line(line, &ctx(Path::new("/work"))).unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+fn argvs(line: &str) -> Vec<Vec<String>> {
+    cmds(line).into_iter().map(|c| c.argv).collect()
+}
+
+fn refused(line: &str) -> String {
+    match parse_line(line, &ctx(Path::new("/work"))) {
+        Err(e @ (ShellError::Unanalysable(_) | ShellError::Syntax(_))) => e.to_string(),
+        other => panic!("{line}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn lists_and_pipelines_are_their_commands() {
+    assert_eq!(argvs("ls | head"), [vec!["ls"], vec!["head"]]);
+    assert_eq!(
+        argvs("git status && git diff --stat; make test || true &"),
+        [
+            vec!["git", "status"],
+            vec!["git", "diff", "--stat"],
+            vec!["make", "test"],
+            vec!["true"]
+        ]
+    );
+    assert_eq!(
+        argvs("{ echo a; echo b; } | sort"),
+        [vec!["echo", "a"], vec!["echo", "b"], vec!["sort"]]
+    );
+    assert_eq!(argvs("if [ -f x ]; then cat x; else echo no; fi").len(), 3);
+}
+
+#[test]
+fn redirections_are_reads_and_writes() {
+    let c = &cmds("cat README.md 2>/dev/null")[0];
+    assert_eq!(c.argv, ["cat", "README.md"]);
+    assert!(c.reads.is_empty() && c.writes.is_empty(), "{c:?}");
+    let c = &cmds("cargo build 2>&1 > build.log")[0];
+    assert_eq!(c.writes, [PathBuf::from("/work/build.log")]);
+    let c = &cmds("sort < ~/.ssh/id_rsa >> out.txt")[0];
+    assert_eq!(c.reads, [PathBuf::from("/home/alice/.ssh/id_rsa")]);
+    assert_eq!(c.writes, [PathBuf::from("/work/out.txt")]);
+    let c = &cmds("make &> log")[0];
+    assert_eq!(c.writes, [PathBuf::from("/work/log")]);
+    let c = &cmds("cat <<'EOF'\n$(not run)\nEOF")[0];
+    assert_eq!(c.argv, ["cat"]);
+    // An expanded here-document's substitutions run: they are commands of the line.
+    assert_eq!(
+        argvs("cat <<EOF\n$(rm -rf /)\nEOF"),
+        [vec!["rm", "-rf", "/"], vec!["cat"]]
+    );
+    assert!(refused("cat <<EOF\n$KEY\nEOF").contains("$KEY"));
+}
+
+#[test]
+fn cd_carries_to_the_next_commands_but_not_out_of_a_subshell() {
+    // A pipeline's commands and a command run with `&` are subshells too.
+    let c = cmds("cd /tmp | cat .env; cd /etc & cat .env; cat a");
+    assert_eq!(c[0].argv, ["cat", ".env"]);
+    assert_eq!(
+        c[0].cwd,
+        Path::new("/work"),
+        "`cd x | …` stays in its subshell"
+    );
+    assert_eq!(
+        c[1].cwd,
+        Path::new("/work"),
+        "`cd x &` stays in its subshell"
+    );
+    assert_eq!(c[2].cwd, Path::new("/work"));
+    // A `cd` to a directory that is there holds for the rest of the line.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir(root.join("sub")).expect("mkdir");
+    let c =
+        parse_line("cd sub && cat notes.txt; (cd /tmp && ls); pwd", &ctx(root)).expect("allowed");
+    assert_eq!(c[0].cwd, root.join("sub"));
+    assert_eq!(c[1].argv, ["ls"]);
+    assert_eq!(c[1].cwd, Path::new("/tmp"));
+    assert_eq!(c[2].cwd, root.join("sub"));
+    assert_eq!(
+        cmds("cd ~/.ssh && cat id_rsa")[0].cwd,
+        Path::new("/home/alice/.ssh")
+    );
+    assert_eq!(cmds("cd .. && ls")[0].cwd, Path::new("/"));
+    refused("cd - && ls");
+}
+
+#[test]
+fn home_and_assignments() {
+    assert_eq!(argvs("cat ~/.ssh/id_rsa")[0][1], "/home/alice/.ssh/id_rsa");
+    assert_eq!(
+        argvs("cat $HOME/.aws/credentials")[0][1],
+        "/home/alice/.aws/credentials"
+    );
+    assert_eq!(argvs("cat \"${HOME}/.env\"")[0][1], "/home/alice/.env");
+    assert_eq!(argvs("cat ~bob/x")[0][1], "/home/bob/x");
+    assert_eq!(argvs("echo '~' \"~\"")[0][1..], ["~", "~"]);
+    assert_eq!(
+        argvs("RUST_LOG=debug cargo test -q"),
+        [vec!["cargo", "test", "-q"]]
+    );
+    assert_eq!(
+        argvs("GIT_PAGER=cat git log -3"),
+        [vec!["git", "log", "-3"]]
+    );
+    for line in [
+        "PATH=/tmp:$PATH ls",
+        "LD_PRELOAD=./x.so cat a",
+        "GIT_SSH_COMMAND=./x git fetch",
+        "PAGER=./evil git log",
+        "export NODE_OPTIONS=--require=./x.js",
+    ] {
+        assert!(refused(line).contains("assignment"), "{line}");
+    }
+    let unknown = Context {
+        user: None,
+        ..ctx(Path::new("/work"))
+    };
+    assert!(parse_line("cat ~/.ssh/id_rsa", &unknown).is_err());
+}
+
+#[test]
+fn what_is_known_only_when_it_runs_is_refused_with_its_reason() {
+    assert!(refused("cat $(ls ~/.ssh | head -1)").contains("command substitution"));
+    assert!(refused("cat `echo /etc/shadow`").contains("command substitution"));
+    assert!(refused("cat $KEYFILE").contains("$KEYFILE"));
+    assert!(refused("for f; do wc -l $f; done").contains("for"));
+    assert!(refused("for ((i=0; i<3; i++)); do echo $i; done").contains("for"));
+    assert!(refused("eval \"cat x\"").contains("eval"));
+    assert!(refused("source ./env.sh").contains("source"));
+    assert!(refused(". ./env.sh").contains("`.`"));
+    assert!(refused("diff <(cat a) b").contains("process substitution"));
+    assert!(refused("cat ~/.ssh/{id_rsa,config}").contains("brace"));
+    assert!(refused("echo $((1+2))").contains("arithmetic"));
+    assert!(refused("cat 'unterminated").contains("syntax"));
+}
+
+#[test]
+fn shell_bodies_are_lines_of_their_own() {
+    let c = cmds("bash -lc 'cd sub && pytest -q'");
+    assert_eq!(c[0].argv, ["bash"]);
+    assert!(!c[0].analyse);
+    assert_eq!(c[1].argv, ["pytest", "-q"]);
+    assert_eq!(c[1].cwd, Path::new("/work/sub"));
+    assert_eq!(
+        argvs("sh -c \"cat ~/.ssh/id_rsa\"")[1][1],
+        "/home/alice/.ssh/id_rsa"
+    );
+    assert_eq!(argvs("bash -e -o pipefail -c 'ls | wc -l'").len(), 3);
+    assert!(refused("bash -c 'bash -c \"bash -c \\\"bash -c ls\\\"\"'").contains("nested"));
+    // Not a -c body: a script, analysed as the program's argument.
+    assert_eq!(argvs("bash build.sh"), [vec!["bash", "build.sh"]]);
+}
+
+#[test]
+fn globs_expand_against_the_file_system() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    for f in ["a.rs", "b.rs", ".env", "src/c.rs"] {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, "x").expect("write");
+    }
+    let ctx = ctx(root);
+    let argv = |line: &str| parse_line(line, &ctx).expect(line).remove(0).argv;
+    assert_eq!(argv("wc -l *.rs"), ["wc", "-l", "a.rs", "b.rs"]);
+    assert_eq!(
+        argv("cat *"),
+        ["cat", "a.rs", "b.rs", "src"],
+        "no dotfile without a dot"
+    );
+    assert_eq!(argv("cat .e*"), ["cat", ".env"]);
+    assert_eq!(argv("ls */*.rs"), ["ls", "src/c.rs"]);
+    assert_eq!(
+        argv("ls '*.rs' \"*\""),
+        ["ls", "*.rs", "*"],
+        "quoted: no glob"
+    );
+    assert_eq!(argv("ls *.py"), ["ls", "*.py"], "no match: as written");
+    let abs = format!("cat {}/.e?v", root.display());
+    assert_eq!(argv(&abs)[1], root.join(".env").display().to_string());
+}
+
+#[test]
+fn command_substitutions_run_their_commands_and_give_text_only() {
+    // Claude Code's commits: the message is a here-document printed by `cat`.
+    let commit = "git commit -m \"$(cat <<'EOF'\nFix the parser\n\nCo-Authored-By: x\nEOF\n)\"";
+    let c = cmds(commit);
+    assert_eq!(c[0].argv, ["cat"], "the inner command runs first");
+    assert_eq!(c[1].argv[..3], ["git", "commit", "-m"]);
+    for line in [
+        "git commit -am \"$(cat msg.txt)\"",
+        "git commit --message=\"$(cat msg.txt)\"",
+        "git tag -a v1 -m \"release $(date +%F)\"",
+        "echo \"today: $(date)\" && echo `whoami`",
+        "printf '%s\\n' $(ls src)",
+        "echo \"$(echo \"$(echo deep)\")\"",
+    ] {
+        assert!(cmds(line).len() >= 2, "{line}");
+    }
+    assert_eq!(
+        argvs("echo \"n: $(wc -l < ~/.ssh/id_rsa)\"")[0],
+        ["wc", "-l"],
+        "the inner command is checked like any other"
+    );
+    assert_eq!(
+        cmds("echo \"n: $(wc -l < ~/.ssh/id_rsa)\"")[0].reads,
+        [PathBuf::from("/home/alice/.ssh/id_rsa")]
+    );
+    // Its value is known only when it runs: refused wherever it is not text.
+    for line in [
+        "cat $(ls ~/.ssh | head -1)",
+        "cat \"$(ls ~/.ssh | head -1)\"",
+        "cd \"$(git rev-parse --show-toplevel)\" && ls",
+        "$(which python3) x.py",
+        "echo x > \"$(cat name.txt)\"",
+        "X=$(cat .env); echo ok",
+        "git commit -m $(cat msg.txt)",
+        "git am -m \"$(cat x)\"",
+        "git commit --author -m \"$(cat x)\"",
+        "git log -m \"$(cat x)\"",
+        "git commit -F \"$(cat x)\"",
+        "cat <<< \"$(ls)\"",
+        "echo \"$(echo \"$(echo \"$(echo \"$(echo deep)\")\")\")\"",
+    ] {
+        let why = refused(line);
+        assert!(
+            why.contains("command substitution") || why.contains("nested"),
+            "{line}: {why}"
+        );
+    }
+}
+
+#[test]
+fn for_loops_are_walked_once_per_value() {
+    let c = cmds("for f in a.rs b.rs; do wc -l \"$f\"; head -1 $f; done");
+    assert_eq!(
+        c.iter().map(|c| c.argv.clone()).collect::<Vec<_>>(),
+        [
+            vec!["wc", "-l", "a.rs"],
+            vec!["head", "-1", "a.rs"],
+            vec!["wc", "-l", "b.rs"],
+            vec!["head", "-1", "b.rs"]
+        ]
+    );
+    assert_eq!(
+        argvs("for d in ~/.ssh /etc; do ls ${d}; done")[0],
+        ["ls", "/home/alice/.ssh"]
+    );
+    assert_eq!(
+        cmds("for f in x; do cat < $f > $f.bak; done")[0].writes,
+        [PathBuf::from("/work/x.bak")]
+    );
+    assert_eq!(
+        cmds("for f in a b; do cd /tmp; cat $f; done")[1].cwd,
+        Path::new("/tmp"),
+        "the body runs in the line's shell"
+    );
+    assert!(
+        refused("for f in a; do :; done; cat $f").contains("$f"),
+        "a loop may stop early (`break`): its variable is not known after it"
+    );
+    assert_eq!(
+        argvs("for i in 1 2; do break; done; echo ok"),
+        [vec!["echo", "ok"]]
+    );
+    // Known only when it runs, or too much to walk: refused.
+    assert!(refused("for f in $(ls); do cat $f; done").contains("command substitution"));
+    assert!(refused("for f in \"a b\"; do cat $f; done").contains("double quotes"));
+    assert!(refused("for PATH in /tmp; do ls; done").contains("PATH"));
+    let many = (0..300)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(refused(&format!("for i in {many}; do echo $i; done")).contains("256"));
+    assert!(
+        refused("for a in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do for b in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do echo $a$b; done; done")
+            .contains("256")
+    );
+}
+
+#[test]
+fn variables_set_on_the_line_are_known() {
+    assert_eq!(
+        argvs("F=notes.txt; cat \"$F\"; export G=x; cat $G; H=~/y; cat $H"),
+        [
+            vec!["cat", "notes.txt"],
+            vec!["cat", "x"],
+            vec!["cat", "/home/alice/y"]
+        ]
+    );
+    // bash expands `~` after `=` and `:` in these; the walk does not follow it there.
+    assert!(refused("export G=~/.ssh/id_rsa; cat $G").contains("$G"));
+    assert!(refused("G=a:~/.ssh; ls $G").contains("$G"));
+    assert!(
+        refused("(F=a); cat $F").contains("$F"),
+        "a subshell's variable stays there"
+    );
+    assert!(refused("F=a | true; cat $F").contains("$F"));
+    assert!(
+        refused("F=a cat x; cat $F").contains("$F"),
+        "`F=a cmd` is cmd's only"
+    );
+    assert!(refused("F='a b'; cat $F").contains("double quotes"));
+}
+
+#[test]
+fn builtins_open_their_redirections_and_set_only_names_a_line_may_set() {
+    // `: > F` empties F; `cd`, `export` and the like open their redirections too.
+    for line in [
+        ": > ~/.bashrc",
+        "export X=1 > ~/.bashrc",
+        "cd sub 2> ~/.bashrc",
+    ] {
+        assert_eq!(
+            cmds(line)[0].writes,
+            [PathBuf::from("/home/alice/.bashrc")],
+            "{line}"
+        );
+    }
+    assert_eq!(
+        cmds("true < notes.txt")[0].reads,
+        [PathBuf::from("/work/notes.txt")]
+    );
+    // Builtins that set variables to what they read, or by reference.
+    for line in [
+        "read PATH < x; ls",
+        "read -r -a LD_PRELOAD <<< x",
+        "printf -v PATH %s /tmp; ls",
+        "printf -vBASH_ENV %s x",
+        "mapfile -t NODE_OPTIONS < x",
+        "declare -n R=PATH; R=/tmp; ls",
+    ] {
+        let why = refused(line);
+        assert!(
+            why.contains("assignment") || why.contains("reference"),
+            "{line}: {why}"
+        );
+    }
+    // What they set is not known afterwards.
+    assert!(refused("F=a; read F < x; cat $F").contains("$F"));
+    assert!(refused("F=a; printf -v F %s b; cat $F").contains("$F"));
+    assert!(refused("F=a; unset F; cat $F").contains("$F"));
+    assert!(refused("declare -i F=1+2; cat $F").contains("$F"));
+    assert_eq!(
+        argvs("read -r line < notes.txt; echo ok")[1],
+        ["echo", "ok"]
+    );
+}
+
+#[test]
+fn what_may_not_have_run_is_not_known_after_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir(root.join("sub")).expect("mkdir");
+    let walk = |line: &str| parse_line(line, &ctx(root));
+    let cwd_of_last = |line: &str| {
+        walk(line)
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .pop()
+            .expect("a command")
+            .cwd
+    };
+    // `&&` alone: each command runs only after those before it did.
+    assert_eq!(
+        cwd_of_last("cd sub && cat a && cd /tmp && cat b"),
+        Path::new("/tmp")
+    );
+    assert_eq!(
+        cwd_of_last("mkdir -p new && cd new && ls"),
+        root.join("new")
+    );
+    // A `cd` that may fail, or may not have run: the next commands' directory is unknown.
+    for line in [
+        "cd missing; cat .env",
+        "mkdir -p new && cd new; ls",
+        "make && cd /tmp; cat .env",
+        "cd sub || cat .env",
+        "test -d x || cd /tmp && cat .env",
+        "if test -d x; then cd /tmp; fi; cat .env",
+        "if true; then :; else cd /tmp; fi; cat .env",
+        "while false; do cd /tmp; done; cat .env",
+        "for d in /tmp; do cd $d; done; cat .env",
+    ] {
+        let why = walk(line).map_or_else(|e| e.to_string(), |c| format!("{c:?}"));
+        assert!(why.contains("after a `cd`"), "{line}: {why}");
+    }
+    // In a branch, the branch's own `cd` holds; a `cd` to an absolute path makes it known.
+    assert_eq!(
+        cwd_of_last("if true; then cd /tmp && ls; fi"),
+        Path::new("/tmp")
+    );
+    assert_eq!(cwd_of_last("cd missing; cd /tmp; ls"), Path::new("/tmp"));
+    assert!(
+        walk("cd missing; cd sub; ls").is_err(),
+        "relative to what is unknown"
+    );
+    // The same for variables.
+    for line in [
+        "true && F=a; cat $F",
+        "true || F=a; cat $F",
+        "if true; then F=a; fi; cat $F",
+        "F=a; if true; then F=b; fi; cat $F",
+    ] {
+        let why = walk(line).map_or_else(|e| e.to_string(), |c| format!("{c:?}"));
+        assert!(why.contains("$F"), "{line}: {why}");
+    }
+    assert_eq!(
+        walk("F=a; true && cat $F; if x; then cat $F; fi")
+            .expect("known")
+            .len(),
+        4
+    );
+    // A compound command's redirections are opened from where it starts, even when no
+    // command of it opens a file.
+    for (line, file) in [
+        ("{ :; } > ~/.bashrc", "/home/alice/.bashrc"),
+        ("if true; then :; fi > out.txt", "out.txt"),
+        ("{ cd /tmp; } > out.txt", "out.txt"),
+    ] {
+        let c = walk(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(c[0].writes, [root.join(file)], "{line}");
+    }
+}
