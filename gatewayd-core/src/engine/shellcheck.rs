@@ -109,16 +109,14 @@ fn check_line(
     user: &str,
 ) -> Result<LineReach, (Reason, String)> {
     let mut reach = LineReach::default();
-    let ctx = shell::line::Context {
-        cwd: sb
-            .root
+    let ctx = shell::line::Context::new(
+        sb.root
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/")),
-        user: Some(user.to_owned()),
-        home_of: shell::line::user_home,
-        vars: Vec::new(),
-    };
+        Some(user.to_owned()),
+        shell::line::user_home,
+    );
     let commands = shell::line::parse_line(line, &ctx)
         .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;
     for c in &commands {

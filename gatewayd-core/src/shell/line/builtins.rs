@@ -53,6 +53,11 @@ impl Context {
             None => None,
         };
         if let Some(name) = name {
+            if !is_name(name) {
+                return Err(unanalysable(format!(
+                    "`printf -v` with `{name}`, which is not a variable's name before the line runs"
+                )));
+            }
             check_assignment(name, None)?;
             self.unset_var(name);
         }

@@ -8,16 +8,20 @@ use std::path::{Path, PathBuf};
 
 use brush_parser::ast;
 
-use super::{MAX_DEPTH, Walk, unanalysable};
+use super::{MAX_DEPTH, Vars, Walk, unanalysable};
 use crate::shell::ShellError;
 
 /// What a command may change for the commands after it: a snapshot, to forget what changed
 /// since in a part of the line that might not run ([`Walk::forget_changes_since`]).
+/// Changes are counted, not compared: `cd /tmp && cd - || ls` may run `ls` in `/tmp` though
+/// the directory ends where it started.
 #[derive(Clone)]
 pub(super) struct State {
     cwd: PathBuf,
-    vars: Vec<(String, String)>,
+    cwd_known: bool,
+    cds: usize,
     cds_that_may_fail: usize,
+    vars: Vars,
 }
 
 impl Walk {
@@ -54,18 +58,23 @@ impl Walk {
     fn state(&self) -> State {
         State {
             cwd: self.ctx.cwd.clone(),
-            vars: self.ctx.vars.clone(),
+            cwd_known: self.cwd_known,
+            cds: self.cds,
             cds_that_may_fail: self.cds_that_may_fail,
+            vars: self.ctx.vars.clone(),
         }
     }
 
-    /// What changed since `before` may not have happened: a variable set or changed since is
-    /// unknown, and so is the directory if it changed.
+    /// What changed since `before` may not have happened: a variable set or unset since is
+    /// unknown, and so is the directory after a `cd` since.
     fn forget_changes_since(&mut self, before: &State) {
-        if self.ctx.cwd != before.cwd {
+        if self.cds > before.cds {
             self.cwd_known = false;
         }
-        self.ctx.vars.retain(|v| before.vars.contains(v));
+        let vars = &mut self.ctx.vars;
+        for name in &vars.changed[before.vars.changed.len()..] {
+            vars.known.retain(|(n, _)| n != name);
+        }
     }
 
     /// `f`, a part of the line that may run or not, or run several times, or stop halfway
@@ -85,11 +94,12 @@ impl Walk {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
     ) -> Result<(), ShellError> {
-        let (state, cwd_known) = (self.state(), self.cwd_known);
+        let state = self.state();
         let r = f(self);
         self.ctx.cwd = state.cwd;
+        self.cwd_known = state.cwd_known;
+        self.cds = state.cds;
         self.ctx.vars = state.vars;
-        self.cwd_known = cwd_known;
         r
     }
 
@@ -121,12 +131,16 @@ impl Walk {
                 .home()
                 .ok_or_else(|| unanalysable("`cd` to a home that is not known"))?,
             [d] if d.as_str() == "-" => return Err(unanalysable("`cd -`")),
-            [d] if !self.cwd_known && !Path::new(d).is_absolute() => return Ok(()),
+            [d] if !self.cwd_known && !Path::new(d).is_absolute() => {
+                self.cds += 1;
+                return Ok(());
+            }
             [d] => self.ctx.cwd.join(d),
             _ => return Err(unanalysable("`cd` with several operands")),
         };
         self.ctx.cwd = lexical(&target);
         self.cwd_known = true;
+        self.cds += 1;
         if !self.ctx.cwd.is_dir() {
             self.cds_that_may_fail += 1;
         }

@@ -58,12 +58,31 @@ pub struct Context {
     /// `$HOME`, `cd` alone): the user database is slow to read.
     pub home_of: fn(&str) -> Option<PathBuf>,
     /// The variables the line has set so far, each known before it runs: a `for` loop's
-    /// variable in its body, `NAME=value` alone as a command. A caller starts with none:
-    /// the environment's values are not known.
-    pub vars: Vec<(String, String)>,
+    /// variable in its body, `NAME=value` alone as a command. A line starts with none: the
+    /// environment's values are not known.
+    vars: Vars,
+}
+
+/// Variables the line set, and each name set or unset so far, in order (what a part of the
+/// line that may not run changed is forgotten after it: `flow`).
+#[derive(Debug, Clone, Default)]
+struct Vars {
+    known: Vec<(String, String)>,
+    changed: Vec<String>,
 }
 
 impl Context {
+    /// A line that starts in `cwd`, run by `user` (`None`: `~` and `$HOME` are refused),
+    /// whose homes `home_of` looks up ([`user_home`]).
+    pub fn new(cwd: PathBuf, user: Option<String>, home_of: fn(&str) -> Option<PathBuf>) -> Self {
+        Context {
+            cwd,
+            user,
+            home_of,
+            vars: Vars::default(),
+        }
+    }
+
     /// The home of the user the line runs as.
     pub(super) fn home(&self) -> Option<PathBuf> {
         self.user.as_deref().and_then(self.home_of)
@@ -72,8 +91,8 @@ impl Context {
     /// The value of a variable the line set.
     pub(super) fn var(&self, name: &str) -> Option<&str> {
         self.vars
+            .known
             .iter()
-            .rev()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
@@ -84,13 +103,14 @@ impl Context {
     pub(super) fn set_var(&mut self, name: &str, value: String) {
         self.unset_var(name);
         if !value.contains('~') {
-            self.vars.push((name.to_owned(), value));
+            self.vars.known.push((name.to_owned(), value));
         }
     }
 
     /// Forgets `name`'s value: a later `$name` is refused.
     pub(super) fn unset_var(&mut self, name: &str) {
-        self.vars.retain(|(n, _)| n != name);
+        self.vars.known.retain(|(n, _)| n != name);
+        self.vars.changed.push(name.to_owned());
     }
 }
 
@@ -116,6 +136,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
     let mut walk = Walk {
         ctx: ctx.clone(),
         cwd_known: true,
+        cds: 0,
         cds_that_may_fail: 0,
         depth: 0,
         loop_walks: 0,
@@ -144,6 +165,8 @@ struct Walk {
     /// not have run or might have failed (below `if`, a loop, `||`, after `&&`, or to a
     /// directory that is not there): a command then is refused.
     cwd_known: bool,
+    /// `cd`s so far.
+    cds: usize,
     /// `cd`s so far to a directory that is not there when the line is checked (it may be
     /// made by the line, or the `cd` fails and the directory stays).
     cds_that_may_fail: usize,

@@ -5,16 +5,11 @@ use super::{Context, LineCommand, parse_line};
 use crate::shell::ShellError;
 
 fn ctx(cwd: &Path) -> Context {
-    Context {
-        cwd: cwd.to_path_buf(),
-        user: Some("alice".into()),
-        home_of: |u| match u {
-            "alice" => Some(PathBuf::from("/home/alice")),
-            "bob" => Some(PathBuf::from("/home/bob")),
-            _ => None,
-        },
-        vars: Vec::new(),
-    }
+    Context::new(cwd.to_path_buf(), Some("alice".into()), |u| match u {
+        "alice" => Some(PathBuf::from("/home/alice")),
+        "bob" => Some(PathBuf::from("/home/bob")),
+        _ => None,
+    })
 }
 
 fn cmds(line: &str) -> Vec<LineCommand> {
@@ -324,6 +319,11 @@ fn variables_set_on_the_line_are_known() {
         "`F=a cmd` is cmd's only"
     );
     assert!(refused("F='a b'; cat $F").contains("double quotes"));
+    assert!(
+        refused("F=; sort -o $F ~/.bashrc").contains("drop"),
+        "an empty word outside quotes is dropped, so `~/.bashrc` would be `-o`'s value"
+    );
+    assert_eq!(argvs("F=; echo \"$F\"")[0], ["echo", ""]);
 }
 
 #[test]
@@ -352,10 +352,11 @@ fn builtins_open_their_redirections_and_set_only_names_a_line_may_set() {
         "printf -vBASH_ENV %s x",
         "mapfile -t NODE_OPTIONS < x",
         "declare -n R=PATH; R=/tmp; ls",
+        "printf -v \"$(echo PATH)\" %s /tmp; ls",
     ] {
         let why = refused(line);
         assert!(
-            why.contains("assignment") || why.contains("reference"),
+            why.contains("assignment") || why.contains("reference") || why.contains("name"),
             "{line}: {why}"
         );
     }
@@ -417,8 +418,12 @@ fn what_may_not_have_run_is_not_known_after_it() {
         walk("cd missing; cd sub; ls").is_err(),
         "relative to what is unknown"
     );
+    // Changes are counted, not compared: the directory may be `/tmp` for `ls`.
+    let back = format!("cd /tmp && cd {} || ls", root.display());
+    assert!(walk(&back).is_err(), "{back}");
     // The same for variables.
     for line in [
+        "F=a; true && F=b && F=a || cat $F",
         "true && F=a; cat $F",
         "true || F=a; cat $F",
         "if true; then F=a; fi; cat $F",

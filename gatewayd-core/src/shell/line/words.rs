@@ -191,9 +191,11 @@ impl Context {
                     indirect: false,
                 }) if self.var(name).is_some() => {
                     let value = self.var(name).unwrap_or_default();
-                    if !e.in_quotes && value.contains([' ', '\t', '\n', '*', '?', '[']) {
+                    if !e.in_quotes
+                        && (value.is_empty() || value.contains([' ', '\t', '\n', '*', '?', '[']))
+                    {
                         return Err(unanalysable(format!(
-                            "the variable `${name}` outside double quotes, whose value `{value}` bash would split into words or glob (write \"${name}\")"
+                            "the variable `${name}` outside double quotes, whose value `{value}` bash would split into words, glob or drop (write \"${name}\")"
                         )));
                     }
                     e.quoted(value);
