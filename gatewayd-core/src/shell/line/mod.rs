@@ -8,8 +8,8 @@
 //! line; a subshell's does not leave it, nor does that of a command of a pipeline of
 //! several or of one run in the background with `&`, each in a subshell of its own),
 //! `NAME=value` before a command, and alone as a command (it sets a variable for the rest
-//! of the line), `~`, `~USER`, `$HOME` and `$PWD`, glob words (expanded against the file
-//! system as bash does: no match leaves the word as written), `for NAME in WORDS` (its body
+//! of the line), `~`, `~USER`, `$HOME` and `$PWD`, brace expansion (`braces`), glob words
+//! (expanded against the file system as bash does: no match leaves the word as written), `for NAME in WORDS` (its body
 //! walked once for each value, `$NAME` being that value), command substitutions (their
 //! inner line analysed as commands of their own; their value allowed only where the
 //! command takes text, `runtime`), and `bash -c BODY` (and `sh`, `dash`, `zsh`, with
@@ -17,7 +17,7 @@
 //!
 //! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
 //! substitution, variables other than `HOME`, `PWD` and those the line set, a substitution's
-//! value where it is not text, arithmetic, brace expansion, arithmetic `for` and `case`,
+//! value where it is not text, arithmetic, braces in an assignment, arithmetic `for`, `case`,
 //! functions, `eval`, `source`, `.`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
 //! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
 //! `NODE_OPTIONS`, …).
@@ -33,6 +33,7 @@ use builtins::check_assignment;
 use runtime::RuntimeWord;
 use words::{Expanded, ExpandedWord};
 
+mod braces;
 mod builtins;
 mod flow;
 mod runtime;

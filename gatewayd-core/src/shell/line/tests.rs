@@ -147,7 +147,16 @@ fn what_is_known_only_when_it_runs_is_refused_with_its_reason() {
     assert!(refused("source ./env.sh").contains("source"));
     assert!(refused(". ./env.sh").contains("`.`"));
     assert!(refused("diff <(cat a) b").contains("process substitution"));
-    assert!(refused("cat ~/.ssh/{id_rsa,config}").contains("brace"));
+    assert_eq!(
+        argvs("cat ~/.ssh/{id_rsa,config}")[0][1..],
+        ["/home/alice/.ssh/id_rsa", "/home/alice/.ssh/config"],
+        "braces first, then `~`"
+    );
+    assert!(
+        refused("X={a,b}; cat $X").contains("brace"),
+        "not in an assignment"
+    );
+    assert!(refused("cat {01..10}.txt").contains("pads"));
     assert!(refused("echo $((1+2))").contains("arithmetic"));
     assert!(refused("cat 'unterminated").contains("syntax"));
 }

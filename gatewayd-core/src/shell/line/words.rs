@@ -9,7 +9,7 @@ use std::path::Path;
 
 use brush_parser::word::{Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
 
-use super::{Context, options, unanalysable};
+use super::{Context, braces::brace_words, options, unanalysable};
 use crate::shell::ShellError;
 
 /// Paths one glob word may expand to before the line is refused.
@@ -62,22 +62,25 @@ impl Context {
     }
 
     /// A word's fields: its text, or its glob's matches.
+    /// A word's fields: for each word its braces make ([`brace_words`]), its text or its
+    /// glob's matches.
     pub(super) fn word(&self, raw: &str) -> Result<ExpandedWord, ShellError> {
-        let pieces = brush_parser::word::parse(raw, &options())
-            .map_err(|e| ShellError::Syntax(e.to_string()))?;
-        let mut e = Expanded::default();
-        self.text_of(&pieces, &mut e)?;
-        let fields = if e.glob {
-            self.glob(&e)?
-        } else {
-            vec![e.text.clone()]
-        };
-        Ok(ExpandedWord {
-            fields,
-            runtime: !e.substitutions.is_empty(),
-            splits: e.splits,
-            substitutions: e.substitutions,
-        })
+        let mut out = ExpandedWord::default();
+        for one in brace_words(raw)? {
+            let pieces = brush_parser::word::parse(&one, &options())
+                .map_err(|e| ShellError::Syntax(e.to_string()))?;
+            let mut e = Expanded::default();
+            self.text_of(&pieces, &mut e)?;
+            if e.glob {
+                out.fields.extend(self.glob(&e)?);
+            } else {
+                out.fields.push(e.text);
+            }
+            out.runtime |= !e.substitutions.is_empty();
+            out.splits |= e.splits;
+            out.substitutions.extend(e.substitutions);
+        }
+        Ok(out)
     }
 
     fn glob(&self, e: &Expanded) -> Result<Vec<String>, ShellError> {
