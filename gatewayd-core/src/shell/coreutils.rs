@@ -77,9 +77,7 @@ pub(super) fn diff(args: &[String], findings: &mut Findings) -> Result<(), Shell
 
 #[cfg(test)]
 mod tests {
-    use crate::shell::test_support::{
-        analyze_line, clean, forbidden, named, paths, unknown_option,
-    };
+    use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
 
     #[test]
     fn cat_reads_every_operand() {
@@ -108,17 +106,20 @@ mod tests {
         assert_eq!(a.reads, paths(&["a.txt"]), "first operand is the script");
         assert_eq!(clean("sed -e s/a/b/ x y").reads, paths(&["x", "y"]));
         assert!(forbidden("sed -f script.sed x").contains("not analysed"));
-        let a = analyze_line("sed -i s/a/b/ f");
-        assert!(
-            a.forbidden
-                .join(";")
-                .contains("sed -i: edits files in place"),
-            "{a:?}"
+        // In place: its files are written (and their backups); the script is still read.
+        let a = clean("sed -i s/a/b/ f g");
+        assert_eq!(
+            (a.reads, a.writes),
+            (paths(&["f", "g"]), paths(&["f", "g"]))
         );
-        assert_eq!(a.writes, paths(&["f"]));
-        assert!(forbidden("sed -i.bak s/a/b/ f").contains("-i"));
-        assert!(forbidden("sed --in-place s/a/b/ f").contains("-i"));
-        assert!(forbidden("sed -ni p f").contains("-i"));
+        assert_eq!(clean("sed -i.bak s/a/b/ f").writes, paths(&["f", "f.bak"]));
+        assert_eq!(
+            clean("sed --in-place=.orig -e s/a/b/ f").writes,
+            paths(&["f", "f.orig"])
+        );
+        assert_eq!(clean("sed -ni p f").writes, paths(&["f"]));
+        assert!(forbidden("sed -i'bak/*' s/a/b/ f").contains("pattern"));
+        assert!(forbidden("sed -i 'w out' f").contains("script"));
         assert_eq!(clean("awk '{print $1}' a b").reads, paths(&["a", "b"]));
         assert!(forbidden("awk -F: -f prog.awk /etc/passwd").contains("not analysed"));
         assert_eq!(clean("awk -v x=1 'BEGIN{}' f").reads, paths(&["f"]));

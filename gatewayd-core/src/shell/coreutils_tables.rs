@@ -197,7 +197,7 @@ pub(super) const DIFF: OptionTable = OptionTable::gnu(&[
      --palette= --help -v --version",
 );
 
-/// sed: `-e` gives the script, `-f` reads it; `-i` edits in place (forbidden).
+/// sed: `-e` gives the script, `-f` reads it; `-i` edits in place (its files written).
 pub(super) const SED: OptionTable = OptionTable::gnu(&[
     option('e', "expression", Required, Effect::Pattern),
     option('f', "file", Required, Effect::PatternFile),

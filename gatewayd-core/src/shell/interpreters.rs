@@ -155,6 +155,10 @@ pub(super) fn interpreter(
     findings: &mut Findings,
 ) -> Result<(), ShellError> {
     let parsed = parse_options(args, table, findings)?;
+    if parsed.in_place {
+        let what = format!("{} -i", findings.command());
+        findings.forbid(&what, "edits files in place");
+    }
     for operand in &parsed.operands {
         if parsed.in_place {
             findings.read(&operand.path());

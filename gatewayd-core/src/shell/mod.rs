@@ -74,7 +74,7 @@
 //! | `ls` | operands, default `.` | with `-R`: operands, default `.` | — | — |
 //! | `du tree` | `du -X/--exclude-from`; `tree --gitfile --infofile --hintro --houtro` | always: operands, default `.` (`tree --fromfile/--fromtabfile`: none) | `tree -o` | `du --files0-from`, `tree -R` (writes a file in every directory) |
 //! | `diff` | operands, `-X/--exclude-from`, `--from-file/--to-file` | with `-r`: operands (following links unless `--no-dereference`) | — | `--diff-program` |
-//! | `sed` | files after the SCRIPT (first operand unless `-e`/`-f`); `-f` | — | with `-i`: the files | `-i/--in-place` |
+//! | `sed` | files after the SCRIPT (first operand unless `-e`/`-f`); `-f` | — | with `-i`: the files, and `FILE`+SUFFIX with `-iSUFFIX` | `-f`; a script that writes, reads or runs (below); `-i` with a backup pattern (`*`, `/`) |
 //! | `awk gawk mawk nawk` | files after the PROGRAM (unless `-f/-e/-E`); `-f -E -i` files | — | `-o -p -d` files | `-l/--load` (shared library), `-D/--debug`, `-W` words other than mawk's `version dump help usage interactive posix_space random= sprintf=` and gawk's flags |
 //! | `tar` (also old style `tar xf a`) | `-f` archive unless creating; `-X`, `--owner-map --group-map`; `-c/-r/-u` operands and `--add-file` (under `-C`) | `-c/-r/-u` operands unless `--no-recursion`; `-d` the dir | `-c/-r/-u/--delete` archive; `-x`: the dir (`-C` or `.`); `--one-top-level`, `--index-file`, `-g`, `--volno-file` | `--to-command --checkpoint-action -I/--use-compress-program -F/--info-script/--new-volume-script --rsh-command --rmt-command -T/--files-from --remove-files`, `-x -P`, remote archive `host:file` |
 //! | `cp` | sources | sources with `-r -R -a` | destination (last operand or `-t DIR`) | — |

@@ -91,6 +91,8 @@ pub(super) struct ParsedArgs<'a> {
     pub(super) pattern_file: bool,
     pub(super) no_pattern: bool,
     pub(super) in_place: bool,
+    /// The backup suffix an in-place edit was given (`sed -i.bak`).
+    pub(super) in_place_suffix: Option<&'a str>,
     pub(super) target_dir: Option<&'a str>,
     pub(super) tar_mode: Option<TarMode>,
     pub(super) archive: Option<&'a str>,
@@ -305,7 +307,7 @@ fn apply_effect<'a>(
         Effect::Forbid(why) => findings.forbid(&name(), why),
         Effect::InPlace => {
             parsed.in_place = true;
-            findings.forbid(&name(), "edits files in place");
+            parsed.in_place_suffix = value.filter(|v| !v.is_empty());
         }
         Effect::FollowSymlinks => findings.follows_symlinks = true,
         Effect::PatternFile => {

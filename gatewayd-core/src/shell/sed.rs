@@ -8,8 +8,9 @@
 
 use super::{ShellError, coreutils_tables::SED, findings::Findings, options::parse_options};
 
-/// sed: the script (the first operand, or each `-e`) checked, the files read (and written
-/// with `-i`, which the option table refuses for now).
+/// sed: the script (the first operand, or each `-e`) checked, the files read, and with `-i`
+/// written (with `-iSUFFIX` their backups too, `FILE` + SUFFIX; a suffix with `*` or `/`,
+/// which names the backup otherwise, is refused).
 pub(super) fn sed(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &SED, findings)?;
     let scripts = parsed.scripts();
@@ -21,10 +22,22 @@ pub(super) fn sed(args: &[String], findings: &mut Findings) -> Result<(), ShellE
             findings.forbid("sed", &format!("its script is refused: {why}"));
         }
     }
+    let suffix = parsed.in_place_suffix;
+    if suffix.is_some_and(|s| s.contains(['*', '/'])) {
+        findings.forbid(
+            "sed",
+            "-i: a backup name made from a pattern, which is not checked",
+        );
+    }
     for file in parsed.after_pattern() {
         findings.read(&file.path());
         if parsed.in_place {
             findings.write(&file.path());
+            if let Some(suffix) = suffix {
+                let mut backup = file.path().into_os_string();
+                backup.push(suffix);
+                findings.write(&std::path::PathBuf::from(backup));
+            }
         }
     }
     Ok(())
@@ -205,7 +218,7 @@ mod tests {
         assert!(forbidden("sed 'w /tmp/x' a").contains("writes a file"));
         assert!(forbidden("sed -e 1p -e 'r /etc/shadow' a").contains("reads a file"));
         assert!(forbidden("sed -f script.sed a").contains("not analysed"));
-        assert!(forbidden("sed -i 's/a/b/' a").contains("in place"));
+        assert_eq!(clean("sed -i 's/a/b/' a").writes, paths(&["a"]));
     }
 
     #[test]
