@@ -9,7 +9,10 @@ use std::{
 use crate::{
     net::Cidr,
     policy::{Network, PathAccess, Sandbox, protected_names::ProtectedNames, tmp_binds::lexical},
-    shell::uri::{self, Uri},
+    shell::{
+        WalkFilter,
+        uri::{self, Uri},
+    },
     sys::FileId,
 };
 
@@ -349,17 +352,21 @@ impl SandboxView {
         p: &Path,
         names_only: bool,
         skip_hidden: bool,
+        filter: &WalkFilter,
     ) -> Option<PathBuf> {
         self.protected
             .iter()
             .filter(|x| is_under(x, p) && *x != p)
             .filter(|x| !names_only || x.is_dir())
             .find(|x| {
-                !skip_hidden
-                    || !x.strip_prefix(p).is_ok_and(|rel| {
-                        rel.components()
-                            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
-                    })
+                let Ok(rel) = x.strip_prefix(p) else {
+                    return true;
+                };
+                let hidden = rel
+                    .components()
+                    .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+                let skipped = (skip_hidden && hidden) || filter.skips(rel, x.is_dir());
+                !skipped
             })
             .cloned()
     }
@@ -451,8 +458,12 @@ impl SandboxView {
         }
         let below = match access {
             PathAccess::Read => None,
-            PathAccess::Names => self.protected_reached_below(p, true, false),
-            PathAccess::Write | PathAccess::Tree => self.protected_reached_below(p, false, false),
+            PathAccess::Names => {
+                self.protected_reached_below(p, true, false, &WalkFilter::default())
+            }
+            PathAccess::Write | PathAccess::Tree => {
+                self.protected_reached_below(p, false, false, &WalkFilter::default())
+            }
         };
         if let Some(x) = below {
             return Err(format!(

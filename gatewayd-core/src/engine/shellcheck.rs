@@ -177,16 +177,24 @@ pub(crate) fn check_analysis(
         let real = resolve(sb, p)?;
         // A walk that lists names reads no protected file's contents; a protected
         // directory's entries are its contents.
-        let reached = sb
-            .protected_hit(&real)
-            .or_else(|| sb.protected_reached_below(&real, a.walks_names_only, a.walks_skip_hidden));
+        let reached = sb.protected_hit(&real).or_else(|| {
+            sb.protected_reached_below(
+                &real,
+                a.walks_names_only,
+                a.walks_skip_hidden,
+                &a.walk_filter,
+            )
+        });
         if let Some(x) = reached {
             return Err((
                 Reason::Shell,
-                format!(
-                    "`{name}`: recursive walk of `{}` reaches protected path `{}`",
-                    p.display(),
-                    x.display()
+                super::with_next(
+                    &format!(
+                        "`{name}`: recursive walk of `{}` reaches protected path `{}`",
+                        p.display(),
+                        x.display()
+                    ),
+                    "leave it out of the walk (`rg` skips hidden files; `grep -r` takes `--exclude=NAME`, `--exclude-dir=NAME` or `--include=GLOB`), or walk a directory that does not hold it",
                 ),
             ));
         }
@@ -201,7 +209,7 @@ pub(crate) fn check_analysis(
         }
         // A walk of names needs the root readable; one that reads contents, the whole tree.
         // (What lies below was checked just above, hidden entries and names considered.)
-        let access = if a.walks_names_only || a.walks_skip_hidden {
+        let access = if a.walks_names_only || a.walks_skip_hidden || !a.walk_filter.is_empty() {
             PathAccess::Read
         } else {
             PathAccess::Tree

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    CommandAnalysis,
+    CommandAnalysis, WalkFilter,
     uri::{self, Uri},
 };
 
@@ -23,6 +23,8 @@ pub(super) struct Findings {
     pub(super) names_only: bool,
     /// The walks skip hidden entries (`CommandAnalysis::walks_skip_hidden`).
     pub(super) skips_hidden: bool,
+    /// What else the walks skip (`CommandAnalysis::walk_filter`).
+    pub(super) walk_filter: WalkFilter,
 }
 
 /// Adds `path` to `paths` unless it is there already.
@@ -54,6 +56,7 @@ impl Findings {
             follows_symlinks: false,
             names_only: false,
             skips_hidden: false,
+            walk_filter: WalkFilter::default(),
         }
     }
 
@@ -161,6 +164,7 @@ impl Findings {
             follows_symlinks: self.follows_symlinks,
             walks_names_only: self.names_only,
             walks_skip_hidden: self.skips_hidden,
+            walk_filter: self.walk_filter,
         }
     }
 }

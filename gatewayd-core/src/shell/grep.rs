@@ -9,6 +9,7 @@ use super::{
         ValueSyntax::{Flag, Required},
         long_option, option, parse_options, paths_of,
     },
+    walk_filter::FileRule,
 };
 
 /// grep (GNU grep 3.8, and `-y`, the old `-i`): `-e` gives the pattern, `-f` reads it;
@@ -20,6 +21,9 @@ pub(super) const GREP: OptionTable = OptionTable::gnu(&[
     option('r', "recursive", Flag, Effect::Recursive),
     option('R', "dereference-recursive", Flag, Effect::FollowSymlinks),
     long_option("exclude-from", Required, Effect::Read),
+    long_option("include", Required, Effect::WalkFiles(FileRule::Include)),
+    long_option("exclude", Required, Effect::WalkFiles(FileRule::Exclude)),
+    long_option("exclude-dir", Required, Effect::WalkExcludeDir),
 ])
 .inert(
     "-E --extended-regexp -F --fixed-strings -G --basic-regexp -P --perl-regexp -i \
@@ -27,7 +31,7 @@ pub(super) const GREP: OptionTable = OptionTable::gnu(&[
      --no-messages -v --invert-match -V --version --help -m= --max-count= -b --byte-offset -n \
      --line-number --line-buffered -H --with-filename -h --no-filename --label= -o \
      --only-matching -q --quiet --silent --binary-files= -a --text -I -D= --devices= \
-     --include= --exclude= --exclude-dir= -L --files-without-match -l --files-with-matches -c \
+     -L --files-without-match -l --files-with-matches -c \
      --count -T --initial-tab -Z --null -B= --before-context= -A= --after-context= -C= \
      --context= --group-separator= --no-group-separator --color[=] --colour[=] -U --binary",
 )
@@ -48,6 +52,7 @@ pub(super) fn grep(
         for root in or_working_dir(files) {
             findings.walk(&root);
         }
+        findings.walk_filter = parsed.walk_filter;
     } else {
         for file in files {
             findings.read(&file);
@@ -187,6 +192,27 @@ mod tests {
             paths(&["/etc/shadow", "a"])
         );
         assert_eq!(clean("grep --color=auto p a").reads, paths(&["a"]));
+    }
+
+    #[test]
+    fn grep_walks_skip_what_include_and_exclude_leave_out() {
+        use crate::shell::{FileRule, WalkFilter};
+        let a = clean("grep -rn TODO . --include='*.rs' --exclude=x --exclude-dir .git");
+        assert_eq!(
+            a.walk_filter,
+            WalkFilter {
+                files: vec![
+                    (FileRule::Include, "*.rs".into()),
+                    (FileRule::Exclude, "x".into())
+                ],
+                dirs: vec![".git".into()],
+            }
+        );
+        assert_eq!(a.recursive_roots, paths(&["."]));
+        assert!(
+            clean("grep -n x --include='*.rs' a").walk_filter.is_empty(),
+            "not recursive: the files named are read"
+        );
     }
 
     #[test]

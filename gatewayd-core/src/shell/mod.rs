@@ -68,7 +68,7 @@
 //! | command | reads | recursive roots | writes | forbidden |
 //! |---|---|---|---|---|
 //! | `cat tac nl more wc head tail less` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `sort -T` (temporary files), `uniq IN OUT`'s OUT | `--files0-from` (`wc sort`), `file -f` (names from a file), `md5sum… -c` (checks the files a list names), `file -C` (writes a compiled magic file), `sort --compress-program`, `less +CMD` (start-up commands, `!` runs a shell) |
-//! | `grep egrep fgrep rgrep` | files after the PATTERN (first operand unless `-e`/`-f`); `-f/--file`, `--exclude-from` | with `-r -R --recursive --dereference-recursive -d recurse`, or `rgrep`: the files, default `.` | — | — |
+//! | `grep egrep fgrep rgrep` | files after the PATTERN (first operand unless `-e`/`-f`); `-f/--file`, `--exclude-from` | with `-r -R --recursive --dereference-recursive -d recurse`, or `rgrep`: the files, default `.`, less what `--include --exclude --exclude-dir` skip (`walk_filter`) | — | — |
 //! | `rg` | `-f/--file`, `--ignore-file` | always: operands after the pattern (all of them with `--files`), default `.` | — | `--pre`, `--hostname-bin` (run a program) |
 //! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files; with `-maxdepth 0` or `1`: the start points | each start point, default `.` (none with `-maxdepth 0` or `1`) | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` |
 //! | `ls` | operands, default `.` | with `-R`: operands, default `.` | — | — |
@@ -150,8 +150,10 @@ mod tar;
 mod test_support;
 pub(crate) mod uri;
 mod walk;
+mod walk_filter;
 
 pub use split::split;
+pub use walk_filter::{FileRule, WalkFilter};
 
 use findings::Findings;
 
@@ -244,6 +246,9 @@ pub struct CommandAnalysis {
     /// (ripgrep without `--hidden`, `-.` or `-uu`): a protected path below a root that is
     /// hidden, or lies under a hidden directory, is not reached.
     pub walks_skip_hidden: bool,
+    /// The files and directories its walks skip by name (`grep --include`, `--exclude`,
+    /// `--exclude-dir`): a protected path below a root that the filter skips is not reached.
+    pub walk_filter: WalkFilter,
 }
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.

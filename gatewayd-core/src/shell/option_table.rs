@@ -2,7 +2,7 @@
 //! value ([`ValueSyntax`]) and what it does to the command's paths ([`Effect`]); an
 //! [`OptionTable`] holds a command's options (typed, and inert words) and resolves a short
 //! option, or a long one as written (abbreviated, negated). `options` parses with them.
-use super::tar::TarMode;
+use super::{tar::TarMode, walk_filter::FileRule};
 
 /// How an option takes its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,10 @@ pub(super) enum Effect {
     AwkW,
     /// The value is a URL the command connects to (`curl --url`).
     Url,
+    /// The value is a glob of the files a walk reads or skips (`grep --include/--exclude`).
+    WalkFiles(FileRule),
+    /// The value is a glob of the directories a walk skips (`grep --exclude-dir`).
+    WalkExcludeDir,
     /// The value is data that may name a file the command reads, in curl's forms.
     CurlData(CurlData),
 }

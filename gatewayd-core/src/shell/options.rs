@@ -8,7 +8,7 @@ pub(super) use super::option_table::{
     Effect, Long, OptionSpec, OptionTable, RUNS_ANOTHER_COMMAND, ValueSyntax, long_option, option,
     short_option,
 };
-use super::{ShellError, coreutils_tables, findings::Findings, tar::TarMode};
+use super::{ShellError, WalkFilter, coreutils_tables, findings::Findings, tar::TarMode};
 
 /// `word` relative to `dir` (set by `-C`), or as written when there is none.
 pub(super) fn relative_to(dir: Option<&Path>, word: &str) -> PathBuf {
@@ -93,6 +93,8 @@ pub(super) struct ParsedArgs<'a> {
     pub(super) in_place: bool,
     /// The backup suffix an in-place edit was given (`sed -i.bak`).
     pub(super) in_place_suffix: Option<&'a str>,
+    /// What the walks skip (`grep --include/--exclude/--exclude-dir`).
+    pub(super) walk_filter: WalkFilter,
     pub(super) target_dir: Option<&'a str>,
     pub(super) tar_mode: Option<TarMode>,
     pub(super) archive: Option<&'a str>,
@@ -376,6 +378,12 @@ fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs
             }
         }
         Effect::EndsOptions => parsed.options_done = true,
+        Effect::WalkFiles(rule) => {
+            if let Some(glob) = value {
+                parsed.walk_filter.files.push((rule, glob.to_owned()));
+            }
+        }
+        Effect::WalkExcludeDir => parsed.walk_filter.dirs.extend(value.map(str::to_owned)),
         // None, and the effects on files, which apply_effect handles.
         Effect::None
         | Effect::Url

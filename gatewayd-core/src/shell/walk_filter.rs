@@ -1,0 +1,127 @@
+//! Which files a recursive `grep` skips: `--include=GLOB` and `--exclude=GLOB` on a file's
+//! base name, `--exclude-dir=GLOB` on a directory's, as GNU grep 3.8 applies them. The
+//! engine asks it of each protected path below a walk's root, so that `grep -rn TODO .
+//! --include='*.rs'` does not read the workspace's `.env`, and is not refused for it.
+use std::path::{Component, Path};
+
+/// Whether a `--include` or `--exclude` glob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileRule {
+    /// `--include=GLOB`: only files whose base name matches.
+    Include,
+    /// `--exclude=GLOB`: not those.
+    Exclude,
+}
+
+/// A walk's filter; the default skips nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalkFilter {
+    /// `--include` and `--exclude` globs, in the order given.
+    pub files: Vec<(FileRule, String)>,
+    /// `--exclude-dir` globs.
+    pub dirs: Vec<String>,
+}
+
+impl WalkFilter {
+    /// Whether it skips nothing.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.dirs.is_empty()
+    }
+
+    /// Whether the walk skips `rel` (a path below its root, no `..`), a directory when
+    /// `is_dir`: a directory on the way, or `rel` itself if it is one, matches an
+    /// `--exclude-dir`; or `rel` is a file the `--include`/`--exclude` rules leave out. A glob
+    /// that is not a valid pattern matches nothing, so it skips nothing.
+    pub fn skips(&self, rel: &Path, is_dir: bool) -> bool {
+        let names: Vec<&std::ffi::OsStr> = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        let Some((last, parents)) = names.split_last() else {
+            return false;
+        };
+        let dirs = if is_dir { &names[..] } else { parents };
+        if dirs
+            .iter()
+            .any(|d| self.dirs.iter().any(|g| matches(g, &d.to_string_lossy())))
+        {
+            return true;
+        }
+        !is_dir && self.skips_file(&last.to_string_lossy())
+    }
+
+    /// GNU grep: the last rule whose glob matches the name decides; if none does, the file
+    /// is skipped only when the first rule is an `--include`.
+    fn skips_file(&self, name: &str) -> bool {
+        match self.files.iter().rev().find(|(_, g)| matches(g, name)) {
+            Some((rule, _)) => *rule == FileRule::Exclude,
+            None => self
+                .files
+                .first()
+                .is_some_and(|(rule, _)| *rule == FileRule::Include),
+        }
+    }
+}
+
+/// `fnmatch(glob, name, 0)`: `*` and `?` match any character, a leading dot included.
+fn matches(glob: &str, name: &str) -> bool {
+    glob::Pattern::new(glob).is_ok_and(|p| {
+        p.matches_with(
+            name,
+            glob::MatchOptions {
+                case_sensitive: true,
+                require_literal_separator: false,
+                require_literal_leading_dot: false,
+            },
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FileRule::*, WalkFilter};
+    use std::path::Path;
+
+    fn filter(files: &[(super::FileRule, &str)], dirs: &[&str]) -> WalkFilter {
+        WalkFilter {
+            files: files.iter().map(|(r, g)| (*r, (*g).to_owned())).collect(),
+            dirs: dirs.iter().map(|d| (*d).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn grep_skips_files_as_gnu_grep_does() {
+        let skips = |f: &WalkFilter, p: &str, dir: bool| f.skips(Path::new(p), dir);
+        let none = WalkFilter::default();
+        assert!(!skips(&none, ".env", false));
+        let rs = filter(&[(Include, "*.rs")], &[]);
+        assert!(skips(&rs, ".env", false));
+        assert!(skips(&rs, "sub/.env", false));
+        assert!(!skips(&rs, "src/main.rs", false));
+        assert!(
+            !skips(&rs, ".ssh", true),
+            "--include does not skip directories"
+        );
+        let env = filter(&[(Exclude, ".env*")], &[]);
+        assert!(skips(&env, "app/.env.local", false));
+        assert!(!skips(&env, "a.txt", false));
+        // The last matching rule decides; none matching: skipped if the first is --include.
+        let both = filter(&[(Exclude, "*.env"), (Include, "*")], &[]);
+        assert!(!skips(&both, "a.env", false));
+        let both = filter(&[(Include, "*"), (Exclude, ".env")], &[]);
+        assert!(skips(&both, ".env", false));
+        assert!(!skips(&both, "x", false));
+        let git = filter(&[], &[".git", "node_*"]);
+        assert!(skips(&git, ".git/config", false));
+        assert!(skips(&git, ".git", true));
+        assert!(skips(&git, "node_modules/x/.env", false));
+        assert!(!skips(&git, "src/.env", false));
+        assert!(
+            skips(&filter(&[(Include, "[")], &[]), ".env", false),
+            "an invalid glob matches nothing"
+        );
+    }
+}
