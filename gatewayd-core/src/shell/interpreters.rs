@@ -12,7 +12,9 @@ use super::{
 };
 
 /// The reason an interpreter's inline-code option is forbidden.
-const RUNS_INLINE_CODE: Effect = Effect::Forbid("runs inline code");
+const RUNS_INLINE_CODE: Effect = Effect::Forbid(
+    "runs inline code, which is not analysed (write it to a file in the workspace and run the file)",
+);
 
 /// python* (`CPython` 3.11 to 3.13): `-c` runs inline code; `-m` names a module, and the words
 /// after it are the module's.
@@ -182,14 +184,37 @@ pub(super) const COMMAND_RUNNERS: &[&str] = &[
     "builtin", "strace", "ltrace", "script", "parallel", "flock",
 ];
 
-/// A shell, with `-c` (inline commands) or without (a script or an interactive shell).
+/// Shells that run a script file as `sh SCRIPT ARGS`, as an interpreter runs one.
+const SCRIPT_SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh"];
+
+/// A shell. `sh [-eux…] SCRIPT ARGS` runs a script, as `python3 SCRIPT` does: the script and
+/// its arguments are reads, its commands are not analysed. With `-c` here (a line not
+/// parsed as a shell's: `bash -c` bodies are checked by [`super::line`]), with other
+/// options, or without a script (commands from its input, an interactive shell): refused.
 pub(super) fn shell(name: &str, args: &[String], findings: &mut Findings) {
+    let flags = args.iter().take_while(|a| is_script_flag(a)).count();
+    let runs_a_script = SCRIPT_SHELLS.contains(&name)
+        && args
+            .get(flags)
+            .is_some_and(|script| !script.starts_with('-'));
+    if runs_a_script {
+        for a in &args[flags..] {
+            findings.read_argument(a, std::path::Path::new(a));
+        }
+        return;
+    }
     let why = if args.iter().any(|a| a == "-c") {
         "runs inline shell commands"
     } else {
-        "runs a shell (commands the gateway cannot see)"
+        "runs a shell on its input or with options the gateway does not know (commands it cannot see; run a script file with `sh SCRIPT`)"
     };
     findings.forbid(name, why);
+}
+
+/// `-e`, `-u`, `-x`, `-v` and their clusters: options that change no file a shell reads.
+fn is_script_flag(arg: &str) -> bool {
+    arg.strip_prefix('-')
+        .is_some_and(|f| !f.is_empty() && f.chars().all(|c| "euxv".contains(c)))
 }
 
 #[cfg(test)]
@@ -241,7 +266,16 @@ mod tests {
     fn programs_that_run_other_commands() {
         assert!(forbidden("sh -c 'curl x'").contains("sh: runs inline shell commands"));
         assert!(forbidden("bash -c id").contains("bash"));
-        assert!(forbidden("/bin/bash script.sh").contains("bash: runs a shell"));
+        // A script runs as an interpreter's does: the script and its arguments are reads.
+        assert_eq!(
+            clean("/bin/bash script.sh a.txt").reads,
+            paths(&["script.sh", "a.txt"])
+        );
+        assert_eq!(clean("sh -eu build.sh").reads, paths(&["build.sh"]));
+        assert!(forbidden("bash").contains("bash: runs a shell"));
+        assert!(forbidden("bash -s x").contains("bash: runs a shell"));
+        assert!(forbidden("bash --rcfile x s.sh").contains("bash: runs a shell"));
+        assert!(forbidden("busybox rm -rf x").contains("busybox: runs a shell"));
         assert!(forbidden("xargs rm").contains("xargs: runs another command"));
         assert!(forbidden("env FOO=1 cat a").contains("env"));
         assert!(forbidden("eval x").contains("eval"));
