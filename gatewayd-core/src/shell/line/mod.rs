@@ -188,10 +188,11 @@ struct Words {
 impl Words {
     fn add(&mut self, word: ExpandedWord) {
         for field in word.fields {
-            if word.runtime {
+            if let Some(why) = &word.runtime {
                 self.runtime.push(RuntimeWord {
                     index: self.argv.len(),
                     splits: word.splits,
+                    why: why.clone(),
                 });
             }
             self.argv.push(field);

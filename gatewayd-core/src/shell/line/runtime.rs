@@ -1,5 +1,5 @@
 //! Where a word whose value is known only when the line runs (a command substitution's,
-//! `"$(…)"`) may stand: only where the command takes it as text, whatever it turns out to
+//! `"$(…)"`, or an environment variable's that holds no secret, `$PATH`) may stand: only where the command takes it as text, whatever it turns out to
 //! be. Its inner line is analysed as commands of their own ([`super`]); what it prints
 //! is not known, so it must not become a file, an option, a program or a URL.
 //!
@@ -16,19 +16,18 @@
 //! Everything else is refused with the reason a substitution had before: `cat "$(…)"`,
 //! `cd "$(…)"`, `$(…) args`, `git commit -m $(…)` (outside quotes bash splits the value into
 //! words), a redirection to `"$(…)"`, an assignment's value.
-use super::{
-    unanalysable,
-    words::{RUNTIME_STAND_IN, SUBSTITUTION_REFUSED},
-};
+use super::{unanalysable, words::RUNTIME_STAND_IN};
 use crate::shell::{ShellError, analyze};
 
 /// A word of a command's argv that holds a command substitution.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct RuntimeWord {
     /// Its place in argv.
     pub(super) index: usize,
     /// Outside double quotes: bash may make several words of it.
     pub(super) splits: bool,
+    /// Why it is known only when the line runs (the refusal's reason).
+    pub(super) why: String,
 }
 
 /// Refuses `argv` unless each of its `runtime` words stands where its command takes text.
@@ -36,11 +35,11 @@ pub(super) fn check(argv: &[String], runtime: &[RuntimeWord]) -> Result<(), Shel
     if runtime.is_empty() {
         return Ok(());
     }
+    let refused = || Err(unanalysable(runtime[0].why.clone()));
     let Some(program) = argv.first() else {
-        return Err(unanalysable(SUBSTITUTION_REFUSED));
+        return refused();
     };
     let name = program.rsplit('/').next().unwrap_or(program);
-    let refused = || Err(unanalysable(SUBSTITUTION_REFUSED));
     if runtime.iter().any(|w| w.index == 0) {
         return refused();
     }

@@ -258,6 +258,30 @@ fn command_substitutions_run_their_commands_and_give_text_only() {
 }
 
 #[test]
+fn environment_variables_without_secrets_are_text_only() {
+    for line in [
+        "echo $PATH",
+        "echo \"user: $USER, shell: $SHELL\"",
+        "printf '%s\\n' \"$TERM\"",
+    ] {
+        assert_eq!(cmds(line).len(), 1, "{line}");
+    }
+    for line in [
+        "cat $PATH",
+        "ls \"$TMPDIR\"",
+        "cd $TMPDIR",
+        "echo x > $TMPDIR/a",
+        "F=$USER",
+    ] {
+        assert!(
+            refused(line).contains("is known only when the line runs"),
+            "{line}"
+        );
+    }
+    assert!(refused("echo $AWS_SECRET_ACCESS_KEY").contains("$AWS_SECRET_ACCESS_KEY"));
+}
+
+#[test]
 fn for_loops_are_walked_once_per_value() {
     let c = cmds("for f in a.rs b.rs; do wc -l \"$f\"; head -1 $f; done");
     assert_eq!(

@@ -23,13 +23,21 @@ pub(super) const RUNTIME_STAND_IN: &str = "\u{1}value-of-a-command-substitution\
 /// Why a word with a command substitution in it is refused where it stands.
 pub(super) const SUBSTITUTION_REFUSED: &str = "command substitution (its result is known only when it runs; run the inner command on its own)";
 
+/// Variables of the environment that hold no secret, whose value may stand as text (`echo
+/// $PATH`): like a substitution's, it is known only when the line runs.
+const TEXT_VARIABLES: &[&str] = &[
+    "PATH", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "HOSTNAME", "TMPDIR",
+];
+
 /// A word's expansion.
 #[derive(Debug, Default)]
 pub(super) struct ExpandedWord {
     /// Its fields: its text, or its glob's matches.
     pub(super) fields: Vec<String>,
-    /// It holds a command substitution, so its text holds [`RUNTIME_STAND_IN`] for it.
-    pub(super) runtime: bool,
+    /// It holds a value known only when the line runs (a command substitution's, a
+    /// [`TEXT_VARIABLES`] one's), so its text holds [`RUNTIME_STAND_IN`] for it: why such a
+    /// word is refused where it is not text.
+    pub(super) runtime: Option<String>,
     /// A command substitution outside double quotes: bash splits its value into words and
     /// globs them, so the word may become any number of words.
     pub(super) splits: bool,
@@ -45,20 +53,20 @@ impl Context {
             .map_err(|e| ShellError::Syntax(e.to_string()))?;
         let mut e = Expanded::default();
         self.text_of(&pieces, &mut e)?;
-        if !e.substitutions.is_empty() {
-            return Err(unanalysable(SUBSTITUTION_REFUSED));
+        match e.runtime {
+            Some(why) => Err(unanalysable(why)),
+            None => Ok(e.text),
         }
-        Ok(e.text)
     }
 
     /// A word whose every field must be known before the line runs (a redirection's file,
     /// a `for` loop's value).
     pub(super) fn static_word(&self, raw: &str) -> Result<Vec<String>, ShellError> {
         let w = self.word(raw)?;
-        if w.runtime {
-            return Err(unanalysable(SUBSTITUTION_REFUSED));
+        match w.runtime {
+            Some(why) => Err(unanalysable(why)),
+            None => Ok(w.fields),
         }
-        Ok(w.fields)
     }
 
     /// A word's fields: its text, or its glob's matches.
@@ -76,7 +84,7 @@ impl Context {
             } else {
                 out.fields.push(e.text);
             }
-            out.runtime |= !e.substitutions.is_empty();
+            out.runtime = out.runtime.or(e.runtime);
             out.splits |= e.splits;
             out.substitutions.extend(e.substitutions);
         }
@@ -164,6 +172,7 @@ impl Context {
                     self.text_of(inner, &mut q)?;
                     e.quoted(&q.text);
                     e.substitutions.append(&mut q.substitutions);
+                    e.runtime = e.runtime.take().or(q.runtime);
                 }
                 WordPiece::TildeExpansion(t) => {
                     let home = match t {
@@ -203,6 +212,18 @@ impl Context {
                     }
                     e.quoted(value);
                 }
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter: Parameter::Named(name),
+                    indirect: false,
+                }) if TEXT_VARIABLES.contains(&name.as_str()) => {
+                    e.runtime.get_or_insert_with(|| {
+                        format!(
+                            "the variable `${name}` (its value is known only when the line runs)"
+                        )
+                    });
+                    e.splits |= !e.in_quotes;
+                    e.quoted(RUNTIME_STAND_IN);
+                }
                 WordPiece::ParameterExpansion(x) => {
                     return Err(unanalysable(format!(
                         "{} (its value is known only when the line runs)",
@@ -212,6 +233,8 @@ impl Context {
                 WordPiece::CommandSubstitution(inner)
                 | WordPiece::BackquotedCommandSubstitution(inner) => {
                     e.substitutions.push(inner.clone());
+                    e.runtime
+                        .get_or_insert_with(|| SUBSTITUTION_REFUSED.to_owned());
                     e.splits |= !e.in_quotes;
                     e.quoted(RUNTIME_STAND_IN);
                 }
@@ -248,6 +271,8 @@ pub(super) struct Expanded {
     splits: bool,
     /// The inner lines of its command substitutions.
     pub(super) substitutions: Vec<String>,
+    /// Why it is known only when the line runs, if it is.
+    runtime: Option<String>,
 }
 
 impl Expanded {
