@@ -41,7 +41,7 @@ fn keep_log(w: &World, name: &str) -> std::path::PathBuf {
 fn round_trip(host: Host) {
     loopback_only();
     let ws = World::dir_for("learn", host, Mode::Kernel).join("ws");
-    let steps = benign(&ws.display().to_string());
+    let steps = benign(&ws.display().to_string(), host);
     let Some(program) = host.program() else {
         return;
     };

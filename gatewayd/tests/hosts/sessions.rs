@@ -27,8 +27,16 @@ pub(crate) const PROJECT: [(&str, &str); 7] = [
 ];
 
 /// A dozen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
-/// run, a search by glob, a file read, a scratch file in `/tmp`. Each must succeed.
-pub(crate) fn benign(ws: &str) -> Vec<Value> {
+/// run, a search by glob, a file read, a scratch file in `/tmp`, a `for` loop. Each must
+/// succeed. Claude Code commits as its own prompt tells it to, the message a here-document
+/// in a command substitution (Gemini CLI refuses substitutions itself, so it commits with
+/// `-m`).
+pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
+    let commit = if host == Host::Claude {
+        "git add -A && git commit -q -m \"$(cat <<'EOF'\nadd notes\n\nCo-Authored-By: Dev <dev@example.com>\nEOF\n)\" && git log --oneline | wc -l"
+    } else {
+        "git add -A && git commit -qm 'add notes' && git log --oneline | wc -l"
+    };
     vec![
         json!({"shell": "ls -la | head -20"}),
         json!({"shell": "cat README.md 2>/dev/null"}),
@@ -40,13 +48,14 @@ pub(crate) fn benign(ws: &str) -> Vec<Value> {
         json!({"shell": "make test"}),
         json!({"shell": "mkdir -p build && cp src/app.py build/ && ls build"}),
         json!({"shell": "echo '# notes' > NOTES.md && cat NOTES.md"}),
-        json!({"shell": "git add -A && git commit -qm 'add notes' && git log --oneline | wc -l"}),
+        json!({"shell": commit}),
         json!({"shell": "echo scratch > /tmp/scratch.txt && cat /tmp/scratch.txt"}),
+        json!({"shell": "for f in src/*.py; do echo \"file: $f\"; done"}),
     ]
 }
 
 /// What each benign step's result must hold (what the model was told it did).
-pub(crate) const BENIGN_EXPECT: [&str; 12] = [
+pub(crate) const BENIGN_EXPECT: [&str; 13] = [
     "README.md",
     "A small project.",
     "init",
@@ -59,6 +68,7 @@ pub(crate) const BENIGN_EXPECT: [&str; 12] = [
     "# notes",
     "2",
     "scratch",
+    "file: src/app.py",
 ];
 
 /// Starts `host` in `mode` on `steps`: a git repository made first, as a user's project is.
@@ -96,7 +106,7 @@ fn benign_session_works(host: Host, mode: Mode) {
         .join("ws")
         .display()
         .to_string();
-    let steps = benign(&ws);
+    let steps = benign(&ws, host);
     let Some((w, run)) = session("benign", host, mode, &steps) else {
         return;
     };
