@@ -87,7 +87,7 @@ pub(crate) fn check(
             Err(ShellError::Metachar { .. } | ShellError::Assignment(_)) => {
                 return check_line(sb, egress, rule, name, line, user);
             }
-            Ok(argv) if shell::line::runs_a_body(&argv) => {
+            Ok(argv) if shell::line::runs_inner_commands(&argv) => {
                 return check_line(sb, egress, rule, name, line, user);
             }
             _ => {}

@@ -105,6 +105,11 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "pip",
     "pip3",
     "cmake",
+    "timeout",
+    "nice",
+    "nohup",
+    "env",
+    "stdbuf",
 ];
 
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the

@@ -40,6 +40,7 @@ mod runtime;
 #[cfg(test)]
 mod tests;
 mod words;
+mod wrappers;
 
 /// `bash -c` bodies and command substitutions analysed inside one another, at most.
 const MAX_DEPTH: usize = 3;
@@ -379,6 +380,12 @@ impl Walk {
             self.push(vec![argv[0].clone()], reads, writes, false)?;
             return self.nested(&body);
         }
+        if let Some(w) = wrappers::wrapped(&argv)? {
+            let mut writes = writes;
+            writes.extend(w.writes.map(|f| self.ctx.cwd.join(f)));
+            self.push(vec![argv[0].clone()], reads, writes, false)?;
+            return self.run(argv[w.at..].to_vec(), Vec::new(), Vec::new());
+        }
         self.push(argv, reads, writes, true)
     }
 
@@ -511,9 +518,11 @@ impl Walk {
     }
 }
 
-/// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body).
-pub fn runs_a_body(argv: &[String]) -> bool {
-    !argv.is_empty() && shell_body(argv).is_some()
+/// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), or a
+/// program that runs the command after its words (`timeout`, `nice`, `env NAME=V`, …, which
+/// [`parse_line`] analyses as a command of their own).
+pub fn runs_inner_commands(argv: &[String]) -> bool {
+    !argv.is_empty() && (shell_body(argv).is_some() || !matches!(wrappers::wrapped(argv), Ok(None)))
 }
 
 /// The body of `bash -c BODY` (`sh`, `dash`, `zsh`; options such as `-l`, `-e`, `-x`,

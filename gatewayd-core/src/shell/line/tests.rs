@@ -282,6 +282,34 @@ fn environment_variables_without_secrets_are_text_only() {
 }
 
 #[test]
+fn wrappers_run_their_command_as_a_command_of_the_line() {
+    assert_eq!(
+        argvs("timeout 60 cargo test && nice -n 5 make"),
+        [
+            vec!["timeout"],
+            vec!["cargo", "test"],
+            vec!["nice"],
+            vec!["make"]
+        ]
+    );
+    let c = cmds("nohup env RUST_LOG=debug cargo run > server.log 2>&1 &");
+    assert_eq!(c[0].argv, ["nohup"]);
+    assert_eq!(
+        c[0].writes,
+        [
+            PathBuf::from("/work/server.log"),
+            PathBuf::from("/work/nohup.out")
+        ]
+    );
+    assert_eq!(c[2].argv, ["cargo", "run"]);
+    assert!(c[2].analyse && !c[0].analyse && !c[1].analyse);
+    assert!(refused("env PATH=. ls").contains("PATH"));
+    assert!(refused("timeout 5 cd /tmp; cat .env").contains("builtin"));
+    // Not read: left to the analysis, which refuses a program that runs another.
+    assert_eq!(argvs("env -S 'cat .env'"), [vec!["env", "-S", "cat .env"]]);
+}
+
+#[test]
 fn for_loops_are_walked_once_per_value() {
     let c = cmds("for f in a.rs b.rs; do wc -l \"$f\"; head -1 $f; done");
     assert_eq!(
