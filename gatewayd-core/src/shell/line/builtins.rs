@@ -2,6 +2,8 @@
 //! which is the walk's): those that change the variables the next commands see (`export`,
 //! `read`, `printf -v`, …), those that run nothing, and those that run code not on the line
 //! (refused). Also the rule for the names a line may set ([`check_assignment`]).
+use brush_parser::ast;
+
 use super::{Context, unanalysable};
 use crate::shell::ShellError;
 
@@ -89,6 +91,46 @@ impl Context {
             }
         }
         Ok(())
+    }
+}
+
+impl Context {
+    /// `[[ … ]]`: it runs nothing and opens no file, once its words are known before the
+    /// line runs (no substitution; bound variables only). An arithmetic comparison (`-eq`,
+    /// `-lt`, …) evaluates its operands as expressions, which can run commands (`a[$(…)]`
+    /// in a quoted word): each must be a plain integer.
+    pub(super) fn extended_test(&self, e: &ast::ExtendedTestExpr) -> Result<(), ShellError> {
+        use ast::{BinaryPredicate as B, ExtendedTestExpr as E};
+        match e {
+            E::And(a, b) | E::Or(a, b) => {
+                self.extended_test(a)?;
+                self.extended_test(b)
+            }
+            E::Not(a) | E::Parenthesized(a) => self.extended_test(a),
+            E::UnaryTest(_, w) => self.static_text(&w.value).map(drop),
+            E::BinaryTest(p, a, b) => {
+                let arithmetic = matches!(
+                    p,
+                    B::ArithmeticEqualTo
+                        | B::ArithmeticNotEqualTo
+                        | B::ArithmeticLessThan
+                        | B::ArithmeticLessThanOrEqualTo
+                        | B::ArithmeticGreaterThan
+                        | B::ArithmeticGreaterThanOrEqualTo
+                );
+                for w in [a, b] {
+                    let text = self.static_text(&w.value)?;
+                    let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
+                    let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+                    if arithmetic && !integer {
+                        return Err(unanalysable(format!(
+                            "the arithmetic comparison of `{text}` in `[[ … ]]` (bash evaluates it as an expression, which can run commands)"
+                        )));
+                    }
+                }
+                Ok(())
+            }
+        }
     }
 }
 

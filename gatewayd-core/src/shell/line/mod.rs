@@ -18,6 +18,7 @@
 //! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
 //! substitution, variables other than `HOME`, `PWD` and those the line set, a substitution's
 //! value where it is not text, arithmetic, braces in an assignment, arithmetic `for`, `case`,
+//! a `[[ … ]]` of words not known before the line runs or arithmetic of non-integers,
 //! functions, `eval`, `source`, `.`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
 //! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
 //! `NODE_OPTIONS`, …).
@@ -250,7 +251,13 @@ impl Walk {
                 self.compound(compound)
             }
             Command::Function(_) => Err(unanalysable("a function definition")),
-            Command::ExtendedTest(..) => Err(unanalysable("a `[[ … ]]` test")),
+            Command::ExtendedTest(test, redirects) => {
+                if let Some(r) = redirects {
+                    let (reads, writes) = self.redirects(&r.0)?;
+                    self.opened_without_a_program(reads, writes)?;
+                }
+                self.ctx.extended_test(&test.expr)
+            }
         }
     }
 

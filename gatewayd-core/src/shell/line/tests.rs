@@ -158,6 +158,21 @@ fn what_is_known_only_when_it_runs_is_refused_with_its_reason() {
     );
     assert!(refused("cat {01..10}.txt").contains("pads"));
     assert!(refused("echo $((1+2))").contains("arithmetic"));
+    assert_eq!(
+        argvs("[[ -f Cargo.toml && ! -d x ]] && cargo build; [[ 3 -gt 2 ]] || echo n"),
+        [vec!["cargo", "build"], vec!["echo", "n"]]
+    );
+    assert_eq!(
+        argvs("for f in a b; do [[ \"$f\" == a* ]] && echo $f; done").len(),
+        2
+    );
+    assert_eq!(
+        cmds("[[ -f x ]] > ~/.bashrc")[0].writes,
+        [PathBuf::from("/home/alice/.bashrc")]
+    );
+    assert!(refused("[[ -f $KEY ]] && echo y").contains("$KEY"));
+    assert!(refused("[[ 'a[$(id)]' -eq 1 ]]").contains("arithmetic comparison"));
+    assert!(refused("[[ -n \"$(cat .env)\" ]]").contains("command substitution"));
     assert!(refused("cat 'unterminated").contains("syntax"));
 }
 
