@@ -66,8 +66,8 @@ impl Context {
         Ok(())
     }
 
-    /// `export NAME=value …` and the like: each name checked; the values known only without
-    /// options (`declare -i` computes, `-n` makes a reference to another variable).
+    /// `export NAME=value …` and the like: each name checked; a value only without options
+    /// (`declare -i` computes, `-n` makes a reference to another variable), not an array.
     fn declare(&mut self, args: &[String]) -> Result<(), ShellError> {
         let options = args.iter().any(|a| a.starts_with(['-', '+']));
         if args
@@ -84,10 +84,17 @@ impl Context {
                 None => (a.as_str(), None),
             };
             check_assignment(name, value)?;
-            match (value, options) {
-                (Some(value), false) => self.set_var(name, value.to_owned()),
-                (None, false) => {}
-                (_, true) => self.unset_var(name),
+            // `declare -i X=EXPR` and `declare 'X=([EXPR]=…)'` evaluate EXPR as arithmetic,
+            // which can run commands (`a[$(…)]`).
+            if value.is_some_and(|v| options || v.starts_with('(')) {
+                return Err(unanalysable(format!(
+                    "`{a}` with options or as an array (bash may evaluate its value as an expression, which can run commands)"
+                )));
+            }
+            match value {
+                Some(value) => self.set_var(name, value.to_owned()),
+                None if options => self.unset_var(name),
+                None => {}
             }
         }
         Ok(())

@@ -440,7 +440,11 @@ fn builtins_open_their_redirections_and_set_only_names_a_line_may_set() {
     assert!(refused("F=a; read F < x; cat $F").contains("$F"));
     assert!(refused("F=a; printf -v F %s b; cat $F").contains("$F"));
     assert!(refused("F=a; unset F; cat $F").contains("$F"));
-    assert!(refused("declare -i F=1+2; cat $F").contains("$F"));
+    assert!(refused("declare -i F=1+2; cat $F").contains("expression"));
+    assert!(refused("declare -i X='a[$(id)]'").contains("expression"));
+    assert!(refused("local -a 'X=([a[$(id)]]=1)'").contains("expression"));
+    assert!(refused("declare 'X=([$(id)]=1)'").contains("expression"));
+    assert!(refused("declare -r F; cat $F").contains("$F"));
     assert_eq!(
         argvs("read -r line < notes.txt; echo ok")[1],
         ["echo", "ok"]
