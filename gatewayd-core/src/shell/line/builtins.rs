@@ -114,7 +114,21 @@ impl Context {
                 self.extended_test(b)
             }
             E::Not(a) | E::Parenthesized(a) => self.extended_test(a),
-            E::UnaryTest(_, w) => self.static_text(&w.value).map(drop),
+            E::UnaryTest(p, w) => {
+                let text = self.static_text(&w.value)?;
+                // `-v 'a[EXPR]'` evaluates EXPR as arithmetic: only a plain name.
+                let names_a_variable = matches!(
+                    p,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                );
+                if names_a_variable && !is_name(&text) {
+                    return Err(unanalysable(format!(
+                        "`-v {text}` in `[[ … ]]` (bash evaluates an array subscript as an expression, which can run commands)"
+                    )));
+                }
+                Ok(())
+            }
             E::BinaryTest(p, a, b) => {
                 let arithmetic = matches!(
                     p,

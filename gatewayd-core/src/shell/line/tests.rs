@@ -172,6 +172,8 @@ fn what_is_known_only_when_it_runs_is_refused_with_its_reason() {
     );
     assert!(refused("[[ -f $KEY ]] && echo y").contains("$KEY"));
     assert!(refused("[[ 'a[$(id)]' -eq 1 ]]").contains("arithmetic comparison"));
+    assert!(refused("[[ -v 'a[$(id)]' ]]").contains("subscript"));
+    assert_eq!(argvs("[[ -v HOME ]] && echo y"), [vec!["echo", "y"]]);
     assert!(refused("[[ -n \"$(cat .env)\" ]]").contains("command substitution"));
     assert!(refused("cat 'unterminated").contains("syntax"));
 }
