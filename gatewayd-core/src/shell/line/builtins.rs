@@ -16,6 +16,7 @@ impl Context {
             // loop early; the walk goes on, over what might run.)
             "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" => {}
             "unset" => {
+                no_array_element(args)?;
                 for name in args {
                     self.unset_var(name);
                 }
@@ -31,10 +32,21 @@ impl Context {
             // They set variables to what they read: each name must be one a line may set,
             // and its value is not known.
             "read" | "mapfile" | "readarray" | "getopts" => {
+                no_array_element(args)?;
                 for word in args.iter().filter(|w| is_name(w)) {
                     check_assignment(word, None)?;
                     self.unset_var(word);
                 }
+            }
+            // bash's own `test -v 'a[EXPR]'` evaluates EXPR: after `-v`/`-R`, a plain name.
+            "test" | "[" => {
+                let after = args.windows(2).filter(|w| w[0] == "-v" || w[0] == "-R");
+                if let Some(w) = after.map(|w| &w[1]).find(|n| !is_name(n)) {
+                    return Err(unanalysable(format!(
+                        "`-v {w}` (bash evaluates an array subscript as an expression, which can run commands)"
+                    )));
+                }
+                return Ok(false);
             }
             // bash's own `printf` sets NAME with `-v NAME`; it is still analysed as a program.
             "printf" => {
@@ -55,6 +67,7 @@ impl Context {
             None => None,
         };
         if let Some(name) = name {
+            no_array_element(&[name.to_owned()])?;
             if !is_name(name) {
                 return Err(unanalysable(format!(
                     "`printf -v` with `{name}`, which is not a variable's name before the line runs"
@@ -84,6 +97,7 @@ impl Context {
                 None => (a.as_str(), None),
             };
             check_assignment(name, value)?;
+            no_array_element(std::slice::from_ref(&name.to_owned()))?;
             // `declare -i X=EXPR` and `declare 'X=([EXPR]=…)'` evaluate EXPR as arithmetic,
             // which can run commands (`a[$(…)]`).
             if value.is_some_and(|v| options || v.starts_with('(')) {
@@ -152,6 +166,20 @@ impl Context {
                 Ok(())
             }
         }
+    }
+}
+
+/// Refuses a word that names an array element (`unset 'a[EXPR]'`, `read 'a[EXPR]'`): bash
+/// evaluates the subscript as arithmetic, which can run commands (`a[$(…)]`).
+fn no_array_element(words: &[String]) -> Result<(), ShellError> {
+    match words
+        .iter()
+        .find(|w| !w.starts_with('-') && w.contains('['))
+    {
+        Some(w) => Err(unanalysable(format!(
+            "`{w}`, an array element (bash evaluates its subscript as an expression, which can run commands)"
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -173,6 +173,9 @@ fn what_is_known_only_when_it_runs_is_refused_with_its_reason() {
     assert!(refused("[[ -f $KEY ]] && echo y").contains("$KEY"));
     assert!(refused("[[ 'a[$(id)]' -eq 1 ]]").contains("arithmetic comparison"));
     assert!(refused("[[ -v 'a[$(id)]' ]]").contains("subscript"));
+    assert!(refused("[ -v 'a[$(id)]' ]").contains("subscript"));
+    assert!(refused("test -R 'a[$(id)]'").contains("subscript"));
+    assert_eq!(argvs("[ -v HOME ] && echo y")[1], ["echo", "y"]);
     assert_eq!(argvs("[[ -v HOME ]] && echo y"), [vec!["echo", "y"]]);
     assert!(refused("[[ -n \"$(cat .env)\" ]]").contains("command substitution"));
     assert!(refused("cat 'unterminated").contains("syntax"));
@@ -446,6 +449,15 @@ fn builtins_open_their_redirections_and_set_only_names_a_line_may_set() {
     assert!(refused("declare -i X='a[$(id)]'").contains("expression"));
     assert!(refused("local -a 'X=([a[$(id)]]=1)'").contains("expression"));
     assert!(refused("declare 'X=([$(id)]=1)'").contains("expression"));
+    for line in [
+        "unset 'a[$(id)]'",
+        "read 'a[$(id)]' < x",
+        "declare 'a[$(id)]=1'",
+        "export 'a[$(id)]'",
+        "mapfile -t 'a[$(id)]' < x",
+    ] {
+        assert!(refused(line).contains("array element"), "{line}");
+    }
     assert!(refused("declare -r F; cat $F").contains("$F"));
     assert_eq!(
         argvs("read -r line < notes.txt; echo ok")[1],
@@ -529,5 +541,45 @@ fn what_may_not_have_run_is_not_known_after_it() {
     ] {
         let c = walk(line).unwrap_or_else(|e| panic!("{line}: {e}"));
         assert_eq!(c[0].writes, [root.join(file)], "{line}");
+    }
+}
+
+/// bash evaluates an array subscript, or an operand of `[[ … -eq … ]]` and `declare -i`, as
+/// arithmetic, and arithmetic runs the command substitutions inside a quoted word. Each line
+/// here runs its command in the real bash (the marker file appears), and the walk refuses it.
+#[test]
+fn arithmetic_that_bash_evaluates_is_refused_and_each_case_runs_in_bash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("ran");
+    let m = marker.display();
+    let lines = [
+        format!("declare -a a; read 'a[$(touch {m})]' < /dev/null"),
+        format!("declare -a a; unset 'a[$(touch {m})]'"),
+        format!("declare -a a; declare 'a[$(touch {m})]=1'"),
+        format!("declare -a a; typeset 'a[$(touch {m})]=2'"),
+        format!("declare -a a; printf -v 'a[$(touch {m})]' x"),
+        format!("declare -i X='a[$(touch {m})]'"),
+        format!("declare -a a; [[ 'a[$(touch {m})]' -eq 1 ]]"),
+        format!("declare -a a; X='a[$(touch {m})]'; [[ \"$X\" -lt 1 ]]"),
+        format!("declare -a a; test -v 'a[$(touch {m})]'"),
+        format!("declare -a a; [ -v 'a[$(touch {m})]' ]"),
+        format!("[[ -v 'a[$(touch {m})]' ]]"),
+    ];
+    for line in &lines {
+        let _ = std::fs::remove_file(&marker);
+        let ran = std::process::Command::new("bash")
+            .args(["-c", line])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("bash runs");
+        assert!(ran.code().is_some(), "{line}: bash was killed");
+        assert!(marker.exists(), "bash did not run the command of {line}");
+        let why = parse_line(line, &ctx(dir.path()))
+            .map_or_else(|e| e.to_string(), |c| format!("allowed: {c:?}"));
+        assert!(
+            why.contains("expression") || why.contains("subscript") || why.contains("array"),
+            "{line}: {why}"
+        );
     }
 }
