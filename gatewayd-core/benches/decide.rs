@@ -253,7 +253,8 @@ fn main() {
     );
 }
 
-/// The shell tool: one command, and a line with `cd`, a pipe and redirections.
+/// The shell tool: one command, a line with `cd`, a pipe and redirections, and one with a
+/// `for` loop and braces.
 fn shell_rows(engine: &Engine, session: &Session) {
     let one = ToolCall::new("shell", json!({"command": "cat notes.txt"}));
     assert!(engine.decide(session, &one).is_allow());
@@ -272,6 +273,14 @@ fn shell_rows(engine: &Engine, session: &Session) {
             black_box(engine.decide(session, black_box(&line)));
         },
     );
+    let looped = ToolCall::new(
+        "shell",
+        json!({"command": "for f in notes.txt notes.txt; do head -1 \"$f\"; done; ls {.,.}"}),
+    );
+    assert!(engine.decide(session, &looped).is_allow());
+    bench("decide: shell line (for loop, braces)", 100_000, || {
+        black_box(engine.decide(session, black_box(&looped)));
+    });
 }
 
 /// The audit log's append with its fdatasync, alone and under a whole call.
