@@ -20,7 +20,12 @@ const FROM6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7))
 
 pub(crate) use gatewayd_testkit::net::ExtraAddress;
 
-/// One TCP connection from `from` to `to` (same family), given up after `wait`.
+/// One TCP connection from `from` to `to` (same family), given up after `wait`. The client's
+/// port is never `to`'s: `from` and `to` share an address, and a socket whose source is its
+/// own destination connects to itself (TCP's simultaneous open) when nothing listens there.
+/// The port `to` names was free a moment before (`free_port`), so the kernel may well give
+/// it to the client: that made a run under gatewayd report a client "got in" with no
+/// packet ever reaching the agent.
 fn connect_from(from: IpAddr, to: SocketAddr, wait: Duration) -> bool {
     // std's TcpStream cannot choose its source address: libc binds it first.
     let (family, src, dst) = match (from, to) {
@@ -39,7 +44,8 @@ fn connect_from(from: IpAddr, to: SocketAddr, wait: Duration) -> bool {
     unsafe {
         let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
         assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let mut ok = libc::bind(fd, (&raw const src.0).cast(), src.1) == 0;
+        let mut ok = libc::bind(fd, (&raw const src.0).cast(), src.1) == 0
+            && local_port(fd) != Some(to.port());
         if ok && libc::connect(fd, (&raw const dst.0).cast(), dst.1) != 0 {
             let mut p = libc::pollfd {
                 fd,
@@ -61,6 +67,22 @@ fn connect_from(from: IpAddr, to: SocketAddr, wait: Duration) -> bool {
         libc::close(fd);
         ok
     }
+}
+
+/// The port a bound socket has.
+fn local_port(fd: libc::c_int) -> Option<u16> {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut n = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `st` and `n` are this function's own storage and its length; `fd` is the
+    // caller's open socket.
+    if unsafe { libc::getsockname(fd, (&raw mut st).cast(), &raw mut n) } != 0 {
+        return None;
+    }
+    // SAFETY: getsockname filled `st` with a sockaddr of the socket's family, whose port
+    // is at the same offset in sockaddr_in and sockaddr_in6.
+    let sin: libc::sockaddr_in = unsafe { std::ptr::read((&raw const st).cast()) };
+    Some(u16::from_be(sin.sin_port))
 }
 
 /// A `sockaddr_storage` holding an IPv4 address, and its length.
