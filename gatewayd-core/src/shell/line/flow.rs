@@ -11,17 +11,15 @@ use brush_parser::ast;
 use super::{MAX_DEPTH, Vars, Walk, unanalysable};
 use crate::shell::ShellError;
 
-/// What a command may change for the commands after it: a snapshot, to forget what changed
-/// since in a part of the line that might not run ([`Walk::forget_changes_since`]).
-/// Changes are counted, not compared: `cd /tmp && cd - || ls` may run `ls` in `/tmp` though
-/// the directory ends where it started.
-#[derive(Clone)]
-pub(super) struct State {
-    cwd: PathBuf,
-    cwd_known: bool,
+/// How many changes the walk had made at a point of the line, to forget those made since in
+/// a part that might not run ([`Walk::forget_changes_since`]). Changes are counted, not
+/// compared: `cd /tmp && cd - || ls` may run `ls` in `/tmp` though the directory ends where
+/// it started.
+#[derive(Clone, Copy)]
+pub(super) struct Marks {
     cds: usize,
     cds_that_may_fail: usize,
-    vars: Vars,
+    var_changes: usize,
 }
 
 impl Walk {
@@ -30,9 +28,9 @@ impl Walk {
     /// not have run. After the chain, what its later commands changed may not have happened,
     /// nor what a `cd` that may fail changed.
     pub(super) fn and_or(&mut self, and_or: &ast::AndOrList) -> Result<(), ShellError> {
-        let before = self.state();
+        let before = self.marks();
         self.pipeline(&and_or.first)?;
-        let after_first = self.state();
+        let after_first = self.marks();
         let mut only_and = true;
         for next in &and_or.additional {
             let p = match next {
@@ -55,24 +53,22 @@ impl Walk {
         Ok(())
     }
 
-    fn state(&self) -> State {
-        State {
-            cwd: self.ctx.cwd.clone(),
-            cwd_known: self.cwd_known,
+    fn marks(&self) -> Marks {
+        Marks {
             cds: self.cds,
             cds_that_may_fail: self.cds_that_may_fail,
-            vars: self.ctx.vars.clone(),
+            var_changes: self.ctx.vars.changed.len(),
         }
     }
 
     /// What changed since `before` may not have happened: a variable set or unset since is
     /// unknown, and so is the directory after a `cd` since.
-    fn forget_changes_since(&mut self, before: &State) {
+    fn forget_changes_since(&mut self, before: &Marks) {
         if self.cds > before.cds {
             self.cwd_known = false;
         }
         let vars = &mut self.ctx.vars;
-        for name in &vars.changed[before.vars.changed.len()..] {
+        for name in vars.changed.get(before.var_changes..).unwrap_or_default() {
             vars.known.retain(|(n, _)| n != name);
         }
     }
@@ -83,7 +79,7 @@ impl Walk {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
     ) -> Result<(), ShellError> {
-        let before = self.state();
+        let before = self.marks();
         let r = f(self);
         self.forget_changes_since(&before);
         r
@@ -94,12 +90,14 @@ impl Walk {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
     ) -> Result<(), ShellError> {
-        let state = self.state();
+        let saved: (PathBuf, bool, usize, Vars) = (
+            self.ctx.cwd.clone(),
+            self.cwd_known,
+            self.cds,
+            self.ctx.vars.clone(),
+        );
         let r = f(self);
-        self.ctx.cwd = state.cwd;
-        self.cwd_known = state.cwd_known;
-        self.cds = state.cds;
-        self.ctx.vars = state.vars;
+        (self.ctx.cwd, self.cwd_known, self.cds, self.ctx.vars) = saved;
         r
     }
 

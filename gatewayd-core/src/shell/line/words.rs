@@ -74,21 +74,31 @@ impl Context {
     /// glob's matches.
     pub(super) fn word(&self, raw: &str) -> Result<ExpandedWord, ShellError> {
         let mut out = ExpandedWord::default();
-        for one in brace_words(raw)? {
-            let pieces = brush_parser::word::parse(&one, &options())
-                .map_err(|e| ShellError::Syntax(e.to_string()))?;
-            let mut e = Expanded::default();
-            self.text_of(&pieces, &mut e)?;
-            if e.glob {
-                out.fields.extend(self.glob(&e)?);
-            } else {
-                out.fields.push(e.text);
+        if raw.contains('{') {
+            for one in brace_words(raw)? {
+                self.expand_into(&one, &mut out)?;
             }
-            out.runtime = out.runtime.or(e.runtime);
-            out.splits |= e.splits;
-            out.substitutions.extend(e.substitutions);
+        } else {
+            self.expand_into(raw, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// One word after brace expansion, expanded onto `out`.
+    fn expand_into(&self, raw: &str, out: &mut ExpandedWord) -> Result<(), ShellError> {
+        let pieces = brush_parser::word::parse(raw, &options())
+            .map_err(|e| ShellError::Syntax(e.to_string()))?;
+        let mut e = Expanded::default();
+        self.text_of(&pieces, &mut e)?;
+        if e.glob {
+            out.fields.extend(self.glob(&e)?);
+        } else {
+            out.fields.push(e.text);
+        }
+        out.runtime = out.runtime.take().or(e.runtime);
+        out.splits |= e.splits;
+        out.substitutions.extend(e.substitutions);
+        Ok(())
     }
 
     fn glob(&self, e: &Expanded) -> Result<Vec<String>, ShellError> {
