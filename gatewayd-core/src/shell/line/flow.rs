@@ -85,6 +85,39 @@ impl Walk {
         r
     }
 
+    /// One pass of a `for` loop's body. Each pass starts where the one before ended; but
+    /// after a `break` or `continue` in it, the rest of the body may not have run, so what
+    /// the pass changed is not known to the next.
+    pub(super) fn iteration(&mut self, body: &ast::CompoundList) -> Result<(), ShellError> {
+        let (before, exits) = (self.marks(), self.loop_exits);
+        self.list(body)?;
+        if self.loop_exits > exits {
+            self.forget_changes_since(&before);
+        }
+        Ok(())
+    }
+
+    /// `while COND; do BODY; done` (and `until`): the condition and the body, once as they
+    /// first run, then, if that changed the directory or a variable, once more from where
+    /// every later pass may start (what changed not known): `while cd ..; do …; done` reaches
+    /// a new directory at each pass.
+    pub(super) fn while_loop(
+        &mut self,
+        condition: &ast::CompoundList,
+        body: &ast::CompoundList,
+    ) -> Result<(), ShellError> {
+        let before = self.marks();
+        self.list(condition)?;
+        self.list(body)?;
+        let after = self.marks();
+        if after.cds > before.cds || after.var_changes > before.var_changes {
+            self.forget_changes_since(&before);
+            self.list(condition)?;
+            self.list(body)?;
+        }
+        Ok(())
+    }
+
     /// `f` in a subshell: the directory and variables it sets do not leave it.
     pub(super) fn subshell(
         &mut self,

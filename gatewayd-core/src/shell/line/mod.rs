@@ -143,6 +143,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         cds_that_may_fail: 0,
         depth: 0,
         loop_walks: 0,
+        loop_exits: 0,
         out: Vec::new(),
     };
     walk.line(line)?;
@@ -175,6 +176,9 @@ struct Walk {
     cds_that_may_fail: usize,
     depth: usize,
     loop_walks: usize,
+    /// `break`s and `continue`s met so far: after one, the rest of a loop's body may not
+    /// have run.
+    loop_exits: usize,
     out: Vec<LineCommand>,
 }
 
@@ -279,10 +283,7 @@ impl Walk {
                 Ok(())
             }),
             CompoundCommand::WhileClause(l) | CompoundCommand::UntilClause(l) => {
-                self.may_run(|w| {
-                    w.list(&l.0)?;
-                    w.list(&l.1.list)
-                })
+                self.may_run(|w| w.while_loop(&l.0, &l.1.list))
             }
             CompoundCommand::ForClause(f) => self.may_run(|w| w.for_loop(f)),
             CompoundCommand::ArithmeticForClause(_) => Err(unanalysable(
@@ -363,7 +364,7 @@ impl Walk {
             }
             check_assignment(&f.variable_name, Some(&value))?;
             self.ctx.set_var(&f.variable_name, value);
-            self.list(&f.body.list)?;
+            self.iteration(&f.body.list)?;
         }
         Ok(())
     }
@@ -376,6 +377,9 @@ impl Walk {
         reads: Vec<PathBuf>,
         writes: Vec<PathBuf>,
     ) -> Result<(), ShellError> {
+        if argv[0] == "break" || argv[0] == "continue" {
+            self.loop_exits += 1;
+        }
         if argv[0] == "cd" {
             self.cd(&argv[1..])?;
             return self.opened_without_a_program(reads, writes);

@@ -502,6 +502,29 @@ fn what_may_not_have_run_is_not_known_after_it() {
         let why = walk(line).map_or_else(|e| e.to_string(), |c| format!("{c:?}"));
         assert!(why.contains("after a `cd`"), "{line}: {why}");
     }
+    // A loop's pass starts where the pass before ended, which `while` does not know and
+    // `break` or `continue` leaves open.
+    for line in [
+        "while cd ..; do cat .env; done",
+        "while true; do cat x; cd ..; done",
+        "for i in 1 2; do cat .env; [ -f x ] && continue; cd /tmp; done",
+        "F=a; until false; do cat $F; F=.env; done",
+    ] {
+        let why = walk(line).map_or_else(|e| e.to_string(), |c| format!("{c:?}"));
+        assert!(
+            why.contains("after a `cd`") || why.contains("$F"),
+            "{line}: {why}"
+        );
+    }
+    assert_eq!(
+        walk("while true; do cat a; done").expect("no change").len(),
+        2
+    );
+    assert_eq!(
+        cwd_of_last("for d in /tmp /; do cd $d; ls; done"),
+        Path::new("/"),
+        "without break or continue each pass is walked as it runs"
+    );
     // In a branch, the branch's own `cd` holds; a `cd` to an absolute path makes it known.
     assert_eq!(
         cwd_of_last("if true; then cd /tmp && ls; fi"),
