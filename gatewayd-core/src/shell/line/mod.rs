@@ -334,10 +334,7 @@ impl Walk {
                 self.ctx.set_var(&name, value);
             }
             // Redirections alone: `> file` truncates it.
-            if !reads.is_empty() || !writes.is_empty() {
-                self.push(Vec::new(), reads, writes, false)?;
-            }
-            return Ok(());
+            return self.opened_without_a_program(reads, writes);
         }
         self.run(words.argv, reads, writes)
     }
@@ -401,7 +398,7 @@ impl Walk {
     }
 
     /// Files redirections open with no program of their own: a builtin's (`: > file`
-    /// empties the file), a compound command's.
+    /// empties the file), a compound command's, or alone (`> file`).
     fn opened_without_a_program(
         &mut self,
         reads: Vec<PathBuf>,
