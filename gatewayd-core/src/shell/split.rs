@@ -157,7 +157,7 @@ fn shell_meaning(c: char, in_word: bool, prev: Option<char>) -> Option<&'static 
 }
 
 /// A shell variable name: a letter or `_`, then letters, digits or `_`.
-fn is_name(s: &str) -> bool {
+pub(super) fn is_name(s: &str) -> bool {
     let mut b = s.bytes();
     b.next()
         .is_some_and(|c| c == b'_' || c.is_ascii_alphabetic())

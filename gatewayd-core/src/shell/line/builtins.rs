@@ -4,8 +4,9 @@
 //! (refused). Also the rule for the names a line may set ([`check_assignment`]).
 use brush_parser::ast;
 
-use super::{Context, unanalysable};
+use super::{Context, is_integer, unanalysable};
 use crate::shell::ShellError;
+use crate::shell::split::is_name;
 
 impl Context {
     /// Walks `argv` if it is a builtin (`true`); `false` for a program.
@@ -155,9 +156,7 @@ impl Context {
                 );
                 for w in [a, b] {
                     let text = self.static_text(&w.value)?;
-                    let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
-                    let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-                    if arithmetic && !integer {
+                    if arithmetic && !is_integer(&text) {
                         return Err(unanalysable(format!(
                             "the arithmetic comparison of `{text}` in `[[ … ]]` (bash evaluates it as an expression, which can run commands)"
                         )));
@@ -181,15 +180,6 @@ fn no_array_element(words: &[String]) -> Result<(), ShellError> {
         ))),
         None => Ok(()),
     }
-}
-
-/// A word that bash would take as a variable's name.
-fn is_name(word: &str) -> bool {
-    let mut chars = word.chars();
-    chars
-        .next()
-        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
 /// Assignments that choose what a program runs or loads: refused, as their value decides

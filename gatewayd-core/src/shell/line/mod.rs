@@ -526,6 +526,12 @@ impl Walk {
     }
 }
 
+/// A decimal integer, signed or not (`5`, `-10`, `+3`).
+fn is_integer(word: &str) -> bool {
+    let digits = word.strip_prefix(['-', '+']).unwrap_or(word);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), or a
 /// program that runs the command after its words (`timeout`, `nice`, `env NAME=V`, …, which
 /// [`parse_line`] analyses as a command of their own).

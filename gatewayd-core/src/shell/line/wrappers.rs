@@ -4,7 +4,7 @@
 //! a command of the line; `env`'s assignments are checked as an assignment before a command
 //! is. Any option the reader does not know, or a wrapper with no command, leaves it to the
 //! analysis, which refuses programs that run others.
-use super::{builtins::check_assignment, unanalysable};
+use super::{builtins::check_assignment, is_integer, unanalysable};
 use crate::shell::ShellError;
 
 /// A wrapped command: where in argv it starts, and what the wrapper sets for it.
@@ -97,15 +97,11 @@ fn is_duration(word: &str) -> bool {
 
 /// `nice [-n N | -N | --adjustment=N] COMMAND`.
 fn nice(args: &[String]) -> Option<usize> {
-    let number = |s: &str| {
-        let s = s.strip_prefix(['-', '+']).unwrap_or(s);
-        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-    };
     match args.first().map(String::as_str)? {
-        "-n" | "--adjustment" => args.get(1).filter(|n| number(n)).map(|_| 2),
+        "-n" | "--adjustment" => args.get(1).filter(|n| is_integer(n)).map(|_| 2),
         a if a.starts_with("--adjustment=") => Some(1),
-        a if a.starts_with("-n") && number(&a[2..]) => Some(1),
-        a if a.starts_with('-') && number(&a[1..]) => Some(1),
+        a if a.starts_with("-n") && is_integer(&a[2..]) => Some(1),
+        a if a.starts_with('-') && is_integer(&a[1..]) => Some(1),
         a if a.starts_with('-') => None,
         _ => Some(0),
     }
