@@ -25,6 +25,7 @@ mod checks;
 mod error;
 pub mod fence;
 pub mod fingerprint;
+mod found_paths;
 mod learn;
 mod registry;
 pub mod sandbox;

@@ -132,6 +132,9 @@ fn check_line(
                 {
                     *p = c.cwd.join(&*p);
                 }
+                if let Some(found) = &c.found {
+                    super::found_paths::take_found(sb, name, &mut a, found)?;
+                }
                 reach.sends_out |= check_analysis(sb, egress, rule, name, &a)?.sends_out;
             } else if !program_allowed(sb, rule, program) {
                 return Err((

@@ -45,6 +45,32 @@ const GIT_FORBIDDEN_SUBCOMMANDS: &[&str] = &[
     "receive-pack",
 ];
 
+/// `git config [--global …] SECTION.KEY`: one key and no value, git's older form of
+/// `git config get` (a verb has no dot; a value after the key would set it).
+fn is_config_get(rest: &[String]) -> bool {
+    const READ_ONLY: &[&str] = &[
+        "--global",
+        "--system",
+        "--local",
+        "--worktree",
+        "--show-origin",
+        "--show-scope",
+        "--includes",
+        "--no-includes",
+        "-z",
+        "--null",
+        "--bool",
+        "--int",
+        "--path",
+    ];
+    let (options, operands): (Vec<&String>, Vec<&String>) =
+        rest.iter().partition(|a| a.starts_with('-'));
+    matches!(operands.as_slice(), [key] if key.contains('.'))
+        && options
+            .iter()
+            .all(|o| READ_ONLY.contains(&o.as_str()) || o.strip_prefix("--type=").is_some())
+}
+
 /// `git -c KEY=VALUE`: only keys that cannot name a command are allowed.
 fn git_config_ok(kv: &str) -> bool {
     let key = kv
@@ -281,7 +307,8 @@ fn forbid_what_runs_commands(sub: &str, rest: &[String], findings: &mut Findings
                 "--get-urlmatch",
                 "--list",
                 "-l",
-            ]) && !rest.first().is_some_and(|a| a == "get" || a == "list") =>
+            ]) && !rest.first().is_some_and(|a| a == "get" || a == "list")
+                && !is_config_get(rest) =>
         {
             findings.forbid("config", "changes configuration, which can run commands");
         }
@@ -352,6 +379,21 @@ mod tests {
         assert!(forbidden("git clone ext::sh x").contains("ext::"));
         assert!(forbidden("git config core.pager evil").contains("config"));
         assert!(clean("git config --get user.name").forbidden.is_empty());
+        for read in [
+            "git config user.name",
+            "git config --global --type=bool core.bare",
+        ] {
+            assert!(clean(read).forbidden.is_empty(), "{read}");
+        }
+        for write in [
+            "git config user.name x",
+            "git config edit",
+            "git config --unset user.name",
+            "git config -e",
+            "git config --add core.pager x",
+        ] {
+            assert!(forbidden(write).contains("config"), "{write}");
+        }
         assert!(forbidden("git clone --template=/tmp/t r").contains("--template"));
         assert!(forbidden("git grep -Oevil x").contains("-O"));
         assert!(forbidden("git difftool").contains("difftool"));

@@ -29,6 +29,7 @@ mod attacks_secret_disguises;
 mod attacks_shell;
 mod benign;
 mod corpora;
+mod found_paths;
 mod learn;
 mod next_steps;
 mod robustness;

@@ -110,6 +110,7 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "nohup",
     "env",
     "stdbuf",
+    "xargs",
 ];
 
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the

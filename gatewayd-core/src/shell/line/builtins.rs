@@ -15,15 +15,16 @@ impl Context {
         match argv[0].as_str() {
             // Builtins that run nothing and open no file. (`break` and `continue` leave a
             // loop early; the walk goes on, over what might run.)
-            "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" => {}
+            // (`type NAME` and `command -v NAME` say what a name is and run nothing.)
+            "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" | "type" => {}
+            "command" if matches!(args.first().map(String::as_str), Some("-v" | "-V")) => {}
             "unset" => {
                 no_array_element(args)?;
                 for name in args {
                     self.unset_var(name);
                 }
             }
-            "eval" | "source" | "." | "alias" | "pushd" | "popd" | "trap" | "enable"
-            | "builtin" | "coproc" => {
+            "eval" | "alias" | "pushd" | "popd" | "trap" | "enable" | "builtin" | "coproc" => {
                 return Err(unanalysable(format!(
                     "`{}` runs code or changes the shell in ways not on the line",
                     argv[0]
@@ -227,4 +228,27 @@ pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), Sh
         )));
     }
     Ok(())
+}
+/// `source FILE [ARGS]` (or `. FILE`): the shell runs FILE's code itself, as `bash FILE`
+/// would, so it is analysed as that command (FILE is read, and a script of the workspace
+/// runs under the kernel layer as any script does). What FILE's code does to this shell
+/// (its directory, variables, functions) is not followed: like a script's own commands, it
+/// is code the line does not show. FILE must name a path (`./env.sh`): bash looks a bare
+/// name up on `PATH` first.
+pub(super) fn sourced(argv: &[String]) -> Result<Option<Vec<String>>, ShellError> {
+    if argv[0] != "source" && argv[0] != "." {
+        return Ok(None);
+    }
+    match argv.get(1) {
+        Some(file) if file.contains('/') => {
+            let mut script = vec!["bash".to_owned()];
+            script.extend(argv[1..].iter().cloned());
+            Ok(Some(script))
+        }
+        Some(file) => Err(unanalysable(format!(
+            "`{} {file}`, which bash looks up on `PATH` before the working directory (write `./{file}`)",
+            argv[0]
+        ))),
+        None => Err(unanalysable(format!("`{}` without a file", argv[0]))),
+    }
 }

@@ -37,6 +37,7 @@ use words::{Expanded, ExpandedWord};
 mod braces;
 mod builtins;
 mod flow;
+mod found;
 mod runtime;
 #[cfg(test)]
 mod tests;
@@ -132,6 +133,9 @@ pub struct LineCommand {
     /// Whether its arguments are to be analysed; `false` for a shell whose `-c` body was
     /// analysed as commands of their own (only the program is checked).
     pub analyse: bool,
+    /// It runs on paths another command found (`find -exec`, `… | xargs`): its operands
+    /// that name a root stand for the paths below it.
+    pub found: Option<Found>,
 }
 
 /// The simple commands of `line`, in order.
@@ -145,12 +149,15 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         loop_walks: 0,
         loop_exits: 0,
         out: Vec::new(),
+        piped: None,
+        listed: None,
     };
     walk.line(line)?;
     Ok(walk.out)
 }
 
 pub use crate::sys::user_home;
+pub use found::Found;
 
 pub(super) fn unanalysable(what: impl Into<String>) -> ShellError {
     ShellError::Unanalysable(what.into())
@@ -180,6 +187,12 @@ struct Walk {
     /// have run.
     loop_exits: usize,
     out: Vec<LineCommand>,
+    /// The list of paths the command before in the pipeline writes, for the simple command
+    /// being walked (`xargs`).
+    piped: Option<found::PathList>,
+    /// The list the last simple command of a pipeline read ([`Walk::piped`]), for a filter
+    /// (`grep`) that hands it on.
+    listed: Option<found::PathList>,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -234,9 +247,22 @@ impl Walk {
             return self.command(one);
         }
         // Each command of a pipeline of several runs in a subshell: `cd x | cat a` reads
-        // `./a`.
+        // `./a`. A simple command that writes a list of paths hands it to the next
+        // (`find … | xargs …`).
+        let mut list: Option<found::PathList> = None;
         for c in &p.seq {
-            self.subshell(|w| w.command(c))?;
+            let start = self.out.len();
+            self.piped = list.take().filter(|_| matches!(c, Command::Simple(_)));
+            let r = self.subshell(|w| w.command(c));
+            self.piped = None;
+            r?;
+            let before = self.listed.take();
+            list = match (&self.out[start..], c) {
+                ([one], Command::Simple(_)) if one.found.is_none() && one.analyse => {
+                    found::path_list(&one.argv, &one.cwd, before.as_ref())
+                }
+                _ => None,
+            };
         }
         Ok(())
     }
@@ -296,6 +322,8 @@ impl Walk {
     }
 
     fn simple(&mut self, s: &ast::SimpleCommand) -> Result<(), ShellError> {
+        // What the pipeline hands this command, not the lines inside its substitutions.
+        let piped = self.piped.take();
         let mut words = Words::default();
         let mut assignments = Vec::new();
         let mut redirects: Vec<&IoRedirect> = Vec::new();
@@ -336,6 +364,7 @@ impl Walk {
             // Redirections alone: `> file` truncates it.
             return self.opened_without_a_program(reads, writes);
         }
+        self.piped = piped;
         self.run(words.argv, reads, writes)
     }
 
@@ -381,6 +410,9 @@ impl Walk {
             self.cd(&argv[1..])?;
             return self.opened_without_a_program(reads, writes);
         }
+        if let Some(script) = builtins::sourced(&argv)? {
+            return self.push(script, reads, writes, true);
+        }
         if self.ctx.builtin(&argv)? {
             return self.opened_without_a_program(reads, writes);
         }
@@ -388,6 +420,22 @@ impl Walk {
             self.push(vec![argv[0].clone()], reads, writes, false)?;
             return self.nested(&body);
         }
+        let piped = self.piped.take();
+        if let Some(f) = found::find_exec(&argv)? {
+            return self.find_exec(f, reads, writes);
+        }
+        if let Some(commands) = piped
+            .as_ref()
+            .filter(|_| argv[0] == "xargs")
+            .and_then(|list| found::xargs(&argv[1..], list))
+        {
+            self.push(vec![argv[0].clone()], reads, writes, false)?;
+            for (argv, found) in commands {
+                self.push_found(argv, found)?;
+            }
+            return Ok(());
+        }
+        self.listed = piped;
         if let Some(w) = wrappers::wrapped(&argv)? {
             let mut writes = writes;
             writes.extend(w.writes.map(|f| self.ctx.cwd.join(f)));
@@ -430,6 +478,7 @@ impl Walk {
             reads,
             writes,
             analyse,
+            found: None,
         });
         Ok(())
     }
@@ -532,11 +581,16 @@ fn is_integer(word: &str) -> bool {
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), or a
+/// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), a
 /// program that runs the command after its words (`timeout`, `nice`, `env NAME=V`, …, which
-/// [`parse_line`] analyses as a command of their own).
+/// [`parse_line`] analyses as a command of their own), or starts with a word of the shell's
+/// own that [`parse_line`] reads (`time`, `type`, `command`, `source`, `.`).
 pub fn runs_inner_commands(argv: &[String]) -> bool {
-    !argv.is_empty() && (shell_body(argv).is_some() || !matches!(wrappers::wrapped(argv), Ok(None)))
+    !argv.is_empty()
+        && (shell_body(argv).is_some()
+            || ["time", "type", "command", "source", "."].contains(&argv[0].as_str())
+            || matches!(found::find_exec(argv), Ok(Some(_)))
+            || !matches!(wrappers::wrapped(argv), Ok(None)))
 }
 
 /// The body of `bash -c BODY` (`sh`, `dash`, `zsh`; options such as `-l`, `-e`, `-x`,

@@ -7,7 +7,9 @@
 //! runs is refused.
 use std::path::Path;
 
-use brush_parser::word::{Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
+use brush_parser::word::{
+    Parameter, ParameterExpr, SpecialParameter, TildeExpr, WordPiece, WordPieceWithSource,
+};
 
 use super::{Context, braces::brace_words, options, unanalysable};
 use crate::shell::ShellError;
@@ -232,6 +234,21 @@ impl Context {
                         )
                     });
                     e.splits |= !e.in_quotes;
+                    e.quoted(RUNTIME_STAND_IN);
+                }
+                // `$?`, `$$` and `$#` are decimal integers: text that never splits or globs.
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter:
+                        Parameter::Special(
+                            x @ (SpecialParameter::LastExitStatus
+                            | SpecialParameter::ProcessId
+                            | SpecialParameter::PositionalParameterCount),
+                        ),
+                    indirect: false,
+                }) => {
+                    e.runtime.get_or_insert_with(|| {
+                        format!("`${x}` (its value is known only when the line runs)")
+                    });
                     e.quoted(RUNTIME_STAND_IN);
                 }
                 WordPiece::ParameterExpansion(x) => {

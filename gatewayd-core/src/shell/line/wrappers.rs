@@ -41,6 +41,11 @@ pub(super) fn wrapped(argv: &[String]) -> Result<Option<Wrapped>, ShellError> {
     Ok(Some(Wrapped { at, writes }))
 }
 
+/// Whether `name` is one of the shell's builtins that the walk follows ([`BUILTINS`]).
+pub(super) fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
 /// The shell's builtins that the walk follows: under a wrapper they are not what runs.
 const BUILTINS: &[&str] = &[
     "cd",

@@ -1,0 +1,96 @@
+//! A command that runs on paths another command found (`find -exec`, `… | xargs`;
+//! [`shell::line::Found`]): its read of a root is a read of every file below that root that
+//! the finder keeps, checked as a recursive walk of the root is. Two things a walk's check
+//! does not see are looked for below the root, because this command opens each path itself:
+//! a symbolic link (the command follows it where the walk would not), and, when xargs splits
+//! the paths, a name with a blank, a quote or a backslash (xargs would make other paths of
+//! it). A command that writes or walks the found paths is refused.
+use std::path::{Path, PathBuf};
+
+use super::{Reason, sandbox::SandboxView};
+use crate::{
+    policy::PathAccess,
+    shell::{CommandAnalysis, line::Found},
+};
+
+/// Entries below a root looked at, at most, before the command is refused.
+const MAX_ENTRIES: usize = 20_000;
+
+/// Turns `a`'s reads of `found`'s roots into walks of them; Err: the refusal.
+pub(super) fn take_found(
+    sb: &SandboxView,
+    name: &str,
+    a: &mut CommandAnalysis,
+    found: &Found,
+) -> Result<(), (Reason, String)> {
+    let is_root = |p: &PathBuf| found.roots.iter().any(|r| r == p);
+    let refuse = |what: &str| {
+        Err((
+            Reason::Shell,
+            format!(
+                "`{name}`: `{}` {what} the paths it is given by `find -exec` or `xargs`; run it on the paths by name",
+                a.program
+            ),
+        ))
+    };
+    if a.writes.iter().any(is_root) {
+        return refuse("would change");
+    }
+    if !a.recursive_roots.is_empty() {
+        return refuse("would walk the trees below");
+    }
+    let (roots, reads): (Vec<PathBuf>, Vec<PathBuf>) = a.reads.drain(..).partition(is_root);
+    a.reads = reads;
+    for root in &roots {
+        look_below(sb, root, found).map_err(|m| (Reason::Shell, format!("`{name}`: {m}")))?;
+    }
+    a.recursive_roots = roots;
+    a.walks_names_only = false;
+    a.walks_skip_hidden = false;
+    a.walk_filter = found.filter.clone();
+    Ok(())
+}
+
+/// What below `root` the command would open that a walk's check misses: a link the filter
+/// keeps that leads where it may not read, or a name xargs would split.
+fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String> {
+    let mut dirs = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return Err(format!(
+                    "more than {MAX_ENTRIES} entries below `{}` to check before the command runs on them; find in a narrower directory",
+                    root.display()
+                ));
+            }
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            if found.split_by_xargs && splits(&entry.file_name().to_string_lossy()) {
+                return Err(format!(
+                    "`{}` has a blank, quote or backslash in its name, which xargs would split or unquote into other paths; use `find … -print0 | xargs -0`",
+                    path.display()
+                ));
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_symlink() && !found.filter.skips(rel, false) {
+                let target = sb.resolve_path(&path.to_string_lossy())?;
+                sb.check(&path.to_string_lossy(), &target, PathAccess::Read)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether xargs (without `-0`) would not take `name` as it is.
+fn splits(name: &str) -> bool {
+    name.contains([' ', '\t', '\n', '\'', '"', '\\'])
+}

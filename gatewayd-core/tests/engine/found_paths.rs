@@ -1,0 +1,105 @@
+//! Commands run on the paths another command found, through a shell: `find … -exec` and
+//! `find … | xargs`. Each attack is first run in the real `sh` on the fixture tree, where it
+//! reads the key, then refused by the engine; the ordinary lines beside them are allowed.
+use std::process::Command;
+
+use gatewayd_core::engine::{Decision, Reason};
+use serde_json::json;
+
+use crate::support::*;
+
+/// The fixture with `xargs` and `cp` on the exec allowlist.
+fn fx_xargs() -> Fx {
+    fx_with(|v| {
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/cp")]);
+    })
+}
+
+/// What `line` prints when `sh` runs it in the fixture's workspace.
+fn run_bare(f: &Fx, line: &str) -> String {
+    let out = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(f.p("work"))
+        .output()
+        .expect("sh runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn found_paths_that_lead_to_a_protected_file_are_refused() {
+    let f = fx_xargs();
+    let mut s = session();
+    // A symbolic link below the root (`key-link`, to `home/.ssh/id_rsa`) is opened by the
+    // command, and a name with a blank becomes two paths for xargs, one of them `.env`.
+    std::fs::write(f.p("work/src/z .env a.rs"), "x\n").expect("write");
+    for line in [
+        "find . -name '*link' -exec cat {} +",
+        "find . -name 'key*' | xargs cat",
+        "find . -exec cat {} \\; -name '*.rs'",
+        "find . -name '*.rs' -o -name '.env' -exec cat {} \\;",
+        "find . -name '*.rs' | xargs cat",
+    ] {
+        let bare = run_bare(&f, line);
+        assert!(
+            bare.contains("BEGIN OPENSSH PRIVATE KEY") || bare.contains(DEPLOY_KEY),
+            "{line}: without gatewayd it reads a secret: {bare}"
+        );
+        let o = refused(
+            f.call(&mut s, "run_sh", json!({"command": line})),
+            Decision::Deny,
+            Reason::Shell,
+        );
+        assert!(
+            o.verdict.message.contains("protected") || o.verdict.message.contains("xargs"),
+            "{line}: {}",
+            o.verdict.message
+        );
+    }
+    for (line, reason) in [
+        (
+            "find src -name '*.rs' -exec cp {} /tmp/x \\;",
+            Reason::Sandbox,
+        ),
+        (
+            "find src -name '*.rs' -print0 | xargs -0 -I{} cp {} ../home/.bashrc",
+            Reason::Sandbox,
+        ),
+        ("echo .env | xargs cat", Reason::Shell),
+        ("find src -print0 | xargs cat", Reason::Shell),
+    ] {
+        refused(
+            f.call(&mut s, "run_sh", json!({"command": line})),
+            Decision::Deny,
+            reason,
+        );
+    }
+}
+
+#[test]
+fn ordinary_commands_on_found_paths_are_allowed() {
+    let f = fx_xargs();
+    let mut s = session();
+    std::fs::create_dir_all(f.p("work/src/util")).expect("mkdir");
+    std::fs::write(f.p("work/src/util/notes.txt"), "x\n").expect("write");
+    for line in [
+        "find src -name '*.rs' -exec wc -l {} +",
+        "find src -name '*.rs' -exec grep -l TODO {} \\;",
+        "find src -type f | xargs wc -l",
+        "find src -name '*.rs' -print0 | xargs -0 grep -n main",
+        "find src -name '*.txt' | grep -v keep | head -5 | xargs wc -l",
+    ] {
+        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Allow,
+            "{line}: {}",
+            o.verdict.message
+        );
+        assert!(ran, "{line}");
+        assert!(
+            !run_bare(&f, line).is_empty(),
+            "{line} prints what it found"
+        );
+    }
+}
