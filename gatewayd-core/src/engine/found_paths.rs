@@ -72,7 +72,7 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             let rel = path.strip_prefix(root).unwrap_or(&path);
             if found.split_by_xargs && splits(&entry.file_name().to_string_lossy()) {
                 return Err(format!(
-                    "`{}` has a blank, quote or backslash in its name, which xargs would split or unquote into other paths; use `find … -print0 | xargs -0`",
+                    "`{}` has a blank, quote, backslash or a character outside ASCII in its name, which xargs would split or unquote into other paths; use `find … -print0 | xargs -0`",
                     path.display()
                 ));
             }
@@ -90,7 +90,9 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
     Ok(())
 }
 
-/// Whether xargs (without `-0`) would not take `name` as it is.
+/// Whether xargs (without `-0`) would not take `name` as it is: a blank, quote or
+/// backslash, or a byte `git ls-files` prints quoted and escaped (a control character, one
+/// outside ASCII).
 fn splits(name: &str) -> bool {
-    name.contains([' ', '\t', '\n', '\'', '"', '\\'])
+    name.contains([' ', '\'', '"', '\\']) || name.chars().any(|c| c.is_control() || !c.is_ascii())
 }

@@ -33,7 +33,10 @@ fn found_paths_that_lead_to_a_protected_file_are_refused() {
     // A symbolic link below the root (`key-link`, to `home/.ssh/id_rsa`) is opened by the
     // command, and a name with a blank becomes two paths for xargs, one of them `.env`.
     std::fs::write(f.p("work/src/z .env a.rs"), "x\n").expect("write");
+    // A list of paths that is not find's: xargs reads its input from elsewhere.
+    std::fs::write(f.p("work/list.txt"), f.p("home/.ssh/id_rsa")).expect("write");
     for line in [
+        "find src -name '*.rs' -print0 | xargs cat < list.txt",
         "find . -name '*link' -exec cat {} +",
         "find . -name 'key*' | xargs cat",
         "find . -exec cat {} \\; -name '*.rs'",

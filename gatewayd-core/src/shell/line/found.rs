@@ -9,6 +9,8 @@
 //! that run others.
 use std::path::PathBuf;
 
+use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect};
+
 use super::{Walk, runs_inner_commands, unanalysable, wrappers};
 use crate::shell::{FileRule, ShellError, WalkFilter};
 
@@ -226,6 +228,36 @@ pub(super) fn path_list(
         }
         _ => None,
     }
+}
+
+/// Whether a simple command with `redirects` reads its standard input from the pipe (no
+/// redirection of descriptor 0, here-documents included), and writes to the pipe only its
+/// own standard output (no redirection but of descriptor 2 to a file: `2>/dev/null`, not
+/// `2>&1`).
+pub(super) fn stdio(redirects: &[IoRedirect]) -> (bool, bool) {
+    use IoFileRedirectKind::{DuplicateInput, Read, ReadAndWrite};
+    let input_is_pipe = redirects.iter().all(|r| match r {
+        IoRedirect::File(fd, kind, _) => {
+            // A redirection without a number is of descriptor 0 when it reads, else 1.
+            let reads = matches!(kind, Read | ReadAndWrite | DuplicateInput);
+            fd.map_or(!reads, |n| n != 0)
+        }
+        IoRedirect::HereDocument(fd, _) | IoRedirect::HereString(fd, _) => fd.unwrap_or(0) != 0,
+        IoRedirect::OutputAndError(..) => true,
+    });
+    let output_is_pipe = redirects.iter().all(|r| {
+        matches!(
+            r,
+            IoRedirect::File(
+                Some(2),
+                IoFileRedirectKind::Write
+                    | IoFileRedirectKind::Append
+                    | IoFileRedirectKind::Clobber,
+                IoFileRedirectTarget::Filename(_)
+            )
+        )
+    });
+    (input_is_pipe, output_is_pipe)
 }
 
 /// Whether `w` is one of find's actions (what it does with a path other than test it).
@@ -451,6 +483,8 @@ mod tests {
         let c = cmds("find . -type f | grep -v test | xargs wc -l");
         assert_eq!(c[3].argv, ["wc", "-l", "/work/."]);
         assert!(c[3].found.as_ref().is_some_and(|f| f.split_by_xargs));
+        let c = cmds("find src 2>/dev/null | xargs wc -l 2>&1");
+        assert!(c[2].found.is_some(), "{c:?}");
         let c = cmds("git ls-files -z src | xargs -0 -n 10 cat");
         assert_eq!(c[2].argv, ["cat", "/work/src"]);
         assert!(c[2].found.as_ref().is_some_and(|f| !f.split_by_xargs));
@@ -466,6 +500,13 @@ mod tests {
             "find . | xargs -a list cat",
             "find . -printf '%p' | xargs cat",
             "xargs cat < list",
+            "find . -name '*.rs' | xargs cat < list",
+            "find . -name '*.rs' | xargs cat <<< ~/.ssh/id_rsa",
+            "find . 2>&1 | xargs cat",
+            "find . > out | xargs cat",
+            "find . | grep x < list | xargs cat",
+            "find . | bash -c 'xargs cat'",
+            "find . | timeout 5 xargs cat",
         ] {
             let c = cmds(line);
             let x = c.iter().find(|c| c.argv[0] == "xargs").expect("xargs");

@@ -151,6 +151,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         out: Vec::new(),
         piped: None,
         listed: None,
+        output_is_pipe: false,
     };
     walk.line(line)?;
     Ok(walk.out)
@@ -193,6 +194,9 @@ struct Walk {
     /// The list the last simple command of a pipeline read ([`Walk::piped`]), for a filter
     /// (`grep`) that hands it on.
     listed: Option<found::PathList>,
+    /// The last simple command's standard output is the pipe, with only its own output in
+    /// it (no redirection but of its standard error to a file).
+    output_is_pipe: bool,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -253,12 +257,15 @@ impl Walk {
         for c in &p.seq {
             let start = self.out.len();
             self.piped = list.take().filter(|_| matches!(c, Command::Simple(_)));
+            self.output_is_pipe = false;
             let r = self.subshell(|w| w.command(c));
             self.piped = None;
             r?;
             let before = self.listed.take();
             list = match (&self.out[start..], c) {
-                ([one], Command::Simple(_)) if one.found.is_none() && one.analyse => {
+                ([one], Command::Simple(_))
+                    if one.found.is_none() && one.analyse && self.output_is_pipe =>
+                {
                     found::path_list(&one.argv, &one.cwd, before.as_ref())
                 }
                 _ => None,
@@ -364,7 +371,11 @@ impl Walk {
             // Redirections alone: `> file` truncates it.
             return self.opened_without_a_program(reads, writes);
         }
-        self.piped = piped;
+        // A list goes in only through standard input, and out only through standard
+        // output with nothing else in it.
+        let (input_is_pipe, output_is_pipe) = found::stdio(&owned);
+        self.piped = piped.filter(|_| input_is_pipe);
+        self.output_is_pipe = output_is_pipe;
         self.run(words.argv, reads, writes)
     }
 
@@ -403,6 +414,10 @@ impl Walk {
         reads: Vec<PathBuf>,
         writes: Vec<PathBuf>,
     ) -> Result<(), ShellError> {
+        // The list a pipeline hands this command, for xargs or a filter of it; not for a
+        // wrapped command or a shell's body.
+        let piped = self.piped.take();
+        self.listed.clone_from(&piped);
         if argv[0] == "break" || argv[0] == "continue" {
             self.loop_exits += 1;
         }
@@ -420,7 +435,6 @@ impl Walk {
             self.push(vec![argv[0].clone()], reads, writes, false)?;
             return self.nested(&body);
         }
-        let piped = self.piped.take();
         if let Some(f) = found::find_exec(&argv)? {
             return self.find_exec(f, reads, writes);
         }
@@ -435,7 +449,6 @@ impl Walk {
             }
             return Ok(());
         }
-        self.listed = piped;
         if let Some(w) = wrappers::wrapped(&argv)? {
             let mut writes = writes;
             writes.extend(w.writes.map(|f| self.ctx.cwd.join(f)));
