@@ -63,6 +63,27 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
     }
 }
 
+/// The refusal of a program off the allowlist, with what the model can run instead: a
+/// script by a path (`./build.sh`) through its interpreter, which runs it as a script.
+fn not_allowlisted(name: &str, program: &str) -> (Reason, String) {
+    let what = format!("`{name}`: program `{program}` is not on the exec allowlist");
+    let interpreter = match Path::new(program).extension().and_then(|e| e.to_str()) {
+        Some("py") => Some("python3"),
+        Some("js" | "mjs" | "cjs") => Some("node"),
+        Some("sh" | "bash") => Some("bash"),
+        _ => None,
+    };
+    let step = match interpreter {
+        Some(i) if program.contains('/') => format!(
+            "run the script through its interpreter (`{i} {program}`) if the policy allows it, or ask the user to add `{program}` to the exec allowlist"
+        ),
+        _ => format!(
+            "use a program the policy allows, or ask the user to add `{program}` to the exec allowlist"
+        ),
+    };
+    (Reason::Shell, super::with_next(&what, &step))
+}
+
 /// What an allowed line does that the rest of the decision needs to know.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct LineReach {
@@ -137,10 +158,7 @@ fn check_line(
                 }
                 reach.sends_out |= check_analysis(sb, egress, rule, name, &a)?.sends_out;
             } else if !program_allowed(sb, rule, program) {
-                return Err((
-                    Reason::Shell,
-                    format!("`{name}`: program `{program}` is not on the exec allowlist"),
-                ));
+                return Err(not_allowlisted(name, program));
             }
         }
         check_paths(sb, name, &c.reads, PathAccess::Read)?;
@@ -158,13 +176,7 @@ pub(crate) fn check_analysis(
     a: &CommandAnalysis,
 ) -> Result<LineReach, (Reason, String)> {
     if !program_allowed(sb, rule, &a.program) {
-        return Err((
-            Reason::Shell,
-            format!(
-                "`{name}`: program `{}` is not on the exec allowlist",
-                a.program
-            ),
-        ));
+        return Err(not_allowlisted(name, &a.program));
     }
     if !a.forbidden.is_empty() {
         return Err((

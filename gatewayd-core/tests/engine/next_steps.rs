@@ -244,3 +244,19 @@ fn precise_next_steps() {
         v.message
     );
 }
+
+#[test]
+fn a_script_off_the_allowlist_is_pointed_to_its_interpreter() {
+    let f = fx();
+    let mut s = session();
+    for (line, step) in [
+        ("./build.sh", "`bash ./build.sh`"),
+        ("scripts/gen.py --all", "`python3 scripts/gen.py`"),
+    ] {
+        let (o, ran) = f.call(&mut s, "run_shell", json!({"command": line}));
+        assert!(!ran && o.verdict.decision == Decision::Deny, "{line}");
+        let next = o.verdict.next().unwrap_or_default().to_owned();
+        assert!(next.contains(step), "{line}: {}", o.verdict.message);
+        assert_next_step(&o.verdict);
+    }
+}

@@ -128,12 +128,14 @@ fn exec_command(words: &[String], terminator: &str) -> Result<Vec<String>, Shell
     Ok(words.to_vec())
 }
 
-/// find's operators that make an expression other than tests joined by "and".
-const BRANCHES: &[&str] = &["-o", "-or", "!", "-not", "(", ")", ","];
+/// find's operators that make an expression other than tests joined by "and" (`!` and
+/// `-not` only turn the test after them around).
+const BRANCHES: &[&str] = &["-o", "-or", "(", ")", ","];
 
 /// The files find's expression leaves out for certain: with only tests joined by "and" (no
-/// [`BRANCHES`]), each `-name GLOB` must match a found path's base name. Anything else keeps
-/// every file (an empty filter).
+/// [`BRANCHES`]), each `-name GLOB` not turned around by `!` must match a found path's base
+/// name (`-not -path './node_modules/*'` beside it only leaves out more). Anything else
+/// keeps every file (an empty filter).
 pub(super) fn name_filter(expression: &[String]) -> WalkFilter {
     if expression.iter().any(|w| BRANCHES.contains(&w.as_str())) {
         return WalkFilter::default();
@@ -141,8 +143,11 @@ pub(super) fn name_filter(expression: &[String]) -> WalkFilter {
     // Several `-name`s must all match; keeping a file that matches any of them keeps more.
     let files = expression
         .windows(2)
-        .filter(|w| w[0] == "-name")
-        .map(|w| (FileRule::Include, w[1].clone()))
+        .enumerate()
+        .filter(|(i, w)| {
+            w[0] == "-name" && !(*i > 0 && matches!(expression[i - 1].as_str(), "!" | "-not"))
+        })
+        .map(|(_, w)| (FileRule::Include, w[1].clone()))
         .collect();
     WalkFilter {
         files,
@@ -463,6 +468,12 @@ mod tests {
     fn only_names_that_must_match_filter() {
         assert!(name_filter(&words("-name *.rs -o -name .env")).is_empty());
         assert!(name_filter(&words("! -name *.rs")).is_empty());
+        assert!(name_filter(&words("-not -name *.rs -type f")).is_empty());
+        let f = name_filter(&words(
+            "-name *.js -not -path ./node_modules/* ! -name *.min.js",
+        ));
+        assert_eq!(f.files, [(FileRule::Include, "*.js".to_owned())]);
+        assert!(name_filter(&words("-name *.js ( -o )")).is_empty());
         assert!(name_filter(&words("-iname *.rs")).is_empty());
         assert_eq!(
             name_filter(&words("-type f -name *.py -name t*"))
