@@ -70,18 +70,28 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             }
             let path = entry.path();
             let rel = path.strip_prefix(root).unwrap_or(&path);
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            // A directory's name is in the path of what is found below it; a file's only
+            // if the filter keeps it.
+            let kept = if kind.is_dir() {
+                !found.filter.skips_below(rel)
+            } else {
+                !found.filter.skips(rel, false)
+            };
+            if !kept {
+                continue;
+            }
             if found.split_by_xargs && splits(&entry.file_name().to_string_lossy()) {
                 return Err(format!(
                     "`{}` has a blank, quote, backslash or a character outside ASCII in its name, which xargs would split or unquote into other paths; use `find … -print0 | xargs -0`",
                     path.display()
                 ));
             }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
             if kind.is_dir() {
                 dirs.push(path);
-            } else if kind.is_symlink() && !found.filter.skips(rel, false) {
+            } else if kind.is_symlink() {
                 let target = sb.resolve_path(&path.to_string_lossy())?;
                 sb.check(&path.to_string_lossy(), &target, PathAccess::Read)?;
             }

@@ -206,6 +206,7 @@ mod tests {
                     (FileRule::Exclude, "x".into())
                 ],
                 dirs: vec![".git".into()],
+                top_dirs: Vec::new(),
             }
         );
         assert_eq!(a.recursive_roots, paths(&["."]));

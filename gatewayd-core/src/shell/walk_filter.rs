@@ -20,12 +20,15 @@ pub struct WalkFilter {
     pub files: Vec<(FileRule, String)>,
     /// `--exclude-dir` globs.
     pub dirs: Vec<String>,
+    /// Names of directories right below the root whose whole trees are left out (find's
+    /// `-not -path './NAME/*'`).
+    pub top_dirs: Vec<String>,
 }
 
 impl WalkFilter {
     /// Whether it skips nothing.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.dirs.is_empty()
+        self.files.is_empty() && self.dirs.is_empty() && self.top_dirs.is_empty()
     }
 
     /// Whether the walk skips `rel` (a path below its root, no `..`), a directory when
@@ -43,6 +46,13 @@ impl WalkFilter {
         let Some((last, parents)) = names.split_last() else {
             return false;
         };
+        if self
+            .top_dirs
+            .iter()
+            .any(|t| names.len() > 1 && *names[0] == **t)
+        {
+            return true;
+        }
         let dirs = if is_dir { &names[..] } else { parents };
         if dirs
             .iter()
@@ -51,6 +61,23 @@ impl WalkFilter {
             return true;
         }
         !is_dir && self.skips_file(&last.to_string_lossy())
+    }
+
+    /// Whether the walk skips everything below the directory `rel` (a path below its root):
+    /// it or a directory on the way matches an `--exclude-dir`, or it is below a
+    /// [`WalkFilter::top_dirs`] one.
+    pub fn skips_below(&self, rel: &Path) -> bool {
+        let names: Vec<String> = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect();
+        names.first().is_some_and(|f| self.top_dirs.contains(f))
+            || names
+                .iter()
+                .any(|d| self.dirs.iter().any(|g| matches(g, d)))
     }
 
     /// GNU grep: the last rule whose glob matches the name decides; if none does, the file
@@ -89,6 +116,7 @@ mod tests {
         WalkFilter {
             files: files.iter().map(|(r, g)| (*r, (*g).to_owned())).collect(),
             dirs: dirs.iter().map(|d| (*d).to_owned()).collect(),
+            top_dirs: Vec::new(),
         }
     }
 
@@ -119,6 +147,20 @@ mod tests {
         assert!(skips(&git, ".git", true));
         assert!(skips(&git, "node_modules/x/.env", false));
         assert!(!skips(&git, "src/.env", false));
+        let top = WalkFilter {
+            top_dirs: vec!["node_modules".into()],
+            ..WalkFilter::default()
+        };
+        assert!(skips(&top, "node_modules/x/.env", false));
+        assert!(
+            !skips(&top, "node_modules", true),
+            "the directory itself is found"
+        );
+        assert!(!skips(&top, "src/node_modules/.env", false));
+        assert!(top.skips_below(Path::new("node_modules")));
+        assert!(!top.skips_below(Path::new("src/node_modules")));
+        assert!(git.skips_below(Path::new("a/.git")));
+        assert!(!git.skips_below(Path::new("a")));
         assert!(
             skips(&filter(&[(Include, "[")], &[]), ".env", false),
             "an invalid glob matches nothing"

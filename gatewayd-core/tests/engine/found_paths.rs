@@ -106,3 +106,42 @@ fn ordinary_commands_on_found_paths_are_allowed() {
         );
     }
 }
+
+#[test]
+fn trees_find_leaves_out_are_not_looked_at() {
+    let f = fx_xargs();
+    let mut s = session();
+    // A link to the key in a tree find's `-not -path` leaves out, beside a script.
+    std::fs::create_dir_all(f.p("work/src/node_modules/pkg")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        f.p("home/.ssh/id_rsa"),
+        f.p("work/src/node_modules/pkg/index.js"),
+    )
+    .expect("symlink");
+    std::fs::write(f.p("work/src/app.js"), "run()\n").expect("write");
+    let all = "find src -name '*.js' | xargs cat";
+    assert!(run_bare(&f, all).contains("BEGIN OPENSSH PRIVATE KEY"));
+    refused(
+        f.call(&mut s, "run_sh", json!({"command": all})),
+        Decision::Deny,
+        Reason::Shell,
+    );
+    for line in [
+        "find src -name '*.js' -not -path 'src/node_modules/*' | xargs cat",
+        "find src -name '*.js' ! -path '*/node_modules/*' -exec cat {} +",
+    ] {
+        let bare = run_bare(&f, line);
+        assert!(
+            bare.contains("run()") && !bare.contains("PRIVATE KEY"),
+            "{line}: {bare}"
+        );
+        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Allow,
+            "{line}: {}",
+            o.verdict.message
+        );
+        assert!(ran);
+    }
+}

@@ -73,12 +73,7 @@ pub(super) fn find_exec(argv: &[String]) -> Result<Option<FindExec>, ShellError>
     {
         WalkFilter::default()
     } else {
-        name_filter(&argv[expression_at..first_exec])
-    };
-    let roots = if roots.is_empty() {
-        vec![".".to_owned()]
-    } else {
-        roots
+        name_filter(&argv[expression_at..first_exec], &roots)
     };
     Ok(Some(FindExec {
         find,
@@ -88,7 +83,8 @@ pub(super) fn find_exec(argv: &[String]) -> Result<Option<FindExec>, ShellError>
     }))
 }
 
-/// find's start points (after `-H -L -P -D … -O…`) and where its expression starts.
+/// find's start points (after `-H -L -P -D … -O…`; `.` when none is written) and where
+/// its expression starts.
 fn start_points(argv: &[String]) -> (Vec<String>, usize) {
     let mut i = 1;
     while let Some(a) = argv.get(i) {
@@ -106,7 +102,12 @@ fn start_points(argv: &[String]) -> (Vec<String>, usize) {
     {
         i += 1;
     }
-    (argv[start..i].to_vec(), i)
+    let roots = if i == start {
+        vec![".".to_owned()]
+    } else {
+        argv[start..i].to_vec()
+    };
+    (roots, i)
 }
 
 /// One `-exec`'s words up to its terminator: `{}` stands alone (find also replaces it inside
@@ -132,26 +133,46 @@ fn exec_command(words: &[String], terminator: &str) -> Result<Vec<String>, Shell
 /// `-not` only turn the test after them around).
 const BRANCHES: &[&str] = &["-o", "-or", "(", ")", ","];
 
-/// The files find's expression leaves out for certain: with only tests joined by "and" (no
-/// [`BRANCHES`]), each `-name GLOB` not turned around by `!` must match a found path's base
-/// name (`-not -path './node_modules/*'` beside it only leaves out more). Anything else
-/// keeps every file (an empty filter).
-pub(super) fn name_filter(expression: &[String]) -> WalkFilter {
+/// The files find's expression leaves out for certain, below `roots` (as written): with
+/// only tests joined by "and" (no [`BRANCHES`]), each `-name GLOB` must match a found
+/// path's base name, and none of those after `!` or `-not` may; `-not -path '*/NAME/*'`
+/// leaves out the trees of directories named NAME, and `-not -path 'ROOT/NAME/*'` the tree
+/// of ROOT's NAME. Anything else keeps every file (an empty filter).
+pub(super) fn name_filter(expression: &[String], roots: &[String]) -> WalkFilter {
+    let mut filter = WalkFilter::default();
     if expression.iter().any(|w| BRANCHES.contains(&w.as_str())) {
-        return WalkFilter::default();
+        return filter;
     }
-    // Several `-name`s must all match; keeping a file that matches any of them keeps more.
-    let files = expression
-        .windows(2)
-        .enumerate()
-        .filter(|(i, w)| {
-            w[0] == "-name" && !(*i > 0 && matches!(expression[i - 1].as_str(), "!" | "-not"))
-        })
-        .map(|(_, w)| (FileRule::Include, w[1].clone()))
-        .collect();
-    WalkFilter {
-        files,
-        dirs: Vec::new(),
+    for (i, w) in expression.windows(2).enumerate() {
+        let negated = i > 0 && matches!(expression[i - 1].as_str(), "!" | "-not");
+        match (w[0].as_str(), negated) {
+            // Several `-name`s must all match; keeping a file that matches any keeps more.
+            ("-name", false) => filter.files.push((FileRule::Include, w[1].clone())),
+            ("-name", true) => filter.files.push((FileRule::Exclude, w[1].clone())),
+            ("-path" | "-wholename", true) => excluded_tree(&w[1], roots, &mut filter),
+            _ => {}
+        }
+    }
+    filter
+}
+
+/// `-not -path PATTERN` of the forms `*/NAME/*` and `ROOT/NAME/*` (NAME plain), as the
+/// filter's directories; any other pattern leaves nothing out.
+fn excluded_tree(pattern: &str, roots: &[String], filter: &mut WalkFilter) {
+    let plain = |n: &str| !n.is_empty() && !n.contains(['*', '?', '[', '\\', '/']);
+    let Some(head) = pattern.strip_suffix("/*") else {
+        return;
+    };
+    let Some((root, name)) = head.rsplit_once('/') else {
+        return;
+    };
+    if !plain(name) {
+        return;
+    }
+    if root == "*" {
+        filter.dirs.push(name.to_owned());
+    } else if roots.iter().all(|r| r.trim_end_matches('/') == root) {
+        filter.top_dirs.push(name.to_owned());
     }
 }
 
@@ -190,14 +211,8 @@ pub(super) fn path_list(
             let prints_else = expression
                 .iter()
                 .any(|w| find_action(w) && w != "-print0" && (w != "-print" || nul));
-            let roots = if roots.is_empty() {
-                vec![".".to_owned()]
-            } else {
-                roots
-            };
-            (!prints_else)
-                .then(|| list(roots, name_filter(expression), nul))
-                .flatten()
+            let filter = name_filter(expression, &roots);
+            (!prints_else).then(|| list(roots, filter, nul)).flatten()
         }
         "git" if argv.get(1).is_some_and(|v| v == "ls-files") => {
             let (options, paths): (Vec<&String>, Vec<&String>) =
@@ -466,21 +481,41 @@ mod tests {
 
     #[test]
     fn only_names_that_must_match_filter() {
-        assert!(name_filter(&words("-name *.rs -o -name .env")).is_empty());
-        assert!(name_filter(&words("! -name *.rs")).is_empty());
-        assert!(name_filter(&words("-not -name *.rs -type f")).is_empty());
-        let f = name_filter(&words(
-            "-name *.js -not -path ./node_modules/* ! -name *.min.js",
-        ));
-        assert_eq!(f.files, [(FileRule::Include, "*.js".to_owned())]);
-        assert!(name_filter(&words("-name *.js ( -o )")).is_empty());
-        assert!(name_filter(&words("-iname *.rs")).is_empty());
-        assert_eq!(
-            name_filter(&words("-type f -name *.py -name t*"))
-                .files
-                .len(),
-            2
+        let dot = || vec![".".to_owned()];
+        assert!(name_filter(&words("-name *.rs -o -name .env"), &dot()).is_empty());
+        assert!(name_filter(&words("-name *.js ( -o )"), &dot()).is_empty());
+        assert!(name_filter(&words("-iname *.rs"), &dot()).is_empty());
+        let f = name_filter(&words("! -name *.rs"), &dot());
+        assert_eq!(f.files, [(FileRule::Exclude, "*.rs".to_owned())]);
+        let f = name_filter(
+            &words("-name *.js -not -path ./node_modules/* ! -name *.min.js ! -path */.git/*"),
+            &dot(),
         );
+        assert_eq!(
+            f.files,
+            [
+                (FileRule::Include, "*.js".to_owned()),
+                (FileRule::Exclude, "*.min.js".to_owned())
+            ]
+        );
+        assert_eq!(
+            (f.top_dirs, f.dirs),
+            (vec!["node_modules".to_owned()], vec![".git".to_owned()])
+        );
+        // `./x/*` leaves out a tree only below the root `.`; other patterns nothing.
+        for (expression, roots) in [
+            ("-not -path ./node_modules/*", vec!["src".to_owned()]),
+            ("-not -path */node_*/*", dot()),
+            ("-not -path *node_modules*", dot()),
+            ("-path ./node_modules/*", dot()),
+        ] {
+            assert!(
+                name_filter(&words(expression), &roots).is_empty(),
+                "{expression}"
+            );
+        }
+        let f = name_filter(&words("-type f -name *.py -name t*"), &dot());
+        assert_eq!(f.files.len(), 2);
     }
 
     #[test]
