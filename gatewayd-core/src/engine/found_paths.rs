@@ -83,9 +83,9 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             if !kept {
                 continue;
             }
-            if found.split_by_xargs && splits(&entry.file_name().to_string_lossy()) {
+            if found.split && splits(&entry.file_name().to_string_lossy()) {
                 return Err(format!(
-                    "`{}` has a blank, quote, backslash or a character outside ASCII in its name, which xargs would split or unquote into other paths; use `find … -print0 | xargs -0`",
+                    "`{}` has a blank, quote, backslash, glob character or a character outside ASCII in its name, which xargs or the shell would split, unquote or glob into other paths; use `find … -print0 | xargs -0`",
                     path.display()
                 ));
             }
@@ -100,9 +100,10 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
     Ok(())
 }
 
-/// Whether xargs (without `-0`) would not take `name` as it is: a blank, quote or
-/// backslash, or a byte `git ls-files` prints quoted and escaped (a control character, one
-/// outside ASCII).
+/// Whether xargs (without `-0`) or the shell's splitting and globbing would not take `name`
+/// as it is: a blank, quote, backslash or glob character, or a byte `git ls-files` prints
+/// quoted and escaped (a control character, one outside ASCII).
 fn splits(name: &str) -> bool {
-    name.contains([' ', '\'', '"', '\\']) || name.chars().any(|c| c.is_control() || !c.is_ascii())
+    name.contains([' ', '\'', '"', '\\', '*', '?', '['])
+        || name.chars().any(|c| c.is_control() || !c.is_ascii())
 }

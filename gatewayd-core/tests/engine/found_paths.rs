@@ -42,6 +42,7 @@ fn found_paths_that_lead_to_a_protected_file_are_refused() {
         "find . -exec cat {} \\; -name '*.rs'",
         "find . -name '*.rs' -o -name '.env' -exec cat {} \\;",
         "find . -name '*.rs' | xargs cat",
+        "cat $(find src -name '*.rs')",
     ] {
         let bare = run_bare(&f, line);
         assert!(
@@ -91,6 +92,8 @@ fn ordinary_commands_on_found_paths_are_allowed() {
         "find src -type f | xargs wc -l",
         "find src -name '*.rs' -print0 | xargs -0 grep -n main",
         "find src -name '*.txt' | grep -v keep | head -5 | xargs wc -l",
+        "wc -l $(find src -name '*.rs')",
+        "grep -c main $(find src -type f -name '*.rs' | head -3)",
     ] {
         let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
         assert_eq!(

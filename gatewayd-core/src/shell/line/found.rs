@@ -9,8 +9,6 @@
 //! that run others.
 use std::path::PathBuf;
 
-use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect};
-
 use super::{Walk, runs_inner_commands, unanalysable, wrappers};
 use crate::shell::{FileRule, ShellError, WalkFilter};
 
@@ -21,10 +19,11 @@ pub struct Found {
     pub roots: Vec<PathBuf>,
     /// The files the finding command leaves out, whatever directory they are in.
     pub filter: WalkFilter,
-    /// The paths come to the command as xargs splits them (blanks, quotes and backslashes
-    /// are separators or quoting): a name below a root that has one of those would become
-    /// other paths, so the check looks for such names.
-    pub split_by_xargs: bool,
+    /// The paths come to the command split into words, by xargs (blanks, quotes and
+    /// backslashes are separators or quoting) or by the shell (`$(find …)` outside quotes:
+    /// blanks separate, glob characters match): a name below a root that has one of those
+    /// would become other paths, so the check looks for such names.
+    pub split: bool,
 }
 
 /// `find … -exec …` cut in two: find's own words, and the commands it runs.
@@ -85,7 +84,7 @@ pub(super) fn find_exec(argv: &[String]) -> Result<Option<FindExec>, ShellError>
 
 /// find's start points (after `-H -L -P -D … -O…`; `.` when none is written) and where
 /// its expression starts.
-fn start_points(argv: &[String]) -> (Vec<String>, usize) {
+pub(super) fn start_points(argv: &[String]) -> (Vec<String>, usize) {
     let mut i = 1;
     while let Some(a) = argv.get(i) {
         match a.as_str() {
@@ -176,214 +175,6 @@ fn excluded_tree(pattern: &str, roots: &[String], filter: &mut WalkFilter) {
     }
 }
 
-/// What a command of a pipeline writes to the next, when it is a list of paths.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct PathList {
-    /// The paths: below these roots, the filter's files left out.
-    pub(super) found: Found,
-    /// Ended by NUL bytes (`find -print0`, `git ls-files -z`), not newlines.
-    pub(super) nul: bool,
-}
-
-/// The list of paths `argv` (run in `cwd`) writes, if it is one: `find` printing what it
-/// finds, `git ls-files`, or a filter that keeps some of the lines of `before` (`grep`,
-/// `head`, `tail`, `sort` without files).
-pub(super) fn path_list(
-    argv: &[String],
-    cwd: &std::path::Path,
-    before: Option<&PathList>,
-) -> Option<PathList> {
-    let list = |roots: Vec<String>, filter, nul| {
-        Some(PathList {
-            found: Found {
-                roots: roots.iter().map(|r| cwd.join(r)).collect(),
-                filter,
-                split_by_xargs: false,
-            },
-            nul,
-        })
-    };
-    match argv[0].as_str() {
-        "find" => {
-            let (roots, at) = start_points(argv);
-            let expression = &argv[at..];
-            let nul = expression.iter().any(|w| w == "-print0");
-            let prints_else = expression
-                .iter()
-                .any(|w| find_action(w) && w != "-print0" && (w != "-print" || nul));
-            let filter = name_filter(expression, &roots);
-            (!prints_else).then(|| list(roots, filter, nul)).flatten()
-        }
-        "git" if argv.get(1).is_some_and(|v| v == "ls-files") => {
-            let (options, paths): (Vec<&String>, Vec<&String>) =
-                argv[2..].iter().partition(|w| w.starts_with('-'));
-            let known = [
-                "-z",
-                "-c",
-                "--cached",
-                "-m",
-                "--modified",
-                "-o",
-                "--others",
-                "--exclude-standard",
-                "-d",
-                "--deleted",
-                "--",
-            ];
-            let plain = |p: &&String| !p.contains(['*', '?', '[', '\\']) && !p.starts_with(':');
-            if !options.iter().all(|o| known.contains(&o.as_str())) || !paths.iter().all(plain) {
-                return None;
-            }
-            let nul = options.iter().any(|o| *o == "-z");
-            let roots: Vec<String> = paths.into_iter().cloned().collect();
-            let roots = if roots.is_empty() {
-                vec![".".to_owned()]
-            } else {
-                roots
-            };
-            list(roots, WalkFilter::default(), nul)
-        }
-        "grep" | "head" | "tail" | "sort" if keeps_lines(argv) => {
-            before.filter(|b| !b.nul).cloned()
-        }
-        _ => None,
-    }
-}
-
-/// Whether a simple command with `redirects` reads its standard input from the pipe (no
-/// redirection of descriptor 0, here-documents included), and writes to the pipe only its
-/// own standard output (no redirection but of descriptor 2 to a file: `2>/dev/null`, not
-/// `2>&1`).
-pub(super) fn stdio(redirects: &[IoRedirect]) -> (bool, bool) {
-    use IoFileRedirectKind::{DuplicateInput, Read, ReadAndWrite};
-    let input_is_pipe = redirects.iter().all(|r| match r {
-        IoRedirect::File(fd, kind, _) => {
-            // A redirection without a number is of descriptor 0 when it reads, else 1.
-            let reads = matches!(kind, Read | ReadAndWrite | DuplicateInput);
-            fd.map_or(!reads, |n| n != 0)
-        }
-        IoRedirect::HereDocument(fd, _) | IoRedirect::HereString(fd, _) => fd.unwrap_or(0) != 0,
-        IoRedirect::OutputAndError(..) => true,
-    });
-    let output_is_pipe = redirects.iter().all(|r| {
-        matches!(
-            r,
-            IoRedirect::File(
-                Some(2),
-                IoFileRedirectKind::Write
-                    | IoFileRedirectKind::Append
-                    | IoFileRedirectKind::Clobber,
-                IoFileRedirectTarget::Filename(_)
-            )
-        )
-    });
-    (input_is_pipe, output_is_pipe)
-}
-
-/// Whether `w` is one of find's actions (what it does with a path other than test it).
-fn find_action(w: &str) -> bool {
-    w.starts_with("-print")
-        || w.starts_with("-fprint")
-        || w.starts_with("-exec")
-        || w.starts_with("-ok")
-        || matches!(w, "-ls" | "-fls" | "-delete" | "-quit")
-}
-
-/// `grep PATTERN`, `head -n N`, `tail -N`, `sort -u`, …: each line it writes is a whole
-/// line it read (no file operand, no option that writes parts or counts).
-fn keeps_lines(argv: &[String]) -> bool {
-    let args = &argv[1..];
-    match argv[0].as_str() {
-        "grep" => {
-            let flags = [
-                "-v",
-                "-i",
-                "-E",
-                "-F",
-                "-w",
-                "-x",
-                "--invert-match",
-                "--ignore-case",
-            ];
-            let (options, operands): (Vec<&String>, Vec<&String>) =
-                args.iter().partition(|a| a.starts_with('-'));
-            options.iter().all(|o| flags.contains(&o.as_str())) && operands.len() == 1
-        }
-        "head" | "tail" => match args {
-            [] => true,
-            [n] => n
-                .strip_prefix("-n")
-                .or_else(|| n.strip_prefix('-'))
-                .is_some_and(is_count),
-            [o, n] => o == "-n" && is_count(n),
-            _ => false,
-        },
-        _ => args
-            .iter()
-            .all(|a| ["-u", "-r", "-n", "-V", "-f"].contains(&a.as_str())),
-    }
-}
-
-fn is_count(n: &str) -> bool {
-    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// `xargs [OPTIONS] [COMMAND…]` on `list`: COMMAND with each root where the paths go (at
-/// the end, or for `-I R`'s R), and what the paths stand for. `None` for an option it does
-/// not read (`-a FILE`, `-E`, `-p`, …) or a NUL mode that is not the list's.
-pub(super) fn xargs(args: &[String], list: &PathList) -> Option<Vec<(Vec<String>, Found)>> {
-    let mut i = 0;
-    let (mut nul, mut replace) = (false, None);
-    while let Some(a) = args.get(i) {
-        let value_next = ["-n", "-P", "-L", "-s", "-I"].contains(&a.as_str());
-        match a.as_str() {
-            "-0" | "--null" => nul = true,
-            "-r" | "--no-run-if-empty" | "-t" | "--verbose" | "-x" | "--exit" => {}
-            "-I" => replace = Some(args.get(i + 1)?.clone()),
-            _ if value_next => {
-                if !is_count(args.get(i + 1)?) {
-                    return None;
-                }
-            }
-            _ if a.starts_with("-I") => replace = Some(a[2..].to_owned()),
-            _ if a.starts_with("--replace=") => replace = Some(a[10..].to_owned()),
-            _ if ["-n", "-P", "-L", "-s"].iter().any(|o| a.starts_with(o)) && is_count(&a[2..]) => {
-            }
-            _ if ["--max-args=", "--max-procs=", "--max-lines="]
-                .iter()
-                .any(|o| a.strip_prefix(o).is_some_and(is_count)) => {}
-            _ if a.starts_with('-') => return None,
-            _ => break,
-        }
-        i += if value_next { 2 } else { 1 };
-    }
-    if nul != list.nul {
-        return None;
-    }
-    let command: Vec<String> = match &args[i..] {
-        [] => vec!["echo".to_owned()],
-        rest => rest.to_vec(),
-    };
-    let found = Found {
-        split_by_xargs: !nul,
-        ..list.found.clone()
-    };
-    let mut out = Vec::new();
-    for root in &found.roots {
-        let root = root.to_string_lossy().into_owned();
-        let argv = match &replace {
-            Some(r) if command.iter().any(|w| w != r && w.contains(r.as_str())) => return None,
-            Some(r) => command
-                .iter()
-                .map(|w| if w == r { root.clone() } else { w.clone() })
-                .collect(),
-            None => command.iter().cloned().chain([root]).collect(),
-        };
-        out.push((argv, found.clone()));
-    }
-    Some(out)
-}
-
 impl Walk {
     /// `find … -exec COMMAND …`: find as the walk of names it is, then each COMMAND once
     /// for each root, the root standing for `{}` ([`found`]).
@@ -397,7 +188,7 @@ impl Walk {
         let found = Found {
             roots: f.roots.iter().map(|r| self.ctx.cwd.join(r)).collect(),
             filter: f.filter,
-            split_by_xargs: false,
+            split: false,
         };
         for command in &f.commands {
             for root in &f.roots {
@@ -405,21 +196,28 @@ impl Walk {
                     .iter()
                     .map(|w| if w == "{}" { root.clone() } else { w.clone() })
                     .collect();
-                self.push_found(argv, found.clone())?;
+                self.push_found(argv, Vec::new(), Vec::new(), found.clone())?;
             }
         }
         Ok(())
     }
 
-    /// A command that runs on what `found` stands for.
-    pub(super) fn push_found(&mut self, argv: Vec<String>, found: Found) -> Result<(), ShellError> {
+    /// A command that runs on what `found` stands for, with the files its redirections
+    /// open.
+    pub(super) fn push_found(
+        &mut self,
+        argv: Vec<String>,
+        reads: Vec<PathBuf>,
+        writes: Vec<PathBuf>,
+        found: Found,
+    ) -> Result<(), ShellError> {
         if wrappers::is_builtin(&argv[0]) || runs_inner_commands(&argv) {
             return Err(unanalysable(format!(
                 "`{}` run on found paths (give a program that reads them)",
                 argv[0]
             )));
         }
-        self.push(argv, Vec::new(), Vec::new(), true)?;
+        self.push(argv, reads, writes, true)?;
         if let Some(last) = self.out.last_mut() {
             last.found = Some(found);
         }
@@ -429,10 +227,7 @@ impl Walk {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::{FileRule, find_exec, name_filter};
-    use crate::shell::line::tests::{cmds, refused};
 
     fn words(line: &str) -> Vec<String> {
         line.split(' ').map(str::to_owned).collect()
@@ -516,49 +311,5 @@ mod tests {
         }
         let f = name_filter(&words("-type f -name *.py -name t*"), &dot());
         assert_eq!(f.files.len(), 2);
-    }
-
-    #[test]
-    fn commands_on_found_paths_stand_for_the_roots() {
-        let c = cmds("find src -name '*.rs' -exec grep -l x {} \\;");
-        assert_eq!(c[0].argv, ["find", "src", "-name", "*.rs"]);
-        assert_eq!(c[1].argv, ["grep", "-l", "x", "src"]);
-        let found = c[1].found.as_ref().expect("found paths");
-        assert_eq!(found.roots, [PathBuf::from("/work/src")]);
-        assert!(!found.split_by_xargs && !found.filter.is_empty());
-        let c = cmds("find . -type f | grep -v test | xargs wc -l");
-        assert_eq!(c[3].argv, ["wc", "-l", "/work/."]);
-        assert!(c[3].found.as_ref().is_some_and(|f| f.split_by_xargs));
-        let c = cmds("find src 2>/dev/null | xargs wc -l 2>&1");
-        assert!(c[2].found.is_some(), "{c:?}");
-        let c = cmds("git ls-files -z src | xargs -0 -n 10 cat");
-        assert_eq!(c[2].argv, ["cat", "/work/src"]);
-        assert!(c[2].found.as_ref().is_some_and(|f| !f.split_by_xargs));
-        let c = cmds("find . -name '*.py' | xargs -I{} cp {} /tmp/out");
-        assert_eq!(c[2].argv, ["cp", "/work/.", "/tmp/out"]);
-        // Not lists of paths, or not read: xargs is left to the analysis (which refuses it).
-        for line in [
-            "echo ~/.ssh/id_rsa | xargs cat",
-            "find . | sed s/a/b/ | xargs cat",
-            "find . | grep -o x | xargs cat",
-            "find . -print0 | xargs cat",
-            "find . | xargs -0 cat",
-            "find . | xargs -a list cat",
-            "find . -printf '%p' | xargs cat",
-            "xargs cat < list",
-            "find . -name '*.rs' | xargs cat < list",
-            "find . -name '*.rs' | xargs cat <<< ~/.ssh/id_rsa",
-            "find . 2>&1 | xargs cat",
-            "find . > out | xargs cat",
-            "find . | grep x < list | xargs cat",
-            "find . | bash -c 'xargs cat'",
-            "find . | timeout 5 xargs cat",
-        ] {
-            let c = cmds(line);
-            let x = c.iter().find(|c| c.argv[0] == "xargs").expect("xargs");
-            assert!(x.analyse && x.found.is_none(), "{line}: {c:?}");
-        }
-        assert!(refused("find . -exec cd {} \\;").contains("found paths"));
-        assert!(refused("find . | xargs bash -c true").contains("found paths"));
     }
 }

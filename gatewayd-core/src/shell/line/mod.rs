@@ -12,14 +12,16 @@
 //! (expanded against the file system as bash does: no match leaves the word as written), `for NAME in WORDS` (its body
 //! walked once for each value, `$NAME` being that value), command substitutions (their
 //! inner line analysed as commands of their own; their value allowed only where the
-//! command takes text, `runtime`), and `bash -c BODY` (and `sh`, `dash`, `zsh`, with
-//! `-l`, `-e` and the like), whose BODY is a line of its own.
+//! command takes text, `runtime`), `bash -c BODY` (and `sh`, `dash`, `zsh`, with
+//! `-l`, `-e` and the like), whose BODY is a line of its own, `source FILE` (as `bash
+//! FILE`), and commands run on the paths another command found (`find -exec`, `… | xargs`,
+//! `cat $(find …)`: `found`, `pipes`).
 //!
 //! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
 //! substitution, variables other than `HOME`, `PWD` and those the line set, a substitution's
 //! value where it is not text, arithmetic, braces in an assignment, arithmetic `for`, `case`,
 //! a `[[ … ]]` of words not known before the line runs or arithmetic of non-integers,
-//! functions, `eval`, `source`, `.`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
+//! functions, `eval`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
 //! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
 //! `NODE_OPTIONS`, …).
 use std::path::{Path, PathBuf};
@@ -32,15 +34,19 @@ use brush_parser::{
 use super::ShellError;
 use builtins::check_assignment;
 use runtime::RuntimeWord;
-use words::{Expanded, ExpandedWord};
+use words::ExpandedWord;
 
 mod braces;
 mod builtins;
 mod flow;
 mod found;
+mod pipes;
+mod redirects;
 mod runtime;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_found;
 mod words;
 mod wrappers;
 
@@ -152,6 +158,9 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         piped: None,
         listed: None,
         output_is_pipe: false,
+        pipelines: 0,
+        last_list: None,
+        found_next: None,
     };
     walk.line(line)?;
     Ok(walk.out)
@@ -190,13 +199,19 @@ struct Walk {
     out: Vec<LineCommand>,
     /// The list of paths the command before in the pipeline writes, for the simple command
     /// being walked (`xargs`).
-    piped: Option<found::PathList>,
+    piped: Option<pipes::PathList>,
     /// The list the last simple command of a pipeline read ([`Walk::piped`]), for a filter
     /// (`grep`) that hands it on.
-    listed: Option<found::PathList>,
+    listed: Option<pipes::PathList>,
     /// The last simple command's standard output is the pipe, with only its own output in
     /// it (no redirection but of its standard error to a file).
     output_is_pipe: bool,
+    /// Pipelines walked so far.
+    pipelines: usize,
+    /// The list of paths the last pipeline walked writes, if it is one.
+    last_list: Option<pipes::PathList>,
+    /// The found paths the next command runs on (`cat $(find …)`).
+    found_next: Option<Found>,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -246,35 +261,7 @@ impl Walk {
         Ok(())
     }
 
-    fn pipeline(&mut self, p: &ast::Pipeline) -> Result<(), ShellError> {
-        if let [one] = p.seq.as_slice() {
-            return self.command(one);
-        }
-        // Each command of a pipeline of several runs in a subshell: `cd x | cat a` reads
-        // `./a`. A simple command that writes a list of paths hands it to the next
-        // (`find … | xargs …`).
-        let mut list: Option<found::PathList> = None;
-        for c in &p.seq {
-            let start = self.out.len();
-            self.piped = list.take().filter(|_| matches!(c, Command::Simple(_)));
-            self.output_is_pipe = false;
-            let r = self.subshell(|w| w.command(c));
-            self.piped = None;
-            r?;
-            let before = self.listed.take();
-            list = match (&self.out[start..], c) {
-                ([one], Command::Simple(_))
-                    if one.found.is_none() && one.analyse && self.output_is_pipe =>
-                {
-                    found::path_list(&one.argv, &one.cwd, before.as_ref())
-                }
-                _ => None,
-            };
-        }
-        Ok(())
-    }
-
-    fn command(&mut self, c: &Command) -> Result<(), ShellError> {
+    pub(super) fn command(&mut self, c: &Command) -> Result<(), ShellError> {
         match c {
             Command::Simple(s) => self.simple(s),
             Command::Compound(compound, redirects) => {
@@ -356,7 +343,10 @@ impl Walk {
                 }
             }
         }
-        runtime::check(&words.argv, &words.runtime)?;
+        let mut found = None;
+        if let Err(refused) = runtime::check(&words.argv, &words.runtime) {
+            found = Some(self.paths_substituted(&mut words)?.ok_or(refused)?);
+        }
         let owned: Vec<IoRedirect> = redirects.into_iter().cloned().collect();
         let (reads, writes) = self.redirects(&owned)?;
         // The substitutions run before the command, each in a subshell.
@@ -373,9 +363,10 @@ impl Walk {
         }
         // A list goes in only through standard input, and out only through standard
         // output with nothing else in it.
-        let (input_is_pipe, output_is_pipe) = found::stdio(&owned);
+        let (input_is_pipe, output_is_pipe) = pipes::stdio(&owned);
         self.piped = piped.filter(|_| input_is_pipe);
         self.output_is_pipe = output_is_pipe;
+        self.found_next = found;
         self.run(words.argv, reads, writes)
     }
 
@@ -418,6 +409,9 @@ impl Walk {
         // wrapped command or a shell's body.
         let piped = self.piped.take();
         self.listed.clone_from(&piped);
+        if let Some(found) = self.found_next.take() {
+            return self.push_found(argv, reads, writes, found);
+        }
         if argv[0] == "break" || argv[0] == "continue" {
             self.loop_exits += 1;
         }
@@ -441,11 +435,11 @@ impl Walk {
         if let Some(commands) = piped
             .as_ref()
             .filter(|_| argv[0] == "xargs")
-            .and_then(|list| found::xargs(&argv[1..], list))
+            .and_then(|list| pipes::xargs(&argv[1..], list))
         {
             self.push(vec![argv[0].clone()], reads, writes, false)?;
             for (argv, found) in commands {
-                self.push_found(argv, found)?;
+                self.push_found(argv, Vec::new(), Vec::new(), found)?;
             }
             return Ok(());
         }
@@ -509,82 +503,6 @@ impl Walk {
         let value = self.ctx.static_text(&w.value)?;
         check_assignment(name, Some(&value))?;
         Ok((name.clone(), value))
-    }
-
-    /// The files the redirections read and write; descriptor duplications and `/dev/null`
-    /// are neither. The command substitutions of a here-document are walked: their value
-    /// is the command's input, text.
-    fn redirects(
-        &mut self,
-        list: &[IoRedirect],
-    ) -> Result<(Vec<PathBuf>, Vec<PathBuf>), ShellError> {
-        use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T};
-        let (mut reads, mut writes) = (Vec::new(), Vec::new());
-        for r in list {
-            match r {
-                IoRedirect::File(_, kind, target) => {
-                    let word = match target {
-                        T::Filename(w) => w,
-                        T::Fd(_) => continue,
-                        T::Duplicate(w) => {
-                            let t = self.ctx.static_text(&w.value)?;
-                            if t == "-" || t.bytes().all(|b| b.is_ascii_digit()) {
-                                continue;
-                            }
-                            w
-                        }
-                        T::ProcessSubstitution(..) => {
-                            return Err(unanalysable("a process substitution `<(…)`/`>(…)`"));
-                        }
-                    };
-                    let Some(path) = self.redirect_path(&word.value)? else {
-                        continue;
-                    };
-                    match kind {
-                        K::Read | K::DuplicateInput => reads.push(path),
-                        K::ReadAndWrite => {
-                            reads.push(path.clone());
-                            writes.push(path);
-                        }
-                        K::Write | K::Append | K::Clobber | K::DuplicateOutput => writes.push(path),
-                    }
-                }
-                IoRedirect::OutputAndError(w, _) => {
-                    if let Some(path) = self.redirect_path(&w.value)? {
-                        writes.push(path);
-                    }
-                }
-                IoRedirect::HereString(_, w) => {
-                    self.ctx.static_text(&w.value)?;
-                }
-                IoRedirect::HereDocument(_, doc) => {
-                    if doc.requires_expansion {
-                        let pieces = brush_parser::word::parse_heredoc(&doc.doc.value, &options())
-                            .map_err(|e| ShellError::Syntax(e.to_string()))?;
-                        let mut text = Expanded::default();
-                        self.ctx.text_of(&pieces, &mut text)?;
-                        for inner in &text.substitutions {
-                            self.nested(inner)?;
-                        }
-                    }
-                }
-            }
-        }
-        Ok((reads, writes))
-    }
-
-    /// A redirection's file, absolute; `None` for `/dev/null`.
-    fn redirect_path(&self, raw: &str) -> Result<Option<PathBuf>, ShellError> {
-        let words = self.ctx.static_word(raw)?;
-        let [one] = words.as_slice() else {
-            return Err(unanalysable(format!(
-                "a redirection to `{raw}`, which names several files"
-            )));
-        };
-        if one == "/dev/null" {
-            return Ok(None);
-        }
-        Ok(Some(self.ctx.cwd.join(one)))
     }
 }
 

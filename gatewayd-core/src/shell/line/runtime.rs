@@ -15,7 +15,9 @@
 //!
 //! Everything else is refused with the reason a substitution had before: `cat "$(…)"`,
 //! `cd "$(…)"`, `$(…) args`, `git commit -m $(…)` (outside quotes bash splits the value into
-//! words), a redirection to `"$(…)"`, an assignment's value.
+//! words), a redirection to `"$(…)"`, an assignment's value. One exception is the walk's
+//! ([`super::found`]): a word that is only a substitution, outside quotes, whose line is a
+//! list of paths (`wc -l $(git ls-files)`) stands for the files below the list's roots.
 use super::{unanalysable, words::RUNTIME_STAND_IN};
 use crate::shell::{ShellError, analyze};
 

@@ -1,0 +1,300 @@
+//! Lists of paths handed from one command to another ([`super::found`]): the list a
+//! command writes (`find`, `git ls-files`, and the filters `grep`, `head`, `tail`, `sort`
+//! that keep whole lines of it), how a pipeline hands it on to `xargs`, and a command
+//! substitution that is one (`wc -l $(git ls-files)`). A list goes in only through
+//! standard input with no redirection of it, and out only through standard output with
+//! nothing but standard error redirected, to a file.
+use brush_parser::ast::{self, Command, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect};
+
+use super::{
+    Walk, Words,
+    found::{Found, name_filter, start_points},
+    words::RUNTIME_STAND_IN,
+};
+use crate::shell::{ShellError, WalkFilter};
+
+impl Walk {
+    pub(super) fn pipeline(&mut self, p: &ast::Pipeline) -> Result<(), ShellError> {
+        self.pipelines += 1;
+        let mut list: Option<PathList> = None;
+        if let [one] = p.seq.as_slice() {
+            let start = self.out.len();
+            self.output_is_pipe = false;
+            self.command(one)?;
+            list = self.list_written(start, one);
+        } else {
+            // Each command of a pipeline of several runs in a subshell: `cd x | cat a`
+            // reads `./a`. A simple command that writes a list of paths hands it to the
+            // next (`find … | xargs …`).
+            for c in &p.seq {
+                let start = self.out.len();
+                self.piped = list.take().filter(|_| matches!(c, Command::Simple(_)));
+                self.output_is_pipe = false;
+                let r = self.subshell(|w| w.command(c));
+                self.piped = None;
+                r?;
+                list = self.list_written(start, c);
+            }
+        }
+        self.last_list = list;
+        Ok(())
+    }
+
+    /// The list of paths that `c`, a command of a pipeline whose line commands start at
+    /// `self.out[start]`, writes, if it is one ([`found::path_list`]).
+    fn list_written(&mut self, start: usize, c: &Command) -> Option<PathList> {
+        let before = self.listed.take();
+        match (&self.out[start..], c) {
+            ([one], Command::Simple(_))
+                if one.found.is_none() && one.analyse && self.output_is_pipe =>
+            {
+                path_list(&one.argv, &one.cwd, before.as_ref())
+            }
+            _ => None,
+        }
+    }
+
+    /// A command's one word that is a command substitution outside quotes whose line is a
+    /// list of paths (`wc -l $(git ls-files src)`): its inner line walked, the word
+    /// replaced by the list's roots, and what they stand for. `None` when the command has
+    /// any other word known only when it runs, or the line is not one pipeline writing such
+    /// a list (not NUL-ended: bash drops NUL bytes).
+    pub(super) fn paths_substituted(
+        &mut self,
+        words: &mut Words,
+    ) -> Result<Option<Found>, ShellError> {
+        let ([word], [inner]) = (words.runtime.as_slice(), words.substitutions.as_slice()) else {
+            return Ok(None);
+        };
+        if !word.splits || word.index == 0 || words.argv[word.index] != RUNTIME_STAND_IN {
+            return Ok(None);
+        }
+        let (index, inner) = (word.index, inner.clone());
+        let pipelines = self.pipelines;
+        self.last_list = None;
+        self.nested(&inner)?;
+        let list = self.last_list.take();
+        let Some(list) = list.filter(|l| !l.nul && self.pipelines == pipelines + 1) else {
+            return Ok(None);
+        };
+        words.runtime.clear();
+        words.substitutions.clear();
+        let roots = list.found.roots.iter();
+        words.argv.splice(
+            index..=index,
+            roots.map(|r| r.to_string_lossy().into_owned()),
+        );
+        Ok(Some(Found {
+            split: true,
+            ..list.found
+        }))
+    }
+}
+
+/// What a command of a pipeline writes to the next, when it is a list of paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PathList {
+    /// The paths: below these roots, the filter's files left out.
+    pub(super) found: Found,
+    /// Ended by NUL bytes (`find -print0`, `git ls-files -z`), not newlines.
+    pub(super) nul: bool,
+}
+
+/// The list of paths `argv` (run in `cwd`) writes, if it is one: `find` printing what it
+/// finds, `git ls-files`, or a filter that keeps some of the lines of `before` (`grep`,
+/// `head`, `tail`, `sort` without files).
+pub(super) fn path_list(
+    argv: &[String],
+    cwd: &std::path::Path,
+    before: Option<&PathList>,
+) -> Option<PathList> {
+    let list = |roots: Vec<String>, filter, nul| {
+        Some(PathList {
+            found: Found {
+                roots: roots.iter().map(|r| cwd.join(r)).collect(),
+                filter,
+                split: false,
+            },
+            nul,
+        })
+    };
+    match argv[0].as_str() {
+        "find" => {
+            let (roots, at) = start_points(argv);
+            let expression = &argv[at..];
+            let nul = expression.iter().any(|w| w == "-print0");
+            let prints_else = expression
+                .iter()
+                .any(|w| find_action(w) && w != "-print0" && (w != "-print" || nul));
+            let filter = name_filter(expression, &roots);
+            (!prints_else).then(|| list(roots, filter, nul)).flatten()
+        }
+        "git" if argv.get(1).is_some_and(|v| v == "ls-files") => {
+            let (options, paths): (Vec<&String>, Vec<&String>) =
+                argv[2..].iter().partition(|w| w.starts_with('-'));
+            let known = [
+                "-z",
+                "-c",
+                "--cached",
+                "-m",
+                "--modified",
+                "-o",
+                "--others",
+                "--exclude-standard",
+                "-d",
+                "--deleted",
+                "--",
+            ];
+            let plain = |p: &&String| !p.contains(['*', '?', '[', '\\']) && !p.starts_with(':');
+            if !options.iter().all(|o| known.contains(&o.as_str())) || !paths.iter().all(plain) {
+                return None;
+            }
+            let nul = options.iter().any(|o| *o == "-z");
+            let roots: Vec<String> = paths.into_iter().cloned().collect();
+            let roots = if roots.is_empty() {
+                vec![".".to_owned()]
+            } else {
+                roots
+            };
+            list(roots, WalkFilter::default(), nul)
+        }
+        "grep" | "head" | "tail" | "sort" if keeps_lines(argv) => {
+            before.filter(|b| !b.nul).cloned()
+        }
+        _ => None,
+    }
+}
+
+/// Whether a simple command with `redirects` reads its standard input from the pipe (no
+/// redirection of descriptor 0, here-documents included), and writes to the pipe only its
+/// own standard output (no redirection but of descriptor 2 to a file: `2>/dev/null`, not
+/// `2>&1`).
+pub(super) fn stdio(redirects: &[IoRedirect]) -> (bool, bool) {
+    use IoFileRedirectKind::{DuplicateInput, Read, ReadAndWrite};
+    let input_is_pipe = redirects.iter().all(|r| match r {
+        IoRedirect::File(fd, kind, _) => {
+            // A redirection without a number is of descriptor 0 when it reads, else 1.
+            let reads = matches!(kind, Read | ReadAndWrite | DuplicateInput);
+            fd.map_or(!reads, |n| n != 0)
+        }
+        IoRedirect::HereDocument(fd, _) | IoRedirect::HereString(fd, _) => fd.unwrap_or(0) != 0,
+        IoRedirect::OutputAndError(..) => true,
+    });
+    let output_is_pipe = redirects.iter().all(|r| {
+        matches!(
+            r,
+            IoRedirect::File(
+                Some(2),
+                IoFileRedirectKind::Write
+                    | IoFileRedirectKind::Append
+                    | IoFileRedirectKind::Clobber,
+                IoFileRedirectTarget::Filename(_)
+            )
+        )
+    });
+    (input_is_pipe, output_is_pipe)
+}
+
+/// Whether `w` is one of find's actions (what it does with a path other than test it).
+fn find_action(w: &str) -> bool {
+    w.starts_with("-print")
+        || w.starts_with("-fprint")
+        || w.starts_with("-exec")
+        || w.starts_with("-ok")
+        || matches!(w, "-ls" | "-fls" | "-delete" | "-quit")
+}
+
+/// `grep PATTERN`, `head -n N`, `tail -N`, `sort -u`, …: each line it writes is a whole
+/// line it read (no file operand, no option that writes parts or counts).
+fn keeps_lines(argv: &[String]) -> bool {
+    let args = &argv[1..];
+    match argv[0].as_str() {
+        "grep" => {
+            let flags = [
+                "-v",
+                "-i",
+                "-E",
+                "-F",
+                "-w",
+                "-x",
+                "--invert-match",
+                "--ignore-case",
+            ];
+            let (options, operands): (Vec<&String>, Vec<&String>) =
+                args.iter().partition(|a| a.starts_with('-'));
+            options.iter().all(|o| flags.contains(&o.as_str())) && operands.len() == 1
+        }
+        "head" | "tail" => match args {
+            [] => true,
+            [n] => n
+                .strip_prefix("-n")
+                .or_else(|| n.strip_prefix('-'))
+                .is_some_and(is_count),
+            [o, n] => o == "-n" && is_count(n),
+            _ => false,
+        },
+        _ => args
+            .iter()
+            .all(|a| ["-u", "-r", "-n", "-V", "-f"].contains(&a.as_str())),
+    }
+}
+
+fn is_count(n: &str) -> bool {
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `xargs [OPTIONS] [COMMAND…]` on `list`: COMMAND with each root where the paths go (at
+/// the end, or for `-I R`'s R), and what the paths stand for. `None` for an option it does
+/// not read (`-a FILE`, `-E`, `-p`, …) or a NUL mode that is not the list's.
+pub(super) fn xargs(args: &[String], list: &PathList) -> Option<Vec<(Vec<String>, Found)>> {
+    let mut i = 0;
+    let (mut nul, mut replace) = (false, None);
+    while let Some(a) = args.get(i) {
+        let value_next = ["-n", "-P", "-L", "-s", "-I"].contains(&a.as_str());
+        match a.as_str() {
+            "-0" | "--null" => nul = true,
+            "-r" | "--no-run-if-empty" | "-t" | "--verbose" | "-x" | "--exit" => {}
+            "-I" => replace = Some(args.get(i + 1)?.clone()),
+            _ if value_next => {
+                if !is_count(args.get(i + 1)?) {
+                    return None;
+                }
+            }
+            _ if a.starts_with("-I") => replace = Some(a[2..].to_owned()),
+            _ if a.starts_with("--replace=") => replace = Some(a[10..].to_owned()),
+            _ if ["-n", "-P", "-L", "-s"].iter().any(|o| a.starts_with(o)) && is_count(&a[2..]) => {
+            }
+            _ if ["--max-args=", "--max-procs=", "--max-lines="]
+                .iter()
+                .any(|o| a.strip_prefix(o).is_some_and(is_count)) => {}
+            _ if a.starts_with('-') => return None,
+            _ => break,
+        }
+        i += if value_next { 2 } else { 1 };
+    }
+    if nul != list.nul {
+        return None;
+    }
+    let command: Vec<String> = match &args[i..] {
+        [] => vec!["echo".to_owned()],
+        rest => rest.to_vec(),
+    };
+    let found = Found {
+        split: !nul,
+        ..list.found.clone()
+    };
+    let mut out = Vec::new();
+    for root in &found.roots {
+        let root = root.to_string_lossy().into_owned();
+        let argv = match &replace {
+            Some(r) if command.iter().any(|w| w != r && w.contains(r.as_str())) => return None,
+            Some(r) => command
+                .iter()
+                .map(|w| if w == r { root.clone() } else { w.clone() })
+                .collect(),
+            None => command.iter().cloned().chain([root]).collect(),
+        };
+        out.push((argv, found.clone()));
+    }
+    Some(out)
+}

@@ -1,0 +1,97 @@
+//! [`super`]: words of the shell that run nothing or a script, and commands run on the
+//! paths another command found ([`super::found`], [`super::pipes`]).
+use std::path::PathBuf;
+
+use super::tests::{argvs, cmds, refused};
+
+#[test]
+fn words_of_the_shell_that_run_nothing_or_a_script() {
+    // `type`, `command -v`: nothing runs; `time` is bash's keyword over the pipeline.
+    assert!(argvs("type cargo; command -v node").is_empty());
+    assert_eq!(argvs("time cargo build"), [vec!["cargo", "build"]]);
+    assert_eq!(argvs("time -p make test"), [vec!["make", "test"]]);
+    assert_eq!(
+        argvs("command ls"),
+        [vec!["command", "ls"]],
+        "left to the analysis"
+    );
+    // `$?`, `$$`, `$#` stand as text.
+    assert_eq!(cmds("echo $? $$").len(), 1);
+    assert!(refused("cat $?").contains("$?"));
+    // `source FILE` runs FILE as `bash FILE` does; the line goes on.
+    assert_eq!(
+        argvs("source .venv/bin/activate && pytest"),
+        [vec!["bash", ".venv/bin/activate"], vec!["pytest"]]
+    );
+    assert_eq!(argvs(". ./env.sh x"), [vec!["bash", "./env.sh", "x"]]);
+    assert!(refused("source env.sh").contains("PATH"));
+}
+
+#[test]
+fn commands_on_found_paths_stand_for_the_roots() {
+    let c = cmds("find src -name '*.rs' -exec grep -l x {} \\;");
+    assert_eq!(c[0].argv, ["find", "src", "-name", "*.rs"]);
+    assert_eq!(c[1].argv, ["grep", "-l", "x", "src"]);
+    let found = c[1].found.as_ref().expect("found paths");
+    assert_eq!(found.roots, [PathBuf::from("/work/src")]);
+    assert!(!found.split && !found.filter.is_empty());
+    let c = cmds("find . -type f | grep -v test | xargs wc -l");
+    assert_eq!(c[3].argv, ["wc", "-l", "/work/."]);
+    assert!(c[3].found.as_ref().is_some_and(|f| f.split));
+    let c = cmds("find src 2>/dev/null | xargs wc -l 2>&1");
+    assert!(c[2].found.is_some(), "{c:?}");
+    let c = cmds("git ls-files -z src | xargs -0 -n 10 cat");
+    assert_eq!(c[2].argv, ["cat", "/work/src"]);
+    assert!(c[2].found.as_ref().is_some_and(|f| !f.split));
+    let c = cmds("find . -name '*.py' | xargs -I{} cp {} /tmp/out");
+    assert_eq!(c[2].argv, ["cp", "/work/.", "/tmp/out"]);
+    // Not lists of paths, or not read: xargs is left to the analysis (which refuses it).
+    for line in [
+        "echo ~/.ssh/id_rsa | xargs cat",
+        "find . | sed s/a/b/ | xargs cat",
+        "find . | grep -o x | xargs cat",
+        "find . -print0 | xargs cat",
+        "find . | xargs -0 cat",
+        "find . | xargs -a list cat",
+        "find . -printf '%p' | xargs cat",
+        "xargs cat < list",
+        "find . -name '*.rs' | xargs cat < list",
+        "find . -name '*.rs' | xargs cat <<< ~/.ssh/id_rsa",
+        "find . 2>&1 | xargs cat",
+        "find . > out | xargs cat",
+        "find . | grep x < list | xargs cat",
+        "find . | bash -c 'xargs cat'",
+        "find . | timeout 5 xargs cat",
+    ] {
+        let c = cmds(line);
+        let x = c.iter().find(|c| c.argv[0] == "xargs").expect("xargs");
+        assert!(x.analyse && x.found.is_none(), "{line}: {c:?}");
+    }
+    assert!(refused("find . -exec cd {} \\;").contains("found paths"));
+    assert!(refused("find . | xargs bash -c true").contains("found paths"));
+}
+
+#[test]
+fn a_substitution_that_lists_paths_stands_for_their_roots() {
+    let c = cmds("wc -l $(git ls-files src docs)");
+    assert_eq!(c[1].argv, ["wc", "-l", "/work/src", "/work/docs"]);
+    assert!(c[1].found.as_ref().is_some_and(|f| f.split));
+    let c = cmds("grep -n main $(find . -name '*.rs' -not -path './target/*') > out.txt");
+    assert_eq!(c[1].argv, ["grep", "-n", "main", "/work/."]);
+    assert_eq!(c[1].writes, [PathBuf::from("/work/out.txt")]);
+    // Text where text is taken, as before.
+    assert_eq!(cmds("echo $(find .)")[1].found, None);
+    for line in [
+        "cat \"$(find . -name x)\"",
+        "cat $(find . -name x; echo ~/.ssh/id_rsa)",
+        "cat $(echo .env)",
+        "cat $(find . -print0)",
+        "cat $(find . -name x) $(git ls-files)",
+        "$(find . -name x)",
+        "cd $(find . -type d -name x)",
+        "cat $(cd /; find . -name x)",
+        "cat $(find $(echo .) -name x)",
+    ] {
+        refused(line);
+    }
+}
