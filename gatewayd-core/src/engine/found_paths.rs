@@ -46,7 +46,7 @@ pub(super) fn take_found(
     }
     a.recursive_roots = roots;
     a.walks_names_only = false;
-    a.walks_skip_hidden = false;
+    a.walks_skip_hidden = found.skips_hidden;
     a.walk_filter = found.filter.clone();
     Ok(())
 }
@@ -70,6 +70,9 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             }
             let path = entry.path();
             let rel = path.strip_prefix(root).unwrap_or(&path);
+            if found.skips_hidden && entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
             let Ok(kind) = entry.file_type() else {
                 continue;
             };

@@ -19,6 +19,9 @@ pub struct Found {
     pub roots: Vec<PathBuf>,
     /// The files the finding command leaves out, whatever directory they are in.
     pub filter: WalkFilter,
+    /// It leaves out what is hidden below the roots (a name that starts with a dot, or
+    /// below one), as `rg` does without `--hidden`.
+    pub skips_hidden: bool,
     /// The paths come to the command split into words, by xargs (blanks, quotes and
     /// backslashes are separators or quoting) or by the shell (`$(find …)` outside quotes:
     /// blanks separate, glob characters match): a name below a root that has one of those
@@ -189,6 +192,7 @@ impl Walk {
             roots: f.roots.iter().map(|r| self.ctx.cwd.join(r)).collect(),
             filter: f.filter,
             split: false,
+            skips_hidden: false,
         };
         for command in &f.commands {
             for root in &f.roots {

@@ -114,6 +114,7 @@ pub(super) fn path_list(
                 roots: roots.iter().map(|r| cwd.join(r)).collect(),
                 filter,
                 split: false,
+                skips_hidden: false,
             },
             nul,
         })
@@ -161,8 +162,73 @@ pub(super) fn path_list(
         "grep" | "head" | "tail" | "sort" if keeps_lines(argv) => {
             before.filter(|b| !b.nul).cloned()
         }
+        "rg" | "grep" => {
+            let (roots, nul, skips_hidden) = files_searched(argv)?;
+            let mut l = list(roots, WalkFilter::default(), nul)?;
+            l.found.skips_hidden = skips_hidden;
+            Some(l)
+        }
         _ => None,
     }
+}
+
+/// The roots of `rg -l PATTERN [ROOTS]`, `rg --files [ROOTS]` or `grep -rl PATTERN
+/// [ROOTS]` (`.` when none), which print the files below them that they search, and
+/// whether NUL ends each (`-0`, `--null`, grep's `-Z`) and hidden files are left out (rg
+/// without `--hidden`); `None` for an option not listed here.
+fn files_searched(argv: &[String]) -> Option<(Vec<String>, bool, bool)> {
+    let rg = argv[0] == "rg";
+    let (mut lists, mut no_pattern, mut recursive, mut nul) = (false, false, rg, false);
+    let mut skips_hidden = rg;
+    let mut operands = Vec::new();
+    let mut words = argv[1..].iter();
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "--" => {
+                operands.extend(words.by_ref().cloned());
+            }
+            "-l" | "--files-with-matches" => lists = true,
+            "--files" if rg => (lists, no_pattern) = (true, true),
+            "-r" | "--recursive" if !rg => recursive = true,
+            "-0" if rg => nul = true,
+            "--null" => nul = true,
+            "-i" | "-s" | "-F" | "-w" | "-x" | "--ignore-case" | "--fixed-strings"
+            | "--word-regexp" => {}
+            "--hidden" if rg => skips_hidden = false,
+            "-S" | "--smart-case" if rg => {}
+            "-g" | "--glob" | "-t" | "--type" | "-T" | "--type-not" if rg => {
+                words.next()?;
+            }
+            // Short options together (`-rl`, `-il`): only flags.
+            _ if w.len() > 1 && w.starts_with('-') && !w.starts_with("--") => {
+                for c in w[1..].chars() {
+                    match (c, rg) {
+                        ('l', _) => lists = true,
+                        ('r', false) => recursive = true,
+                        ('Z', false) | ('0', true) => nul = true,
+                        ('i' | 's' | 'F' | 'w' | 'x', _) | ('E', false) | ('S', true) => {}
+                        _ => return None,
+                    }
+                }
+            }
+            _ if w.starts_with('-') => return None,
+            _ => operands.push(w.clone()),
+        }
+    }
+    let roots = if no_pattern {
+        operands
+    } else {
+        operands.get(1..)?.to_vec()
+    };
+    if !lists || !recursive {
+        return None;
+    }
+    let roots = if roots.is_empty() {
+        vec![".".to_owned()]
+    } else {
+        roots
+    };
+    Some((roots, nul, skips_hidden))
 }
 
 /// Whether a simple command with `redirects` reads its standard input from the pipe (no

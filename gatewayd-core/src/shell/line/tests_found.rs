@@ -95,3 +95,30 @@ fn a_substitution_that_lists_paths_stands_for_their_roots() {
         refused(line);
     }
 }
+
+#[test]
+fn the_files_a_search_lists_are_a_list_of_paths() {
+    for (line, root) in [
+        ("rg -l fn src | xargs wc -l", "/work/src"),
+        ("rg --files -g '*.rs' | xargs wc -l", "/work/."),
+        ("rg -il -t rust todo a | xargs wc -l", "/work/a"),
+        ("grep -rl TODO src | xargs wc -l", "/work/src"),
+        ("grep -rlZ TODO -- src | xargs -0 wc -l", "/work/src"),
+    ] {
+        let c = cmds(line);
+        let last = c.last().expect("a command");
+        assert_eq!(last.argv, ["wc", "-l", root], "{line}");
+        assert!(last.found.is_some(), "{line}");
+    }
+    for line in [
+        "rg fn src | xargs wc -l",
+        "rg -n -l fn src | xargs wc -l",
+        "grep -l TODO a b | xargs wc -l",
+        "grep -rn TODO src | xargs wc -l",
+        "rg -l --pre cat fn | xargs wc -l",
+    ] {
+        let c = cmds(line);
+        let x = c.iter().find(|c| c.argv[0] == "xargs").expect("xargs");
+        assert!(x.analyse && x.found.is_none(), "{line}: {c:?}");
+    }
+}
