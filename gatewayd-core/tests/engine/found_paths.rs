@@ -26,6 +26,19 @@ fn run_bare(f: &Fx, line: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Asserts the engine allows `line` through the shell tool, and its handler ran.
+#[track_caller]
+fn assert_allowed(f: &Fx, s: &mut gatewayd_core::engine::Session, line: &str) {
+    let (o, ran) = f.call(s, "run_sh", json!({"command": line}));
+    assert_eq!(
+        o.verdict.decision,
+        Decision::Allow,
+        "{line}: {}",
+        o.verdict.message
+    );
+    assert!(ran, "{line}");
+}
+
 #[test]
 fn found_paths_that_lead_to_a_protected_file_are_refused() {
     let f = fx_xargs();
@@ -95,14 +108,7 @@ fn ordinary_commands_on_found_paths_are_allowed() {
         "wc -l $(find src -name '*.rs')",
         "grep -c main $(find src -type f -name '*.rs' | head -3)",
     ] {
-        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
-        assert_eq!(
-            o.verdict.decision,
-            Decision::Allow,
-            "{line}: {}",
-            o.verdict.message
-        );
-        assert!(ran, "{line}");
+        assert_allowed(&f, &mut s, line);
         assert!(
             !run_bare(&f, line).is_empty(),
             "{line} prints what it found"
@@ -138,13 +144,6 @@ fn trees_find_leaves_out_are_not_looked_at() {
             bare.contains("run()") && !bare.contains("PRIVATE KEY"),
             "{line}: {bare}"
         );
-        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
-        assert_eq!(
-            o.verdict.decision,
-            Decision::Allow,
-            "{line}: {}",
-            o.verdict.message
-        );
-        assert!(ran);
+        assert_allowed(&f, &mut s, line);
     }
 }
