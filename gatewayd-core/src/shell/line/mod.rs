@@ -443,6 +443,14 @@ impl Walk {
             }
             return Ok(());
         }
+        if argv[0] == "xargs" {
+            return Err(unanalysable(
+                "`xargs` on an input other than a list of paths that `find`, `git ls-files`, \
+                 `rg -l` or `grep -rl` writes to the pipe, with options the check reads \
+                 (`find src -name '*.rs' | xargs wc -l`; the arguments it would make are known \
+                 only when it runs)",
+            ));
+        }
         if let Some(w) = wrappers::wrapped(&argv)? {
             let mut writes = writes;
             writes.extend(w.writes.map(|f| self.ctx.cwd.join(f)));

@@ -45,7 +45,7 @@ fn commands_on_found_paths_stand_for_the_roots() {
     assert!(c[2].found.as_ref().is_some_and(|f| !f.split));
     let c = cmds("find . -name '*.py' | xargs -I{} cp {} /tmp/out");
     assert_eq!(c[2].argv, ["cp", "/work/.", "/tmp/out"]);
-    // Not lists of paths, or not read: xargs is left to the analysis (which refuses it).
+    // Not lists of paths, or not read: xargs is refused.
     for line in [
         "echo ~/.ssh/id_rsa | xargs cat",
         "find . | sed s/a/b/ | xargs cat",
@@ -63,9 +63,7 @@ fn commands_on_found_paths_stand_for_the_roots() {
         "find . | bash -c 'xargs cat'",
         "find . | timeout 5 xargs cat",
     ] {
-        let c = cmds(line);
-        let x = c.iter().find(|c| c.argv[0] == "xargs").expect("xargs");
-        assert!(x.analyse && x.found.is_none(), "{line}: {c:?}");
+        assert!(refused(line).contains("xargs"), "{line}");
     }
     assert!(refused("find . -exec cd {} \\;").contains("found paths"));
     assert!(refused("find . | xargs bash -c true").contains("found paths"));
@@ -117,8 +115,6 @@ fn the_files_a_search_lists_are_a_list_of_paths() {
         "grep -rn TODO src | xargs wc -l",
         "rg -l --pre cat fn | xargs wc -l",
     ] {
-        let c = cmds(line);
-        let x = c.iter().find(|c| c.argv[0] == "xargs").expect("xargs");
-        assert!(x.analyse && x.found.is_none(), "{line}: {c:?}");
+        assert!(refused(line).contains("xargs"), "{line}");
     }
 }
