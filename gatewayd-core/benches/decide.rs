@@ -78,7 +78,7 @@ fn policy(root: &Path) -> Policy {
         "name": "shell", "description": "A command line the host runs with a shell.",
         "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}},
         "scopes": ["basic"],
-        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls"]}}}
+        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls", "find", "xargs", "wc"]}}}
     }));
     let mut rules = Vec::new();
     for i in 0..10 {
@@ -253,8 +253,8 @@ fn main() {
     );
 }
 
-/// The shell tool: one command, a line with `cd`, a pipe and redirections, and one with a
-/// `for` loop and braces.
+/// The shell tool: one command, a line with `cd`, a pipe and redirections, one with a
+/// `for` loop and braces, and `find | xargs`.
 fn shell_rows(engine: &Engine, session: &Session) {
     let one = ToolCall::new("shell", json!({"command": "cat notes.txt"}));
     assert!(engine.decide(session, &one).is_allow());
@@ -280,6 +280,15 @@ fn shell_rows(engine: &Engine, session: &Session) {
     assert!(engine.decide(session, &looped).is_allow());
     bench("decide: shell line (for loop, braces)", 100_000, || {
         black_box(engine.decide(session, black_box(&looped)));
+    });
+    // The found paths' look below the root reads the directory on every decision.
+    let found = ToolCall::new(
+        "shell",
+        json!({"command": "find . -name '*.txt' | xargs wc -l"}),
+    );
+    assert!(engine.decide(session, &found).is_allow());
+    bench("decide: shell line (find | xargs)", 100_000, || {
+        black_box(engine.decide(session, black_box(&found)));
     });
 }
 
