@@ -16,7 +16,9 @@ impl Context {
             // Builtins that run nothing and open no file. (`break` and `continue` leave a
             // loop early; the walk goes on, over what might run.)
             // (`type NAME` and `command -v NAME` say what a name is and run nothing.)
-            "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" | "type" => {}
+            // (`ulimit` and `umask` print or set limits of this shell and what it starts.)
+            "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" | "type" | "ulimit"
+            | "umask" => {}
             "command" if matches!(args.first().map(String::as_str), Some("-v" | "-V")) => {}
             "unset" => {
                 no_array_element(args)?;

@@ -499,7 +499,10 @@ impl Walk {
     }
 
     /// `NAME=value`, checked: its name and value.
-    fn assignment(&self, a: &ast::Assignment) -> Result<(String, String), ShellError> {
+    /// `NAME=value`, checked: its name and value. A value known only when the line runs
+    /// (`n=$(git rev-list --count HEAD)`) has its substitutions walked, and `$NAME` is then
+    /// allowed only where a substitution's value is ([`runtime`]).
+    fn assignment(&mut self, a: &ast::Assignment) -> Result<(String, String), ShellError> {
         let ast::AssignmentName::VariableName(name) = &a.name else {
             return Err(unanalysable("an array assignment"));
         };
@@ -508,7 +511,19 @@ impl Walk {
         };
         // The name first: a refused name is refused whatever its value.
         check_assignment(name, None)?;
-        let value = self.ctx.static_text(&w.value)?;
+        let value = match self.ctx.static_text(&w.value) {
+            Ok(value) => value,
+            Err(refused) => {
+                let (value, substitutions) = self.ctx.runtime_text(&w.value)?;
+                if substitutions.is_empty() {
+                    return Err(refused);
+                }
+                for inner in &substitutions {
+                    self.nested(inner)?;
+                }
+                value
+            }
+        };
         check_assignment(name, Some(&value))?;
         Ok((name.clone(), value))
     }
@@ -523,11 +538,13 @@ fn is_integer(word: &str) -> bool {
 /// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), a
 /// program that runs the command after its words (`timeout`, `nice`, `env NAME=V`, …, which
 /// [`parse_line`] analyses as a command of their own), or starts with a word of the shell's
-/// own that [`parse_line`] reads (`time`, `type`, `command`, `source`, `.`).
+/// own that [`parse_line`] reads (`time`, `type`, `command`, `source`, `.`, `ulimit`,
+/// `umask`).
 pub fn runs_inner_commands(argv: &[String]) -> bool {
     !argv.is_empty()
         && (shell_body(argv).is_some()
-            || ["time", "type", "command", "source", "."].contains(&argv[0].as_str())
+            || ["time", "type", "command", "source", ".", "ulimit", "umask"]
+                .contains(&argv[0].as_str())
             || matches!(found::find_exec(argv), Ok(Some(_)))
             || !matches!(wrappers::wrapped(argv), Ok(None)))
 }

@@ -4,7 +4,8 @@
 //! is not known, so it must not become a file, an option, a program or a URL.
 //!
 //! Allowed:
-//! - the operands of `echo` and `printf`: they print their words;
+//! - the operands of `echo` and `printf`, which print their words, and of `basename` and
+//!   `dirname`, which print parts of them;
 //! - in one word (inside double quotes), the value of git's `-m`/`--message` (a commit's,
 //!   a tag's, a merge's or a stash's message; a parent's number for `cherry-pick` and
 //!   `revert`): `git commit -m "$(cat <<'EOF' … EOF)"`, as Claude Code writes commits. The
@@ -46,7 +47,7 @@ pub(super) fn check(argv: &[String], runtime: &[RuntimeWord]) -> Result<(), Shel
         return refused();
     }
     match name {
-        "echo" | "printf" => Ok(()),
+        "echo" | "printf" | "basename" | "dirname" => Ok(()),
         "git" => {
             let messages = runtime
                 .iter()

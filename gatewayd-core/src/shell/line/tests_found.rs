@@ -118,3 +118,25 @@ fn the_files_a_search_lists_are_a_list_of_paths() {
         assert!(refused(line).contains("xargs"), "{line}");
     }
 }
+
+#[test]
+fn values_known_only_when_the_line_runs_stand_as_text() {
+    // A variable set from a substitution: its inner line is walked; the variable is text.
+    let c = cmds("n=$(git rev-list --count HEAD); echo \"$n commits\"");
+    assert_eq!(c[0].argv, ["git", "rev-list", "--count", "HEAD"]);
+    assert_eq!(c[1].argv[0], "echo");
+    assert_eq!(cmds("x=$(wc -l < README.md); echo $x lines").len(), 2);
+    assert!(refused("f=$(echo .env); cat \"$f\"").contains("`$f`"));
+    assert!(refused("d=$(pwd); cd $d").contains("`$d`"));
+    assert!(refused("PAGER=$(echo sh) git log").contains("PAGER"));
+    // basename and dirname print parts of their words.
+    assert_eq!(cmds("basename $(pwd)").len(), 2);
+    // Arithmetic of integers written out; nothing that names a variable.
+    assert_eq!(cmds("echo $((1 + 2 * 3))").len(), 1);
+    assert!(refused("cat $((1+2))").contains("arithmetic"));
+    for line in ["echo $((x+1))", "echo $((a[$(id)]))", "echo $(($n))"] {
+        assert!(refused(line).contains("arithmetic"), "{line}");
+    }
+    // ulimit and umask run nothing.
+    assert!(argvs("ulimit -n; umask").is_empty());
+}

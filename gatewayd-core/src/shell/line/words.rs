@@ -61,6 +61,17 @@ impl Context {
         }
     }
 
+    /// An assignment's value that may hold values known only when the line runs (`x=$(wc
+    /// -l < f)`): its text, with [`RUNTIME_STAND_IN`] for each, and the inner lines of its
+    /// command substitutions, to be walked.
+    pub(super) fn runtime_text(&self, raw: &str) -> Result<(String, Vec<String>), ShellError> {
+        let pieces = brush_parser::word::parse(raw, &options())
+            .map_err(|e| ShellError::Syntax(e.to_string()))?;
+        let mut e = Expanded::default();
+        self.text_of(&pieces, &mut e)?;
+        Ok((e.text, e.substitutions))
+    }
+
     /// A word whose every field must be known before the line runs (a redirection's file,
     /// a `for` loop's value).
     pub(super) fn static_word(&self, raw: &str) -> Result<Vec<String>, ShellError> {
@@ -210,6 +221,19 @@ impl Context {
                         .ok_or_else(|| unanalysable("`$HOME` of a user whose home is not known"))?;
                     e.quoted(&value.to_string_lossy());
                 }
+                // A variable the line set to a value known only when it runs.
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter: Parameter::Named(name),
+                    indirect: false,
+                }) if self.var(name).is_some_and(|v| v.contains(RUNTIME_STAND_IN)) => {
+                    e.runtime.get_or_insert_with(|| {
+                        format!(
+                            "the variable `${name}`, set from a command substitution (its value is known only when the line runs)"
+                        )
+                    });
+                    e.splits |= !e.in_quotes;
+                    e.quoted(RUNTIME_STAND_IN);
+                }
                 WordPiece::ParameterExpansion(ParameterExpr::Parameter {
                     parameter: Parameter::Named(name),
                     indirect: false,
@@ -265,8 +289,23 @@ impl Context {
                     e.splits |= !e.in_quotes;
                     e.quoted(RUNTIME_STAND_IN);
                 }
+                // Of integers written out only: no name, `$` or subscript, which bash would
+                // evaluate as expressions that can run commands. Its value is an integer.
+                WordPiece::ArithmeticExpression(x)
+                    if x.value
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || b" \t+-*/%()<>=!&|^~?:".contains(&b)) =>
+                {
+                    e.runtime.get_or_insert_with(|| {
+                        "an arithmetic expansion (its value is known only when the line runs)"
+                            .to_owned()
+                    });
+                    e.quoted(RUNTIME_STAND_IN);
+                }
                 WordPiece::ArithmeticExpression(_) => {
-                    return Err(unanalysable("an arithmetic expansion `$((…))`"));
+                    return Err(unanalysable(
+                        "an arithmetic expansion `$((…))` of anything but integers written out",
+                    ));
                 }
             }
         }
