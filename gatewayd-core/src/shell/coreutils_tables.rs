@@ -1,6 +1,7 @@
 //! The option tables of the readers and text filters (`coreutils` uses them): every option
-//! of the GNU tools (coreutils 9.1, diffutils 3.8, sed 4.9, file 5.44, less 590, util-linux
-//! more, gawk and mawk), proven complete against their `--help` by `help_check`. Options
+//! of the GNU tools (coreutils 9.1, diffutils 3.8 for `cmp` and `diff`, sed 4.9, file 5.44,
+//! less 590, util-linux more, gawk and mawk), proven complete against their `--help` by
+//! `help_check`. Options
 //! that touch paths are typed; the rest are listed as inert words (see
 //! [`OptionTable::inert`]).
 use super::options::{
@@ -55,6 +56,44 @@ pub(super) const READERS: &[(&[&str], OptionTable)] = &[
                  --exit-on-eof -s --squeeze -u --plain -n= --lines= -h --help -V --version",
             )
             .numeric(),
+    ),
+    (
+        &["paste"],
+        OptionTable::gnu(&[])
+            .inert("-d= --delimiters= -s --serial -z --zero-terminated --help --version"),
+    ),
+    (
+        &["comm"],
+        OptionTable::gnu(&[]).inert(
+            "-1 -2 -3 --check-order --nocheck-order --output-delimiter= --total -z \
+             --zero-terminated --help --version",
+        ),
+    ),
+    (
+        &["join"],
+        OptionTable::gnu(&[]).inert(
+            "-a= -e= -i --ignore-case -j= -o= -t= -v= -1= -2= --check-order --nocheck-order \
+             --header -z --zero-terminated --help --version",
+        ),
+    ),
+    (
+        &["fold"],
+        OptionTable::gnu(&[]).inert("-b --bytes -s --spaces -w= --width= --help --version"),
+    ),
+    (
+        &["expand"],
+        OptionTable::gnu(&[]).inert("-i --initial -t= --tabs= --help --version"),
+    ),
+    (
+        &["unexpand"],
+        OptionTable::gnu(&[]).inert("-a --all --first-only -t= --tabs= --help --version"),
+    ),
+    (
+        &["cmp"],
+        OptionTable::gnu(&[]).inert(
+            "-b --print-bytes -i= --ignore-initial= -l --verbose -n= --bytes= -s --quiet \
+             --silent --help -v --version",
+        ),
     ),
     (
         &["head"],

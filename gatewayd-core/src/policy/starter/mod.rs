@@ -111,6 +111,13 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "env",
     "stdbuf",
     "xargs",
+    "paste",
+    "comm",
+    "join",
+    "fold",
+    "expand",
+    "unexpand",
+    "cmp",
 ];
 
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the
