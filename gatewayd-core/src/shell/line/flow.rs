@@ -137,13 +137,31 @@ impl Walk {
     /// `line`, inside the one being walked (a `bash -c` body, a command substitution), in a
     /// subshell.
     pub(super) fn nested(&mut self, line: &str) -> Result<(), ShellError> {
+        self.deeper(|w| w.line(line))
+    }
+
+    /// A process substitution's commands (`diff <(sort a) <(sort b)`), in a subshell. Its
+    /// word is a pipe to or from them, not a file: the command gets `-` in its place, which
+    /// names no file ([`super::found`] and the analysis read it as standard input).
+    pub(super) fn process_substitution(
+        &mut self,
+        sub: &ast::SubshellCommand,
+    ) -> Result<(), ShellError> {
+        self.deeper(|w| w.list(&sub.list))
+    }
+
+    /// `f` one level deeper, in a subshell; refused past [`MAX_DEPTH`].
+    fn deeper(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
+    ) -> Result<(), ShellError> {
         if self.depth >= MAX_DEPTH {
             return Err(unanalysable(format!(
-                "shells or command substitutions nested more than {MAX_DEPTH} deep"
+                "shells, command or process substitutions nested more than {MAX_DEPTH} deep"
             )));
         }
         self.depth += 1;
-        let r = self.subshell(|w| w.line(line));
+        let r = self.subshell(f);
         self.depth -= 1;
         r
     }

@@ -17,8 +17,11 @@
 //! FILE`), and commands run on the paths another command found (`find -exec`, `… | xargs`,
 //! `cat $(find …)`: `found`, `pipes`).
 //!
+//! Process substitutions (`diff <(sort a) <(sort b)`) are commands of the line whose word is
+//! a pipe (`-`, no file).
+//!
 //! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
-//! substitution, variables other than `HOME`, `PWD` and those the line set, a substitution's
+//! substitution before a command's name, variables other than `HOME`, `PWD` and those the line set, a substitution's
 //! value where it is not text, arithmetic, braces in an assignment, arithmetic `for`, `case`,
 //! a `[[ … ]]` of words not known before the line runs or arithmetic of non-integers,
 //! functions, `eval`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
@@ -338,8 +341,12 @@ impl Walk {
             match item {
                 Item::Word(w) | Item::AssignmentWord(_, w) => words.add(self.ctx.word(&w.value)?),
                 Item::IoRedirect(r) => redirects.push(r),
-                Item::ProcessSubstitution(..) => {
-                    return Err(unanalysable("a process substitution `<(…)`/`>(…)`"));
+                Item::ProcessSubstitution(_, sub) => {
+                    self.process_substitution(sub)?;
+                    words.add(ExpandedWord {
+                        fields: vec!["-".to_owned()],
+                        ..ExpandedWord::default()
+                    });
                 }
             }
         }

@@ -31,8 +31,10 @@ impl Walk {
                             }
                             w
                         }
-                        T::ProcessSubstitution(..) => {
-                            return Err(unanalysable("a process substitution `<(…)`/`>(…)`"));
+                        // `< <(find …)`: a pipe from the commands, walked; no file.
+                        T::ProcessSubstitution(_, sub) => {
+                            self.process_substitution(sub)?;
+                            continue;
                         }
                     };
                     let Some(path) = self.redirect_path(&word.value)? else {

@@ -140,3 +140,27 @@ fn values_known_only_when_the_line_runs_stand_as_text() {
     // ulimit and umask run nothing.
     assert!(argvs("ulimit -n; umask").is_empty());
 }
+
+#[test]
+fn process_substitutions_are_pipes_from_commands_of_the_line() {
+    // Their commands are commands of the line; the word is a pipe, `-`, no file.
+    assert_eq!(
+        argvs("diff <(sort a) <(sort b)"),
+        [vec!["sort", "a"], vec!["sort", "b"], vec!["diff", "-", "-"]]
+    );
+    let c = cmds("tee >(gzip > out.gz) < in.txt");
+    assert_eq!(c[0].writes, [PathBuf::from("/work/out.gz")]);
+    assert_eq!(c[1].reads, [PathBuf::from("/work/in.txt")]);
+    assert_eq!(
+        argvs("wc -l < <(git ls-files)"),
+        [vec!["git", "ls-files"], vec!["wc", "-l"]]
+    );
+    // A `cd` inside stays inside.
+    let c = cmds("cat <(cd /etc && cat passwd) README.md");
+    assert_eq!(
+        (&c[0].cwd, &c[1].cwd),
+        (&PathBuf::from("/etc"), &PathBuf::from("/work"))
+    );
+    assert!(refused("source <(echo x)").contains("PATH"));
+    assert!(refused("cat <(cat <(cat <(cat <(echo deep))))").contains("nested"));
+}
