@@ -21,8 +21,9 @@
 //! a pipe (`-`, no file).
 //!
 //! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
-//! substitution before a command's name, variables other than `HOME`, `PWD` and those the line set, a substitution's
-//! value where it is not text, arithmetic, braces in an assignment, arithmetic `for`, `case`,
+//! substitution before a command's name, variables other than `HOME`, `PWD` and those the
+//! line set, a substitution's value where it is not text, arithmetic of anything but
+//! integers written out, braces in an assignment, arithmetic `for`, `case`,
 //! a `[[ … ]]` of words not known before the line runs or arithmetic of non-integers,
 //! functions, `eval`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
 //! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
@@ -330,7 +331,9 @@ impl Walk {
                 Item::IoRedirect(r) => redirects.push(r),
                 Item::Word(w) => words.add(self.ctx.word(&w.value)?),
                 Item::ProcessSubstitution(..) => {
-                    return Err(unanalysable("a process substitution `<(…)`/`>(…)`"));
+                    return Err(unanalysable(
+                        "a process substitution `<(…)`/`>(…)` before the command's name",
+                    ));
                 }
             }
         }
