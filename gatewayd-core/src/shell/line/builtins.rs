@@ -4,7 +4,7 @@
 //! (refused). Also the rule for the names a line may set ([`check_assignment`]).
 use brush_parser::ast;
 
-use super::{Context, is_integer, unanalysable};
+use super::{Context, is_integer, unanalysable, words::RUNTIME_STAND_IN};
 use crate::shell::ShellError;
 use crate::shell::split::is_name;
 
@@ -34,12 +34,18 @@ impl Context {
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => self.declare(args)?,
             // They set variables to what they read: each name must be one a line may set,
-            // and its value is not known.
+            // and its value is known only when the line runs (text, where a substitution's
+            // value may stand: `while read -r l; do echo "$l"; done < f`). mapfile's are
+            // arrays, which are refused where used.
             "read" | "mapfile" | "readarray" | "getopts" => {
                 no_array_element(args)?;
                 for word in args.iter().filter(|w| is_name(w)) {
                     check_assignment(word, None)?;
-                    self.unset_var(word);
+                    if argv[0] == "read" || argv[0] == "getopts" {
+                        self.set_var(word, RUNTIME_STAND_IN.to_owned());
+                    } else {
+                        self.unset_var(word);
+                    }
                 }
             }
             // bash's own `test -v 'a[EXPR]'` evaluates EXPR: after `-v`/`-R`, a plain name.

@@ -164,3 +164,22 @@ fn process_substitutions_are_pipes_from_commands_of_the_line() {
     assert!(refused("source <(echo x)").contains("PATH"));
     assert!(refused("cat <(cat <(cat <(cat <(echo deep))))").contains("nested"));
 }
+
+#[test]
+fn what_read_reads_is_text() {
+    let c = cmds("while read -r line; do echo \"$line\"; done < notes.txt");
+    assert_eq!(c[0].reads, [PathBuf::from("/work/notes.txt")]);
+    // The loop changes `$l`: walked twice.
+    assert_eq!(
+        cmds("cat a | while read l; do echo \"$l\" | cut -c1-5; done").len(),
+        5
+    );
+    for line in [
+        "read f; cat \"$f\"",
+        "while read -r f; do wc -l \"$f\"; done < list.txt",
+        "read d; cd \"$d\" && ls",
+        "read -r c; $c",
+    ] {
+        assert!(refused(line).contains("substitution"), "{line}");
+    }
+}

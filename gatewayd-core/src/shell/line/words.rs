@@ -228,7 +228,7 @@ impl Context {
                 }) if self.var(name).is_some_and(|v| v.contains(RUNTIME_STAND_IN)) => {
                     e.runtime.get_or_insert_with(|| {
                         format!(
-                            "the variable `${name}`, set from a command substitution (its value is known only when the line runs)"
+                            "the variable `${name}`, set from a command substitution or `read` (its value is known only when the line runs)"
                         )
                     });
                     e.splits |= !e.in_quotes;
