@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// Entries below a root looked at, at most, before the command is refused.
-const MAX_ENTRIES: usize = 20_000;
+const MAX_ENTRIES: usize = 100_000;
 
 /// Turns `a`'s reads of `found`'s roots into walks of them; Err: the refusal.
 pub(super) fn take_found(
