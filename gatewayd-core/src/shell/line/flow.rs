@@ -161,7 +161,10 @@ impl Walk {
             )));
         }
         self.depth += 1;
+        // Its standard input is not the loop's list.
+        let loop_input = self.loop_input.take();
         let r = self.subshell(f);
+        self.loop_input = loop_input;
         self.depth -= 1;
         r
     }

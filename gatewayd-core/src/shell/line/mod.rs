@@ -165,6 +165,9 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         pipelines: 0,
         last_list: None,
         found_next: None,
+        loop_input: None,
+        found_vars: Vec::new(),
+        stdin_redirected: false,
     };
     walk.line(line)?;
     Ok(walk.out)
@@ -216,6 +219,13 @@ struct Walk {
     last_list: Option<pipes::PathList>,
     /// The found paths the next command runs on (`cat $(find …)`).
     found_next: Option<Found>,
+    /// The list of paths a pipeline hands to the `while` loop being walked, for its
+    /// `read -r NAME` ([`Walk::read_found`]).
+    loop_input: Option<pipes::PathList>,
+    /// What each variable `read` set from a list stands for, by the number in its value.
+    found_vars: Vec<Found>,
+    /// The simple command being run has its standard input redirected.
+    stdin_redirected: bool,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -355,7 +365,11 @@ impl Walk {
         }
         let mut found = None;
         if let Err(refused) = runtime::check(&words.argv, &words.runtime) {
-            found = Some(self.paths_substituted(&mut words)?.ok_or(refused)?);
+            let read = self.paths_read(&mut words);
+            found = Some(match read {
+                Some(f) => f,
+                None => self.paths_substituted(&mut words)?.ok_or(refused)?,
+            });
         }
         let owned: Vec<IoRedirect> = redirects.into_iter().cloned().collect();
         let (reads, writes) = self.redirects(&owned)?;
@@ -375,6 +389,7 @@ impl Walk {
         // output with nothing else in it.
         let (input_is_pipe, output_is_pipe) = pipes::stdio(&owned);
         self.piped = piped.filter(|_| input_is_pipe);
+        self.stdin_redirected = !input_is_pipe;
         self.output_is_pipe = output_is_pipe;
         self.found_next = found;
         self.run(words.argv, reads, writes)
@@ -431,6 +446,9 @@ impl Walk {
         }
         if let Some(script) = builtins::sourced(&argv)? {
             return self.push(script, reads, writes, true);
+        }
+        if argv[0] == "read" && !self.stdin_redirected && self.read_found(&argv) {
+            return self.opened_without_a_program(reads, writes);
         }
         if self.ctx.builtin(&argv)? {
             return self.opened_without_a_program(reads, writes);

@@ -26,15 +26,20 @@ impl Walk {
             // Each command of a pipeline of several runs in a subshell: `cd x | cat a`
             // reads `./a`. A simple command that writes a list of paths hands it to the
             // next (`find … | xargs …`).
+            // A `while` loop the list goes to hands it to the `read`s in it.
+            let loop_input = self.loop_input.take();
             for c in &p.seq {
                 let start = self.out.len();
-                self.piped = list.take().filter(|_| matches!(c, Command::Simple(_)));
+                let list_in = list.take();
+                self.piped = list_in.clone().filter(|_| matches!(c, Command::Simple(_)));
+                self.loop_input = list_in.filter(|l| !l.nul && is_plain_while(c));
                 self.output_is_pipe = false;
                 let r = self.subshell(|w| w.command(c));
-                self.piped = None;
+                (self.piped, self.loop_input) = (None, None);
                 r?;
                 list = self.list_written(start, c);
             }
+            self.loop_input = loop_input;
         }
         self.last_list = list;
         Ok(())
@@ -52,6 +57,55 @@ impl Walk {
             }
             _ => None,
         }
+    }
+
+    /// `read -r NAME` in a `while` loop a list of paths goes to: NAME stands for a path
+    /// of the list (`find … | while read -r f; do wc -l "$f"; done`), as xargs's words
+    /// do (the line splits at newlines; `read` strips blanks at either end). `false` when
+    /// it is another `read`, which the builtins read as text.
+    pub(super) fn read_found(&mut self, argv: &[String]) -> bool {
+        let Some(list) = self.loop_input.clone() else {
+            return false;
+        };
+        let [_, r, name] = argv else {
+            return false;
+        };
+        if r != "-r" || !crate::shell::split::is_name(name) {
+            return false;
+        }
+        let marker = format!("{RUNTIME_STAND_IN}found {}", self.found_vars.len());
+        self.found_vars.push(Found {
+            split: true,
+            ..list.found
+        });
+        self.ctx.set_var(name, marker);
+        true
+    }
+
+    /// A command's one word that is a variable `read` set to a path of a list
+    /// ([`Walk::read_found`]): the word replaced by the list's roots, and what they stand
+    /// for. `None` for any other word known only when the line runs.
+    pub(super) fn paths_read(&mut self, words: &mut Words) -> Option<Found> {
+        let ([word], []) = (words.runtime.as_slice(), words.substitutions.as_slice()) else {
+            return None;
+        };
+        let index = word.index;
+        let n: usize = words.argv[index]
+            .strip_prefix(RUNTIME_STAND_IN)?
+            .strip_prefix("found ")?
+            .parse()
+            .ok()?;
+        let found = self.found_vars.get(n)?.clone();
+        if index == 0 {
+            return None;
+        }
+        words.runtime.clear();
+        let roots = found.roots.iter();
+        words.argv.splice(
+            index..=index,
+            roots.map(|r| r.to_string_lossy().into_owned()),
+        );
+        Some(found)
     }
 
     /// A command's one word that is a command substitution outside quotes whose line is a
@@ -89,6 +143,14 @@ impl Walk {
             ..list.found
         }))
     }
+}
+
+/// Whether `c` is a `while` loop with no redirection of its own.
+fn is_plain_while(c: &Command) -> bool {
+    matches!(
+        c,
+        Command::Compound(ast::CompoundCommand::WhileClause(_), None)
+    )
 }
 
 /// What a command of a pipeline writes to the next, when it is a list of paths.

@@ -2,7 +2,10 @@
 //! paths another command found ([`super::found`], [`super::pipes`]).
 use std::path::PathBuf;
 
-use super::tests::{argvs, cmds, refused};
+use super::{
+    LineCommand,
+    tests::{argvs, cmds, refused},
+};
 
 #[test]
 fn words_of_the_shell_that_run_nothing_or_a_script() {
@@ -181,5 +184,38 @@ fn what_read_reads_is_text() {
         "read -r c; $c",
     ] {
         assert!(refused(line).contains("substitution"), "{line}");
+    }
+}
+
+#[test]
+fn a_loop_that_reads_a_list_of_paths_runs_on_found_paths() {
+    let c = cmds("find src -name '*.rs' | while read -r f; do wc -l \"$f\"; echo \"$f\"; done");
+    let wc: Vec<&LineCommand> = c.iter().filter(|c| c.argv[0] == "wc").collect();
+    assert!(!wc.is_empty());
+    for w in wc {
+        assert_eq!(w.argv, ["wc", "-l", "/work/src"]);
+        assert!(
+            w.found
+                .as_ref()
+                .is_some_and(|f| f.split && !f.filter.is_empty())
+        );
+    }
+    for line in [
+        // Not a list's path, or not the whole word.
+        "echo .env | while read -r f; do cat \"$f\"; done",
+        "find src | while read -r f; do cat \"$f.bak\"; done",
+        "find src | while read f; do cat \"$f\"; done",
+        "find src | while read -r a b; do cat \"$a\"; done",
+        "find src | while read -r f; do echo ~/.ssh/id_rsa | read -r g; cat \"$g\"; done",
+        "find src | while read -r f; do cat \"$(echo \"$f\")\"; done",
+        "find src | while read -r f; do cat \"$f\"; done < list.txt",
+        "while read -r f; do cat \"$f\"; done < <(find src)",
+        "find src -print0 | while read -r f; do cat \"$f\"; done",
+    ] {
+        let why = refused(line);
+        assert!(
+            why.contains("read") || why.contains("`$g`") || why.contains("substitution"),
+            "{line}: {why}"
+        );
     }
 }

@@ -232,7 +232,7 @@ impl Context {
                         )
                     });
                     e.splits |= !e.in_quotes;
-                    e.quoted(RUNTIME_STAND_IN);
+                    e.quoted(self.var(name).unwrap_or(RUNTIME_STAND_IN));
                 }
                 WordPiece::ParameterExpansion(ParameterExpr::Parameter {
                     parameter: Parameter::Named(name),
