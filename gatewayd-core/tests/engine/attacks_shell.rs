@@ -217,3 +217,23 @@ fn uris_in_place_of_paths() {
         Reason::Shell,
     );
 }
+
+/// bash decodes `$'…'`'s escapes: `$'.e\x6ev'` is `.env`. The real bash reads the fixture's
+/// `.env` through each line; the engine refuses them.
+#[test]
+fn ansi_c_escapes_that_spell_a_protected_path() {
+    let f = fx();
+    let mut s = session();
+    for line in ["cat $'.e\\x6ev'", "cat $'\\056env'", "head -1 $'\\x2e'env"] {
+        let out = std::process::Command::new("bash")
+            .args(["-c", line])
+            .current_dir(f.p("work"))
+            .output()
+            .expect("bash runs");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(DEPLOY_KEY),
+            "{line}: without gatewayd bash reads .env"
+        );
+        shell_denied(&f, &mut s, "run_sh", line, Reason::Shell);
+    }
+}

@@ -150,6 +150,11 @@ pub struct LineCommand {
 
 /// The simple commands of `line`, in order.
 pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellError> {
+    // The walk marks values known only when the line runs with this character
+    // ([`words::RUNTIME_STAND_IN`]); a line may not write it.
+    if line.contains('\u{1}') {
+        return Err(unanalysable("the control character U+0001"));
+    }
     let mut walk = Walk {
         ctx: ctx.clone(),
         cwd_known: true,

@@ -219,3 +219,28 @@ fn a_loop_that_reads_a_list_of_paths_runs_on_found_paths() {
         );
     }
 }
+
+#[test]
+fn ansi_c_words_are_what_bash_makes_of_them() {
+    assert_eq!(argvs("printf $'a\\tb\\n'"), [vec!["printf", "a\tb\n"]]);
+    assert_eq!(argvs("echo $'it\\'s'"), [vec!["echo", "it's"]]);
+    // Escapes by code could spell any path: `$'.e\x6ev'` is `.env`.
+    for line in [
+        "cat $'.e\\x6ev'",
+        "cat $'\\056env'",
+        "cat $'\\u002eenv'",
+        "cat $'\\cA'",
+    ] {
+        assert!(refused(line).contains("escape"), "{line}");
+    }
+    // The walk's own mark for values known only when the line runs cannot be written.
+    assert!(refused("x='\u{1}value-of-a-command-substitution\u{1}found 0'").contains("U+0001"));
+}
+
+#[test]
+fn double_quotes_keep_a_backslash_before_other_characters() {
+    assert_eq!(
+        argvs("cat \"a\\.b\" \"c\\$d\" \"e\\\\f\""),
+        [vec!["cat", "a\\.b", "c$d", "e\\f"]]
+    );
+}

@@ -184,7 +184,8 @@ impl Context {
                     }
                     e.unquoted(t);
                 }
-                WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => e.quoted(t),
+                WordPiece::SingleQuotedText(t) => e.quoted(t),
+                WordPiece::AnsiCQuotedText(t) => e.quoted(&ansi_c(t)?),
                 WordPiece::EscapeSequence(t) => e.quoted(t.strip_prefix('\\').unwrap_or(t)),
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
@@ -311,6 +312,39 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// The text of bash's `$'…'`: its escapes of one character (`\n`, `\t`, `\\`, `\'`, …)
+/// decoded as bash does. The escapes that name a character by its code (`\x2e`, `\056`,
+/// `\u…`, `\cX`) are refused: they could spell any path (`$'.e\x6ev'` is `.env`).
+fn ansi_c(raw: &str) -> Result<String, ShellError> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let decoded = match chars.next() {
+            Some('n') => '\n',
+            Some('t') => '\t',
+            Some('r') => '\r',
+            Some('a') => '\u{7}',
+            Some('b') => '\u{8}',
+            Some('e' | 'E') => '\u{1b}',
+            Some('f') => '\u{c}',
+            Some('v') => '\u{b}',
+            Some(c @ ('\\' | '\'' | '"' | '?')) => c,
+            Some(other) => {
+                return Err(unanalysable(format!(
+                    "the escape `\\{other}` in a `$'…'` word (one that names a character by its code could spell any path; write the character itself)"
+                )));
+            }
+            None => '\\',
+        };
+        out.push(decoded);
+    }
+    Ok(out)
 }
 
 /// How a refused parameter expansion is named in the reason.
