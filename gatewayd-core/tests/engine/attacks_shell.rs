@@ -237,3 +237,31 @@ fn ansi_c_escapes_that_spell_a_protected_path() {
         shell_denied(&f, &mut s, "run_sh", line, Reason::Shell);
     }
 }
+
+/// Variables that change how bash finds paths: `GLOBIGNORE` turns dotglob on (`*` matches
+/// `.env`), `PWD` is what `$PWD` expands to, and `CDPATH` is where `cd` looks first. The
+/// real bash prints a secret through each line; the engine refuses the assignment.
+#[test]
+fn variables_that_change_where_bash_finds_paths() {
+    let f = fx();
+    let mut s = session();
+    std::fs::create_dir(f.p("work/.ssh")).expect("a decoy .ssh in the workspace");
+    let home = f.p("home");
+    for line in [
+        "GLOBIGNORE=x; cat *".to_owned(),
+        format!("PWD={home}; cat \"$PWD/.ssh/id_rsa\""),
+        format!("CDPATH={home}; cd .ssh && cat id_rsa"),
+    ] {
+        let out = std::process::Command::new("bash")
+            .args(["-c", &line])
+            .current_dir(f.p("work"))
+            .output()
+            .expect("bash runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(DEPLOY_KEY) || text.contains("PRIVATE KEY"),
+            "{line}: without gatewayd bash reads a secret: {text}"
+        );
+        shell_denied(&f, &mut s, "run_sh", &line, Reason::Shell);
+    }
+}

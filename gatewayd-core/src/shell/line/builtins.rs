@@ -191,10 +191,13 @@ fn no_array_element(words: &[String]) -> Result<(), ShellError> {
     }
 }
 
-/// Assignments that choose what a program runs or loads: refused, as their value decides
-/// what the line does and the analysis cannot follow it.
+/// Assignments that choose what a program runs or loads, or where the shell and the tools
+/// the analysis reads find and put their files: refused, as their value decides what the
+/// line does and the analysis cannot follow it. Of git's variables only those that name
+/// the author, the committer and the prompt are allowed (`GIT_TRACE=/path`,
+/// `GIT_INDEX_FILE` and the like write or read files of their own).
 pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), ShellError> {
-    const NAMES: [&str; 22] = [
+    const NAMES: [&str; 26] = [
         "PATH",
         "BASH_ENV",
         "ENV",
@@ -204,6 +207,12 @@ pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), Sh
         "SHELLOPTS",
         "BASHOPTS",
         "HOME",
+        // The shell's own view of directories and globs: `$PWD`, `cd`'s search, dotglob.
+        "PWD",
+        "OLDPWD",
+        "CDPATH",
+        "GLOBIGNORE",
+        "EXECIGNORE",
         "NODE_OPTIONS",
         "NODE_PATH",
         "PYTHONPATH",
@@ -213,30 +222,38 @@ pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), Sh
         "PERL5LIB",
         "RUBYOPT",
         "RUBYLIB",
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_EXEC_PATH",
-        "GIT_TEMPLATE_DIR",
+        "XDG_CONFIG_HOME",
+        "LESSOPEN",
+        "LESSCLOSE",
+    ];
+    const GIT_ALLOWED: [&str; 8] = [
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_TERMINAL_PROMPT",
+        "GIT_PAGER",
     ];
     let pager_ok = value.is_none_or(|v| ["", "cat", "less", "more"].contains(&v));
     let refused = NAMES.contains(&name)
         || name.starts_with("LD_")
-        || name.starts_with("GIT_CONFIG")
         || name.starts_with("DYLD_")
+        || (name.starts_with("GIT_") && !GIT_ALLOWED.contains(&name))
         || name.ends_with("_COMMAND")
         || name.ends_with("_ASKPASS")
         || name.ends_with("EDITOR")
         || name == "VISUAL"
-        || name == "GIT_SSH"
-        || name == "GIT_EXTERNAL_DIFF"
         || (name.ends_with("PAGER") && !pager_ok);
     if refused {
         return Err(unanalysable(format!(
-            "the assignment `{name}=…` (it chooses what a program runs or loads)"
+            "the assignment `{name}=…` (it chooses what a program runs or loads, or where the shell or a tool finds or puts its files)"
         )));
     }
     Ok(())
 }
+
 /// `source FILE [ARGS]` (or `. FILE`): the shell runs FILE's code itself, as `bash FILE`
 /// would, so it is analysed as that command (FILE is read, and a script of the workspace
 /// runs under the kernel layer as any script does). What FILE's code does to this shell
