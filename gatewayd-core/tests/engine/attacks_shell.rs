@@ -265,3 +265,45 @@ fn variables_that_change_where_bash_finds_paths() {
         shell_denied(&f, &mut s, "run_sh", &line, Reason::Shell);
     }
 }
+
+/// Options that change how bash makes paths of words: `cd -P` goes where links lead
+/// (`lnk/..` is the parent of the link's target), `set -f` stops globbing (`[x]` is then the
+/// file named `[x]`, not `x`), `set +B` stops brace expansion (`{a,b}` is one name). The
+/// decoys are links to the key; the real bash prints it through each line.
+#[test]
+fn shell_options_that_change_what_a_word_names() {
+    let f = fx();
+    let mut s = session();
+    let key = f.p("home/.ssh/id_rsa");
+    std::os::unix::fs::symlink(f.p("home/.aws"), f.p("work/lnk")).expect("symlink");
+    for decoy in ["[x]", "{a,b}"] {
+        std::os::unix::fs::symlink(&key, f.p(&format!("work/{decoy}"))).expect("symlink");
+    }
+    for plain in ["x", "a", "b"] {
+        std::fs::write(f.p(&format!("work/{plain}")), "plain\n").expect("write");
+    }
+    for line in [
+        "cd -P lnk/.. && cat .ssh/id_rsa",
+        "set -f; cat [x]",
+        "set -o noglob; cat [x]",
+        "set +B; cat {a,b}",
+    ] {
+        let out = std::process::Command::new("bash")
+            .args(["-c", line])
+            .current_dir(f.p("work"))
+            .output()
+            .expect("bash runs");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("PRIVATE KEY"),
+            "{line}: without gatewayd bash reads the key"
+        );
+        let (o, ran) = f.call(&mut s, "run_sh", serde_json::json!({"command": line}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Deny,
+            "{line}: {}",
+            o.verdict.message
+        );
+        assert!(!ran, "{line}");
+    }
+}

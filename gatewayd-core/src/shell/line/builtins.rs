@@ -17,8 +17,9 @@ impl Context {
             // loop early; the walk goes on, over what might run.)
             // (`type NAME` and `command -v NAME` say what a name is and run nothing.)
             // (`ulimit` and `umask` print or set limits of this shell and what it starts.)
-            "wait" | "exit" | "return" | ":" | "set" | "break" | "continue" | "type" | "ulimit"
+            "wait" | "exit" | "return" | ":" | "break" | "continue" | "type" | "ulimit"
             | "umask" => {}
+            "set" => check_set(args)?,
             "command" if matches!(args.first().map(String::as_str), Some("-v" | "-V")) => {}
             "unset" => {
                 no_array_element(args)?;
@@ -189,6 +190,61 @@ fn no_array_element(words: &[String]) -> Result<(), ShellError> {
         ))),
         None => Ok(()),
     }
+}
+
+/// `set`'s options that change nothing the walk reads: `-e -u -x -o pipefail` and the like.
+/// Refused: those that change how words become paths (`-f`/`noglob`, `+B`), where `cd`
+/// goes (`-P`/`physical`), what is an assignment (`-k`), and any other.
+fn check_set(args: &[String]) -> Result<(), ShellError> {
+    const FLAGS: &str = "euxvETChmab";
+    const NAMES: [&str; 12] = [
+        "errexit",
+        "nounset",
+        "xtrace",
+        "verbose",
+        "pipefail",
+        "errtrace",
+        "functrace",
+        "noclobber",
+        "hashall",
+        "allexport",
+        "notify",
+        "monitor",
+    ];
+    let refused = |what: &str| {
+        Err(unanalysable(format!(
+            "`set {what}` (it may change how the line's words become paths, or where `cd` goes)"
+        )))
+    };
+    let mut words = args.iter();
+    while let Some(a) = words.next() {
+        match a.as_str() {
+            "--" | "-" => break,
+            _ => match a.strip_prefix(['-', '+']) {
+                // `-euo pipefail`: flags, then `o` and its option's name.
+                Some(flags) => {
+                    let (flags, named) = match flags.strip_suffix('o') {
+                        Some(before) => (before, true),
+                        None => (flags, false),
+                    };
+                    if !flags.chars().all(|c| FLAGS.contains(c)) {
+                        return refused(a);
+                    }
+                    if named {
+                        match words.next() {
+                            Some(name) if !NAMES.contains(&name.as_str()) => {
+                                return refused(&format!("{a} {name}"));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                // The positional parameters (refused where used).
+                None => break,
+            },
+        }
+    }
+    Ok(())
 }
 
 /// Assignments that choose what a program runs or loads, or where the shell and the tools

@@ -173,6 +173,9 @@ impl Walk {
     /// the line is checked may fail ([`Walk::cds_that_may_fail`]); one relative to a
     /// directory that is not known leaves it unknown.
     pub(super) fn cd(&mut self, args: &[String]) -> Result<(), ShellError> {
+        // `-P` makes the directory the physical one: `cd -P link/..` is the parent of where
+        // the link leads, not the directory the line is in.
+        let physical = args.iter().any(|a| a == "-P");
         let args: Vec<&String> = args
             .iter()
             .filter(|a| *a != "--" && *a != "-P" && *a != "-L")
@@ -190,7 +193,10 @@ impl Walk {
             [d] => self.ctx.cwd.join(d),
             _ => return Err(unanalysable("`cd` with several operands")),
         };
-        self.ctx.cwd = lexical(&target);
+        self.ctx.cwd = match std::fs::canonicalize(&target) {
+            Ok(real) if physical => real,
+            _ => lexical(&target),
+        };
         self.cwd_known = true;
         self.cds += 1;
         if !self.ctx.cwd.is_dir() {

@@ -244,3 +244,21 @@ fn double_quotes_keep_a_backslash_before_other_characters() {
         [vec!["cat", "a\\.b", "c$d", "e\\f"]]
     );
 }
+
+#[test]
+fn set_options_that_change_nothing_the_walk_reads() {
+    assert!(argvs("set -euo pipefail; set -x; set +e; set -- a b").is_empty());
+    for line in [
+        "set -f",
+        "set -o noglob",
+        "set +B",
+        "set -P",
+        "set -o physical",
+        "set -k",
+        "set -x -f",
+        "set -e +o noglob",
+        "set -euf",
+    ] {
+        assert!(refused(line).contains("set"), "{line}");
+    }
+}
