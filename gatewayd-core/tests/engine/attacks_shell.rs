@@ -307,3 +307,42 @@ fn shell_options_that_change_what_a_word_names() {
         assert!(!ran, "{line}");
     }
 }
+
+/// bash's `[^…]` negates like `[!…]`, and `[[:lower:]]` is a class of letters; a glob
+/// matcher that reads them otherwise finds no file and passes the word as written. The
+/// real bash reads `.env` through each line; the engine refuses them.
+#[test]
+fn glob_brackets_as_bash_reads_them() {
+    let f = fx();
+    let mut s = session();
+    for line in [
+        "cat .[^a]nv",
+        "cat .[[:lower:]]nv",
+        "cat .en[^x]",
+        "head -1 .e[[:alpha:]]v",
+    ] {
+        let out = std::process::Command::new("bash")
+            .args(["-c", line])
+            .current_dir(f.p("work"))
+            .output()
+            .expect("bash runs");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(DEPLOY_KEY),
+            "{line}: without gatewayd bash reads .env"
+        );
+        let (o, ran) = f.call(&mut s, "run_sh", serde_json::json!({"command": line}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Deny,
+            "{line}: {}",
+            o.verdict.message
+        );
+        assert!(!ran, "{line}");
+    }
+    let (o, _) = f.call(
+        &mut s,
+        "run_sh",
+        serde_json::json!({"command": "ls src/[^.]*"}),
+    );
+    assert_eq!(o.verdict.decision, Decision::Allow, "{}", o.verdict.message);
+}

@@ -116,7 +116,7 @@ impl Context {
 
     fn glob(&self, e: &Expanded) -> Result<Vec<String>, ShellError> {
         // bash without `globstar`: `**` is `*`.
-        let relative = e.pattern.replace("**", "*");
+        let relative = bash_brackets(&e.pattern.replace("**", "*"))?;
         let absolute = Path::new(&relative).is_absolute();
         let pattern = if absolute {
             relative.clone()
@@ -133,8 +133,18 @@ impl Context {
             require_literal_separator: true,
             require_literal_leading_dot: false,
         };
-        // Not a pattern after all (`[` alone, say): bash passes it as written.
+        // Not a pattern after all (`[` alone, say): bash passes it as written. One with a
+        // bracket expression the glob crate does not take may still be one to bash.
         let Ok(paths) = glob::glob_with(&pattern, opts) else {
+            if relative
+                .find('[')
+                .is_some_and(|at| relative[at..].contains(']'))
+            {
+                return Err(unanalysable(format!(
+                    "the glob `{}`, whose bracket expression bash may read otherwise",
+                    e.text
+                )));
+            }
             return Ok(vec![e.text.clone()]);
         };
         let wanted: Vec<&str> = pattern.split('/').collect();
@@ -312,6 +322,53 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// `pattern`'s bracket expressions in the glob crate's syntax: bash's `[^…]` is `[!…]`.
+/// A character class, equivalence class or collating symbol inside one (`[[:lower:]]`) is
+/// refused: the glob crate would take its characters one by one (`cat .[[:lower:]]nv` is
+/// `.env` to bash).
+fn bash_brackets(pattern: &str) -> Result<String, ShellError> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '[' {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        // A `]` right after `[`, `[!` or `[^` is one of the set's characters.
+        let mut j = i + 1;
+        if matches!(chars.get(j), Some('!' | '^')) {
+            j += 1;
+        }
+        if chars.get(j) == Some(&']') {
+            j += 1;
+        }
+        let Some(close) = chars[j.min(chars.len())..].iter().position(|c| *c == ']') else {
+            out.push('[');
+            i += 1;
+            continue;
+        };
+        let inner: String = chars[i + 1..j + close].iter().collect();
+        if ["[:", "[=", "[."].iter().any(|c| inner.contains(c)) {
+            return Err(unanalysable(format!(
+                "the glob `{pattern}`, with a character class (`[[:…:]]`) the check cannot match as bash does"
+            )));
+        }
+        out.push('[');
+        match inner.strip_prefix('^') {
+            Some(rest) => {
+                out.push('!');
+                out.push_str(rest);
+            }
+            None => out.push_str(&inner),
+        }
+        out.push(']');
+        i = j + close + 1;
+    }
+    Ok(out)
 }
 
 /// The text of bash's `$'…'`: its escapes of one character (`\n`, `\t`, `\\`, `\'`, …)
