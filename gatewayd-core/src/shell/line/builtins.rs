@@ -27,7 +27,8 @@ impl Context {
                     self.unset_var(name);
                 }
             }
-            "eval" | "alias" | "pushd" | "popd" | "trap" | "enable" | "builtin" | "coproc" => {
+            "eval" | "alias" | "pushd" | "popd" | "trap" | "enable" | "shopt" | "let" | "hash"
+            | "builtin" | "coproc" => {
                 return Err(unanalysable(format!(
                     "`{}` runs code or changes the shell in ways not on the line",
                     argv[0]

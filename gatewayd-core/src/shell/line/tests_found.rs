@@ -262,3 +262,15 @@ fn set_options_that_change_nothing_the_walk_reads() {
         assert!(refused(line).contains("set"), "{line}");
     }
 }
+
+#[test]
+fn builtins_that_change_what_later_words_do_are_refused_by_the_walk() {
+    // Refused whatever the allowlist says: they would change globbing, run arithmetic, or
+    // choose the program a name runs.
+    for line in ["shopt -s dotglob; ls", "let x=1", "hash -p /tmp/evil ls"] {
+        assert!(
+            refused(line).contains("runs code or changes the shell"),
+            "{line}"
+        );
+    }
+}
