@@ -357,7 +357,19 @@ impl Walk {
         }
         for item in s.suffix.iter().flat_map(|p| &p.0) {
             match item {
-                Item::Word(w) | Item::AssignmentWord(_, w) => words.add(self.ctx.word(&w.value)?),
+                Item::Word(w) => words.add(self.ctx.word(&w.value)?),
+                Item::AssignmentWord(_, w) => {
+                    // The declaration builtins take it as an assignment (`export X=~/a`:
+                    // a value with `~` is unknown to the walk).
+                    let name = s.word_or_name.as_ref().map(|n| n.value.as_str());
+                    if !matches!(
+                        name,
+                        Some("export" | "declare" | "typeset" | "local" | "readonly")
+                    ) {
+                        tilde_after_equals(&w.value)?;
+                    }
+                    words.add(self.ctx.word(&w.value)?);
+                }
                 Item::IoRedirect(r) => redirects.push(r),
                 Item::ProcessSubstitution(_, sub) => {
                     self.process_substitution(sub)?;
@@ -560,6 +572,19 @@ impl Walk {
         check_assignment(name, Some(&value))?;
         Ok((name.clone(), value))
     }
+}
+
+/// bash expands `~` after the `=` of an argument that looks like an assignment, and after
+/// each `:` of its value (`dd if=~/.ssh/id_rsa`, `make X=a:~/b`); the walk does not, so such
+/// an argument is refused.
+fn tilde_after_equals(raw: &str) -> Result<(), ShellError> {
+    let value = raw.split_once('=').map_or("", |(_, v)| v);
+    if value.starts_with('~') || value.contains(":~") {
+        return Err(unanalysable(format!(
+            "`{raw}`: bash expands `~` after `=` or `:` in an argument like an assignment (write the path)"
+        )));
+    }
+    Ok(())
 }
 
 /// A decimal integer, signed or not (`5`, `-10`, `+3`).

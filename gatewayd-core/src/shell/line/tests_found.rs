@@ -274,3 +274,12 @@ fn builtins_that_change_what_later_words_do_are_refused_by_the_walk() {
         );
     }
 }
+
+#[test]
+fn a_tilde_bash_expands_in_an_assignment_like_argument_is_refused() {
+    for line in ["dd if=~/.ssh/id_rsa of=x", "make PREFIX=a:~/b"] {
+        assert!(refused(line).contains("expands `~`"), "{line}");
+    }
+    // Not after `=` of a name, or quoted: bash leaves it.
+    assert_eq!(argvs("echo --opt=~/z")[0], ["echo", "--opt=~/z"]);
+}
