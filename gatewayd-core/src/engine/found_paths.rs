@@ -1,10 +1,11 @@
-//! A command that runs on paths another command found (`find -exec`, `… | xargs`;
-//! [`shell::line::Found`]): its read of a root is a read of every file below that root that
-//! the finder keeps, checked as a recursive walk of the root is. Two things a walk's check
-//! does not see are looked for below the root, because this command opens each path itself:
-//! a symbolic link (the command follows it where the walk would not), and, when xargs splits
-//! the paths, a name with a blank, a quote or a backslash (xargs would make other paths of
-//! it). A command that writes or walks the found paths is refused.
+//! A command that runs on paths another command found (`find -exec`, `… | xargs`, `cat
+//! $(find …)`, `… | while read -r f`; [`shell::line::Found`]): its read of a root is a read
+//! of every file below that root that the finder keeps, checked as a recursive walk of the
+//! root is. What a walk's check does not see is looked for below the root, because this
+//! command opens each path itself: a symbolic link (the command follows it where the walk
+//! would not), a file whose name is protected (`sandbox.protected_names`), and, when xargs
+//! or the shell splits the paths, a name they would make other paths of. A command that
+//! writes or walks the found paths is refused.
 use std::path::{Path, PathBuf};
 
 use super::{Reason, sandbox::SandboxView};
@@ -52,7 +53,8 @@ pub(super) fn take_found(
 }
 
 /// What below `root` the command would open that a walk's check misses: a link the filter
-/// keeps that leads where it may not read, or a name xargs would split.
+/// keeps that leads where it may not read, a file of a protected name, or a name xargs or
+/// the shell would split.
 fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String> {
     let mut dirs = vec![root.to_path_buf()];
     let mut seen = 0usize;
@@ -94,7 +96,15 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             }
             if kind.is_dir() {
                 dirs.push(path);
-            } else if kind.is_symlink() {
+                continue;
+            }
+            if let Some(pattern) = sb.protected_name(&path) {
+                return Err(format!(
+                    "`{}` would be among the paths, and its name matches protected name `{pattern}` (sandbox.protected_names); leave it out of what is found (`-not -name`)",
+                    path.display()
+                ));
+            }
+            if kind.is_symlink() {
                 let target = sb.resolve_path(&path.to_string_lossy())?;
                 sb.check(&path.to_string_lossy(), &target, PathAccess::Read)?;
             }

@@ -147,3 +147,40 @@ fn trees_find_leaves_out_are_not_looked_at() {
         assert_allowed(&f, &mut s, line);
     }
 }
+
+#[test]
+fn a_found_file_of_a_protected_name_is_refused() {
+    let f = fx_with(|v| {
+        v["sandbox"]["protected_names"] = json!([".env.*"]);
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.push(json!("/usr/bin/xargs"));
+    });
+    let mut s = session();
+    std::fs::write(f.p("work/src/.env.local"), format!("KEY={DEPLOY_KEY}\n")).expect("write");
+    // Read directly, the name is refused; found, it was not looked at.
+    refused(
+        f.call(&mut s, "run_sh", json!({"command": "cat src/.env.local"})),
+        Decision::Deny,
+        Reason::Sandbox,
+    );
+    for line in [
+        "find src -name '.env.*' -exec cat {} +",
+        "find src -type f | xargs cat",
+    ] {
+        assert!(
+            run_bare(&f, line).contains(DEPLOY_KEY),
+            "{line}: the bare line reads it"
+        );
+        let o = refused(
+            f.call(&mut s, "run_sh", json!({"command": line})),
+            Decision::Deny,
+            Reason::Shell,
+        );
+        assert!(
+            o.verdict.message.contains("protected name"),
+            "{line}: {}",
+            o.verdict.message
+        );
+    }
+    assert_allowed(&f, &mut s, "find src -name '*.rs' -exec wc -l {} +");
+}
