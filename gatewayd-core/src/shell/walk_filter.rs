@@ -31,11 +31,25 @@ impl WalkFilter {
         self.files.is_empty() && self.dirs.is_empty() && self.top_dirs.is_empty()
     }
 
+    /// Whether every glob of it can be matched as fnmatch does ([`fnmatch_brackets`], and
+    /// a pattern the glob crate takes); one that cannot (`--include='[[:alpha:]]*'`) makes
+    /// the filter skip nothing, as if it were not there.
+    pub fn readable(&self) -> bool {
+        self.files
+            .iter()
+            .map(|(_, g)| g)
+            .chain(&self.dirs)
+            .all(|g| fnmatch_brackets(g).is_some_and(|g| glob::Pattern::new(&g).is_ok()))
+    }
+
     /// Whether the walk skips `rel` (a path below its root, no `..`), a directory when
     /// `is_dir`: a directory on the way, or `rel` itself if it is one, matches an
-    /// `--exclude-dir`; or `rel` is a file the `--include`/`--exclude` rules leave out. A glob
-    /// that is not a valid pattern matches nothing, so it skips nothing.
+    /// `--exclude-dir`; or `rel` is a file the `--include`/`--exclude` rules leave out.
+    /// Nothing is skipped by a filter that is not [`WalkFilter::readable`].
     pub fn skips(&self, rel: &Path, is_dir: bool) -> bool {
+        if !self.readable() {
+            return false;
+        }
         let names: Vec<&std::ffi::OsStr> = rel
             .components()
             .filter_map(|c| match c {
@@ -67,6 +81,9 @@ impl WalkFilter {
     /// it or a directory on the way matches an `--exclude-dir`, or it is below a
     /// [`WalkFilter::top_dirs`] one.
     pub fn skips_below(&self, rel: &Path) -> bool {
+        if !self.readable() {
+            return false;
+        }
         let names: Vec<String> = rel
             .components()
             .filter_map(|c| match c {
@@ -93,18 +110,66 @@ impl WalkFilter {
     }
 }
 
-/// `fnmatch(glob, name, 0)`: `*` and `?` match any character, a leading dot included.
+/// `fnmatch(glob, name, 0)`: `*` and `?` match any character, a leading dot included. A
+/// glob the glob crate cannot read as fnmatch does ([`fnmatch_brackets`]) never gets here:
+/// [`WalkFilter::readable`].
 fn matches(glob: &str, name: &str) -> bool {
-    glob::Pattern::new(glob).is_ok_and(|p| {
-        p.matches_with(
-            name,
-            glob::MatchOptions {
-                case_sensitive: true,
-                require_literal_separator: false,
-                require_literal_leading_dot: false,
-            },
-        )
-    })
+    fnmatch_brackets(glob)
+        .and_then(|g| glob::Pattern::new(&g).ok())
+        .is_some_and(|p| {
+            p.matches_with(
+                name,
+                glob::MatchOptions {
+                    case_sensitive: true,
+                    require_literal_separator: false,
+                    require_literal_leading_dot: false,
+                },
+            )
+        })
+}
+
+/// `pattern`'s bracket expressions (fnmatch's and bash's) in the glob crate's syntax: `[^…]`
+/// is `[!…]`. `None` when it holds a character class, equivalence class or collating symbol
+/// (`[[:lower:]]`), which the glob crate would take character by character.
+pub(crate) fn fnmatch_brackets(pattern: &str) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '[' {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        // A `]` right after `[`, `[!` or `[^` is one of the set's characters.
+        let mut j = i + 1;
+        if matches!(chars.get(j), Some('!' | '^')) {
+            j += 1;
+        }
+        if chars.get(j) == Some(&']') {
+            j += 1;
+        }
+        let Some(close) = chars[j.min(chars.len())..].iter().position(|c| *c == ']') else {
+            out.push('[');
+            i += 1;
+            continue;
+        };
+        let inner: String = chars[i + 1..j + close].iter().collect();
+        if ["[:", "[=", "[."].iter().any(|c| inner.contains(c)) {
+            return None;
+        }
+        out.push('[');
+        match inner.strip_prefix('^') {
+            Some(rest) => {
+                out.push('!');
+                out.push_str(rest);
+            }
+            None => out.push_str(&inner),
+        }
+        out.push(']');
+        i = j + close + 1;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -161,9 +226,15 @@ mod tests {
         assert!(!top.skips_below(Path::new("src/node_modules")));
         assert!(git.skips_below(Path::new("a/.git")));
         assert!(!git.skips_below(Path::new("a")));
-        assert!(
-            skips(&filter(&[(Include, "[")], &[]), ".env", false),
-            "an invalid glob matches nothing"
-        );
+        // A glob the check cannot match as fnmatch does: nothing is skipped.
+        for unreadable in ["[", "[[:alpha:]]*", ".[[:lower:]]nv"] {
+            assert!(
+                !skips(&filter(&[(Include, unreadable)], &[]), ".env", false),
+                "{unreadable}"
+            );
+        }
+        // fnmatch's `[^…]` negates, as `[!…]`.
+        assert!(!skips(&filter(&[(Include, ".[^x]nv")], &[]), ".env", false));
+        assert!(skips(&filter(&[(Exclude, ".[^x]nv")], &[]), ".env", false));
     }
 }

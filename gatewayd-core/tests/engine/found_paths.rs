@@ -184,3 +184,36 @@ fn a_found_file_of_a_protected_name_is_refused() {
     }
     assert_allowed(&f, &mut s, "find src -name '*.rs' -exec wc -l {} +");
 }
+
+/// fnmatch (find's `-name`, grep's `--include`) reads `[^x]` as "not x" and `[[:lower:]]`
+/// as a class of letters; a filter that read them otherwise would leave `.env` out of a
+/// walk that reaches it.
+#[test]
+fn name_globs_are_read_as_fnmatch_reads_them() {
+    let f = fx_with(|v| {
+        let root = v["sandbox"]["root"].as_str().expect("root").to_owned();
+        let protected = v["sandbox"]["protected"].as_array_mut().expect("protected");
+        protected.push(json!(format!("{root}/src/.env")));
+    });
+    let mut s = session();
+    std::fs::write(f.p("work/src/.env"), format!("KEY={DEPLOY_KEY}\n")).expect("write");
+    for line in [
+        "find src -name '.[^x]nv' -exec cat {} +",
+        "find src -name '.[[:lower:]]nv' -exec cat {} +",
+        "grep -r KEY src --include='.[^x]nv'",
+        "grep -r KEY src --include='.[[:lower:]]nv'",
+    ] {
+        assert!(
+            run_bare(&f, line).contains(DEPLOY_KEY),
+            "{line}: the bare line reads it"
+        );
+        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Deny,
+            "{line}: {}",
+            o.verdict.message
+        );
+        assert!(!ran, "{line}");
+    }
+}

@@ -12,7 +12,7 @@ use brush_parser::word::{
 };
 
 use super::{Context, braces::brace_words, options, unanalysable};
-use crate::shell::ShellError;
+use crate::shell::{ShellError, walk_filter::fnmatch_brackets};
 
 /// Paths one glob word may expand to before the line is refused.
 const MAX_GLOB_MATCHES: usize = 4096;
@@ -324,51 +324,16 @@ impl Context {
     }
 }
 
-/// `pattern`'s bracket expressions in the glob crate's syntax: bash's `[^…]` is `[!…]`.
-/// A character class, equivalence class or collating symbol inside one (`[[:lower:]]`) is
-/// refused: the glob crate would take its characters one by one (`cat .[[:lower:]]nv` is
-/// `.env` to bash).
+/// `pattern`'s bracket expressions in the glob crate's syntax ([`fnmatch_brackets`]): bash's
+/// `[^…]` is `[!…]`. A character class, equivalence class or collating symbol inside one
+/// (`[[:lower:]]`) is refused: the glob crate would take its characters one by one (`cat
+/// .[[:lower:]]nv` is `.env` to bash).
 fn bash_brackets(pattern: &str) -> Result<String, ShellError> {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut out = String::with_capacity(pattern.len());
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i] != '[' {
-            out.push(chars[i]);
-            i += 1;
-            continue;
-        }
-        // A `]` right after `[`, `[!` or `[^` is one of the set's characters.
-        let mut j = i + 1;
-        if matches!(chars.get(j), Some('!' | '^')) {
-            j += 1;
-        }
-        if chars.get(j) == Some(&']') {
-            j += 1;
-        }
-        let Some(close) = chars[j.min(chars.len())..].iter().position(|c| *c == ']') else {
-            out.push('[');
-            i += 1;
-            continue;
-        };
-        let inner: String = chars[i + 1..j + close].iter().collect();
-        if ["[:", "[=", "[."].iter().any(|c| inner.contains(c)) {
-            return Err(unanalysable(format!(
-                "the glob `{pattern}`, with a character class (`[[:…:]]`) the check cannot match as bash does"
-            )));
-        }
-        out.push('[');
-        match inner.strip_prefix('^') {
-            Some(rest) => {
-                out.push('!');
-                out.push_str(rest);
-            }
-            None => out.push_str(&inner),
-        }
-        out.push(']');
-        i = j + close + 1;
-    }
-    Ok(out)
+    fnmatch_brackets(pattern).ok_or_else(|| {
+        unanalysable(format!(
+            "the glob `{pattern}`, with a character class (`[[:…:]]`) the check cannot match as bash does"
+        ))
+    })
 }
 
 /// The text of bash's `$'…'`: its escapes of one character (`\n`, `\t`, `\\`, `\'`, …)
