@@ -340,3 +340,56 @@ fn a_line_that_connects_out_is_checked_as_sending_out() {
         o.verdict
     );
 }
+
+/// A proxy variable sends curl's request to the proxy, not to the URL's host that the
+/// egress allowlist was asked about: the real curl, told to fetch an allowed host, opens
+/// its connection to a listener of the test's (the "proxy"). The engine refuses the
+/// assignment.
+#[test]
+fn a_proxy_variable_would_send_an_allowed_url_elsewhere() {
+    use std::io::Read as _;
+    let f = crate::support::fx_with(|v| {
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.push(serde_json::json!("/usr/bin/curl"));
+    });
+    let mut s = crate::support::session();
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = proxy.local_addr().expect("addr").port();
+    let line = format!(
+        "https_proxy=http://127.0.0.1:{port} curl -s --max-time 3 https://api.search.test/"
+    );
+    let bare = std::process::Command::new("bash")
+        .args(["-c", &line])
+        .spawn()
+        .expect("curl runs");
+    // Waits for curl's connection (ten seconds at most), not for a file or a sleep.
+    proxy.set_nonblocking(true).expect("nonblocking");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut conn = loop {
+        match proxy.accept() {
+            Ok((c, _)) => break c,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "curl never reached the proxy"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    };
+    conn.set_nonblocking(false).expect("blocking");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut first = [0u8; 64];
+    let n = conn.read(&mut first).expect("read");
+    drop(conn);
+    let _ = bare.wait_with_output();
+    assert!(
+        String::from_utf8_lossy(&first[..n]).starts_with("CONNECT api.search.test:443"),
+        "curl asked the proxy for the allowed host"
+    );
+    let (o, ran) = f.call(&mut s, "run_sh", serde_json::json!({"command": line}));
+    assert_eq!(o.verdict.decision, Decision::Deny, "{}", o.verdict.message);
+    assert!(!ran);
+}

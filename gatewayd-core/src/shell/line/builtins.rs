@@ -254,7 +254,7 @@ fn check_set(args: &[String]) -> Result<(), ShellError> {
 /// the author, the committer and the prompt are allowed (`GIT_TRACE=/path`,
 /// `GIT_INDEX_FILE` and the like write or read files of their own).
 pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), ShellError> {
-    const NAMES: [&str; 26] = [
+    const NAMES: [&str; 39] = [
         "PATH",
         "BASH_ENV",
         "ENV",
@@ -282,6 +282,22 @@ pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), Sh
         "XDG_CONFIG_HOME",
         "LESSOPEN",
         "LESSCLOSE",
+        // Configuration and destinations of the tools the analysis reads: rg's options
+        // file, less's options and keys, tar's options, curl's .curlrc and TLS key log,
+        // docker's daemon, grep's and perl's older variables.
+        "RIPGREP_CONFIG_PATH",
+        "LESS",
+        "LESSKEY",
+        "LESSKEYIN",
+        "LESSEDIT",
+        "TAR_OPTIONS",
+        "CURL_HOME",
+        "SSLKEYLOGFILE",
+        "DOCKER_HOST",
+        "DOCKER_CONTEXT",
+        "DOCKER_CONFIG",
+        "GREP_OPTIONS",
+        "PERLLIB",
     ];
     const GIT_ALLOWED: [&str; 8] = [
         "GIT_AUTHOR_NAME",
@@ -294,7 +310,11 @@ pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), Sh
         "GIT_PAGER",
     ];
     let pager_ok = value.is_none_or(|v| ["", "cat", "less", "more"].contains(&v));
+    // A proxy sends a request elsewhere than the URL's host (curl, git, pip, npm).
+    let proxy =
+        name.to_ascii_lowercase().ends_with("_proxy") && !name.eq_ignore_ascii_case("no_proxy");
     let refused = NAMES.contains(&name)
+        || proxy
         || name.starts_with("LD_")
         || name.starts_with("DYLD_")
         || (name.starts_with("GIT_") && !GIT_ALLOWED.contains(&name))
