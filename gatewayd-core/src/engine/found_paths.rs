@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use super::{Reason, sandbox::SandboxView};
 use crate::{
     policy::PathAccess,
-    shell::{CommandAnalysis, line::Found},
+    shell::{
+        CommandAnalysis,
+        line::{Found, splits_into_other_paths},
+    },
 };
 
 /// Entries below a root looked at, at most, before the command is refused.
@@ -88,7 +91,7 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             if !kept {
                 continue;
             }
-            if found.split && splits(&entry.file_name().to_string_lossy()) {
+            if found.split && splits_into_other_paths(&entry.file_name().to_string_lossy()) {
                 return Err(format!(
                     "`{}` has a blank, quote, backslash, glob character or a character outside ASCII in its name, which xargs or the shell would split, unquote or glob into other paths; use `find … -print0 | xargs -0`",
                     path.display()
@@ -111,12 +114,4 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
         }
     }
     Ok(())
-}
-
-/// Whether xargs (without `-0`) or the shell's splitting and globbing would not take `name`
-/// as it is: a blank, quote, backslash or glob character, or a byte `git ls-files` prints
-/// quoted and escaped (a control character, one outside ASCII).
-fn splits(name: &str) -> bool {
-    name.contains([' ', '\'', '"', '\\', '*', '?', '['])
-        || name.chars().any(|c| c.is_control() || !c.is_ascii())
 }

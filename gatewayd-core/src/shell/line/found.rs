@@ -29,6 +29,14 @@ pub struct Found {
     pub split: bool,
 }
 
+/// Whether xargs (without `-0`) or the shell's splitting and globbing would not take `name`
+/// as it is: a blank, quote, backslash or glob character, or a character `git ls-files`
+/// prints quoted and escaped (a control character, one outside ASCII).
+pub fn splits_into_other_paths(name: &str) -> bool {
+    name.contains([' ', '\'', '"', '\\', '*', '?', '['])
+        || name.chars().any(|c| c.is_control() || !c.is_ascii())
+}
+
 /// `find … -exec …` cut in two: find's own words, and the commands it runs.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct FindExec {

@@ -179,7 +179,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
 }
 
 pub use crate::sys::user_home;
-pub use found::Found;
+pub use found::{Found, splits_into_other_paths};
 
 pub(super) fn unanalysable(what: impl Into<String>) -> ShellError {
     ShellError::Unanalysable(what.into())

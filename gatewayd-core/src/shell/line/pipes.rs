@@ -8,7 +8,7 @@ use brush_parser::ast::{self, Command, IoFileRedirectKind, IoFileRedirectTarget,
 
 use super::{
     Walk, Words,
-    found::{Found, name_filter, start_points},
+    found::{Found, name_filter, splits_into_other_paths, start_points},
     words::RUNTIME_STAND_IN,
 };
 use crate::shell::{ShellError, WalkFilter};
@@ -171,6 +171,11 @@ pub(super) fn path_list(
     before: Option<&PathList>,
 ) -> Option<PathList> {
     let list = |roots: Vec<String>, filter, nul| {
+        // Each path is printed after its root as written: a root xargs or the shell would
+        // split is not a list of paths below it.
+        if roots.iter().any(|r| splits_into_other_paths(r)) {
+            return None;
+        }
         Some(PathList {
             found: Found {
                 roots: roots.iter().map(|r| cwd.join(r)).collect(),

@@ -283,3 +283,10 @@ fn a_tilde_bash_expands_in_an_assignment_like_argument_is_refused() {
     // Not after `=` of a name, or quoted: bash leaves it.
     assert_eq!(argvs("echo --opt=~/z")[0], ["echo", "--opt=~/z"]);
 }
+
+#[test]
+fn a_root_xargs_would_split_is_not_a_list() {
+    // `my dir/x.rs` would reach xargs as `my` and `dir/x.rs`, below no root.
+    assert!(refused("find 'my dir' -name '*.rs' | xargs cat").contains("xargs"));
+    assert!(refused("cat $(find 'my dir' -name '*.rs')").contains("substitution"));
+}
