@@ -196,7 +196,8 @@ pub(super) fn shell(name: &str, args: &[String], findings: &mut Findings) {
     let runs_a_script = SCRIPT_SHELLS.contains(&name)
         && args
             .get(flags)
-            .is_some_and(|script| !script.starts_with('-'));
+            // `+o NAME`, `+x`: options too, to the shells.
+            .is_some_and(|script| !script.starts_with(['-', '+']));
     if runs_a_script {
         for a in &args[flags..] {
             findings.read_argument(a, std::path::Path::new(a));

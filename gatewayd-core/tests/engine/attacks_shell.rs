@@ -287,6 +287,8 @@ fn shell_options_that_change_what_a_word_names() {
         "set -f; cat [x]",
         "set -o noglob; cat [x]",
         "set +B; cat {a,b}",
+        "bash -o noglob -c 'cat [x]'",
+        "bash +o braceexpand -c 'cat {a,b}'",
     ] {
         let out = std::process::Command::new("bash")
             .args(["-c", line])

@@ -193,25 +193,28 @@ fn no_array_element(words: &[String]) -> Result<(), ShellError> {
     }
 }
 
+/// The `set -o` options that change nothing the walk reads (also `bash -o NAME -c …`).
+pub(super) const SAFE_SHELL_OPTIONS: &[&str] = &[
+    "errexit",
+    "nounset",
+    "xtrace",
+    "verbose",
+    "pipefail",
+    "errtrace",
+    "functrace",
+    "noclobber",
+    "hashall",
+    "allexport",
+    "notify",
+    "monitor",
+];
+
 /// `set`'s options that change nothing the walk reads: `-e -u -x -o pipefail` and the like.
 /// Refused: those that change how words become paths (`-f`/`noglob`, `+B`), where `cd`
 /// goes (`-P`/`physical`), what is an assignment (`-k`), and any other.
 fn check_set(args: &[String]) -> Result<(), ShellError> {
     const FLAGS: &str = "euxvETChmab";
-    const NAMES: [&str; 12] = [
-        "errexit",
-        "nounset",
-        "xtrace",
-        "verbose",
-        "pipefail",
-        "errtrace",
-        "functrace",
-        "noclobber",
-        "hashall",
-        "allexport",
-        "notify",
-        "monitor",
-    ];
+    const NAMES: &[&str] = SAFE_SHELL_OPTIONS;
     let refused = |what: &str| {
         Err(unanalysable(format!(
             "`set {what}` (it may change how the line's words become paths, or where `cd` goes)"

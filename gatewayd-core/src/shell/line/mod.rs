@@ -623,7 +623,16 @@ fn shell_body(argv: &[String]) -> Option<String> {
         }
         match a {
             "--login" | "--norc" | "--noprofile" | "--posix" => {}
-            "-o" | "+o" => i += 1,
+            // `-o noglob` and the like change what the body's words name.
+            "-o" | "+o" => {
+                i += 1;
+                if !argv
+                    .get(i)
+                    .is_some_and(|o| builtins::SAFE_SHELL_OPTIONS.contains(&o.as_str()))
+                {
+                    return None;
+                }
+            }
             _ if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") => {
                 if !a[1..].chars().all(|c| "lexuc".contains(c)) {
                     return None;

@@ -290,3 +290,18 @@ fn a_root_xargs_would_split_is_not_a_list() {
     assert!(refused("find 'my dir' -name '*.rs' | xargs cat").contains("xargs"));
     assert!(refused("cat $(find 'my dir' -name '*.rs')").contains("substitution"));
 }
+
+#[test]
+fn a_shell_started_with_options_that_change_words_is_not_read_as_a_body() {
+    assert_eq!(argvs("bash -o pipefail -c 'ls | head'").len(), 3);
+    for line in [
+        "bash -o noglob -c 'cat [x]'",
+        "sh +o braceexpand -c 'cat {a,b}'",
+    ] {
+        let c = cmds(line);
+        assert!(
+            c.len() == 1 && c[0].analyse,
+            "{line}: left to the analysis, which refuses it"
+        );
+    }
+}
