@@ -225,16 +225,8 @@ fn ansi_c_escapes_that_spell_a_protected_path() {
     let f = fx();
     let mut s = session();
     for line in ["cat $'.e\\x6ev'", "cat $'\\056env'", "head -1 $'\\x2e'env"] {
-        let out = std::process::Command::new("bash")
-            .args(["-c", line])
-            .current_dir(f.p("work"))
-            .output()
-            .expect("bash runs");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains(DEPLOY_KEY),
-            "{line}: without gatewayd bash reads .env"
-        );
-        shell_denied(&f, &mut s, "run_sh", line, Reason::Shell);
+        let o = bash_reads_it_the_engine_refuses(&f, &mut s, line, DEPLOY_KEY);
+        assert_eq!(o.verdict.reason, Reason::Shell, "{line}");
     }
 }
 
@@ -247,22 +239,19 @@ fn variables_that_change_where_bash_finds_paths() {
     let mut s = session();
     std::fs::create_dir(f.p("work/.ssh")).expect("a decoy .ssh in the workspace");
     let home = f.p("home");
-    for line in [
-        "GLOBIGNORE=x; cat *".to_owned(),
-        format!("PWD={home}; cat \"$PWD/.ssh/id_rsa\""),
-        format!("CDPATH={home}; cd .ssh && cat id_rsa"),
+    for (line, secret) in [
+        ("GLOBIGNORE=x; cat *".to_owned(), DEPLOY_KEY),
+        (
+            format!("PWD={home}; cat \"$PWD/.ssh/id_rsa\""),
+            "PRIVATE KEY",
+        ),
+        (
+            format!("CDPATH={home}; cd .ssh && cat id_rsa"),
+            "PRIVATE KEY",
+        ),
     ] {
-        let out = std::process::Command::new("bash")
-            .args(["-c", &line])
-            .current_dir(f.p("work"))
-            .output()
-            .expect("bash runs");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.contains(DEPLOY_KEY) || text.contains("PRIVATE KEY"),
-            "{line}: without gatewayd bash reads a secret: {text}"
-        );
-        shell_denied(&f, &mut s, "run_sh", &line, Reason::Shell);
+        let o = bash_reads_it_the_engine_refuses(&f, &mut s, &line, secret);
+        assert_eq!(o.verdict.reason, Reason::Shell, "{line}");
     }
 }
 
@@ -290,23 +279,7 @@ fn shell_options_that_change_what_a_word_names() {
         "bash -o noglob -c 'cat [x]'",
         "bash +o braceexpand -c 'cat {a,b}'",
     ] {
-        let out = std::process::Command::new("bash")
-            .args(["-c", line])
-            .current_dir(f.p("work"))
-            .output()
-            .expect("bash runs");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("PRIVATE KEY"),
-            "{line}: without gatewayd bash reads the key"
-        );
-        let (o, ran) = f.call(&mut s, "run_sh", serde_json::json!({"command": line}));
-        assert_eq!(
-            o.verdict.decision,
-            Decision::Deny,
-            "{line}: {}",
-            o.verdict.message
-        );
-        assert!(!ran, "{line}");
+        bash_reads_it_the_engine_refuses(&f, &mut s, line, "PRIVATE KEY");
     }
 }
 
@@ -323,23 +296,7 @@ fn glob_brackets_as_bash_reads_them() {
         "cat .en[^x]",
         "head -1 .e[[:alpha:]]v",
     ] {
-        let out = std::process::Command::new("bash")
-            .args(["-c", line])
-            .current_dir(f.p("work"))
-            .output()
-            .expect("bash runs");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains(DEPLOY_KEY),
-            "{line}: without gatewayd bash reads .env"
-        );
-        let (o, ran) = f.call(&mut s, "run_sh", serde_json::json!({"command": line}));
-        assert_eq!(
-            o.verdict.decision,
-            Decision::Deny,
-            "{line}: {}",
-            o.verdict.message
-        );
-        assert!(!ran, "{line}");
+        bash_reads_it_the_engine_refuses(&f, &mut s, line, DEPLOY_KEY);
     }
     let (o, _) = f.call(
         &mut s,

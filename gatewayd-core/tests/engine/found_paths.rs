@@ -1,8 +1,6 @@
 //! Commands run on the paths another command found, through a shell: `find … -exec` and
-//! `find … | xargs`. Each attack is first run in the real `sh` on the fixture tree, where it
+//! `find … | xargs`. Each attack is first run in the real bash on the fixture tree, where it
 //! reads the key, then refused by the engine; the ordinary lines beside them are allowed.
-use std::process::Command;
-
 use gatewayd_core::engine::{Decision, Reason};
 use serde_json::json;
 
@@ -14,16 +12,6 @@ fn fx_xargs() -> Fx {
         let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
         exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/cp")]);
     })
-}
-
-/// What `line` prints when `sh` runs it in the fixture's workspace.
-fn run_bare(f: &Fx, line: &str) -> String {
-    let out = Command::new("sh")
-        .args(["-c", line])
-        .current_dir(f.p("work"))
-        .output()
-        .expect("sh runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Asserts the engine allows `line` through the shell tool, and its handler ran.
@@ -57,7 +45,7 @@ fn found_paths_that_lead_to_a_protected_file_are_refused() {
         "find . -name '*.rs' | xargs cat",
         "cat $(find src -name '*.rs')",
     ] {
-        let bare = run_bare(&f, line);
+        let bare = run_in_bash(&f, line);
         assert!(
             bare.contains("BEGIN OPENSSH PRIVATE KEY") || bare.contains(DEPLOY_KEY),
             "{line}: without gatewayd it reads a secret: {bare}"
@@ -110,7 +98,7 @@ fn ordinary_commands_on_found_paths_are_allowed() {
     ] {
         assert_allowed(&f, &mut s, line);
         assert!(
-            !run_bare(&f, line).is_empty(),
+            !run_in_bash(&f, line).is_empty(),
             "{line} prints what it found"
         );
     }
@@ -129,7 +117,7 @@ fn trees_find_leaves_out_are_not_looked_at() {
     .expect("symlink");
     std::fs::write(f.p("work/src/app.js"), "run()\n").expect("write");
     let all = "find src -name '*.js' | xargs cat";
-    assert!(run_bare(&f, all).contains("BEGIN OPENSSH PRIVATE KEY"));
+    assert!(run_in_bash(&f, all).contains("BEGIN OPENSSH PRIVATE KEY"));
     refused(
         f.call(&mut s, "run_sh", json!({"command": all})),
         Decision::Deny,
@@ -139,7 +127,7 @@ fn trees_find_leaves_out_are_not_looked_at() {
         "find src -name '*.js' -not -path 'src/node_modules/*' | xargs cat",
         "find src -name '*.js' ! -path '*/node_modules/*' -exec cat {} +",
     ] {
-        let bare = run_bare(&f, line);
+        let bare = run_in_bash(&f, line);
         assert!(
             bare.contains("run()") && !bare.contains("PRIVATE KEY"),
             "{line}: {bare}"
@@ -168,7 +156,7 @@ fn a_found_file_of_a_protected_name_is_refused() {
         "find src -type f | xargs cat",
     ] {
         assert!(
-            run_bare(&f, line).contains(DEPLOY_KEY),
+            run_in_bash(&f, line).contains(DEPLOY_KEY),
             "{line}: the bare line reads it"
         );
         let o = refused(
@@ -203,17 +191,6 @@ fn name_globs_are_read_as_fnmatch_reads_them() {
         "grep -r KEY src --include='.[^x]nv'",
         "grep -r KEY src --include='.[[:lower:]]nv'",
     ] {
-        assert!(
-            run_bare(&f, line).contains(DEPLOY_KEY),
-            "{line}: the bare line reads it"
-        );
-        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
-        assert_eq!(
-            o.verdict.decision,
-            Decision::Deny,
-            "{line}: {}",
-            o.verdict.message
-        );
-        assert!(!ran, "{line}");
+        bash_reads_it_the_engine_refuses(&f, &mut s, line, DEPLOY_KEY);
     }
 }

@@ -180,3 +180,39 @@ pub(crate) fn count_call(kind: &str) {
         }
     }
 }
+
+/// What `line` prints when the real bash runs it in the fixture's workspace.
+pub(crate) fn run_in_bash(f: &Fx, line: &str) -> String {
+    let out = std::process::Command::new("bash")
+        .args(["-c", line])
+        .current_dir(f.p("work"))
+        .output()
+        .expect("bash runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An attack through the shell tool `run_sh`: the real bash prints `secret` through
+/// `line` (the attempt works without gatewayd), and the engine refuses it without running
+/// the handler. Returns the refusal.
+#[track_caller]
+pub(crate) fn bash_reads_it_the_engine_refuses(
+    f: &Fx,
+    s: &mut Session,
+    line: &str,
+    secret: &str,
+) -> Outcome {
+    let bare = run_in_bash(f, line);
+    assert!(
+        bare.contains(secret),
+        "{line}: without gatewayd bash reads the secret: {bare}"
+    );
+    let (o, ran) = f.call(s, "run_sh", json!({"command": line}));
+    assert_eq!(
+        o.verdict.decision,
+        Decision::Deny,
+        "{line}: {}",
+        o.verdict.message
+    );
+    assert!(!ran, "{line}: the handler ran");
+    o
+}
