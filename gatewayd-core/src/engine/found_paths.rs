@@ -61,6 +61,8 @@ pub(super) fn take_found(
 fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String> {
     let mut dirs = vec![root.to_path_buf()];
     let mut seen = 0usize;
+    // A filter whose globs cannot be read skips nothing.
+    let matcher = found.filter.matcher();
     while let Some(dir) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -83,10 +85,10 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             };
             // A directory's name is in the path of what is found below it; a file's only
             // if the filter keeps it.
-            let kept = if kind.is_dir() {
-                !found.filter.skips_below(rel)
-            } else {
-                !found.filter.skips(rel, false)
+            let kept = match &matcher {
+                Some(m) if kind.is_dir() => !m.skips_below(rel),
+                Some(m) => !m.skips(rel, false),
+                None => true,
             };
             if !kept {
                 continue;

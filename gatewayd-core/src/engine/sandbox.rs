@@ -354,6 +354,7 @@ impl SandboxView {
         skip_hidden: bool,
         filter: &WalkFilter,
     ) -> Option<PathBuf> {
+        let matcher = filter.matcher();
         self.protected
             .iter()
             .filter(|x| is_under(x, p) && *x != p)
@@ -365,7 +366,8 @@ impl SandboxView {
                 let hidden = rel
                     .components()
                     .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
-                let skipped = (skip_hidden && hidden) || filter.skips(rel, x.is_dir());
+                let filtered = matcher.as_ref().is_some_and(|m| m.skips(rel, x.is_dir()));
+                let skipped = (skip_hidden && hidden) || filtered;
                 !skipped
             })
             .cloned()

@@ -153,7 +153,7 @@ mod walk;
 mod walk_filter;
 
 pub use split::split;
-pub use walk_filter::{FileRule, WalkFilter};
+pub use walk_filter::{FileRule, Matcher, WalkFilter};
 
 use findings::Findings;
 

@@ -31,66 +31,61 @@ impl WalkFilter {
         self.files.is_empty() && self.dirs.is_empty() && self.top_dirs.is_empty()
     }
 
-    /// Whether every glob of it can be matched as fnmatch does ([`fnmatch_brackets`], and
-    /// a pattern the glob crate takes); one that cannot (`--include='[[:alpha:]]*'`) makes
-    /// the filter skip nothing, as if it were not there.
-    pub fn readable(&self) -> bool {
-        self.files
-            .iter()
-            .map(|(_, g)| g)
-            .chain(&self.dirs)
-            .all(|g| fnmatch_brackets(g).is_some_and(|g| glob::Pattern::new(&g).is_ok()))
+    /// Its globs compiled once, for the many paths of a walk. `None` when one of them cannot
+    /// be matched as fnmatch does ([`fnmatch_brackets`], or a pattern the glob crate
+    /// rejects: `--include='[[:alpha:]]*'`): such a filter skips nothing, as if it were not
+    /// there.
+    pub fn matcher(&self) -> Option<Matcher<'_>> {
+        let compile = |g: &String| fnmatch_brackets(g).and_then(|g| glob::Pattern::new(&g).ok());
+        Some(Matcher {
+            files: self
+                .files
+                .iter()
+                .map(|(rule, g)| Some((*rule, compile(g)?)))
+                .collect::<Option<_>>()?,
+            dirs: self.dirs.iter().map(compile).collect::<Option<_>>()?,
+            top_dirs: &self.top_dirs,
+        })
     }
 
+    /// [`Matcher::skips`], for one path; nothing for a filter with no [`WalkFilter::matcher`].
+    pub fn skips(&self, rel: &Path, is_dir: bool) -> bool {
+        self.matcher().is_some_and(|m| m.skips(rel, is_dir))
+    }
+}
+
+/// A [`WalkFilter`] with its globs compiled.
+pub struct Matcher<'a> {
+    files: Vec<(FileRule, glob::Pattern)>,
+    dirs: Vec<glob::Pattern>,
+    top_dirs: &'a [String],
+}
+
+impl Matcher<'_> {
     /// Whether the walk skips `rel` (a path below its root, no `..`), a directory when
     /// `is_dir`: a directory on the way, or `rel` itself if it is one, matches an
-    /// `--exclude-dir`; or `rel` is a file the `--include`/`--exclude` rules leave out.
-    /// Nothing is skipped by a filter that is not [`WalkFilter::readable`].
+    /// `--exclude-dir`; or it lies below a [`WalkFilter::top_dirs`] one; or `rel` is a file
+    /// the `--include`/`--exclude` rules leave out.
     pub fn skips(&self, rel: &Path, is_dir: bool) -> bool {
-        if !self.readable() {
-            return false;
-        }
-        let names: Vec<&std::ffi::OsStr> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n),
-                _ => None,
-            })
-            .collect();
+        let names = normal_names(rel);
         let Some((last, parents)) = names.split_last() else {
             return false;
         };
-        if self
-            .top_dirs
-            .iter()
-            .any(|t| names.len() > 1 && *names[0] == **t)
-        {
+        if names.len() > 1 && self.top_dirs.contains(&names[0]) {
             return true;
         }
         let dirs = if is_dir { &names[..] } else { parents };
-        if dirs
-            .iter()
-            .any(|d| self.dirs.iter().any(|g| matches(g, &d.to_string_lossy())))
-        {
+        if dirs.iter().any(|d| self.dirs.iter().any(|g| matches(g, d))) {
             return true;
         }
-        !is_dir && self.skips_file(&last.to_string_lossy())
+        !is_dir && self.skips_file(last)
     }
 
     /// Whether the walk skips everything below the directory `rel` (a path below its root):
     /// it or a directory on the way matches an `--exclude-dir`, or it is below a
     /// [`WalkFilter::top_dirs`] one.
     pub fn skips_below(&self, rel: &Path) -> bool {
-        if !self.readable() {
-            return false;
-        }
-        let names: Vec<String> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
-                _ => None,
-            })
-            .collect();
+        let names = normal_names(rel);
         names.first().is_some_and(|f| self.top_dirs.contains(f))
             || names
                 .iter()
@@ -110,22 +105,26 @@ impl WalkFilter {
     }
 }
 
-/// `fnmatch(glob, name, 0)`: `*` and `?` match any character, a leading dot included. A
-/// glob the glob crate cannot read as fnmatch does ([`fnmatch_brackets`]) never gets here:
-/// [`WalkFilter::readable`].
-fn matches(glob: &str, name: &str) -> bool {
-    fnmatch_brackets(glob)
-        .and_then(|g| glob::Pattern::new(&g).ok())
-        .is_some_and(|p| {
-            p.matches_with(
-                name,
-                glob::MatchOptions {
-                    case_sensitive: true,
-                    require_literal_separator: false,
-                    require_literal_leading_dot: false,
-                },
-            )
+/// `rel`'s names, without `.` and `..`.
+fn normal_names(rel: &Path) -> Vec<String> {
+    rel.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
         })
+        .collect()
+}
+
+/// `fnmatch(glob, name, 0)`: `*` and `?` match any character, a leading dot included.
+fn matches(glob: &glob::Pattern, name: &str) -> bool {
+    glob.matches_with(
+        name,
+        glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: false,
+            require_literal_leading_dot: false,
+        },
+    )
 }
 
 /// `pattern`'s bracket expressions (fnmatch's and bash's) in the glob crate's syntax: `[^…]`
@@ -222,10 +221,15 @@ mod tests {
             "the directory itself is found"
         );
         assert!(!skips(&top, "src/node_modules/.env", false));
-        assert!(top.skips_below(Path::new("node_modules")));
-        assert!(!top.skips_below(Path::new("src/node_modules")));
-        assert!(git.skips_below(Path::new("a/.git")));
-        assert!(!git.skips_below(Path::new("a")));
+        let below = |f: &WalkFilter, p: &str| {
+            f.matcher()
+                .expect("globs it reads")
+                .skips_below(Path::new(p))
+        };
+        assert!(below(&top, "node_modules"));
+        assert!(!below(&top, "src/node_modules"));
+        assert!(below(&git, "a/.git"));
+        assert!(!below(&git, "a"));
         // A glob the check cannot match as fnmatch does: nothing is skipped.
         for unreadable in ["[", "[[:alpha:]]*", ".[[:lower:]]nv"] {
             assert!(
