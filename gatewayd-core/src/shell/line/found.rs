@@ -1,12 +1,12 @@
 //! Commands that run on the paths another command finds: `find ROOTS … -exec COMMAND {} ;`
-//! (or `+`), and `find ROOTS … | xargs COMMAND` (also `git ls-files`, and lines kept by
-//! `grep`, `head`, `tail` or `sort` between them). The walk ([`super`]) checks `find` as
-//! the walk of names it is, and COMMAND as a command of the line whose operand `{}` (or the
-//! paths xargs appends) is each root: the check ([`crate::engine`]) then takes a read of a
-//! root as a read of the files below it ([`Found`]), with the files find's `-name` tests
-//! leave out skipped. What is not read that way (`-execdir`, `-ok`, `xargs -a FILE`, a
-//! producer that is not a list of paths) is left to the analysis, which refuses programs
-//! that run others.
+//! (or `+`) here, and the lists of paths a pipeline or a substitution hands on (`find … |
+//! xargs COMMAND`, `cat $(git ls-files)`, `… | while read -r f`) in [`super::pipes`]. The
+//! walk ([`super`]) checks `find` as the walk of names it is, and COMMAND as a command of
+//! the line whose operand `{}` (or the paths xargs appends) is each root: the check
+//! ([`crate::engine`]) then takes a read of a root as a read of the files below it
+//! ([`Found`]), with the files find's `-name` tests leave out skipped. `-execdir` and `-ok`
+//! are left to the analysis, which refuses them; xargs on any other input is refused by
+//! the walk.
 use std::path::PathBuf;
 
 use super::{Walk, runs_inner_commands, unanalysable, wrappers};

@@ -169,10 +169,8 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         output_is_pipe: false,
         pipelines: 0,
         last_list: None,
-        found_next: None,
         loop_input: None,
         found_vars: Vec::new(),
-        stdin_redirected: false,
     };
     walk.line(line)?;
     Ok(walk.out)
@@ -222,15 +220,11 @@ struct Walk {
     pipelines: usize,
     /// The list of paths the last pipeline walked writes, if it is one.
     last_list: Option<pipes::PathList>,
-    /// The found paths the next command runs on (`cat $(find …)`).
-    found_next: Option<Found>,
     /// The list of paths a pipeline hands to the `while` loop being walked, for its
     /// `read -r NAME` ([`Walk::read_found`]).
     loop_input: Option<pipes::PathList>,
     /// What each variable `read` set from a list stands for, by the number in its value.
     found_vars: Vec<Found>,
-    /// The simple command being run has its standard input redirected.
-    stdin_redirected: bool,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -405,10 +399,15 @@ impl Walk {
         // A list goes in only through standard input, and out only through standard
         // output with nothing else in it.
         let (input_is_pipe, output_is_pipe) = pipes::stdio(&owned);
-        self.piped = piped.filter(|_| input_is_pipe);
-        self.stdin_redirected = !input_is_pipe;
         self.output_is_pipe = output_is_pipe;
-        self.found_next = found;
+        if let Some(found) = found {
+            return self.push_found(words.argv, reads, writes, found);
+        }
+        // `read -r NAME` in a loop a list of paths goes to ([`Walk::read_found`]).
+        if words.argv[0] == "read" && input_is_pipe && self.read_found(&words.argv) {
+            return self.opened_without_a_program(reads, writes);
+        }
+        self.piped = piped.filter(|_| input_is_pipe);
         self.run(words.argv, reads, writes)
     }
 
@@ -451,9 +450,6 @@ impl Walk {
         // wrapped command or a shell's body.
         let piped = self.piped.take();
         self.listed.clone_from(&piped);
-        if let Some(found) = self.found_next.take() {
-            return self.push_found(argv, reads, writes, found);
-        }
         if argv[0] == "break" || argv[0] == "continue" {
             self.loop_exits += 1;
         }
@@ -463,9 +459,6 @@ impl Walk {
         }
         if let Some(script) = builtins::sourced(&argv)? {
             return self.push(script, reads, writes, true);
-        }
-        if argv[0] == "read" && !self.stdin_redirected && self.read_found(&argv) {
-            return self.opened_without_a_program(reads, writes);
         }
         if self.ctx.builtin(&argv)? {
             return self.opened_without_a_program(reads, writes);

@@ -25,8 +25,7 @@ impl Walk {
         } else {
             // Each command of a pipeline of several runs in a subshell: `cd x | cat a`
             // reads `./a`. A simple command that writes a list of paths hands it to the
-            // next (`find … | xargs …`).
-            // A `while` loop the list goes to hands it to the `read`s in it.
+            // next (`find … | xargs …`), and a `while` loop to the `read`s in it.
             let loop_input = self.loop_input.take();
             for c in &p.seq {
                 let start = self.out.len();
@@ -46,7 +45,7 @@ impl Walk {
     }
 
     /// The list of paths that `c`, a command of a pipeline whose line commands start at
-    /// `self.out[start]`, writes, if it is one ([`found::path_list`]).
+    /// `self.out[start]`, writes, if it is one ([`path_list`]).
     fn list_written(&mut self, start: usize, c: &Command) -> Option<PathList> {
         let before = self.listed.take();
         match (&self.out[start..], c) {
@@ -96,16 +95,7 @@ impl Walk {
             .parse()
             .ok()?;
         let found = self.found_vars.get(n)?.clone();
-        if index == 0 {
-            return None;
-        }
-        words.runtime.clear();
-        let roots = found.roots.iter();
-        words.argv.splice(
-            index..=index,
-            roots.map(|r| r.to_string_lossy().into_owned()),
-        );
-        Some(found)
+        (index > 0).then(|| put_roots(words, index, found))
     }
 
     /// A command's one word that is a command substitution outside quotes whose line is a
@@ -131,17 +121,20 @@ impl Walk {
         let Some(list) = list.filter(|l| !l.nul && self.pipelines == pipelines + 1) else {
             return Ok(None);
         };
-        words.runtime.clear();
         words.substitutions.clear();
-        let roots = list.found.roots.iter();
-        words.argv.splice(
-            index..=index,
-            roots.map(|r| r.to_string_lossy().into_owned()),
-        );
-        Ok(Some(Found {
-            split: true,
-            ..list.found
-        }))
+        Ok(Some(put_roots(words, index, list.found)))
+    }
+}
+
+/// `words`' one word known only when the line runs, at `index`, replaced by the roots of
+/// the paths `found` stands for; the shell splits and globs those paths.
+fn put_roots(words: &mut Words, index: usize, found: Found) -> Found {
+    words.runtime.clear();
+    let roots = found.roots.iter().map(|r| r.to_string_lossy().into_owned());
+    words.argv.splice(index..=index, roots);
+    Found {
+        split: true,
+        ..found
     }
 }
 
