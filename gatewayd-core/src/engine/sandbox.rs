@@ -41,7 +41,8 @@ impl std::ops::Deref for Resolved {
 }
 
 /// Canonical form of `p` (absolute): the real path when it exists; otherwise the real path of
-/// its longest existing ancestor with the rest appended, where the rest may not contain `..`.
+/// its longest existing ancestor with the rest appended as written (a `..` there undoes the
+/// name before it).
 /// A dangling symlink or a component that is not a directory cannot be resolved: error.
 /// A path with no symlink on the way is resolved in one `openat2` (`crate::sys`).
 pub fn canonicalize(p: &Path) -> Result<PathBuf, String> {
@@ -80,23 +81,26 @@ fn resolve_absolute(p: &Path) -> Result<Resolved, String> {
 }
 
 /// [`canonicalize`]'s slow way: component by component, for a path through a symlink to a
-/// missing name, or where `openat2` is not available.
+/// missing name, or where `openat2` is not available. Below the first missing name the rest
+/// is taken as written, and a `..` there leaves the last name not yet made (`build/..` after
+/// `mkdir build`): were that name made a symlink before the path is used, the path would lead
+/// elsewhere, as any path below a name not yet made would (POLICY.md, Limits of the engine).
 fn walk_components(p: &Path) -> Result<PathBuf, String> {
     let mut cur = PathBuf::from("/");
-    let mut missing = false;
+    // Names at the end of `cur` that do not exist.
+    let mut missing = 0usize;
     for comp in p.components() {
         match comp {
             Component::RootDir | Component::CurDir => {}
             Component::Prefix(_) => return Err("path prefix".into()),
-            Component::ParentDir if missing => {
-                return Err(format!("`{}`: `..` after a missing component", p.display()));
-            }
             Component::ParentDir => {
+                missing = missing.saturating_sub(1);
                 cur.pop();
             }
             Component::Normal(name) => {
                 let next = cur.join(name);
-                if missing {
+                if missing > 0 {
+                    missing += 1;
                     cur = next;
                     continue;
                 }
@@ -109,7 +113,7 @@ fn walk_components(p: &Path) -> Result<PathBuf, String> {
                         if !cur.is_dir() {
                             return Err(format!("`{}` is not a directory", cur.display()));
                         }
-                        missing = true;
+                        missing = 1;
                         cur = next;
                     }
                     Err(e) => return Err(format!("`{}`: {e}", next.display())),

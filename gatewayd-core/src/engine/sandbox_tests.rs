@@ -176,7 +176,24 @@ fn canonicalize_missing_tail() {
         canonicalize(&base.join("a/../a/new/f")).unwrap(),
         base.join("a/new/f")
     );
-    assert!(canonicalize(&base.join("a/new/../../x")).is_err());
+    // `..` below a name not yet made undoes that name, then goes on from the real parent
+    assert_eq!(
+        canonicalize(&base.join("a/new/../../x")).unwrap(),
+        base.join("x")
+    );
+    std::os::unix::fs::symlink(base.join("a"), base.join("link")).unwrap();
+    assert_eq!(
+        canonicalize(&base.join("new/deeper/../../link/..")).unwrap(),
+        base,
+        "back in the existing part, a symlink is followed again"
+    );
+    std::fs::create_dir(base.join("a/b")).unwrap();
+    std::os::unix::fs::symlink(base.join("a/b"), base.join("deep")).unwrap();
+    assert_eq!(
+        canonicalize(&base.join("new/../deep/..")).unwrap(),
+        base.join("a"),
+        "`..` of a symlink's target is the target's parent"
+    );
     std::os::unix::fs::symlink(base.join("nowhere"), base.join("dangling")).unwrap();
     assert!(canonicalize(&base.join("dangling")).is_err());
 }

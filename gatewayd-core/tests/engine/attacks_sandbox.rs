@@ -37,15 +37,17 @@ fn dotdot_traversal() {
             Reason::Sandbox,
         );
     }
-    // `..` after a component that does not exist cannot be resolved
-    denied(
-        f.call(
-            &mut s,
-            "write_file",
-            json!({"path": "out/nope/../../.env", "content": "x"}),
-        ),
-        Reason::Sandbox,
-    );
+    // `..` after a name that does not exist yet undoes that name: out/nope/../../.env is .env
+    for p in [
+        "out/nope/../../.env",
+        "out/nope/deeper/../../../.env",
+        "out/nope/../../../outside/data.txt",
+    ] {
+        denied(
+            f.call(&mut s, "write_file", json!({"path": p, "content": "x"})),
+            Reason::Sandbox,
+        );
+    }
 }
 
 #[test]
