@@ -206,18 +206,12 @@ pub(super) fn path_list(
                 "--deleted",
                 "--",
             ];
-            let plain = |p: &&String| !p.contains(['*', '?', '[', '\\']) && !p.starts_with(':');
-            if !options.iter().all(|o| known.contains(&o.as_str())) || !paths.iter().all(plain) {
+            if !options.iter().all(|o| known.contains(&o.as_str())) {
                 return None;
             }
             let nul = options.iter().any(|o| *o == "-z");
-            let roots: Vec<String> = paths.into_iter().cloned().collect();
-            let roots = if roots.is_empty() {
-                vec![".".to_owned()]
-            } else {
-                roots
-            };
-            list(roots, WalkFilter::default(), nul)
+            let (roots, filter) = pathspecs(&paths)?;
+            list(roots, filter, nul)
         }
         "grep" | "head" | "tail" | "sort" if keeps_lines(argv) => {
             before.filter(|b| !b.nul).cloned()
@@ -230,6 +224,40 @@ pub(super) fn path_list(
         }
         _ => None,
     }
+}
+
+/// What `git ls-files PATHSPEC…` lists, as roots and a filter: plain paths (`.` when none),
+/// or only globs of the form `[DIR/]*SUFFIX`, DIR and SUFFIX plain and SUFFIX without `/`
+/// (`'*.py'`, `'src/*.rs'`). git's `*` matches `/` too, so such a glob keeps the files below
+/// DIR whose path, and so whose name, ends in SUFFIX: find's `-name '*SUFFIX'` below DIR.
+/// Several globs keep a file any of them keeps, below any of their DIRs (more, never
+/// fewer). `None` for any other pathspec (magic `:(…)`, other globs, plain and globs mixed).
+fn pathspecs(paths: &[&String]) -> Option<(Vec<String>, WalkFilter)> {
+    const GLOB: [char; 4] = ['*', '?', '[', '\\'];
+    let plain = |p: &str| !p.contains(GLOB) && !p.starts_with(':');
+    if paths.iter().all(|p| plain(p)) {
+        let roots: Vec<String> = paths.iter().map(|p| (*p).clone()).collect();
+        if roots.is_empty() {
+            return Some((vec![".".to_owned()], WalkFilter::default()));
+        }
+        return Some((roots, WalkFilter::default()));
+    }
+    let mut filter = WalkFilter::default();
+    let mut roots = Vec::new();
+    for p in paths {
+        let (dir, name) = p
+            .rsplit_once('/')
+            .map_or((".", p.as_str()), |(d, n)| (d, n));
+        let suffix = name.strip_prefix('*')?;
+        if !plain(dir) || dir.is_empty() || suffix.is_empty() || !plain(suffix) {
+            return None;
+        }
+        roots.push(dir.to_owned());
+        filter
+            .files
+            .push((crate::shell::FileRule::Include, name.to_owned()));
+    }
+    Some((roots, filter))
 }
 
 /// The roots of `rg -l PATTERN [ROOTS]`, `rg --files [ROOTS]` or `grep -rl PATTERN

@@ -46,6 +46,32 @@ fn commands_on_found_paths_stand_for_the_roots() {
     let c = cmds("git ls-files -z src | xargs -0 -n 10 cat");
     assert_eq!(c[2].argv, ["cat", "/work/src"]);
     assert!(c[2].found.as_ref().is_some_and(|f| !f.split));
+    // git's globs `[DIR/]*SUFFIX` are find's `-name '*SUFFIX'` below DIR.
+    let c = cmds("git ls-files '*.py' 'tests/*_test.go' | xargs wc -l");
+    assert_eq!(c[2].argv, ["wc", "-l", "/work/."]);
+    assert_eq!(
+        c[3].argv,
+        ["wc", "-l", "/work/tests"],
+        "one command per root"
+    );
+    let filter = &c[2].found.as_ref().expect("found paths").filter;
+    assert_eq!(
+        filter.files,
+        [
+            (crate::shell::FileRule::Include, "*.py".to_owned()),
+            (crate::shell::FileRule::Include, "*_test.go".to_owned())
+        ]
+    );
+    for line in [
+        "git ls-files 'x*' | xargs cat",
+        "git ls-files '*.p*' | xargs cat",
+        "git ls-files 's*/*.py' | xargs cat",
+        "git ls-files ':(glob)*.py' | xargs cat",
+        "git ls-files README.md '*.py' | xargs cat",
+        "git ls-files '*' | xargs cat",
+    ] {
+        assert!(refused(line).contains("xargs"), "{line}");
+    }
     let c = cmds("find . -name '*.py' | xargs -I{} cp {} /tmp/out");
     assert_eq!(c[2].argv, ["cp", "/work/.", "/tmp/out"]);
     // Not lists of paths, or not read: xargs is refused.
