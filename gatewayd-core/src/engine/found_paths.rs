@@ -8,7 +8,7 @@
 //! writes or walks the found paths is refused.
 use std::path::{Path, PathBuf};
 
-use super::{Reason, sandbox::SandboxView};
+use super::{Reason, sandbox::SandboxView, tracked};
 use crate::{
     policy::PathAccess,
     shell::{
@@ -20,12 +20,15 @@ use crate::{
 /// Entries below a root looked at, at most, before the command is refused.
 const MAX_ENTRIES: usize = 100_000;
 
-/// Turns `a`'s reads of `found`'s roots into walks of them; Err: the refusal.
+/// Turns `a`'s reads of `found`'s roots into walks of them, or, for what `git ls-files`
+/// lists where `index_read` (no other git command in the line may change the index first),
+/// into reads of the files git's index tracks below them ([`tracked`]); Err: the refusal.
 pub(super) fn take_found(
     sb: &SandboxView,
     name: &str,
     a: &mut CommandAnalysis,
     found: &Found,
+    index_read: bool,
 ) -> Result<(), (Reason, String)> {
     let is_root = |p: &PathBuf| found.roots.iter().any(|r| r == p);
     let refuse = |what: &str| {
@@ -45,14 +48,77 @@ pub(super) fn take_found(
     }
     let (roots, reads): (Vec<PathBuf>, Vec<PathBuf>) = a.reads.drain(..).partition(is_root);
     a.reads = reads;
-    for root in &roots {
-        look_below(sb, root, found).map_err(|m| (Reason::Shell, format!("`{name}`: {m}")))?;
+    let index = found
+        .tracked_from
+        .as_deref()
+        .filter(|_| index_read)
+        .and_then(tracked::tracked_files);
+    let mut walked = Vec::new();
+    for root in roots {
+        let in_index = index
+            .as_ref()
+            .and_then(|t| tracked_below(sb, &root, t, found));
+        let checked = if let Some(checked) = in_index {
+            checked
+        } else {
+            let r = look_below(sb, &root, found);
+            walked.push(root);
+            r
+        };
+        checked.map_err(|m| (Reason::Shell, format!("`{name}`: {m}")))?;
     }
-    a.recursive_roots = roots;
+    a.recursive_roots = walked;
     a.walks_names_only = false;
     a.walks_skip_hidden = found.skips_hidden;
     a.walk_filter = found.filter.clone();
     Ok(())
+}
+
+/// The files git's index tracks below `root` that `found`'s filter keeps, each checked as a
+/// read of the command's (a symbolic link where it leads), and for a protected name and a
+/// name xargs or the shell would split; `None` when `root` is not in `tracked`'s work tree
+/// (the walk's check then applies).
+fn tracked_below(
+    sb: &SandboxView,
+    root: &Path,
+    tracked: &tracked::Tracked,
+    found: &Found,
+) -> Option<Result<(), String>> {
+    let below = std::fs::canonicalize(root)
+        .ok()?
+        .strip_prefix(&tracked.work_tree)
+        .ok()?
+        .to_path_buf();
+    let matcher = found.filter.matcher();
+    let kept = |rel: &Path| {
+        let Some(m) = &matcher else { return true };
+        !rel.ancestors()
+            .skip(1)
+            .any(|dir| !dir.as_os_str().is_empty() && m.skips_below(dir))
+            && !m.skips(rel, false)
+    };
+    let check = |entry: &PathBuf| -> Result<(), String> {
+        let Ok(rel) = entry.strip_prefix(&below) else {
+            return Ok(());
+        };
+        if !kept(rel) {
+            return Ok(());
+        }
+        let path = tracked.work_tree.join(entry);
+        let shown = path.to_string_lossy();
+        if found.split && splits_into_other_paths(&entry.to_string_lossy()) {
+            return Err(split_name(&path));
+        }
+        if let Some(pattern) = sb.protected_name(&path) {
+            return Err(format!(
+                "`{}` is tracked by git, so `git ls-files` would list it, and its name matches protected name `{pattern}` (sandbox.protected_names); list narrower paths (`git ls-files src`, `git ls-files '*.py'`)",
+                path.display()
+            ));
+        }
+        let target = sb.resolve_path(&shown)?;
+        sb.check(&shown, &target, PathAccess::Read)
+    };
+    Some(tracked.paths.iter().try_for_each(check))
 }
 
 /// What below `root` the command would open that a walk's check misses: a link the filter
@@ -94,10 +160,7 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
                 continue;
             }
             if found.split && splits_into_other_paths(&entry.file_name().to_string_lossy()) {
-                return Err(format!(
-                    "`{}` has a blank, quote, backslash, glob character or a character outside ASCII in its name, which xargs or the shell would split, unquote or glob into other paths; use `find … -print0 | xargs -0`",
-                    path.display()
-                ));
+                return Err(split_name(&path));
             }
             if kind.is_dir() {
                 dirs.push(path);
@@ -116,4 +179,11 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
         }
     }
     Ok(())
+}
+
+fn split_name(path: &Path) -> String {
+    format!(
+        "`{}` has a blank, quote, backslash, glob character or a character outside ASCII in its name, which xargs or the shell would split, unquote or glob into other paths; use `find … -print0 | xargs -0`",
+        path.display()
+    )
 }

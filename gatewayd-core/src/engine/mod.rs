@@ -35,6 +35,7 @@ pub mod secrets;
 pub(crate) mod session;
 pub mod session_secrets;
 pub(crate) mod shellcheck;
+mod tracked;
 mod verdict;
 
 pub use approval::{Approval, ApprovalState};

@@ -140,6 +140,15 @@ fn check_line(
     );
     let commands = shell::line::parse_line(line, &ctx)
         .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;
+    // What `git ls-files` lists is what the index tracks when the call is decided, unless
+    // another git command of the line may change the index first.
+    let index_read = commands.iter().all(|c| {
+        let git = c
+            .argv
+            .first()
+            .is_some_and(|p| p.rsplit('/').next() == Some("git"));
+        !git || c.argv.get(1).is_some_and(|v| v == "ls-files")
+    });
     for c in &commands {
         if let Some(program) = c.argv.first() {
             if c.analyse {
@@ -154,7 +163,7 @@ fn check_line(
                     *p = c.cwd.join(&*p);
                 }
                 if let Some(found) = &c.found {
-                    super::found_paths::take_found(sb, name, &mut a, found)?;
+                    super::found_paths::take_found(sb, name, &mut a, found, index_read)?;
                 }
                 reach.sends_out |= check_analysis(sb, egress, rule, name, &a)?.sends_out;
             } else if !program_allowed(sb, rule, program) {

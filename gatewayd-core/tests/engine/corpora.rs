@@ -12,7 +12,8 @@ use gatewayd_core::{
 };
 use serde_json::json;
 
-/// A project as agents find it: sources, tests, docs, a build log, a `.env` and a `.git`.
+/// A project as agents find it: sources, tests, docs, a build log, a `.env` and a git
+/// repository whose index tracks every file but `.env` and `target` (which it ignores).
 fn workspace(ws: &Path) {
     for (path, text) in [
         (
@@ -34,7 +35,7 @@ fn workspace(ws: &Path) {
         ("scripts/check.sh", "true\n"),
         ("scripts/build.js", "\n"),
         ("index.js", "\n"),
-        (".gitignore", "target\n"),
+        (".gitignore", "target\n.env\n"),
         (".env", "API_KEY=sk-live-0123456789\n"),
         (".git/config", "[core]\n"),
         (".git/HEAD", "ref: refs/heads/main\n"),
@@ -45,6 +46,14 @@ fn workspace(ws: &Path) {
         let p = ws.join(path);
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
         std::fs::write(p, text).expect("write");
+    }
+    for args in [&["init", "-q"][..], &["add", "-A"]] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(ws)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "git {args:?}");
     }
 }
 

@@ -194,3 +194,74 @@ fn name_globs_are_read_as_fnmatch_reads_them() {
         bash_reads_it_the_engine_refuses(&f, &mut s, line, DEPLOY_KEY);
     }
 }
+
+/// Runs git in the fixture's workspace.
+fn git(f: &Fx, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(f.p("work"))
+        .output()
+        .expect("git runs")
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+#[test]
+fn what_git_ls_files_lists_is_what_the_index_tracks() {
+    let f = fx_with(|v| {
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/git")]);
+    });
+    let mut s = session();
+    git(&f, &["init", "-q"]);
+    git(&f, &["add", "src", "notes.txt"]);
+    // `.env` is there but not tracked: git lists only what its index holds.
+    for line in [
+        "git ls-files | xargs wc -l",
+        "git ls-files -z | xargs -0 grep -n TODO",
+        "wc -l $(git ls-files)",
+    ] {
+        assert_allowed(&f, &mut s, line);
+        let bare = run_in_bash(&f, line);
+        assert!(
+            bare.contains("main.rs") || bare.contains("TODO"),
+            "{line}: {bare}"
+        );
+        assert!(!bare.contains(DEPLOY_KEY), "{line}: {bare}");
+    }
+    // What is not tracked (`--others`) is every file below, as for find.
+    bash_reads_it_the_engine_refuses(&f, &mut s, "git ls-files -o | xargs cat", DEPLOY_KEY);
+    // Another git command of the line may change the index first: every file below counts.
+    let o = refused(
+        f.call(
+            &mut s,
+            "run_sh",
+            json!({"command": "git status -s && git ls-files | xargs wc -l"}),
+        ),
+        Decision::Deny,
+        Reason::Shell,
+    );
+    assert!(
+        o.verdict.message.contains("protected"),
+        "{}",
+        o.verdict.message
+    );
+    // A tracked `.env`, and a tracked link to a key, are read by the command.
+    git(&f, &["add", "-f", ".env"]);
+    let o = bash_reads_it_the_engine_refuses(&f, &mut s, "git ls-files | xargs cat", DEPLOY_KEY);
+    assert!(
+        o.verdict.message.contains("protected"),
+        "{}",
+        o.verdict.message
+    );
+    git(&f, &["rm", "-q", "--cached", ".env"]);
+    git(&f, &["add", "key-link"]);
+    bash_reads_it_the_engine_refuses(
+        &f,
+        &mut s,
+        "cat $(git ls-files)",
+        "BEGIN OPENSSH PRIVATE KEY",
+    );
+}

@@ -8,6 +8,7 @@ use base64 as _;
 use brush_parser as _;
 use flate2 as _;
 use gateway_common as _;
+use gix_index as _;
 use glob as _;
 use jsonschema as _;
 use libc as _;

@@ -27,6 +27,10 @@ pub struct Found {
     /// blanks separate, glob characters match): a name below a root that has one of those
     /// would become other paths, so the check looks for such names.
     pub split: bool,
+    /// The paths are those git's index tracks below the roots (`git ls-files` without
+    /// `--others`), in the repository git finds from this directory (where it ran). The
+    /// check may then take the index's entries for the files below the roots.
+    pub tracked_from: Option<PathBuf>,
 }
 
 /// Whether xargs (without `-0`) or the shell's splitting and globbing would not take `name`
@@ -201,6 +205,7 @@ impl Walk {
             filter: f.filter,
             split: false,
             skips_hidden: false,
+            tracked_from: None,
         };
         for command in &f.commands {
             for root in &f.roots {

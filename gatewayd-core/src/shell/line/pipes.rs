@@ -163,7 +163,7 @@ pub(super) fn path_list(
     cwd: &std::path::Path,
     before: Option<&PathList>,
 ) -> Option<PathList> {
-    let list = |roots: Vec<String>, filter, nul| {
+    let list = |roots: Vec<String>, filter, nul, tracked_from| {
         // Each path is printed after its root as written: a root xargs or the shell would
         // split is not a list of paths below it.
         if roots.iter().any(|r| splits_into_other_paths(r)) {
@@ -175,6 +175,7 @@ pub(super) fn path_list(
                 filter,
                 split: false,
                 skips_hidden: false,
+                tracked_from,
             },
             nul,
         })
@@ -188,7 +189,9 @@ pub(super) fn path_list(
                 .iter()
                 .any(|w| find_action(w) && w != "-print0" && (w != "-print" || nul));
             let filter = name_filter(expression, &roots);
-            (!prints_else).then(|| list(roots, filter, nul)).flatten()
+            (!prints_else)
+                .then(|| list(roots, filter, nul, None))
+                .flatten()
         }
         "git" if argv.get(1).is_some_and(|v| v == "ls-files") => {
             let (options, paths): (Vec<&String>, Vec<&String>) =
@@ -211,14 +214,15 @@ pub(super) fn path_list(
             }
             let nul = options.iter().any(|o| *o == "-z");
             let (roots, filter) = pathspecs(&paths)?;
-            list(roots, filter, nul)
+            let others = options.iter().any(|o| *o == "-o" || *o == "--others");
+            list(roots, filter, nul, (!others).then(|| cwd.to_path_buf()))
         }
         "grep" | "head" | "tail" | "sort" if keeps_lines(argv) => {
             before.filter(|b| !b.nul).cloned()
         }
         "rg" | "grep" => {
             let (roots, nul, skips_hidden) = files_searched(argv)?;
-            let mut l = list(roots, WalkFilter::default(), nul)?;
+            let mut l = list(roots, WalkFilter::default(), nul, None)?;
             l.found.skips_hidden = skips_hidden;
             Some(l)
         }
