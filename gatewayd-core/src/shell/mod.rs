@@ -129,6 +129,7 @@ mod docker;
 mod file_ops;
 mod findings;
 mod git;
+pub(crate) mod git_repo;
 mod git_shared;
 mod git_tables;
 mod git_verbs;

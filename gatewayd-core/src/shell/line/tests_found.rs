@@ -331,3 +331,38 @@ fn a_shell_started_with_options_that_change_words_is_not_read_as_a_body() {
         );
     }
 }
+
+#[test]
+fn the_top_of_the_work_tree_where_the_line_is_there() {
+    use crate::shell::git_repo::tests::git;
+    let d = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir(top.join("src")).unwrap();
+    let ctx = |cwd: &std::path::Path| super::Context::new(cwd.to_path_buf(), None, |_| None);
+    let line = "cd \"$(git rev-parse --show-toplevel)\" && git status";
+    // No repository: git's answer is not known.
+    assert!(super::parse_line(line, &ctx(&top)).is_err());
+    git(&top, &["init", "-q"]);
+    let c = super::parse_line(line, &ctx(&top)).expect("at the top");
+    let argvs: Vec<_> = c.iter().map(|c| c.argv.clone()).collect();
+    assert_eq!(
+        argvs,
+        [
+            vec!["git", "rev-parse", "--show-toplevel"],
+            vec!["git", "status"]
+        ]
+    );
+    assert_eq!(c[1].cwd, top);
+    // Below the top, unquoted, or in a longer word: known only when it runs.
+    for (cwd, line) in [
+        (top.join("src"), line),
+        (top.clone(), "cd $(git rev-parse --show-toplevel) && ls"),
+        (top.clone(), "cat \"$(git rev-parse --show-toplevel)/.env\""),
+        (
+            top.clone(),
+            "cd \"$(git rev-parse --show-toplevel )\" && ls",
+        ),
+    ] {
+        assert!(super::parse_line(line, &ctx(&cwd)).is_err(), "{line}");
+    }
+}

@@ -12,7 +12,7 @@ use brush_parser::word::{
 };
 
 use super::{Context, braces::brace_words, options, unanalysable};
-use crate::shell::{ShellError, walk_filter::fnmatch_brackets};
+use crate::shell::{ShellError, git_repo, walk_filter::fnmatch_brackets};
 
 /// Paths one glob word may expand to before the line is refused.
 const MAX_GLOB_MATCHES: usize = 4096;
@@ -21,6 +21,10 @@ const MAX_GLOB_MATCHES: usize = 4096;
 /// text that no file, option or URL of a line can be mistaken for by accident (a line that
 /// writes it literally only makes the rule of `runtime` stricter).
 pub(super) const RUNTIME_STAND_IN: &str = "\u{1}value-of-a-command-substitution\u{1}";
+
+/// The inner line of the one command substitution taken as known before it runs
+/// ([`Context::top_level`]).
+const TOP_LEVEL: &str = "git rev-parse --show-toplevel";
 
 /// Why a word with a command substitution in it is refused where it stands.
 pub(super) const SUBSTITUTION_REFUSED: &str = "command substitution (its result is known only when it runs; run the inner command on its own)";
@@ -87,6 +91,11 @@ impl Context {
     /// glob's matches.
     pub(super) fn word(&self, raw: &str) -> Result<ExpandedWord, ShellError> {
         let mut out = ExpandedWord::default();
+        if let Some(top) = self.top_level(raw) {
+            out.fields.push(top);
+            out.substitutions.push(TOP_LEVEL.to_owned());
+            return Ok(out);
+        }
         if raw.contains('{') {
             for one in brace_words(raw)? {
                 self.expand_into(&one, &mut out)?;
@@ -95,6 +104,20 @@ impl Context {
             self.expand_into(raw, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// `"$(git rev-parse --show-toplevel)"`, the whole word, where the line is at the top of
+    /// the work tree git finds ([`git_repo::work_tree`]): this directory. Should git fail
+    /// when the line runs, the word is empty, which names no file and leaves `cd` where it
+    /// is, here. Any other form of it (unquoted, which is `cd` alone when empty; in a
+    /// longer word, which is `/…` when empty) is a substitution like any other.
+    fn top_level(&self, raw: &str) -> Option<String> {
+        let inner = raw.strip_prefix("\"$(")?.strip_suffix(")\"")?;
+        if inner != TOP_LEVEL {
+            return None;
+        }
+        let here = std::fs::canonicalize(&self.cwd).ok()?;
+        (git_repo::work_tree(&here)? == here).then(|| self.cwd.to_string_lossy().into_owned())
     }
 
     /// One word after brace expansion, expanded onto `out`.
