@@ -8,6 +8,49 @@ use super::{Context, is_integer, unanalysable, words::RUNTIME_STAND_IN};
 use crate::shell::ShellError;
 use crate::shell::split::is_name;
 
+/// The words of the shell's own that the walk reads where a command starts, and no program
+/// of that name runs: [`Context::builtin`]'s, `cd`, `source` and `.`, `time` and `command`.
+/// A line of one of them alone is walked as a line, not checked as a program.
+pub(super) const SHELL_WORDS: &[&str] = &[
+    "cd",
+    "source",
+    ".",
+    "time",
+    "command",
+    "wait",
+    "exit",
+    "return",
+    ":",
+    "break",
+    "continue",
+    "type",
+    "ulimit",
+    "umask",
+    "jobs",
+    "set",
+    "unset",
+    "eval",
+    "alias",
+    "pushd",
+    "popd",
+    "trap",
+    "enable",
+    "shopt",
+    "let",
+    "hash",
+    "builtin",
+    "coproc",
+    "export",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "read",
+    "mapfile",
+    "readarray",
+    "getopts",
+];
+
 impl Context {
     /// Walks `argv` if it is a builtin (`true`); `false` for a program.
     pub(super) fn builtin(&mut self, argv: &[String]) -> Result<bool, ShellError> {
@@ -17,8 +60,9 @@ impl Context {
             // loop early; the walk goes on, over what might run.)
             // (`type NAME` and `command -v NAME` say what a name is and run nothing.)
             // (`ulimit` and `umask` print or set limits of this shell and what it starts.)
+            // (`jobs` lists this shell's background jobs.)
             "wait" | "exit" | "return" | ":" | "break" | "continue" | "type" | "ulimit"
-            | "umask" => {}
+            | "umask" | "jobs" => {}
             "set" => check_set(args)?,
             "command" if matches!(args.first().map(String::as_str), Some("-v" | "-V")) => {}
             "unset" => {

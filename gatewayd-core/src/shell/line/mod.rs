@@ -589,13 +589,12 @@ fn is_integer(word: &str) -> bool {
 /// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), a
 /// program that runs the command after its words (`timeout`, `nice`, `env NAME=V`, …, which
 /// [`parse_line`] analyses as a command of their own), or starts with a word of the shell's
-/// own that [`parse_line`] reads (`time`, `type`, `command`, `source`, `.`, `ulimit`,
-/// `umask`).
+/// own that [`parse_line`] reads (`cd`, `export`, `time`, `source`, …:
+/// [`builtins::SHELL_WORDS`]), which no program of that name runs.
 pub fn runs_inner_commands(argv: &[String]) -> bool {
     !argv.is_empty()
         && (shell_body(argv).is_some()
-            || ["time", "type", "command", "source", ".", "ulimit", "umask"]
-                .contains(&argv[0].as_str())
+            || builtins::SHELL_WORDS.contains(&argv[0].as_str())
             || matches!(found::find_exec(argv), Ok(Some(_)))
             || !matches!(wrappers::wrapped(argv), Ok(None)))
 }

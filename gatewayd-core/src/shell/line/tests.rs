@@ -12,8 +12,12 @@ fn ctx(cwd: &Path) -> Context {
     })
 }
 
+pub(super) fn ctx_at_work() -> Context {
+    ctx(Path::new("/work"))
+}
+
 pub(super) fn cmds(line: &str) -> Vec<LineCommand> {
-    parse_line(line, &ctx(Path::new("/work"))).unwrap_or_else(|e| panic!("{line}: {e}"))
+    parse_line(line, &ctx_at_work()).unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
 pub(super) fn argvs(line: &str) -> Vec<Vec<String>> {

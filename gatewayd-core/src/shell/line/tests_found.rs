@@ -366,3 +366,21 @@ fn the_top_of_the_work_tree_where_the_line_is_there() {
         assert!(super::parse_line(line, &ctx(&cwd)).is_err(), "{line}");
     }
 }
+
+#[test]
+fn every_word_of_the_shell_alone_is_walked_as_a_line() {
+    // Each is read by the walk (allowed, or refused as the shell's own), never left to the
+    // check of a program by that name.
+    for word in super::builtins::SHELL_WORDS {
+        let argv = vec![(*word).to_owned(), "x".to_owned()];
+        assert!(super::runs_inner_commands(&argv), "{word}");
+        match super::parse_line(&argv.join(" "), &super::tests::ctx_at_work()) {
+            Ok(c) => assert!(
+                c.iter()
+                    .all(|c| c.argv.first() != Some(&(*word).to_owned()) || *word == "command"),
+                "{word}: {c:?}"
+            ),
+            Err(e) => assert!(!e.to_string().contains("exec allowlist"), "{word}: {e}"),
+        }
+    }
+}
