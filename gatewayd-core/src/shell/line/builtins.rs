@@ -9,10 +9,12 @@ use crate::shell::ShellError;
 use crate::shell::split::is_name;
 
 /// The words of the shell's own that the walk reads where a command starts, and no program
-/// of that name runs: [`Context::builtin`]'s, `cd`, `source` and `.`, `time` and `command`.
-/// A line of one of them alone is walked as a line, not checked as a program.
+/// of that name runs: [`Context::builtin`]'s, `cd`, `source` and `.`, `time`, `command` and
+/// `exec`. A line of one of them alone is walked as a line, not checked as a program; under
+/// a wrapper (`timeout 5 cd x`) they are not what runs, and are refused.
 pub(super) const SHELL_WORDS: &[&str] = &[
     "cd",
+    "exec",
     "source",
     ".",
     "time",
@@ -72,7 +74,7 @@ impl Context {
                 }
             }
             "eval" | "alias" | "pushd" | "popd" | "trap" | "enable" | "shopt" | "let" | "hash"
-            | "builtin" | "coproc" => {
+            | "builtin" | "coproc" | "exec" => {
                 return Err(unanalysable(format!(
                     "`{}` runs code or changes the shell in ways not on the line",
                     argv[0]

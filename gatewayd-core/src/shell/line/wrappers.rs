@@ -31,7 +31,7 @@ pub(super) fn wrapped(argv: &[String]) -> Result<Option<Wrapped>, ShellError> {
     let Some(at) = at.map(|i| i + 1).filter(|&i| i < argv.len()) else {
         return Ok(None);
     };
-    if BUILTINS.contains(&argv[at].as_str()) {
+    if is_builtin(&argv[at]) {
         return Err(unanalysable(format!(
             "`{name} {}`: the shell's builtin cannot run under a program",
             argv[at]
@@ -41,40 +41,11 @@ pub(super) fn wrapped(argv: &[String]) -> Result<Option<Wrapped>, ShellError> {
     Ok(Some(Wrapped { at, writes }))
 }
 
-/// Whether `name` is one of the shell's builtins that the walk follows ([`BUILTINS`]).
+/// Whether `name` is one of the shell's own words ([`super::builtins::SHELL_WORDS`]):
+/// under a wrapper they are not what runs.
 pub(super) fn is_builtin(name: &str) -> bool {
-    BUILTINS.contains(&name)
+    super::builtins::SHELL_WORDS.contains(&name)
 }
-
-/// The shell's builtins that the walk follows: under a wrapper they are not what runs.
-const BUILTINS: &[&str] = &[
-    "cd",
-    "export",
-    "declare",
-    "typeset",
-    "local",
-    "readonly",
-    "read",
-    "mapfile",
-    "readarray",
-    "getopts",
-    "unset",
-    "set",
-    "eval",
-    "source",
-    ".",
-    "alias",
-    "exit",
-    "return",
-    "break",
-    "continue",
-    "wait",
-    ":",
-    "trap",
-    "exec",
-    "builtin",
-    "command",
-];
 
 /// `timeout [--preserve-status --foreground -v] [-k D] [-s SIG] DURATION COMMAND`.
 fn timeout(args: &[String]) -> Option<usize> {
