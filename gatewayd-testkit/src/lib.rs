@@ -2,6 +2,7 @@
 //! scenario files and the CLI tests run against, and the README's quickstart blocks. The test programs `gw-testagent` and
 //! `gw-escape` are this crate's binaries.
 pub mod export;
+pub mod git;
 pub mod net;
 pub mod readme;
 pub mod tree;

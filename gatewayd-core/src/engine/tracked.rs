@@ -51,7 +51,7 @@ pub(super) fn tracked_files(cwd: &Path) -> Option<Tracked> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::git_repo::tests::git;
+    use gatewayd_testkit::git::git;
 
     #[test]
     fn the_index_of_the_repository_git_finds() {

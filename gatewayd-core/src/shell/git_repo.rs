@@ -35,29 +35,9 @@ pub(crate) fn work_tree(cwd: &Path) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use std::process::Command;
-
-    /// Runs git in `dir`; asserts it succeeded.
-    pub(crate) fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("git runs")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    }
+    use gatewayd_testkit::git::git;
 
     #[test]
     fn the_work_tree_git_finds() {

@@ -197,15 +197,7 @@ fn name_globs_are_read_as_fnmatch_reads_them() {
 
 /// Runs git in the fixture's workspace.
 fn git(f: &Fx, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(f.p("work"))
-        .output()
-        .expect("git runs")
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
+    gatewayd_testkit::git::git(std::path::Path::new(&f.p("work")), args);
 }
 
 #[test]

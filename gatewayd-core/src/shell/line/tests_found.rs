@@ -334,7 +334,7 @@ fn a_shell_started_with_options_that_change_words_is_not_read_as_a_body() {
 
 #[test]
 fn the_top_of_the_work_tree_where_the_line_is_there() {
-    use crate::shell::git_repo::tests::git;
+    use gatewayd_testkit::git::git;
     let d = tempfile::tempdir().unwrap();
     let top = std::fs::canonicalize(d.path()).unwrap();
     std::fs::create_dir(top.join("src")).unwrap();
