@@ -1,5 +1,5 @@
-//! Commands that copy, move, make, remove or change files: `cp mv mkdir touch rm chmod chown
-//! chgrp`. What they
+//! Commands that copy, move, make, remove or change files: `cp mv mkdir mktemp touch rm chmod
+//! chown chgrp`. What they
 //! change is a write; `-r` makes a walk of it (of the sources, for cp).
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,7 @@ use super::{
     findings::Findings,
     options::{
         Effect, OptionTable,
-        ValueSyntax::{Flag, Required},
+        ValueSyntax::{AttachedOnly, Flag, Required},
         long_option, option, parse_options, short_option,
     },
 };
@@ -108,6 +108,45 @@ pub(super) fn rm(args: &[String], findings: &mut Findings) -> Result<(), ShellEr
 pub(super) const MKDIR: OptionTable = OptionTable::gnu(&[])
     .inert("-p --parents -m= --mode= -v --verbose -Z --context[=] --help --version");
 
+/// mktemp: `-p DIR` and `--tmpdir=DIR` name the directory the new file goes in.
+pub(super) const MKTEMP: OptionTable = OptionTable::gnu(&[
+    short_option('p', Required, Effect::TargetDir),
+    long_option("tmpdir", AttachedOnly, Effect::TargetDir),
+])
+.inert("-d --directory -u --dry-run -q --quiet --suffix= -t --help --version");
+
+/// The template mktemp makes a name from when it is given none.
+const MKTEMP_TEMPLATE: &str = "tmp.XXXXXXXXXX";
+
+/// mktemp: makes a new file (or directory) whose name is TEMPLATE with its `X`s replaced.
+/// Where depends on `-p DIR`, `--tmpdir`, `-t` and `$TMPDIR`, so every place it may be is a
+/// write: DIR/TEMPLATE, `/tmp/TEMPLATE` (`$TMPDIR` is taken to be `/tmp`: a line may not
+/// set it), and TEMPLATE itself where the line is.
+pub(super) fn mktemp(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &MKTEMP, findings)?;
+    let template = match parsed.operands.as_slice() {
+        [] => MKTEMP_TEMPLATE,
+        [one] => {
+            findings.write(&one.path());
+            one.word
+        }
+        _ => {
+            findings.forbid("mktemp", "takes one TEMPLATE at most");
+            return Ok(());
+        }
+    };
+    let name = Path::new(template);
+    let in_dir = |dir: &Path| match name.file_name() {
+        Some(last) if !name.is_absolute() => dir.join(last),
+        _ => name.to_path_buf(),
+    };
+    if let Some(dir) = parsed.target_dir {
+        findings.write(&in_dir(Path::new(dir)));
+    }
+    findings.write(&in_dir(Path::new("/tmp")));
+    Ok(())
+}
+
 /// tee: every operand is written.
 pub(super) const TEE: OptionTable = OptionTable::gnu(&[])
     .inert("-a --append -i --ignore-interrupts -p --output-error[=] --help --version");
@@ -186,6 +225,32 @@ pub(super) fn change_attributes(
 #[cfg(test)]
 mod tests {
     use crate::shell::test_support::{clean, named, paths, unknown_option};
+
+    #[test]
+    fn mktemp_writes_every_place_its_file_may_go() {
+        assert_eq!(clean("mktemp -d").writes, paths(&["/tmp/tmp.XXXXXXXXXX"]));
+        assert_eq!(
+            clean("mktemp -p out -q x.XXXX").writes,
+            paths(&["x.XXXX", "out/x.XXXX", "/tmp/x.XXXX"])
+        );
+        assert_eq!(
+            clean("mktemp --tmpdir=/var/tmp --suffix=.txt").writes,
+            paths(&["/var/tmp/tmp.XXXXXXXXXX", "/tmp/tmp.XXXXXXXXXX"])
+        );
+        assert_eq!(
+            clean("mktemp /tmp/build.XXXXXX").writes,
+            paths(&["/tmp/build.XXXXXX"])
+        );
+        assert!(
+            !crate::shell::test_support::analyze_line("mktemp a.XXX b.XXX")
+                .forbidden
+                .is_empty()
+        );
+        assert_eq!(
+            unknown_option("mktemp --dry-run --frobnicate"),
+            named("mktemp", "--frobnicate")
+        );
+    }
 
     #[test]
     fn cp_mv_rm_chmod() {

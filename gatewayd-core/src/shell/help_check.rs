@@ -7,7 +7,7 @@ use std::process::Command;
 
 use super::{
     coreutils_tables::{AWK, DIFF, LESS, READERS, SED, UNIQ},
-    file_ops::{CHMOD, CHOWN, CP, MV, RM},
+    file_ops::{CHMOD, CHOWN, CP, MKTEMP, MV, RM},
     git::GLOBAL,
     git_tables::{SUBCOMMANDS, Sub},
     grep::GREP,
@@ -301,6 +301,7 @@ fn gnu_tables_cover_the_help_of_their_tools() {
         ("cp", &CP),
         ("mv", &MV),
         ("rm", &RM),
+        ("mktemp", &MKTEMP),
         ("chmod", &CHMOD),
         ("chown", &CHOWN),
         ("chgrp", &CHOWN),

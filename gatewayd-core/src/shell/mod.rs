@@ -298,6 +298,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found)?,
         "rm" => file_ops::rm(args, found)?,
         "mkdir" => file_ops::make(args, &file_ops::MKDIR, found)?,
+        "mktemp" => file_ops::mktemp(args, found)?,
         "touch" => file_ops::make(args, &file_ops::TOUCH, found)?,
         "tee" => file_ops::make(args, &file_ops::TEE, found)?,
         // Their operands are words, not files.

@@ -72,6 +72,7 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "basename",
     "dirname",
     "mkdir",
+    "mktemp",
     "touch",
     "cp",
     "mv",

@@ -303,8 +303,11 @@ fn check_set(args: &[String]) -> Result<(), ShellError> {
 /// the author, the committer and the prompt are allowed (`GIT_TRACE=/path`,
 /// `GIT_INDEX_FILE` and the like write or read files of their own).
 pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), ShellError> {
-    const NAMES: [&str; 39] = [
+    const NAMES: [&str; 40] = [
         "PATH",
+        // Where programs make their temporary files, which the analysis takes to be /tmp
+        // (`mktemp`).
+        "TMPDIR",
         "BASH_ENV",
         "ENV",
         "IFS",
