@@ -314,6 +314,14 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         }
         n if n.starts_with("perl") => interpreters::interpreter(args, &interpreters::PERL, found)?,
         n if interpreters::SHELLS.contains(&n) => interpreters::shell(n, args, found),
+        // `env` (or `printenv`) with no command prints the environment, which holds the
+        // agent host's own keys (`ANTHROPIC_API_KEY`, …).
+        "env" | "printenv" if args.iter().all(|a| a.starts_with('-') || a.contains('=')) => {
+            found.forbid(
+                name,
+                "prints the environment, which may hold keys; `echo \"$PATH\"` prints one variable that holds none",
+            );
+        }
         n if interpreters::COMMAND_RUNNERS.contains(&n) => {
             found.forbid(n, "runs another command");
         }
@@ -336,6 +344,25 @@ mod tests {
         );
         argv.pop();
         assert_eq!(analyze(&argv).unwrap().reads.len(), MAX_ARGS - 1);
+    }
+
+    #[test]
+    fn the_environment_printed_is_refused_with_why() {
+        for line in ["env", "env -0", "env -i A=b", "printenv"] {
+            let a = test_support::analyze_line(line);
+            assert!(
+                a.forbidden
+                    .iter()
+                    .any(|f| f.contains("prints the environment")),
+                "{line}: {a:?}"
+            );
+        }
+        let a = test_support::analyze_line("env A=b cargo test");
+        assert!(
+            a.forbidden
+                .iter()
+                .any(|f| f.contains("runs another command"))
+        );
     }
 
     #[test]
