@@ -78,7 +78,7 @@ fn policy(root: &Path) -> Policy {
         "name": "shell", "description": "A command line the host runs with a shell.",
         "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}},
         "scopes": ["basic"],
-        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls", "find", "xargs", "wc"]}}}
+        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls", "find", "xargs", "wc", "git"]}}}
     }));
     let mut rules = Vec::new();
     for i in 0..10 {
@@ -223,6 +223,7 @@ fn main() {
         black_box(walked.and_then(|f| f.metadata()).is_ok());
     });
     shell_rows(&engine, &session);
+    tracked_rows(&engine, &session, &root);
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
     bench("decide: fetch_url (URL, egress)", 200_000, || {
         black_box(engine.decide(&session, black_box(&url)));
@@ -290,6 +291,53 @@ fn shell_rows(engine: &Engine, session: &Session) {
     bench("decide: shell line (find | xargs)", 100_000, || {
         black_box(engine.decide(session, black_box(&found)));
     });
+}
+
+/// A repository of 1,000 tracked files: what `git ls-files` lists is checked file by file
+/// from git's index, what `find` lists by a walk of the tree.
+fn tracked_rows(engine: &Engine, session: &Session, root: &Path) {
+    let Some(repo) = repository_of_1000_files(root) else {
+        println!("decide: git ls-files rows skipped: git is not installed");
+        return;
+    };
+    for (name, line) in [
+        (
+            "decide: git ls-files | xargs (1,000 tracked)",
+            "git ls-files | xargs wc -l",
+        ),
+        (
+            "decide: find | xargs (the same 1,000 files)",
+            "find . -type f -not -path './.git/*' | xargs wc -l",
+        ),
+    ] {
+        let call = ToolCall::new(
+            "shell",
+            json!({"command": format!("cd {} && {line}", repo.display())}),
+        );
+        assert!(engine.decide(session, &call).is_allow(), "{line}");
+        bench(name, 2_000, || {
+            black_box(engine.decide(session, black_box(&call)));
+        });
+    }
+}
+
+/// `repo/` below the policy's root, 1,000 files in 10 directories, all of them added to
+/// git's index; `None` without git.
+fn repository_of_1000_files(root: &Path) -> Option<std::path::PathBuf> {
+    let dir = root.join("repo");
+    for i in 0..1000 {
+        let file = dir.join(format!("src/m{}/f{i}.rs", i % 10));
+        std::fs::create_dir_all(file.parent()?).ok()?;
+        std::fs::write(file, "fn f() {}\n").ok()?;
+    }
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    (git(&["init", "-q"]) && git(&["add", "-A"])).then_some(dir)
 }
 
 /// The audit log's append with its fdatasync, alone and under a whole call.

@@ -55,17 +55,21 @@ pub(super) fn take_found(
         .and_then(tracked::tracked_files);
     let mut walked = Vec::new();
     for root in roots {
-        let in_index = index
-            .as_ref()
-            .and_then(|t| tracked_below(sb, &root, t, found));
-        let checked = if let Some(checked) = in_index {
-            checked
+        let in_index = index.as_ref().and_then(|t| t.below(&root));
+        let below = if in_index.is_some() {
+            // No walk's check follows: the root itself is checked here, and looked below
+            // by its real path, as the protected paths are written.
+            let shown = root.to_string_lossy();
+            let real = sb.resolve_path(&shown).map_err(|m| (Reason::Sandbox, m))?;
+            sb.check(&shown, &real, PathAccess::Read)
+                .map_err(|m| (Reason::Sandbox, m))?;
+            real.path
         } else {
-            let r = look_below(sb, &root, found);
-            walked.push(root);
-            r
+            walked.push(root.clone());
+            root
         };
-        checked.map_err(|m| (Reason::Shell, format!("`{name}`: {m}")))?;
+        look_below(sb, &below, found, in_index.as_ref())
+            .map_err(|m| (Reason::Shell, format!("`{name}`: {m}")))?;
     }
     a.recursive_roots = walked;
     a.walks_names_only = false;
@@ -74,57 +78,18 @@ pub(super) fn take_found(
     Ok(())
 }
 
-/// The files git's index tracks below `root` that `found`'s filter keeps, each checked as a
-/// read of the command's (a symbolic link where it leads), and for a protected name and a
-/// name xargs or the shell would split; `None` when `root` is not in `tracked`'s work tree
-/// (the walk's check then applies).
-fn tracked_below(
-    sb: &SandboxView,
-    root: &Path,
-    tracked: &tracked::Tracked,
-    found: &Found,
-) -> Option<Result<(), String>> {
-    let below = std::fs::canonicalize(root)
-        .ok()?
-        .strip_prefix(&tracked.work_tree)
-        .ok()?
-        .to_path_buf();
-    let matcher = found.filter.matcher();
-    let kept = |rel: &Path| {
-        let Some(m) = &matcher else { return true };
-        !rel.ancestors()
-            .skip(1)
-            .any(|dir| !dir.as_os_str().is_empty() && m.skips_below(dir))
-            && !m.skips(rel, false)
-    };
-    let check = |entry: &PathBuf| -> Result<(), String> {
-        let Ok(rel) = entry.strip_prefix(&below) else {
-            return Ok(());
-        };
-        if !kept(rel) {
-            return Ok(());
-        }
-        let path = tracked.work_tree.join(entry);
-        let shown = path.to_string_lossy();
-        if found.split && splits_into_other_paths(&entry.to_string_lossy()) {
-            return Err(split_name(&path));
-        }
-        if let Some(pattern) = sb.protected_name(&path) {
-            return Err(format!(
-                "`{}` is tracked by git, so `git ls-files` would list it, and its name matches protected name `{pattern}` (sandbox.protected_names); list narrower paths (`git ls-files src`, `git ls-files '*.py'`)",
-                path.display()
-            ));
-        }
-        let target = sb.resolve_path(&shown)?;
-        sb.check(&shown, &target, PathAccess::Read)
-    };
-    Some(tracked.paths.iter().try_for_each(check))
-}
-
 /// What below `root` the command would open that a walk's check misses: a link the filter
 /// keeps that leads where it may not read, a file of a protected name, or a name xargs or
-/// the shell would split.
-fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String> {
+/// the shell would split. With `tracked` (what `git ls-files` lists), only what git's index
+/// tracks is looked at, and as no walk's check follows, a tracked file inside a protected
+/// path is refused here, and a directory git tracks files in that is a link now is checked
+/// as a walk of where it leads.
+fn look_below(
+    sb: &SandboxView,
+    root: &Path,
+    found: &Found,
+    tracked: Option<&tracked::Below>,
+) -> Result<(), String> {
     let mut dirs = vec![root.to_path_buf()];
     let mut seen = 0usize;
     // A filter whose globs cannot be read skips nothing.
@@ -149,6 +114,17 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
+            if let Some(t) = tracked {
+                if kind.is_symlink() && t.dirs.contains(rel) {
+                    let target = sb.resolve_path(&path.to_string_lossy())?;
+                    sb.check(&path.to_string_lossy(), &target, PathAccess::Tree)?;
+                    continue;
+                }
+                let listed = if kind.is_dir() { &t.dirs } else { &t.files };
+                if !listed.contains(rel) {
+                    continue;
+                }
+            }
             // A directory's name is in the path of what is found below it; a file's only
             // if the filter keeps it.
             let kept = match &matcher {
@@ -167,14 +143,33 @@ fn look_below(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String
                 continue;
             }
             if let Some(pattern) = sb.protected_name(&path) {
+                let (why, instead) = if tracked.is_some() {
+                    (
+                        "is tracked by git, so `git ls-files` would list it",
+                        "list narrower paths (`git ls-files src`, `git ls-files '*.py'`)",
+                    )
+                } else {
+                    (
+                        "would be among the paths",
+                        "leave it out of what is found (`-not -name`)",
+                    )
+                };
                 return Err(format!(
-                    "`{}` would be among the paths, and its name matches protected name `{pattern}` (sandbox.protected_names); leave it out of what is found (`-not -name`)",
+                    "`{}` {why}, and its name matches protected name `{pattern}` (sandbox.protected_names); {instead}",
                     path.display()
                 ));
             }
             if kind.is_symlink() {
                 let target = sb.resolve_path(&path.to_string_lossy())?;
                 sb.check(&path.to_string_lossy(), &target, PathAccess::Read)?;
+            } else if tracked.is_some()
+                && let Some(x) = sb.protected_by_path(&path)
+            {
+                return Err(format!(
+                    "`{}` is tracked by git, so `git ls-files` would list it, and it is inside protected path `{}`; protected paths are never readable or writable through tools. Next: list narrower paths (`git ls-files src`)",
+                    path.display(),
+                    x.display()
+                ));
             }
         }
     }

@@ -320,10 +320,16 @@ impl SandboxView {
         resolve_absolute(&abs)
     }
 
+    /// The protected path that `p` (normalised, absolute) equals or lies under by its name
+    /// alone, if any: [`SandboxView::protected_hit`] without the look at its inode.
+    pub fn protected_by_path(&self, p: &Path) -> Option<&PathBuf> {
+        self.protected.iter().find(|x| is_under(p, x))
+    }
+
     /// The protected path that `p` equals or lies under, if any (also by inode: the identity
     /// the resolving walk read, else the file's as `stat` gives it now).
     pub fn protected_hit(&self, p: &Resolved) -> Option<PathBuf> {
-        if let Some(x) = self.protected.iter().find(|x| is_under(p, x)) {
+        if let Some(x) = self.protected_by_path(p) {
             return Some(x.clone());
         }
         let (id, is_file, nlink) = if let Some(f) = p.id {

@@ -4,6 +4,7 @@
 //! repository git sees as this module does is read; any other gives `None`, and the check
 //! then counts every file below the roots, as for `find`.
 use std::{
+    collections::HashSet,
     os::unix::ffi::OsStrExt as _,
     path::{Path, PathBuf},
 };
@@ -17,6 +18,36 @@ pub(super) const MAX_ENTRIES: usize = 100_000;
 pub(super) struct Tracked {
     pub(super) work_tree: PathBuf,
     pub(super) paths: Vec<PathBuf>,
+}
+
+/// What git's index tracks below one directory, relative to it: the files, and the
+/// directories they are in.
+#[derive(Debug, Default)]
+pub(super) struct Below {
+    pub(super) files: HashSet<PathBuf>,
+    pub(super) dirs: HashSet<PathBuf>,
+}
+
+impl Tracked {
+    /// What the index tracks below `root`; `None` when `root` is not in the work tree (or
+    /// cannot be resolved).
+    pub(super) fn below(&self, root: &Path) -> Option<Below> {
+        let real = std::fs::canonicalize(root).ok()?;
+        let prefix = real.strip_prefix(&self.work_tree).ok()?;
+        let mut below = Below::default();
+        for path in &self.paths {
+            let Ok(rel) = path.strip_prefix(prefix) else {
+                continue;
+            };
+            for dir in rel.ancestors().skip(1) {
+                if dir.as_os_str().is_empty() || !below.dirs.insert(dir.to_path_buf()) {
+                    break;
+                }
+            }
+            below.files.insert(rel.to_path_buf());
+        }
+        Some(below)
+    }
 }
 
 /// The index of the repository git finds from `cwd`

@@ -256,4 +256,22 @@ fn what_git_ls_files_lists_is_what_the_index_tracks() {
         "cat $(git ls-files)",
         "BEGIN OPENSSH PRIVATE KEY",
     );
+    git(&f, &["rm", "-q", "--cached", "key-link"]);
+    // A tracked file inside a protected directory.
+    git(&f, &["add", "-f", "out/keep/ledger.txt"]);
+    bash_reads_it_the_engine_refuses(&f, &mut s, "git ls-files | xargs cat", "do not touch");
+    git(&f, &["rm", "-q", "--cached", "out/keep/ledger.txt"]);
+    // A directory git tracks a file in, made a link to the keys' directory since.
+    let kdir = std::path::Path::new(&f.p("work")).join("kdir");
+    std::fs::create_dir(&kdir).expect("mkdir");
+    std::fs::write(kdir.join("id_rsa"), "x").expect("write");
+    git(&f, &["add", "kdir/id_rsa"]);
+    std::fs::remove_dir_all(&kdir).expect("rm");
+    std::os::unix::fs::symlink(f.p("home/.ssh"), &kdir).expect("symlink");
+    bash_reads_it_the_engine_refuses(
+        &f,
+        &mut s,
+        "git ls-files -z | xargs -0 cat",
+        "BEGIN OPENSSH PRIVATE KEY",
+    );
 }
