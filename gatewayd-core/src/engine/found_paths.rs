@@ -48,11 +48,20 @@ pub(super) fn take_found(
     }
     let (roots, reads): (Vec<PathBuf>, Vec<PathBuf>) = a.reads.drain(..).partition(is_root);
     a.reads = reads;
-    let index = found
-        .tracked_from
-        .as_deref()
-        .filter(|_| index_read)
-        .and_then(tracked::tracked_files);
+    // What git's index holds is read whether or not the line may change it first: the
+    // paths it lists must stay inside the tree either way.
+    let index = match found.tracked_from.as_deref() {
+        Some(cwd) => tracked::tracked_files(cwd).map_err(|why| {
+            (
+                Reason::Shell,
+                format!(
+                    "`{name}`: what `git ls-files` would list cannot be known: git's index {why}"
+                ),
+            )
+        })?,
+        None => None,
+    }
+    .filter(|_| index_read);
     let mut walked = Vec::new();
     for root in roots {
         let in_index = index.as_ref().and_then(|t| t.below(&root));

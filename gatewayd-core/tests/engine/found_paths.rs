@@ -275,3 +275,33 @@ fn what_git_ls_files_lists_is_what_the_index_tracks() {
         "BEGIN OPENSSH PRIVATE KEY",
     );
 }
+
+#[test]
+fn an_index_written_by_hand_cannot_list_paths_out_of_the_tree() {
+    let f = fx_with(|v| {
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/git")]);
+    });
+    let mut s = session();
+    git(&f, &["init", "-q"]);
+    // A name as long as `../home/.ssh/id_rsa`, then that path written into the index.
+    let stand_in = "aaaaaaaaaaaaaaaaaaa";
+    std::fs::write(f.p(&format!("work/{stand_in}")), "x").expect("write");
+    git(&f, &["add", stand_in]);
+    let index = std::path::Path::new(&f.p("work")).join(".git/index");
+    let clean = std::fs::read(&index).expect("read");
+    let crafted = gatewayd_testkit::git::index_with_name(&clean, stand_in, "../home/.ssh/id_rsa");
+    std::fs::write(&index, crafted).expect("write");
+    for line in [
+        "git ls-files | xargs cat",
+        "git status -s; git ls-files | xargs cat",
+        "cat $(git ls-files)",
+    ] {
+        let o = bash_reads_it_the_engine_refuses(&f, &mut s, line, "BEGIN OPENSSH PRIVATE KEY");
+        assert!(
+            o.verdict.message.contains("git's index"),
+            "{line}: {}",
+            o.verdict.message
+        );
+    }
+}

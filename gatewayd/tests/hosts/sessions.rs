@@ -28,7 +28,7 @@ pub(crate) const PROJECT: [(&str, &str); 7] = [
 
 /// A dozen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
 /// run, a search by glob, a file read, a scratch file in `/tmp`, a `for` loop, `find |
-/// xargs`. Each must
+/// xargs`, `git ls-files | xargs`. Each must
 /// succeed. Claude Code commits as its own prompt tells it to, the message a here-document
 /// in a command substitution (Gemini CLI refuses substitutions itself, so it commits with
 /// `-m`).
@@ -53,11 +53,13 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
         json!({"shell": "echo scratch > /tmp/scratch.txt && cat /tmp/scratch.txt"}),
         json!({"shell": "for f in src/*.py; do echo \"file: $f\"; done"}),
         json!({"shell": "find src -name '*.py' | xargs grep -l 'def add'"}),
+        // What git tracks, beside the `.env` it ignores.
+        json!({"shell": "git ls-files | xargs wc -l | tail -1"}),
     ]
 }
 
 /// What each benign step's result must hold (what the model was told it did).
-pub(crate) const BENIGN_EXPECT: [&str; 14] = [
+pub(crate) const BENIGN_EXPECT: [&str; 15] = [
     "README.md",
     "A small project.",
     "init",
@@ -72,6 +74,7 @@ pub(crate) const BENIGN_EXPECT: [&str; 14] = [
     "scratch",
     "file: src/app.py",
     "src/app.py",
+    "total",
 ];
 
 /// Starts `host` in `mode` on `steps`: a git repository made first, as a user's project is.
