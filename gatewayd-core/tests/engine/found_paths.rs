@@ -44,6 +44,7 @@ fn found_paths_that_lead_to_a_protected_file_are_refused() {
         "find . -name '*.rs' -o -name '.env' -exec cat {} \\;",
         "find . -name '*.rs' | xargs cat",
         "cat $(find src -name '*.rs')",
+        "for f in $(find . -name 'key*'); do cat \"$f\"; done",
     ] {
         let bare = run_in_bash(&f, line);
         assert!(
@@ -95,6 +96,7 @@ fn ordinary_commands_on_found_paths_are_allowed() {
         "find src -name '*.txt' | grep -v keep | head -5 | xargs wc -l",
         "wc -l $(find src -name '*.rs')",
         "grep -c main $(find src -type f -name '*.rs' | head -3)",
+        "for f in $(find src -name '*.rs'); do wc -l \"$f\"; done",
     ] {
         assert_allowed(&f, &mut s, line);
         assert!(

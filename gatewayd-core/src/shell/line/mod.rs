@@ -412,7 +412,8 @@ impl Walk {
     }
 
     /// `for NAME in WORDS; do BODY; done`: BODY walked once for each value of WORDS (known
-    /// before the line runs), `$NAME` being that value.
+    /// before the line runs), `$NAME` being that value; or once for a list of paths
+    /// (`for f in $(git ls-files); do …`), `$NAME` standing for each ([`Walk::for_found`]).
     fn for_loop(&mut self, f: &ast::ForClauseCommand) -> Result<(), ShellError> {
         let Some(words) = &f.values else {
             return Err(unanalysable(
@@ -420,6 +421,14 @@ impl Walk {
             ));
         };
         check_assignment(&f.variable_name, None)?;
+        if let [word] = words.as_slice()
+            && let Some(marker) = self.for_found(&word.value)?
+        {
+            // One walk of the body stands for every path of the list.
+            self.loop_walks += 1;
+            self.ctx.set_var(&f.variable_name, marker);
+            return self.iteration(&f.body.list);
+        }
         let mut values = Vec::new();
         for w in words {
             values.extend(self.ctx.static_word(&w.value)?);

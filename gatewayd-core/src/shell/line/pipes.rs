@@ -72,8 +72,7 @@ impl Walk {
         if r != "-r" || !crate::shell::split::is_name(name) {
             return false;
         }
-        let marker = format!("{RUNTIME_STAND_IN}found {}", self.found_vars.len());
-        self.found_vars.push(Found {
+        let marker = self.found_var(Found {
             split: true,
             ..list.found
         });
@@ -114,15 +113,54 @@ impl Walk {
             return Ok(None);
         }
         let (index, inner) = (word.index, inner.clone());
-        let pipelines = self.pipelines;
-        self.last_list = None;
-        self.nested(&inner)?;
-        let list = self.last_list.take();
-        let Some(list) = list.filter(|l| !l.nul && self.pipelines == pipelines + 1) else {
+        let Some(found) = self.substituted_list(&inner)? else {
             return Ok(None);
         };
         words.substitutions.clear();
-        Ok(Some(put_roots(words, index, list.found)))
+        Ok(Some(put_roots(words, index, found)))
+    }
+
+    /// The inner line of a command substitution outside quotes, walked: the paths it
+    /// lists, when it is one pipeline writing a list of paths (not NUL-ended: bash drops
+    /// NUL bytes), split by the shell.
+    fn substituted_list(&mut self, inner: &str) -> Result<Option<Found>, ShellError> {
+        let pipelines = self.pipelines;
+        self.last_list = None;
+        self.nested(inner)?;
+        let list = self.last_list.take();
+        Ok(list
+            .filter(|l| !l.nul && self.pipelines == pipelines + 1)
+            .map(|l| Found {
+                split: true,
+                ..l.found
+            }))
+    }
+
+    /// `for NAME in $(LIST)`, the one word a command substitution outside quotes whose
+    /// line is a list of paths (`for f in $(find . -name '*.py'); do wc -l "$f"; done`):
+    /// its inner line walked, and the value NAME stands for in the body, each path of the
+    /// list (as `read -r NAME` does in a `while` loop: [`Walk::read_found`]). `None` for any
+    /// other word.
+    pub(super) fn for_found(&mut self, raw: &str) -> Result<Option<String>, ShellError> {
+        let word = self.ctx.word(raw)?;
+        let ([inner], true) = (word.substitutions.as_slice(), word.splits) else {
+            return Ok(None);
+        };
+        if word.fields != [RUNTIME_STAND_IN] {
+            return Ok(None);
+        }
+        let inner = inner.clone();
+        let Some(found) = self.substituted_list(&inner)? else {
+            return Ok(None);
+        };
+        Ok(Some(self.found_var(found)))
+    }
+
+    /// A value standing for each path `found` stands for, for a variable.
+    fn found_var(&mut self, found: Found) -> String {
+        let marker = format!("{RUNTIME_STAND_IN}found {}", self.found_vars.len());
+        self.found_vars.push(found);
+        marker
     }
 }
 

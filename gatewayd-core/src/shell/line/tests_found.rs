@@ -384,3 +384,24 @@ fn every_word_of_the_shell_alone_is_walked_as_a_line() {
         }
     }
 }
+
+#[test]
+fn a_for_loop_over_a_list_of_paths_stands_for_each() {
+    let c = cmds("for f in $(find src -name '*.rs'); do wc -l \"$f\"; done");
+    assert_eq!(c[0].argv, ["find", "src", "-name", "*.rs"]);
+    assert_eq!(c[1].argv, ["wc", "-l", "/work/src"]);
+    let found = c[1].found.as_ref().expect("found paths");
+    assert!(found.split && !found.filter.is_empty());
+    let c = cmds("for f in $(git ls-files docs); do head -3 $f; echo \"$f\"; done");
+    assert_eq!(c[1].argv, ["head", "-3", "/work/docs"]);
+    assert_eq!(c.len(), 3, "{c:?}");
+    for line in [
+        "for f in $(find . -print0); do cat \"$f\"; done",
+        "for f in $(echo .env); do cat \"$f\"; done",
+        "for f in \"$(find . -name x)\"; do cat \"$f\"; done",
+        "for f in $(find . -name x) extra; do cat \"$f\"; done",
+        "for f in $(find . -name x); do cd \"$f\"; done",
+    ] {
+        refused(line);
+    }
+}
