@@ -175,7 +175,7 @@ fn look_below(
                 && let Some(x) = sb.protected_by_path(&path)
             {
                 return Err(format!(
-                    "`{}` is tracked by git, so `git ls-files` would list it, and it is inside protected path `{}`; protected paths are never readable or writable through tools. Next: list narrower paths (`git ls-files src`)",
+                    "`{}` is tracked by git, so `git ls-files` would list it, and it is inside protected path `{}`; protected paths are never readable or writable through tools; list narrower paths (`git ls-files src`)",
                     path.display(),
                     x.display()
                 ));

@@ -141,13 +141,30 @@ fn check_line(
     let commands = shell::line::parse_line(line, &ctx)
         .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;
     // What `git ls-files` lists is what the index tracks when the call is decided, unless
-    // another git command of the line may change the index first.
+    // another git command of the line may change the index first: one that is not among
+    // those that only read it.
+    const READ_THE_INDEX: [&str; 11] = [
+        "ls-files",
+        "diff",
+        "status",
+        "log",
+        "show",
+        "rev-parse",
+        "blame",
+        "grep",
+        "describe",
+        "shortlog",
+        "rev-list",
+    ];
     let index_read = commands.iter().all(|c| {
         let git = c
             .argv
             .first()
             .is_some_and(|p| p.rsplit('/').next() == Some("git"));
-        !git || c.argv.get(1).is_some_and(|v| v == "ls-files")
+        !git || c
+            .argv
+            .get(1)
+            .is_some_and(|v| READ_THE_INDEX.contains(&v.as_str()))
     });
     for c in &commands {
         if let Some(program) = c.argv.first() {

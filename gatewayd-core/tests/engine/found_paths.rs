@@ -232,7 +232,7 @@ fn what_git_ls_files_lists_is_what_the_index_tracks() {
         f.call(
             &mut s,
             "run_sh",
-            json!({"command": "git status -s && git ls-files | xargs wc -l"}),
+            json!({"command": "git add out/a.txt && git ls-files | xargs wc -l"}),
         ),
         Decision::Deny,
         Reason::Shell,
@@ -242,15 +242,21 @@ fn what_git_ls_files_lists_is_what_the_index_tracks() {
         "{}",
         o.verdict.message
     );
-    // A tracked `.env`, and a tracked link to a key, are read by the command.
+    // A tracked `.env`, and a tracked link to a key, are read by the command; so is a
+    // changed tracked `.env`, by what `git diff` names.
+    std::fs::write(f.p("work/src/main.rs"), "fn main() { /* changed */ }\n").expect("write");
+    assert_allowed(&f, &mut s, "git diff --name-only | xargs wc -l");
     git(&f, &["add", "-f", ".env"]);
     let o = bash_reads_it_the_engine_refuses(&f, &mut s, "git ls-files | xargs cat", DEPLOY_KEY);
+    let env = std::fs::read_to_string(f.p("work/.env")).expect("read");
+    std::fs::write(f.p("work/.env"), format!("{env}# changed\n")).expect("write");
+    bash_reads_it_the_engine_refuses(&f, &mut s, "git diff --name-only | xargs cat", DEPLOY_KEY);
     assert!(
         o.verdict.message.contains("protected"),
         "{}",
         o.verdict.message
     );
-    git(&f, &["rm", "-q", "--cached", ".env"]);
+    git(&f, &["rm", "-q", "-f", "--cached", ".env"]);
     git(&f, &["add", "key-link"]);
     bash_reads_it_the_engine_refuses(
         &f,
@@ -296,7 +302,7 @@ fn an_index_written_by_hand_cannot_list_paths_out_of_the_tree() {
     std::fs::write(&index, crafted).expect("write");
     for line in [
         "git ls-files | xargs cat",
-        "git status -s; git ls-files | xargs cat",
+        "git add out/a.txt; git ls-files | xargs cat",
         "cat $(git ls-files)",
     ] {
         let o = bash_reads_it_the_engine_refuses(&f, &mut s, line, "BEGIN OPENSSH PRIVATE KEY");

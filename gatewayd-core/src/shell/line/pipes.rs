@@ -11,7 +11,7 @@ use super::{
     found::{Found, name_filter, splits_into_other_paths, start_points},
     words::RUNTIME_STAND_IN,
 };
-use crate::shell::{ShellError, WalkFilter};
+use crate::shell::{ShellError, WalkFilter, git_repo};
 
 impl Walk {
     pub(super) fn pipeline(&mut self, p: &ast::Pipeline) -> Result<(), ShellError> {
@@ -255,6 +255,10 @@ pub(super) fn path_list(
             let others = options.iter().any(|o| *o == "-o" || *o == "--others");
             list(roots, filter, nul, (!others).then(|| cwd.to_path_buf()))
         }
+        "git" if argv.get(1).is_some_and(|v| v == "diff") => {
+            let (roots, filter, nul) = changed_names(&argv[2..], cwd)?;
+            list(roots, filter, nul, Some(cwd.to_path_buf()))
+        }
         "grep" | "head" | "tail" | "sort" if keeps_lines(argv) => {
             before.filter(|b| !b.nul).cloned()
         }
@@ -266,6 +270,33 @@ pub(super) fn path_list(
         }
         _ => None,
     }
+}
+
+/// What `git diff --name-only [-z] [-- PATHSPEC…]` lists, run at the top of the work tree
+/// git finds ([`git_repo::work_tree`]): the files that differ from git's index, a part of
+/// what it tracks, by their paths from the top (so only there are they paths from where it
+/// runs). `None` for any other form: a revision or `--cached` compares with a commit,
+/// whose paths are not the index's.
+fn changed_names(
+    args: &[String],
+    cwd: &std::path::Path,
+) -> Option<(Vec<String>, WalkFilter, bool)> {
+    let (options, paths) = match args.iter().position(|w| w == "--") {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
+    };
+    if !options.iter().all(|o| o == "--name-only" || o == "-z")
+        || !options.iter().any(|o| o == "--name-only")
+    {
+        return None;
+    }
+    let here = std::fs::canonicalize(cwd).ok()?;
+    if git_repo::work_tree(&here)? != here {
+        return None;
+    }
+    let paths: Vec<&String> = paths.iter().collect();
+    let (roots, filter) = pathspecs(&paths)?;
+    Some((roots, filter, options.iter().any(|o| o == "-z")))
 }
 
 /// What `git ls-files PATHSPEC…` lists, as roots and a filter: plain paths (`.` when none),

@@ -405,3 +405,34 @@ fn a_for_loop_over_a_list_of_paths_stands_for_each() {
         refused(line);
     }
 }
+
+#[test]
+fn the_names_git_diff_lists_at_the_top_are_a_list_of_paths() {
+    use gatewayd_testkit::git::git;
+    let d = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir(top.join("src")).unwrap();
+    git(&top, &["init", "-q"]);
+    let ctx = |cwd: &std::path::Path| super::Context::new(cwd.to_path_buf(), None, |_| None);
+    let c = super::parse_line("git diff --name-only -- src | xargs wc -l", &ctx(&top))
+        .expect("at the top");
+    assert_eq!(
+        c[2].argv,
+        [
+            "wc".into(),
+            "-l".into(),
+            top.join("src").display().to_string()
+        ]
+    );
+    let found = c[2].found.as_ref().expect("found paths");
+    assert_eq!(found.tracked_from.as_deref(), Some(top.as_path()));
+    for (cwd, line) in [
+        (top.join("src"), "git diff --name-only | xargs cat"),
+        (top.clone(), "git diff --name-only HEAD~1 | xargs cat"),
+        (top.clone(), "git diff --cached --name-only | xargs cat"),
+        (top.clone(), "git diff --stat | xargs cat"),
+        (top.clone(), "git diff --name-only src | xargs cat"),
+    ] {
+        assert!(super::parse_line(line, &ctx(&cwd)).is_err(), "{line}");
+    }
+}
