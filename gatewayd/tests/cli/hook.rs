@@ -219,6 +219,10 @@ fn claude_code_pre_and_post_tool_use() {
         claude_decision(&claude(&env, "TodoWrite", json!({"todos": []}))).0,
         "defer"
     );
+    assert_eq!(
+        claude_decision(&claude(&env, "ToolSearch", json!({"query": "select:Grep"}))).0,
+        "defer"
+    );
 
     // After an MCP tool: the output is replaced by its fenced version.
     let (cmd, _) = command(

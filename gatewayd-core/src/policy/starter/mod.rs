@@ -183,7 +183,25 @@ pub fn host_tools() -> Value {
         // their own names (docs/HOOKS.md).
         {"name": "TodoWrite", "description": "Claude Code: the session's to-do list."},
         {"name": "ExitPlanMode", "description": "Claude Code: leave plan mode."},
-        {"name": "write_todos", "description": "Gemini CLI: the session's to-do list."}
+        {"name": "EnterPlanMode", "description": "Claude Code: enter plan mode."},
+        {"name": "ToolSearch", "description": "Claude Code: load the definitions of tools it keeps deferred (Glob, Grep, WebFetch, ...); each tool is then decided when called."},
+        {"name": "ListAgents", "description": "Claude Code: list the sub-agent types."},
+        {"name": "AskUserQuestion", "description": "Claude Code: ask the user a question."},
+        {"name": "TaskCreate", "description": "Claude Code: add to the session's to-do list."},
+        {"name": "TaskUpdate", "description": "Claude Code: update the session's to-do list."},
+        {"name": "TaskList", "description": "Claude Code: read the session's to-do list."},
+        {"name": "TaskGet", "description": "Claude Code: read an item of the session's to-do list."},
+        {"name": "TaskOutput", "description": "Claude Code: read what a background command (decided when it started) printed."},
+        {"name": "BashOutput", "description": "Claude Code (older): read what a background command printed."},
+        {"name": "TaskStop", "description": "Claude Code: stop one of the session's background commands."},
+        {"name": "KillShell", "description": "Claude Code (older): stop one of the session's background commands."},
+        {"name": "ReportFindings", "description": "Claude Code: report a review's findings to the user."},
+        {"name": "write_todos", "description": "Gemini CLI: the session's to-do list."},
+        {"name": "update_plan", "description": "Codex: the session's plan."},
+        {"name": "request_user_input", "description": "Codex: ask the user."},
+        {"name": "get_goal", "description": "Codex: read the session's goal."},
+        {"name": "create_goal", "description": "Codex: set the session's goal."},
+        {"name": "update_goal", "description": "Codex: update the session's goal."}
     ])
 }
 
@@ -399,7 +417,25 @@ mod tests {
                 "agent",
                 "TodoWrite",
                 "ExitPlanMode",
-                "write_todos"
+                "EnterPlanMode",
+                "ToolSearch",
+                "ListAgents",
+                "AskUserQuestion",
+                "TaskCreate",
+                "TaskUpdate",
+                "TaskList",
+                "TaskGet",
+                "TaskOutput",
+                "BashOutput",
+                "TaskStop",
+                "KillShell",
+                "ReportFindings",
+                "write_todos",
+                "update_plan",
+                "request_user_input",
+                "get_goal",
+                "create_goal",
+                "update_goal"
             ]
         );
     }
