@@ -115,7 +115,22 @@ pub(crate) fn check(
         }
     }
     let a = analyze_line(line, rule.through_shell)?;
+    if a.program_from_input {
+        return Err(program_from_the_hosts_input(name, &a.program));
+    }
     check_analysis(sb, egress, rule, name, &a)
+}
+
+/// The refusal of an interpreter left to read its program from the host's input, which the
+/// host can write to later without a call the gateway decides (Codex's `write_stdin`).
+fn program_from_the_hosts_input(name: &str, program: &str) -> (Reason, String) {
+    let what = format!(
+        "`{name}`: `{program}` with no script reads its program from its input, which the agent host can write to later without a call the gateway decides"
+    );
+    let step = format!(
+        "run a script file (`{program} script`), or give the program on the line (`{program} - <<'EOF'` … `EOF`)"
+    );
+    (Reason::Shell, super::with_next(&what, &step))
 }
 
 /// A line of several commands, redirections or expansions ([`shell::line`]): each command
@@ -178,6 +193,9 @@ fn check_line(
                     .chain(a.recursive_roots.iter_mut())
                 {
                     *p = c.cwd.join(&*p);
+                }
+                if a.program_from_input && !c.input_from_line {
+                    return Err(program_from_the_hosts_input(name, &a.program));
                 }
                 if let Some(found) = &c.found {
                     super::found_paths::take_found(sb, name, &mut a, found, index_read)?;

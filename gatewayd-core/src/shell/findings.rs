@@ -25,6 +25,8 @@ pub(super) struct Findings {
     pub(super) skips_hidden: bool,
     /// What else the walks skip (`CommandAnalysis::walk_filter`).
     pub(super) walk_filter: WalkFilter,
+    /// It reads its program from its input (`CommandAnalysis::program_from_input`).
+    pub(super) program_from_input: bool,
 }
 
 /// Adds `path` to `paths` unless it is there already.
@@ -57,6 +59,7 @@ impl Findings {
             names_only: false,
             skips_hidden: false,
             walk_filter: WalkFilter::default(),
+            program_from_input: false,
         }
     }
 
@@ -165,6 +168,7 @@ impl Findings {
             walks_names_only: self.names_only,
             walks_skip_hidden: self.skips_hidden,
             walk_filter: self.walk_filter,
+            program_from_input: self.program_from_input,
         }
     }
 }

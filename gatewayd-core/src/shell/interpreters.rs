@@ -149,14 +149,75 @@ pub(super) const RUBY: OptionTable = OptionTable::until_first_operand(&[
      --rjit",
 );
 
+/// An interpreter: its options, and the words after which it runs no program from its input
+/// (it prints and exits, or finds its program elsewhere: `python3 -m pytest`).
+pub(super) struct Interpreter {
+    table: &'static OptionTable,
+    no_program_from_input: &'static [&'static str],
+}
+
+pub(super) const PYTHON_RUNS: Interpreter = Interpreter {
+    table: &PYTHON,
+    no_program_from_input: &[
+        "-h",
+        "-?",
+        "--help",
+        "-V",
+        "--version",
+        "--help-env",
+        "--help-xoptions",
+        "--help-all",
+        "-m",
+        "-c",
+    ],
+};
+pub(super) const NODE_RUNS: Interpreter = Interpreter {
+    table: &NODE,
+    no_program_from_input: &[
+        "-h",
+        "--help",
+        "-v",
+        "--version",
+        "--test",
+        "--v8-options",
+        "--completion-bash",
+        "-c",
+        "--check",
+        "-e",
+        "--eval",
+        "-p",
+        "--print",
+    ],
+};
+pub(super) const PERL_RUNS: Interpreter = Interpreter {
+    table: &PERL,
+    no_program_from_input: &["-h", "--help", "-v", "-V", "--version", "-e", "-E"],
+};
+pub(super) const RUBY_RUNS: Interpreter = Interpreter {
+    table: &RUBY,
+    no_program_from_input: &["-h", "--help", "-v", "--version", "--copyright", "-e"],
+};
+
 /// Interpreters: options stop at the script; the script and its arguments are all reads
-/// (and writes, with an in-place edit). An argument may be a URI for the script.
+/// (and writes, with an in-place edit). An argument may be a URI for the script. With no
+/// script (or `-`), the program is read from the input ([`Findings::program_from_input`]).
 pub(super) fn interpreter(
     args: &[String],
-    table: &OptionTable,
+    which: &Interpreter,
     findings: &mut Findings,
 ) -> Result<(), ShellError> {
-    let parsed = parse_options(args, table, findings)?;
+    let parsed = parse_options(args, which.table, findings)?;
+    let mut before_script = args.iter().take_while(|a| a.starts_with('-') && *a != "-");
+    // `--version`, `--run=build`, and a short option with its value attached (`-mpytest`).
+    let names = |a: &String, w: &&str| {
+        a.split('=').next() == Some(*w) || (w.len() == 2 && a.starts_with(*w))
+    };
+    let elsewhere = before_script.any(|a| which.no_program_from_input.iter().any(|w| names(a, w)));
+    findings.program_from_input = !elsewhere
+        && parsed
+            .operands
+            .first()
+            .is_none_or(|script| script.word == "-");
     if parsed.in_place {
         let what = format!("{} -i", findings.command());
         findings.forbid(&what, "edits files in place");
@@ -223,6 +284,34 @@ mod tests {
     use std::path::PathBuf;
 
     use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
+
+    #[test]
+    fn an_interpreter_with_no_script_reads_its_program_from_its_input() {
+        use crate::shell::test_support::analyze_line;
+        for line in [
+            "python3",
+            "python3 -",
+            "python3 -q -u",
+            "node",
+            "node -i",
+            "perl -w",
+        ] {
+            assert!(analyze_line(line).program_from_input, "{line}");
+        }
+        for line in [
+            "python3 x.py",
+            "python3 -m pytest -q",
+            "python3 -mpytest",
+            "python3 --version",
+            "python3 -V",
+            "node --test",
+            "node -v",
+            "node app.js",
+            "perl -v",
+        ] {
+            assert!(!analyze_line(line).program_from_input, "{line}");
+        }
+    }
 
     #[test]
     fn interpreters_inline_code() {

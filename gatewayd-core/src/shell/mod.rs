@@ -250,6 +250,10 @@ pub struct CommandAnalysis {
     /// The files and directories its walks skip by name (`grep --include`, `--exclude`,
     /// `--exclude-dir`): a protected path below a root that the filter skips is not reached.
     pub walk_filter: WalkFilter,
+    /// An interpreter with no script: it reads its program from its input (`python3`,
+    /// `node -i`, `python3 -`), which is where the line sends it (a here-document, a file, a
+    /// pipe) or, left to the host, what the host writes to it later.
+    pub program_from_input: bool,
 }
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.
@@ -307,12 +311,14 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "uniq" => coreutils::uniq(args, found)?,
         "less" => coreutils::less(args, found)?,
         "git" => git::git(args, found)?,
-        "node" | "nodejs" => interpreters::interpreter(args, &interpreters::NODE, found)?,
-        "ruby" => interpreters::interpreter(args, &interpreters::RUBY, found)?,
+        "node" | "nodejs" => interpreters::interpreter(args, &interpreters::NODE_RUNS, found)?,
+        "ruby" => interpreters::interpreter(args, &interpreters::RUBY_RUNS, found)?,
         n if n.starts_with("python") => {
-            interpreters::interpreter(args, &interpreters::PYTHON, found)?;
+            interpreters::interpreter(args, &interpreters::PYTHON_RUNS, found)?;
         }
-        n if n.starts_with("perl") => interpreters::interpreter(args, &interpreters::PERL, found)?,
+        n if n.starts_with("perl") => {
+            interpreters::interpreter(args, &interpreters::PERL_RUNS, found)?;
+        }
         n if interpreters::SHELLS.contains(&n) => interpreters::shell(n, args, found),
         // `env` (or `printenv`) with no command prints the environment, which holds the
         // agent host's own keys (`ANTHROPIC_API_KEY`, …).

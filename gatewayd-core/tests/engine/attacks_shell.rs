@@ -305,3 +305,52 @@ fn glob_brackets_as_bash_reads_them() {
     );
     assert_eq!(o.verdict.decision, Decision::Allow, "{}", o.verdict.message);
 }
+
+/// An interpreter with no script reads its program from its input; left to the host, that
+/// input takes code later, in no call the gateway decides (Codex sends no hook event for
+/// its `write_stdin`, measured with Codex 0.171.0). Shown first: a python3 started with
+/// nothing to run prints the key when code is written to its input afterwards.
+#[test]
+fn an_interpreter_left_to_read_its_program_from_the_hosts_input() {
+    use std::io::Write as _;
+    let f = fx_with(|v| {
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.extend([json!("/usr/bin/python3"), json!("/usr/bin/node")]);
+    });
+    let mut s = session();
+    let mut python = std::process::Command::new("python3")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut input = python.stdin.take().expect("its input");
+    let code = format!("print(open({:?}).read())\n", f.p("home/.ssh/id_rsa"));
+    input.write_all(code.as_bytes()).expect("write");
+    drop(input);
+    let out = python.wait_with_output().expect("python3 ends").stdout;
+    assert!(String::from_utf8_lossy(&out).contains("PRIVATE KEY"));
+    for line in [
+        "python3",
+        "python3 -i",
+        "cd src && python3 -",
+        "timeout 60 node -i",
+    ] {
+        shell_denied(&f, &mut s, "run_sh", line, Reason::Shell);
+    }
+    // The program on the line, or from a file or a pipe, is the line's.
+    for line in [
+        "python3 - <<'EOF'\nprint(1)\nEOF",
+        "cat notes.txt | python3",
+        "python3 < notes.txt",
+        "python3 --version",
+    ] {
+        let (o, ran) = f.call(&mut s, "run_sh", json!({"command": line}));
+        assert_eq!(
+            o.verdict.decision,
+            Decision::Allow,
+            "{line}: {}",
+            o.verdict.message
+        );
+        assert!(ran, "{line}");
+    }
+}

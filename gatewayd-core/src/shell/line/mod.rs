@@ -146,6 +146,10 @@ pub struct LineCommand {
     /// It runs on paths another command found (`find -exec`, `… | xargs`): its operands
     /// that name a root stand for the paths below it.
     pub found: Option<Found>,
+    /// Its standard input is given by the line: a redirection (a file, a here-document) or
+    /// the pipe from the command before it. Otherwise it is the host's, which the host may
+    /// write to later (Codex's `write_stdin`).
+    pub input_from_line: bool,
 }
 
 /// The simple commands of `line`, in order.
@@ -171,6 +175,8 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         last_list: None,
         loop_input: None,
         found_vars: Vec::new(),
+        input_piped: false,
+        input_from_line: false,
     };
     walk.line(line)?;
     Ok(walk.out)
@@ -225,6 +231,12 @@ struct Walk {
     loop_input: Option<pipes::PathList>,
     /// What each variable `read` set from a list stands for, by the number in its value.
     found_vars: Vec<Found>,
+    /// The command being walked reads the pipe from the command before it (it is not the
+    /// first of its pipeline, or is inside a compound command that is).
+    input_piped: bool,
+    /// [`LineCommand::input_from_line`] for the commands the simple command being walked
+    /// pushes.
+    input_from_line: bool,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -400,6 +412,7 @@ impl Walk {
         // output with nothing else in it.
         let (input_is_pipe, output_is_pipe) = pipes::stdio(&owned);
         self.output_is_pipe = output_is_pipe;
+        self.input_from_line = self.input_piped || !input_is_pipe;
         if let Some(found) = found {
             return self.push_found(words.argv, reads, writes, found);
         }
@@ -541,6 +554,7 @@ impl Walk {
             writes,
             analyse,
             found: None,
+            input_from_line: self.input_from_line,
         });
         Ok(())
     }

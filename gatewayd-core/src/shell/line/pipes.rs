@@ -27,7 +27,9 @@ impl Walk {
             // reads `./a`. A simple command that writes a list of paths hands it to the
             // next (`find … | xargs …`), and a `while` loop to the `read`s in it.
             let loop_input = self.loop_input.take();
-            for c in &p.seq {
+            let input_piped = self.input_piped;
+            for (i, c) in p.seq.iter().enumerate() {
+                self.input_piped = input_piped || i > 0;
                 let start = self.out.len();
                 let list_in = list.take();
                 self.piped = list_in.clone().filter(|_| matches!(c, Command::Simple(_)));
@@ -38,6 +40,7 @@ impl Walk {
                 r?;
                 list = self.list_written(start, c);
             }
+            self.input_piped = input_piped;
             self.loop_input = loop_input;
         }
         self.last_list = list;
