@@ -4,7 +4,10 @@
 //! (refused). Also the rule for the names a line may set ([`check_assignment`]).
 use brush_parser::ast;
 
-use super::{Context, is_integer, unanalysable, words::RUNTIME_STAND_IN};
+use super::{
+    Context, unanalysable,
+    words::{RUNTIME_STAND_IN, is_integer},
+};
 use crate::shell::ShellError;
 use crate::shell::split::is_name;
 

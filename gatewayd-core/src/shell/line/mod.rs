@@ -28,7 +28,7 @@
 //! functions, `eval`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
 //! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
 //! `NODE_OPTIONS`, …).
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use brush_parser::{
     ParserOptions,
@@ -372,7 +372,7 @@ impl Walk {
                         name,
                         Some("export" | "declare" | "typeset" | "local" | "readonly")
                     ) {
-                        tilde_after_equals(&w.value)?;
+                        words::tilde_after_equals(&w.value)?;
                     }
                     words.add(self.ctx.word(&w.value)?);
                 }
@@ -485,7 +485,7 @@ impl Walk {
         if self.ctx.builtin(&argv)? {
             return self.opened_without_a_program(reads, writes);
         }
-        if let Some(body) = shell_body(&argv) {
+        if let Some(body) = wrappers::shell_body(&argv) {
             self.push(vec![argv[0].clone()], reads, writes, false)?;
             return self.nested(&body);
         }
@@ -590,25 +590,6 @@ impl Walk {
     }
 }
 
-/// bash expands `~` after the `=` of an argument that looks like an assignment, and after
-/// each `:` of its value (`dd if=~/.ssh/id_rsa`, `make X=a:~/b`); the walk does not, so such
-/// an argument is refused.
-fn tilde_after_equals(raw: &str) -> Result<(), ShellError> {
-    let value = raw.split_once('=').map_or("", |(_, v)| v);
-    if value.starts_with('~') || value.contains(":~") {
-        return Err(unanalysable(format!(
-            "`{raw}`: bash expands `~` after `=` or `:` in an argument like an assignment (write the path)"
-        )));
-    }
-    Ok(())
-}
-
-/// A decimal integer, signed or not (`5`, `-10`, `+3`).
-fn is_integer(word: &str) -> bool {
-    let digits = word.strip_prefix(['-', '+']).unwrap_or(word);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-}
-
 /// Whether `argv` is a shell given a `-c` body ([`parse_line`] analyses the body), a
 /// program that runs the command after its words (`timeout`, `nice`, `env NAME=V`, …, which
 /// [`parse_line`] analyses as a command of their own), or starts with a word of the shell's
@@ -616,47 +597,8 @@ fn is_integer(word: &str) -> bool {
 /// [`builtins::SHELL_WORDS`]), which no program of that name runs.
 pub fn runs_inner_commands(argv: &[String]) -> bool {
     !argv.is_empty()
-        && (shell_body(argv).is_some()
+        && (wrappers::shell_body(argv).is_some()
             || builtins::SHELL_WORDS.contains(&argv[0].as_str())
             || matches!(found::find_exec(argv), Ok(Some(_)))
             || !matches!(wrappers::wrapped(argv), Ok(None)))
-}
-
-/// The body of `bash -c BODY` (`sh`, `dash`, `zsh`; options such as `-l`, `-e`, `-x`,
-/// `-o pipefail`, `--login`, `--norc` before it); `None` for any other command.
-fn shell_body(argv: &[String]) -> Option<String> {
-    let name = Path::new(&argv[0]).file_name()?.to_str()?;
-    if !["bash", "sh", "dash", "zsh"].contains(&name) {
-        return None;
-    }
-    let mut i = 1;
-    let mut seen_c = false;
-    while i < argv.len() {
-        let a = argv[i].as_str();
-        if seen_c {
-            return Some(argv[i].clone());
-        }
-        match a {
-            "--login" | "--norc" | "--noprofile" | "--posix" => {}
-            // `-o noglob` and the like change what the body's words name.
-            "-o" | "+o" => {
-                i += 1;
-                if !argv
-                    .get(i)
-                    .is_some_and(|o| builtins::SAFE_SHELL_OPTIONS.contains(&o.as_str()))
-                {
-                    return None;
-                }
-            }
-            _ if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") => {
-                if !a[1..].chars().all(|c| "lexuc".contains(c)) {
-                    return None;
-                }
-                seen_c = a.contains('c');
-            }
-            _ => return None,
-        }
-        i += 1;
-    }
-    None
 }

@@ -442,3 +442,22 @@ fn has_brace_expansion(t: &str) -> bool {
     rest.find('}')
         .is_some_and(|close| rest[..close].contains(',') || rest[..close].contains(".."))
 }
+
+/// bash expands `~` after the `=` of an argument that looks like an assignment, and after
+/// each `:` of its value (`dd if=~/.ssh/id_rsa`, `make X=a:~/b`); the walk does not, so such
+/// an argument is refused.
+pub(super) fn tilde_after_equals(raw: &str) -> Result<(), ShellError> {
+    let value = raw.split_once('=').map_or("", |(_, v)| v);
+    if value.starts_with('~') || value.contains(":~") {
+        return Err(unanalysable(format!(
+            "`{raw}`: bash expands `~` after `=` or `:` in an argument like an assignment (write the path)"
+        )));
+    }
+    Ok(())
+}
+
+/// A decimal integer, signed or not (`5`, `-10`, `+3`).
+pub(super) fn is_integer(word: &str) -> bool {
+    let digits = word.strip_prefix(['-', '+']).unwrap_or(word);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}

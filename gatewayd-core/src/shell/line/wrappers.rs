@@ -3,8 +3,13 @@
 //! walk ([`super`]) checks the wrapper as a program (the exec allowlist) and the command as
 //! a command of the line; `env`'s assignments are checked as an assignment before a command
 //! is. Any option the reader does not know, or a wrapper with no command, leaves it to the
-//! analysis, which refuses programs that run others.
-use super::{builtins::check_assignment, is_integer, unanalysable};
+//! analysis, which refuses programs that run others. Also a shell given a `-c` body
+//! ([`shell_body`]), whose body the walk reads as a line.
+use super::{
+    builtins::{SAFE_SHELL_OPTIONS, check_assignment},
+    unanalysable,
+    words::is_integer,
+};
 use crate::shell::ShellError;
 
 /// A wrapped command: where in argv it starts, and what the wrapper sets for it.
@@ -123,6 +128,45 @@ fn env(args: &[String]) -> Result<Option<usize>, ShellError> {
         }
     }
     Ok(None)
+}
+
+/// The body of `bash -c BODY` (`sh`, `dash`, `zsh`; options such as `-l`, `-e`, `-x`,
+/// `-o pipefail`, `--login`, `--norc` before it); `None` for any other command.
+pub(super) fn shell_body(argv: &[String]) -> Option<String> {
+    let name = std::path::Path::new(&argv[0]).file_name()?.to_str()?;
+    if !["bash", "sh", "dash", "zsh"].contains(&name) {
+        return None;
+    }
+    let mut i = 1;
+    let mut seen_c = false;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if seen_c {
+            return Some(argv[i].clone());
+        }
+        match a {
+            "--login" | "--norc" | "--noprofile" | "--posix" => {}
+            // `-o noglob` and the like change what the body's words name.
+            "-o" | "+o" => {
+                i += 1;
+                if !argv
+                    .get(i)
+                    .is_some_and(|o| SAFE_SHELL_OPTIONS.contains(&o.as_str()))
+                {
+                    return None;
+                }
+            }
+            _ if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") => {
+                if !a[1..].chars().all(|c| "lexuc".contains(c)) {
+                    return None;
+                }
+                seen_c = a.contains('c');
+            }
+            _ => return None,
+        }
+        i += 1;
+    }
+    None
 }
 
 #[cfg(test)]
