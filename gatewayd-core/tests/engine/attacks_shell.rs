@@ -313,10 +313,7 @@ fn glob_brackets_as_bash_reads_them() {
 #[test]
 fn an_interpreter_left_to_read_its_program_from_the_hosts_input() {
     use std::io::Write as _;
-    let f = fx_with(|v| {
-        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
-        exec.extend([json!("/usr/bin/python3"), json!("/usr/bin/node")]);
-    });
+    let f = fx_exec(&["/usr/bin/python3", "/usr/bin/node"]);
     let mut s = session();
     let mut python = std::process::Command::new("python3")
         .stdin(std::process::Stdio::piped())

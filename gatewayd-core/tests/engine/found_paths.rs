@@ -8,10 +8,7 @@ use crate::support::*;
 
 /// The fixture with `xargs` and `cp` on the exec allowlist.
 fn fx_xargs() -> Fx {
-    fx_with(|v| {
-        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
-        exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/cp")]);
-    })
+    fx_exec(&["/usr/bin/xargs", "/usr/bin/cp"])
 }
 
 /// Asserts the engine allows `line` through the shell tool, and its handler ran.
@@ -204,10 +201,7 @@ fn git(f: &Fx, args: &[&str]) {
 
 #[test]
 fn what_git_ls_files_lists_is_what_the_index_tracks() {
-    let f = fx_with(|v| {
-        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
-        exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/git")]);
-    });
+    let f = fx_exec(&["/usr/bin/xargs", "/usr/bin/git"]);
     let mut s = session();
     git(&f, &["init", "-q"]);
     git(&f, &["add", "src", "notes.txt"]);
@@ -286,10 +280,7 @@ fn what_git_ls_files_lists_is_what_the_index_tracks() {
 
 #[test]
 fn an_index_written_by_hand_cannot_list_paths_out_of_the_tree() {
-    let f = fx_with(|v| {
-        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
-        exec.extend([json!("/usr/bin/xargs"), json!("/usr/bin/git")]);
-    });
+    let f = fx_exec(&["/usr/bin/xargs", "/usr/bin/git"]);
     let mut s = session();
     git(&f, &["init", "-q"]);
     // A name as long as `../home/.ssh/id_rsa`, then that path written into the index.

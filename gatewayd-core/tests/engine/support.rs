@@ -86,6 +86,14 @@ pub(crate) fn fx_with(edit: impl FnOnce(&mut Value)) -> Fx {
     }
 }
 
+/// The fixture with `programs` also on the exec allowlist.
+pub(crate) fn fx_exec(programs: &[&str]) -> Fx {
+    fx_with(|v| {
+        let exec = v["sandbox"]["exec"].as_array_mut().expect("exec list");
+        exec.extend(programs.iter().map(|p| json!(p)));
+    })
+}
+
 pub(crate) fn session() -> Session {
     Session::new("s1", "alice", ALL_SCOPES)
 }
