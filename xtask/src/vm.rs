@@ -35,8 +35,6 @@ dmesg -n 4
 echo "GUEST kernel $(uname -r); lsm=$(cat /sys/kernel/security/lsm)"
 export GATEWAYD_EXPECT_TIER=1 GATEWAYD_BIN=/gatewayd GW_TESTAGENT=/gw-testagent GW_ESCAPE=/gw-escape HOME=/root PATH=/bin TMPDIR=/tmp GATEWAYD_PY_REQUESTS=/py-requests
 mkdir -p /root
-echo "STAGE doctor"
-echo "DOCTOR $(/gatewayd doctor --json)"
 # The sys_exit tracepoint held with two probes for the whole run. Under TCG with two vCPUs,
 # the kernel's live text patching (text_poke_bp) races with the other vCPU ("Oops: int3" in
 # syscall_exit_to_user_mode_prepare, a QEMU cross-modifying-code race, not seen on real
@@ -54,12 +52,15 @@ for t in $T $T/instances/hold; do
   { echo 0 > $t/tracing_on && echo 1 > $t/events/raw_syscalls/sys_exit/enable; } || echo "GUEST the sys_exit tracepoint is not held ($t)"
 done
 # The same for perf_sched_events, whose jump labels sit in __schedule ("Oops: int3" in
-# __schedule on the idle task, during the escape suite): a per-task perf event held for the
-# guest's whole life keeps the key on, so the suite's perf_event_open only moves its count.
+# __schedule on the idle task, during the escape suite, and once during `doctor`'s probes):
+# a per-task perf event held for the guest's whole life keeps the key on, so the probes' and
+# the suite's perf_event_open only move its count. Both holds come before `doctor`.
 # (A child of this shell that never ends: every `wait` below names the jobs it waits for.)
 /gw-testagent holdperf &
 held=$!; sleep 1
 ls -l /proc/$held/fd 2>/dev/null | grep -q perf_event || echo "GUEST perf_sched_events is not held"
+echo "STAGE doctor"
+echo "DOCTOR $(/gatewayd doctor --json)"
 echo "STAGE tests"
 /privileged --test-threads=1 GUEST_TESTS 2>&1
 echo "GUEST-EXIT $?"
