@@ -45,6 +45,10 @@ mkdir -p /root
 # instance and in one more, is two probes: sessions then take the tracepoint from two probes
 # to three and back, which patches nothing. Every syscall of the guest takes the traced
 # exit path, the bare processes of the benches as much as the agents.
+# The kernel patches its text for both holds; it does so with every vCPU but the first
+# offline, so that no other vCPU runs the text being patched, then brings them back.
+for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 0 > $c || echo "GUEST $c stays online"; done
+echo "GUEST cpus online while the holds are set: $(cat /sys/devices/system/cpu/online)"
 mount -t tracefs tracefs /sys/kernel/tracing
 T=/sys/kernel/tracing
 mkdir -p $T/instances/hold
@@ -52,13 +56,16 @@ for t in $T $T/instances/hold; do
   { echo 0 > $t/tracing_on && echo 1 > $t/events/raw_syscalls/sys_exit/enable; } || echo "GUEST the sys_exit tracepoint is not held ($t)"
 done
 # The same for perf_sched_events, whose jump labels sit in __schedule ("Oops: int3" in
-# __schedule on the idle task, during the escape suite, and once during `doctor`'s probes):
-# a per-task perf event held for the guest's whole life keeps the key on, so the probes' and
-# the suite's perf_event_open only move its count. Both holds come before `doctor`.
+# __schedule on the idle task, during the escape suite, and once while this hold itself
+# was set): a per-task perf event held for the guest's whole life keeps the key on, so the
+# probes' and the suite's perf_event_open only move its count. Both holds come before
+# `doctor`.
 # (A child of this shell that never ends: every `wait` below names the jobs it waits for.)
 /gw-testagent holdperf &
 held=$!; sleep 1
 ls -l /proc/$held/fd 2>/dev/null | grep -q perf_event || echo "GUEST perf_sched_events is not held"
+for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 1 > $c || echo "GUEST $c stays offline"; done
+echo "GUEST cpus online: $(cat /sys/devices/system/cpu/online)"
 echo "STAGE doctor"
 echo "DOCTOR $(/gatewayd doctor --json)"
 echo "STAGE tests"
