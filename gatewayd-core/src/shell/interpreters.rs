@@ -208,7 +208,7 @@ pub(super) fn interpreter(
 ) -> Result<(), ShellError> {
     let parsed = parse_options(args, which.table, findings)?;
     let mut before_script = args.iter().take_while(|a| a.starts_with('-') && *a != "-");
-    // `--version`, `--run=build`, and a short option with its value attached (`-mpytest`).
+    // `--version`, `--eval=CODE`, and a short option with its value attached (`-mpytest`).
     let names = |a: &String, w: &&str| {
         a.split('=').next() == Some(*w) || (w.len() == 2 && a.starts_with(*w))
     };

@@ -11,19 +11,6 @@ fn fx_xargs() -> Fx {
     fx_exec(&["/usr/bin/xargs", "/usr/bin/cp"])
 }
 
-/// Asserts the engine allows `line` through the shell tool, and its handler ran.
-#[track_caller]
-fn assert_allowed(f: &Fx, s: &mut gatewayd_core::engine::Session, line: &str) {
-    let (o, ran) = f.call(s, "run_sh", json!({"command": line}));
-    assert_eq!(
-        o.verdict.decision,
-        Decision::Allow,
-        "{line}: {}",
-        o.verdict.message
-    );
-    assert!(ran, "{line}");
-}
-
 #[test]
 fn found_paths_that_lead_to_a_protected_file_are_refused() {
     let f = fx_xargs();

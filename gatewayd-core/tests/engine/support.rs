@@ -94,6 +94,19 @@ pub(crate) fn fx_exec(programs: &[&str]) -> Fx {
     })
 }
 
+/// Asserts the engine allows `line` through the shell tool `run_sh`, and its handler ran.
+#[track_caller]
+pub(crate) fn assert_allowed(f: &Fx, s: &mut Session, line: &str) {
+    let (o, ran) = f.call(s, "run_sh", json!({"command": line}));
+    assert_eq!(
+        o.verdict.decision,
+        Decision::Allow,
+        "{line}: {}",
+        o.verdict.message
+    );
+    assert!(ran, "{line}");
+}
+
 pub(crate) fn session() -> Session {
     Session::new("s1", "alice", ALL_SCOPES)
 }
