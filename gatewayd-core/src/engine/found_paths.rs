@@ -22,13 +22,15 @@ const MAX_ENTRIES: usize = 100_000;
 
 /// Turns `a`'s reads of `found`'s roots into walks of them, or, for what `git ls-files`
 /// lists where `index_read` (no other git command in the line may change the index first),
-/// into reads of the files git's index tracks below them ([`tracked`]); Err: the refusal.
+/// into reads of the files git's index tracks below them ([`tracked`], read once a line in
+/// `indexes`); Err: the refusal.
 pub(super) fn take_found(
     sb: &SandboxView,
     name: &str,
     a: &mut CommandAnalysis,
     found: &Found,
     index_read: bool,
+    indexes: &mut tracked::Indexes,
 ) -> Result<(), (Reason, String)> {
     let is_root = |p: &PathBuf| found.roots.iter().any(|r| r == p);
     let refuse = |what: &str| {
@@ -51,7 +53,7 @@ pub(super) fn take_found(
     // What git's index holds is read whether or not the line may change it first: the
     // paths it lists must stay inside the tree either way.
     let index = match found.tracked_from.as_deref() {
-        Some(cwd) => tracked::tracked_files(cwd).map_err(|why| {
+        Some(cwd) => indexes.of(cwd).map_err(|why| {
             (
                 Reason::Shell,
                 format!(
@@ -64,7 +66,7 @@ pub(super) fn take_found(
     .filter(|_| index_read);
     let mut walked = Vec::new();
     for root in roots {
-        let in_index = index.as_ref().and_then(|t| t.below(&root));
+        let in_index = index.and_then(|t| t.below(&root));
         let below = if in_index.is_some() {
             // No walk's check follows: the root itself is checked here, and looked below
             // by its real path, as the protected paths are written.

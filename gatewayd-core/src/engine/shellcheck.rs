@@ -181,6 +181,7 @@ fn check_line(
             .get(1)
             .is_some_and(|v| READ_THE_INDEX.contains(&v.as_str()))
     });
+    let mut indexes = super::tracked::Indexes::default();
     for c in &commands {
         if let Some(program) = c.argv.first() {
             if c.analyse {
@@ -198,7 +199,14 @@ fn check_line(
                     return Err(program_from_the_hosts_input(name, &a.program));
                 }
                 if let Some(found) = &c.found {
-                    super::found_paths::take_found(sb, name, &mut a, found, index_read)?;
+                    super::found_paths::take_found(
+                        sb,
+                        name,
+                        &mut a,
+                        found,
+                        index_read,
+                        &mut indexes,
+                    )?;
                 }
                 reach.sends_out |= check_analysis(sb, egress, rule, name, &a)?.sends_out;
             } else if !program_allowed(sb, rule, program) {

@@ -51,6 +51,28 @@ impl Tracked {
     }
 }
 
+/// The indexes one line's lists of paths come from, by the directory `git ls-files` runs in:
+/// each read once ([`tracked_files`]), however many commands run on what it lists
+/// (`git ls-files src docs | xargs wc -l` is a command for each root).
+#[derive(Debug, Default)]
+pub(super) struct Indexes(Vec<(PathBuf, Result<Option<Tracked>, String>)>);
+
+impl Indexes {
+    /// [`tracked_files`] of `cwd`, read the first time it is asked for.
+    pub(super) fn of(&mut self, cwd: &Path) -> Result<Option<&Tracked>, String> {
+        let at = if let Some(at) = self.0.iter().position(|(c, _)| c == cwd) {
+            at
+        } else {
+            self.0.push((cwd.to_path_buf(), tracked_files(cwd)));
+            self.0.len() - 1
+        };
+        match &self.0[at].1 {
+            Ok(tracked) => Ok(tracked.as_ref()),
+            Err(why) => Err(why.clone()),
+        }
+    }
+}
+
 /// An index larger than this is not read.
 const MAX_INDEX_BYTES: u64 = 256 << 20;
 
