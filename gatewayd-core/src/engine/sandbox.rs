@@ -1,14 +1,13 @@
 //! Path and URL arguments against the policy's `sandbox` and `network` sections.
 use std::{
     collections::HashSet,
-    net::IpAddr,
     os::unix::fs::MetadataExt,
     path::{Component, Path, PathBuf},
 };
 
+pub use super::egress::{Dest, EgressView, host_matches, parse_url, split_authority};
 use crate::{
-    net::Cidr,
-    policy::{Network, PathAccess, Sandbox, protected_names::ProtectedNames, tmp_binds::lexical},
+    policy::{PathAccess, Sandbox, protected_names::ProtectedNames, tmp_binds::lexical},
     shell::{
         WalkFilter,
         uri::{self, Uri},
@@ -272,6 +271,26 @@ impl SandboxView {
         }
     }
 
+    /// The read-only path that `p` (normalised, absolute) equals or lies under, if any.
+    pub fn read_only_by_path(&self, p: &Path) -> Option<&PathBuf> {
+        self.read_only.iter().find(|x| is_under(p, x))
+    }
+
+    /// Whether `word`, a file name, is one that a program's text names a secret by, wherever
+    /// it lies: a `sandbox.protected_names` entry without a wildcard (`.env`, `id_rsa`), or
+    /// the name of a protected path when it starts with `.` (`.ssh`, `.aws`).
+    pub fn names_a_secret(&self, word: &str) -> bool {
+        let literal = |p: &str| !p.contains(['*', '?', '[']);
+        self.names
+            .patterns
+            .iter()
+            .any(|(p, _)| literal(p) && p == word)
+            || self.protected.iter().any(|x| {
+                x.file_name()
+                    .is_some_and(|n| n.to_str() == Some(word) && word.starts_with('.'))
+            })
+    }
+
     /// Whether `p` is or lies in one of gatewayd's own files.
     pub fn own_hit(&self, p: &Path) -> bool {
         self.own.iter().any(|x| is_under(p, x))
@@ -485,144 +504,6 @@ impl SandboxView {
             ));
         }
         Ok(())
-    }
-}
-
-/// A URL's destination.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dest {
-    /// Host name or address literal, lowercased, without a trailing dot or IPv6 brackets.
-    pub host: String,
-    /// Port, the scheme's default when absent.
-    pub port: u16,
-}
-
-/// Parses an `http`/`https` URL's destination. User info, percent signs in the host and
-/// other schemes are refused.
-pub fn parse_url(s: &str) -> Result<Dest, String> {
-    let s = s.trim();
-    // Parsers disagree about backslashes, spaces and control characters (is `\\@` part of
-    // the user info or the start of the path?): such URLs are refused, not interpreted.
-    if let Some(c) = s.chars().find(|c| !c.is_ascii_graphic() || *c == '\\') {
-        return Err(format!(
-            "URL contains {c:?}, which parsers read differently; refused"
-        ));
-    }
-    let (scheme, rest) = s
-        .split_once("://")
-        .ok_or_else(|| format!("`{s}` is not an absolute URL"))?;
-    let default_port = match scheme.to_ascii_lowercase().as_str() {
-        "http" => 80,
-        "https" => 443,
-        other => {
-            return Err(format!(
-                "URL scheme `{other}` is not allowed (http, https only)"
-            ));
-        }
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let auth = &rest[..end];
-    if auth.contains('@') {
-        return Err("URLs with user info (`user@host`) are refused".into());
-    }
-    let (host, port) = split_authority(auth).ok_or("unterminated IPv6 literal")?;
-    let port = match port {
-        None => default_port,
-        Some(p) => p.parse::<u16>().map_err(|_| format!("bad port `{p}`"))?,
-    };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    if host.is_empty()
-        || !host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
-    {
-        return Err(format!(
-            "URL host `{host}` is empty or has characters a host name cannot have"
-        ));
-    }
-    Ok(Dest { host, port })
-}
-
-/// An authority's host and port text: `host[:port]` or `[v6][:port]` (the brackets
-/// removed); `None` for an unterminated `[`.
-pub fn split_authority(auth: &str) -> Option<(&str, Option<&str>)> {
-    if let Some(r) = auth.strip_prefix('[') {
-        let (h, after) = r.split_once(']')?;
-        return Some((h, after.strip_prefix(':')));
-    }
-    Some(match auth.rsplit_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (auth, None),
-    })
-}
-
-/// The egress allowlist, parsed once.
-#[derive(Debug, Default)]
-pub struct EgressView {
-    entries: Vec<(Option<Cidr>, Option<String>, Option<u16>)>,
-}
-
-impl EgressView {
-    /// Parses the egress entries; a `cidr` that does not parse matches nothing.
-    pub fn new(n: &Network) -> EgressView {
-        EgressView {
-            entries: n
-                .egress
-                .iter()
-                .map(|e| {
-                    (
-                        e.cidr.as_deref().and_then(|c| Cidr::parse(c).ok()),
-                        e.host
-                            .as_ref()
-                            .map(|h| h.trim_end_matches('.').to_ascii_lowercase()),
-                        e.port,
-                    )
-                })
-                .collect(),
-        }
-    }
-
-    /// Whether the allowlist lets the gateway reach `d`. Host entries match the host name
-    /// exactly, or any subdomain with a leading `*.`; cidr entries match literal IP hosts.
-    pub fn allows(&self, d: &Dest) -> bool {
-        self.allowing(d).next().is_some()
-    }
-
-    /// The indexes (in `network.egress`) of the entries that let the gateway reach `d`.
-    pub fn allowing<'a>(&'a self, d: &'a Dest) -> impl Iterator<Item = usize> + 'a {
-        let ip: Option<IpAddr> = d.host.parse().ok();
-        self.entries
-            .iter()
-            .enumerate()
-            .filter(move |(_, (cidr, host, port))| {
-                if port.is_some_and(|p| p != d.port) {
-                    return false;
-                }
-                let by_ip = matches!((cidr, ip), (Some(c), Some(a)) if c.contains(a));
-                let by_host = host.as_deref().is_some_and(|h| host_matches(h, &d.host));
-                by_ip || by_host
-            })
-            .map(|(i, _)| i)
-    }
-
-    /// Whether some `host` entry names `host` (exactly, or as a subdomain of a `*.domain`
-    /// entry), on any port: a name the session's resolver may answer.
-    pub fn names(&self, host: &str) -> bool {
-        self.entries
-            .iter()
-            .any(|(_, h, _)| h.as_deref().is_some_and(|h| host_matches(h, host)))
-    }
-}
-
-/// A `host` entry (`name` or `*.domain`, lowercased) against a lowercased host name.
-pub fn host_matches(entry: &str, host: &str) -> bool {
-    match entry.strip_prefix("*.") {
-        Some(base) => {
-            host.len() > base.len() + 1
-                && host.ends_with(base)
-                && host.as_bytes()[host.len() - base.len() - 1] == b'.'
-        }
-        None => entry == host,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The sandbox's path checks against real files in a temporary directory.
 use super::*;
+use crate::policy::Network;
 
 #[test]
 fn protected_names_apply_under_root_and_writable_roots_to_files_made_later() {

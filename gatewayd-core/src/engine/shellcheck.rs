@@ -4,12 +4,15 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    Reason,
+    Reason, inline_program,
     sandbox::{self, EgressView, Resolved, SandboxView},
 };
 use crate::{
     policy::{PathAccess, ShellRule},
-    shell::{self, CommandAnalysis, ShellError},
+    shell::{
+        self, CommandAnalysis, ShellError,
+        line::{Input, LineCommand},
+    },
 };
 
 /// Parses and analyses `line`. Err: (reason, message). A refused metacharacter or
@@ -118,7 +121,51 @@ pub(crate) fn check(
     if a.program_from_input {
         return Err(program_from_the_hosts_input(name, &a.program));
     }
-    check_analysis(sb, egress, rule, name, &a)
+    let reach = check_analysis(sb, egress, rule, name, &a)?;
+    let cwd = line_start(sb);
+    let home = shell::line::user_home(user);
+    for text in &a.inline_programs {
+        inline_program::check(sb, egress, name, &a.program, text, &cwd, home.as_deref())?;
+    }
+    Ok(reach)
+}
+
+/// Where a line starts: `sandbox.root`, else gatewayd's own directory.
+fn line_start(sb: &SandboxView) -> PathBuf {
+    sb.root
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// The program an interpreter with no script reads from its input, as the line gives it
+/// ([`Input`]), checked: its text is read as `-c CODE`'s is; a file is a script (its read is
+/// checked); the host's input, or another program's output, is refused.
+fn check_program_from_input(
+    sb: &SandboxView,
+    egress: &EgressView,
+    name: &str,
+    a: &CommandAnalysis,
+    c: &LineCommand,
+    home: Option<&Path>,
+) -> Result<(), (Reason, String)> {
+    match &c.input {
+        Input::Host => Err(program_from_the_hosts_input(name, &a.program)),
+        Input::Text(text) => {
+            inline_program::check(sb, egress, name, &a.program, text, &c.cwd, home)
+        }
+        Input::Files => Ok(()),
+        Input::Output(writer) => Err((
+            Reason::Shell,
+            super::with_next(
+                &format!(
+                    "`{name}`: `{}` would run the program `{writer}` writes into its input, which the line does not show",
+                    a.program
+                ),
+                "save it as a file in the workspace, read it, then run the file",
+            ),
+        )),
+    }
 }
 
 /// The refusal of an interpreter left to read its program from the host's input, which the
@@ -146,10 +193,7 @@ fn check_line(
 ) -> Result<LineReach, (Reason, String)> {
     let mut reach = LineReach::default();
     let ctx = shell::line::Context::new(
-        sb.root
-            .clone()
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| PathBuf::from("/")),
+        line_start(sb),
         Some(user.to_owned()),
         shell::line::user_home,
     );
@@ -195,8 +239,21 @@ fn check_line(
                 {
                     *p = c.cwd.join(&*p);
                 }
-                if a.program_from_input && !c.input_from_line {
-                    return Err(program_from_the_hosts_input(name, &a.program));
+                let home = || shell::line::user_home(user);
+                if a.program_from_input {
+                    check_program_from_input(sb, egress, name, &a, c, home().as_deref())?;
+                }
+                for text in &a.inline_programs {
+                    let home = home();
+                    inline_program::check(
+                        sb,
+                        egress,
+                        name,
+                        &a.program,
+                        text,
+                        &c.cwd,
+                        home.as_deref(),
+                    )?;
                 }
                 if let Some(found) = &c.found {
                     super::found_paths::take_found(

@@ -1,6 +1,7 @@
-//! Programs that run code: interpreters (`python node perl ruby`), whose inline code and
-//! in-place edits are forbidden and whose script and its arguments are reads; shells, always
-//! forbidden; and programs that run another command (`xargs env sudo …`), always forbidden.
+//! Programs that run code: interpreters (`python node perl ruby`), whose in-place edits are
+//! forbidden, whose script and its arguments are reads, and whose program given on the line
+//! (`-c`, `-e`) the engine reads (`engine::inline_program`); shells, always forbidden; and
+//! programs that run another command (`xargs env sudo …`), always forbidden.
 use super::{
     ShellError,
     findings::Findings,
@@ -11,15 +12,14 @@ use super::{
     },
 };
 
-/// The reason an interpreter's inline-code option is forbidden.
-const RUNS_INLINE_CODE: Effect = Effect::Forbid(
-    "runs inline code, which is not analysed (write it to a file in the workspace and run the file)",
-);
+/// An option whose value is the program (`-c CODE`, `-e CODE`), for the engine to read
+/// ([`Effect::InlineProgram`]).
+const INLINE_PROGRAM: Effect = Effect::InlineProgram(false);
 
-/// python* (`CPython` 3.11 to 3.13): `-c` runs inline code; `-m` names a module, and the words
-/// after it are the module's.
+/// python* (`CPython` 3.11 to 3.13): `-c` gives the program, and the words after it are its
+/// arguments; `-m` names a module, and the words after it are the module's.
 pub(super) const PYTHON: OptionTable = OptionTable::until_first_operand(&[
-    short_option('c', Required, RUNS_INLINE_CODE),
+    short_option('c', Required, Effect::InlineProgram(true)),
     short_option('m', Required, Effect::EndsOptions),
 ])
 .inert(
@@ -35,11 +35,11 @@ const OPENS_A_DEBUGGER: Effect =
 const WRITES_DIAGNOSTICS: Effect =
     Effect::Forbid("writes profiles or snapshots in the working directory");
 
-/// node (20): `-e` and `-p` run inline code (`-c` is a syntax check); the inspector opens a
+/// node (20): `-e` and `-p` give the program (`-c` is a syntax check); the inspector opens a
 /// port; profilers, reports and logs write files. Boolean options have `--no-` forms.
 pub(super) const NODE: OptionTable = OptionTable::until_first_operand(&[
-    option('e', "eval", Required, RUNS_INLINE_CODE),
-    option('p', "print", Required, RUNS_INLINE_CODE),
+    option('e', "eval", Required, INLINE_PROGRAM),
+    option('p', "print", Required, INLINE_PROGRAM),
     option('r', "require", Required, Effect::Read),
     long_option("import", Required, Effect::Read),
     long_option("loader", Required, Effect::Read),
@@ -116,11 +116,11 @@ pub(super) const NODE: OptionTable = OptionTable::until_first_operand(&[
 )
 .negatable();
 
-/// perl* (5.36): `-e -E` run inline code, `-i` edits in place; `-l -0` take attached digits,
+/// perl* (5.36): `-e -E` give the program (a line each), `-i` edits in place; `-l -0` take attached digits,
 /// `-C -D -d -V -x -F -m -M` the rest of their word.
 pub(super) const PERL: OptionTable = OptionTable::until_first_operand(&[
-    short_option('e', Required, RUNS_INLINE_CODE),
-    short_option('E', Required, RUNS_INLINE_CODE),
+    short_option('e', Required, INLINE_PROGRAM),
+    short_option('E', Required, INLINE_PROGRAM),
     short_option('I', Required, Effect::Read),
     short_option('i', AttachedOnly, Effect::InPlace),
     short_option('l', AttachedDigits, Effect::None),
@@ -132,10 +132,10 @@ pub(super) const PERL: OptionTable = OptionTable::until_first_operand(&[
      -h --help --version",
 );
 
-/// ruby (3.x; not installed here, taken from `ruby --help`): `-e` runs inline code, `-i`
+/// ruby (3.x; not installed here, taken from `ruby --help`): `-e` gives the program, `-i`
 /// edits in place, `-C` changes directory.
 pub(super) const RUBY: OptionTable = OptionTable::until_first_operand(&[
-    short_option('e', Required, RUNS_INLINE_CODE),
+    short_option('e', Required, INLINE_PROGRAM),
     short_option('I', Required, Effect::Read),
     short_option('C', Required, Effect::ChangeDir),
     short_option('i', AttachedOnly, Effect::InPlace),
@@ -212,7 +212,8 @@ pub(super) fn interpreter(
     let names = |a: &String, w: &&str| {
         a.split('=').next() == Some(*w) || (w.len() == 2 && a.starts_with(*w))
     };
-    let elsewhere = before_script.any(|a| which.no_program_from_input.iter().any(|w| names(a, w)));
+    let elsewhere = !findings.inline_programs.is_empty()
+        || before_script.any(|a| which.no_program_from_input.iter().any(|w| names(a, w)));
     findings.program_from_input = !elsewhere
         && parsed
             .operands
@@ -314,27 +315,41 @@ mod tests {
     }
 
     #[test]
-    fn interpreters_inline_code() {
-        assert!(forbidden("python3 -c 'import os'").contains("python3 -c: runs inline code"));
-        assert!(forbidden("python -Bc 'x'").contains("-c"));
-        assert!(forbidden("node -e 'x'").contains("-e"));
-        assert!(forbidden("node --eval=x").contains("-e"));
-        assert!(forbidden("node -p 'x'").contains("-p"));
-        assert!(forbidden("perl -ne 'print'").contains("-e"));
-        assert!(forbidden("perl -pi -e s/a/b/ f").contains("in place"));
-        assert!(
-            forbidden("perl -lne 'print' f").contains("perl -e"),
+    fn interpreters_programs_given_on_the_line() {
+        use crate::shell::test_support::analyze_line;
+        let program = |line: &str| {
+            let a = analyze_line(line);
+            assert!(a.forbidden.is_empty(), "{line}: {:?}", a.forbidden);
+            assert!(!a.program_from_input, "{line}");
+            a.inline_programs
+        };
+        assert_eq!(program("python3 -c 'import os'"), ["import os"]);
+        assert_eq!(program("python -Bc 'x'"), ["x"]);
+        assert_eq!(program("python3 -cx"), ["x"]);
+        assert_eq!(program("node -e 'x'"), ["x"]);
+        assert_eq!(program("node --eval=x"), ["x"]);
+        assert_eq!(program("node -p 'x'"), ["x"]);
+        assert_eq!(program("perl -ne 'print'"), ["print"]);
+        assert_eq!(program("perl -e a -E b"), ["a", "b"]);
+        assert_eq!(
+            program("perl -lne 'print' f"),
+            ["print"],
             "-l takes digits only"
         );
-        assert!(forbidden("perl -l0e 'print' f").contains("perl -e"));
-        assert!(forbidden("perl -0777e 'print' f").contains("perl -e"));
+        assert_eq!(program("perl -l0e 'print' f"), ["print"]);
+        assert_eq!(program("perl -0777e 'print' f"), ["print"]);
+        assert_eq!(program("ruby -W0e 'x'"), ["x"]);
+        assert!(program("python3 x.py -c y").is_empty());
+        // After `-c CODE`, python's words are the program's arguments, not options.
+        let a = analyze_line("python3 -c 'x' --inspect f");
+        assert!(a.forbidden.is_empty(), "{:?}", a.forbidden);
+        assert_eq!(a.reads, paths(&["--inspect", "f"]));
+        assert!(forbidden("perl -pi -e s/a/b/ f").contains("in place"));
         assert!(
             clean("perl -0777 -n script.pl f")
                 .reads
                 .contains(&PathBuf::from("f"))
         );
-        assert!(forbidden("ruby -W0e 'x'").contains("ruby -e"));
-        assert!(forbidden("ruby -e 'x'").contains("-e"));
         let a = clean("python3 script.py /etc/passwd -c x");
         assert_eq!(
             a.reads,
@@ -391,8 +406,9 @@ mod tests {
         );
         assert!(forbidden("node --inspect=0.0.0.0:9229 app.js").contains("--inspect"));
         assert!(forbidden("node --cpu-prof app.js").contains("--cpu-prof"));
-        assert!(
-            forbidden("perl -CSD -e 1").contains("perl -e"),
+        assert_eq!(
+            clean("perl -CSD -e 1").inline_programs,
+            ["1"],
             "-C takes its word"
         );
         let a = clean("python3 file:///srv/t.py file://localhost/x");

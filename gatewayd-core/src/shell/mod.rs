@@ -82,7 +82,7 @@
 //! | `rm` | — | operands with `-r -R` | operands | — |
 //! | `chmod chown chgrp` | `--reference` file | operands with `-R` | operands after MODE/OWNER | — |
 //! | `git` | every operand (a `file://` URL as its path, other URLs none; the path of `REV:PATH`), `--git-dir --work-tree`, the file options (`commit -F/-t`, `log -L RANGE:FILE`, `blame --contents -S`, `clone --reference`, `ls-files -X`, `diff -O`, …); relative to `-C` | `grep --no-index/--untracked`: `.`; `diff --no-index`: the operands | `--output`, `format-patch -o`, `archive -o`, `clone/init --separate-git-dir`; the operands of `mv rm restore init`, `clone`'s directory, `worktree add`'s path | subcommands it does not list (aliases, `git-*` programs), `-c KEY=V` (except `color.*`, `core.quotepath`, `advice.*`), `--config-env`, `--exec-path=`, `--upload-pack -u --receive-pack --exec`, `rebase -x`, `clone/init --template`, `clone -c/--config`, `grep -O`, `apply --unsafe-paths`, `help --web/--info`, `--pathspec-from-file`, `ext::`/`fd::` URLs, `config` except reads (`--get…`, `--list`, `get`, `list`, a key alone), subcommands `filter-branch daemon instaweb shell mergetool difftool send-email`, `submodule foreach`, `bisect run` |
-//! | `python* node nodejs perl* ruby` | every operand (script and its arguments); `perl/ruby -I`, node's module and config files (`-r --import --env-file …`) | — | node's report, profile and log files (`--cpu-prof-dir --redirect-warnings …`) | inline code (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`), in-place edits (`perl/ruby -i`), node's inspector (`--inspect*`) and files written in the working directory (`--cpu-prof --heap-prof --prof --build-snapshot …`) |
+//! | `python* node nodejs perl* ruby` | every operand (script and its arguments; after `-c CODE`, the program's arguments), the program given on the line (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`) read by the engine for what it names; `perl/ruby -I`, node's module and config files (`-r --import --env-file …`) | — | node's report, profile and log files (`--cpu-prof-dir --redirect-warnings …`) | in-place edits (`perl/ruby -i`), node's inspector (`--inspect*`) and files written in the working directory (`--cpu-prof --heap-prof --prof --build-snapshot …`) |
 //! | shells `sh bash dash zsh ksh mksh fish csh tcsh busybox` | `sh bash dash zsh ksh mksh` with a script (after `-e -u -x -v` alone): the script and its arguments | — | — | otherwise (runs commands the gateway cannot see: `-c` outside a parsed line, its input, other options, `fish csh tcsh busybox`) |
 //! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command"; in a line through a shell, `timeout nice nohup stdbuf env` with a command they are read first, `line::wrappers`, and `xargs` after a list of paths, `line::found`) |
 //! | anything else | every operand and `--opt=value` value, except `-` and URLs | — | — | — |
@@ -254,6 +254,10 @@ pub struct CommandAnalysis {
     /// `node -i`, `python3 -`), which is where the line sends it (a here-document, a file, a
     /// pipe) or, left to the host, what the host writes to it later.
     pub program_from_input: bool,
+    /// The programs an interpreter is given as an option's value (`python3 -c CODE`,
+    /// `node -e CODE`, `perl -e CODE`): not analysed, as a script file is not; the engine
+    /// reads their text for what they name (`engine::inline_program`).
+    pub inline_programs: Vec<String>,
 }
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.

@@ -69,6 +69,10 @@ pub(super) enum Effect {
     Operand,
     /// The value names what runs, and every later word is its argument (`python -m MOD`).
     EndsOptions,
+    /// The value is the program an interpreter runs (`python -c CODE`, `node -e CODE`):
+    /// not analysed, its text read by the engine ([`super::CommandAnalysis::inline_programs`]).
+    /// With `true`, every later word is the program's argument (`python -c`).
+    InlineProgram(bool),
     /// awk's `-W` words: forbidden unless each is known to touch no file.
     AwkW,
     /// The value is a URL the command connects to (`curl --url`).

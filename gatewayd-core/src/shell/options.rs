@@ -307,6 +307,10 @@ fn apply_effect<'a>(
             );
         }
         Effect::Forbid(why) => findings.forbid(&name(), why),
+        Effect::InlineProgram(ends_options) => {
+            findings.inline_programs.extend(value.map(str::to_owned));
+            parsed.options_done |= ends_options;
+        }
         Effect::InPlace => {
             parsed.in_place = true;
             parsed.in_place_suffix = value.filter(|v| !v.is_empty());
@@ -393,6 +397,7 @@ fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs
         | Effect::ReadWrite
         | Effect::NamesFrom
         | Effect::Forbid(_)
+        | Effect::InlineProgram(_)
         | Effect::InPlace
         | Effect::FollowSymlinks
         | Effect::PatternFile

@@ -344,3 +344,52 @@ fn an_interpreter_left_to_read_its_program_from_the_hosts_input() {
         assert_allowed(&f, &mut s, line);
     }
 }
+
+/// A program an interpreter is given on the line runs unanalysed, as a script does; its text
+/// is read for what it names in plain sight. Shown first: the same programs, run bare, print
+/// the key and start a command.
+#[test]
+fn programs_given_on_the_line_are_read_for_what_they_name() {
+    let f = fx_exec(&["/usr/bin/python3", "/usr/bin/node", "/usr/bin/echo"]);
+    let mut s = session();
+    let key = f.p("home/.ssh/id_rsa");
+    let reads_the_key = format!("print(open({key:?}).read())");
+    let runs_a_command = "import os; os.system('echo ran-a-command')";
+    for (args, printed) in [
+        (vec!["-c", reads_the_key.as_str()], "PRIVATE KEY"),
+        (vec!["-c", runs_a_command], "ran-a-command"),
+    ] {
+        let out = std::process::Command::new("python3")
+            .args(&args)
+            .output()
+            .expect("python3 runs");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(printed));
+    }
+    for line in [
+        format!("python3 -c '{reads_the_key}'"),
+        format!("python3 - <<'EOF'\n{reads_the_key}\nEOF"),
+        format!("echo '{reads_the_key}' | python3"),
+        "python3 -c \"print(open('../home/.ssh/id_rsa').read())\"".to_owned(),
+        "node -e \"require('fs').readFileSync(process.env.HOME + '/.ssh/id_rsa')\"".to_owned(),
+    ] {
+        shell_denied(&f, &mut s, "run_sh", &line, Reason::Sandbox);
+    }
+    for line in [
+        format!("python3 -c \"{runs_a_command}\""),
+        format!("python3 <<'EOF'\n{runs_a_command}\nEOF"),
+        "node -e \"require('child_process').execSync('id')\"".to_owned(),
+        "python3 -c 'import socket; socket.create_connection((\"example.org\", 80))'".to_owned(),
+        "cat notes.txt | python3 -c 'import sys; exec(sys.stdin.read())'".to_owned(),
+    ] {
+        shell_denied(&f, &mut s, "run_sh", &line, Reason::Shell);
+    }
+    for line in [
+        "python3 -c 'import sys; print(sys.version)'",
+        "python3 -c \"import json; print(json.dumps({'a': 1}))\"",
+        "node -e 'console.log(1 + 1)'",
+        "echo 'print(2 + 2)' | python3",
+        "python3 -c 'import os; print(os.listdir(\".\"))'",
+    ] {
+        assert_allowed(&f, &mut s, line);
+    }
+}

@@ -44,6 +44,7 @@ mod braces;
 mod builtins;
 mod flow;
 mod found;
+mod input;
 mod pipes;
 mod redirects;
 mod runtime;
@@ -146,10 +147,9 @@ pub struct LineCommand {
     /// It runs on paths another command found (`find -exec`, `… | xargs`): its operands
     /// that name a root stand for the paths below it.
     pub found: Option<Found>,
-    /// Its standard input is given by the line: a redirection (a file, a here-document) or
-    /// the pipe from the command before it. Otherwise it is the host's, which the host may
-    /// write to later (Codex's `write_stdin`).
-    pub input_from_line: bool,
+    /// Its standard input: given by the line (a redirection, a here-document, the pipe from
+    /// the command before it), or the host's.
+    pub input: Input,
 }
 
 /// The simple commands of `line`, in order.
@@ -176,7 +176,8 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         loop_input: None,
         found_vars: Vec::new(),
         input_piped: false,
-        input_from_line: false,
+        pipe_input: Input::Host,
+        input: Input::Host,
     };
     walk.line(line)?;
     Ok(walk.out)
@@ -184,6 +185,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
 
 pub use crate::sys::user_home;
 pub use found::{Found, splits_into_other_paths};
+pub use input::Input;
 
 pub(super) fn unanalysable(what: impl Into<String>) -> ShellError {
     ShellError::Unanalysable(what.into())
@@ -234,9 +236,10 @@ struct Walk {
     /// The command being walked reads the pipe from the command before it (it is not the
     /// first of its pipeline, or is inside a compound command that is).
     input_piped: bool,
-    /// [`LineCommand::input_from_line`] for the commands the simple command being walked
-    /// pushes.
-    input_from_line: bool,
+    /// What the pipe into the command being walked holds, when [`Walk::input_piped`].
+    pipe_input: Input,
+    /// [`LineCommand::input`] for the commands the simple command being walked pushes.
+    input: Input,
 }
 
 /// A simple command's words as they are expanded: its argv, which of them hold a command
@@ -412,7 +415,11 @@ impl Walk {
         // output with nothing else in it.
         let (input_is_pipe, output_is_pipe) = pipes::stdio(&owned);
         self.output_is_pipe = output_is_pipe;
-        self.input_from_line = self.input_piped || !input_is_pipe;
+        self.input = match self.redirected_input(&owned)? {
+            Some(given) => given,
+            None if self.input_piped => self.pipe_input.clone(),
+            None => Input::Host,
+        };
         if let Some(found) = found {
             return self.push_found(words.argv, reads, writes, found);
         }
@@ -554,7 +561,7 @@ impl Walk {
             writes,
             analyse,
             found: None,
-            input_from_line: self.input_from_line,
+            input: self.input.clone(),
         });
         Ok(())
     }

@@ -9,6 +9,7 @@ use brush_parser::ast::{self, Command, IoFileRedirectKind, IoFileRedirectTarget,
 use super::{
     Walk, Words,
     found::{Found, name_filter, splits_into_other_paths, start_points},
+    input,
     words::RUNTIME_STAND_IN,
 };
 use crate::shell::{ShellError, WalkFilter, git_repo};
@@ -26,8 +27,11 @@ impl Walk {
             // Each command of a pipeline of several runs in a subshell: `cd x | cat a`
             // reads `./a`. A simple command that writes a list of paths hands it to the
             // next (`find … | xargs …`), and a `while` loop to the `read`s in it.
+            // The pipe into each command after the first holds what the one before writes
+            // ([`input::written_by`]).
             let loop_input = self.loop_input.take();
             let input_piped = self.input_piped;
+            let pipe_input = self.pipe_input.clone();
             for (i, c) in p.seq.iter().enumerate() {
                 self.input_piped = input_piped || i > 0;
                 let start = self.out.len();
@@ -39,8 +43,13 @@ impl Walk {
                 (self.piped, self.loop_input) = (None, None);
                 r?;
                 list = self.list_written(start, c);
+                self.pipe_input = match (&self.out[start..], c) {
+                    ([one], Command::Simple(_)) => input::written_by(Some(one)),
+                    _ => input::written_by(None),
+                };
             }
             self.input_piped = input_piped;
+            self.pipe_input = pipe_input;
             self.loop_input = loop_input;
         }
         self.last_list = list;
