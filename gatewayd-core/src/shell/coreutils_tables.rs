@@ -121,6 +121,18 @@ pub(super) const READERS: &[(&[&str], OptionTable)] = &[
              --help --version",
         ),
     ),
+    (
+        &["od"],
+        OptionTable::gnu(&[]).inert(
+            "-A= --address-radix= --endian= -j= --skip-bytes= -N= --read-bytes= -S= \
+             --strings[=] -t= --format= -v --output-duplicates -w[=] --width[=] --traditional \
+             -a -b -c -d -f -i -l -o -s -x --help --version",
+        ),
+    ),
+    (
+        &["base64"],
+        OptionTable::gnu(&[]).inert("-d --decode -i --ignore-garbage -w= --wrap= --help --version"),
+    ),
     (&["md5sum"], CHECKSUM),
     (&["sha1sum"], CHECKSUM),
     (&["sha256sum"], CHECKSUM),

@@ -119,6 +119,11 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "expand",
     "unexpand",
     "cmp",
+    "tac",
+    "od",
+    "base64",
+    "sha1sum",
+    "sha512sum",
 ];
 
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the
