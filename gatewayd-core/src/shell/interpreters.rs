@@ -207,7 +207,14 @@ pub(super) fn interpreter(
     findings: &mut Findings,
 ) -> Result<(), ShellError> {
     let parsed = parse_options(args, which.table, findings)?;
-    let mut before_script = args.iter().take_while(|a| a.starts_with('-') && *a != "-");
+    // The words before the script: options and their values (`-W ignore --version`).
+    let script_at = parsed.operands.first().and_then(|script| {
+        args.iter()
+            .position(|a| std::ptr::eq(a.as_str(), script.word))
+    });
+    let mut before_script = args[..script_at.unwrap_or(args.len())]
+        .iter()
+        .filter(|a| a.starts_with('-') && *a != "-");
     // `--version`, `--eval=CODE`, and a short option with its value attached (`-mpytest`).
     let names = |a: &String, w: &&str| {
         a.split('=').next() == Some(*w) || (w.len() == 2 && a.starts_with(*w))
@@ -305,6 +312,8 @@ mod tests {
             "python3 -mpytest",
             "python3 --version",
             "python3 -V",
+            "python3 -W ignore --version",
+            "python3 -X dev -m pytest",
             "node --test",
             "node -v",
             "node app.js",
