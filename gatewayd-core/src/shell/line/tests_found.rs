@@ -156,7 +156,12 @@ fn values_known_only_when_the_line_runs_stand_as_text() {
     assert_eq!(c[1].argv[0], "echo");
     assert_eq!(cmds("x=$(wc -l < README.md); echo $x lines").len(), 2);
     assert!(refused("f=$(echo .env); cat \"$f\"").contains("`$f`"));
-    assert!(refused("d=$(pwd); cd $d").contains("`$d`"));
+    assert!(refused("d=$(pwd -P); cd $d").contains("`$d`"));
+    // `$(pwd)` is known: the directory.
+    assert_eq!(
+        cmds("d=$(pwd); cd $d/src && ls").last().unwrap().cwd,
+        std::path::Path::new("/work/src")
+    );
     assert!(refused("PAGER=$(echo sh) git log").contains("PAGER"));
     // basename and dirname print parts of their words.
     assert_eq!(cmds("basename $(pwd)").len(), 2);
@@ -365,6 +370,33 @@ fn the_top_of_the_work_tree_where_the_line_is_there() {
     ] {
         assert!(super::parse_line(line, &ctx(&cwd)).is_err(), "{line}");
     }
+}
+
+#[test]
+fn pwd_substituted_is_the_directory_the_command_runs_in() {
+    use super::tests::{argvs, ctx_at_work};
+    assert_eq!(
+        argvs("ls -la \"$(pwd)/src\""),
+        [vec!["pwd"], vec!["ls", "-la", "/work/src"]]
+    );
+    assert_eq!(
+        argvs("mkdir -p sub && cd sub && cat `pwd`/a $(pwd)"),
+        [
+            vec!["mkdir", "-p", "sub"],
+            vec!["pwd"],
+            vec!["pwd"],
+            vec!["cat", "/work/sub/a", "/work/sub"]
+        ]
+    );
+    // Another command, or `pwd` with options, is known only when it runs; so is `$(pwd)`
+    // unquoted where the directory's path would split into words.
+    for line in ["cat \"$(pwd -P)/a\"", "cat \"$(pwd; id)\""] {
+        assert!(super::parse_line(line, &ctx_at_work()).is_err(), "{line}");
+    }
+    let spaced = super::Context::new("/work/my dir".into(), None, |_| None);
+    assert!(super::parse_line("cat $(pwd)/a", &spaced).is_err());
+    let c = super::parse_line("cat \"$(pwd)/a\"", &spaced).expect("quoted");
+    assert_eq!(c[1].argv, ["cat", "/work/my dir/a"]);
 }
 
 #[test]

@@ -203,6 +203,14 @@ impl Context {
         Ok(out)
     }
 
+    /// Whether the directory's path, unquoted, stays one word that matches no glob.
+    fn cwd_is_one_word(&self) -> bool {
+        !self
+            .cwd
+            .to_string_lossy()
+            .contains(|c: char| c.is_whitespace() || "*?[".contains(c))
+    }
+
     /// Appends the pieces' expansion to `e`; refuses what is not known before running.
     pub(super) fn text_of(
         &self,
@@ -314,6 +322,15 @@ impl Context {
                         "{} (its value is known only when the line runs)",
                         parameter_named(x)
                     )));
+                }
+                // `$(pwd)`: the directory the command runs in, which the walk knows (bash's
+                // `pwd` prints it as `cd` left it). Unquoted, only where it makes one word.
+                WordPiece::CommandSubstitution(inner)
+                | WordPiece::BackquotedCommandSubstitution(inner)
+                    if inner.trim() == "pwd" && (e.in_quotes || self.cwd_is_one_word()) =>
+                {
+                    e.substitutions.push(inner.clone());
+                    e.quoted(&self.cwd.to_string_lossy());
                 }
                 WordPiece::CommandSubstitution(inner)
                 | WordPiece::BackquotedCommandSubstitution(inner) => {
