@@ -30,6 +30,7 @@ mod found_paths;
 mod inline_program;
 mod learn;
 mod registry;
+mod ripgrep_walk;
 pub mod sandbox;
 pub mod scan;
 mod secret_store;

@@ -9,7 +9,7 @@ pub use super::egress::{Dest, EgressView, host_matches, parse_url, split_authori
 use crate::{
     policy::{PathAccess, Sandbox, protected_names::ProtectedNames, tmp_binds::lexical},
     shell::{
-        WalkFilter,
+        RipgrepRules, WalkFilter,
         uri::{self, Uri},
     },
     sys::FileId,
@@ -389,6 +389,9 @@ impl SandboxView {
             .filter(|x| is_under(x, p) && *x != p)
             .filter(|x| !names_only || x.is_dir())
             .find(|x| {
+                if let Some(rules) = &filter.ripgrep {
+                    return super::ripgrep_walk::reaches(p, x, skip_hidden, rules);
+                }
                 let Ok(rel) = x.strip_prefix(p) else {
                     return true;
                 };
@@ -437,7 +440,9 @@ impl SandboxView {
         }
         let (roots, what) = match access {
             PathAccess::Write => (&self.write, "writable"),
-            PathAccess::Read | PathAccess::Tree | PathAccess::Names => (&self.read, "readable"),
+            PathAccess::Read | PathAccess::Tree | PathAccess::Search | PathAccess::Names => {
+                (&self.read, "readable")
+            }
         };
         // The session's own `/tmp` covers none of the host's directories there that hold what
         // the policy names ([`SandboxView::tmp_host`]).
@@ -495,16 +500,33 @@ impl SandboxView {
             PathAccess::Write | PathAccess::Tree => {
                 self.protected_reached_below(p, false, false, &WalkFilter::default())
             }
+            PathAccess::Search => return self.check_search(raw, p, RipgrepRules::default()),
         };
-        if let Some(x) = below {
-            return Err(format!(
-                "path `{raw}` resolves to `{}`, which contains protected path `{}`. Next: name a narrower path that leaves it out, or ask the user.",
-                p.display(),
-                x.display()
-            ));
-        }
-        Ok(())
+        below.map_or(Ok(()), |x| Err(contains_protected(raw, p, &x)))
     }
+
+    /// [`PathAccess::Search`] with these rules (a call's globs): readable, and no protected
+    /// path below that ripgrep's walk by `rules`, hidden entries included, reaches.
+    pub fn check_search(&self, raw: &str, p: &Resolved, rules: RipgrepRules) -> Result<(), String> {
+        self.check(raw, p, PathAccess::Read)?;
+        let ripgrep = WalkFilter {
+            ripgrep: Some(rules),
+            ..WalkFilter::default()
+        };
+        match self.protected_reached_below(p, false, false, &ripgrep) {
+            Some(x) => Err(contains_protected(raw, p, &x)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The denial of a walk of `p` that reaches protected path `x`.
+fn contains_protected(raw: &str, p: &Path, x: &Path) -> String {
+    format!(
+        "path `{raw}` resolves to `{}`, which contains protected path `{}`. Next: name a narrower path that leaves it out, or ask the user.",
+        p.display(),
+        x.display()
+    )
 }
 
 #[cfg(test)]

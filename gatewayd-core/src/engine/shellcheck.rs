@@ -180,6 +180,13 @@ fn program_from_the_hosts_input(name: &str, program: &str) -> (Reason, String) {
     (Reason::Shell, super::with_next(&what, &step))
 }
 
+/// Programs that write no file (but through a redirection, which a line shows): beside them
+/// on a line, ripgrep's ignore files are those the call is decided on.
+const WRITE_NO_FILE: [&str; 17] = [
+    "rg", "grep", "head", "tail", "wc", "cut", "tr", "uniq", "cat", "ls", "echo", "printf", "pwd",
+    "true", "false", "nl", "cd",
+];
+
 /// A line of several commands, redirections or expansions ([`shell::line`]): each command
 /// is checked as a line of its own would be, its relative paths taken from where it runs,
 /// and each file a redirection opens as a read or a write.
@@ -225,12 +232,21 @@ fn check_line(
             .get(1)
             .is_some_and(|v| READ_THE_INDEX.contains(&v.as_str()))
     });
+    // ripgrep's ignore files are read when the call is decided: unless every other command
+    // of the line is one that writes no file, one of them may write an ignore file first.
+    let ignore_files_hold = commands.iter().all(|c| {
+        let program = c.argv.first().map(|p| p.rsplit('/').next().unwrap_or(p));
+        c.writes.is_empty() && program.is_some_and(|p| WRITE_NO_FILE.contains(&p))
+    });
     let mut indexes = super::tracked::Indexes::default();
     for c in &commands {
         if let Some(program) = c.argv.first() {
             if c.analyse {
                 let mut a = shell::analyze(&c.argv)
                     .map_err(|e| (Reason::Shell, format!("command line refused: {e}")))?;
+                if let Some(rules) = a.walk_filter.ripgrep.as_mut() {
+                    rules.ignore_files &= ignore_files_hold;
+                }
                 for p in a
                     .reads
                     .iter_mut()

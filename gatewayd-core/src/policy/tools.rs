@@ -66,6 +66,10 @@ pub enum PathAccess {
     Write,
     /// A recursive read (search, archive): readable, and not an ancestor of a protected path.
     Tree,
+    /// A recursive read as ripgrep makes it with `--hidden` (Claude Code's Grep): readable,
+    /// and no protected path below it that ripgrep's walk reaches (it skips what the ignore
+    /// files name: `.gitignore` in a git work tree, `.git/info/exclude`, `.ignore`, `.rgignore`).
+    Search,
     /// A recursive listing of names (a glob, a listing): readable, and not an ancestor of a
     /// protected directory (a directory's entries are its contents; a file's name is not).
     Names,

@@ -68,6 +68,8 @@ pub(super) const RG: OptionTable = OptionTable::gnu(&[
     option('f', "file", Required, Effect::PatternFile),
     option('L', "follow", Flag, Effect::FollowSymlinks),
     long_option("files", Flag, Effect::NoPattern),
+    option('g', "glob", Required, Effect::RipgrepGlob(false)),
+    long_option("iglob", Required, Effect::RipgrepGlob(true)),
     long_option("type-list", Flag, Effect::NoPattern),
     long_option("ignore-file", Required, Effect::Read),
     long_option(
@@ -84,9 +86,9 @@ pub(super) const RG: OptionTable = OptionTable::gnu(&[
      --context= --context-separator= --no-context-separator -c --count --count-matches \
      --crlf --no-crlf --debug --dfa-size-limit= -E= --encoding= --no-encoding --engine= \
      --field-context-separator= --field-match-separator= -l --files-with-matches \
-     --files-without-match -F --fixed-strings --no-fixed-strings --no-follow --generate= -g= \
-     --glob= --glob-case-insensitive --no-glob-case-insensitive --heading --no-heading -h \
-     --help -. --hidden --no-hidden --hyperlink-format= --iglob= -i --ignore-case \
+     --files-without-match -F --fixed-strings --no-fixed-strings --no-follow --generate= \
+     --glob-case-insensitive --no-glob-case-insensitive --heading --no-heading -h \
+     --help -. --hidden --no-hidden --hyperlink-format= -i --ignore-case \
      --ignore-file-case-insensitive --no-ignore-file-case-insensitive --include-zero \
      --no-include-zero -v --invert-match --no-invert-match --json --no-json --line-buffered \
      --no-line-buffered -n --line-number -N --no-line-number -x --line-regexp -M= \
@@ -106,10 +108,25 @@ pub(super) const RG: OptionTable = OptionTable::gnu(&[
      --vimgrep -H --with-filename -I --no-filename -w --word-regexp",
 );
 
-/// rg: always walks the operands after the pattern (default `.`).
+/// rg: always walks the operands after the pattern (default `.`), skipping what its own
+/// walker skips ([`RipgrepRules`]).
 pub(super) fn ripgrep(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &RG, findings)?;
     findings.skips_hidden = !ripgrep_shows_hidden(args);
+    let mut rules = parsed.walk_filter.ripgrep.clone().unwrap_or_default();
+    rules.ignore_files = !args.iter().any(|a| {
+        a.starts_with("--no-ignore")
+            || a == "--unrestricted"
+            || a.strip_prefix('-')
+                .is_some_and(|s| !s.starts_with('-') && s.contains('u'))
+    });
+    // Every glob ignores case once any word asks (the flag may come after them).
+    if args.iter().any(|a| a == "--glob-case-insensitive") {
+        for (_, ignores_case) in &mut rules.globs {
+            *ignores_case = true;
+        }
+    }
+    findings.walk_filter.ripgrep = Some(rules);
     for root in or_working_dir(paths_of(parsed.after_pattern())) {
         findings.walk(&root);
     }
@@ -207,6 +224,7 @@ mod tests {
                 ],
                 dirs: vec![".git".into()],
                 top_dirs: Vec::new(),
+                ripgrep: None,
             }
         );
         assert_eq!(a.recursive_roots, paths(&["."]));

@@ -154,7 +154,7 @@ mod walk;
 mod walk_filter;
 
 pub use split::split;
-pub use walk_filter::{FileRule, Matcher, WalkFilter};
+pub use walk_filter::{FileRule, Matcher, RipgrepRules, WalkFilter};
 
 use findings::Findings;
 

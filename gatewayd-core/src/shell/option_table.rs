@@ -81,6 +81,8 @@ pub(super) enum Effect {
     WalkFiles(FileRule),
     /// The value is a glob of the directories a walk skips (`grep --exclude-dir`).
     WalkExcludeDir,
+    /// The value is a ripgrep glob ([`super::RipgrepRules::globs`]); `true`: it ignores case.
+    RipgrepGlob(bool),
     /// The value is data that may name a file the command reads, in curl's forms.
     CurlData(CurlData),
 }

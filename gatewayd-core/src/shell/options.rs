@@ -388,6 +388,12 @@ fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs
             }
         }
         Effect::WalkExcludeDir => parsed.walk_filter.dirs.extend(value.map(str::to_owned)),
+        Effect::RipgrepGlob(ignores_case) => {
+            let rules = parsed.walk_filter.ripgrep.get_or_insert_default();
+            rules
+                .globs
+                .extend(value.map(|g| (g.to_owned(), ignores_case)));
+        }
         // None, and the effects on files, which apply_effect handles.
         Effect::None
         | Effect::Url

@@ -23,12 +23,40 @@ pub struct WalkFilter {
     /// Names of directories right below the root whose whole trees are left out (find's
     /// `-not -path './NAME/*'`).
     pub top_dirs: Vec<String>,
+    /// The walk is ripgrep's: what it skips is what ripgrep's own walker (the `ignore`
+    /// crate) skips under these rules, which the engine asks that crate.
+    pub ripgrep: Option<RipgrepRules>,
+}
+
+/// What ripgrep's walk skips besides hidden entries: the files its ignore files name, and
+/// what its globs (`-g`, `--iglob`) leave out. A glob that matches a path makes ripgrep
+/// read it even when hidden or ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RipgrepRules {
+    /// It reads the ignore files (`.gitignore`, git's excludes, `.ignore`, `.rgignore`):
+    /// no `--no-ignore*` and no `-u`.
+    pub ignore_files: bool,
+    /// `-g`/`--glob` and `--iglob` values in order, each with whether it ignores case.
+    pub globs: Vec<(String, bool)>,
+}
+
+impl Default for RipgrepRules {
+    /// ripgrep's defaults: ignore files read, no glob.
+    fn default() -> RipgrepRules {
+        RipgrepRules {
+            ignore_files: true,
+            globs: Vec::new(),
+        }
+    }
 }
 
 impl WalkFilter {
     /// Whether it skips nothing.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.dirs.is_empty() && self.top_dirs.is_empty()
+        self.files.is_empty()
+            && self.dirs.is_empty()
+            && self.top_dirs.is_empty()
+            && self.ripgrep.is_none()
     }
 
     /// Its globs compiled once, for the many paths of a walk. `None` when one of them cannot
@@ -181,6 +209,7 @@ mod tests {
             files: files.iter().map(|(r, g)| (*r, (*g).to_owned())).collect(),
             dirs: dirs.iter().map(|d| (*d).to_owned()).collect(),
             top_dirs: Vec::new(),
+            ripgrep: None,
         }
     }
 

@@ -10,6 +10,7 @@ use flate2 as _;
 use gateway_common as _;
 use gix_index as _;
 use glob as _;
+use ignore as _;
 use jsonschema as _;
 use libc as _;
 use regex as _;

@@ -143,7 +143,16 @@ fn map_file_tool(
                 with_opt(args, "pattern", field(input, &["pattern"])),
             )]
         }
-        (Host::Claude, "Grep") | (Host::Gemini, "grep_search" | "search_file_content") => {
+        // Claude Code's Grep is ripgrep with `--hidden`: what the ignore files name is not
+        // read, and its `glob` names what is, ignored or not (`grep`, the globs one a line).
+        (Host::Claude, "Grep") => {
+            let args = json!({"path": search_path(&["path"])});
+            let args = with_opt(args, "pattern", field(input, &["pattern"]));
+            let globs = field(input, &["glob"]).map(claude_grep_globs);
+            vec![call("grep", with_opt(args, "glob", globs.as_deref()))]
+        }
+        // Gemini CLI's may fall back to `grep -r`, which reads every file.
+        (Host::Gemini, "grep_search" | "search_file_content") => {
             let args = json!({"path": search_path(&["path", "dir_path"])});
             vec![call(
                 "search",
@@ -154,6 +163,20 @@ fn map_file_tool(
         _ => return Ok(None),
     };
     Ok(Some(calls))
+}
+
+/// Claude Code's Grep `glob`, as it makes ripgrep's `--glob`s of it, one a line: split at
+/// blanks, and each piece at commas unless it holds a `{…}` (`*.{ts,tsx}`).
+fn claude_grep_globs(glob: &str) -> String {
+    let mut globs = Vec::new();
+    for piece in glob.split_whitespace() {
+        if piece.contains('{') && piece.contains('}') {
+            globs.push(piece);
+        } else {
+            globs.extend(piece.split(',').filter(|g| !g.is_empty()));
+        }
+    }
+    globs.join("\n")
 }
 
 /// The host's web and sub-agent tools, if `tool` is one.
@@ -366,6 +389,22 @@ mod tests {
         );
         assert_eq!(
             one(Host::Claude, "Grep", json!({"pattern": "fn"})),
+            ("grep".into(), json!({"path": "/work/.", "pattern": "fn"}))
+        );
+        // The globs, as Claude Code hands them to ripgrep, one a line.
+        assert_eq!(
+            one(
+                Host::Claude,
+                "Grep",
+                json!({"pattern": "fn", "glob": "*.rs  a,b *.{ts,tsx}"})
+            ),
+            (
+                "grep".into(),
+                json!({"path": "/work/.", "pattern": "fn", "glob": "*.rs\na\nb\n*.{ts,tsx}"})
+            )
+        );
+        assert_eq!(
+            one(Host::Gemini, "grep_search", json!({"pattern": "fn"})),
             ("search".into(), json!({"path": "/work/.", "pattern": "fn"}))
         );
         assert_eq!(

@@ -11,6 +11,7 @@ mod harness;
 mod learn;
 mod mcp_learn;
 mod readme;
+mod ripgrep;
 mod sessions;
 
 fn gatewayd() -> std::path::PathBuf {

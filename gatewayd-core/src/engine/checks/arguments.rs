@@ -5,7 +5,11 @@
 use serde_json::Value;
 
 use super::{Ctx, Step, arg_ref};
-use crate::engine::{Engine, Reason, Verdict, args, sandbox, shellcheck, with_next};
+use crate::{
+    engine::{Engine, Reason, Verdict, args, sandbox, shellcheck, with_next},
+    policy::PathAccess,
+    shell::RipgrepRules,
+};
 
 pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     let tool = cx.tool()?;
@@ -18,6 +22,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     // Canonical forms of path values: (argument, array index, value).
     let mut canon: Vec<(&str, Option<usize>, Value)> = Vec::new();
     let mut reach = shellcheck::LineReach::default();
+    let globs = search_globs(&cx.args);
     for (arg, c) in &tool.args {
         let Some(v) = arg_ref(&cx.args, arg) else {
             if c.rule.required {
@@ -29,15 +34,23 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
         match v {
             Value::Array(a) => {
                 for (i, item) in a.iter().enumerate() {
-                    if let Some(n) =
-                        check_value(cx.engine, &cx.session.user, arg, c, item, &mut reach)?
-                    {
+                    if let Some(n) = check_value(
+                        cx.engine,
+                        &cx.session.user,
+                        arg,
+                        c,
+                        item,
+                        &globs,
+                        &mut reach,
+                    )? {
                         canon.push((arg, Some(i), n));
                     }
                 }
             }
             x => {
-                if let Some(n) = check_value(cx.engine, &cx.session.user, arg, c, x, &mut reach)? {
+                if let Some(n) =
+                    check_value(cx.engine, &cx.session.user, arg, c, x, &globs, &mut reach)?
+                {
                     canon.push((arg, None, n));
                 }
             }
@@ -59,14 +72,26 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     Ok(())
 }
 
+/// The ripgrep globs of a call whose path is a [`PathAccess::Search`]: its `glob`
+/// argument, one glob a line (the hook writes Claude Code's Grep `glob` so).
+fn search_globs(args: &Value) -> Vec<(String, bool)> {
+    let text = args.get("glob").and_then(Value::as_str).unwrap_or_default();
+    text.lines()
+        .filter(|g| !g.is_empty())
+        .map(|g| (g.to_owned(), false))
+        .collect()
+}
+
 /// One argument value (one element of an array); for a path, returns its canonical form,
-/// which replaces the value. `user` is the session's (a shell line's `~` is its home).
+/// which replaces the value. `user` is the session's (a shell line's `~` is its home);
+/// `globs` are the call's ripgrep globs ([`search_globs`]).
 fn check_value(
     engine: &Engine,
     user: &str,
     arg: &str,
     c: &args::CArg,
     v: &Value,
+    globs: &[(String, bool)],
     reach: &mut shellcheck::LineReach,
 ) -> Result<Option<Value>, Verdict> {
     use Reason as R;
@@ -78,10 +103,16 @@ fn check_value(
         let real = engine.sandbox.resolve(&raw).map_err(|m| {
             Verdict::deny(R::Sandbox, format!("`{arg}`: path cannot be resolved: {m}"))
         })?;
-        engine
-            .sandbox
-            .check(&raw, &real, access)
-            .map_err(|m| Verdict::deny(R::Sandbox, format!("`{arg}`: {m}")))?;
+        let checked = if access == PathAccess::Search {
+            let rules = RipgrepRules {
+                ignore_files: true,
+                globs: globs.to_vec(),
+            };
+            engine.sandbox.check_search(&raw, &real, rules)
+        } else {
+            engine.sandbox.check(&raw, &real, access)
+        };
+        checked.map_err(|m| Verdict::deny(R::Sandbox, format!("`{arg}`: {m}")))?;
         let real = Value::String(real.to_string_lossy().into_owned());
         c.check_scalar(arg, &real)
             .map_err(|m| Verdict::deny(R::ArgRule, m))?;
