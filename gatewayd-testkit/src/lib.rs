@@ -5,6 +5,7 @@ pub mod export;
 pub mod git;
 pub mod net;
 pub mod readme;
+pub mod starter;
 pub mod tree;
 
 // The programs' dependency (gw-testagent, gw-escape); the library itself does not use it.

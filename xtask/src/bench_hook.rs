@@ -85,14 +85,7 @@ fn workspace_and_policy(gatewayd: &Path, dir: &Path) -> anyhow::Result<(PathBuf,
     developer_home(&home)?;
     let policy = dir.join("hook-policy.json");
     let _ = std::fs::remove_file(&policy);
-    let out = Command::new(gatewayd)
-        .args(["policy", "init", "--out"])
-        .arg(&policy)
-        .arg("--workspace")
-        .arg(&ws)
-        .arg("--home")
-        .arg(&home)
-        .output()?;
+    let out = gatewayd_testkit::starter::policy_init(gatewayd, &policy, &ws, &home)?;
     if !out.status.success() {
         bail!("policy init: {}", String::from_utf8_lossy(&out.stderr));
     }

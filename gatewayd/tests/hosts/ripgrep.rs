@@ -31,14 +31,7 @@ fn the_gateway_refuses_exactly_the_searches_that_ripgrep_lets_read_a_secret() {
     let policy = dir.path().join("policy.json");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
-    let out = Command::new(crate::gatewayd())
-        .args(["policy", "init", "--out"])
-        .arg(&policy)
-        .arg("--workspace")
-        .arg(&ws)
-        .arg("--home")
-        .arg(&home)
-        .output()
+    let out = gatewayd_testkit::starter::policy_init(&crate::gatewayd(), &policy, &ws, &home)
         .expect("policy init");
     assert!(out.status.success(), "{out:?}");
     // (ripgrep's words after the program, Claude Code's tool, its input).

@@ -296,15 +296,7 @@ fn the_starter_policy_runs_the_demo_agent() {
     std::fs::write(home.join(".ssh/id_rsa"), "KEY").unwrap();
     std::fs::write(ws.join("notes.txt"), "notes").unwrap();
     let policy = dir.path("starter.json");
-    let out = Command::new(gatewayd())
-        .args(["policy", "init", "--out"])
-        .arg(&policy)
-        .arg("--workspace")
-        .arg(&ws)
-        .arg("--home")
-        .arg(&home)
-        .output()
-        .unwrap();
+    let out = gatewayd_testkit::starter::policy_init(&gatewayd(), &policy, &ws, &home).unwrap();
     assert!(
         out.status.success(),
         "{}",
