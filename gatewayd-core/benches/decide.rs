@@ -78,7 +78,7 @@ fn policy(root: &Path) -> Policy {
         "name": "shell", "description": "A command line the host runs with a shell.",
         "input_schema": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}},
         "scopes": ["basic"],
-        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls", "find", "xargs", "wc", "git"]}}}
+        "args": {"command": {"required": true, "shell": {"through_shell": true, "exec": ["cat", "head", "ls", "find", "xargs", "wc", "git", "python3", "rg"]}}}
     }));
     let mut rules = Vec::new();
     for i in 0..10 {
@@ -223,6 +223,7 @@ fn main() {
         black_box(walked.and_then(|f| f.metadata()).is_ok());
     });
     shell_rows(&engine, &session);
+    program_and_ripgrep_rows(&engine, &session, &root);
     tracked_rows(&engine, &session, &root);
     let url = ToolCall::new("fetch_url", json!({"url": "https://api.search.test/q?x=1"}));
     bench("decide: fetch_url (URL, egress)", 200_000, || {
@@ -291,6 +292,34 @@ fn shell_rows(engine: &Engine, session: &Session) {
     bench("decide: shell line (find | xargs)", 100_000, || {
         black_box(engine.decide(session, black_box(&found)));
     });
+}
+
+/// A program given on the line, whose text is read (`python3 -c`, a here-document), and
+/// ripgrep's walk of a root that holds a protected `.env` its `.ignore` file names (the
+/// `ignore` crate walks down to it).
+fn program_and_ripgrep_rows(engine: &Engine, session: &Session, root: &Path) {
+    std::fs::write(root.join(".env"), "K=v").unwrap();
+    std::fs::write(root.join(".ignore"), ".env\n").unwrap();
+    for (name, line) in [
+        (
+            "decide: shell, python3 -c (its text read)",
+            "python3 -c \"import json,sys; print(json.load(sys.stdin)['name'])\" < notes.txt",
+        ),
+        (
+            "decide: shell, here-document to python3 -",
+            "python3 - <<'EOF'\nfrom pathlib import Path\nfor p in sorted(Path('.').glob('*.txt')):\n    print(p, len(p.read_text()))\nEOF",
+        ),
+        (
+            "decide: shell, rg --hidden (ripgrep's walk)",
+            "rg --hidden -n TODO",
+        ),
+    ] {
+        let call = ToolCall::new("shell", json!({"command": line}));
+        assert!(engine.decide(session, &call).is_allow(), "{line}");
+        bench(name, 20_000, || {
+            black_box(engine.decide(session, black_box(&call)));
+        });
+    }
 }
 
 /// A repository of 1,000 tracked files: what `git ls-files` lists is checked file by file

@@ -119,7 +119,8 @@ const PROCESS_AND_NETWORK_WORDS: &[&str] = &[
 ];
 
 /// Checks the text of a program `program` is given on the line; `cwd` is where it runs
-/// (relative paths start there) and `home` the session user's (`~`). Err: the denial.
+/// (relative paths start there) and `home_of` finds the session user's home (`~`), looked up
+/// only when the text names one (the user database is slow to read). Err: the denial.
 pub(crate) fn check(
     sb: &SandboxView,
     egress: &EgressView,
@@ -127,7 +128,7 @@ pub(crate) fn check(
     program: &str,
     text: &str,
     cwd: &Path,
-    home: Option<&Path>,
+    home_of: &dyn Fn() -> Option<PathBuf>,
 ) -> Result<(), (Reason, String)> {
     let refuse = |reason: Reason, what: &str, step: &str| {
         let what = format!(
@@ -151,6 +152,10 @@ pub(crate) fn check(
             "do it with commands the policy allows (`curl` to an allowed host, `git`, the project's test runner), or ask the user",
         ));
     }
+    let home = (text.contains('~') || text.contains("HOME"))
+        .then(home_of)
+        .flatten();
+    let home = home.as_deref();
     let home_text = home.map(|h| h.to_string_lossy().into_owned());
     let text = match &home_text {
         Some(h) => text.replace("${HOME}", h).replace("$HOME", h),

@@ -58,7 +58,7 @@ impl Fixture {
             program,
             text,
             &self.ws,
-            Some(&self.home),
+            &|| Some(self.home.clone()),
         )
     }
 }

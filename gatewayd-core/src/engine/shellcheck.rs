@@ -123,9 +123,9 @@ pub(crate) fn check(
     }
     let reach = check_analysis(sb, egress, rule, name, &a)?;
     let cwd = line_start(sb);
-    let home = shell::line::user_home(user);
+    let home = || shell::line::user_home(user);
     for text in &a.inline_programs {
-        inline_program::check(sb, egress, name, &a.program, text, &cwd, home.as_deref())?;
+        inline_program::check(sb, egress, name, &a.program, text, &cwd, &home)?;
     }
     Ok(reach)
 }
@@ -147,7 +147,7 @@ fn check_program_from_input(
     name: &str,
     a: &CommandAnalysis,
     c: &LineCommand,
-    home: Option<&Path>,
+    home: &dyn Fn() -> Option<PathBuf>,
 ) -> Result<(), (Reason, String)> {
     match &c.input {
         Input::Host => Err(program_from_the_hosts_input(name, &a.program)),
@@ -257,19 +257,10 @@ fn check_line(
                 }
                 let home = || shell::line::user_home(user);
                 if a.program_from_input {
-                    check_program_from_input(sb, egress, name, &a, c, home().as_deref())?;
+                    check_program_from_input(sb, egress, name, &a, c, &home)?;
                 }
                 for text in &a.inline_programs {
-                    let home = home();
-                    inline_program::check(
-                        sb,
-                        egress,
-                        name,
-                        &a.program,
-                        text,
-                        &c.cwd,
-                        home.as_deref(),
-                    )?;
+                    inline_program::check(sb, egress, name, &a.program, text, &c.cwd, &home)?;
                 }
                 if let Some(found) = &c.found {
                     super::found_paths::take_found(
