@@ -247,20 +247,37 @@ fn shell_call(host: Host, tool: &str, input: &Value, cwd: &str) -> Result<ToolCa
     Ok(call("shell", json!({"command": command})))
 }
 
-/// Gemini CLI's `read_many_files`: a `read_file` call per path.
+/// Gemini CLI's `read_many_files`: its entries (`include`, or `paths` in older versions) are
+/// globs or paths, and it reads every file they match, a directory's whole tree: a `search`
+/// (a tree read) per entry, of the directory before its first glob character
+/// (`src/**/*.ts` is a read of `src`'s tree). Its `exclude` and ignore files only narrow it.
 fn read_many(input: &Value, cwd: &str) -> Result<Vec<ToolCall>, MapError> {
-    let paths = input
-        .get("paths")
-        .and_then(Value::as_array)
+    let entries = ["include", "paths"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_array))
         .filter(|a| !a.is_empty())
-        .ok_or("`read_many_files` needs `paths`")?;
-    paths
+        .ok_or("`read_many_files` needs `include` (or `paths`)")?;
+    entries
         .iter()
         .map(|p| {
-            let p = p.as_str().ok_or("`paths` must be strings")?;
-            Ok(call("read_file", json!({"path": abs(cwd, p)})))
+            let p = p.as_str().ok_or("`include` must be strings")?;
+            Ok(call("search", json!({"path": abs(cwd, &glob_base(p))})))
         })
         .collect()
+}
+
+/// The directory a glob's matches lie below: its components before the first that holds a
+/// glob character (`*?[{`), or `.`.
+fn glob_base(glob: &str) -> String {
+    let fixed: Vec<&str> = glob
+        .split('/')
+        .take_while(|c| !c.contains(['*', '?', '[', '{']))
+        .collect();
+    match fixed.join("/") {
+        base if base.is_empty() && glob.starts_with('/') => "/".to_owned(),
+        base if base.is_empty() => ".".to_owned(),
+        base => base,
+    }
 }
 
 /// Gemini CLI's `web_fetch`: a `web_fetch` call per http(s) URL its prompt names.
@@ -430,6 +447,32 @@ mod tests {
         assert_eq!(one(Host::Claude, "Monitor", json!({})).0, "Monitor");
         assert!(map(Host::Claude, "Read", &json!({}), "/", None).is_err());
         assert!(map(Host::Claude, "Read", &json!("x"), "/", None).is_err());
+    }
+
+    #[test]
+    fn gemini_read_many_files_is_a_tree_read_of_each_globs_directory() {
+        let calls = |input: Value| -> Vec<(String, Value)> {
+            map(Host::Gemini, "read_many_files", &input, "/work", None)
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.tool, c.arguments))
+                .collect()
+        };
+        let search = |p: &str| ("search".to_owned(), json!({"path": p}));
+        assert_eq!(
+            calls(json!({"include": ["**/.env", "src/**/*.ts", "docs/", "/etc/*.conf"]})),
+            [
+                search("/work/."),
+                search("/work/src"),
+                search("/work/docs/"),
+                search("/etc")
+            ]
+        );
+        assert_eq!(
+            calls(json!({"paths": ["README.md"]})),
+            [search("/work/README.md")]
+        );
+        assert!(map(Host::Gemini, "read_many_files", &json!({}), "/work", None).is_err());
     }
 
     #[test]
