@@ -67,11 +67,15 @@ const PROCESS_AND_NETWORK_WORDS: &[&str] = &[
     "startfile",
     "qx",
     "syscall",
+    "multiprocessing",
+    "create_subprocess_exec",
+    "create_subprocess_shell",
     // Connections.
     "socket",
     "socketpair",
     "socketserver",
     "create_connection",
+    "open_connection",
     "urllib",
     "urllib2",
     "urllib3",
@@ -116,6 +120,13 @@ const PROCESS_AND_NETWORK_WORDS: &[&str] = &[
     "cffi",
     "dlopen",
     "binding",
+    "__subclasses__",
+    "__globals__",
+    "instance_eval",
+    "class_eval",
+    "module_eval",
+    "__send__",
+    "public_send",
 ];
 
 /// Checks the text of a program `program` is given on the line; `cwd` is where it runs

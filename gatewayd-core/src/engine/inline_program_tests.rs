@@ -112,6 +112,17 @@ fn programs_that_start_processes_or_connect_are_refused() {
         ("perl", "open(F, '|id')", "open"),
         ("ruby", "puts %x(id)", "%x"),
         ("perl", "use IO::Socket::INET;", "Socket"),
+        (
+            "python3",
+            "import asyncio; asyncio.create_subprocess_shell('id')",
+            "create_subprocess_shell",
+        ),
+        (
+            "python3",
+            "[c for c in ().__class__.__subclasses__()]",
+            "__subclasses__",
+        ),
+        ("ruby", "Kernel.instance_eval('x')", "instance_eval"),
     ] {
         let (reason, m) = f.check(program, text).unwrap_err();
         assert_eq!(reason, Reason::Shell, "{text}");
