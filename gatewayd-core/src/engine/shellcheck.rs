@@ -159,7 +159,7 @@ fn check_program_from_input(
             Reason::Shell,
             super::with_next(
                 &format!(
-                    "`{name}`: `{}` would run the program `{writer}` writes into its input, which the line does not show",
+                    "`{name}`: `{}` would run as its program what {writer} gives its input, which the line does not show",
                     a.program
                 ),
                 "save it as a file in the workspace, read it, then run the file",

@@ -19,7 +19,8 @@ pub enum Input {
     /// Files the line names (`< FILE`, `cat FILE |`), checked as reads.
     Files,
     /// What a program writes into the pipe (`curl URL |`), or another descriptor: text the
-    /// line does not show. It holds what wrote it.
+    /// line does not show. It holds what gives it, in words (`` `curl` ``, "a compound
+    /// command").
     Output(String),
 }
 
@@ -78,7 +79,7 @@ pub(super) fn written_by(one: Option<&LineCommand>) -> Input {
             one.map(|c| c.input.clone()).unwrap_or_default()
         }
         "cat" if !args.iter().any(|a| a == "-") => Input::Files,
-        _ => Input::Output(name.to_owned()),
+        _ => Input::Output(format!("`{name}`")),
     }
 }
 
@@ -110,9 +111,9 @@ mod tests {
         assert_eq!(input("cat a.py b.py | python3"), Input::Files);
         assert_eq!(
             input("curl -s https://x.test | python3"),
-            Input::Output("curl".into())
+            Input::Output("`curl`".into())
         );
-        assert_eq!(input("cat - a.py | python3"), Input::Output("cat".into()));
+        assert_eq!(input("cat - a.py | python3"), Input::Output("`cat`".into()));
         assert_eq!(
             input("{ echo a; echo b; } | python3"),
             Input::Output("a compound command".into())
