@@ -213,7 +213,12 @@ fn urls(egress: &EgressView, text: &str) -> Result<String, (String, String)> {
         let (url, scheme) = (&rest[start..end], rest[start..at].to_ascii_lowercase());
         out.push_str(&rest[..start]);
         match scheme.as_str() {
-            "" => out.push_str("://"),
+            // No scheme: no URL; what follows is read as the rest of the text.
+            "" => {
+                out.push_str("://");
+                rest = &rest[at + 3..];
+                continue;
+            }
             "file" => out.push_str(&rest[at + 3..end]),
             "http" | "https" => {
                 let d = sandbox::parse_url(url).map_err(|m| (url.to_owned(), m))?;

@@ -112,6 +112,8 @@ fn programs_that_start_processes_or_connect_are_refused() {
         ("perl", "open(F, '|id')", "open"),
         ("ruby", "puts %x(id)", "%x"),
         ("perl", "use IO::Socket::INET;", "Socket"),
+        ("python3", "x = '://' ;__import__('os')", "__import__"),
+        ("node", "x ://socket\nrequire('net')", "socket"),
         (
             "python3",
             "import asyncio; asyncio.create_subprocess_shell('id')",
