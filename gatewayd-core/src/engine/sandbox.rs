@@ -280,11 +280,10 @@ impl SandboxView {
     /// it lies: a `sandbox.protected_names` entry without a wildcard (`.env`, `id_rsa`), or
     /// the name of a protected path when it starts with `.` (`.ssh`, `.aws`).
     pub fn names_a_secret(&self, word: &str) -> bool {
-        let literal = |p: &str| !p.contains(['*', '?', '[']);
         self.names
             .patterns
             .iter()
-            .any(|(p, _)| literal(p) && p == word)
+            .any(|(_, p)| !p.wildcard && p.matches(word.as_bytes()))
             || self.protected.iter().any(|x| {
                 x.file_name()
                     .is_some_and(|n| n.to_str() == Some(word) && word.starts_with('.'))
@@ -500,7 +499,7 @@ impl SandboxView {
             PathAccess::Write | PathAccess::Tree => {
                 self.protected_reached_below(p, false, false, &WalkFilter::default())
             }
-            PathAccess::Search => return self.check_search(raw, p, RipgrepRules::default()),
+            PathAccess::Search => self.reached_by_ripgrep(p, RipgrepRules::default()),
         };
         below.map_or(Ok(()), |x| Err(contains_protected(raw, p, &x)))
     }
@@ -509,14 +508,18 @@ impl SandboxView {
     /// path below that ripgrep's walk by `rules`, hidden entries included, reaches.
     pub fn check_search(&self, raw: &str, p: &Resolved, rules: RipgrepRules) -> Result<(), String> {
         self.check(raw, p, PathAccess::Read)?;
+        self.reached_by_ripgrep(p, rules)
+            .map_or(Ok(()), |x| Err(contains_protected(raw, p, &x)))
+    }
+
+    /// The protected path below `p` that ripgrep's walk by `rules`, hidden entries included,
+    /// reaches, if any.
+    fn reached_by_ripgrep(&self, p: &Path, rules: RipgrepRules) -> Option<PathBuf> {
         let ripgrep = WalkFilter {
             ripgrep: Some(rules),
             ..WalkFilter::default()
         };
-        match self.protected_reached_below(p, false, false, &ripgrep) {
-            Some(x) => Err(contains_protected(raw, p, &x)),
-            None => Ok(()),
-        }
+        self.protected_reached_below(p, false, false, &ripgrep)
     }
 }
 

@@ -182,9 +182,9 @@ fn program_from_the_hosts_input(name: &str, program: &str) -> (Reason, String) {
 
 /// Programs that write no file (but through a redirection, which a line shows): beside them
 /// on a line, ripgrep's ignore files are those the call is decided on.
-const WRITE_NO_FILE: [&str; 17] = [
+const WRITE_NO_FILE: [&str; 16] = [
     "rg", "grep", "head", "tail", "wc", "cut", "tr", "uniq", "cat", "ls", "echo", "printf", "pwd",
-    "true", "false", "nl", "cd",
+    "true", "false", "nl",
 ];
 
 /// A line of several commands, redirections or expansions ([`shell::line`]): each command

@@ -111,14 +111,11 @@ pub(super) const RG: OptionTable = OptionTable::gnu(&[
 /// rg: always walks the operands after the pattern (default `.`), skipping what its own
 /// walker skips ([`RipgrepRules`]).
 pub(super) fn ripgrep(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
-    let parsed = parse_options(args, &RG, findings)?;
+    let mut parsed = parse_options(args, &RG, findings)?;
     findings.skips_hidden = !ripgrep_shows_hidden(args);
-    let mut rules = parsed.walk_filter.ripgrep.clone().unwrap_or_default();
+    let mut rules = parsed.walk_filter.ripgrep.take().unwrap_or_default();
     rules.ignore_files = !args.iter().any(|a| {
-        a.starts_with("--no-ignore")
-            || a == "--unrestricted"
-            || a.strip_prefix('-')
-                .is_some_and(|s| !s.starts_with('-') && s.contains('u'))
+        a.starts_with("--no-ignore") || a == "--unrestricted" || in_short_cluster(a, &['u'])
     });
     // Every glob ignores case once any word asks (the flag may come after them).
     if args.iter().any(|a| a == "--glob-case-insensitive") {
@@ -137,11 +134,14 @@ pub(super) fn ripgrep(args: &[String], findings: &mut Findings) -> Result<(), Sh
 /// `.` or `u` (`-uu` shows hidden entries; one `-u` does not, but any is taken as showing
 /// them). Every word is looked at, operands too: a word read wrongly only widens the walk.
 fn ripgrep_shows_hidden(args: &[String]) -> bool {
-    args.iter().any(|a| {
-        a == "--hidden"
-            || a.strip_prefix('-')
-                .is_some_and(|s| !s.starts_with('-') && s.contains(['.', 'u']))
-    })
+    args.iter()
+        .any(|a| a == "--hidden" || in_short_cluster(a, &['.', 'u']))
+}
+
+/// Whether `arg` is a cluster of short options (`-nu`) holding one of `flags`.
+fn in_short_cluster(arg: &str, flags: &[char]) -> bool {
+    arg.strip_prefix('-')
+        .is_some_and(|s| !s.starts_with('-') && s.contains(flags))
 }
 
 #[cfg(test)]

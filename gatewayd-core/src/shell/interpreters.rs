@@ -150,7 +150,8 @@ pub(super) const RUBY: OptionTable = OptionTable::until_first_operand(&[
 );
 
 /// An interpreter: its options, and the words after which it runs no program from its input
-/// (it prints and exits, or finds its program elsewhere: `python3 -m pytest`).
+/// (it prints and exits, or finds its program elsewhere: `python3 -m pytest`; a program
+/// given on the line, `-c CODE`, is [`Findings::inline_programs`]).
 pub(super) struct Interpreter {
     table: &'static OptionTable,
     no_program_from_input: &'static [&'static str],
@@ -168,7 +169,6 @@ pub(super) const PYTHON_RUNS: Interpreter = Interpreter {
         "--help-xoptions",
         "--help-all",
         "-m",
-        "-c",
     ],
 };
 pub(super) const NODE_RUNS: Interpreter = Interpreter {
@@ -183,19 +183,15 @@ pub(super) const NODE_RUNS: Interpreter = Interpreter {
         "--completion-bash",
         "-c",
         "--check",
-        "-e",
-        "--eval",
-        "-p",
-        "--print",
     ],
 };
 pub(super) const PERL_RUNS: Interpreter = Interpreter {
     table: &PERL,
-    no_program_from_input: &["-h", "--help", "-v", "-V", "--version", "-e", "-E"],
+    no_program_from_input: &["-h", "--help", "-v", "-V", "--version"],
 };
 pub(super) const RUBY_RUNS: Interpreter = Interpreter {
     table: &RUBY,
-    no_program_from_input: &["-h", "--help", "-v", "--version", "--copyright", "-e"],
+    no_program_from_input: &["-h", "--help", "-v", "--version", "--copyright"],
 };
 
 /// Interpreters: options stop at the script; the script and its arguments are all reads

@@ -22,7 +22,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     // Canonical forms of path values: (argument, array index, value).
     let mut canon: Vec<(&str, Option<usize>, Value)> = Vec::new();
     let mut reach = shellcheck::LineReach::default();
-    let globs = search_globs(&cx.args);
+    let search = search_rules(&cx.args);
     for (arg, c) in &tool.args {
         let Some(v) = arg_ref(&cx.args, arg) else {
             if c.rule.required {
@@ -40,7 +40,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
                         arg,
                         c,
                         item,
-                        &globs,
+                        &search,
                         &mut reach,
                     )? {
                         canon.push((arg, Some(i), n));
@@ -49,7 +49,7 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
             }
             x => {
                 if let Some(n) =
-                    check_value(cx.engine, &cx.session.user, arg, c, x, &globs, &mut reach)?
+                    check_value(cx.engine, &cx.session.user, arg, c, x, &search, &mut reach)?
                 {
                     canon.push((arg, None, n));
                 }
@@ -72,26 +72,29 @@ pub(in crate::engine) fn check(cx: &mut Ctx<'_, '_>) -> Step {
     Ok(())
 }
 
-/// The ripgrep globs of a call whose path is a [`PathAccess::Search`]: its `glob`
-/// argument, one glob a line (the hook writes Claude Code's Grep `glob` so).
-fn search_globs(args: &Value) -> Vec<(String, bool)> {
+/// The ripgrep rules of a call whose path is a [`PathAccess::Search`]: ripgrep's defaults,
+/// and the globs of its `glob` argument, one a line (the hook writes Claude Code's Grep
+/// `glob` so).
+fn search_rules(args: &Value) -> RipgrepRules {
     let text = args.get("glob").and_then(Value::as_str).unwrap_or_default();
-    text.lines()
-        .filter(|g| !g.is_empty())
-        .map(|g| (g.to_owned(), false))
-        .collect()
+    RipgrepRules {
+        globs: (text.lines().filter(|g| !g.is_empty()))
+            .map(|g| (g.to_owned(), false))
+            .collect(),
+        ..RipgrepRules::default()
+    }
 }
 
 /// One argument value (one element of an array); for a path, returns its canonical form,
 /// which replaces the value. `user` is the session's (a shell line's `~` is its home);
-/// `globs` are the call's ripgrep globs ([`search_globs`]).
+/// `search` are the call's ripgrep rules ([`search_rules`]).
 fn check_value(
     engine: &Engine,
     user: &str,
     arg: &str,
     c: &args::CArg,
     v: &Value,
-    globs: &[(String, bool)],
+    search: &RipgrepRules,
     reach: &mut shellcheck::LineReach,
 ) -> Result<Option<Value>, Verdict> {
     use Reason as R;
@@ -104,11 +107,7 @@ fn check_value(
             Verdict::deny(R::Sandbox, format!("`{arg}`: path cannot be resolved: {m}"))
         })?;
         let checked = if access == PathAccess::Search {
-            let rules = RipgrepRules {
-                ignore_files: true,
-                globs: globs.to_vec(),
-            };
-            engine.sandbox.check_search(&raw, &real, rules)
+            engine.sandbox.check_search(&raw, &real, search.clone())
         } else {
             engine.sandbox.check(&raw, &real, access)
         };
