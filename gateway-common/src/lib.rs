@@ -170,11 +170,16 @@ pub enum EventKind {
     PeerName4 = 41,
     /// `cgroup/getpeername6`: the same for IPv6 sockets. It never denies.
     PeerName6 = 42,
+    /// `cgroup/bind4`: marks a TCP socket a session binds as the session's, so that its
+    /// connects to that listener on loopback are let through. It never denies.
+    Bind4 = 43,
+    /// `cgroup/bind6`: the same for IPv6 sockets. It never denies.
+    Bind6 = 44,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 30] = [
+    pub const ALL: [EventKind; 32] = [
         EventKind::FileOpen,
         EventKind::Connect4,
         EventKind::Connect6,
@@ -205,6 +210,8 @@ impl EventKind {
         EventKind::CallRefused,
         EventKind::PeerName4,
         EventKind::PeerName6,
+        EventKind::Bind4,
+        EventKind::Bind6,
     ];
 }
 

@@ -25,6 +25,8 @@
 //!   cgroup): deny destinations outside the session's `EGRESS` allowlist, and everything
 //!   while it is in lockdown; with the session's egress proxy, send TCP the allowlist does
 //!   not allow, and port 53, to it on loopback (`proxy.rs`, with `getpeername4/6`).
+//!   A TCP connect to a loopback listener the session bound itself is let through
+//!   (`own_listener.rs`, with `bind4/6`, which mark the session's sockets).
 //! - `inbound` (cgroup_skb ingress, attached to the parent cgroup, `inbound.rs`): drop
 //!   connection requests to a session's listening TCP sockets from outside the loopback
 //!   addresses.
@@ -44,6 +46,7 @@ mod files;
 mod inbound;
 mod maps;
 mod names;
+mod own_listener;
 mod proxy;
 mod session;
 mod unix;
@@ -359,7 +362,9 @@ fn sock_decide(ctx: &SockAddrContext, kind: EventKind, dst: Dst, addr: [u8; 16],
     let reason = match unsafe { EGRESS.get(&session.id) } {
         Some(p) if p.lockdown != 0 => Reason::EgressLockdown,
         Some(p) => {
-            let allowed = egress_allowed(p, family, &addr, port);
+            let allowed = egress_allowed(p, family, &addr, port)
+                || (matches!(kind, EventKind::Connect4 | EventKind::Connect6)
+                    && own_listener::own_listener(ctx, session.id, family, &addr, port));
             match proxy::redirect(ctx, session.id, dst, family, &addr, port, allowed) {
                 Redirect::Done => return SOCK_ALLOW,
                 Redirect::No if allowed => return SOCK_ALLOW,

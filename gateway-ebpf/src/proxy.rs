@@ -39,7 +39,7 @@ pub(crate) enum Redirect {
 
 /// Whether `addr` (in `EgressRule::addr` layout) is a loopback address.
 #[inline(always)]
-fn loopback(family: u32, addr: &[u8; 16]) -> bool {
+pub(crate) fn loopback(family: u32, addr: &[u8; 16]) -> bool {
     if family == AF_INET {
         return addr[0] == 127;
     }

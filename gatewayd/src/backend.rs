@@ -94,6 +94,7 @@ impl Backend {
             operator_gid: 0,
             learn,
             policy_digest: None,
+            loopback_by_kernel: false,
         })?;
         Ok(Backend::Local {
             gw: Arc::new(gw),

@@ -75,6 +75,8 @@ pub fn split_authority(auth: &str) -> Option<(&str, Option<&str>)> {
 #[derive(Debug, Default)]
 pub struct EgressView {
     entries: Vec<(Option<Cidr>, Option<String>, Option<u16>)>,
+    /// Loopback destinations are the kernel's to judge ([`EgressView::leave_loopback_to_kernel`]).
+    loopback_by_kernel: bool,
 }
 
 impl EgressView {
@@ -94,13 +96,23 @@ impl EgressView {
                     )
                 })
                 .collect(),
+            loopback_by_kernel: false,
         }
+    }
+
+    /// Leaves loopback destinations (`localhost`, `127.0.0.0/8`, `::1`) to the kernel layer,
+    /// for a session whose connect programs judge them: there the agent reaches the servers
+    /// its own session listens on, and nothing else on loopback the allowlist does not list
+    /// (docs/KERNEL.md, "The session's own servers").
+    pub fn leave_loopback_to_kernel(&mut self) {
+        self.loopback_by_kernel = true;
     }
 
     /// Whether the allowlist lets the gateway reach `d`. Host entries match the host name
     /// exactly, or any subdomain with a leading `*.`; cidr entries match literal IP hosts.
+    /// A loopback destination, when the kernel judges it, is allowed here.
     pub fn allows(&self, d: &Dest) -> bool {
-        self.allowing(d).next().is_some()
+        (self.loopback_by_kernel && is_loopback(&d.host)) || self.allowing(d).next().is_some()
     }
 
     /// The indexes (in `network.egress`) of the entries that let the gateway reach `d`.
@@ -123,6 +135,9 @@ impl EgressView {
     /// Whether some entry lets the agent reach address `ip`, on any port: a `cidr` entry
     /// that holds it, or a `host` entry that is its text.
     pub fn allows_address(&self, ip: IpAddr) -> bool {
+        if self.loopback_by_kernel && ip.is_loopback() {
+            return true;
+        }
         let text = ip.to_string();
         self.entries.iter().any(|(cidr, host, _)| {
             cidr.as_ref().is_some_and(|c| c.contains(ip)) || host.as_deref() == Some(&text)
@@ -148,4 +163,15 @@ pub fn host_matches(entry: &str, host: &str) -> bool {
         }
         None => entry == host,
     }
+}
+
+/// Whether `host` (as [`parse_url`] gives it) names this host's loopback: `localhost`, an
+/// address in `127.0.0.0/8`, `::1`.
+fn is_loopback(host: &str) -> bool {
+    host.trim_end_matches('.').eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

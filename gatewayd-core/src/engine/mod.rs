@@ -116,6 +116,13 @@ impl Engine {
         self.learn = learn;
     }
 
+    /// Leaves loopback destinations to the kernel layer ([`sandbox::EgressView::leave_loopback_to_kernel`]):
+    /// for `gatewayd run`, whose connect programs let the agent reach only its own servers
+    /// there.
+    pub fn leave_loopback_to_kernel(&mut self) {
+        self.egress.leave_loopback_to_kernel();
+    }
+
     /// The engine's learn mode.
     pub fn learn(&self) -> Learn {
         self.learn

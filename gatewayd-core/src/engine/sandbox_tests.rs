@@ -138,6 +138,44 @@ fn egress_matching() {
 }
 
 #[test]
+fn loopback_is_left_to_the_kernel_only_when_it_judges_it() {
+    let mut e = EgressView::new(&Network::default());
+    let loopback = [
+        "http://localhost:3000/health",
+        "http://LOCALHOST.:8080/",
+        "http://127.0.0.1:5173/",
+        "http://127.9.8.7/",
+        "http://[::1]:8000/",
+    ];
+    // Neither the kernel's loopback nor what only looks like it: a shorthand or decimal
+    // address, the unspecified address, a name under `localhost`, another host.
+    let elsewhere = [
+        "http://127.1:3000/",
+        "http://2130706433/",
+        "http://0.0.0.0:3000/",
+        "http://[::]:3000/",
+        "http://evil.localhost/",
+        "http://localhost.evil.example/",
+        "http://10.0.0.1/",
+    ];
+    let allows = |e: &EgressView, u: &str| e.allows(&parse_url(u).unwrap());
+    for u in loopback.iter().chain(&elsewhere) {
+        assert!(!allows(&e, u), "{u}: refused by the allowlist alone");
+    }
+    assert!(!e.allows_address("127.0.0.1".parse().unwrap()));
+    e.leave_loopback_to_kernel();
+    for u in loopback {
+        assert!(allows(&e, u), "{u}: the kernel's to judge");
+    }
+    for u in elsewhere {
+        assert!(!allows(&e, u), "{u}: still the allowlist's");
+    }
+    assert!(e.allows_address("127.0.0.1".parse().unwrap()));
+    assert!(e.allows_address("::1".parse().unwrap()));
+    assert!(!e.allows_address("0.0.0.0".parse().unwrap()));
+}
+
+#[test]
 fn file_uris_resolve_to_their_path() {
     let d = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(d.path()).unwrap();

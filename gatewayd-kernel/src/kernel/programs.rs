@@ -149,7 +149,7 @@ const UNIX: &[(Reason, &str)] = &[
 ];
 
 /// Every program, in the order the loader attaches them (BPF LSM first).
-pub static PROGRAMS: [Program; 30] = [
+pub static PROGRAMS: [Program; 32] = [
     Program {
         name: "lsm/file_open",
         attach: Attach::Lsm {
@@ -547,6 +547,22 @@ pub static PROGRAMS: [Program; 30] = [
         event: EventKind::PeerName6,
         payload: Payload::Nothing,
         enforces: "nothing; shows the agent the original IPv6 peer of a connection sent to the session's egress proxy",
+        messages: &[],
+    },
+    Program {
+        name: "cgroup/bind4",
+        attach: Attach::SockAddr { object: "bind4" },
+        event: EventKind::Bind4,
+        payload: Payload::Nothing,
+        enforces: "nothing; marks each TCP socket a session binds (IPv4) as the session's, so that the connect programs let the session reach its own listeners on loopback",
+        messages: &[],
+    },
+    Program {
+        name: "cgroup/bind6",
+        attach: Attach::SockAddr { object: "bind6" },
+        event: EventKind::Bind6,
+        payload: Payload::Nothing,
+        enforces: "nothing; marks each TCP socket a session binds (IPv6) as the session's, as cgroup/bind4 does",
         messages: &[],
     },
     Program {

@@ -64,13 +64,17 @@ fn one_program_per_event_kind_and_every_reason_has_a_message() {
     names.dedup();
     assert_eq!(names.len(), PROGRAMS.len(), "program names are unique");
     for p in &PROGRAMS {
-        // Every program denies with a reason, but those that only keep the index or show
-        // the original peer.
+        // Every program denies with a reason, but those that only keep the index, show the
+        // original peer or mark the session's sockets.
         assert_eq!(
             p.messages.is_empty(),
             matches!(
                 p.event,
-                EventKind::TreeMark | EventKind::PeerName4 | EventKind::PeerName6
+                EventKind::TreeMark
+                    | EventKind::PeerName4
+                    | EventKind::PeerName6
+                    | EventKind::Bind4
+                    | EventKind::Bind6
             ),
             "{}",
             p.name

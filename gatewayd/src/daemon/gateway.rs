@@ -76,6 +76,9 @@ pub struct GatewayConfig {
     /// SHA-256 (hex) of the policy file's bytes, named in every decision record (None:
     /// the policy did not come from a file).
     pub policy_digest: Option<String>,
+    /// The agent's kernel layer judges loopback destinations (`gatewayd run` with the cgroup
+    /// connect programs attached): the engine leaves them to it.
+    pub loopback_by_kernel: bool,
 }
 
 /// What every engine of a gateway is built with, the first and each reload's.
@@ -83,6 +86,7 @@ pub(super) struct EngineBuild {
     protect: Vec<PathBuf>,
     learn: Learn,
     sink: Option<Arc<Mutex<dyn AuditSink>>>,
+    loopback_by_kernel: bool,
 }
 
 impl EngineBuild {
@@ -98,6 +102,9 @@ impl EngineBuild {
             engine.protect(p);
         }
         engine.set_learn(self.learn);
+        if self.loopback_by_kernel {
+            engine.leave_loopback_to_kernel();
+        }
         if let Some(d) = digest {
             engine.set_policy_digest(d);
         }
@@ -146,6 +153,7 @@ impl Gateway {
             protect: cfg.protect,
             learn: cfg.learn,
             sink,
+            loopback_by_kernel: cfg.loopback_by_kernel,
         };
         let engine = build.engine(cfg.policy, cfg.policy_digest, &cfg.clock)?;
         Ok(Gateway {

@@ -218,6 +218,7 @@ fn gateway(
         operator_gid: opts.gid,
         learn: gatewayd_core::engine::Learn::Off,
         policy_digest: Some(digest.to_owned()),
+        loopback_by_kernel: false,
     })?);
     for c in &opts.agent_cgroups {
         gw.agent_cgroups().add(c);

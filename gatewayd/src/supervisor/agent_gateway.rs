@@ -122,6 +122,9 @@ pub(super) struct Setup<'a> {
     pub(super) kernel: kernel::task::Handle,
     /// Learn mode of the gateway.
     pub(super) learn: gatewayd_core::engine::Learn,
+    /// The session's cgroup connect programs are attached: loopback destinations are theirs
+    /// to judge (the agent reaches its own servers there, nothing else).
+    pub(super) loopback_by_kernel: bool,
     /// `--export`: the gateway's heads go there too.
     pub(super) export: Option<&'a crate::daemon::export::Export>,
     /// Canary credentials: every call is looked at for the session's decoys.
@@ -194,6 +197,7 @@ impl AgentGateway {
             clock: s.clock,
             operator_gid: nix::unistd::getgid().as_raw(),
             learn: s.learn,
+            loopback_by_kernel: s.loopback_by_kernel,
             policy_digest: std::fs::read(s.policy_path)
                 .ok()
                 .map(|b| crate::daemon::policy_digest(&b)),

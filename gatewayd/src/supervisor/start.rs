@@ -23,7 +23,7 @@ use gatewayd_core::{
     audit::{Decision, Entry},
     policy::AuditFailure,
 };
-use gatewayd_kernel::kernel;
+use gatewayd_kernel::kernel::{self, Tier};
 
 /// A session whose agent can start: what phase 2 started, for phase 3 and the teardown.
 pub(super) struct Live {
@@ -380,6 +380,7 @@ async fn start_gateway(
         runtime_dir: &opts.runtime_dir,
         kernel,
         learn: opts.learn,
+        loopback_by_kernel: prepared.confinement.report.tier != Tier::None,
         export: ctx.export,
         canary,
     })

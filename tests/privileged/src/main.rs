@@ -34,6 +34,7 @@ mod learn;
 mod lifetime;
 mod limits;
 mod mcp_servers;
+mod own_listeners;
 mod private_tmp;
 mod protected_files;
 mod protected_names;

@@ -1,6 +1,7 @@
 //! IPv4/IPv6 sockets of protocols other than TCP and UDP, whose send paths do not all run
 //! the cgroup egress programs (an ICMP echo on an unconnected ping socket runs none), and a
-//! TCP listener waiting for a connection from outside.
+//! TCP listener waiting for a connection from outside, and TCP connections on loopback to a
+//! listener of the agent's own and to another's.
 use super::Outcome;
 
 /// A TCP listener on `arg` (`ADDR:PORT`) that waits up to 6 s for one connection, as a
@@ -25,6 +26,103 @@ pub(crate) fn accept_one(arg: &str) -> Outcome {
         }
     }
     Outcome::Errno(libc::ETIMEDOUT)
+}
+
+/// A TCP connection to `arg` (`ADDR:PORT`), given up after 3 s. Ok: it was accepted.
+pub(crate) fn tcp_connect(arg: &str) -> Outcome {
+    let Ok(to) = arg.parse::<std::net::SocketAddr>() else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    match std::net::TcpStream::connect_timeout(&to, std::time::Duration::from_secs(3)) {
+        Ok(_) => Outcome::Ok,
+        Err(e) => Outcome::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
+}
+
+/// A TCP listener of its own on `arg` (an address, port 0; with `reuseport`, bound with
+/// `SO_REUSEPORT`), then a connection to it on loopback (`127.0.0.1` for `0.0.0.0` and
+/// `::`, which a dual-stack socket takes too), as a test suite reaches the server it
+/// started. Ok: the connection was accepted.
+pub(crate) fn own_listener(arg: &str, reuseport: bool) -> Outcome {
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    use std::os::fd::FromRawFd as _;
+    let io = |e: std::io::Error| Outcome::Errno(e.raw_os_error().unwrap_or(libc::EIO));
+    let Ok(ip) = arg.parse::<IpAddr>() else {
+        return Outcome::Errno(libc::EINVAL);
+    };
+    let family = if ip.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: a plain syscall; the fd is owned by the listener made below.
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return errno();
+    }
+    // SAFETY: `fd` was just made and is owned by nothing else; the listener closes it.
+    let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: sets an int option of the socket just made, from a live int of that size.
+    if reuseport
+        && unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_REUSEPORT,
+                (&raw const one).cast(),
+                size,
+            )
+        } != 0
+    {
+        return errno();
+    }
+    let bound = match ip {
+        IpAddr::V4(a) => {
+            let sa = sockaddr_in(a, 0);
+            // SAFETY: binds the socket to an address that outlives the call, with its size.
+            unsafe {
+                libc::bind(
+                    fd,
+                    (&raw const sa).cast(),
+                    std::mem::size_of_val(&sa) as libc::socklen_t,
+                )
+            }
+        }
+        IpAddr::V6(a) => {
+            // SAFETY: an all-zero sockaddr_in6 is valid.
+            let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+            sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sa.sin6_addr.s6_addr = a.octets();
+            // SAFETY: as above.
+            unsafe {
+                libc::bind(
+                    fd,
+                    (&raw const sa).cast(),
+                    std::mem::size_of_val(&sa) as libc::socklen_t,
+                )
+            }
+        }
+    };
+    // SAFETY: a plain syscall on the socket just bound.
+    if bound != 0 || unsafe { libc::listen(fd, 8) } != 0 {
+        return errno();
+    }
+    let port = match listener.local_addr() {
+        Ok(a) => a.port(),
+        Err(e) => return io(e),
+    };
+    let to = if ip.is_unspecified() {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+    } else {
+        SocketAddr::new(ip, port)
+    };
+    let outcome = tcp_connect(&to.to_string());
+    if outcome == Outcome::Ok {
+        return listener.accept().map_or_else(io, |_| Outcome::Ok);
+    }
+    outcome
 }
 
 /// A socket of `family`/`ty`/`proto` (closed at once).

@@ -30,7 +30,7 @@ use std::{
 };
 
 /// Every attempt this program knows, with what it does.
-const ATTEMPTS: [(&str, &str); 53] = [
+const ATTEMPTS: [(&str, &str); 56] = [
     ("mount", "mount(2) a tmpfs on ARG (then unmount it)"),
     ("fsopen", "fsopen(\"tmpfs\"): the new mount API"),
     (
@@ -136,6 +136,15 @@ const ATTEMPTS: [(&str, &str); 53] = [
         "accept_one",
         "listen on ARG (ADDR:PORT) and wait up to 6 s for one connection (a bind shell)",
     ),
+    ("tcp_connect", "connect to ARG (ADDR:PORT) over TCP"),
+    (
+        "own_listener",
+        "listen on ARG (an address, port 0) and connect to that listener on loopback",
+    ),
+    (
+        "own_listener_reuseport",
+        "the same, the listener bound with SO_REUSEPORT",
+    ),
     (
         "dns_query",
         "a DNS A query, ARG = SERVER,NAME,udp|tcp; prints rcode=R ip=A first",
@@ -168,6 +177,7 @@ const ATTEMPTS: [(&str, &str); 53] = [
 ];
 
 /// The outcome of one attempt, as printed.
+#[derive(PartialEq, Eq)]
 enum Outcome {
     Ok,
     Errno(i32),
@@ -308,6 +318,9 @@ fn files_and_sockets(name: &str, arg: &str) -> Outcome {
         "icmp_echo" => inet::icmp_echo(arg),
         "tcp_fastopen" => inet::tcp_fastopen(arg),
         "accept_one" => inet::accept_one(arg),
+        "tcp_connect" => inet::tcp_connect(arg),
+        "own_listener" => inet::own_listener(arg, false),
+        "own_listener_reuseport" => inet::own_listener(arg, true),
         "dns_query" => inet::dns_query(arg),
         "udp_send" => inet::udp_send(arg),
         "sctp_socket" => inet::socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
