@@ -417,6 +417,25 @@ impl SandboxView {
 
     /// Checks a canonical path for an access; Err = the message of a `sandbox` denial.
     pub fn check(&self, raw: &str, p: &Resolved, access: PathAccess) -> Result<(), String> {
+        self.check_protection(raw, p, access)?;
+        self.check_placement(raw, p, access)
+    }
+
+    /// Checks a path whose name and metadata are looked at, no file opened for its contents
+    /// (`ls FILE`, `stat`, `test -f`): as a read, except that a protected file itself may be
+    /// looked at, as a listing of its directory shows it. A protected directory is listed
+    /// (its entries are its contents), and a path below one names what it holds: both stay
+    /// refused.
+    pub fn check_metadata(&self, raw: &str, p: &Resolved) -> Result<(), String> {
+        let is_dir = std::fs::metadata(&p.path).is_ok_and(|m| m.is_dir());
+        if is_dir || self.protected_hit(p).is_some_and(|x| x != p.path) {
+            return self.check(raw, p, PathAccess::Read);
+        }
+        self.check_placement(raw, p, PathAccess::Read)
+    }
+
+    /// A path inside a protected path, or one whose name is protected, is refused.
+    fn check_protection(&self, raw: &str, p: &Resolved, access: PathAccess) -> Result<(), String> {
         if let Some(x) = self.protected_hit(p) {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, which is inside protected path `{}`; protected paths are never readable or writable through tools. Next: do not try to reach it another way; ask the user for what you need from it.",
@@ -437,6 +456,12 @@ impl SandboxView {
                 p.display(),
             ));
         }
+        Ok(())
+    }
+
+    /// The path lies in a root for its access, a write outside every read-only path, and no
+    /// protected path below is reached.
+    fn check_placement(&self, raw: &str, p: &Resolved, access: PathAccess) -> Result<(), String> {
         let (roots, what) = match access {
             PathAccess::Write => (&self.write, "writable"),
             PathAccess::Read | PathAccess::Tree | PathAccess::Search | PathAccess::Names => {

@@ -86,6 +86,46 @@ fn names_pass_a_protected_file_below_and_read_only_paths_take_no_write() {
 }
 
 #[test]
+fn a_protected_file_itself_may_be_looked_at_but_not_a_protected_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir_all(ws.join("keys")).unwrap();
+    std::fs::write(ws.join("keys/id"), "k").unwrap();
+    std::fs::write(ws.join(".env"), "x").unwrap();
+    std::fs::write(ws.join("server.pem"), "x").unwrap();
+    let sb: Sandbox = serde_json::from_value(serde_json::json!({
+        "root": ws, "readable": [ws], "protected": [ws.join(".env"), ws.join("keys")],
+        "protected_names": ["*.pem"]}))
+    .unwrap();
+    let view = SandboxView::new(&sb);
+    let look = |p: &Path| view.check_metadata("x", &resolved(&view, p));
+    let read = |p: &Path| view.check("x", &resolved(&view, p), PathAccess::Read);
+    for file in [
+        ws.join(".env"),
+        ws.join("server.pem"),
+        ws.join(".env.absent"),
+    ] {
+        assert!(
+            look(&file).is_ok(),
+            "{}: its name and metadata",
+            file.display()
+        );
+    }
+    assert!(read(&ws.join(".env")).is_err() && read(&ws.join("server.pem")).is_err());
+    for inside in [ws.join("keys"), ws.join("keys/id"), ws.join("keys/absent")] {
+        assert!(
+            look(&inside).is_err(),
+            "{}: what a protected directory holds",
+            inside.display()
+        );
+    }
+    assert!(
+        look(Path::new("/etc/hostname")).is_err(),
+        "outside the readable roots"
+    );
+}
+
+#[test]
 fn urls() {
     assert_eq!(
         parse_url("https://API.example.com./x?y").unwrap(),

@@ -250,6 +250,7 @@ fn check_line(
                 for p in a
                     .reads
                     .iter_mut()
+                    .chain(a.looked_at.iter_mut())
                     .chain(a.writes.iter_mut())
                     .chain(a.recursive_roots.iter_mut())
                 {
@@ -348,7 +349,16 @@ pub(crate) fn check_analysis(
         sb.check(&p.to_string_lossy(), &real, access)
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
-    check_paths(sb, name, &a.reads, PathAccess::Read)?;
+    for p in &a.reads {
+        let real = resolve(sb, p)?;
+        let raw = p.to_string_lossy();
+        let checked = if a.looked_at.contains(p) {
+            sb.check_metadata(&raw, &real)
+        } else {
+            sb.check(&raw, &real, PathAccess::Read)
+        };
+        checked.map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+    }
     check_paths(sb, name, &a.writes, PathAccess::Write)?;
     check_urls(egress, name, &a.program, &a.urls)?;
     Ok(LineReach {

@@ -34,6 +34,32 @@ pub(super) fn read_operands(
     Ok(())
 }
 
+/// `stat`, `test` and `[`: each operand is a path whose name and metadata they look at
+/// (`test`'s operators and strings are words no file has; looked at, they open nothing).
+pub(super) fn look_at_operands(
+    command: &str,
+    args: &[String],
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let table = if command == "stat" {
+        READERS
+            .iter()
+            .find(|(names, _)| names.contains(&"stat"))
+            .map_or(&UNKNOWN, |(_, table)| table)
+    } else {
+        &UNKNOWN
+    };
+    let parsed = parse_options(args, table, findings)?;
+    for operand in &parsed.operands {
+        if command == "stat" {
+            findings.look_at(&operand.path());
+        } else {
+            findings.look_at_argument(operand.word, &operand.path());
+        }
+    }
+    Ok(())
+}
+
 /// less: `+CMD` operands run less commands at start-up, and `!` there runs a shell.
 pub(super) fn less(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &LESS, findings)?;

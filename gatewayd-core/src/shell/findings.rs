@@ -13,6 +13,7 @@ pub(super) struct Findings {
     /// The command's name (the file name of argv\[0\]), the prefix of forbidden findings.
     command: String,
     reads: Vec<PathBuf>,
+    looked_at: Vec<PathBuf>,
     writes: Vec<PathBuf>,
     recursive_roots: Vec<PathBuf>,
     urls: Vec<String>,
@@ -53,6 +54,7 @@ impl Findings {
         Findings {
             command: command.to_string(),
             reads: Vec::new(),
+            looked_at: Vec::new(),
             writes: Vec::new(),
             recursive_roots: Vec::new(),
             urls: Vec::new(),
@@ -129,6 +131,16 @@ impl Findings {
         }
     }
 
+    /// [`Findings::read_argument`] for a word whose file, if it names one, the command only
+    /// looks at ([`Findings::look_at`]): `test`'s operands, which may be any string.
+    pub(super) fn look_at_argument(&mut self, word: &str, path: &Path) {
+        match uri::parse(word) {
+            Ok(None) => self.look_at(path),
+            Ok(Some(Uri::File(path))) => self.look_at(&path),
+            Ok(Some(Uri::Other(_))) | Err(_) => {}
+        }
+    }
+
     /// The command connects to `url` (already `http://` or `https://`).
     pub(super) fn url(&mut self, url: &str) {
         if !self.urls.iter().any(|u| u == url) {
@@ -142,6 +154,15 @@ impl Findings {
             self.walk(path);
         } else {
             self.read(path);
+        }
+    }
+
+    /// The command looks at `path`'s name and metadata, opening no file for its contents
+    /// (a directory is listed): a read the checks may let through for a protected file.
+    pub(super) fn look_at(&mut self, path: &Path) {
+        if self.names_file(path) {
+            push_unique(&mut self.reads, path);
+            push_unique(&mut self.looked_at, path);
         }
     }
 
@@ -163,6 +184,7 @@ impl Findings {
         CommandAnalysis {
             program: program.to_string(),
             reads: self.reads,
+            looked_at: self.looked_at,
             writes: self.writes,
             recursive_roots: self.recursive_roots,
             urls: self.urls,

@@ -229,6 +229,10 @@ pub struct CommandAnalysis {
     /// File operands and file-valued options the command reads. Every recursive root is
     /// listed here too.
     pub reads: Vec<PathBuf>,
+    /// Of `reads`, those the command only looks at: their names and metadata, no file
+    /// opened for its contents (`ls` of a file, `stat`, `test -f`). A protected file is
+    /// looked at as a directory listing shows it.
+    pub looked_at: Vec<PathBuf>,
     /// Files the command writes, deletes or changes (a directory: anything below it).
     pub writes: Vec<PathBuf>,
     /// Directories walked recursively.
@@ -291,6 +295,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
             walk::ls(args, found)?;
             found.names_only = true;
         }
+        "stat" | "test" | "[" => coreutils::look_at_operands(name, args, found)?,
         "du" | "tree" => {
             let table = if name == "du" { &walk::DU } else { &walk::TREE };
             walk::walk_operands(args, table, found)?;

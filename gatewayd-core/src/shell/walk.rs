@@ -254,7 +254,11 @@ pub(super) const LS: OptionTable = OptionTable::gnu(&[
 pub(super) fn ls(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &LS, findings)?;
     for path in or_working_dir(paths_of(&parsed.operands)) {
-        findings.read_or_walk(&path, parsed.recursive);
+        if parsed.recursive {
+            findings.walk(&path);
+        } else {
+            findings.look_at(&path);
+        }
     }
     Ok(())
 }
