@@ -132,6 +132,23 @@ impl EgressView {
             .map(|(i, _)| i)
     }
 
+    /// What the model may do about a refused destination `d`: `otherwise`, or for a server
+    /// on this host's loopback, the entry that would let the agent reach it.
+    pub fn next_step(&self, d: &Dest, otherwise: &str) -> String {
+        if !is_loopback(&d.host) {
+            return otherwise.to_owned();
+        }
+        // The gateway matches a name by `host` entries, an address by `cidr` entries.
+        let entry = match d.host.parse::<IpAddr>() {
+            Ok(ip) => format!("\"cidr\": \"{ip}/{}\"", if ip.is_ipv6() { 128 } else { 32 }),
+            Err(_) => format!("\"host\": \"{}\"", d.host),
+        };
+        format!(
+            "this is a server on this host: ask the user to add {{{entry}, \"port\": {}}} to network.egress, or to run the agent under `gatewayd run`, where it reaches the servers it starts itself",
+            d.port
+        )
+    }
+
     /// Whether some entry lets the agent reach address `ip`, on any port: a `cidr` entry
     /// that holds it, or a `host` entry that is its text.
     pub fn allows_address(&self, ip: IpAddr) -> bool {

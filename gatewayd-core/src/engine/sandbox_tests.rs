@@ -203,6 +203,26 @@ fn loopback_is_left_to_the_kernel_only_when_it_judges_it() {
         assert!(!allows(&e, u), "{u}: refused by the allowlist alone");
     }
     assert!(!e.allows_address("127.0.0.1".parse().unwrap()));
+    let step = e.next_step(&parse_url("http://localhost:3000/").unwrap(), "other");
+    assert!(
+        step.contains(r#"{"host": "localhost", "port": 3000}"#),
+        "{step}"
+    );
+    let step = e.next_step(&parse_url("http://127.0.0.1:3000/").unwrap(), "other");
+    assert!(
+        step.contains(r#"{"cidr": "127.0.0.1/32", "port": 3000}"#),
+        "{step}"
+    );
+    assert!(step.contains("gatewayd run"), "{step}");
+    let step = e.next_step(&parse_url("http://[::1]:8000/").unwrap(), "other");
+    assert!(
+        step.contains(r#"{"cidr": "::1/128", "port": 8000}"#),
+        "{step}"
+    );
+    assert_eq!(
+        e.next_step(&parse_url("https://x.example/").unwrap(), "other"),
+        "other"
+    );
     e.leave_loopback_to_kernel();
     for u in loopback {
         assert!(allows(&e, u), "{u}: the kernel's to judge");

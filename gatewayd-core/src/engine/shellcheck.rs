@@ -385,7 +385,10 @@ fn check_urls(
                         "`{name}`: `{program}` would connect to {}:{}, which is not in the network egress allowlist",
                         d.host, d.port
                     ),
-                    "fetch only from hosts the policy allows, or ask the user to allow this one",
+                    &egress.next_step(
+                        &d,
+                        "fetch only from hosts the policy allows, or ask the user to allow this one",
+                    ),
                 ),
             ));
         }

@@ -130,7 +130,10 @@ fn check_value(
                         "`{arg}`: destination {}:{} is not in the network egress allowlist",
                         d.host, d.port
                     ),
-                    "use a destination the policy allows, or ask the user to allow this one",
+                    &engine.egress.next_step(
+                        &d,
+                        "use a destination the policy allows, or ask the user to allow this one",
+                    ),
                 ),
             ));
         }
