@@ -250,6 +250,15 @@ pub const SYSTEM_READABLE: &[(&str, &str)] = &[
     ("/etc/bash.bashrc", "interactive bash"),
     ("/etc/inputrc", "readline"),
     ("/etc/environment", "login shells"),
+    (
+        "/etc/mime.types",
+        "file types by extension (Python's mimetypes: http.server, a web framework's static files)",
+    ),
+    (
+        "/etc/services",
+        "service names and their ports (getservbyname)",
+    ),
+    ("/etc/protocols", "protocol names (getprotobyname)"),
 ];
 
 /// The same for the user's home: git's own configuration.
