@@ -266,6 +266,10 @@ pub(super) fn git(args: &[String], findings: &mut Findings) -> Result<(), ShellE
             findings.walk(&path); // diff/grep --no-index
             continue;
         }
+        if subcommand == "check-ignore" {
+            findings.look_at_argument(word, &path); // matched by name against ignore rules
+            continue;
+        }
         findings.read_argument(word, &path);
         // REV:PATH names a file (as of a revision).
         if super::uri::scheme(word).is_none()
