@@ -427,9 +427,13 @@ impl SandboxView {
     /// (its entries are its contents), and a path below one names what it holds: both stay
     /// refused.
     pub fn check_metadata(&self, raw: &str, p: &Resolved) -> Result<(), String> {
-        let is_dir = std::fs::metadata(&p.path).is_ok_and(|m| m.is_dir());
-        if is_dir || self.protected_hit(p).is_some_and(|x| x != p.path) {
-            return self.check(raw, p, PathAccess::Read);
+        // The protection checks first, as for a read: the file system is asked about the
+        // path only when one of them refuses it.
+        if let Err(refused) = self.check_protection(raw, p, PathAccess::Read) {
+            let is_dir = std::fs::metadata(&p.path).is_ok_and(|m| m.is_dir());
+            if is_dir || self.protected_hit(p).is_some_and(|x| x != p.path) {
+                return Err(refused);
+            }
         }
         self.check_placement(raw, p, PathAccess::Read)
     }
