@@ -81,13 +81,16 @@ echo "STAGE bench"
 # whole life under TCG): `turns NAME LEAD ROUNDS OP TARGET N K`.
 mkdir -p /tmp/bench/a/b/c/d && echo x > /tmp/bench/a/b/c/d/f && echo s > /tmp/bench/secret
 echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]},"network":{"egress":[{"cidr":"127.0.0.1/32"}]}}' > /tmp/bench/p.json
+# No egress at all: a connect to loopback is let through only as the session's own listener.
+echo '{"version":1,"kernel":"require","sandbox":{"protected":["/tmp/bench/secret"]}}' > /tmp/bench/p-own.json
+policy=/tmp/bench/p.json
 mkfifo /tmp/bench/turn-a /tmp/bench/turn-b
 turns() {
   name=$1; lead=$2; rounds=$3; shift 3
   round=0
   while [ $round -lt $rounds ]; do
     round=$((round+1))
-    timeout 600 /gatewayd run --user root --policy /tmp/bench/p.json --audit /tmp/bench/a.jsonl -- /gw-testagent turns "$@" follow /tmp/bench/turn-a /tmp/bench/turn-b 2>/dev/null | sed "s|^|BENCH $name under |" &
+    timeout 600 /gatewayd run --user root --policy $policy --audit /tmp/bench/a.jsonl -- /gw-testagent turns "$@" follow /tmp/bench/turn-a /tmp/bench/turn-b 2>/dev/null | sed "s|^|BENCH $name under |" &
     under=$!
     timeout 600 /gw-testagent turns "$@" $lead /tmp/bench/turn-a /tmp/bench/turn-b | sed "s|^|BENCH $name bare |"
     wait $under
@@ -101,6 +104,12 @@ turns "open()/filtered" lead-filtered 30 open /tmp/bench/a/b/c/d/f 1000 6
 # connect() to a loopback port where nothing listens (refused both ways): the cgroup
 # connect4 program, the egress allowlist allowing it.
 turns "connect()" lead 20 connect 127.0.0.1:9 200 6
+# connect() to a listener of the process's own on loopback, accepted and closed: under
+# gatewayd, with no egress rule, connect4 finds the listener and reads its session's mark
+# (docs/KERNEL.md, "The session's own servers").
+policy=/tmp/bench/p-own.json
+turns "connect()/own-listener" lead 10 connect-own 127.0.0.1 100 6
+policy=/tmp/bench/p.json
 # fork, exec and wait of busybox `true`: bprm_check_security, mmap_file and file_open on
 # the binary, in a session without an exec allowlist.
 turns "exec()" lead 10 exec /bin/true 20 6

@@ -4,34 +4,68 @@
 //! a drifting machine slows both alike. Prints ns per operation of each batch.
 //!
 //! - OP: `open` (open+close TARGET, a path), `connect` (TCP connect to TARGET, IP:PORT,
-//!   where nothing listens: refused is the expected outcome), `exec` (run TARGET, a program,
-//!   and wait for it).
+//!   where nothing listens: refused is the expected outcome), `connect-own` (a TCP connect
+//!   to a listener of the process's own on TARGET, an IP, port 0, accepted and closed),
+//!   `exec` (run TARGET, a program, and wait for it).
 //! - ROLE: `lead`, `follow`, or `lead-filtered`: the lead, under a seccomp filter that
 //!   allows every syscall. Any filter puts each syscall on the kernel's slower entry path;
 //!   against this lead, an agent's figure shows what gatewayd's kernel programs cost apart
 //!   from that.
 use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 
 use crate::addr;
 
-/// One operation of `turns`.
-fn turn_op(op: &str, target: &str) -> Result<(), String> {
-    match op {
-        "open" => std::fs::File::open(target)
-            .map(drop)
-            .map_err(|e| e.to_string()),
-        "connect" => match TcpStream::connect(addr(target)?) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
-            Err(e) => Err(e.to_string()),
-        },
-        "exec" => match std::process::Command::new(target).status() {
-            Ok(st) if st.success() => Ok(()),
-            Ok(st) => Err(format!("{target}: {st}")),
-            Err(e) => Err(format!("{target}: {e}")),
-        },
-        _ => Err(format!("turns: {op}: want open, connect or exec")),
+/// One operation of `turns`, made ready before the first batch.
+enum Op {
+    Open(String),
+    Connect(std::net::SocketAddr),
+    /// A listener of this process's own, on loopback, connected to and accepted from.
+    ConnectOwn(TcpListener),
+    Exec(String),
+}
+
+impl Op {
+    fn new(op: &str, target: &str) -> Result<Op, String> {
+        Ok(match op {
+            "open" => Op::Open(target.to_owned()),
+            "connect" => Op::Connect(addr(target)?),
+            "connect-own" => Op::ConnectOwn(
+                TcpListener::bind((target, 0)).map_err(|e| format!("{target}: {e}"))?,
+            ),
+            "exec" => Op::Exec(target.to_owned()),
+            _ => {
+                return Err(format!(
+                    "turns: {op}: want open, connect, connect-own or exec"
+                ));
+            }
+        })
+    }
+
+    fn run(&self) -> Result<(), String> {
+        match self {
+            Op::Open(path) => std::fs::File::open(path)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Op::Connect(to) => match TcpStream::connect(to) {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
+                Err(e) => Err(e.to_string()),
+            },
+            Op::ConnectOwn(listener) => {
+                let to = listener.local_addr().map_err(|e| e.to_string())?;
+                let client = TcpStream::connect(to).map_err(|e| e.to_string())?;
+                // The accepted side closes first: its TIME_WAIT holds no client port.
+                drop(listener.accept().map_err(|e| e.to_string())?);
+                drop(client);
+                Ok(())
+            }
+            Op::Exec(program) => match std::process::Command::new(program).status() {
+                Ok(st) if st.success() => Ok(()),
+                Ok(st) => Err(format!("{program}: {st}")),
+                Err(e) => Err(format!("{program}: {e}")),
+            },
+        }
     }
 }
 
@@ -42,6 +76,7 @@ pub(crate) fn turns(args: &[String]) -> Result<String, String> {
     };
     let n: u32 = n.parse().map_err(|_| "N: not a number".to_string())?;
     let k: u32 = k.parse().map_err(|_| "K: not a number".to_string())?;
+    let op = Op::new(op, target)?;
     let lead = match role.as_str() {
         "lead" => true,
         "lead-filtered" => {
@@ -74,7 +109,7 @@ pub(crate) fn turns(args: &[String]) -> Result<String, String> {
         }
         let t0 = std::time::Instant::now();
         for _ in 0..n {
-            turn_op(op, target)?;
+            op.run()?;
         }
         figures.push((t0.elapsed().as_nanos() / u128::from(n.max(1))).to_string());
         give.write_all(&byte).map_err(|e| e.to_string())?;
