@@ -182,13 +182,9 @@ pub fn host_matches(entry: &str, host: &str) -> bool {
     }
 }
 
-/// Whether `host` (as [`parse_url`] gives it) names this host's loopback: `localhost`, an
-/// address in `127.0.0.0/8`, `::1`.
+/// Whether `host` (as [`parse_url`] gives it: lowercased, no trailing dot, an IPv6 address
+/// without its brackets) names this host's loopback: `localhost`, an address in
+/// `127.0.0.0/8`, `::1`.
 fn is_loopback(host: &str) -> bool {
-    host.trim_end_matches('.').eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }

@@ -34,24 +34,20 @@ pub(super) fn read_operands(
     Ok(())
 }
 
-/// `stat`, `test` and `[`: each operand is a path whose name and metadata they look at
-/// (`test`'s operators and strings are words no file has; looked at, they open nothing).
+/// `stat`, `test` and `[`: each operand is a path whose name and metadata they look at. As
+/// in [`read_operands`], a command with an option table (`stat`) takes paths; `test`'s
+/// operands are any words (operators, strings, URLs), each looked at as a path only when
+/// it could be one.
 pub(super) fn look_at_operands(
     command: &str,
     args: &[String],
     findings: &mut Findings,
 ) -> Result<(), ShellError> {
-    let table = if command == "stat" {
-        READERS
-            .iter()
-            .find(|(names, _)| names.contains(&"stat"))
-            .map_or(&UNKNOWN, |(_, table)| table)
-    } else {
-        &UNKNOWN
-    };
+    let known = READERS.iter().find(|(names, _)| names.contains(&command));
+    let table = known.map_or(&UNKNOWN, |(_, table)| table);
     let parsed = parse_options(args, table, findings)?;
     for operand in &parsed.operands {
-        if command == "stat" {
+        if known.is_some() {
             findings.look_at(&operand.path());
         } else {
             findings.look_at_argument(operand.word, &operand.path());

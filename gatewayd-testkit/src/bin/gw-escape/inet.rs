@@ -79,31 +79,8 @@ pub(crate) fn own_listener(arg: &str, reuseport: bool) -> Outcome {
         return errno();
     }
     let bound = match ip {
-        IpAddr::V4(a) => {
-            let sa = sockaddr_in(a, 0);
-            // SAFETY: binds the socket to an address that outlives the call, with its size.
-            unsafe {
-                libc::bind(
-                    fd,
-                    (&raw const sa).cast(),
-                    std::mem::size_of_val(&sa) as libc::socklen_t,
-                )
-            }
-        }
-        IpAddr::V6(a) => {
-            // SAFETY: an all-zero sockaddr_in6 is valid.
-            let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-            sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sa.sin6_addr.s6_addr = a.octets();
-            // SAFETY: as above.
-            unsafe {
-                libc::bind(
-                    fd,
-                    (&raw const sa).cast(),
-                    std::mem::size_of_val(&sa) as libc::socklen_t,
-                )
-            }
-        }
+        IpAddr::V4(a) => bind_to(fd, &sockaddr_in(a, 0)),
+        IpAddr::V6(a) => bind_to(fd, &sockaddr_in6(a, 0)),
     };
     // SAFETY: a plain syscall on the socket just bound.
     if bound != 0 || unsafe { libc::listen(fd, 8) } != 0 {
@@ -159,13 +136,7 @@ pub(crate) fn icmp_echo(arg: &str) -> Outcome {
     msg[8..16].copy_from_slice(b"gwescape");
     let sent = match ip {
         std::net::IpAddr::V4(v4) => send_to(fd, &msg, 0, &sockaddr_in(v4, 0)),
-        std::net::IpAddr::V6(v6) => {
-            // SAFETY: an all-zero sockaddr_in6 is valid; the fields are set below.
-            let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-            sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sa.sin6_addr.s6_addr = v6.octets();
-            send_to(fd, &msg, 0, &sa)
-        }
+        std::net::IpAddr::V6(v6) => send_to(fd, &msg, 0, &sockaddr_in6(v6, 0)),
     };
     let out = if sent < 0 { errno() } else { Outcome::Ok };
     // SAFETY: the fd made above, closed once.
@@ -200,6 +171,28 @@ fn sockaddr_in(ip: std::net::Ipv4Addr, port: u16) -> libc::sockaddr_in {
     sa.sin_port = port.to_be();
     sa.sin_addr.s_addr = u32::from_ne_bytes(ip.octets());
     sa
+}
+
+/// A `sockaddr_in6` of `ip` and `port`.
+fn sockaddr_in6(ip: std::net::Ipv6Addr, port: u16) -> libc::sockaddr_in6 {
+    // SAFETY: an all-zero sockaddr_in6 is valid; the fields are set below.
+    let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    sa.sin6_port = port.to_be();
+    sa.sin6_addr.s6_addr = ip.octets();
+    sa
+}
+
+/// `bind(fd, sa)`: its return value.
+fn bind_to<T>(fd: i32, sa: &T) -> i32 {
+    // SAFETY: sa is valid for its size; T is a sockaddr of its family.
+    unsafe {
+        libc::bind(
+            fd,
+            std::ptr::from_ref(sa).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    }
 }
 
 /// `sendto(fd, msg, flags, sa)`: its return value.
