@@ -45,6 +45,9 @@ pub(super) fn take_found(
     if a.writes.iter().any(is_root) {
         return refuse("would change");
     }
+    // The paths found take their own names in a destination directory, not their roots':
+    // the destination itself is the write.
+    a.written_into.clear();
     if !a.recursive_roots.is_empty() {
         return refuse("would walk the trees below");
     }

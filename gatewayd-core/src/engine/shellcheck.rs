@@ -256,6 +256,9 @@ fn check_line(
                 {
                     *p = c.cwd.join(&*p);
                 }
+                for into in &mut a.written_into {
+                    into.dir = c.cwd.join(&into.dir);
+                }
                 let home = || shell::line::user_home(user);
                 if a.program_from_input {
                     check_program_from_input(sb, egress, name, &a, c, &home)?;
@@ -359,7 +362,7 @@ pub(crate) fn check_analysis(
         };
         checked.map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
-    check_paths(sb, name, &a.writes, PathAccess::Write)?;
+    check_writes(sb, name, a)?;
     check_urls(egress, name, &a.program, &a.urls)?;
     Ok(LineReach {
         sends_out: !a.urls.is_empty(),
@@ -391,6 +394,25 @@ fn check_urls(
                     ),
                 ),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Each write of an analysed command: a destination written into that is a directory by
+/// the entries it receives, each other path by itself.
+fn check_writes(sb: &SandboxView, name: &str, a: &CommandAnalysis) -> Result<(), (Reason, String)> {
+    for p in &a.writes {
+        let real = resolve(sb, p)?;
+        let into = a.written_into.iter().find(|w| w.dir == *p);
+        match into {
+            Some(into) if real.is_dir() => {
+                let entries: Vec<PathBuf> = into.names.iter().map(|n| p.join(n)).collect();
+                check_paths(sb, name, &entries, PathAccess::Write)?;
+            }
+            _ => sb
+                .check(&p.to_string_lossy(), &real, PathAccess::Write)
+                .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?,
         }
     }
     Ok(())

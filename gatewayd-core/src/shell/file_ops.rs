@@ -16,6 +16,7 @@ use super::{
 /// cp: `-t` names the destination directory; `-r -R -a` copy trees.
 pub(super) const CP: OptionTable = OptionTable::gnu(&[
     option('t', "target-directory", Required, Effect::TargetDir),
+    option('T', "no-target-directory", Flag, Effect::NoTargetDir),
     option('r', "recursive", Flag, Effect::Recursive),
     short_option('R', Flag, Effect::Recursive),
     option('a', "archive", Flag, Effect::Recursive),
@@ -25,17 +26,19 @@ pub(super) const CP: OptionTable = OptionTable::gnu(&[
     "--attributes-only --backup[=] -b --copy-contents -d -f --force -i --interactive -H -l \
      --link -n --no-clobber -P --no-dereference -p --preserve[=] --no-preserve= --parents \
      --reflink[=] --remove-destination --sparse= --strip-trailing-slashes -s --symbolic-link \
-     -S= --suffix= -T --no-target-directory -u --update[=] -v --verbose -x --one-file-system \
-     -Z --context[=] --help --version",
+     -S= --suffix= -u --update[=] -v --verbose -x --one-file-system -Z --context[=] --help \
+     --version",
 );
 
 /// mv: `-t` names the destination directory.
-pub(super) const MV: OptionTable =
-    OptionTable::gnu(&[option('t', "target-directory", Required, Effect::TargetDir)]).inert(
-        "--backup[=] -b -f --force -i --interactive -n --no-clobber --strip-trailing-slashes -S= \
-     --suffix= -T --no-target-directory -u --update[=] -v --verbose -Z --context --help \
-     --version",
-    );
+pub(super) const MV: OptionTable = OptionTable::gnu(&[
+    option('t', "target-directory", Required, Effect::TargetDir),
+    option('T', "no-target-directory", Flag, Effect::NoTargetDir),
+])
+.inert(
+    "--backup[=] -b -f --force -i --interactive -n --no-clobber --strip-trailing-slashes -S= \
+     --suffix= -u --update[=] -v --verbose -Z --context --help --version",
+);
 
 /// Whether the sources stay (cp) or go (mv).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +48,9 @@ pub(super) enum Transfer {
 }
 
 /// cp (sources read, walked with -r) and mv (sources read and removed); the destination is the
-/// last operand, or the `-t` directory.
+/// last operand, or the `-t` directory. A destination that is a directory receives each
+/// source under its own name and is not itself replaced: unless `-T` says the destination is
+/// the file itself, it is written into ([`Findings::write_into`]).
 pub(super) fn copy_or_move(
     args: &[String],
     transfer: Transfer,
@@ -70,10 +75,28 @@ pub(super) fn copy_or_move(
             }
         }
     }
-    if let Some(destination) = destination {
-        findings.write(&destination);
+    let Some(destination) = destination else {
+        return Ok(());
+    };
+    let names: Option<Vec<PathBuf>> = sources.iter().map(|s| entry_name(s.word)).collect();
+    match names {
+        Some(names) if !parsed.no_target_dir && !names.is_empty() => {
+            findings.write_into(&destination, names);
+        }
+        _ => findings.write(&destination),
     }
     Ok(())
+}
+
+/// The name a source takes in a destination directory: its last component. A source that
+/// ends in `.` or `..`, or is `/`, has none: `cp -r src/. dest` copies what `src` holds into
+/// `dest`, so the destination itself is written.
+fn entry_name(word: &str) -> Option<PathBuf> {
+    let last = word.trim_end_matches('/').rsplit('/').next()?;
+    match last {
+        "" | "." | ".." => None,
+        name => Some(PathBuf::from(name)),
+    }
 }
 
 /// A file the command changes: written, and walked first when the change is recursive.
@@ -224,6 +247,8 @@ pub(super) fn change_attributes(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use crate::shell::test_support::{clean, named, paths, unknown_option};
 
     #[test]
@@ -250,6 +275,41 @@ mod tests {
             unknown_option("mktemp --dry-run --frobnicate"),
             named("mktemp", "--frobnicate")
         );
+    }
+
+    /// The destination's entries by name, when the destination is a directory.
+    fn written_into(line: &str) -> Vec<(PathBuf, Vec<PathBuf>)> {
+        clean(line)
+            .written_into
+            .into_iter()
+            .map(|w| (w.dir, w.names))
+            .collect()
+    }
+
+    #[test]
+    fn a_destination_directory_receives_each_source_by_its_last_name() {
+        let into = |dir: &str, names: &[&str]| vec![(PathBuf::from(dir), paths(names))];
+        assert_eq!(written_into("cp docs/guide.md ."), into(".", &["guide.md"]));
+        assert_eq!(written_into("mv a b/c/ out"), into("out", &["a", "c"]));
+        assert_eq!(written_into("cp -r src/ ./"), into("./", &["src"]));
+        assert_eq!(written_into("cp -t out a ./b"), into("out", &["a", "b"]));
+        // The destination is the file itself: `-T`, or a source with no name of its own
+        // (`src/.` copies what src holds).
+        for line in [
+            "cp -T a out",
+            "mv --no-target-directory a out",
+            "cp -r src/. out",
+        ] {
+            assert_eq!(written_into(line), [], "{line}");
+            assert_eq!(
+                clean(line).writes.last(),
+                Some(&PathBuf::from("out")),
+                "{line}"
+            );
+        }
+        assert_eq!(written_into("cp -r .. out"), []);
+        assert_eq!(written_into("cp -r / out"), []);
+        assert_eq!(written_into("cp a"), []);
     }
 
     #[test]

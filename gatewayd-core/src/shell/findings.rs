@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    CommandAnalysis, WalkFilter,
+    CommandAnalysis, WalkFilter, WrittenInto,
     uri::{self, Uri},
 };
 
@@ -15,6 +15,7 @@ pub(super) struct Findings {
     reads: Vec<PathBuf>,
     looked_at: Vec<PathBuf>,
     writes: Vec<PathBuf>,
+    written_into: Vec<WrittenInto>,
     recursive_roots: Vec<PathBuf>,
     urls: Vec<String>,
     forbidden: Vec<String>,
@@ -56,6 +57,7 @@ impl Findings {
             reads: Vec::new(),
             looked_at: Vec::new(),
             writes: Vec::new(),
+            written_into: Vec::new(),
             recursive_roots: Vec::new(),
             urls: Vec::new(),
             forbidden: Vec::new(),
@@ -106,6 +108,18 @@ impl Findings {
     pub(super) fn write(&mut self, path: &Path) {
         if self.names_file(path) {
             push_unique(&mut self.writes, path);
+        }
+    }
+
+    /// The command writes `names` into `dir` when `dir` is a directory, and `dir` itself
+    /// otherwise (cp and mv's destination).
+    pub(super) fn write_into(&mut self, dir: &Path, names: Vec<PathBuf>) {
+        if self.names_file(dir) {
+            push_unique(&mut self.writes, dir);
+            self.written_into.push(WrittenInto {
+                dir: dir.to_path_buf(),
+                names,
+            });
         }
     }
 
@@ -186,6 +200,7 @@ impl Findings {
             reads: self.reads,
             looked_at: self.looked_at,
             writes: self.writes,
+            written_into: self.written_into,
             recursive_roots: self.recursive_roots,
             urls: self.urls,
             forbidden: self.forbidden,

@@ -235,6 +235,10 @@ pub struct CommandAnalysis {
     pub looked_at: Vec<PathBuf>,
     /// Files the command writes, deletes or changes (a directory: anything below it).
     pub writes: Vec<PathBuf>,
+    /// Of `writes`, those that are written into when they are a directory: there each of
+    /// the names is written, the directory itself is not replaced (`cp a b dir`, `mv a .`).
+    /// When one is not a directory, it is itself the write.
+    pub written_into: Vec<WrittenInto>,
     /// Directories walked recursively.
     pub recursive_roots: Vec<PathBuf>,
     /// URLs the command connects to (curl's), each `http://` or `https://`: the engine checks
@@ -262,6 +266,16 @@ pub struct CommandAnalysis {
     /// `node -e CODE`, `perl -e CODE`): not analysed, as a script file is not; the engine
     /// reads their text for what they name (`engine::inline_program`).
     pub inline_programs: Vec<String>,
+}
+
+/// A destination that receives entries by name when it is a directory
+/// ([`CommandAnalysis::written_into`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenInto {
+    /// The destination, as `writes` lists it.
+    pub dir: PathBuf,
+    /// The names its entries take there (each source's last component).
+    pub names: Vec<PathBuf>,
 }
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.

@@ -51,6 +51,8 @@ pub(super) enum Effect {
     NoPattern,
     /// Target directory of cp/mv: written.
     TargetDir,
+    /// cp/mv's destination is the file itself, never a directory to copy into (`-T`).
+    NoTargetDir,
     /// Selects what tar does with its archive.
     TarMode(TarMode),
     /// The value is tar's archive.

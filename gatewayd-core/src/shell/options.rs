@@ -96,6 +96,8 @@ pub(super) struct ParsedArgs<'a> {
     /// What the walks skip (`grep --include/--exclude/--exclude-dir`).
     pub(super) walk_filter: WalkFilter,
     pub(super) target_dir: Option<&'a str>,
+    /// cp/mv `-T`: the last operand is the destination itself, never a directory.
+    pub(super) no_target_dir: bool,
     pub(super) tar_mode: Option<TarMode>,
     pub(super) archive: Option<&'a str>,
     pub(super) absolute_names: bool,
@@ -364,6 +366,7 @@ fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs
         }
         Effect::NoPattern => parsed.no_pattern = true,
         Effect::TargetDir => parsed.target_dir = value,
+        Effect::NoTargetDir => parsed.no_target_dir = true,
         Effect::TarMode(mode) => parsed.tar_mode = Some(mode),
         Effect::Archive => parsed.archive = value,
         Effect::ChangeDir => {
