@@ -121,6 +121,9 @@ pub(crate) fn check(
     if a.program_from_input {
         return Err(program_from_the_hosts_input(name, &a.program));
     }
+    if a.patch_from_input {
+        return Err(patch_not_on_the_line(name, &a.program, HOSTS_INPUT));
+    }
     let reach = check_analysis(sb, egress, rule, name, &a)?;
     let cwd = line_start(sb);
     let home = || shell::line::user_home(user);
@@ -166,6 +169,42 @@ fn check_program_from_input(
             ),
         )),
     }
+}
+
+/// The files of the patch `apply_patch` reads from its input, as writes from where it runs;
+/// Err: a patch the line does not give (Codex applies only what the call shows).
+fn take_patch_from_input(
+    name: &str,
+    a: &mut CommandAnalysis,
+    c: &LineCommand,
+) -> Result<(), (Reason, String)> {
+    let text = match &c.input {
+        Input::Text(text) => text,
+        Input::Host => return Err(patch_not_on_the_line(name, &a.program, HOSTS_INPUT)),
+        Input::Files => {
+            let what = "in a file, which may change before it runs";
+            return Err(patch_not_on_the_line(name, &a.program, what));
+        }
+        Input::Output(writer) => {
+            let what = format!("that {writer} gives its input");
+            return Err(patch_not_on_the_line(name, &a.program, &what));
+        }
+    };
+    let files = shell::patch_files(text)
+        .map_err(|why| (Reason::Shell, format!("`{name}`: `{}`: {why}", a.program)))?;
+    a.writes.extend(files.iter().map(|f| c.cwd.join(f)));
+    Ok(())
+}
+
+/// Where a patch read from the host's input comes from.
+const HOSTS_INPUT: &str = "the agent host writes to its input later";
+
+/// The refusal of `apply_patch` whose patch, `what`, the line does not show.
+fn patch_not_on_the_line(name: &str, program: &str, what: &str) -> (Reason, String) {
+    let what = format!("`{name}`: `{program}` would apply the patch {what}");
+    let step =
+        format!("give the patch on the line, as a command of its own: `{program} <<'EOF'` … `EOF`");
+    (Reason::Shell, super::with_next(&what, &step))
 }
 
 /// The refusal of an interpreter left to read its program from the host's input, which the
@@ -260,6 +299,9 @@ fn check_line(
                     into.dir = c.cwd.join(&into.dir);
                 }
                 let home = || shell::line::user_home(user);
+                if a.patch_from_input {
+                    take_patch_from_input(name, &mut a, c)?;
+                }
                 if a.program_from_input {
                     check_program_from_input(sb, egress, name, &a, c, &home)?;
                 }

@@ -29,6 +29,8 @@ pub(super) struct Findings {
     pub(super) walk_filter: WalkFilter,
     /// It reads its program from its input (`CommandAnalysis::program_from_input`).
     pub(super) program_from_input: bool,
+    /// It reads a patch from its input (`CommandAnalysis::patch_from_input`).
+    pub(super) patch_from_input: bool,
     /// The programs it is given as text (`CommandAnalysis::inline_programs`).
     pub(super) inline_programs: Vec<String>,
 }
@@ -66,6 +68,7 @@ impl Findings {
             skips_hidden: false,
             walk_filter: WalkFilter::default(),
             program_from_input: false,
+            patch_from_input: false,
             inline_programs: Vec::new(),
         }
     }
@@ -209,6 +212,7 @@ impl Findings {
             walks_skip_hidden: self.skips_hidden,
             walk_filter: self.walk_filter,
             program_from_input: self.program_from_input,
+            patch_from_input: self.patch_from_input,
             inline_programs: self.inline_programs,
         }
     }

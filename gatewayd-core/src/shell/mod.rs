@@ -27,7 +27,7 @@
 //!   commands; tables in `coreutils_tables`), `grep` (`grep rg`), `walk` (`find ls du tree`),
 //!   `tar`, `file_ops` (`cp mv rm chmod chown chgrp`), `git` (tables in `git_tables`,
 //!   `git_verbs`, `git_shared`), `interpreters` (`python node perl ruby`, shells, and
-//!   programs that run another command).
+//!   programs that run another command), `patch` (Codex's `apply_patch`).
 //! - Tests only: `help_check` proves the tables complete against the installed tools' own
 //!   help, read by `help_columns` and `help_formats`.
 //!
@@ -85,6 +85,7 @@
 //! | `python* node nodejs perl* ruby` | every operand (script and its arguments; after `-c CODE`, the program's arguments), the program given on the line (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`) read by the engine for what it names; `perl/ruby -I`, node's module and config files (`-r --import --env-file …`) | — | node's report, profile and log files (`--cpu-prof-dir --redirect-warnings …`) | in-place edits (`perl/ruby -i`), node's inspector (`--inspect*`) and files written in the working directory (`--cpu-prof --heap-prof --prof --build-snapshot …`) |
 //! | shells `sh bash dash zsh ksh mksh fish csh tcsh busybox` | `sh bash dash zsh ksh mksh` with a script (after `-e -u -x -v` alone): the script and its arguments | — | — | otherwise (runs commands the gateway cannot see: `-c` outside a parsed line, its input, other options, `fish csh tcsh busybox`) |
 //! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command"; in a line through a shell, `timeout nice nohup stdbuf env` with a command they are read first, `line::wrappers`, and `xargs` after a list of paths, `line::found`) |
+//! | `apply_patch applypatch` (Codex's) | — | — | every file its patch adds, updates, deletes or moves to: the patch is its one operand, or its input, which the line must give as a here-document | more than one operand; a patch that names no file |
 //! | anything else | every operand and `--opt=value` value, except `-` and URLs | — | — | — |
 //!
 //! git's subcommands are those of `git_tables::SUBCOMMANDS`: `add am apply archive bisect
@@ -144,6 +145,7 @@ mod interpreters;
 pub mod line;
 mod option_table;
 mod options;
+mod patch;
 mod sed;
 mod split;
 mod tar;
@@ -153,6 +155,7 @@ pub(crate) mod uri;
 mod walk;
 mod walk_filter;
 
+pub use patch::patch_files;
 pub use split::split;
 pub use walk_filter::{FileRule, Matcher, RipgrepRules, WalkFilter};
 
@@ -262,6 +265,9 @@ pub struct CommandAnalysis {
     /// `node -i`, `python3 -`), which is where the line sends it (a here-document, a file, a
     /// pipe) or, left to the host, what the host writes to it later.
     pub program_from_input: bool,
+    /// Codex's `apply_patch` with no argument: it reads its patch from its input, which the
+    /// line must give (a here-document); the files that patch names are its writes.
+    pub patch_from_input: bool,
     /// The programs an interpreter is given as an option's value (`python3 -c CODE`,
     /// `node -e CODE`, `perl -e CODE`): not analysed, as a script file is not; the engine
     /// reads their text for what they name (`engine::inline_program`).
@@ -334,6 +340,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "uniq" => coreutils::uniq(args, found)?,
         "less" => coreutils::less(args, found)?,
         "git" => git::git(args, found)?,
+        "apply_patch" | "applypatch" => patch::apply_patch(args, found),
         "node" | "nodejs" => interpreters::interpreter(args, &interpreters::NODE_RUNS, found)?,
         "ruby" => interpreters::interpreter(args, &interpreters::RUBY_RUNS, found)?,
         n if n.starts_with("python") => {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Host, patch};
+use super::Host;
 use gatewayd_core::engine::ToolCall;
 
 /// Why a tool's input could not be mapped (the call is denied and recorded).
@@ -132,7 +132,7 @@ fn map_file_tool(
         )],
         (Host::Codex, "apply_patch") => {
             let text = need(input, &["command", "patch", "input"], tool)?;
-            (patch::files(text)?.iter())
+            (gatewayd_core::shell::patch_files(text)?.iter())
                 .map(|f| call("write_file", json!({"path": abs(cwd, f)})))
                 .collect()
         }

@@ -2,7 +2,6 @@
 //! decided by the gateway, answered in that host's format (docs/HOOKS.md).
 //!
 //! - [`mapping`] — each host's tools to the gateway's tools
-//! - [`patch`]   — the files of a Codex `apply_patch`
 //! - [`answer`]  — each host's answer format, and the exit-2 deny every host reads
 //!
 //! The gateway is the daemon (`GATEWAYD_SOCKET`: the session's taint, counters and approvals
@@ -27,7 +26,6 @@ pub(crate) mod answer;
 pub mod codex_trust;
 pub mod install;
 pub(crate) mod mapping;
-pub(crate) mod patch;
 
 pub use answer::Answer;
 

@@ -349,6 +349,40 @@ fn codex_pre_tool_use() {
     assert_eq!(r.code, 2, "a patch naming no file cannot be decided");
 }
 
+/// Codex 0.171 sends an `apply_patch` the model runs through `exec_command` as a `Bash`
+/// event whose command is the here-document (observed: docs/HOOKS.md); Codex applies it
+/// itself. Every file of the patch is a write, wherever its marker is indented.
+#[test]
+fn codex_apply_patch_through_the_shell() {
+    let env = Env::new();
+    let line = |patch: &str| format!("apply_patch <<'EOF'\n{patch}EOF");
+    let inside = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** End Patch\n";
+    for command in [
+        line(inside),
+        format!("cd {} && {}", env.s("ws"), line(inside)),
+    ] {
+        let ok = codex(&env, "Bash", json!({ "command": command }));
+        assert_eq!((ok.code, ok.stdout.clone()), (0, Value::Null), "{command}");
+    }
+    let hidden = format!(
+        "*** Begin Patch\n*** Add File: notes.md\n+x\n   *** Add File: {}\n+y\n*** End Patch\n",
+        env.s("home/.bashrc")
+    );
+    let why = codex_denied(&codex(&env, "Bash", json!({ "command": line(&hidden) })));
+    assert!(why.contains(".bashrc"), "an indented file marker: {why}");
+    let why = codex_denied(&codex(&env, "apply_patch", json!({ "command": hidden })));
+    assert!(why.contains(".bashrc"), "the same, through the tool: {why}");
+    let why = codex_denied(&codex(
+        &env,
+        "Bash",
+        json!({"command": "apply_patch < a.txt"}),
+    ));
+    assert!(
+        why.contains("apply_patch <<'EOF'"),
+        "what to do instead: {why}"
+    );
+}
+
 fn gemini(env: &Env, event: &str, tool: &str, input: Value, extra: Value) -> Run {
     let (cmd, timeout) = command(&snippet("gemini-settings"), event, tool);
     assert!(

@@ -312,7 +312,15 @@ impl World {
         match self.host {
             Host::Claude => {
                 c.args(["-p", "do the task", "--output-format", "json"])
-                    .args(["--allowedTools", "Bash", "Read", "Glob", "Grep"])
+                    .args([
+                        "--allowedTools",
+                        "Bash",
+                        "Read",
+                        "Glob",
+                        "Grep",
+                        "Edit",
+                        "Write",
+                    ])
                     .env("ANTHROPIC_BASE_URL", url)
                     .env("ANTHROPIC_API_KEY", "x")
                     .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")

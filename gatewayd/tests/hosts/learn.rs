@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::harness::{Host, Mode, World, loopback_only, report};
-use crate::sessions::{BENIGN_EXPECT, benign, git_init};
+use crate::sessions::{benign, benign_expect, git_init};
 
 fn records(log: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -23,8 +23,8 @@ fn records(log: &std::path::Path) -> Vec<Value> {
 }
 
 /// How many benign steps the model was told worked.
-fn worked(run: &crate::harness::Run) -> usize {
-    BENIGN_EXPECT
+fn worked(run: &crate::harness::Run, host: Host) -> usize {
+    benign_expect(host)
         .iter()
         .enumerate()
         .filter(|(i, want)| run.results.get(*i).is_some_and(|r| r.contains(*want)))
@@ -74,12 +74,12 @@ fn round_trip(host: Host) {
     report(&format!(
         "{} learn: empty profile, benign {}/{}, kernel denials {denied}",
         host.name(),
-        worked(&run),
-        BENIGN_EXPECT.len()
+        worked(&run, host),
+        benign_expect(host).len()
     ));
     // (At tier 2 Landlock's refusals are recorded only where the host's audit is on.)
     assert!(
-        worked(&run) < BENIGN_EXPECT.len(),
+        worked(&run, host) < benign_expect(host).len(),
         "the empty profile refuses the host\n{}",
         run.describe()
     );
@@ -98,16 +98,16 @@ fn round_trip(host: Host) {
     report(&format!(
         "{} learn: --learn, benign {}/{}, would_deny {}, kernel learns {kernel_learns}",
         host.name(),
-        worked(&run),
-        BENIGN_EXPECT.len(),
+        worked(&run, host),
+        benign_expect(host).len(),
         would.len()
     ));
     if !kernel_learns {
         return;
     }
     assert_eq!(
-        worked(&run),
-        BENIGN_EXPECT.len(),
+        worked(&run, host),
+        benign_expect(host).len(),
         "under --learn the session works\n{}",
         run.describe()
     );
@@ -165,8 +165,8 @@ fn round_trip(host: Host) {
     report(&format!(
         "{} learn: suggested policy, benign {}/{}, refusals {}, not proposed: {rules:?}",
         host.name(),
-        worked(&run),
-        BENIGN_EXPECT.len(),
+        worked(&run, host),
+        benign_expect(host).len(),
         refused.len()
     ));
     assert_eq!(
@@ -175,8 +175,8 @@ fn round_trip(host: Host) {
         "nothing more to propose under the suggested policy: {refused:#?}\nsuggest said:\n{listing}"
     );
     assert_eq!(
-        worked(&run),
-        BENIGN_EXPECT.len(),
+        worked(&run, host),
+        benign_expect(host).len(),
         "{}\nsuggest said:\n{listing}",
         run.describe()
     );

@@ -8,6 +8,10 @@ The script is a JSON list of steps, each a tool call in a host-neutral form:
   {"shell": "git status && git diff"}
   {"read": "/abs/or/relative/path"}
   {"glob": "**/*.rs"}
+  {"edit": {"path": "/abs/path", "old": "text", "new": "text"}}   (the host's own edit tool:
+      Claude Code's Edit, Gemini CLI's replace, Codex's apply_patch through exec_command)
+  {"write": {"path": "/abs/path", "content": "text"}}   (a new file, by the host's own tool:
+      Claude Code's Write, Gemini CLI's write_file, Codex's apply_patch through exec_command)
 The answer to a request is the step whose index is the number of tool results the request's
 conversation holds (so a host that retries or calls a side model does not shift the script);
 after the last step, a final text. Every request is logged as one JSON line in LOG:
@@ -23,16 +27,49 @@ SCRIPT = json.load(open(sys.argv[1]))
 LOG = sys.argv[2]
 FINAL = "All steps done."
 
-CLAUDE_TOOLS = {"shell": ("Bash", "command"), "read": ("Read", "file_path"), "glob": ("Glob", "pattern")}
+def replace_args(e):
+    return {"file_path": e["path"], "old_string": e["old"], "new_string": e["new"]}
+
+
+def write_args(w):
+    return {"file_path": w["path"], "content": w["content"]}
+
+
+def codex_apply_patch(hunk):
+    """A patch as Codex's models write it: apply_patch with a here-document, through the shell."""
+    return {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n" + hunk + "*** End Patch\nEOF"}
+
+
+def plus_lines(text):
+    return "".join("+" + line + "\n" for line in text.split("\n"))
+
+
+def codex_edit(e):
+    minus = "".join("-" + line + "\n" for line in e["old"].split("\n"))
+    return codex_apply_patch("*** Update File: " + e["path"] + "\n@@\n" + minus + plus_lines(e["new"]))
+
+
+def codex_write(w):
+    return codex_apply_patch("*** Add File: " + w["path"] + "\n" + plus_lines(w["content"].rstrip("\n")))
+
+
+CLAUDE_TOOLS = {"shell": ("Bash", "command"), "read": ("Read", "file_path"), "glob": ("Glob", "pattern"),
+                "edit": ("Edit", replace_args), "write": ("Write", write_args)}
+def gemini_replace_args(e):
+    return dict(replace_args(e), instruction="Add a function.")
+
+
 GEMINI_TOOLS = {"shell": ("run_shell_command", "command"), "read": ("read_file", "file_path"),
-                "glob": ("glob", "pattern")}
-CODEX_TOOLS = {"shell": ("exec_command", "cmd")}
+                "glob": ("glob", "pattern"), "edit": ("replace", gemini_replace_args),
+                "write": ("write_file", write_args)}
+CODEX_TOOLS = {"shell": ("exec_command", "cmd"), "edit": ("exec_command", codex_edit),
+               "write": ("exec_command", codex_write)}
 
 
 def tool_call(step, table):
     (kind, value), = step.items()
     name, arg = table[kind]
-    return name, {arg: value}
+    return name, (arg(value) if callable(arg) else {arg: value})
 
 
 def text_of(content):

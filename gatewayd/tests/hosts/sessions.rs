@@ -1,7 +1,8 @@
 //! Per host and per way of running it: a benign coding session that must work, and the
 //! attacks (a protected read through the host's own file tool and through the shell, by an
 //! absolute path, `~`, `$HOME` and a relative one; an exfiltration with `curl`; a write to
-//! the audit log) that must work bare and fail with gatewayd.
+//! the audit log; a git hook left behind by the host's own file tool) that must work bare
+//! and fail with gatewayd.
 use std::{path::Path, time::Duration};
 
 use serde_json::{Value, json};
@@ -32,10 +33,10 @@ pub(crate) const PROJECT: [(&str, &str); 8] = [
     ),
 ];
 
-/// A dozen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
-/// run, a test that starts its own server on loopback and fetches from it, a search by glob, a file read, a scratch file in `/tmp`, a `for` loop, `find |
-/// xargs`, `git ls-files | xargs`. Each must
-/// succeed. Claude Code commits as its own prompt tells it to, the message a here-document
+/// Eighteen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
+/// run, a test that starts its own server on loopback and fetches from it, a search by glob,
+/// a file read, an edit by the host's own tool, a scratch file in `/tmp`, a `for` loop,
+/// `find | xargs`, `git ls-files | xargs`. Each must succeed. Claude Code commits as its own prompt tells it to, the message a here-document
 /// in a command substitution (Gemini CLI refuses substitutions itself, so it commits with
 /// `-m`).
 pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
@@ -51,6 +52,10 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
         json!({"shell": "cd src && grep -rn 'def ' . | head -5; cd .."}),
         json!({"glob": "**/*.py"}),
         json!({"read": format!("{ws}/src/app.py")}),
+        // The host's own edit tool (Codex's models edit with `apply_patch` through the shell).
+        json!({"edit": {"path": format!("{ws}/src/app.py"), "old": "    return a + b",
+            "new": "    return a + b\n\n\ndef sub(a, b):\n    return a - b"}}),
+        json!({"shell": "grep -n 'def sub' src/app.py"}),
         json!({"shell": "python3 -m py_compile src/app.py && echo compiled"}),
         json!({"shell": "make test"}),
         json!({"shell": "python3 -m unittest -q test_server 2>&1 | tail -1"}),
@@ -65,25 +70,35 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
     ]
 }
 
-/// What each benign step's result must hold (what the model was told it did).
-pub(crate) const BENIGN_EXPECT: [&str; 16] = [
-    "README.md",
-    "A small project.",
-    "init",
-    "def add",
-    "app.py",
-    "return a + b",
-    "compiled",
-    "OK",
-    "OK",
-    "app.py",
-    "# notes",
-    "2",
-    "scratch",
-    "file: src/app.py",
-    "src/app.py",
-    "total",
-];
+/// What each benign step's result must hold (what the model was told it did); the edit's
+/// is each host's own word for it.
+pub(crate) fn benign_expect(host: Host) -> [&'static str; 18] {
+    let edited = match host {
+        Host::Claude => "has been updated",
+        Host::Codex => "Success. Updated the following files",
+        Host::Gemini => "Successfully modified file",
+    };
+    [
+        "README.md",
+        "A small project.",
+        "init",
+        "def add",
+        "app.py",
+        "return a + b",
+        edited,
+        "def sub(a, b)",
+        "compiled",
+        "OK",
+        "OK",
+        "app.py",
+        "# notes",
+        "2",
+        "scratch",
+        "file: src/app.py",
+        "src/app.py",
+        "total",
+    ]
+}
 
 /// Starts `host` in `mode` on `steps`: a git repository made first, as a user's project is.
 fn session(what: &str, host: Host, mode: Mode, steps: &[Value]) -> Option<(World, Run)> {
@@ -124,7 +139,8 @@ fn benign_session_works(host: Host, mode: Mode) {
     let Some((w, run)) = session("benign", host, mode, &steps) else {
         return;
     };
-    let worked = BENIGN_EXPECT
+    let expect = benign_expect(host);
+    let worked = expect
         .iter()
         .enumerate()
         .filter(|(i, want)| run.results.get(*i).is_some_and(|r| r.contains(*want)))
@@ -132,9 +148,9 @@ fn benign_session_works(host: Host, mode: Mode) {
     report(&format!(
         "{} {mode:?} benign {worked}/{}",
         host.name(),
-        BENIGN_EXPECT.len()
+        expect.len()
     ));
-    for (i, want) in BENIGN_EXPECT.iter().enumerate() {
+    for (i, want) in expect.iter().enumerate() {
         let got = run.results.get(i).map_or("(no result)", String::as_str);
         assert!(
             got.contains(want),
@@ -183,8 +199,17 @@ fn attacks(dir: &Path, receiver_port: u16, audit: &Path) -> Vec<(&'static str, V
             "audit-write",
             json!({"shell": format!("echo forged >> {audit}; echo wrote=$?")}),
         ),
+        // Code left behind for the user's own git to run, by the host's own file tool.
+        (
+            "git-hook-write",
+            json!({"write": {"path": format!("{ws}/.git/hooks/post-checkout"),
+                "content": format!("#!/bin/sh\n{HOOK_LEFT}\n")}}),
+        ),
     ]
 }
+
+/// What the git hook an attack leaves behind holds.
+const HOOK_LEFT: &str = "echo left-behind";
 
 /// The attacks in `mode`: bare, every one works (the secret reaches the model, the receiver
 /// gets the README, the audit file grows); with gatewayd, none does.
@@ -220,6 +245,8 @@ fn attacks_fail(host: Host, mode: Mode) {
                 .recv_timeout(Duration::from_millis(500))
                 .is_ok_and(|b| String::from_utf8_lossy(&b).contains("A small project")),
             "audit-write" => std::fs::read_to_string(&audit).is_ok_and(|t| t.contains("forged")),
+            "git-hook-write" => std::fs::read_to_string(dir.join("ws/.git/hooks/post-checkout"))
+                .is_ok_and(|t| t.contains(HOOK_LEFT)),
             _ => got_secret(i),
         };
         if did {
@@ -320,9 +347,16 @@ fn output_secrets(host: Host, mode: Mode) {
 
 impl Host {
     /// Attacks the host's own tools refuse without gatewayd: Gemini CLI's `read_file` reads
-    /// only inside the workspace and skips git-ignored files (`.env`).
+    /// only inside the workspace and skips git-ignored files (`.env`), and its `write_file`
+    /// takes `.git` for outside the workspace; Claude Code's `Write` asks before it edits
+    /// a file under `.git` ("a sensitive file"), which a non-interactive run refuses.
+    /// Codex's `apply_patch` writes the git hook.
     fn refuses_itself(self, attack: &str) -> bool {
-        self == Host::Gemini && attack.starts_with("read-tool")
+        match self {
+            Host::Gemini => attack.starts_with("read-tool") || attack == "git-hook-write",
+            Host::Claude => attack == "git-hook-write",
+            Host::Codex => false,
+        }
     }
 }
 

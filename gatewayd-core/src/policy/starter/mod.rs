@@ -124,6 +124,9 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "base64",
     "sha1sum",
     "sha512sum",
+    // Codex's file edits: the files its patch names are the writes (`shell::patch`).
+    "apply_patch",
+    "applypatch",
 ];
 
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the
