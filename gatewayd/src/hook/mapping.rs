@@ -109,7 +109,7 @@ fn map_file_tool(
         (Host::Claude | Host::Codex, "Bash")
         | (Host::Codex, "shell" | "local_shell" | "exec_command")
         | (Host::Gemini, "run_shell_command") => vec![shell_call(host, tool, input, cwd)?],
-        (Host::Claude, "Read") | (Host::Gemini, "read_file") => {
+        (Host::Claude, "Read") | (Host::Codex, "view_image") | (Host::Gemini, "read_file") => {
             vec![call(
                 "read_file",
                 json!({"path": path_of(&["file_path", "absolute_path", "path"])?}),

@@ -319,6 +319,17 @@ fn codex_pre_tool_use() {
         json!({"command": format!("cat {}", env.s("home/.ssh/id_rsa"))}),
     ));
     assert!(why.contains("protected"), "{why}");
+    // `view_image` reads the image it shows the model (observed: `{"path": …}`).
+    let ok = codex(&env, "view_image", json!({"path": env.s("ws/a.txt")}));
+    assert_eq!(
+        (ok.code, ok.stdout.clone()),
+        (0, Value::Null),
+        "{}",
+        ok.stderr
+    );
+    let key = env.s("home/.ssh/id_rsa");
+    let why = codex_denied(&codex(&env, "view_image", json!({ "path": key })));
+    assert!(why.contains("protected"), "{why}");
     let inside = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** End Patch\n";
     let ok = codex(&env, "apply_patch", json!({"command": inside}));
     assert_eq!(

@@ -79,6 +79,11 @@ pub(crate) struct World {
     pub(crate) learn: bool,
 }
 
+/// The model Codex is told to use: one of its catalog's whose tools are sent with each
+/// request (the catalog's newest take theirs from the server) and whose `apply_patch` is a
+/// freeform tool, the way the catalog's models edit.
+const CODEX_MODEL: &str = "gpt-5.5";
+
 pub(crate) const KEY: &str = "PRIVATE-KEY-7f3a9c";
 pub(crate) const DOTENV: &str = "DOTENV-SECRET-52be";
 
@@ -261,11 +266,25 @@ impl World {
             Host::Codex => {
                 let codex = self.home.join(".codex");
                 std::fs::create_dir_all(&codex).unwrap();
+                // The catalog this Codex ships, so that the model it is told to use is one
+                // of OpenAI's with its tools (a freeform `apply_patch`): an unknown model gets
+                // fallback tools, and no patch tool.
+                let catalog = Command::new(&self.program)
+                    .args(["debug", "models", "--bundled"])
+                    .env_clear()
+                    .env("HOME", &self.home)
+                    .env("PATH", self.path_var())
+                    .output()
+                    .unwrap();
+                assert!(catalog.status.success(), "codex debug models: {catalog:?}");
+                std::fs::write(codex.join("models.json"), &catalog.stdout).unwrap();
                 let config = format!(
-                    "model_provider = \"fake\"\nmodel = \"gpt-test\"\ncheck_for_update_on_startup = false\n\
+                    "model_provider = \"fake\"\nmodel = \"{CODEX_MODEL}\"\n\
+                     model_catalog_json = \"{}\"\ncheck_for_update_on_startup = false\n\
                      [analytics]\nenabled = false\n[features]\nplugins = false\n\
                      [model_providers.fake]\nname = \"fake\"\nbase_url = \"http://127.0.0.1:{}/v1\"\n\
                      wire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+                    codex.join("models.json").display(),
                     self.port
                 );
                 std::fs::write(codex.join("config.toml"), config).unwrap();

@@ -9,9 +9,10 @@ The script is a JSON list of steps, each a tool call in a host-neutral form:
   {"read": "/abs/or/relative/path"}
   {"glob": "**/*.rs"}
   {"edit": {"path": "/abs/path", "old": "text", "new": "text"}}   (the host's own edit tool:
-      Claude Code's Edit, Gemini CLI's replace, Codex's apply_patch through exec_command)
+      Claude Code's Edit, Gemini CLI's replace, Codex's freeform apply_patch tool)
   {"write": {"path": "/abs/path", "content": "text"}}   (a new file, by the host's own tool:
-      Claude Code's Write, Gemini CLI's write_file, Codex's apply_patch through exec_command)
+      Claude Code's Write, Gemini CLI's write_file, and for Codex `apply_patch <<'EOF'`
+      through exec_command, as its models write a patch when they use the shell)
 The answer to a request is the step whose index is the number of tool results the request's
 conversation holds (so a host that retries or calls a side model does not shift the script);
 after the last step, a final text. Every request is logged as one JSON line in LOG:
@@ -35,9 +36,8 @@ def write_args(w):
     return {"file_path": w["path"], "content": w["content"]}
 
 
-def codex_apply_patch(hunk):
-    """A patch as Codex's models write it: apply_patch with a here-document, through the shell."""
-    return {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n" + hunk + "*** End Patch\nEOF"}
+def patch(hunk):
+    return "*** Begin Patch\n" + hunk + "*** End Patch\n"
 
 
 def plus_lines(text):
@@ -45,12 +45,15 @@ def plus_lines(text):
 
 
 def codex_edit(e):
+    """An edit by Codex's freeform apply_patch tool (its input is the patch itself)."""
     minus = "".join("-" + line + "\n" for line in e["old"].split("\n"))
-    return codex_apply_patch("*** Update File: " + e["path"] + "\n@@\n" + minus + plus_lines(e["new"]))
+    return {"input": patch("*** Update File: " + e["path"] + "\n@@\n" + minus + plus_lines(e["new"]))}
 
 
 def codex_write(w):
-    return codex_apply_patch("*** Add File: " + w["path"] + "\n" + plus_lines(w["content"].rstrip("\n")))
+    """A new file by `apply_patch <<'EOF'` through the shell, which Codex applies itself."""
+    hunk = "*** Add File: " + w["path"] + "\n" + plus_lines(w["content"].rstrip("\n"))
+    return {"cmd": "apply_patch <<'EOF'\n" + patch(hunk) + "EOF"}
 
 
 CLAUDE_TOOLS = {"shell": ("Bash", "command"), "read": ("Read", "file_path"), "glob": ("Glob", "pattern"),
@@ -62,8 +65,9 @@ def gemini_replace_args(e):
 GEMINI_TOOLS = {"shell": ("run_shell_command", "command"), "read": ("read_file", "file_path"),
                 "glob": ("glob", "pattern"), "edit": ("replace", gemini_replace_args),
                 "write": ("write_file", write_args)}
-CODEX_TOOLS = {"shell": ("exec_command", "cmd"), "edit": ("exec_command", codex_edit),
+CODEX_TOOLS = {"shell": ("exec_command", "cmd"), "edit": ("apply_patch", codex_edit),
                "write": ("exec_command", codex_write)}
+CODEX_CUSTOM_TOOLS = {"apply_patch"}
 
 
 def tool_call(step, table):
@@ -96,7 +100,8 @@ def claude_results(body):
 
 def codex_results(body):
     items = body.get("input", [])
-    return [text_of(i.get("output")) for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    outputs = ("function_call_output", "custom_tool_call_output")
+    return [text_of(i.get("output")) for i in items if isinstance(i, dict) and i.get("type") in outputs]
 
 
 def gemini_results(body):
@@ -144,8 +149,12 @@ def codex_answer(step, n):
                 "content": [{"type": "output_text", "text": FINAL, "annotations": []}]}
     else:
         name, args = tool_call(step, CODEX_TOOLS)
-        item = {"type": "function_call", "id": "fc_%d" % n, "call_id": "call_%d" % n, "name": name,
-                "arguments": json.dumps(args)}
+        if name in CODEX_CUSTOM_TOOLS:
+            item = {"type": "custom_tool_call", "id": "ctc_%d" % n, "call_id": "call_%d" % n, "name": name,
+                    "input": args["input"], "status": "completed"}
+        else:
+            item = {"type": "function_call", "id": "fc_%d" % n, "call_id": "call_%d" % n, "name": name,
+                    "arguments": json.dumps(args)}
     resp = {"id": "resp_%d" % n, "object": "response", "status": "completed", "output": [item],
             "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
                       "input_tokens_details": {"cached_tokens": 0},

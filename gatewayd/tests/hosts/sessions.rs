@@ -33,9 +33,9 @@ pub(crate) const PROJECT: [(&str, &str); 8] = [
     ),
 ];
 
-/// Eighteen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
+/// Nineteen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
 /// run, a test that starts its own server on loopback and fetches from it, a search by glob,
-/// a file read, an edit by the host's own tool, a scratch file in `/tmp`, a `for` loop,
+/// a file read, an edit and a new file by the host's own tools, a scratch file in `/tmp`, a `for` loop,
 /// `find | xargs`, `git ls-files | xargs`. Each must succeed. Claude Code commits as its own prompt tells it to, the message a here-document
 /// in a command substitution (Gemini CLI refuses substitutions itself, so it commits with
 /// `-m`).
@@ -52,10 +52,13 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
         json!({"shell": "cd src && grep -rn 'def ' . | head -5; cd .."}),
         json!({"glob": "**/*.py"}),
         json!({"read": format!("{ws}/src/app.py")}),
-        // The host's own edit tool (Codex's models edit with `apply_patch` through the shell).
+        // The host's own edit and write tools (Codex's: its freeform `apply_patch`, and
+        // `apply_patch <<'EOF'` through the shell, both of which Codex applies itself).
         json!({"edit": {"path": format!("{ws}/src/app.py"), "old": "    return a + b",
             "new": "    return a + b\n\n\ndef sub(a, b):\n    return a - b"}}),
-        json!({"shell": "grep -n 'def sub' src/app.py"}),
+        json!({"write": {"path": format!("{ws}/src/util.py"),
+            "content": "def mul(a, b):\n    return a * b\n"}}),
+        json!({"shell": "grep -h 'def ' src/app.py src/util.py | tr '\\n' ' '"}),
         json!({"shell": "python3 -m py_compile src/app.py && echo compiled"}),
         json!({"shell": "make test"}),
         json!({"shell": "python3 -m unittest -q test_server 2>&1 | tail -1"}),
@@ -71,12 +74,15 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
 }
 
 /// What each benign step's result must hold (what the model was told it did); the edit's
-/// is each host's own word for it.
-pub(crate) fn benign_expect(host: Host) -> [&'static str; 18] {
-    let edited = match host {
-        Host::Claude => "has been updated",
-        Host::Codex => "Success. Updated the following files",
-        Host::Gemini => "Successfully modified file",
+/// and the write's are each host's own words for them.
+pub(crate) fn benign_expect(host: Host) -> [&'static str; 19] {
+    let (edited, written) = match host {
+        Host::Claude => ("has been updated", "File created successfully"),
+        Host::Codex => (
+            "Success. Updated the following files",
+            "Success. Updated the following files",
+        ),
+        Host::Gemini => ("Successfully modified file", "Successfully created"),
     };
     [
         "README.md",
@@ -86,7 +92,8 @@ pub(crate) fn benign_expect(host: Host) -> [&'static str; 18] {
         "app.py",
         "return a + b",
         edited,
-        "def sub(a, b)",
+        written,
+        "def sub(a, b): def mul(a, b):",
         "compiled",
         "OK",
         "OK",
