@@ -82,7 +82,7 @@ pub(crate) struct World {
 /// The model Codex is told to use: one of its catalog's whose tools are sent with each
 /// request (the catalog's newest take theirs from the server) and whose `apply_patch` is a
 /// freeform tool, the way the catalog's models edit.
-const CODEX_MODEL: &str = "gpt-5.5";
+pub(crate) const CODEX_MODEL: &str = "gpt-5.5";
 
 pub(crate) const KEY: &str = "PRIVATE-KEY-7f3a9c";
 pub(crate) const DOTENV: &str = "DOTENV-SECRET-52be";

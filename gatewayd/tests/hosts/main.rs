@@ -7,6 +7,7 @@
 //! per-host table of the closing notes. Needs root; run by `cargo xtask test`.
 // A test binary sees every dependency of the package; the lint guards the library's list.
 #![allow(unused_crate_dependencies)]
+mod codex_code_mode;
 mod harness;
 mod learn;
 mod mcp_learn;

@@ -10,6 +10,7 @@ The script is a JSON list of steps, each a tool call in a host-neutral form:
   {"glob": "**/*.rs"}
   {"edit": {"path": "/abs/path", "old": "text", "new": "text"}}   (the host's own edit tool:
       Claude Code's Edit, Gemini CLI's replace, Codex's freeform apply_patch tool)
+  {"code": "await tools.exec_command({cmd: 'ls'})"}   (Codex only: its code mode's `exec`)
   {"write": {"path": "/abs/path", "content": "text"}}   (a new file, by the host's own tool:
       Claude Code's Write, Gemini CLI's write_file, and for Codex `apply_patch <<'EOF'`
       through exec_command, as its models write a patch when they use the shell)
@@ -67,7 +68,9 @@ GEMINI_TOOLS = {"shell": ("run_shell_command", "command"), "read": ("read_file",
                 "write": ("write_file", write_args)}
 CODEX_TOOLS = {"shell": ("exec_command", "cmd"), "edit": ("apply_patch", codex_edit),
                "write": ("exec_command", codex_write)}
-CODEX_CUSTOM_TOOLS = {"apply_patch"}
+# Codex's code mode: a script of JavaScript whose `tools.NAME(...)` calls are the tool calls.
+CODEX_TOOLS["code"] = ("exec", lambda js: {"input": js})
+CODEX_CUSTOM_TOOLS = {"apply_patch", "exec"}
 
 
 def tool_call(step, table):
