@@ -171,12 +171,14 @@ fn check_program_from_input(
     }
 }
 
-/// The files of the patch `apply_patch` reads from its input, as writes from where it runs;
-/// Err: a patch the line does not give (Codex applies only what the call shows).
+/// The files of the patch `apply_patch` reads from its input, as writes from where it runs
+/// (`~/…` from the session user's home, as Codex expands it); Err: a patch the line does not
+/// give (Codex applies only what the call shows).
 fn take_patch_from_input(
     name: &str,
     a: &mut CommandAnalysis,
     c: &LineCommand,
+    home: &dyn Fn() -> Option<PathBuf>,
 ) -> Result<(), (Reason, String)> {
     let text = match &c.input {
         Input::Text(text) => text,
@@ -190,9 +192,18 @@ fn take_patch_from_input(
             return Err(patch_not_on_the_line(name, &a.program, &what));
         }
     };
-    let files = shell::patch_files(text)
-        .map_err(|why| (Reason::Shell, format!("`{name}`: `{}`: {why}", a.program)))?;
-    a.writes.extend(files.iter().map(|f| c.cwd.join(f)));
+    let refuse = |why: &str| (Reason::Shell, format!("`{name}`: `{}`: {why}", a.program));
+    for file in shell::patch_files(text).map_err(|why| refuse(&why))? {
+        let path = match shell::below_home(&file) {
+            None => c.cwd.join(&file),
+            Some(rest) => home()
+                .ok_or_else(|| {
+                    refuse("`~` in the patch, and the session user's home is not known")
+                })?
+                .join(rest),
+        };
+        a.writes.push(path);
+    }
     Ok(())
 }
 
@@ -300,7 +311,7 @@ fn check_line(
                 }
                 let home = || shell::line::user_home(user);
                 if a.patch_from_input {
-                    take_patch_from_input(name, &mut a, c)?;
+                    take_patch_from_input(name, &mut a, c, &home)?;
                 }
                 if a.program_from_input {
                     check_program_from_input(sb, egress, name, &a, c, &home)?;

@@ -155,7 +155,7 @@ pub(crate) mod uri;
 mod walk;
 mod walk_filter;
 
-pub use patch::patch_files;
+pub use patch::{below_home, patch_files};
 pub use split::split;
 pub use walk_filter::{FileRule, Matcher, RipgrepRules, WalkFilter};
 

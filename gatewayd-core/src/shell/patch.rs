@@ -41,13 +41,27 @@ pub fn patch_files(patch: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// What follows `~` in a patch's path that Codex takes from the home directory (`~`, `~/…`:
+/// it expands them as its file tools do, from `$HOME`); `None` for any other path.
+pub fn below_home(path: &str) -> Option<&str> {
+    match path.strip_prefix('~')? {
+        "" => Some(""),
+        rest => rest.strip_prefix('/').map(|r| r.trim_start_matches('/')),
+    }
+}
+
 /// `apply_patch PATCH` writes the files PATCH names; with no argument, it reads the patch
-/// from its input ([`Findings::patch_from_input`]), which the line must give.
+/// from its input ([`Findings::patch_from_input`]), which the line must give. A path from
+/// the home (`~/…`) is refused in the argument: the here-document form takes it.
 pub(super) fn apply_patch(args: &[String], findings: &mut Findings) {
     let name = findings.command().to_owned();
     match args {
         [] => findings.patch_from_input = true,
         [patch] => match patch_files(patch) {
+            Ok(files) if files.iter().any(|f| below_home(f).is_some()) => findings.forbid(
+                &name,
+                "names a path from `~` in its argument: give the patch as a here-document",
+            ),
             Ok(files) => {
                 for file in files {
                     findings.write(Path::new(&file));
@@ -93,6 +107,13 @@ mod tests {
         let a = clean("applypatch");
         assert!(a.patch_from_input && a.writes.is_empty());
         assert!(!analyze_line("apply_patch a b").forbidden.is_empty());
+        let home = "apply_patch '*** Begin Patch\n*** Add File: ~/.bashrc\n+x\n*** End Patch'";
+        assert!(!analyze_line(home).forbidden.is_empty());
+        assert_eq!(below_home("~/.bashrc"), Some(".bashrc"));
+        assert_eq!(below_home("~"), Some(""));
+        assert_eq!(below_home("~//a"), Some("a"));
+        assert_eq!(below_home("~user/a"), None);
+        assert_eq!(below_home("a/~"), None);
         assert!(!analyze_line("apply_patch 'no patch'").forbidden.is_empty());
     }
 }

@@ -383,6 +383,13 @@ fn codex_apply_patch_through_the_shell() {
     assert!(why.contains(".bashrc"), "an indented file marker: {why}");
     let why = codex_denied(&codex(&env, "apply_patch", json!({ "command": hidden })));
     assert!(why.contains(".bashrc"), "the same, through the tool: {why}");
+    // Codex takes `~/` in a patch's path from the home, as its file tools do.
+    let home = "*** Begin Patch\n*** Add File: ~/.bashrc\n+x\n*** End Patch\n";
+    let why = codex_denied(&codex(&env, "Bash", json!({ "command": line(home) })));
+    assert!(
+        why.contains('~') && !why.contains("/ws/~"),
+        "refused, never the workspace: {why}"
+    );
     let why = codex_denied(&codex(
         &env,
         "Bash",
