@@ -171,9 +171,10 @@ fn check_program_from_input(
     }
 }
 
-/// The files of the patch `apply_patch` reads from its input, as writes from where it runs
-/// (`~/…` from the session user's home, as Codex expands it); Err: a patch the line does not
-/// give (Codex applies only what the call shows).
+/// The files of the patch `apply_patch` reads from its input, as writes from where it runs;
+/// a path `~/…` is both that and the same below the session user's home (Codex 0.171
+/// writes it below the working directory, measured; its later source expands it from
+/// `$HOME`). Err: a patch the line does not give (Codex applies only what the call shows).
 fn take_patch_from_input(
     name: &str,
     a: &mut CommandAnalysis,
@@ -194,15 +195,11 @@ fn take_patch_from_input(
     };
     let refuse = |why: &str| (Reason::Shell, format!("`{name}`: `{}`: {why}", a.program));
     for file in shell::patch_files(text).map_err(|why| refuse(&why))? {
-        let path = match shell::below_home(&file) {
-            None => c.cwd.join(&file),
-            Some(rest) => home()
-                .ok_or_else(|| {
-                    refuse("`~` in the patch, and the session user's home is not known")
-                })?
-                .join(rest),
-        };
-        a.writes.push(path);
+        if let Some(rest) = shell::below_home(&file) {
+            let unknown = || refuse("`~` in the patch, and the session user's home is not known");
+            a.writes.push(home().ok_or_else(unknown)?.join(rest));
+        }
+        a.writes.push(c.cwd.join(&file));
     }
     Ok(())
 }

@@ -130,11 +130,19 @@ fn map_file_tool(
                 field(input, &["new_source"]),
             ),
         )],
+        // A path `~/…` is both the home's and the same below `cwd` (Codex 0.171 writes it
+        // there; its later source expands it from `$HOME`).
         (Host::Codex, "apply_patch") => {
             let text = need(input, &["command", "patch", "input"], tool)?;
-            (gatewayd_core::shell::patch_files(text)?.iter())
-                .map(|f| call("write_file", json!({"path": abs(cwd, f)})))
-                .collect()
+            let mut calls = Vec::new();
+            for f in gatewayd_core::shell::patch_files(text)? {
+                calls.push(call("write_file", json!({"path": abs(cwd, &f)})));
+                if gatewayd_core::shell::below_home(&f).is_some() {
+                    let literal = Path::new(cwd).join(&f).display().to_string();
+                    calls.push(call("write_file", json!({ "path": literal })));
+                }
+            }
+            calls
         }
         (Host::Claude, "Glob") | (Host::Gemini, "glob" | "list_directory") => {
             let args = json!({"path": search_path(&["path", "dir_path"])});
@@ -497,6 +505,19 @@ mod tests {
         .unwrap();
         let paths: Vec<&Value> = v.iter().map(|c| &c.arguments["path"]).collect();
         assert_eq!(paths, [&json!("/w/a.txt"), &json!("/b.txt")]);
+        // `~/…`: the home's, and the literal path below the working directory.
+        let patch = "*** Begin Patch\n*** Add File: ~/x\n+x\n*** End Patch";
+        let v = map(
+            Host::Codex,
+            "apply_patch",
+            &json!({ "command": patch }),
+            "/w",
+            None,
+        )
+        .unwrap();
+        let home = std::env::var("HOME").unwrap_or_default();
+        let paths: Vec<&Value> = v.iter().map(|c| &c.arguments["path"]).collect();
+        assert_eq!(paths, [&json!(format!("{home}/x")), &json!("/w/~/x")]);
         assert_eq!(
             one(Host::Gemini, "run_shell_command", json!({"command": "ls"})).0,
             "shell"
