@@ -64,6 +64,11 @@ done
 /gw-testagent holdperf &
 held=$!; sleep 1
 ls -l /proc/$held/fd 2>/dev/null | grep -q perf_event || echo "GUEST perf_sched_events is not held"
+# And inet_ehashfn's: the first lookup of an established TCP socket draws its secret once
+# (`net_get_random_once`) and a work item then patches that static key ("Oops: int3" in
+# inet_ehashfn under `gatewayd doctor`'s sock_diag query, 6.12, 2026-12-07). `doctor` makes
+# that first lookup here, with the other vCPUs offline, and the work has a second to run.
+/gatewayd doctor --json > /dev/null 2>&1; sleep 1
 for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 1 > $c || echo "GUEST $c stays offline"; done
 echo "GUEST cpus online: $(cat /sys/devices/system/cpu/online)"
 echo "STAGE doctor"
