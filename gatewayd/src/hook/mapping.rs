@@ -36,8 +36,13 @@ fn abs(cwd: &str, p: &str) -> String {
         |var| std::env::var(var).ok(),
         |user| gatewayd_core::shell::line::user_home(user).map(|h| h.display().to_string()),
     );
-    if Path::new(&p).is_absolute() || cwd.is_empty() {
-        p
+    in_cwd(cwd, &p)
+}
+
+/// `p` as written, relative to `cwd` unless it is absolute (or `cwd` is unknown).
+fn in_cwd(cwd: &str, p: &str) -> String {
+    if Path::new(p).is_absolute() || cwd.is_empty() {
+        p.to_owned()
     } else {
         Path::new(cwd).join(p).display().to_string()
     }
@@ -130,15 +135,16 @@ fn map_file_tool(
                 field(input, &["new_source"]),
             ),
         )],
-        // A path `~/…` is both the home's and the same below `cwd` (Codex 0.171 writes it
-        // there; its later source expands it from `$HOME`).
+        // A path that starts from a home (`~/…`) is both the home's and the same path as
+        // written below `cwd` (Codex 0.171 writes it there; its later source expands `~/`
+        // from `$HOME`).
         (Host::Codex, "apply_patch") => {
             let text = need(input, &["command", "patch", "input"], tool)?;
             let mut calls = Vec::new();
             for f in gatewayd_core::shell::patch_files(text)? {
-                calls.push(call("write_file", json!({"path": abs(cwd, &f)})));
-                if gatewayd_core::shell::below_home(&f).is_some() {
-                    let literal = Path::new(cwd).join(&f).display().to_string();
+                let (expanded, literal) = (abs(cwd, &f), in_cwd(cwd, &f));
+                calls.push(call("write_file", json!({ "path": expanded })));
+                if literal != expanded {
                     calls.push(call("write_file", json!({ "path": literal })));
                 }
             }
