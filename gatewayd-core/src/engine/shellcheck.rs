@@ -44,26 +44,57 @@ fn resolve(sb: &SandboxView, p: &Path) -> Result<Resolved, (Reason, String)> {
     })
 }
 
-/// Whether `program` is on the allowlist: a path must resolve to a listed binary; a bare
-/// name must be the file name of one.
-fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str) -> bool {
+/// Whether `program` may run. A bare name must be the file name of a listed binary. A path
+/// (relative ones taken from `cwd`, where the command runs) is the file it resolves to,
+/// which must be a listed binary, bear a listed name (a version after it too: a virtual
+/// environment's `python` resolves to `python3.11`, for `python3`), or, when a shell that
+/// runs script files is listed, lie where the agent may write: the agent's own program
+/// (`./node_modules/.bin/jest`, `target/debug/app`), which then runs as a script given to
+/// that shell does (`bash ./build.sh`, which could run it anyway), not analysed.
+fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str, cwd: &Path) -> bool {
     let listed: Vec<PathBuf> = match &rule.exec {
         Some(v) => v.iter().map(PathBuf::from).collect(),
         None => sb.exec.clone(),
     };
-    if program.contains('/') {
-        let Ok(real) = sb.resolve_path(program) else {
-            return false;
-        };
-        listed.iter().any(|l| {
-            l.is_absolute()
-                && (*l == real.path || std::fs::canonicalize(l).is_ok_and(|c| c == real.path))
-        })
-    } else {
-        listed
+    if !program.contains('/') {
+        return listed
             .iter()
-            .any(|l| l.file_name().is_some_and(|n| n == program) || l.as_os_str() == program)
+            .any(|l| l.file_name().is_some_and(|n| n == program) || l.as_os_str() == program);
     }
+    let Ok(real) = sb.resolve_path(&cwd.join(program).to_string_lossy()) else {
+        return false;
+    };
+    let file_name = real.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let is_listed_binary = |l: &PathBuf| {
+        l.is_absolute()
+            && (*l == real.path || std::fs::canonicalize(l).is_ok_and(|c| c == real.path))
+    };
+    let has_listed_name = |l: &PathBuf| {
+        l.to_str()
+            .is_some_and(|name| !name.contains('/') && names_program(file_name, name))
+    };
+    let runs_scripts = |l: &PathBuf| {
+        l.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| shell::interpreters::SCRIPT_SHELLS.contains(&n))
+    };
+    let readable = || sb.check(program, &real, PathAccess::Read).is_ok();
+    let own = || sb.check(program, &real, PathAccess::Write).is_ok();
+    listed.iter().any(is_listed_binary)
+        || (listed.iter().any(has_listed_name) && readable())
+        || (listed.iter().any(runs_scripts) && own())
+}
+
+/// Whether a file named `file` is the program `listed` names: the same name, or that name
+/// with a version after it (`python3.11`, `pip3.11` for `python3`, `pip3`; `node-20`).
+fn names_program(file: &str, listed: &str) -> bool {
+    let Some(rest) = file.strip_prefix(listed) else {
+        return false;
+    };
+    let version = rest.strip_prefix(['.', '-']).unwrap_or(rest);
+    rest.is_empty()
+        || (version.starts_with(|c: char| c.is_ascii_digit())
+            && version.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 /// The refusal of a program off the allowlist, with what the model can run instead: a
@@ -124,8 +155,8 @@ pub(crate) fn check(
     if a.patch_from_input {
         return Err(patch_not_on_the_line(name, &a.program, HOSTS_INPUT));
     }
-    let reach = check_analysis(sb, egress, rule, name, &a)?;
     let cwd = line_start(sb);
+    let reach = check_analysis(sb, egress, rule, name, &a, &cwd)?;
     let home = || shell::line::user_home(user);
     for text in &a.inline_programs {
         inline_program::check(sb, egress, name, &a.program, text, &cwd, &home)?;
@@ -326,8 +357,8 @@ fn check_line(
                         &mut indexes,
                     )?;
                 }
-                reach.sends_out |= check_analysis(sb, egress, rule, name, &a)?.sends_out;
-            } else if !program_allowed(sb, rule, program) {
+                reach.sends_out |= check_analysis(sb, egress, rule, name, &a, &c.cwd)?.sends_out;
+            } else if !program_allowed(sb, rule, program, &c.cwd) {
                 return Err(not_allowlisted(name, program));
             }
         }
@@ -337,15 +368,16 @@ fn check_line(
     Ok(reach)
 }
 
-/// The policy checks on an analysed command.
+/// The policy checks on an analysed command that runs in `cwd`.
 pub(crate) fn check_analysis(
     sb: &SandboxView,
     egress: &EgressView,
     rule: &ShellRule,
     name: &str,
     a: &CommandAnalysis,
+    cwd: &Path,
 ) -> Result<LineReach, (Reason, String)> {
-    if !program_allowed(sb, rule, &a.program) {
+    if !program_allowed(sb, rule, &a.program, cwd) {
         return Err(not_allowlisted(name, &a.program));
     }
     if !a.forbidden.is_empty() {
@@ -481,4 +513,31 @@ fn check_paths(
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_program;
+
+    #[test]
+    fn a_listed_name_with_a_version_after_it_is_that_program() {
+        for (file, listed) in [
+            ("python3", "python3"),
+            ("python3.11", "python3"),
+            ("python3.11", "python"),
+            ("pip3.11", "pip3"),
+            ("node-20", "node"),
+        ] {
+            assert!(names_program(file, listed), "{file} for {listed}");
+        }
+        for (file, listed) in [
+            ("python3-config", "python3"),
+            ("pythonista", "python"),
+            ("lsblk", "ls"),
+            ("ls.", "ls"),
+            ("sh", "bash"),
+        ] {
+            assert!(!names_program(file, listed), "{file} for {listed}");
+        }
+    }
 }

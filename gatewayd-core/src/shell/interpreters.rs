@@ -250,7 +250,7 @@ pub(super) const COMMAND_RUNNERS: &[&str] = &[
 ];
 
 /// Shells that run a script file as `sh SCRIPT ARGS`, as an interpreter runs one.
-const SCRIPT_SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh"];
+pub(crate) const SCRIPT_SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh"];
 
 /// A shell. `sh [-eux…] SCRIPT ARGS` runs a script, as `python3 SCRIPT` does: the script and
 /// its arguments are reads, its commands are not analysed. With `-c` here (a line not

@@ -141,7 +141,7 @@ mod help_check;
 mod help_columns;
 #[cfg(test)]
 mod help_formats;
-mod interpreters;
+pub(crate) mod interpreters;
 pub mod line;
 mod option_table;
 mod options;

@@ -42,10 +42,23 @@ fn workspace(ws: &Path) {
         (".git/hooks/pre-commit.sample", "\n"),
         ("evil.sh", "\n"),
         ("target/debug/app", ""),
+        ("node_modules/jest/bin/jest.js", "#!/usr/bin/env node\n"),
+        (".venv/bin/pytest", "#!/usr/bin/python3\n"),
     ] {
         let p = ws.join(path);
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
         std::fs::write(p, text).expect("write");
+    }
+    // A virtual environment's interpreter and npm's links to its packages' programs; a link
+    // to a system program the starter does not list.
+    for (link, target) in [
+        (".venv/bin/python", "/usr/bin/python3"),
+        ("node_modules/.bin/jest", "../jest/bin/jest.js"),
+        ("tools/chown", "/usr/bin/chown"),
+    ] {
+        let p = ws.join(link);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, p).expect("symlink");
     }
     for args in [&["init", "-q"][..], &["add", "-A"]] {
         let ok = std::process::Command::new("git")

@@ -170,6 +170,20 @@ pub(super) fn install_of(program: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
     (install, runtime)
 }
 
+/// The starter's programs as this machine's `PATH` finds them, and rustup's home.
+fn toolchains(home: &Path) -> starter::Toolchains {
+    starter::Toolchains {
+        programs: starter::DEV_PROGRAMS
+            .iter()
+            .filter_map(|p| gatewayd::mcp::server::find_program(p))
+            .collect(),
+        rustup_home: std::env::var_os("RUSTUP_HOME")
+            .map(PathBuf::from)
+            .or_else(|| Some(home.join(".rustup")))
+            .filter(|p| p.is_dir()),
+    }
+}
+
 fn init(
     out: &Path,
     workspace: Option<PathBuf>,
@@ -185,7 +199,7 @@ fn init(
         .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
         .context("no --home and no $HOME")?;
     let installs: Vec<HostInstall> = hosts.iter().map(|h| locate(*h)).collect();
-    let (policy, entries) = starter::starter_for(&ws, &home, &installs);
+    let (policy, entries) = starter::starter_for(&ws, &home, &installs, &toolchains(&home));
     let text = serde_json::to_string_pretty(&policy)?;
     Policy::parse(&text, out).context("the starter policy does not validate")?;
     write_new(out, &format!("{text}\n"), "write the starter elsewhere")?;

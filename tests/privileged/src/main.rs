@@ -42,6 +42,7 @@ mod read_only;
 mod sandbox_roots;
 mod sessions;
 mod shared_objects;
+mod starter_toolchains;
 mod system_surfaces;
 mod terminal;
 mod tier2_usable;

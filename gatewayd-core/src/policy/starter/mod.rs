@@ -6,8 +6,10 @@
 use std::path::{Path, PathBuf};
 
 pub mod hosts;
+pub mod toolchains;
 
 pub use hosts::{AgentHost, Entry};
+pub use toolchains::Toolchains;
 
 use serde_json::{Value, json};
 
@@ -314,15 +316,30 @@ pub const WORKSPACE_SECRET_NAMES: [&str; 12] = [
 /// The starter policy for `workspace`, protecting the secrets under `home`, with no agent host
 /// profile.
 pub fn starter(workspace: &Path, home: &Path) -> Value {
-    starter_for(workspace, home, &[]).0
+    starter_for(workspace, home, &[], &Toolchains::default()).0
 }
 
-/// The starter policy, with the profiles of `hosts` ([`hosts`]), and every entry added beyond
-/// the workspace with its reason (what `policy init` prints).
-pub fn starter_for(workspace: &Path, home: &Path, hosts: &[HostInstall]) -> (Value, Vec<Entry>) {
+/// The starter policy, with the profiles of `hosts` ([`hosts`]) and the install trees of
+/// `toolchains` ([`toolchains`]), and every entry added beyond the workspace with its reason
+/// (what `policy init` prints).
+pub fn starter_for(
+    workspace: &Path,
+    home: &Path,
+    hosts: &[HostInstall],
+    toolchains: &Toolchains,
+) -> (Value, Vec<Entry>) {
     let ws = workspace.display().to_string();
     let protected = protected_paths(workspace, home);
-    let entries = readable_entries(home, hosts);
+    let mut entries = readable_entries(home, hosts);
+    let covered: Vec<PathBuf> = std::iter::once(workspace.to_path_buf())
+        .chain(
+            entries
+                .iter()
+                .filter(|e| e.kind == "readable" || e.kind == "writable")
+                .map(|e| PathBuf::from(&e.value)),
+        )
+        .collect();
+    entries.extend(toolchains.entries(home, &covered));
     let listed = |kind: &str| -> Vec<String> {
         let mut v: Vec<String> = entries
             .iter()
@@ -486,7 +503,12 @@ mod tests {
             )),
             runtime: None,
         };
-        let (v, _) = starter_for(Path::new("/tmp/p"), home, &[under_tmp]);
+        let (v, _) = starter_for(
+            Path::new("/tmp/p"),
+            home,
+            &[under_tmp],
+            &Toolchains::default(),
+        );
         let text = serde_json::to_string(&v).unwrap();
         let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
         assert!(p.sandbox.private_tmp, "{v:#}");
