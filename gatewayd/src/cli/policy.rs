@@ -170,7 +170,8 @@ pub(super) fn install_of(program: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
     (install, runtime)
 }
 
-/// The starter's programs as this machine's `PATH` finds them, and rustup's home.
+/// The starter's programs as this machine's `PATH` finds them, rustup's home, and the local
+/// paths the environment points them at.
 fn toolchains(home: &Path) -> starter::Toolchains {
     starter::Toolchains {
         programs: starter::DEV_PROGRAMS
@@ -181,6 +182,7 @@ fn toolchains(home: &Path) -> starter::Toolchains {
             .map(PathBuf::from)
             .or_else(|| Some(home.join(".rustup")))
             .filter(|p| p.is_dir()),
+        environment: starter::toolchains::paths_in_environment(std::env::vars()),
     }
 }
 

@@ -387,3 +387,76 @@ fn learn_by_name(dir: &Scratch, cert: &Path) {
         .collect();
     assert!(refused.is_empty(), "no refusal: {refused:#?}");
 }
+
+/// The resolver of the test below: an address of its own, as the one above stays bound for
+/// the test process's life.
+const DNS_IP_PLAIN: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 54);
+
+/// A list of plain `host` entries, as the starter writes (`gatewayd policy init`): with
+/// `proxy: true` the agent's own look-up of a listed name (curl's, through the system's
+/// resolver) reaches the session's resolver and the fetch by name works; with `proxy: false`
+/// the agent's DNS meets the address rules, which list no resolver, and the same fetch fails.
+#[test]
+fn a_plain_host_list_is_reached_by_name_through_the_session_resolver() {
+    let _ = tier();
+    // The HTTPS servers' start is awaited on the IPv6 address too.
+    let _addrs: Vec<ExtraAddress> = [
+        IpAddr::V4(ALLOWED_IP),
+        IpAddr::V4(DNS_IP_PLAIN),
+        IpAddr::V6(OTHER_IP6),
+    ]
+    .into_iter()
+    .map(ExtraAddress::add)
+    .collect();
+    let dir = Scratch::new("egress-plain-hosts");
+    dns_server(DNS_IP_PLAIN, known);
+    let (cert, _servers) = https_server(&dir);
+    let escape = crate::escape::escape_bin();
+    let sh = format!(
+        "echo \"dns $({escape} dns_query={DNS_IP_PLAIN},api.allowed.test,udp | grep '^rcode=' || echo fail)\"\n\
+         echo \"fetch $(curl -sS --max-time 10 --cacert {} https://api.allowed.test:{HTTPS_PORT}/hello 2>/dev/null || echo fail)\"\n",
+        cert.display()
+    );
+    let bare = outcomes(&stdout(
+        &Command::new("sh").args(["-c", &sh]).output().unwrap(),
+    ));
+    assert_eq!(
+        bare["dns"],
+        format!("rcode=0 ip={ALLOWED_IP}"),
+        "bare: {bare:?}"
+    );
+
+    let run = |proxy: bool| {
+        let mut p = best_effort(serde_json::json!([
+            {"host": "api.allowed.test", "port": HTTPS_PORT}
+        ]));
+        p["network"]["proxy"] = serde_json::json!(proxy);
+        let policy = write_policy(&dir, p);
+        let audit = dir.path(&format!("plain-{proxy}.jsonl"));
+        let out = gatewayd_run()
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(&audit)
+            .args(["--", "sh", "-c", &sh])
+            .env("GATEWAYD_DNS_SERVER", format!("{DNS_IP_PLAIN}:53"))
+            .output()
+            .unwrap();
+        (outcomes(&stdout(&out)), records(&audit))
+    };
+    let (by_name, _) = run(true);
+    assert_eq!(
+        by_name["dns"],
+        format!("rcode=0 ip={ALLOWED_IP}"),
+        "{by_name:?}"
+    );
+    assert_eq!(by_name["fetch"], "hello-from-server", "{by_name:?}");
+    let (by_address, recs) = run(false);
+    assert_eq!(by_address["dns"], "fail", "{by_address:?}");
+    assert_eq!(by_address["fetch"], "fail", "{by_address:?}");
+    assert!(
+        recs.iter()
+            .any(|r| r["reason"] == "egress_not_allowed" && r["detail"]["port"] == 53),
+        "the agent's DNS refused: {recs:#?}"
+    );
+}

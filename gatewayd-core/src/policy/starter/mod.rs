@@ -264,12 +264,27 @@ pub const SYSTEM_READABLE: &[(&str, &str)] = &[
         "service names and their ports (getservbyname)",
     ),
     ("/etc/protocols", "protocol names (getprotobyname)"),
+    (
+        "/etc/debian_version",
+        "the distribution's version, which pip reads for its user agent (`pip install` stops without it)",
+    ),
+    (
+        "/etc/os-release",
+        "the distribution's name (Python's platform and pip, Node.js)",
+    ),
+    (
+        "/etc/lsb-release",
+        "the distribution's name (pip, on Ubuntu)",
+    ),
+    ("/etc/pip.conf", "pip's system configuration"),
+    ("/etc/xdg/pip", "pip's system configuration"),
 ];
 
 /// The same for the user's home: git's own configuration.
 pub const HOME_READABLE: &[(&str, &str)] = &[
     (".gitconfig", "git's user configuration"),
     (".config/git", "git's user configuration"),
+    (".config/pip", "pip's user configuration"),
 ];
 
 /// What git runs on the user's behalf later, in the workspace: readable (git reads its
@@ -376,7 +391,10 @@ pub fn starter_for(
         "sandbox": {"root": ws, "readable": readable, "writable": writable,
                     "protected": protected, "protected_names": WORKSPACE_SECRET_NAMES,
                     "read_only": read_only, "private_tmp": true},
-        "network": {"egress": egress},
+        // By name: the agent's own look-ups go to the session's resolver, which answers the
+        // listed names only; without it the agent's DNS is refused and no listed host is
+        // reached by name (docs/KERNEL.md, "Egress by name").
+        "network": {"egress": egress, "proxy": true},
         "tools": host_tools(),
         "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
                    "actions": {"destructive": 500}}
@@ -440,6 +458,8 @@ mod tests {
         let text = serde_json::to_string_pretty(&v).unwrap();
         let p = crate::policy::Policy::parse(&text, Path::new("starter.json")).unwrap();
         assert!(p.sandbox.protected.iter().any(|x| x.ends_with(".ssh")));
+        // Egress by name: the agent's own look-ups reach the session's resolver.
+        assert_eq!(v["network"]["proxy"], true);
         assert!(
             p.sandbox
                 .protected_names

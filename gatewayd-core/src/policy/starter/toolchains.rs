@@ -15,10 +15,56 @@ pub struct Toolchains {
     /// rustup's home (`RUSTUP_HOME`, else `~/.rustup`), which its proxies (`cargo`, `rustc`
     /// in `~/.cargo/bin`, links to `rustup`) run the toolchains from.
     pub rustup_home: Option<PathBuf>,
+    /// Local files and directories the environment points these programs at
+    /// ([`paths_in_environment`]).
+    pub environment: Vec<PathBuf>,
+}
+
+/// Variables by which the environment points the shell tool's programs at local files:
+/// pip's package sources and certificate, and the CA bundles of TLS clients. Under
+/// `gatewayd run` the agent's programs inherit them and fail when they cannot read what
+/// they name (`pip install` stops at an unreadable `PIP_FIND_LINKS` directory).
+pub const PATH_VARIABLES: &[&str] = &[
+    "PIP_FIND_LINKS",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_CERT",
+    "REQUESTS_CA_BUNDLE",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    "CARGO_HTTP_CAINFO",
+    "NPM_CONFIG_CAFILE",
+    "npm_config_cafile",
+];
+
+/// The absolute local paths that exist among the values of [`PATH_VARIABLES`] in `vars`
+/// (each value a list split at blanks, and at `:` for `SSL_CERT_DIR`; a `file://` URL is
+/// its path; other URLs are no paths).
+pub fn paths_in_environment(vars: impl IntoIterator<Item = (String, String)>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for (name, value) in vars {
+        if !PATH_VARIABLES.contains(&name.as_str()) {
+            continue;
+        }
+        let words = value
+            .split(|c: char| c.is_whitespace() || (c == ':' && name == "SSL_CERT_DIR"))
+            .map(|w| w.strip_prefix("file://").unwrap_or(w));
+        for w in words.filter(|w| w.starts_with('/')) {
+            let p = PathBuf::from(w);
+            if p.exists() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 const INSTALLED: &str = "where a program the shell tool may run is installed (found on PATH here): the program and the toolchain it runs";
 const RUSTUP_HOME: &str = "rustup's toolchains, which its proxies on PATH (`cargo`, `rustc`) run";
+const NAMED: &str = "named by the environment for these programs (pip's PIP_FIND_LINKS, PIP_CERT, a TLS client's CA bundle: docs/POLICY.md, \"Host profiles\")";
 
 impl Toolchains {
     /// The readable entries these programs need beyond `covered` (what the starter makes
@@ -50,6 +96,9 @@ impl Toolchains {
             if let Some(rustup) = self.rustup_home.as_ref().filter(|_| proxy) {
                 add(rustup.clone(), RUSTUP_HOME);
             }
+        }
+        for p in &self.environment {
+            add(p.clone(), NAMED);
         }
         out
     }
@@ -130,6 +179,7 @@ mod tests {
                 mk(".pyenv/shims/pip"),
             ],
             rustup_home: Some(home.join(".rustup")),
+            environment: vec![home.join("wheels"), home.join(".pyenv/shims/pip")],
         };
         let covered = [home.join("usr-like")];
         let got: Vec<(String, &str)> = found
@@ -146,12 +196,14 @@ mod tests {
                 (h(".local/bin"), INSTALLED),
                 (h(".local/share/pipx/venvs/tool"), INSTALLED),
                 (h(".pyenv"), INSTALLED),
+                (h("wheels"), NAMED),
             ]
         );
         // Without the proxy's link to rustup, no rustup home.
         let plain = Toolchains {
             programs: vec![mk(".cargo/bin/rustc")],
             rustup_home: Some(home.join(".rustup")),
+            environment: Vec::new(),
         };
         let values: Vec<String> = plain
             .entries(&home, &[])
@@ -159,5 +211,31 @@ mod tests {
             .map(|e| e.value)
             .collect();
         assert_eq!(values, [h(".cargo")]);
+    }
+
+    #[test]
+    fn the_environment_names_local_paths_for_pip_and_tls_clients() {
+        let d = tempfile::tempdir().unwrap();
+        let (wheels, ca, certs) = (
+            d.path().join("w"),
+            d.path().join("ca.pem"),
+            d.path().join("c"),
+        );
+        std::fs::create_dir_all(&wheels).unwrap();
+        std::fs::create_dir_all(&certs).unwrap();
+        std::fs::write(&ca, "").unwrap();
+        let var = |n: &str, v: String| (n.to_string(), v);
+        let got = paths_in_environment([
+            var(
+                "PIP_FIND_LINKS",
+                format!("{} https://x.test/simple /absent", wheels.display()),
+            ),
+            var("PIP_INDEX_URL", format!("file://{}", wheels.display())),
+            var("SSL_CERT_FILE", ca.display().to_string()),
+            var("SSL_CERT_DIR", format!("{}:/absent", certs.display())),
+            var("PATH", "/usr/bin".into()),
+            var("HOME", d.path().display().to_string()),
+        ]);
+        assert_eq!(got, [wheels, ca, certs]);
     }
 }
