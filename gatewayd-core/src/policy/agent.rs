@@ -54,6 +54,10 @@ pub struct Agent {
     /// memory). Above it, the kernel kills the whole session (`memory.oom.group`).
     #[serde(default)]
     pub max_memory_mib: Option<u64>,
+    /// Variables `gatewayd run` sets in the agent's environment, over what it inherits
+    /// (the starter points the package managers' caches into the session's own `/tmp`).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// The default `agent.max_pids`: far above what a coding agent with its builds and test
@@ -131,6 +135,7 @@ pub(super) fn validate(agent: &Agent) -> Result<(), ValidationError> {
     {
         return Err(ValidationError::value(at.key("user"), "empty user name"));
     }
+    validate_env(agent, &at)?;
     for (field, value) in [
         ("max_pids", agent.max_pids),
         ("max_memory_mib", agent.max_memory_mib),
@@ -145,11 +150,63 @@ pub(super) fn validate(agent: &Agent) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// `agent.env`: shell variable names, values without NUL, and none of the dynamic loader's
+/// variables (`LD_PRELOAD` would load code into every program the agent runs) or
+/// gatewayd's own (`GATEWAYD_*`).
+fn validate_env(agent: &Agent, at: &JsonPath) -> Result<(), ValidationError> {
+    for (name, value) in &agent.env {
+        let at = at.key("env").key(name);
+        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let refused = if !valid {
+            Some("not a variable name (letters, digits and `_`, not starting with a digit)")
+        } else if name.starts_with("LD_") {
+            Some(
+                "the dynamic loader's variables would load code into every program the agent runs: list the program instead",
+            )
+        } else if name.starts_with("GATEWAYD_") {
+            Some("gatewayd's own variables are not the agent's to set")
+        } else if value.contains('\0') {
+            Some("a value holds a NUL byte")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(ValidationError::value(at, why));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use crate::policy::Policy;
+
+    #[test]
+    fn the_agents_environment_takes_plain_variables_only() {
+        let p = Policy::parse(
+            r#"{"version": 1, "agent": {"env": {"npm_config_cache": "/tmp/.npm", "X_1": ""}}}"#,
+            Path::new("p.json"),
+        )
+        .expect("valid");
+        assert_eq!(p.agent.env["npm_config_cache"], "/tmp/.npm");
+        for (name, why) in [
+            ("LD_PRELOAD", "loader"),
+            ("GATEWAYD_DNS_SERVER", "gatewayd's own"),
+            ("1X", "not a variable name"),
+            ("A-B", "not a variable name"),
+            ("", "not a variable name"),
+        ] {
+            let text = format!(r#"{{"version": 1, "agent": {{"env": {{"{name}": "x"}}}}}}"#);
+            let e = Policy::parse(&text, Path::new("p.json")).expect_err(name);
+            assert!(e.to_string().contains(why), "{name}: {e}");
+        }
+        let nul = r#"{"version": 1, "agent": {"env": {"A": "x\u0000y"}}}"#;
+        let e = Policy::parse(nul, Path::new("p.json")).expect_err("NUL");
+        assert!(e.to_string().contains("NUL"), "{e}");
+    }
 
     #[test]
     fn a_zero_limit_is_refused() {

@@ -407,11 +407,16 @@ impl Live {
             p.confinement.restrict_fn(),
             self.tell_init.take(),
         );
-        let mut env: Vec<(String, OsString)> = gw
-            .env()
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
+        // The policy's first (`agent.env`): gatewayd's own below take precedence.
+        let mut env: Vec<(String, OsString)> = ctx
+            .opts
+            .policy
+            .agent
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.into()))
             .collect();
+        env.extend(gw.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
         env.extend(
             p.privileges
                 .env()

@@ -11,6 +11,7 @@ mod codex_code_mode;
 mod harness;
 mod learn;
 mod mcp_learn;
+mod package_managers;
 mod readme;
 mod ripgrep;
 mod sessions;

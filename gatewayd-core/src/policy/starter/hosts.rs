@@ -18,7 +18,7 @@ pub enum AgentHost {
 /// One entry a profile adds, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// `readable`, `writable`, `read_only` or `egress`.
+    /// `readable`, `writable`, `read_only`, `egress`, or `env` (`NAME=VALUE` of `agent.env`).
     pub kind: &'static str,
     /// A path or a host name.
     pub value: String,

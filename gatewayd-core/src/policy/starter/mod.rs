@@ -131,6 +131,23 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "applypatch",
 ];
 
+/// Package managers' caches in the session's own `/tmp` (`private_tmp`), with the reason:
+/// the user's own caches stay unwritable, so the agent leaves nothing there that the user's
+/// later installs and builds take, and `npm install` works (it stops without a writable
+/// cache). Removed with the session.
+pub const SESSION_CACHES: &[(&str, &str, &str)] = &[
+    (
+        "npm_config_cache",
+        "/tmp/.npm",
+        "npm's cache (`npm install`, `npx`)",
+    ),
+    (
+        "XDG_CACHE_HOME",
+        "/tmp/.cache",
+        "the XDG cache of pip, Go's build cache, and others",
+    ),
+];
+
 /// Hosts the agent may reach over HTTPS, by exact name: the kernel resolves them for the
 /// agent's own connections (a `*.domain` entry is the gateway's alone).
 pub const EGRESS_HOSTS: &[&str] = &[
@@ -355,6 +372,11 @@ pub fn starter_for(
         )
         .collect();
     entries.extend(toolchains.entries(home, &covered));
+    entries.extend(SESSION_CACHES.iter().map(|(name, value, reason)| Entry {
+        kind: "env",
+        value: format!("{name}={value}"),
+        reason,
+    }));
     let listed = |kind: &str| -> Vec<String> {
         let mut v: Vec<String> = entries
             .iter()
@@ -395,6 +417,8 @@ pub fn starter_for(
         // listed names only; without it the agent's DNS is refused and no listed host is
         // reached by name (docs/KERNEL.md, "Egress by name").
         "network": {"egress": egress, "proxy": true},
+        "agent": {"env": SESSION_CACHES.iter().map(|(k, v, _)| ((*k).to_owned(), json!(v)))
+            .collect::<serde_json::Map<_, _>>()},
         "tools": host_tools(),
         "limits": {"rate": [{"tool": "web_*", "max": 60, "window_s": 60}],
                    "actions": {"destructive": 500}}
