@@ -130,9 +130,15 @@ fn merge(into: &mut Value, add: Value) {
     }
 }
 
-/// A member's value when it is made: `private_tmp` is a flag, every other field a list.
+/// The members that are flags (`sandbox.private_tmp`, `network.proxy`): set to `true`,
+/// where every other field is a list.
+fn is_flag(key: &str) -> bool {
+    key == "private_tmp" || key == "proxy"
+}
+
+/// A member's value when it is made: a flag is `true`, every other field a list.
 fn fresh(key: &str, values: &[Value]) -> Value {
-    if key == "private_tmp" {
+    if is_flag(key) {
         Value::Bool(true)
     } else {
         Value::Array(values.to_vec())
@@ -154,10 +160,10 @@ fn members_edits(
                     kind: Kind::Array(items),
                     ..
                 },
-            ) if k != "private_tmp" => {
+            ) if !is_flag(k) => {
                 edits.push(append(text, list, items, v));
             }
-            Some(_) if k != "private_tmp" => return Err(ApplyError::Shape(format!("{at}.{k}"))),
+            Some(_) if !is_flag(k) => return Err(ApplyError::Shape(format!("{at}.{k}"))),
             _ => edits.extend(node.set_member(text, k, one_line(&fresh(k, v)))),
         }
     }

@@ -68,7 +68,8 @@ pub struct Proposal {
     pub group: Group,
     /// The policy field it is added to (`sandbox.readable`, `network.egress`, ...).
     pub field: &'static str,
-    /// The entry: a path, an egress object, a tool object, or `true` (`private_tmp`).
+    /// The entry: a path, an egress object, a tool object, or `true` (`private_tmp`,
+    /// `proxy`).
     pub value: Value,
     /// The reason codes of the refusals it answers.
     pub reasons: BTreeSet<String>,
@@ -312,12 +313,18 @@ impl<'a> Builder<'a> {
                 Err(no) => self.refuse(r, p.display().to_string(), n, no),
             },
             Ask::Egress { host, port } => match Self::egress(&host, port) {
-                Ok(e) => self.propose(
-                    r,
-                    e,
-                    format!("{host}:{}", port.map_or("*".into(), |p| p.to_string())),
-                    n,
-                ),
+                Ok(e) => {
+                    let example = format!("{host}:{}", port.map_or("*".into(), |p| p.to_string()));
+                    // A name is reached by name: the agent's own look-up of it must reach
+                    // the session's resolver, which only the proxy sends it to (unless the
+                    // policy turns it off on purpose).
+                    let by_name = e.2.get("host").is_some() && self.policy.network.proxy.is_none();
+                    self.propose(r, e, example.clone(), n);
+                    if by_name {
+                        let flag = (Group::Egress, "network.proxy", Value::Bool(true));
+                        self.propose(r, flag, example, n);
+                    }
+                }
                 Err(no) => self.refuse(r, host, n, no),
             },
             Ask::Unix(s) => match self.unix(&s) {

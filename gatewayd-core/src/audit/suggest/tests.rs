@@ -102,6 +102,32 @@ fn a_learn_mode_would_deny_is_read_as_a_denial_and_other_decisions_are_not() {
         values(&s, "network.egress"),
         [json!({"cidr": "203.0.113.9/32", "port": 443})]
     );
+    assert!(
+        values(&s, "network.proxy").is_empty(),
+        "an address needs no name"
+    );
+}
+
+#[test]
+fn a_name_proposes_egress_by_name_unless_the_policy_turned_it_off() {
+    let mut r = kernel(
+        "egress_not_allowed",
+        json!({"addr": "192.0.2.31", "port": 443, "host": "api.example", "via": "egress_proxy"}),
+    );
+    r["decision"] = json!("would_deny");
+    let log = [r];
+    let s = suggest(&log, None, &policy(json!({})));
+    assert_eq!(
+        values(&s, "network.egress"),
+        [json!({"host": "api.example", "port": 443})]
+    );
+    assert_eq!(values(&s, "network.proxy"), [json!(true)]);
+    let off = policy(json!({"network": {"proxy": false}}));
+    assert!(values(&suggest(&log, None, &off), "network.proxy").is_empty());
+    let text = apply::apply("{\"version\": 1}", &s.proposals).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["network"]["proxy"], json!(true), "{text}");
+    assert_eq!(v["network"]["egress"][0]["host"], "api.example", "{text}");
 }
 
 #[test]
