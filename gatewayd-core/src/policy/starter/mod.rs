@@ -126,6 +126,13 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "base64",
     "sha1sum",
     "sha512sum",
+    "cksum",
+    "b2sum",
+    // Readers of their operands alone (no option of theirs writes a file).
+    "column",
+    "strings",
+    "hexdump",
+    "zcat",
     // Codex's file edits: the files its patch names are the writes (`shell::patch`).
     "apply_patch",
     "applypatch",
