@@ -432,12 +432,8 @@ fn a_plain_host_list_is_reached_by_name_through_the_session_resolver() {
         p["network"]["proxy"] = serde_json::json!(proxy);
         let policy = write_policy(&dir, p);
         let audit = dir.path(&format!("plain-{proxy}.jsonl"));
-        let out = gatewayd_run()
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--audit")
-            .arg(&audit)
-            .args(["--", "sh", "-c", &sh])
+        let out = under_gatewayd(&policy, &audit, "sh")
+            .args(["-c", &sh])
             .env("GATEWAYD_DNS_SERVER", format!("{DNS_IP_PLAIN}:53"))
             .output()
             .unwrap();
