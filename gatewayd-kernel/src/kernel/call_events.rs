@@ -272,6 +272,11 @@ mod tests {
         assert_eq!(reason(257, &work.join("f"), &s), None);
         assert_eq!(reason(83, &work.join("d"), &s), None);
         assert_eq!(reason(59, &tool, &s), None);
+        // Without an exec allowlist, a program outside the read roots is refused as a read.
+        s.exec_enforced = false;
+        assert_eq!(reason(59, &other, &s), Some("outside_readable"));
+        assert_eq!(reason(59, &work.join("app"), &s), None);
+        s.exec_enforced = true;
         // The kernel's trees and calls Landlock does not restrict.
         assert_eq!(
             reason(257, std::path::Path::new("/proc/1/environ"), &s),

@@ -65,19 +65,21 @@ fn outside(path: &Path, right: u32, spec: &KernelSpec) -> bool {
 }
 
 /// Why the session's Landlock ruleset refused `call` on `path` (absolute, cleaned) with
-/// `EACCES`: an exec of a file not in the exec allowlist (by identity), an open outside every
-/// readable root, a `creat` or `truncate` outside every writable root (a call that makes,
+/// `EACCES`: an exec of a file not in the exec allowlist (by identity), or, without one,
+/// outside every readable root; an open outside every readable root, a `creat` or `truncate` outside every writable root (a call that makes,
 /// removes or renames a name is judged by its directory: [`outside_writable_dir`]). `None`
 /// when the roots and the allowlist allow it, so the file's own permissions refused it; also
 /// for an open inside a readable root but outside the writable ones (the event does not carry
 /// the open's flags, so a refused write cannot be told from a refused read there).
 pub(crate) fn landlock_reason(path: &Path, call: &str, spec: &KernelSpec) -> Option<Reason> {
     match call {
-        "execve" | "execveat" => {
+        // With an exec allowlist, Landlock runs what it lists; without one, what the read
+        // roots hold (a program outside them, a toolchain the policy does not list).
+        "execve" | "execveat" if spec.exec_enforced => {
             let key = super::spec::inode_key(path).ok()?;
-            (spec.exec_enforced && !spec.exec.iter().any(|p| p.key == key))
-                .then_some(Reason::ExecNotAllowed)
+            (!spec.exec.iter().any(|p| p.key == key)).then_some(Reason::ExecNotAllowed)
         }
+        "execve" | "execveat" => outside(path, ROOT_READ, spec).then_some(Reason::OutsideReadable),
         "open" | "openat" | "openat2" => {
             outside(path, ROOT_READ, spec).then_some(Reason::OutsideReadable)
         }

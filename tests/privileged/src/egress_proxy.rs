@@ -387,9 +387,9 @@ fn learn_by_name(dir: &Scratch, cert: &Path) {
     assert!(refused.is_empty(), "no refusal: {refused:#?}");
 }
 
-/// The resolver of the test below: an address of its own, as the one above stays bound for
-/// the test process's life.
-const DNS_IP_PLAIN: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 54);
+/// The resolver of the test below: an address of its own (the other tests' resolvers stay
+/// bound for the test process's life: `.53` above, `.54` egress_l7's, `.72`-`.74` canary's).
+const DNS_IP_PLAIN: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 55);
 
 /// A list of plain `host` entries, as the starter writes (`gatewayd policy init`): with
 /// `proxy: true` the agent's own look-up of a listed name (curl's, through the system's
