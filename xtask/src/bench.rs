@@ -6,12 +6,14 @@
 //! run bare and under `gatewayd run`, reported as ratios measured in one run; one
 //! `gatewayd hook` call end to end, through the daemon's socket and without one (`bench_hook`);
 //! the session egress proxy's latency, rate, bulk transfer and memory ([`crate::proxy_bench`]);
-//! and the cost of many sessions sharing one program set ([`sessions_bench`]).
+//! the cost of many sessions sharing one program set ([`sessions_bench`]); and, in the QEMU
+//! guests (tier 1, one kernel line after the other), the kernel layer's cost on `open()`,
+//! `connect()` and `exec()` and the sessions bench ([`crate::vm`], [`vm::Suite::Bench`]).
 use std::{net::TcpListener, process::Command};
 
 use anyhow::{Context as _, bail};
 
-use crate::{sessions_bench, setup, util};
+use crate::{kernels, sessions_bench, setup, util, vm};
 
 fn per_op(out: &std::process::Output) -> anyhow::Result<f64> {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -67,6 +69,7 @@ pub(crate) enum Only {
     All,
     Sessions,
     Proxy,
+    Guests,
 }
 
 /// Every benchmark, or only the one `only` names.
@@ -79,6 +82,10 @@ pub(crate) fn run(only: Only) -> anyhow::Result<()> {
         util::cargo(&env, &["bench", "-p", "gatewayd", "--bench", "mcp_http"])?;
     }
     let bins = util::build_release(&env)?;
+    if only == Only::Guests {
+        let guests = kernels::select(&env, None)?;
+        return vm::run_suite(&env, &bins, &guests, vm::Suite::Bench).map(|_| ());
+    }
     let dir = std::env::temp_dir().join(format!("gatewayd-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     // The agent's file in a directory of its own: `gatewayd run` watches the policy's
@@ -101,6 +108,7 @@ pub(crate) fn run(only: Only) -> anyhow::Result<()> {
     match only {
         Only::Sessions => sessions_bench::run_host(&bins, &policy, &dir)?,
         Only::Proxy => crate::proxy_bench::run_host(&bins, &dir)?,
+        Only::Guests => {}
         Only::All => {
             kernel_overhead(&bins, &policy, &dir, &file)?;
             crate::bench_hook::run(&bins.gatewayd, &dir)?;
@@ -109,6 +117,10 @@ pub(crate) fn run(only: Only) -> anyhow::Result<()> {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    if only == Only::All {
+        let guests = kernels::select(&env, None)?;
+        vm::run_suite(&env, &bins, &guests, vm::Suite::Bench)?;
+    }
     Ok(())
 }
 

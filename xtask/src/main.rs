@@ -8,8 +8,9 @@
 //! - `deb`:   the Debian package (binary, systemd units, example policies, docs)
 //! - `demo`:  a scripted agent without and with `gatewayd run`
 //! - `bench`: the decision benchmark, the kernel layer's syscall overhead, `gatewayd hook`,
-//!   the session egress proxy (`--proxy`: only that one), and the cost of many sessions
-//!   sharing one program set (`--sessions`: only that one)
+//!   the session egress proxy (`--proxy`: only that one), the cost of many sessions
+//!   sharing one program set (`--sessions`: only that one), and the kernel layer's cost at
+//!   tier 1 in the QEMU guests, one kernel line after the other (`--guests`: only that one)
 #[cfg(test)]
 mod architecture_doc;
 mod bench;
@@ -62,6 +63,10 @@ enum Cmd {
         /// Only the session egress proxy bench (latency, rate, bulk transfer, memory).
         #[arg(long, conflicts_with = "sessions")]
         proxy: bool,
+        /// Only the QEMU guests' bench (BPF LSM, tier 1): `open()`, `connect()` and `exec()`
+        /// bare and under gatewayd, and many sessions, on every kernel line in turn.
+        #[arg(long, conflicts_with_all = ["sessions", "proxy"])]
+        guests: bool,
         /// Only the `gatewayd hook` bench, for this older gatewayd binary and this build in
         /// turn, twice (old against new in the same minutes).
         #[arg(long)]
@@ -81,7 +86,7 @@ fn main() -> anyhow::Result<()> {
             let env = setup::setup()?;
             let kernels = kernels::select(&env, kernel.as_deref())?;
             let bins = util::build_release(&env)?;
-            vm::run_suite(&env, &bins, &kernels).map(|_| ())
+            vm::run_suite(&env, &bins, &kernels, vm::Suite::Tests).map(|_| ())
         }
         Cmd::Deb => {
             let env = setup::setup()?;
@@ -93,10 +98,14 @@ fn main() -> anyhow::Result<()> {
             ..
         } => bench::hook_against(&old),
         Cmd::Bench {
-            sessions, proxy, ..
-        } => bench::run(match (sessions, proxy) {
-            (true, _) => bench::Only::Sessions,
-            (_, true) => bench::Only::Proxy,
+            sessions,
+            proxy,
+            guests,
+            ..
+        } => bench::run(match (sessions, proxy, guests) {
+            (true, _, _) => bench::Only::Sessions,
+            (_, true, _) => bench::Only::Proxy,
+            (_, _, true) => bench::Only::Guests,
             _ => bench::Only::All,
         }),
     }

@@ -158,7 +158,7 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &[("GATEWAYD_EXPECT_TIER", &host_tier())],
         &mut total,
     )?;
-    let guest = vm::run_suite(&env, &bins, &guests)?;
+    let guest = vm::run_suite(&env, &bins, &guests, vm::Suite::Tests)?;
     total.passed += guest.passed;
     total.failed += guest.failed;
     util::time("cargo xtask test (all)", t0);

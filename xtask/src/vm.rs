@@ -1,9 +1,10 @@
-//! The QEMU guest suite: each Debian kernel line (`kernels`, BPF LSM active) booted in turn
-//! under TCG with one busybox initramfs carrying gatewayd, the test agent and the privileged
-//! test binary, which runs as PID 1's child with `GATEWAYD_EXPECT_TIER=1` (BPF LSM must work
-//! there), then the kernel-layer benchmarks (the last one, many sessions sharing one program
-//! set, is `sessions_bench`). Results are read back from the serial console (`report`) and
-//! printed per kernel.
+//! The QEMU guests: each Debian kernel line (`kernels`, BPF LSM active) booted under TCG with
+//! one busybox initramfs carrying gatewayd and the test agent, and, for the tests
+//! ([`Suite::Tests`], the kernels side by side), the privileged test binary, which runs as
+//! PID 1's child with `GATEWAYD_EXPECT_TIER=1` (BPF LSM must work there); for the bench
+//! ([`Suite::Bench`], one kernel after the other), the kernel-layer benchmarks (the last one,
+//! many sessions sharing one program set, is `sessions_bench`). Results are read back from
+//! the serial console (`report`) and printed per kernel.
 mod report;
 
 use std::{
@@ -73,10 +74,17 @@ for c in /sys/devices/system/cpu/cpu[1-9]*/online; do echo 1 > $c || echo "GUEST
 echo "GUEST cpus online: $(cat /sys/devices/system/cpu/online)"
 echo "STAGE doctor"
 echo "DOCTOR $(/gatewayd doctor --json)"
-echo "STAGE tests"
+"#;
+
+/// The privileged suite, after `doctor` ([`Suite::Tests`]).
+const TESTS: &str = r#"echo "STAGE tests"
 /privileged --test-threads=1 GUEST_TESTS 2>&1
 echo "GUEST-EXIT $?"
-echo "STAGE bench"
+"#;
+
+/// The kernel-layer benchmarks, after `doctor` ([`Suite::Bench`]); the sessions bench
+/// ([`crate::sessions_bench::GUEST_SCRIPT`]) follows.
+const BENCH: &str = r#"echo "STAGE bench"
 # Kernel-layer cost at tier 1: a bare process and the agent under gatewayd (a policy that
 # protects one file, allows loopback egress) take turns, batch by batch, through two FIFOs
 # (`gw-testagent turns`); `report` reads `BENCH <name> bare|under <agent output line>` and sets each
@@ -118,10 +126,36 @@ policy=/tmp/bench/p.json
 # fork, exec and wait of busybox `true`: bprm_check_security, mmap_file and file_open on
 # the binary, in a session without an exec allowlist.
 turns "exec()" lead 10 exec /bin/true 20 6
-SESSIONS_BENCH
-echo "STAGE poweroff"
-poweroff -f
 "#;
+
+const POWEROFF: &str = "echo \"STAGE poweroff\"\npoweroff -f\n";
+
+/// What a guest boot runs after `doctor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Suite {
+    /// The privileged suite (`cargo xtask test`, `cargo xtask vm`). The kernels boot side by
+    /// side: each guest runs its tests one at a time, so two take the host's two cores.
+    Tests,
+    /// The kernel-layer benchmarks (`cargo xtask bench`): one kernel after the other, with
+    /// nothing beside it.
+    Bench,
+}
+
+impl Suite {
+    /// The guest's whole init script.
+    fn init_script(self) -> String {
+        let after_doctor = match self {
+            // `GATEWAYD_GUEST_TESTS=NAME`: only the tests whose names hold NAME (a
+            // developer's shortcut; `cargo xtask test` runs them all).
+            Suite::Tests => TESTS.replace(
+                "GUEST_TESTS",
+                &std::env::var("GATEWAYD_GUEST_TESTS").unwrap_or_default(),
+            ),
+            Suite::Bench => format!("{BENCH}{}", crate::sessions_bench::GUEST_SCRIPT),
+        };
+        format!("{INIT}{after_doctor}{POWEROFF}")
+    }
+}
 
 /// Guest results, over every kernel booted.
 #[derive(Debug, Default)]
@@ -283,10 +317,13 @@ fn copy_diag_modules(kernel: &GuestKernel, root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The guest's initramfs for `suite`; `test_bin` (the privileged test binary) for
+/// [`Suite::Tests`].
 fn initramfs(
     env: &Env,
     bins: &Bins,
-    test_bin: &Path,
+    suite: Suite,
+    test_bin: Option<&Path>,
     kernels: &[GuestKernel],
     out: &Path,
 ) -> anyhow::Result<()> {
@@ -296,33 +333,16 @@ fn initramfs(
         std::fs::create_dir_all(root.join(d))?;
     }
     std::fs::copy(&env.busybox, root.join("bin/busybox"))?;
-    // `GATEWAYD_GUEST_TESTS=NAME`: only the tests whose names hold NAME (a developer's
-    // shortcut; `cargo xtask test` runs them all).
-    let only = std::env::var("GATEWAYD_GUEST_TESTS").unwrap_or_default();
-    let init = INIT
-        .replace("SESSIONS_BENCH\n", crate::sessions_bench::GUEST_SCRIPT)
-        .replace("GUEST_TESTS", &only);
-    std::fs::write(root.join("init"), init)?;
+    std::fs::write(root.join("init"), suite.init_script())?;
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))?;
     copy_with_libs(&bins.gatewayd, &root, "gatewayd")?;
     copy_with_libs(&bins.testagent, &root, "gw-testagent")?;
-    copy_with_libs(&bins.escape, &root, "gw-escape")?;
-    copy_with_libs(test_bin, &root, "privileged")?;
-    // The job-control test (`terminal.rs`) runs the real bash, as a user would.
-    copy_with_libs(Path::new("/bin/bash"), &root, "bin/bash")?;
-    // The egress-by-name test's HTTPS server and certificate (`openssl s_server`, `openssl
-    // req`, which reads the configuration file) and its client (`curl`).
-    copy_with_libs(Path::new("/usr/bin/openssl"), &root, "bin/openssl")?;
-    copy_with_libs(Path::new("/usr/bin/curl"), &root, "bin/curl")?;
-    copy_l7_tools(&root)?;
-    copy_py_requests(&env.py_requests, &root)?;
     for k in kernels {
         copy_diag_modules(k, &root)?;
     }
-    for conf in ["etc/ssl/openssl.cnf", "usr/lib/ssl/openssl.cnf"] {
-        std::fs::create_dir_all(root.join(conf).parent().context("a parent")?)?;
-        std::fs::copy("/etc/ssl/openssl.cnf", root.join(conf)).context("copy openssl.cnf")?;
+    if let Some(test_bin) = test_bin {
+        copy_test_tools(env, bins, test_bin, &root)?;
     }
     let status = Command::new("sh")
         .arg("-c")
@@ -336,6 +356,26 @@ fn initramfs(
         bail!("building the initramfs failed");
     }
     std::fs::remove_dir_all(&root)?;
+    Ok(())
+}
+
+/// What the privileged suite needs beside gatewayd and the test agent: the test binary, the
+/// escape tool, and the real programs some tests run.
+fn copy_test_tools(env: &Env, bins: &Bins, test_bin: &Path, root: &Path) -> anyhow::Result<()> {
+    copy_with_libs(&bins.escape, root, "gw-escape")?;
+    copy_with_libs(test_bin, root, "privileged")?;
+    // The job-control test (`terminal.rs`) runs the real bash, as a user would.
+    copy_with_libs(Path::new("/bin/bash"), root, "bin/bash")?;
+    // The egress-by-name test's HTTPS server and certificate (`openssl s_server`, `openssl
+    // req`, which reads the configuration file) and its client (`curl`).
+    copy_with_libs(Path::new("/usr/bin/openssl"), root, "bin/openssl")?;
+    copy_with_libs(Path::new("/usr/bin/curl"), root, "bin/curl")?;
+    copy_l7_tools(root)?;
+    copy_py_requests(&env.py_requests, root)?;
+    for conf in ["etc/ssl/openssl.cnf", "usr/lib/ssl/openssl.cnf"] {
+        std::fs::create_dir_all(root.join(conf).parent().context("a parent")?)?;
+        std::fs::copy("/etc/ssl/openssl.cnf", root.join(conf)).context("copy openssl.cnf")?;
+    }
     Ok(())
 }
 
@@ -354,6 +394,7 @@ enum Console {
 /// among them) to `target/vm/qemu-<kernel>.log`.
 fn boot(
     kernel: &GuestKernel,
+    suite: Suite,
     initrd: &Path,
     work: &Path,
     console: Console,
@@ -402,7 +443,7 @@ fn boot(
         .spawn()
         .context("qemu-system-x86_64")?;
     let stdout = child.stdout.take().context("qemu stdout")?;
-    let mut run = GuestRun::new(kernel.clone());
+    let mut run = GuestRun::new(kernel.clone(), suite);
     let mut log = String::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap_or_default().replace('\r', "");
@@ -430,39 +471,70 @@ fn print_tail(path: &Path) {
     }
 }
 
-/// Builds the guest image once, boots every kernel in turn, prints the results per kernel,
-/// and fails unless every kernel passed every test (none skipped, none ignored, at least one
-/// ran) and gave every benchmark figure.
+/// Boots `kernel`, and once more with every kernel message if the first boot never reached
+/// init. Nothing of the suite ran then (seen once in CI on 6.12: QEMU ended cleanly after
+/// 5 s, no line from the kernel): not a result.
+fn boot_until_init(
+    kernel: &GuestKernel,
+    suite: Suite,
+    initrd: &Path,
+    work: &Path,
+) -> anyhow::Result<GuestRun> {
+    let run = boot(kernel, suite, initrd, work, Console::Quiet)?;
+    if run.reached_init() {
+        return Ok(run);
+    }
+    let first = run.seconds();
+    println!(
+        "NOTE guest {}: the kernel never reached init (QEMU ended after {first:.1} s); \
+         QEMU's reset log follows, then a second boot with every kernel message",
+        kernel.name
+    );
+    print_tail(&work.join(format!("qemu-{}.log", kernel.name.replace(['/', ' '], "_"))));
+    let mut run = boot(kernel, suite, initrd, work, Console::Verbose)?;
+    run.set_first_boot_failed(first);
+    Ok(run)
+}
+
+/// Builds the guest image once, boots every kernel (side by side for the tests, in turn for
+/// the bench), prints the results per kernel, and fails unless every kernel passed: for the
+/// tests, every test (none skipped, none ignored, at least one ran); for the bench, every
+/// benchmark figure.
 pub(crate) fn run_suite(
     env: &Env,
     bins: &Bins,
     kernels: &[GuestKernel],
+    suite: Suite,
 ) -> anyhow::Result<Summary> {
     let t0 = Instant::now();
-    let test_bin = build_test_binary(env)?;
+    let test_bin = match suite {
+        Suite::Tests => Some(build_test_binary(env)?),
+        Suite::Bench => None,
+    };
     let work = workspace_root().join("target/vm");
     std::fs::create_dir_all(&work)?;
     let initrd = work.join("initrd.cpio.gz");
-    initramfs(env, bins, &test_bin, kernels, &initrd)?;
-    util::time("guest image (privileged test binary + initramfs)", t0);
-    let mut runs = Vec::new();
-    for k in kernels {
-        let mut run = boot(k, &initrd, &work, Console::Quiet)?;
-        if !run.reached_init() {
-            // Nothing of the suite ran: not a test result. Seen once in CI on 6.12 (QEMU ended
-            // cleanly after 5 s, no line from the kernel). Boot again, saying everything.
-            let first = run.seconds();
-            println!(
-                "NOTE guest {}: the kernel never reached init (QEMU ended after {first:.1} s); \
-                 QEMU's reset log follows, then a second boot with every kernel message",
-                k.name
-            );
-            print_tail(&work.join(format!("qemu-{}.log", k.name.replace(['/', ' '], "_"))));
-            run = boot(k, &initrd, &work, Console::Verbose)?;
-            run.set_first_boot_failed(first);
-        }
-        runs.push(run);
-    }
+    initramfs(env, bins, suite, test_bin.as_deref(), kernels, &initrd)?;
+    util::time("guest image (initramfs)", t0);
+    let runs = match suite {
+        Suite::Tests => std::thread::scope(|scope| {
+            let booting: Vec<_> = kernels
+                .iter()
+                .map(|k| scope.spawn(|| boot_until_init(k, suite, &initrd, &work)))
+                .collect();
+            booting
+                .into_iter()
+                .map(|b| {
+                    b.join()
+                        .unwrap_or_else(|_| bail!("a guest's thread panicked"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()
+        })?,
+        Suite::Bench => kernels
+            .iter()
+            .map(|k| boot_until_init(k, suite, &initrd, &work))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    };
     report::print(&runs);
     let mut s = Summary::default();
     let mut failed = Vec::new();
@@ -475,7 +547,11 @@ pub(crate) fn run_suite(
     }
     if !failed.is_empty() {
         bail!(
-            "guest suite failed on {} of {} kernel(s) (see target/vm/console-*.log):\n  {}",
+            "guest {} failed on {} of {} kernel(s) (see target/vm/console-*.log):\n  {}",
+            match suite {
+                Suite::Tests => "suite",
+                Suite::Bench => "bench",
+            },
             failed.len(),
             runs.len(),
             failed.join("\n  ")

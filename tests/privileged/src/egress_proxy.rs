@@ -388,7 +388,7 @@ fn learn_by_name(dir: &Scratch, cert: &Path) {
 }
 
 /// The resolver of the test below: an address of its own (the other tests' resolvers stay
-/// bound for the test process's life: `.53` above, `.54` egress_l7's, `.72`-`.74` canary's).
+/// bound for the test process's life: `.53` above, `.54` the one of `egress_l7`, `.72` to `.74` those of `canary`).
 const DNS_IP_PLAIN: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 55);
 
 /// A list of plain `host` entries, as the starter writes (`gatewayd policy init`): with

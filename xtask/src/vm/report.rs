@@ -1,10 +1,11 @@
 //! What one guest boot printed on its console, read line by line, and the per-kernel table
-//! `cargo xtask test` ends its guest stage with. The guest's `init` (vm.rs) marks its stages
+//! `cargo xtask test` (and `cargo xtask bench`) ends its guest stage with. The guest's `init` (vm.rs) marks its stages
 //! (`STAGE <name>`), prints `gatewayd doctor --json` (`DOCTOR <json>`), the test harness's
 //! output (with the tests' `KERNEL-NOTE` lines), `GUEST-EXIT <code>` and the benchmarks
 //! (`BENCH <name> bare|under <agent output>`, and the sessions bench's own `BENCH` lines).
 use std::time::Instant;
 
+use super::Suite;
 use crate::{kernels::GuestKernel, sessions_bench, util};
 
 /// One benchmark's rounds: in each, a new bare process and a new agent under gatewayd ran
@@ -62,6 +63,8 @@ impl Bench {
 #[derive(Debug)]
 pub(super) struct GuestRun {
     pub kernel: GuestKernel,
+    /// What the guest ran after `doctor`.
+    suite: Suite,
     /// `uname -r` in the guest.
     pub release: Option<String>,
     pub doctor: Option<serde_json::Value>,
@@ -84,9 +87,10 @@ pub(super) struct GuestRun {
 }
 
 impl GuestRun {
-    pub(super) fn new(kernel: GuestKernel) -> GuestRun {
+    pub(super) fn new(kernel: GuestKernel, suite: Suite) -> GuestRun {
         GuestRun {
             kernel,
+            suite,
             release: None,
             doctor: None,
             passed: 0,
@@ -218,9 +222,16 @@ impl GuestRun {
         Some((ok, progs.len()))
     }
 
-    /// Whether this kernel passed: every test, at least one, the guest finished the suite,
-    /// and every benchmark has both figures.
+    /// Whether this kernel passed: for the tests, every test, at least one, and the guest
+    /// finished the suite; for the bench, every benchmark has its figures.
     pub(super) fn verdict(&self) -> Result<(), String> {
+        match self.suite {
+            Suite::Tests => self.tests_verdict(),
+            Suite::Bench => self.bench_verdict(),
+        }
+    }
+
+    fn tests_verdict(&self) -> Result<(), String> {
         match self.guest_exit {
             None => return Err("the guest did not finish the suite".into()),
             Some(code) if code != 0 || self.failed > 0 => {
@@ -235,6 +246,10 @@ impl GuestRun {
         if !self.result_line || self.passed == 0 {
             return Err("the guest ran no tests".into());
         }
+        Ok(())
+    }
+
+    fn bench_verdict(&self) -> Result<(), String> {
         if self.bench.is_empty() {
             return Err("no benchmark figures".into());
         }
@@ -280,10 +295,12 @@ pub(super) fn print(runs: &[GuestRun]) {
         }
     }
     print_features_and_notes(runs);
-    print_bench(runs);
-    for r in runs {
-        sessions_bench::Results::from_lines(&r.sessions)
-            .print(&format!("guest {} (tier 1, TCG)", r.kernel.name));
+    if runs.iter().any(|r| r.suite == Suite::Bench) {
+        print_bench(runs);
+        for r in runs {
+            sessions_bench::Results::from_lines(&r.sessions)
+                .print(&format!("guest {} (tier 1, TCG)", r.kernel.name));
+        }
     }
 }
 
@@ -358,12 +375,15 @@ fn print_bench(runs: &[GuestRun]) {
 mod tests {
     use super::*;
 
-    fn run_of(console: &str) -> GuestRun {
-        let mut r = GuestRun::new(GuestKernel {
-            name: "6.1".into(),
-            source: "linux-image-6.1.0-57-cloud-amd64".into(),
-            vmlinuz: "/nonexistent".into(),
-        });
+    fn run_of(suite: Suite, console: &str) -> GuestRun {
+        let mut r = GuestRun::new(
+            GuestKernel {
+                name: "6.1".into(),
+                source: "linux-image-6.1.0-57-cloud-amd64".into(),
+                vmlinuz: "/nonexistent".into(),
+            },
+            suite,
+        );
         for line in console.lines() {
             r.take_line(line);
         }
@@ -379,6 +399,11 @@ test features::x ... KERNEL-NOTE cgroup/connect_unix absent
 ok
 test result: ok. 22 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s
 GUEST-EXIT 0
+STAGE poweroff";
+
+    const BENCHED: &str = "\u{1b}c\u{1b}[?7lGUEST kernel 6.1.0-57-cloud-amd64; lsm=bpf
+STAGE doctor
+DOCTOR {\"tier\":1}
 STAGE bench
 BENCH open() bare OK turns: 3 turns of 1000, ns each: 100 200 300
 BENCH open() under OK turns: 3 turns of 1000, ns each: 165 300 330
@@ -396,12 +421,20 @@ STAGE poweroff";
 
     #[test]
     fn reads_a_passing_guest() {
-        let r = run_of(PASSING);
+        let r = run_of(Suite::Tests, PASSING);
         assert_eq!(r.release.as_deref(), Some("6.1.0-57-cloud-amd64"));
         assert_eq!(r.tier(), Some(1));
         assert_eq!(r.programs(), Some((2, 3)));
         assert_eq!((r.passed, r.failed), (22, 0));
         assert_eq!(r.notes, ["cgroup/connect_unix absent"]);
+        assert_eq!(r.verdict(), Ok(()));
+        // The same console read as a bench: it measured nothing.
+        assert!(run_of(Suite::Bench, PASSING).verdict().is_err());
+    }
+
+    #[test]
+    fn reads_a_benched_guest() {
+        let r = run_of(Suite::Bench, BENCHED);
         assert_eq!(r.bench.len(), 1, "the sessions bench's lines are its own");
         assert_eq!(r.sessions.len(), 7);
         assert_eq!(r.bench[0].name, "open()");
@@ -416,6 +449,8 @@ STAGE poweroff";
         assert!((median - 1.1).abs() < 1e-9, "{median}");
         assert!((best - 1.65).abs() < 1e-9, "{best}");
         assert_eq!(r.verdict(), Ok(()));
+        // Read as the tests: none ran.
+        assert!(run_of(Suite::Tests, BENCHED).verdict().is_err());
     }
 
     #[test]
@@ -424,14 +459,18 @@ STAGE poweroff";
             "ok. 22 passed; 0 failed; 0 ignored",
             "FAILED. 21 passed; 1 failed; 0 ignored",
         );
-        assert!(run_of(&failed).verdict().is_err());
+        assert!(run_of(Suite::Tests, &failed).verdict().is_err());
         let ignored = PASSING.replace("0 ignored", "1 ignored");
-        assert!(run_of(&ignored).verdict().is_err());
+        assert!(run_of(Suite::Tests, &ignored).verdict().is_err());
         let cut = &PASSING[..PASSING.find("GUEST-EXIT").unwrap()];
-        assert!(run_of(cut).verdict().is_err());
-        let no_under = PASSING.replace("under OK", "under FAIL");
-        assert!(run_of(&no_under).verdict().is_err());
-        let no_inside_at_32 = PASSING.replace("32 inside OK", "32 inside FAIL");
-        assert!(run_of(&no_inside_at_32).verdict().is_err());
+        assert!(run_of(Suite::Tests, cut).verdict().is_err());
+    }
+
+    #[test]
+    fn a_bench_without_a_figure_fails() {
+        let no_under = BENCHED.replace("under OK", "under FAIL");
+        assert!(run_of(Suite::Bench, &no_under).verdict().is_err());
+        let no_inside_at_32 = BENCHED.replace("32 inside OK", "32 inside FAIL");
+        assert!(run_of(Suite::Bench, &no_inside_at_32).verdict().is_err());
     }
 }
