@@ -129,36 +129,13 @@ pub(crate) fn all() -> anyhow::Result<()> {
         &[],
         &mut total,
     )?;
-    // The README's first command, as a user runs it (it fails unless the bare agent stole
-    // the key and the one under gatewayd did not).
-    let t = Instant::now();
-    crate::demo::run()?;
-    util::time("cargo xtask demo", t);
-    cargo_test(
-        &env,
-        "packaging tests",
-        &[&util::PACKAGING_TESTS[..], &["--", "--test-threads=1"]].concat(),
-        &[("GATEWAYD_DEB", &package.to_string_lossy())],
-        &mut total,
-    )?;
-    cargo_test(
-        &env,
-        "privileged host tests",
-        &[&util::PRIVILEGED_TESTS[..], &["--", "--test-threads=1"]].concat(),
-        &[
-            ("GATEWAYD_EXPECT_TIER", &host_tier()),
-            ("GATEWAYD_PY_REQUESTS", &*env.py_requests.to_string_lossy()),
-        ],
-        &mut total,
-    )?;
-    cargo_test(
-        &env,
-        "real agent hosts",
-        &[&util::HOST_TESTS[..], &["--", "--test-threads=1"]].concat(),
-        &[("GATEWAYD_EXPECT_TIER", &host_tier())],
-        &mut total,
-    )?;
-    let guest = vm::run_suite(&env, &bins, &guests, vm::Suite::Tests)?;
+    // The guests boot in the background from here, below the host's stages (their results
+    // come last, whatever the host's stages give).
+    let guests = vm::start_tests(&env, &bins, &guests)?;
+    let host = host_stages(&env, &package, &mut total);
+    let guest = guests.finish();
+    host?;
+    let guest = guest?;
     total.passed += guest.passed;
     total.failed += guest.failed;
     util::time("cargo xtask test (all)", t0);
@@ -177,4 +154,38 @@ pub(crate) fn all() -> anyhow::Result<()> {
     }
     println!("{} passed, {} failed", total.passed, total.failed);
     Ok(())
+}
+
+/// The host's stages after the unit tests: the demo, the package's tests, the privileged
+/// tests and the real agent hosts.
+fn host_stages(env: &Env, package: &std::path::Path, total: &mut Counts) -> anyhow::Result<()> {
+    // The README's first command, as a user runs it (it fails unless the bare agent stole
+    // the key and the one under gatewayd did not).
+    let t = Instant::now();
+    crate::demo::run()?;
+    util::time("cargo xtask demo", t);
+    cargo_test(
+        env,
+        "packaging tests",
+        &[&util::PACKAGING_TESTS[..], &["--", "--test-threads=1"]].concat(),
+        &[("GATEWAYD_DEB", &package.to_string_lossy())],
+        total,
+    )?;
+    cargo_test(
+        env,
+        "privileged host tests",
+        &[&util::PRIVILEGED_TESTS[..], &["--", "--test-threads=1"]].concat(),
+        &[
+            ("GATEWAYD_EXPECT_TIER", &host_tier()),
+            ("GATEWAYD_PY_REQUESTS", &*env.py_requests.to_string_lossy()),
+        ],
+        total,
+    )?;
+    cargo_test(
+        env,
+        "real agent hosts",
+        &[&util::HOST_TESTS[..], &["--", "--test-threads=1"]].concat(),
+        &[("GATEWAYD_EXPECT_TIER", &host_tier())],
+        total,
+    )
 }

@@ -5,6 +5,7 @@
 //! ([`Suite::Bench`], one kernel after the other), the kernel-layer benchmarks (the last one,
 //! many sessions sharing one program set, is `sessions_bench`). Results are read back from
 //! the serial console (`report`) and printed per kernel.
+mod image;
 mod report;
 
 use std::{
@@ -164,219 +165,17 @@ pub(crate) struct Summary {
     pub failed: u32,
 }
 
-/// Builds the privileged test binary (release) and returns its path.
-fn build_test_binary(env: &Env) -> anyhow::Result<PathBuf> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .arg("test")
-        .args(util::PRIVILEGED_TESTS)
-        .args(["--no-run", "--message-format=json"])
-        .current_dir(workspace_root())
-        .env("PATH", env.path_var())
-        .env_remove("GATEWAYD_EBPF_STUB")
-        .stderr(Stdio::inherit())
-        .output()
-        .context("cargo test --no-run")?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let messages = || {
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-    };
-    if !out.status.success() {
-        // With JSON messages, the compiler's errors are on stdout: show them.
-        for m in messages().filter(|v| v["reason"] == "compiler-message") {
-            print!("{}", m["message"]["rendered"].as_str().unwrap_or(""));
-        }
-        bail!("building the privileged test binary failed");
-    }
-    messages()
-        .filter(|v| v["target"]["name"] == "privileged")
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .context("cargo did not report the privileged test executable")
+/// Whether a boot's console is printed as it runs, or only kept in its file (a boot in the
+/// background, under `nice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shown {
+    Live,
+    Kept,
 }
 
-fn copy_with_libs(src: &Path, root: &Path, name: &str) -> anyhow::Result<()> {
-    std::fs::copy(src, root.join(name)).with_context(|| format!("copy {}", src.display()))?;
-    let ldd = Command::new("ldd").arg(src).output().context("ldd")?;
-    for lib in String::from_utf8_lossy(&ldd.stdout)
-        .split_whitespace()
-        .filter(|w| w.starts_with('/'))
-    {
-        let dest = root.join(lib.trim_start_matches('/'));
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::copy(lib, &dest).with_context(|| format!("copy {lib}"))?;
-    }
-    Ok(())
-}
-
-/// The inspected-egress test's server and clients (`egress_l7.rs`): Debian's Python with its
-/// standard library (no tests, no GUI; each extension module with its libraries) for the
-/// HTTPS server, `node`, and `git` with the helpers it runs from its exec path
-/// (`git http-backend`, `git remote-https`).
-fn copy_l7_tools(root: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(root.join("usr/bin"))?;
-    copy_with_libs(Path::new("/usr/bin/python3"), root, "usr/bin/python3")?;
-    let lib = "usr/lib/python3.11";
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "tar -C / -cf - --exclude=__pycache__ --exclude='{lib}/test' --exclude='{lib}/idlelib' \
-             --exclude='{lib}/tkinter' --exclude='{lib}/turtledemo' --exclude='{lib}/ensurepip' \
-             --exclude='{lib}/lib2to3' --exclude='{lib}/config-*' {lib} | tar -C '{}' -xf -",
-            root.display()
-        ))
-        .status()?;
-    if !status.success() {
-        bail!("copying Python's standard library failed");
-    }
-    let dynload = Path::new("/").join(lib).join("lib-dynload");
-    for e in std::fs::read_dir(&dynload).context("lib-dynload")? {
-        let path = e?.path();
-        let rel = path.strip_prefix("/").context("absolute")?;
-        copy_with_libs(&path, root, &rel.display().to_string())?;
-    }
-    // Node for the Node client, as the host has it (`setup` installs it).
-    let node = util::which("node").context("node, for the inspected-egress test's Node client")?;
-    copy_with_libs(&node, root, "bin/node")?;
-    copy_with_libs(Path::new("/usr/bin/git"), root, "bin/git")?;
-    std::fs::create_dir_all(root.join("usr/lib/git-core"))?;
-    for helper in ["git-http-backend", "git-remote-http", "git-remote-https"] {
-        let from = Path::new("/usr/lib/git-core").join(helper);
-        copy_with_libs(&from, root, &format!("usr/lib/git-core/{helper}"))?;
-    }
-    // The commands git runs by name (a local clone's `git-upload-pack`), as Debian has them:
-    // git itself, which takes its command from its name.
-    for name in ["git-upload-pack", "git-receive-pack", "git-upload-archive"] {
-        std::os::unix::fs::symlink("/bin/git", root.join("bin").join(name))?;
-        std::os::unix::fs::symlink("/bin/git", root.join("usr/lib/git-core").join(name))?;
-    }
-    Ok(())
-}
-
-/// Python's `requests` and the packages it needs, and the OTLP definitions, from the venv
-/// (`setup.rs`), into `/py-requests` (the inspected-egress test's Python client, the fleet
-/// test's OTLP receiver; `GATEWAYD_PY_REQUESTS`).
-fn copy_py_requests(site: &Path, root: &Path) -> anyhow::Result<()> {
-    let to = root.join("py-requests");
-    std::fs::create_dir_all(&to)?;
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "tar -C '{}' -cf - --exclude=__pycache__ {} | tar -C '{}' -xf -",
-            site.display(),
-            crate::setup::PY_REQUESTS_PACKAGES.join(" "),
-            to.display()
-        ))
-        .status()?;
-    if !status.success() {
-        bail!("copying Python's requests from {} failed", site.display());
-    }
-    Ok(())
-}
-
-/// The socket diagnostics modules for TCP (`inet_diag`, `tcp_diag`) of a Debian kernel
-/// package, under `/modules/<release>/`, uncompressed (the init loads them): the egress
-/// proxy needs them, and the guests have no module loader. A kernel given by path has none.
-fn copy_diag_modules(kernel: &GuestKernel, root: &Path) -> anyhow::Result<()> {
-    let Some(release) = kernel
-        .vmlinuz
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("vmlinuz-"))
-    else {
-        return Ok(());
-    };
-    let Some(package) = kernel.vmlinuz.parent().and_then(Path::parent) else {
-        return Ok(());
-    };
-    let from = package
-        .join("lib/modules")
-        .join(release)
-        .join("kernel/net/ipv4");
-    let to = root.join("modules").join(release);
-    std::fs::create_dir_all(&to)?;
-    for m in ["inet_diag.ko", "tcp_diag.ko"] {
-        let xz = from.join(format!("{m}.xz"));
-        if from.join(m).is_file() {
-            std::fs::copy(from.join(m), to.join(m)).with_context(|| format!("copy {m}"))?;
-        } else if xz.is_file() {
-            // 6.12's are compressed, and busybox's insmod takes them plain.
-            let out = Command::new("xz")
-                .arg("-dc")
-                .arg(&xz)
-                .output()
-                .context("xz")?;
-            if !out.status.success() {
-                bail!("xz -dc {}: {}", xz.display(), out.status);
-            }
-            std::fs::write(to.join(m), out.stdout)?;
-        }
-    }
-    Ok(())
-}
-
-/// The guest's initramfs for `suite`; `test_bin` (the privileged test binary) for
-/// [`Suite::Tests`].
-fn initramfs(
-    env: &Env,
-    bins: &Bins,
-    suite: Suite,
-    test_bin: Option<&Path>,
-    kernels: &[GuestKernel],
-    out: &Path,
-) -> anyhow::Result<()> {
-    let root = out.with_extension("root");
-    let _ = std::fs::remove_dir_all(&root);
-    for d in ["bin", "proc", "sys", "dev", "tmp", "root"] {
-        std::fs::create_dir_all(root.join(d))?;
-    }
-    std::fs::copy(&env.busybox, root.join("bin/busybox"))?;
-    std::fs::write(root.join("init"), suite.init_script())?;
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(root.join("init"), std::fs::Permissions::from_mode(0o755))?;
-    copy_with_libs(&bins.gatewayd, &root, "gatewayd")?;
-    copy_with_libs(&bins.testagent, &root, "gw-testagent")?;
-    for k in kernels {
-        copy_diag_modules(k, &root)?;
-    }
-    if let Some(test_bin) = test_bin {
-        copy_test_tools(env, bins, test_bin, &root)?;
-    }
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "cd '{}' && find . | cpio -o -H newc --quiet | gzip -1 > '{}'",
-            root.display(),
-            out.display()
-        ))
-        .status()?;
-    if !status.success() {
-        bail!("building the initramfs failed");
-    }
-    std::fs::remove_dir_all(&root)?;
-    Ok(())
-}
-
-/// What the privileged suite needs beside gatewayd and the test agent: the test binary, the
-/// escape tool, and the real programs some tests run.
-fn copy_test_tools(env: &Env, bins: &Bins, test_bin: &Path, root: &Path) -> anyhow::Result<()> {
-    copy_with_libs(&bins.escape, root, "gw-escape")?;
-    copy_with_libs(test_bin, root, "privileged")?;
-    // The job-control test (`terminal.rs`) runs the real bash, as a user would.
-    copy_with_libs(Path::new("/bin/bash"), root, "bin/bash")?;
-    // The egress-by-name test's HTTPS server and certificate (`openssl s_server`, `openssl
-    // req`, which reads the configuration file) and its client (`curl`).
-    copy_with_libs(Path::new("/usr/bin/openssl"), root, "bin/openssl")?;
-    copy_with_libs(Path::new("/usr/bin/curl"), root, "bin/curl")?;
-    copy_l7_tools(root)?;
-    copy_py_requests(&env.py_requests, root)?;
-    for conf in ["etc/ssl/openssl.cnf", "usr/lib/ssl/openssl.cnf"] {
-        std::fs::create_dir_all(root.join(conf).parent().context("a parent")?)?;
-        std::fs::copy("/etc/ssl/openssl.cnf", root.join(conf)).context("copy openssl.cnf")?;
-    }
-    Ok(())
+/// The file name part of `kernel`'s logs.
+fn log_name(kernel: &GuestKernel) -> String {
+    kernel.name.replace(['/', ' '], "_")
 }
 
 /// How much the guest kernel says on its console.
@@ -397,13 +196,15 @@ fn boot(
     suite: Suite,
     initrd: &Path,
     work: &Path,
-    console: Console,
+    (console, shown): (Console, Shown),
 ) -> anyhow::Result<GuestRun> {
-    println!(
-        ">>> QEMU guest suite, kernel {} ({}), console below",
-        kernel.name, kernel.source
-    );
-    let name = kernel.name.replace(['/', ' '], "_");
+    if shown == Shown::Live {
+        println!(
+            ">>> QEMU guest suite, kernel {} ({}), console below",
+            kernel.name, kernel.source
+        );
+    }
+    let name = log_name(kernel);
     let qemu_log = work.join(format!("qemu-{name}.log"));
     let append = match console {
         Console::Quiet => "console=ttyS0 panic=-1 quiet",
@@ -412,19 +213,15 @@ fn boot(
     let t0 = Instant::now();
     // The whole guest: boot, the suite and the bench. Under TCG with the host busy (builds
     // beside it) the suite alone took 754 s of 900 and the bench was cut off.
-    let mut child = Command::new("timeout")
-        .args([
-            "1800",
-            "qemu-system-x86_64",
-            "-accel",
-            "tcg",
-            "-cpu",
-            "max",
-            "-m",
-            "1024",
-            "-smp",
-            "2",
-        ])
+    // In the background, below the host's own stages.
+    let mut run_qemu: Vec<&str> = match shown {
+        Shown::Live => Vec::new(),
+        Shown::Kept => vec!["nice", "-n", "10"],
+    };
+    run_qemu.extend(["timeout", "1800", "qemu-system-x86_64"]);
+    let mut child = Command::new(run_qemu[0])
+        .args(&run_qemu[1..])
+        .args(["-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "2"])
         .args([
             "-nographic",
             "-no-reboot",
@@ -447,7 +244,9 @@ fn boot(
     let mut log = String::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.unwrap_or_default().replace('\r', "");
-        println!("guest {}| {line}", kernel.name);
+        if shown == Shown::Live {
+            println!("guest {}| {line}", kernel.name);
+        }
         log.push_str(&line);
         log.push('\n');
         run.take_line(&line);
@@ -462,12 +261,12 @@ fn boot(
     Ok(run)
 }
 
-/// The last lines of QEMU's log, if any.
-fn print_tail(path: &Path) {
+/// The last `n` lines of a log, if any, each after `prefix| `.
+fn print_tail(path: &Path, n: usize, prefix: &str) {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    for l in &lines[lines.len().saturating_sub(40)..] {
-        println!("qemu| {l}");
+    for l in &lines[lines.len().saturating_sub(n)..] {
+        println!("{prefix}| {l}");
     }
 }
 
@@ -479,8 +278,9 @@ fn boot_until_init(
     suite: Suite,
     initrd: &Path,
     work: &Path,
+    shown: Shown,
 ) -> anyhow::Result<GuestRun> {
-    let run = boot(kernel, suite, initrd, work, Console::Quiet)?;
+    let run = boot(kernel, suite, initrd, work, (Console::Quiet, shown))?;
     if run.reached_init() {
         return Ok(run);
     }
@@ -490,37 +290,51 @@ fn boot_until_init(
          QEMU's reset log follows, then a second boot with every kernel message",
         kernel.name
     );
-    print_tail(&work.join(format!("qemu-{}.log", kernel.name.replace(['/', ' '], "_"))));
-    let mut run = boot(kernel, suite, initrd, work, Console::Verbose)?;
+    print_tail(
+        &work.join(format!("qemu-{}.log", log_name(kernel))),
+        40,
+        "qemu",
+    );
+    let mut run = boot(kernel, suite, initrd, work, (Console::Verbose, shown))?;
     run.set_first_boot_failed(first);
     Ok(run)
 }
 
-/// Builds the guest image once, boots every kernel (side by side for the tests, in turn for
-/// the bench), prints the results per kernel, and fails unless every kernel passed: for the
-/// tests, every test (none skipped, none ignored, at least one ran); for the bench, every
-/// benchmark figure.
-pub(crate) fn run_suite(
+/// The guest image for `suite` (`target/vm/initrd.cpio.gz`), and the directory its boots
+/// keep their logs in.
+fn image(
     env: &Env,
     bins: &Bins,
     kernels: &[GuestKernel],
     suite: Suite,
-) -> anyhow::Result<Summary> {
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     let t0 = Instant::now();
     let test_bin = match suite {
-        Suite::Tests => Some(build_test_binary(env)?),
+        Suite::Tests => Some(image::build_test_binary(env)?),
         Suite::Bench => None,
     };
     let work = workspace_root().join("target/vm");
     std::fs::create_dir_all(&work)?;
     let initrd = work.join("initrd.cpio.gz");
-    initramfs(env, bins, suite, test_bin.as_deref(), kernels, &initrd)?;
+    image::initramfs(env, bins, suite, test_bin.as_deref(), kernels, &initrd)?;
     util::time("guest image (initramfs)", t0);
-    let runs = match suite {
+    Ok((initrd, work))
+}
+
+/// Boots every kernel: side by side for the tests (each guest runs its tests one at a
+/// time), one after the other for the bench.
+fn boot_all(
+    kernels: &[GuestKernel],
+    suite: Suite,
+    initrd: &Path,
+    work: &Path,
+    shown: Shown,
+) -> anyhow::Result<Vec<GuestRun>> {
+    match suite {
         Suite::Tests => std::thread::scope(|scope| {
             let booting: Vec<_> = kernels
                 .iter()
-                .map(|k| scope.spawn(|| boot_until_init(k, suite, &initrd, &work)))
+                .map(|k| scope.spawn(move || boot_until_init(k, suite, initrd, work, shown)))
                 .collect();
             booting
                 .into_iter()
@@ -528,20 +342,32 @@ pub(crate) fn run_suite(
                     b.join()
                         .unwrap_or_else(|_| bail!("a guest's thread panicked"))
                 })
-                .collect::<anyhow::Result<Vec<_>>>()
-        })?,
+                .collect()
+        }),
         Suite::Bench => kernels
             .iter()
-            .map(|k| boot_until_init(k, suite, &initrd, &work))
-            .collect::<anyhow::Result<Vec<_>>>()?,
-    };
-    report::print(&runs);
+            .map(|k| boot_until_init(k, suite, initrd, work, shown))
+            .collect(),
+    }
+}
+
+/// Prints the results per kernel (with the end of the console of a kernel that failed when
+/// it was not shown as it ran), and fails unless every kernel passed: for the tests, every
+/// test (none skipped, none ignored, at least one ran); for the bench, every benchmark
+/// figure.
+fn conclude(runs: &[GuestRun], suite: Suite, work: &Path, shown: Shown) -> anyhow::Result<Summary> {
+    report::print(runs);
     let mut s = Summary::default();
     let mut failed = Vec::new();
-    for r in &runs {
+    for r in runs {
         s.passed += r.passed;
         s.failed += r.failed;
         if let Err(why) = r.verdict() {
+            if shown == Shown::Kept {
+                let console = work.join(format!("console-{}.log", log_name(&r.kernel)));
+                println!("=== the end of guest {}'s console ===", r.kernel.name);
+                print_tail(&console, 120, &format!("guest {}", r.kernel.name));
+            }
             failed.push(format!("{}: {why}", r.kernel.name));
         }
     }
@@ -558,4 +384,64 @@ pub(crate) fn run_suite(
         );
     }
     Ok(s)
+}
+
+/// Builds the guest image once, boots every kernel with its console shown as it runs, and
+/// concludes ([`conclude`]).
+pub(crate) fn run_suite(
+    env: &Env,
+    bins: &Bins,
+    kernels: &[GuestKernel],
+    suite: Suite,
+) -> anyhow::Result<Summary> {
+    let (initrd, work) = image(env, bins, kernels, suite)?;
+    let runs = boot_all(kernels, suite, &initrd, &work, Shown::Live)?;
+    conclude(&runs, suite, &work, Shown::Live)
+}
+
+/// The test suite's guests, booting in the background while `cargo xtask test` runs the
+/// host's stages: QEMU at a lower priority (`nice`), so the host's tests keep the CPU they
+/// need and the guests take what is left; the consoles are kept in `target/vm/`, not shown.
+pub(crate) struct Background {
+    t0: Instant,
+    work: PathBuf,
+    booting: std::thread::JoinHandle<anyhow::Result<Vec<GuestRun>>>,
+}
+
+/// Builds the test image and starts the guests in the background ([`Background`]).
+pub(crate) fn start_tests(
+    env: &Env,
+    bins: &Bins,
+    kernels: &[GuestKernel],
+) -> anyhow::Result<Background> {
+    let (initrd, work) = image(env, bins, kernels, Suite::Tests)?;
+    println!(
+        ">>> QEMU guest suite in the background (kernels {}): its results come last",
+        kernels
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let kernels = kernels.to_vec();
+    let at = work.clone();
+    let booting =
+        std::thread::spawn(move || boot_all(&kernels, Suite::Tests, &initrd, &at, Shown::Kept));
+    Ok(Background {
+        t0: Instant::now(),
+        work,
+        booting,
+    })
+}
+
+impl Background {
+    /// Waits for every guest to end, and concludes ([`conclude`]).
+    pub(crate) fn finish(self) -> anyhow::Result<Summary> {
+        let runs = self
+            .booting
+            .join()
+            .unwrap_or_else(|_| bail!("the guests' thread panicked"))?;
+        util::time("QEMU guests (in the background, wall)", self.t0);
+        conclude(&runs, Suite::Tests, &self.work, Shown::Kept)
+    }
 }
