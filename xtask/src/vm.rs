@@ -135,7 +135,8 @@ const POWEROFF: &str = "echo \"STAGE poweroff\"\npoweroff -f\n";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Suite {
     /// The privileged suite (`cargo xtask test`, `cargo xtask vm`). The kernels boot side by
-    /// side: each guest runs its tests one at a time, so two take the host's two cores.
+    /// side: each guest runs its tests one at a time (in `cargo xtask test`, in the
+    /// background of the host's stages: [`Background`]).
     Tests,
     /// The kernel-layer benchmarks (`cargo xtask bench`): one kernel after the other, with
     /// nothing beside it.
@@ -173,9 +174,13 @@ enum Shown {
     Kept,
 }
 
-/// The file name part of `kernel`'s logs.
-fn log_name(kernel: &GuestKernel) -> String {
-    kernel.name.replace(['/', ' '], "_")
+/// `kernel`'s log of one kind in `work`: `console` (what its console printed) or `qemu`
+/// (QEMU's resets and guest errors).
+fn log_file(work: &Path, kind: &str, kernel: &GuestKernel) -> PathBuf {
+    work.join(format!(
+        "{kind}-{}.log",
+        kernel.name.replace(['/', ' '], "_")
+    ))
 }
 
 /// How much the guest kernel says on its console.
@@ -204,8 +209,7 @@ fn boot(
             kernel.name, kernel.source
         );
     }
-    let name = log_name(kernel);
-    let qemu_log = work.join(format!("qemu-{name}.log"));
+    let qemu_log = log_file(work, "qemu", kernel);
     let append = match console {
         Console::Quiet => "console=ttyS0 panic=-1 quiet",
         Console::Verbose => "console=ttyS0 earlyprintk=serial,ttyS0,115200 panic=-1",
@@ -253,7 +257,7 @@ fn boot(
     }
     let status = child.wait()?;
     run.finish();
-    std::fs::write(work.join(format!("console-{name}.log")), &log)?;
+    std::fs::write(log_file(work, "console", kernel), &log)?;
     util::time(
         &format!("QEMU guest {} (all stages, {status})", kernel.name),
         t0,
@@ -290,11 +294,7 @@ fn boot_until_init(
          QEMU's reset log follows, then a second boot with every kernel message",
         kernel.name
     );
-    print_tail(
-        &work.join(format!("qemu-{}.log", log_name(kernel))),
-        40,
-        "qemu",
-    );
+    print_tail(&log_file(work, "qemu", kernel), 40, "qemu");
     let mut run = boot(kernel, suite, initrd, work, (Console::Verbose, shown))?;
     run.set_first_boot_failed(first);
     Ok(run)
@@ -364,8 +364,8 @@ fn conclude(runs: &[GuestRun], suite: Suite, work: &Path, shown: Shown) -> anyho
         s.failed += r.failed;
         if let Err(why) = r.verdict() {
             if shown == Shown::Kept {
-                let console = work.join(format!("console-{}.log", log_name(&r.kernel)));
                 println!("=== the end of guest {}'s console ===", r.kernel.name);
+                let console = log_file(work, "console", &r.kernel);
                 print_tail(&console, 120, &format!("guest {}", r.kernel.name));
             }
             failed.push(format!("{}: {why}", r.kernel.name));

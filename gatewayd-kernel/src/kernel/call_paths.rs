@@ -65,12 +65,13 @@ fn outside(path: &Path, right: u32, spec: &KernelSpec) -> bool {
 }
 
 /// Why the session's Landlock ruleset refused `call` on `path` (absolute, cleaned) with
-/// `EACCES`: an exec of a file not in the exec allowlist (by identity), or, without one,
-/// outside every readable root; an open outside every readable root, a `creat` or `truncate` outside every writable root (a call that makes,
-/// removes or renames a name is judged by its directory: [`outside_writable_dir`]). `None`
-/// when the roots and the allowlist allow it, so the file's own permissions refused it; also
-/// for an open inside a readable root but outside the writable ones (the event does not carry
-/// the open's flags, so a refused write cannot be told from a refused read there).
+/// `EACCES`: an exec of a file not in the exec allowlist (by identity); without one, an exec
+/// or an open outside every readable root; a `creat` or `truncate` outside every writable
+/// root (a call that makes, removes or renames a name is judged by its directory:
+/// [`outside_writable_dir`]). `None` when the roots and the allowlist allow it, so the
+/// file's own permissions refused it; also for an open inside a readable root but outside the
+/// writable ones (the event does not carry the open's flags, so a refused write cannot be
+/// told from a refused read there).
 pub(crate) fn landlock_reason(path: &Path, call: &str, spec: &KernelSpec) -> Option<Reason> {
     match call {
         // With an exec allowlist, Landlock runs what it lists; without one, what the read
@@ -79,8 +80,7 @@ pub(crate) fn landlock_reason(path: &Path, call: &str, spec: &KernelSpec) -> Opt
             let key = super::spec::inode_key(path).ok()?;
             (!spec.exec.iter().any(|p| p.key == key)).then_some(Reason::ExecNotAllowed)
         }
-        "execve" | "execveat" => outside(path, ROOT_READ, spec).then_some(Reason::OutsideReadable),
-        "open" | "openat" | "openat2" => {
+        "execve" | "execveat" | "open" | "openat" | "openat2" => {
             outside(path, ROOT_READ, spec).then_some(Reason::OutsideReadable)
         }
         "creat" | "truncate" => outside(path, ROOT_WRITE, spec).then_some(Reason::OutsideWritable),

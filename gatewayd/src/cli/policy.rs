@@ -178,10 +178,10 @@ fn toolchains(home: &Path) -> starter::Toolchains {
             .iter()
             .filter_map(|p| gatewayd::mcp::server::find_program(p))
             .collect(),
-        rustup_home: std::env::var_os("RUSTUP_HOME")
-            .map(PathBuf::from)
-            .or_else(|| Some(home.join(".rustup")))
-            .filter(|p| p.is_dir()),
+        rustup_home: Some(
+            std::env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), PathBuf::from),
+        )
+        .filter(|p| p.is_dir()),
         environment: starter::toolchains::paths_in_environment(std::env::vars()),
     }
 }

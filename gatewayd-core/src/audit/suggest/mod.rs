@@ -318,7 +318,7 @@ impl<'a> Builder<'a> {
                     // A name is reached by name: the agent's own look-up of it must reach
                     // the session's resolver, which only the proxy sends it to (unless the
                     // policy turns it off on purpose).
-                    let by_name = e.2.get("host").is_some() && self.policy.network.proxy.is_none();
+                    let by_name = !ask::is_address(&host) && self.policy.network.proxy.is_none();
                     self.propose(r, e, example.clone(), n);
                     if by_name {
                         let flag = (Group::Egress, "network.proxy", Value::Bool(true));
