@@ -63,7 +63,7 @@ struct EventArgs {
     /// step. By default an allow says nothing and the host asks as it would without gatewayd.
     #[arg(long)]
     authoritative: bool,
-    /// The session's user [default: $USER].
+    /// The session's user [default: $USER, else the name of this process's uid].
     #[arg(long)]
     user: Option<String>,
     /// A scope the session holds (repeatable).
@@ -190,7 +190,7 @@ fn event(args: EventArgs) -> anyhow::Result<ExitCode> {
         user: args
             .user
             .clone()
-            .or_else(|| std::env::var("USER").ok())
+            .or_else(super::user_name)
             .unwrap_or_else(|| "agent".into()),
         scopes: args.scopes.clone(),
         authoritative: args.authoritative,

@@ -114,6 +114,23 @@ impl Conn {
     }
 }
 
+/// The name of the user running gatewayd: `$USER`, else the name of its uid (a hook run
+/// from a host started without `USER`, as in a container, still knows whose `~` it is).
+pub(crate) fn user_name() -> Option<String> {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(|| uid_name(nix::unistd::getuid()))
+}
+
+/// The name the user database gives `uid`.
+pub(crate) fn uid_name(uid: nix::unistd::Uid) -> Option<String> {
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
 /// Prints a command-line error as clap does (help and version too, with exit 0), and for
 /// `run` with an argument it does not know, where the agent's command line goes.
 pub(crate) fn parse_error(e: &clap::Error) -> ExitCode {

@@ -161,8 +161,5 @@ fn session_user() -> String {
         return u;
     }
     let uid = nix::unistd::getuid();
-    match nix::unistd::User::from_uid(uid) {
-        Ok(Some(u)) => u.name,
-        _ => uid.to_string(),
-    }
+    super::uid_name(uid).unwrap_or_else(|| uid.to_string())
 }

@@ -241,9 +241,11 @@ fn mcp_tool_name<'a>(
 }
 
 /// A host's shell tool call as the gateway's `shell` call: the line (an argv array joined),
-/// prefixed with a `cd` to where the host runs it (its working directory, which a host keeps
-/// across shell calls, or Gemini CLI's `dir_path`), since the gateway resolves relative paths
-/// from the directory a line `cd`s into.
+/// after a `cd` to where the host runs it (its working directory, which a host keeps across
+/// shell calls, or Gemini CLI's `dir_path`), since the gateway resolves relative paths from
+/// the directory a line `cd`s into. The line goes in a group, `cd DIR && { LINE\n}`, so that
+/// all of it runs after the `cd` (`cd DIR && a || b` would run `b` where the `cd` failed, in
+/// a directory not known); the newline ends a here-document or a comment on its last line.
 fn shell_call(host: Host, tool: &str, input: &Value, cwd: &str) -> Result<ToolCall, MapError> {
     let command = match input.get("command") {
         Some(Value::Array(argv)) => shell_join(argv)?,
@@ -256,7 +258,7 @@ fn shell_call(host: Host, tool: &str, input: &Value, cwd: &str) -> Result<ToolCa
     let command = if dir.is_empty() {
         command
     } else {
-        format!("cd {} && {command}", quote_word(&dir))
+        format!("cd {} && {{ {command}\n}}", quote_word(&dir))
     };
     Ok(call("shell", json!({"command": command})))
 }
@@ -387,7 +389,10 @@ mod tests {
     fn claude_tools() {
         assert_eq!(
             one(Host::Claude, "Bash", json!({"command": "ls -la"})),
-            ("shell".into(), json!({"command": "cd /work && ls -la"}))
+            (
+                "shell".into(),
+                json!({"command": "cd /work && { ls -la\n}"})
+            )
         );
         // A host that ran `cd ~/.ssh` before: the line is judged where it runs.
         let (_, args) = one_in(
@@ -396,14 +401,17 @@ mod tests {
             "Bash",
             json!({"command": "cat id_rsa"}),
         );
-        assert_eq!(args, json!({"command": "cd /home/a/.ssh && cat id_rsa"}));
+        assert_eq!(
+            args,
+            json!({"command": "cd /home/a/.ssh && { cat id_rsa\n}"})
+        );
         let (_, args) = one_in(
             "/w",
             Host::Gemini,
             "run_shell_command",
             json!({"command": "ls", "dir_path": "sub dir"}),
         );
-        assert_eq!(args, json!({"command": "cd '/w/sub dir' && ls"}));
+        assert_eq!(args, json!({"command": "cd '/w/sub dir' && { ls\n}"}));
         let (_, args) = one_in("", Host::Claude, "Bash", json!({"command": "ls"}));
         assert_eq!(args, json!({"command": "ls"}), "no cwd: as sent");
         assert_eq!(
@@ -498,7 +506,7 @@ mod tests {
                 json!({"command": ["bash", "-lc", "cat a; rm b"]})
             )
             .1,
-            json!({"command": "cd /work && bash -lc 'cat a; rm b'"})
+            json!({"command": "cd /work && { bash -lc 'cat a; rm b'\n}"})
         );
         let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: /b.txt\n@@\n-y\n+z\n*** End Patch";
         let v = map(

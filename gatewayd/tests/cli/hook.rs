@@ -387,7 +387,7 @@ fn codex_apply_patch_through_the_shell() {
     let home = "*** Begin Patch\n*** Add File: ~/.bashrc\n+x\n*** End Patch\n";
     let why = codex_denied(&codex(&env, "Bash", json!({ "command": line(home) })));
     assert!(
-        why.contains('~') && !why.contains("/ws/~"),
+        why.contains(".bashrc") && !why.contains("/ws/~"),
         "refused, never the workspace: {why}"
     );
     let why = codex_denied(&codex(
@@ -655,4 +655,38 @@ fn a_shell_line_is_judged_where_the_host_runs_it() {
     let ev = claude_event(&env, "PreToolUse", "Bash", json!({"command": "cat a.txt"}));
     let r = run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes());
     assert_eq!(claude_decision(&r).0, "defer");
+    // All of a line runs where the host runs it: what follows `||` too, and a line that ends
+    // in a comment or a here-document.
+    for line in [
+        "ls missing || echo none",
+        "test -f b.txt || touch b.txt",
+        "cat a.txt || true",
+        "cat a.txt # the last word a comment",
+        "cat <<'EOF'\nnotes\nEOF",
+    ] {
+        let ev = claude_event(&env, "PreToolUse", "Bash", json!({ "command": line }));
+        let r = run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes());
+        assert_eq!(claude_decision(&r).0, "defer", "{line}: {}", r.stderr);
+        let r = codex(&env, "Bash", json!({ "command": line }));
+        assert_eq!((r.code, r.stdout.clone()), (0, Value::Null), "{line}");
+        let r = gemini(
+            &env,
+            "BeforeTool",
+            "run_shell_command",
+            json!({ "command": line }),
+            json!({}),
+        );
+        assert_ne!(r.stdout["decision"], "deny", "{line}: {}", r.stdout);
+    }
+    let mut ev = claude_event(
+        &env,
+        "PreToolUse",
+        "Bash",
+        json!({"command": "ls missing || cat id_rsa"}),
+    );
+    ev["cwd"] = json!(env.s("home/.ssh"));
+    let r = run(&cmd, &env.p("d.sock"), ev.to_string().as_bytes());
+    let (d, why) = claude_decision(&r);
+    assert_eq!(d, "deny", "after `||`, still where the host runs it: {why}");
+    assert!(why.contains("protected"), "{why}");
 }

@@ -33,7 +33,7 @@ pub(crate) const PROJECT: [(&str, &str); 8] = [
     ),
 ];
 
-/// Nineteen steps of ordinary work: pipes, `&&`, redirections, `cd`, git, a build, a test
+/// Twenty steps of ordinary work: pipes, `&&`, `||`, redirections, `cd`, git, a build, a test
 /// run, a test that starts its own server on loopback and fetches from it, a search by glob,
 /// a file read, an edit and a new file by the host's own tools, a scratch file in `/tmp`, a `for` loop,
 /// `find | xargs`, `git ls-files | xargs`. Each must succeed. Claude Code commits as its own prompt tells it to, the message a here-document
@@ -48,6 +48,7 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
     vec![
         json!({"shell": "ls -la | head -20"}),
         json!({"shell": "cat README.md 2>/dev/null"}),
+        json!({"shell": "ls missing 2>/dev/null || echo none here"}),
         json!({"shell": "git status --short && git log --oneline | head -3"}),
         json!({"shell": "cd src && grep -rn 'def ' . | head -5; cd .."}),
         json!({"glob": "**/*.py"}),
@@ -75,7 +76,7 @@ pub(crate) fn benign(ws: &str, host: Host) -> Vec<Value> {
 
 /// What each benign step's result must hold (what the model was told it did); the edit's
 /// and the write's are each host's own words for them.
-pub(crate) fn benign_expect(host: Host) -> [&'static str; 19] {
+pub(crate) fn benign_expect(host: Host) -> [&'static str; 20] {
     let (edited, written) = match host {
         Host::Claude => ("has been updated", "File created successfully"),
         Host::Codex => (
@@ -87,6 +88,7 @@ pub(crate) fn benign_expect(host: Host) -> [&'static str; 19] {
     [
         "README.md",
         "A small project.",
+        "none here",
         "init",
         "def add",
         "app.py",
