@@ -72,6 +72,39 @@ pub(super) fn less(args: &[String], findings: &mut Findings) -> Result<(), Shell
     Ok(())
 }
 
+/// xxd: the options xxd 2022 has (`-c 16`, `-c16`; its long spellings `-cols` and the like
+/// are not taken).
+const XXD: OptionTable =
+    OptionTable::gnu(&[]).inert("-a -b -C -d -E -e -h -i -p -r -R= -u -v -c= -g= -l= -n= -o= -s=");
+
+/// `xxd [INFILE [OUTFILE]]` (and `-r`, which turns a dump back into bytes): the first
+/// operand is read, the second written.
+pub(super) fn xxd(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &XXD, findings)?;
+    if let Some(input) = parsed.operands.first() {
+        findings.read(&input.path());
+    }
+    for output in parsed.operands.iter().skip(1) {
+        findings.write(&output.path());
+    }
+    Ok(())
+}
+
+/// hostname: prints the host's names; an operand (or `-F FILE`) would set it.
+const HOSTNAME: OptionTable = OptionTable::gnu(&[]).inert(
+    "-a --alias -A --all-fqdns -b --boot -d --domain -f --fqdn --long -i --ip-address -I \
+     --all-ip-addresses -s --short -y --yp --nis -v --verbose -h --help -V --version",
+);
+
+/// hostname: prints; a name given would set the host's.
+pub(super) fn hostname(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parsed = parse_options(args, &HOSTNAME, findings)?;
+    if !parsed.operands.is_empty() {
+        findings.forbid("hostname", "sets the host's name");
+    }
+    Ok(())
+}
+
 /// `uniq [INPUT [OUTPUT]]`: the second operand is written.
 pub(super) fn uniq(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let parsed = parse_options(args, &UNIQ, findings)?;
@@ -159,9 +192,24 @@ mod tests {
         let a = clean("jq . --rawfile=/etc/shadow data.json https://x.y/z -");
         assert_eq!(a.reads, paths(&["/etc/shadow", ".", "data.json"]));
         assert_eq!(
-            clean("xxd -l 16 id_rsa").reads,
+            clean("hexyl -n 16 id_rsa").reads,
             paths(&["16", "id_rsa"]),
             "unknown options are flags"
+        );
+    }
+
+    #[test]
+    fn xxd_reads_its_input_and_writes_its_output() {
+        let a = clean("xxd -l 16 id_rsa");
+        assert_eq!((a.reads, a.writes), (paths(&["id_rsa"]), Vec::new()));
+        let a = clean("xxd -r -p dump.hex out.bin");
+        assert_eq!(
+            (a.reads, a.writes),
+            (paths(&["dump.hex"]), paths(&["out.bin"]))
+        );
+        assert!(clean("hostname -I").writes.is_empty());
+        assert!(
+            crate::shell::test_support::forbidden("hostname evil").contains("sets the host's name")
         );
     }
 

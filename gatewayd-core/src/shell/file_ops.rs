@@ -1,6 +1,6 @@
-//! Commands that copy, move, make, remove or change files: `cp mv mkdir mktemp touch rm chmod
-//! chown chgrp`. What they
-//! change is a write; `-r` makes a walk of it (of the sources, for cp).
+//! Commands that copy, move, make, link, remove or change files: `cp mv mkdir mktemp touch
+//! rm rmdir ln chmod chown chgrp`. What they change is a write; `-r` makes a walk of it (of
+//! the sources, for cp).
 use std::path::{Path, PathBuf};
 
 use super::{
@@ -130,6 +130,114 @@ pub(super) fn rm(args: &[String], findings: &mut Findings) -> Result<(), ShellEr
 /// same path.
 pub(super) const MKDIR: OptionTable = OptionTable::gnu(&[])
     .inert("-p --parents -m= --mode= -v --verbose -Z --context[=] --help --version");
+
+/// rmdir: every operand is removed (a write); `-p` removes its parents as written too.
+pub(super) const RMDIR: OptionTable = OptionTable::gnu(&[])
+    .inert("-p --parents --ignore-fail-on-non-empty -v --verbose --help --version");
+
+/// rmdir: each operand, and with `-p` each of its ancestors as written (`rmdir -p a/b`
+/// removes `a/b`, then `a`).
+pub(super) fn rmdir(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let parents = given(args, 'p', "--parents", "");
+    let parsed = parse_options(args, &RMDIR, findings)?;
+    for operand in &parsed.operands {
+        let path = operand.path();
+        findings.write(&path);
+        if parents {
+            for ancestor in path.ancestors().skip(1) {
+                if !matches!(ancestor.to_str(), Some("" | "/" | "." | "..")) {
+                    findings.write(ancestor);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a flag is among `args`' options, short (alone or in a cluster, `-sf`) or long.
+/// `with_value` are the short options that take a value (attached, `-S.bak`, or the next
+/// word), whose letters are not flags.
+fn given(args: &[String], short: char, long: &str, with_value: &str) -> bool {
+    let mut words = args.iter().take_while(|a| *a != "--");
+    while let Some(a) = words.next() {
+        if a == long {
+            return true;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
+            continue;
+        };
+        for (i, c) in cluster.char_indices() {
+            if c == short {
+                return true;
+            }
+            if with_value.contains(c) {
+                if i + c.len_utf8() == cluster.len() {
+                    words.next();
+                }
+                break;
+            }
+        }
+    }
+    false
+}
+
+/// ln: `-t` names the directory the links go in; `-T` says the last operand is the link.
+pub(super) const LN: OptionTable = OptionTable::gnu(&[
+    option('t', "target-directory", Required, Effect::TargetDir),
+    option('T', "no-target-directory", Flag, Effect::NoTargetDir),
+])
+.inert(
+    "--backup[=] -b -d -F --directory -f --force -i --interactive -L --logical -n \
+     --no-dereference -P --physical -r --relative -s --symbolic -S= --suffix= -v --verbose \
+     --help --version",
+);
+
+/// ln: each link is written, and so is each TARGET it names: through a link (hard or
+/// symbolic), whatever later writes to the link writes to the target, so a link may only
+/// name a file the agent may write (`ln -s ~/.bashrc notes` is refused). A relative TARGET
+/// of a symbolic link is taken from the link's directory (the destination's, or the
+/// destination itself when it is a directory: both are written), of a hard link (or `-r`)
+/// from where the command runs.
+pub(super) fn ln(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let from_link_dir =
+        given(args, 's', "--symbolic", "St") && !given(args, 'r', "--relative", "St");
+    let parsed = parse_options(args, &LN, findings)?;
+    let (targets, destination) = match (parsed.target_dir, parsed.operands.split_last()) {
+        (Some(dir), _) => (&parsed.operands[..], Some(PathBuf::from(dir))),
+        (None, Some((last, init))) if !init.is_empty() => (init, Some(last.path())),
+        (None, _) => (&parsed.operands[..], None),
+    };
+    // The directories a link may be in: the destination's, and the destination itself
+    // when it is a directory; where the command runs when there is none.
+    let link_dirs: Vec<PathBuf> = match &destination {
+        Some(d) if parsed.target_dir.is_some() => vec![d.clone()],
+        Some(d) => vec![
+            d.parent().map_or_else(PathBuf::new, Path::to_path_buf),
+            d.clone(),
+        ],
+        None => vec![PathBuf::new()],
+    };
+    for target in targets {
+        let path = target.path();
+        if from_link_dir {
+            for dir in &link_dirs {
+                findings.write(&dir.join(&path));
+            }
+        } else {
+            findings.write(&path);
+        }
+    }
+    let names: Option<Vec<PathBuf>> = targets.iter().map(|t| entry_name(t.word)).collect();
+    match (destination, names) {
+        (Some(d), Some(names)) if !parsed.no_target_dir && !names.is_empty() => {
+            findings.write_into(&d, names);
+        }
+        (Some(d), _) => findings.write(&d),
+        (None, Some(names)) => names.iter().for_each(|n| findings.write(n)),
+        (None, None) => findings.forbid("ln", "makes a link whose name is not known"),
+    }
+    Ok(())
+}
 
 /// mktemp: `-p DIR` and `--tmpdir=DIR` name the directory the new file goes in.
 pub(super) const MKTEMP: OptionTable = OptionTable::gnu(&[
@@ -376,5 +484,49 @@ mod tests {
         assert_eq!(clean("chown --from=a:b root f").writes, paths(&["f"]));
         assert!(clean("chown -R --dereference u d").follows_symlinks);
         assert_eq!(clean("chgrp --reference=r f").reads, paths(&["r"]));
+    }
+
+    #[test]
+    fn rmdir_removes_its_operands_and_with_p_their_parents() {
+        assert_eq!(clean("rmdir build").writes, paths(&["build"]));
+        assert_eq!(
+            clean("rmdir -p a/b/c").writes,
+            paths(&["a/b/c", "a/b", "a"])
+        );
+        assert_eq!(clean("rmdir -v a/b").writes, paths(&["a/b"]));
+    }
+
+    #[test]
+    fn a_link_writes_its_name_and_the_file_it_names() {
+        let a = clean("ln -s src/app.py app_link.py");
+        assert_eq!(a.writes.first(), Some(&PathBuf::from("src/app.py")));
+        assert!(a.writes.contains(&PathBuf::from("app_link.py")), "{a:?}");
+        // A relative target of a symbolic link is taken from the link's directory too.
+        let a = clean("ln -s ../x sub/link");
+        assert!(!a.writes.contains(&PathBuf::from("../x")), "{a:?}");
+        assert!(a.writes.contains(&PathBuf::from("sub/../x")), "{a:?}");
+        assert!(a.writes.contains(&PathBuf::from("sub/link/../x")), "{a:?}");
+        // A hard link's (and `-r`'s) from where the command runs; `-S.s` is a suffix.
+        for line in [
+            "ln ../x sub/link",
+            "ln -sr ../x sub/link",
+            "ln -S.s ../x sub/link",
+        ] {
+            assert_eq!(
+                clean(line).writes.first(),
+                Some(&PathBuf::from("../x")),
+                "{line}"
+            );
+        }
+        let a = clean("ln -sf /home/u/.bashrc notes");
+        assert!(a.writes.iter().any(|w| w.ends_with(".bashrc")), "{a:?}");
+        assert_eq!(
+            clean("ln -s /opt/tool").writes,
+            paths(&["/opt/tool", "tool"])
+        );
+        assert_eq!(
+            written_into("ln -t bin a b"),
+            vec![(PathBuf::from("bin"), paths(&["a", "b"]))]
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use super::{
     coreutils_tables::{AWK, DIFF, LESS, READERS, SED, UNIQ},
-    file_ops::{CHMOD, CHOWN, CP, MKTEMP, MV, RM},
+    file_ops::{CHMOD, CHOWN, CP, LN, MKTEMP, MV, RM, RMDIR},
     git::GLOBAL,
     git_tables::{SUBCOMMANDS, Sub},
     grep::GREP,
@@ -301,6 +301,8 @@ fn gnu_tables_cover_the_help_of_their_tools() {
         ("cp", &CP),
         ("mv", &MV),
         ("rm", &RM),
+        ("rmdir", &RMDIR),
+        ("ln", &LN),
         ("mktemp", &MKTEMP),
         ("chmod", &CHMOD),
         ("chown", &CHOWN),
@@ -540,6 +542,8 @@ fn every_inert_word_is_an_option() {
         ("cp", &CP),
         ("mv", &MV),
         ("rm", &RM),
+        ("rmdir", &RMDIR),
+        ("ln", &LN),
         ("chmod", &CHMOD),
         ("chown", &CHOWN),
         ("python", &PYTHON),

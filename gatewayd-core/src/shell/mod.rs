@@ -24,10 +24,11 @@
 //!   sandbox's `path` arguments).
 //! - One file per command family, each with its tests: `coreutils` (readers such as `cat
 //!   head sort less uniq diff`, the text filters `sed awk`, and the reading of unknown
-//!   commands; tables in `coreutils_tables`), `grep` (`grep rg`), `walk` (`find ls du tree`),
-//!   `tar`, `file_ops` (`cp mv rm chmod chown chgrp`), `git` (tables in `git_tables`,
-//!   `git_verbs`, `git_shared`), `interpreters` (`python node perl ruby`, shells, and
-//!   programs that run another command), `patch` (Codex's `apply_patch`).
+//!   commands, `xxd hostname`; tables in `coreutils_tables`), `grep` (`grep rg`), `walk`
+//!   (`find ls du tree`), `tar`, `file_ops` (`cp mv rm rmdir ln mkdir touch chmod chown
+//!   chgrp`), `git` (tables in `git_tables`, `git_verbs`, `git_shared`), `interpreters`
+//!   (`python node perl ruby`, shells, and programs that run another command), `compilers`
+//!   (`cc gcc g++ clang javac java`), `patch` (Codex's `apply_patch`).
 //! - Tests only: `help_check` proves the tables complete against the installed tools' own
 //!   help, read by `help_columns` and `help_formats`.
 //!
@@ -123,6 +124,7 @@
 use std::path::PathBuf;
 
 mod awk;
+mod compilers;
 mod coreutils;
 mod coreutils_tables;
 mod curl;
@@ -284,6 +286,13 @@ pub struct WrittenInto {
     pub names: Vec<PathBuf>,
 }
 
+/// Variables of the environment that hold no secret, whose value may stand as text (`echo
+/// $PATH`: like a substitution's, it is known only when the line runs) or be printed
+/// (`printenv PATH`).
+pub(crate) const TEXT_VARIABLES: &[&str] = &[
+    "PATH", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "HOSTNAME", "TMPDIR",
+];
+
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.
 /// See the module documentation for each command's knowledge.
 pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
@@ -331,11 +340,14 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "mv" => file_ops::copy_or_move(args, file_ops::Transfer::Move, found)?,
         "rm" => file_ops::rm(args, found)?,
         "mkdir" => file_ops::make(args, &file_ops::MKDIR, found)?,
+        "rmdir" => file_ops::rmdir(args, found)?,
+        "ln" => file_ops::ln(args, found)?,
         "mktemp" => file_ops::mktemp(args, found)?,
         "touch" => file_ops::make(args, &file_ops::TOUCH, found)?,
         "tee" => file_ops::make(args, &file_ops::TEE, found)?,
         // Their operands are words, not files.
-        "echo" | "printf" | "sleep" | "true" | "false" | "pwd" | "basename" | "dirname" => {}
+        "echo" | "printf" | "sleep" | "true" | "false" | "pwd" | "basename" | "dirname" | "yes" => {
+        }
         "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found)?,
         "uniq" => coreutils::uniq(args, found)?,
         "less" => coreutils::less(args, found)?,
@@ -358,6 +370,22 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
                 "prints the environment, which may hold keys; `echo \"$PATH\"` prints one variable that holds none",
             );
         }
+        // `printenv NAME…` prints those variables: only the ones that hold no key.
+        "printenv" => {
+            for name in args.iter().filter(|a| !a.starts_with('-')) {
+                if !TEXT_VARIABLES.contains(&name.as_str()) && name != "HOME" && name != "PWD" {
+                    found.forbid(
+                        name,
+                        "is a variable that may hold a key; `printenv PATH` prints one that holds none",
+                    );
+                }
+            }
+        }
+        "xxd" => coreutils::xxd(args, found)?,
+        n if compilers::is_c_driver(n) => compilers::c_driver(args, found),
+        "javac" => compilers::javac(args, found),
+        "java" => compilers::java(args, found),
+        "hostname" => coreutils::hostname(args, found)?,
         n if interpreters::COMMAND_RUNNERS.contains(&n) => {
             found.forbid(n, "runs another command");
         }
@@ -399,6 +427,21 @@ mod tests {
                 .iter()
                 .any(|f| f.contains("runs another command"))
         );
+    }
+
+    #[test]
+    fn printenv_prints_only_variables_that_hold_no_key() {
+        assert!(test_support::clean("printenv PATH HOME").reads.is_empty());
+        for line in [
+            "printenv ANTHROPIC_API_KEY",
+            "printenv PATH AWS_SECRET_ACCESS_KEY",
+        ] {
+            assert!(
+                test_support::forbidden(line).contains("may hold a key"),
+                "{line}"
+            );
+        }
+        test_support::clean("yes n");
     }
 
     #[test]

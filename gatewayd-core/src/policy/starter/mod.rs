@@ -133,6 +133,26 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "strings",
     "hexdump",
     "zcat",
+    "xxd",
+    "less",
+    "more",
+    "yes",
+    "hostname",
+    // `printenv NAME`: only variables that hold no key (`shell`'s TEXT_VARIABLES).
+    "printenv",
+    // A link and its target are both writes; an empty directory's removal is one.
+    "ln",
+    "rmdir",
+    // Compilers: their sources read, what they make written (`shell::compilers`).
+    "cc",
+    "gcc",
+    "g++",
+    "c++",
+    "clang",
+    "clang++",
+    "javac",
+    "java",
+    "perl",
     // Codex's file edits: the files its patch names are the writes (`shell::patch`).
     "apply_patch",
     "applypatch",

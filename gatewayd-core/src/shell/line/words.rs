@@ -12,7 +12,7 @@ use brush_parser::word::{
 };
 
 use super::{Context, braces::brace_words, options, unanalysable};
-use crate::shell::{ShellError, git_repo, walk_filter::fnmatch_brackets};
+use crate::shell::{ShellError, TEXT_VARIABLES, git_repo, walk_filter::fnmatch_brackets};
 
 /// Paths one glob word may expand to before the line is refused.
 const MAX_GLOB_MATCHES: usize = 4096;
@@ -28,12 +28,6 @@ const TOP_LEVEL: &str = "git rev-parse --show-toplevel";
 
 /// Why a word with a command substitution in it is refused where it stands.
 pub(super) const SUBSTITUTION_REFUSED: &str = "command substitution (its result is known only when it runs; run the inner command on its own)";
-
-/// Variables of the environment that hold no secret, whose value may stand as text (`echo
-/// $PATH`): like a substitution's, it is known only when the line runs.
-const TEXT_VARIABLES: &[&str] = &[
-    "PATH", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "HOSTNAME", "TMPDIR",
-];
 
 /// A word's expansion.
 #[derive(Debug, Default)]
