@@ -28,7 +28,8 @@
 //!   (`find ls du tree`), `tar`, `file_ops` (`cp mv rm rmdir ln mkdir touch chmod chown
 //!   chgrp`), `git` (tables in `git_tables`, `git_verbs`, `git_shared`), `interpreters`
 //!   (`python node perl ruby`, shells, and programs that run another command), `compilers`
-//!   (`cc gcc g++ clang javac java`), `patch` (Codex's `apply_patch`).
+//!   (`cc gcc g++ clang javac java`), `processes` (`ps kill`), `patch` (Codex's
+//!   `apply_patch`).
 //! - Tests only: `help_check` proves the tables complete against the installed tools' own
 //!   help, read by `help_columns` and `help_formats`.
 //!
@@ -148,6 +149,7 @@ pub mod line;
 mod option_table;
 mod options;
 mod patch;
+mod processes;
 mod sed;
 mod split;
 mod tar;
@@ -382,6 +384,8 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
             }
         }
         "xxd" => coreutils::xxd(args, found)?,
+        "ps" => processes::ps(args, found),
+        "kill" => processes::kill(args, found),
         n if compilers::is_c_driver(n) => compilers::c_driver(args, found),
         "javac" => compilers::javac(args, found),
         "java" => compilers::java(args, found),

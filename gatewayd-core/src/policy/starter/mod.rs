@@ -140,6 +140,10 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "hostname",
     // `printenv NAME`: only variables that hold no key (`shell`'s TEXT_VARIABLES).
     "printenv",
+    // Processes: `ps` without their environments, `kill` of the line's own jobs
+    // (`shell::processes`).
+    "ps",
+    "kill",
     // A link and its target are both writes; an empty directory's removal is one.
     "ln",
     "rmdir",
