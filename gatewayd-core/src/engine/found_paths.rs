@@ -4,8 +4,10 @@
 //! root is. What a walk's check does not see is looked for below the root, because this
 //! command opens each path itself: a symbolic link (the command follows it where the walk
 //! would not), a file whose name is protected (`sandbox.protected_names`), and, when xargs
-//! or the shell splits the paths, a name they would make other paths of. A command that
-//! writes or walks the found paths is refused.
+//! or the shell splits the paths, a name they would make other paths of. `rm` of the found
+//! paths (`find -delete` is taken as `-exec rm -d {} +`) removes each path below a root
+//! that the finder keeps: each is checked as a write. Any other command that writes or
+//! walks the found paths is refused.
 use std::path::{Path, PathBuf};
 
 use super::{Reason, sandbox::SandboxView, tracked};
@@ -42,6 +44,18 @@ pub(super) fn take_found(
             ),
         ))
     };
+    if removes(&a.program) && a.writes.iter().any(is_root) {
+        // `rm` of what was found (`find … -delete`, `-exec rm`, `| xargs rm`): each path it
+        // would remove is a write of its own, and nothing is read or walked.
+        a.writes.retain(|p| !is_root(p));
+        a.reads.retain(|p| !is_root(p));
+        a.recursive_roots.retain(|p| !is_root(p));
+        for root in &found.roots {
+            check_removals(sb, root, found)
+                .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+        }
+        return Ok(());
+    }
     if a.writes.iter().any(is_root) {
         return refuse("would change");
     }
@@ -184,6 +198,64 @@ fn look_below(
                     path.display(),
                     x.display()
                 ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `program` is `rm`.
+fn removes(program: &str) -> bool {
+    program.rsplit('/').next() == Some("rm")
+}
+
+/// What `rm` run on the paths found below `root` removes: each entry find's name tests keep
+/// (`-name` tests a directory's name too), and the root itself when its name passes them
+/// (find tests it too; `.` it never removes, but what is below it), each checked as a write
+/// (a directory with all below it, as `rm -r` takes it). Directories are looked into
+/// whether kept or not, but for the trees the filter leaves out.
+fn check_removals(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String> {
+    let matcher = found.filter.matcher();
+    let kept = |rel: &Path| matcher.as_ref().is_none_or(|m| !m.skips(rel, false));
+    let check = |path: &Path| -> Result<(), String> {
+        let shown = path.to_string_lossy();
+        let real = sb.resolve_path(&shown)?;
+        sb.check(&shown, &real, PathAccess::Write)
+    };
+    // The root's name as written (`Path::file_name` would skip a last `.`).
+    let written = root.to_string_lossy();
+    let root_name = written.rsplit('/').next().unwrap_or(".");
+    if root_name != "." && kept(Path::new(root_name)) {
+        check(root)?;
+    }
+    let mut dirs = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return Err(format!(
+                    "more than {MAX_ENTRIES} entries below `{}` to check before they are removed; remove in a narrower directory",
+                    root.display()
+                ));
+            }
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            if found.skips_hidden && entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if found.split && splits_into_other_paths(&entry.file_name().to_string_lossy()) {
+                return Err(split_name(&path));
+            }
+            if kept(rel) {
+                check(&path)?;
+            }
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && matcher.as_ref().is_none_or(|m| !m.skips_below(rel)) {
+                dirs.push(path);
             }
         }
     }

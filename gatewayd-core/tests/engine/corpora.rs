@@ -44,6 +44,8 @@ fn workspace(ws: &Path) {
         ("target/debug/app", ""),
         ("node_modules/jest/bin/jest.js", "#!/usr/bin/env node\n"),
         (".venv/bin/pytest", "#!/usr/bin/python3\n"),
+        ("tests/__pycache__/test_app.cpython-311.pyc", ""),
+        ("build/app.o", ""),
     ] {
         let p = ws.join(path);
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");

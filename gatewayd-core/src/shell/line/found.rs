@@ -54,10 +54,18 @@ pub(super) struct FindExec {
     pub(super) filter: WalkFilter,
 }
 
-/// `argv` cut into find and its `-exec` commands, if it is `find` with `-exec`.
+/// `argv` cut into find and its `-exec` commands, if it is `find` with `-exec` or
+/// `-delete` (which removes what the tests before it kept, files and empty directories,
+/// as `-exec rm -d {} +` would: the check then takes each path it would remove as a write).
 pub(super) fn find_exec(argv: &[String]) -> Result<Option<FindExec>, ShellError> {
     let name = argv[0].rsplit('/').next().unwrap_or(&argv[0]);
-    if name != "find" || !argv.iter().any(|a| a == "-exec") {
+    if name != "find" {
+        return Ok(None);
+    }
+    if let Some(rewritten) = delete_as_exec(argv) {
+        return find_exec(&rewritten);
+    }
+    if !argv.iter().any(|a| a == "-exec") {
         return Ok(None);
     }
     let (roots, expression_at) = start_points(argv);
@@ -95,6 +103,28 @@ pub(super) fn find_exec(argv: &[String]) -> Result<Option<FindExec>, ShellError>
         roots,
         filter,
     }))
+}
+
+/// find's `-delete` actions (outside an `-exec`'s words) as `-exec rm -d {} +`; `None` when
+/// there is none.
+fn delete_as_exec(argv: &[String]) -> Option<Vec<String>> {
+    let mut out = Vec::with_capacity(argv.len() + 4);
+    let mut in_exec = false;
+    let mut deletes = false;
+    for word in argv {
+        match word.as_str() {
+            "-exec" | "-execdir" | "-ok" | "-okdir" if !in_exec => in_exec = true,
+            ";" | "+" if in_exec => in_exec = false,
+            "-delete" if !in_exec => {
+                deletes = true;
+                out.extend(["-exec", "rm", "-d", "{}", "+"].map(String::from));
+                continue;
+            }
+            _ => {}
+        }
+        out.push(word.clone());
+    }
+    deletes.then_some(out)
 }
 
 /// find's start points (after `-H -L -P -D … -O…`; `.` when none is written) and where
@@ -248,6 +278,26 @@ mod tests {
 
     fn words(line: &str) -> Vec<String> {
         line.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn find_delete_is_rm_of_what_the_tests_before_it_keep() {
+        let f = find_exec(&words("find . -name *.pyc -delete"))
+            .expect("read")
+            .expect("a -delete");
+        assert_eq!(f.find, words("find . -name *.pyc"));
+        assert_eq!(f.commands, vec![words("rm -d {}")]);
+        assert_eq!(f.filter.files, vec![(FileRule::Include, "*.pyc".into())]);
+        // A `-delete` among an `-exec`'s words is that command's.
+        let f = find_exec(&words("find . -exec echo -delete {} ;"))
+            .expect("read")
+            .expect("an -exec");
+        assert_eq!(f.commands, vec![words("echo -delete {}")]);
+        // Before the tests, it removes everything.
+        let f = find_exec(&words("find src -delete -name *.rs"))
+            .expect("read")
+            .expect("a -delete");
+        assert!(f.filter.files.is_empty());
     }
 
     #[test]
