@@ -118,10 +118,86 @@ fn look_below(
     found: &Found,
     tracked: Option<&tracked::Below>,
 ) -> Result<(), String> {
-    let mut dirs = vec![root.to_path_buf()];
-    let mut seen = 0usize;
     // A filter whose globs cannot be read skips nothing.
     let matcher = found.filter.matcher();
+    let visit = |path: &Path, rel: &Path, kind: std::fs::FileType| -> Result<bool, String> {
+        if let Some(t) = tracked {
+            if kind.is_symlink() && t.dirs.contains(rel) {
+                let target = sb.resolve_path(&path.to_string_lossy())?;
+                sb.check(&path.to_string_lossy(), &target, PathAccess::Tree)?;
+                return Ok(false);
+            }
+            let listed = if kind.is_dir() { &t.dirs } else { &t.files };
+            if !listed.contains(rel) {
+                return Ok(false);
+            }
+        }
+        // A directory's name is in the path of what is found below it; a file's only
+        // if the filter keeps it.
+        let kept = match &matcher {
+            Some(m) if kind.is_dir() => !m.skips_below(rel),
+            Some(m) => !m.skips(rel, false),
+            None => true,
+        };
+        if !kept {
+            return Ok(false);
+        }
+        if found.split && splits_into_other_paths(&name_of(path)) {
+            return Err(split_name(path));
+        }
+        if kind.is_dir() {
+            return Ok(true);
+        }
+        if let Some(pattern) = sb.protected_name(path) {
+            let (why, instead) = if tracked.is_some() {
+                (
+                    "is tracked by git, so `git ls-files` would list it",
+                    "list narrower paths (`git ls-files src`, `git ls-files '*.py'`)",
+                )
+            } else {
+                (
+                    "would be among the paths",
+                    "leave it out of what is found (`-not -name`)",
+                )
+            };
+            return Err(format!(
+                "`{}` {why}, and its name matches protected name `{pattern}` (sandbox.protected_names); {instead}",
+                path.display()
+            ));
+        }
+        if kind.is_symlink() {
+            let target = sb.resolve_path(&path.to_string_lossy())?;
+            sb.check(&path.to_string_lossy(), &target, PathAccess::Read)?;
+        } else if tracked.is_some()
+            && let Some(x) = sb.protected_by_path(path)
+        {
+            return Err(format!(
+                "`{}` is tracked by git, so `git ls-files` would list it, and it is inside protected path `{}`; protected paths are never readable or writable through tools; list narrower paths (`git ls-files src`)",
+                path.display(),
+                x.display()
+            ));
+        }
+        Ok(false)
+    };
+    entries_below(
+        root,
+        found.skips_hidden,
+        "the command runs on them; find",
+        visit,
+    )
+}
+
+/// Visits each entry below `root` (hidden ones left out with `skips_hidden`), looking into
+/// a directory when `visit` says so, up to [`MAX_ENTRIES`]; `why` ends the refusal past
+/// that ("… entries below ROOT to check before {why} in a narrower directory").
+fn entries_below(
+    root: &Path,
+    skips_hidden: bool,
+    why: &str,
+    mut visit: impl FnMut(&Path, &Path, std::fs::FileType) -> Result<bool, String>,
+) -> Result<(), String> {
+    let mut dirs = vec![root.to_path_buf()];
+    let mut seen = 0usize;
     while let Some(dir) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -130,74 +206,20 @@ fn look_below(
             seen += 1;
             if seen > MAX_ENTRIES {
                 return Err(format!(
-                    "more than {MAX_ENTRIES} entries below `{}` to check before the command runs on them; find in a narrower directory",
+                    "more than {MAX_ENTRIES} entries below `{}` to check before {why} in a narrower directory",
                     root.display()
                 ));
             }
-            let path = entry.path();
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            if found.skips_hidden && entry.file_name().to_string_lossy().starts_with('.') {
+            if skips_hidden && entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            if let Some(t) = tracked {
-                if kind.is_symlink() && t.dirs.contains(rel) {
-                    let target = sb.resolve_path(&path.to_string_lossy())?;
-                    sb.check(&path.to_string_lossy(), &target, PathAccess::Tree)?;
-                    continue;
-                }
-                let listed = if kind.is_dir() { &t.dirs } else { &t.files };
-                if !listed.contains(rel) {
-                    continue;
-                }
-            }
-            // A directory's name is in the path of what is found below it; a file's only
-            // if the filter keeps it.
-            let kept = match &matcher {
-                Some(m) if kind.is_dir() => !m.skips_below(rel),
-                Some(m) => !m.skips(rel, false),
-                None => true,
-            };
-            if !kept {
-                continue;
-            }
-            if found.split && splits_into_other_paths(&entry.file_name().to_string_lossy()) {
-                return Err(split_name(&path));
-            }
-            if kind.is_dir() {
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            if visit(&path, rel, kind)? {
                 dirs.push(path);
-                continue;
-            }
-            if let Some(pattern) = sb.protected_name(&path) {
-                let (why, instead) = if tracked.is_some() {
-                    (
-                        "is tracked by git, so `git ls-files` would list it",
-                        "list narrower paths (`git ls-files src`, `git ls-files '*.py'`)",
-                    )
-                } else {
-                    (
-                        "would be among the paths",
-                        "leave it out of what is found (`-not -name`)",
-                    )
-                };
-                return Err(format!(
-                    "`{}` {why}, and its name matches protected name `{pattern}` (sandbox.protected_names); {instead}",
-                    path.display()
-                ));
-            }
-            if kind.is_symlink() {
-                let target = sb.resolve_path(&path.to_string_lossy())?;
-                sb.check(&path.to_string_lossy(), &target, PathAccess::Read)?;
-            } else if tracked.is_some()
-                && let Some(x) = sb.protected_by_path(&path)
-            {
-                return Err(format!(
-                    "`{}` is tracked by git, so `git ls-files` would list it, and it is inside protected path `{}`; protected paths are never readable or writable through tools; list narrower paths (`git ls-files src`)",
-                    path.display(),
-                    x.display()
-                ));
             }
         }
     }
@@ -228,38 +250,25 @@ fn check_removals(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), St
     if root_name != "." && kept(Path::new(root_name)) {
         check(root)?;
     }
-    let mut dirs = vec![root.to_path_buf()];
-    let mut seen = 0usize;
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return Err(format!(
-                    "more than {MAX_ENTRIES} entries below `{}` to check before they are removed; remove in a narrower directory",
-                    root.display()
-                ));
-            }
-            let path = entry.path();
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            if found.skips_hidden && entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            if found.split && splits_into_other_paths(&entry.file_name().to_string_lossy()) {
-                return Err(split_name(&path));
+    entries_below(
+        root,
+        found.skips_hidden,
+        "they are removed; remove",
+        |path, rel, kind| {
+            if found.split && splits_into_other_paths(&name_of(path)) {
+                return Err(split_name(path));
             }
             if kept(rel) {
-                check(&path)?;
+                check(path)?;
             }
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && matcher.as_ref().is_none_or(|m| !m.skips_below(rel)) {
-                dirs.push(path);
-            }
-        }
-    }
-    Ok(())
+            Ok(kind.is_dir() && matcher.as_ref().is_none_or(|m| !m.skips_below(rel)))
+        },
+    )
+}
+
+/// The last name of `path`, as text.
+fn name_of(path: &Path) -> std::borrow::Cow<'_, str> {
+    path.file_name().unwrap_or_default().to_string_lossy()
 }
 
 fn split_name(path: &Path) -> String {
