@@ -22,6 +22,11 @@ const MAX_GLOB_MATCHES: usize = 4096;
 /// writes it literally only makes the rule of `runtime` stricter).
 pub(super) const RUNTIME_STAND_IN: &str = "\u{1}value-of-a-command-substitution\u{1}";
 
+/// What `$!` (the process id of the shell's last background job) is taken as: the job
+/// specification of that job, `%+`, which `kill` takes as the line's own job
+/// ([`super::runtime`]); anywhere else it is a value known only when the line runs.
+pub(super) const LAST_JOB: &str = "%+";
+
 /// The inner line of the one command substitution taken as known before it runs
 /// ([`Context::top_level`]).
 const TOP_LEVEL: &str = "git rev-parse --show-toplevel";
@@ -295,6 +300,15 @@ impl Context {
                     });
                     e.splits |= !e.in_quotes;
                     e.quoted(RUNTIME_STAND_IN);
+                }
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter: Parameter::Special(SpecialParameter::LastBackgroundProcessId),
+                    indirect: false,
+                }) => {
+                    e.runtime.get_or_insert_with(|| {
+                        "`$!` (its value is known only when the line runs)".to_owned()
+                    });
+                    e.quoted(LAST_JOB);
                 }
                 // `$?`, `$$` and `$#` are decimal integers: text that never splits or globs.
                 WordPiece::ParameterExpansion(ParameterExpr::Parameter {
