@@ -9,7 +9,7 @@ use super::{
     options::{
         Effect, OptionTable,
         ValueSyntax::{AttachedOnly, Flag, Required},
-        long_option, option, parse_options, short_option,
+        flag_given, long_option, option, parse_options, short_option,
     },
 };
 
@@ -138,7 +138,7 @@ pub(super) const RMDIR: OptionTable = OptionTable::gnu(&[])
 /// rmdir: each operand, and with `-p` each of its ancestors as written (`rmdir -p a/b`
 /// removes `a/b`, then `a`).
 pub(super) fn rmdir(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
-    let parents = given(args, 'p', "--parents", "");
+    let parents = flag_given(args, 'p', "--parents", "");
     let parsed = parse_options(args, &RMDIR, findings)?;
     for operand in &parsed.operands {
         let path = operand.path();
@@ -152,33 +152,6 @@ pub(super) fn rmdir(args: &[String], findings: &mut Findings) -> Result<(), Shel
         }
     }
     Ok(())
-}
-
-/// Whether a flag is among `args`' options, short (alone or in a cluster, `-sf`) or long.
-/// `with_value` are the short options that take a value (attached, `-S.bak`, or the next
-/// word), whose letters are not flags.
-fn given(args: &[String], short: char, long: &str, with_value: &str) -> bool {
-    let mut words = args.iter().take_while(|a| *a != "--");
-    while let Some(a) = words.next() {
-        if a == long {
-            return true;
-        }
-        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
-            continue;
-        };
-        for (i, c) in cluster.char_indices() {
-            if c == short {
-                return true;
-            }
-            if with_value.contains(c) {
-                if i + c.len_utf8() == cluster.len() {
-                    words.next();
-                }
-                break;
-            }
-        }
-    }
-    false
 }
 
 /// ln: `-t` names the directory the links go in; `-T` says the last operand is the link.
@@ -200,7 +173,7 @@ pub(super) const LN: OptionTable = OptionTable::gnu(&[
 /// from where the command runs.
 pub(super) fn ln(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
     let from_link_dir =
-        given(args, 's', "--symbolic", "St") && !given(args, 'r', "--relative", "St");
+        flag_given(args, 's', "--symbolic", "St") && !flag_given(args, 'r', "--relative", "St");
     let parsed = parse_options(args, &LN, findings)?;
     let (targets, destination) = match (parsed.target_dir, parsed.operands.split_last()) {
         (Some(dir), _) => (&parsed.operands[..], Some(PathBuf::from(dir))),

@@ -303,6 +303,7 @@ fn gnu_tables_cover_the_help_of_their_tools() {
         ("rm", &RM),
         ("rmdir", &RMDIR),
         ("ln", &LN),
+        ("gzip", &super::compress::GZIP),
         ("mktemp", &MKTEMP),
         ("chmod", &CHMOD),
         ("chown", &CHOWN),

@@ -28,7 +28,8 @@
 //!   (`find ls du tree`), `tar`, `file_ops` (`cp mv rm rmdir ln mkdir touch chmod chown
 //!   chgrp`), `git` (tables in `git_tables`, `git_verbs`, `git_shared`), `interpreters`
 //!   (`python node perl ruby`, shells, and programs that run another command), `compilers`
-//!   (`cc gcc g++ clang javac java`), `processes` (`ps kill`), `patch` (Codex's
+//!   (`cc gcc g++ clang javac java`), `compress` (`gzip gunzip`), `processes` (`ps kill`),
+//!   `patch` (Codex's
 //!   `apply_patch`).
 //! - Tests only: `help_check` proves the tables complete against the installed tools' own
 //!   help, read by `help_columns` and `help_formats`.
@@ -72,7 +73,7 @@
 //! | `cat tac nl more wc head tail less paste comm join fold expand unexpand cmp` and `sort uniq cut stat file md5sum sha1sum sha256sum sha512sum` | operands; `less -k/-T` files, `sort --random-source`, `file -m` | — | `less -o/-O/--log-file`, `sort -o`, `sort -T` (temporary files), `uniq IN OUT`'s OUT | `--files0-from` (`wc sort`), `file -f` (names from a file), `md5sum… -c` (checks the files a list names), `file -C` (writes a compiled magic file), `sort --compress-program`, `less +CMD` (start-up commands, `!` runs a shell) |
 //! | `grep egrep fgrep rgrep` | files after the PATTERN (first operand unless `-e`/`-f`); `-f/--file`, `--exclude-from` | with `-r -R --recursive --dereference-recursive -d recurse`, or `rgrep`: the files, default `.`, less what `--include --exclude --exclude-dir` skip (`walk_filter`) | — | — |
 //! | `rg` | `-f/--file`, `--ignore-file` | always: operands after the pattern (all of them with `--files`), default `.` | — | `--pre`, `--hostname-bin` (run a program) |
-//! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files; with `-maxdepth 0` or `1`: the start points | each start point, default `.` (none with `-maxdepth 0` or `1`) | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` |
+//! | `find` | `-newer -anewer -cnewer -samefile -newerXY` (Y≠t) files; with `-maxdepth 0` or `1`: the start points | each start point, default `.` (none with `-maxdepth 0` or `1`) | — | `-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls -files0-from` (in a line, `-exec` and `-delete` are read by `line::found`) |
 //! | `ls` | operands, default `.` | with `-R`: operands, default `.` | — | — |
 //! | `du tree` | `du -X/--exclude-from`; `tree --gitfile --infofile --hintro --houtro` | always: operands, default `.` (`tree --fromfile/--fromtabfile`: none) | `tree -o` | `du --files0-from`, `tree -R` (writes a file in every directory) |
 //! | `diff` | operands, `-X/--exclude-from`, `--from-file/--to-file` | with `-r`: operands (following links unless `--no-dereference`) | — | `--diff-program` |
@@ -82,7 +83,15 @@
 //! | `cp` | sources | sources with `-r -R -a` | destination (last operand or `-t DIR`) | — |
 //! | `mv` | sources | — | sources and destination | — |
 //! | `rm` | — | operands with `-r -R` | operands | — |
+//! | `rmdir` | — | — | operands, and with `-p` each parent written in them | — |
+//! | `ln` | — | — | each link (the last operand, in it when a directory, or `-t DIR`), and each TARGET (a symbolic link's relative one from the link's directory) | — |
 //! | `chmod chown chgrp` | `--reference` file | operands with `-R` | operands after MODE/OWNER | — |
+//! | `gzip gunzip` | operands | with `-r`: operands | each operand (unless `-k`) and its copy (`FILE.gz`, or without its suffix with `-d`); nothing with `-c -l -t` | `-N` when decompressing (a name the file holds) |
+//! | `xxd` | the first operand | — | the second | — |
+//! | `cc gcc g++ c++ clang clang++` (and `gcc-12`…) | sources, `-include -imacros -T` files | — | `-o FILE`, else `a.out` or each source's `.o`/`.s` (`-c`/`-S`), `-MF`, `.d` with `-MD` | `-wrapper -B -fplugin -specs -Xclang -load -Wl, -Xlinker -Wa, -Xassembler -Wp, -Xpreprocessor -save-temps -fdump-*`, `@FILE`, `--` options but `--std= --target= --version --help --verbose`, an option whose value is a path |
+//! | `javac` / `java` | sources / `-jar` JAR or a `.java` file, then the program's arguments | — | `-d DIR`, `-s`, `-h`, else each source's `.class` / — | `-J -Xplugin @FILE` / `-javaagent -agentlib -agentpath @FILE` |
+//! | `ps` / `kill` | — | — | — | a BSD word with `e` (environments) / a target that is not a job (`%1`, `$!`) |
+//! | `printenv NAME…` / `hostname` | — | — | — | a name that may hold a key (not in `TEXT_VARIABLES`, `HOME`, `PWD`) / an operand (sets the name) |
 //! | `git` | every operand (a `file://` URL as its path, other URLs none; the path of `REV:PATH`), `--git-dir --work-tree`, the file options (`commit -F/-t`, `log -L RANGE:FILE`, `blame --contents -S`, `clone --reference`, `ls-files -X`, `diff -O`, …); relative to `-C` | `grep --no-index/--untracked`: `.`; `diff --no-index`: the operands | `--output`, `format-patch -o`, `archive -o`, `clone/init --separate-git-dir`; the operands of `mv rm restore init`, `clone`'s directory, `worktree add`'s path | subcommands it does not list (aliases, `git-*` programs), `-c KEY=V` (except `color.*`, `core.quotepath`, `advice.*`), `--config-env`, `--exec-path=`, `--upload-pack -u --receive-pack --exec`, `rebase -x`, `clone/init --template`, `clone -c/--config`, `grep -O`, `apply --unsafe-paths`, `help --web/--info`, `--pathspec-from-file`, `ext::`/`fd::` URLs, `config` except reads (`--get…`, `--list`, `get`, `list`, a key alone), subcommands `filter-branch daemon instaweb shell mergetool difftool send-email`, `submodule foreach`, `bisect run` |
 //! | `python* node nodejs perl* ruby` | every operand (script and its arguments; after `-c CODE`, the program's arguments), the program given on the line (`python -c`, `node -e/-p`, `perl -e/-E`, `ruby -e`) read by the engine for what it names; `perl/ruby -I`, node's module and config files (`-r --import --env-file …`) | — | node's report, profile and log files (`--cpu-prof-dir --redirect-warnings …`) | in-place edits (`perl/ruby -i`), node's inspector (`--inspect*`) and files written in the working directory (`--cpu-prof --heap-prof --prof --build-snapshot …`) |
 //! | shells `sh bash dash zsh ksh mksh fish csh tcsh busybox` | `sh bash dash zsh ksh mksh` with a script (after `-e -u -x -v` alone): the script and its arguments | — | — | otherwise (runs commands the gateway cannot see: `-c` outside a parsed line, its input, other options, `fish csh tcsh busybox`) |
@@ -126,6 +135,7 @@ use std::path::PathBuf;
 
 mod awk;
 mod compilers;
+mod compress;
 mod coreutils;
 mod coreutils_tables;
 mod curl;
@@ -384,6 +394,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
             }
         }
         "xxd" => coreutils::xxd(args, found)?,
+        "gzip" | "gunzip" => compress::gzip(args, name == "gunzip", found)?,
         "ps" => processes::ps(args, found),
         "kill" => processes::kill(args, found),
         n if compilers::is_c_driver(n) => compilers::c_driver(args, found),

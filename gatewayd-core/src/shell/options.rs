@@ -416,6 +416,33 @@ fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs
     }
 }
 
+/// Whether a flag is among `args`' options, short (alone or in a cluster, `-sf`) or long.
+/// `with_value` are the short options that take a value (attached, `-S.bak`, or the next
+/// word), whose letters are not flags.
+pub(super) fn flag_given(args: &[String], short: char, long: &str, with_value: &str) -> bool {
+    let mut words = args.iter().take_while(|a| *a != "--");
+    while let Some(a) = words.next() {
+        if a == long {
+            return true;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
+            continue;
+        };
+        for (i, c) in cluster.char_indices() {
+            if c == short {
+                return true;
+            }
+            if with_value.contains(c) {
+                if i + c.len_utf8() == cluster.len() {
+                    words.next();
+                }
+                break;
+            }
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

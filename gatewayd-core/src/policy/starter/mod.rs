@@ -134,6 +134,8 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "hexdump",
     "zcat",
     "xxd",
+    "gzip",
+    "gunzip",
     "less",
     "more",
     "yes",
