@@ -1,6 +1,6 @@
 //! What the shell carries from one command of a line to the next, for the walk of
 //! [`super`]: the directory (`cd`) and the variables, and whether they are known. A part of
-//! the line that may not run (a branch of `if`, a loop's body, what follows `||`, the rest of
+//! the line that may not run (a branch of `if` or `case`, a loop's body, what follows `||`, the rest of
 //! an `&&` chain) or a `cd` that may fail leaves what it changed unknown after it; a subshell
 //! (`( … )`, a pipeline's commands, `… &`, a substitution, a `bash -c` body) leaves nothing
 //! changed.
@@ -83,6 +83,34 @@ impl Walk {
         let r = f(self);
         self.forget_changes_since(&before);
         r
+    }
+
+    /// `case WORD in PATTERN) LIST ;; … esac`: WORD and the PATTERNs are text, matched and
+    /// never taken as files (their command substitutions are commands of the line); each
+    /// branch may run or not. A branch that goes on into the next (`;&`, `;;&`) is refused:
+    /// the next would run where the first left the directory.
+    pub(super) fn case(&mut self, c: &ast::CaseClauseCommand) -> Result<(), ShellError> {
+        if c.cases
+            .iter()
+            .any(|i| !matches!(i.post_action, ast::CaseItemPostAction::ExitCase))
+        {
+            return Err(unanalysable(
+                "a `case` branch that goes on into the next (`;&`, `;;&`)",
+            ));
+        }
+        let words = std::iter::once(&c.value).chain(c.cases.iter().flat_map(|i| &i.patterns));
+        for word in words {
+            let (_, substitutions) = self.ctx.runtime_text(&word.value)?;
+            for inner in &substitutions {
+                self.nested(inner)?;
+            }
+        }
+        self.may_run(|w| {
+            for body in c.cases.iter().filter_map(|i| i.cmd.as_ref()) {
+                w.may_run(|w| w.list(body))?;
+            }
+            Ok(())
+        })
     }
 
     /// One pass of a `for` loop's body. Each pass starts where the one before ended; but

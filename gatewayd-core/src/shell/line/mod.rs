@@ -23,7 +23,8 @@
 //! Refused ([`ShellError::Unanalysable`]), because what they do is not on the line: process
 //! substitution before a command's name, variables other than `HOME`, `PWD` and those the
 //! line set, a substitution's value where it is not text, arithmetic of anything but
-//! integers written out, braces in an assignment, arithmetic `for`, `case`,
+//! integers written out, braces in an assignment, arithmetic `for`, a `case` branch that goes
+//! on into the next,
 //! a `[[ … ]]` of words not known before the line runs or arithmetic of non-integers,
 //! functions, `eval`, `alias`, `pushd`/`popd`, `cd -`, and assignments that
 //! choose what a program runs or loads (`PATH`, `LD_*`, `*_COMMAND`, `GIT_DIR`,
@@ -337,7 +338,7 @@ impl Walk {
             CompoundCommand::ArithmeticForClause(_) => Err(unanalysable(
                 "an arithmetic `for` loop (its variable's values are known only when it runs)",
             )),
-            CompoundCommand::CaseClause(_) => Err(unanalysable("a `case` statement")),
+            CompoundCommand::CaseClause(c) => self.case(c),
             CompoundCommand::Arithmetic(_) => Err(unanalysable("an arithmetic command")),
             CompoundCommand::Coprocess(_) => Err(unanalysable("a coprocess")),
         }

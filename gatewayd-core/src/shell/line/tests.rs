@@ -609,3 +609,21 @@ fn arithmetic_that_bash_evaluates_is_refused_and_each_case_runs_in_bash() {
         );
     }
 }
+
+#[test]
+fn case_branches_are_commands_that_may_run() {
+    assert_eq!(
+        argvs("case \"$SHELL\" in *bash) echo bash;; *) ls src;; esac"),
+        vec![vec!["echo", "bash"], vec!["ls", "src"]]
+    );
+    // Its words' substitutions are commands of the line; a pattern is no file.
+    assert_eq!(
+        argvs("case $(uname) in Linux|*.py) cat a;; esac"),
+        vec![vec!["uname"], vec!["cat", "a"]]
+    );
+    // A branch's `cd` leaves the directory unknown after the `case`.
+    assert!(refused("case x in x) cd /tmp;; esac; rm a").contains("after a `cd`"));
+    assert!(refused("case x in a) cd /tmp;& b) rm a;; esac").contains("goes on into the next"));
+    let why = refused("case $1 in a) ls;; esac");
+    assert!(why.contains("parameter"), "{why}");
+}
