@@ -511,6 +511,12 @@ impl Walk {
             }
             return Ok(());
         }
+        if argv[0] == "xargs"
+            && let Some(command) = pipes::xargs_of_text(&argv[1..])
+        {
+            self.push(vec![argv[0].clone()], reads, writes, false)?;
+            return self.push(command, Vec::new(), Vec::new(), true);
+        }
         if argv[0] == "xargs" {
             return Err(unanalysable(
                 "`xargs` on an input other than a list of paths that `find`, `git ls-files`, \

@@ -486,31 +486,11 @@ fn is_count(n: &str) -> bool {
 /// the end, or for `-I R`'s R), and what the paths stand for. `None` for an option it does
 /// not read (`-a FILE`, `-E`, `-p`, …) or a NUL mode that is not the list's.
 pub(super) fn xargs(args: &[String], list: &PathList) -> Option<Vec<(Vec<String>, Found)>> {
-    let mut i = 0;
-    let (mut nul, mut replace) = (false, None);
-    while let Some(a) = args.get(i) {
-        let value_next = ["-n", "-P", "-L", "-s", "-I"].contains(&a.as_str());
-        match a.as_str() {
-            "-0" | "--null" => nul = true,
-            "-r" | "--no-run-if-empty" | "-t" | "--verbose" | "-x" | "--exit" => {}
-            "-I" => replace = Some(args.get(i + 1)?.clone()),
-            _ if value_next => {
-                if !is_count(args.get(i + 1)?) {
-                    return None;
-                }
-            }
-            _ if a.starts_with("-I") => replace = Some(a[2..].to_owned()),
-            _ if a.starts_with("--replace=") => replace = Some(a[10..].to_owned()),
-            _ if ["-n", "-P", "-L", "-s"].iter().any(|o| a.starts_with(o)) && is_count(&a[2..]) => {
-            }
-            _ if ["--max-args=", "--max-procs=", "--max-lines="]
-                .iter()
-                .any(|o| a.strip_prefix(o).is_some_and(is_count)) => {}
-            _ if a.starts_with('-') => return None,
-            _ => break,
-        }
-        i += if value_next { 2 } else { 1 };
-    }
+    let XargsOptions {
+        command_at: i,
+        nul,
+        replace,
+    } = xargs_options(args)?;
     if nul != list.nul {
         return None;
     }
@@ -536,4 +516,63 @@ pub(super) fn xargs(args: &[String], list: &PathList) -> Option<Vec<(Vec<String>
         out.push((argv, found.clone()));
     }
     Some(out)
+}
+
+/// Programs whose operands are text, not files: xargs may give them any input
+/// (`seq 3 | xargs -I{} echo item {}`), which is known only when the line runs.
+pub(super) const TEXT_PROGRAMS: [&str; 4] = ["echo", "printf", "basename", "dirname"];
+
+/// `xargs [OPTIONS] COMMAND…` whose COMMAND takes text ([`TEXT_PROGRAMS`], `echo` when
+/// none is given), on any input: the command with its own words, the ones xargs adds being
+/// text. `None` for an option xargs's reading does not know, or another command.
+pub(super) fn xargs_of_text(args: &[String]) -> Option<Vec<String>> {
+    let at = xargs_options(args)?.command_at;
+    let command = match &args[at..] {
+        [] => vec!["echo".to_owned()],
+        rest => rest.to_vec(),
+    };
+    TEXT_PROGRAMS
+        .contains(&command[0].as_str())
+        .then_some(command)
+}
+
+/// What xargs's options say: where its COMMAND starts, `-0`, and `-I`'s replacement.
+struct XargsOptions {
+    command_at: usize,
+    nul: bool,
+    replace: Option<String>,
+}
+
+/// xargs's options that the analysis reads; `None` for any other (`-a FILE`, `-E`, `-p`, …).
+fn xargs_options(args: &[String]) -> Option<XargsOptions> {
+    let mut i = 0;
+    let (mut nul, mut replace) = (false, None);
+    while let Some(a) = args.get(i) {
+        let value_next = ["-n", "-P", "-L", "-s", "-I"].contains(&a.as_str());
+        match a.as_str() {
+            "-0" | "--null" => nul = true,
+            "-r" | "--no-run-if-empty" | "-t" | "--verbose" | "-x" | "--exit" => {}
+            "-I" => replace = Some(args.get(i + 1)?.clone()),
+            _ if value_next => {
+                if !is_count(args.get(i + 1)?) {
+                    return None;
+                }
+            }
+            _ if a.starts_with("-I") => replace = Some(a[2..].to_owned()),
+            _ if a.starts_with("--replace=") => replace = Some(a[10..].to_owned()),
+            _ if ["-n", "-P", "-L", "-s"].iter().any(|o| a.starts_with(o)) && is_count(&a[2..]) => {
+            }
+            _ if ["--max-args=", "--max-procs=", "--max-lines="]
+                .iter()
+                .any(|o| a.strip_prefix(o).is_some_and(is_count)) => {}
+            _ if a.starts_with('-') => return None,
+            _ => break,
+        }
+        i += if value_next { 2 } else { 1 };
+    }
+    Some(XargsOptions {
+        command_at: i,
+        nul,
+        replace,
+    })
 }
