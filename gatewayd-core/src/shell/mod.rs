@@ -305,6 +305,12 @@ pub(crate) const TEXT_VARIABLES: &[&str] = &[
     "PATH", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "HOSTNAME", "TMPDIR",
 ];
 
+/// What `$!` (the process id of the shell's last background job) is taken as in a line's
+/// words: a value known only when the line runs (it holds `line`'s stand-in for one, so a
+/// variable set to it is one too: `PID=$!`), which `kill` alone takes, as that job
+/// (`processes`).
+pub(crate) const LAST_JOB: &str = "\u{1}value-of-a-command-substitution\u{1}%+";
+
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.
 /// See the module documentation for each command's knowledge.
 pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {

@@ -1,7 +1,8 @@
 //! `ps` and `kill`: the processes the line may see and signal. `ps` lists processes, their
 //! command lines among them, but not their environments (the BSD `e` flag prints each
 //! process's environment, which holds the agent host's keys: forbidden). `kill` signals the
-//! line's own background jobs (`%1`, `%%`, `%+`, `%-`); a process named by number may be any
+//! line's own background jobs (`%1`, `%%`, `%+`, `%-`, and `$!`: [`super::LAST_JOB`]); a
+//! process named by number may be any
 //! of the user's (under `gatewayd run` the kernel keeps signals inside the session, but a
 //! hook alone does not), so it is forbidden, and so is a process group.
 use super::findings::Findings;
@@ -78,7 +79,10 @@ pub(super) fn kill(args: &[String], findings: &mut Findings) {
     if targets.first().is_some_and(|w| w == "--") {
         targets = &targets[1..];
     }
-    for target in targets.iter().filter(|w| !w.starts_with('%')) {
+    for target in targets
+        .iter()
+        .filter(|w| !w.starts_with('%') && *w != super::LAST_JOB)
+    {
         findings.forbid(
             target,
             "signals a process by number, which may be any of the user's; `kill %1` signals the line's own background job",

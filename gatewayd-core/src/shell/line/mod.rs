@@ -590,7 +590,8 @@ impl Walk {
             Ok(value) => value,
             Err(refused) => {
                 let (value, substitutions) = self.ctx.runtime_text(&w.value)?;
-                if substitutions.is_empty() {
+                // A value known only when the line runs: a substitution's, or `$!` alone.
+                if substitutions.is_empty() && value != crate::shell::LAST_JOB {
                     return Err(refused);
                 }
                 for inner in &substitutions {

@@ -14,19 +14,16 @@
 //!   forbidden option (so `git am -m "$(…)"`, where `-m` is a flag and the word a path, is
 //!   refused).
 //!
-//! - `$!` alone as a word of `kill`, which takes it as the job it is (`%+`,
-//!   [`LAST_JOB`]): `python3 -m http.server & …; kill $!`.
+//! - `$!` (or a variable set to it alone, `PID=$!`) alone as a word of `kill`, which takes
+//!   it as the job it is ([`LAST_JOB`]): `python3 -m http.server & …; kill $!`.
 //!
 //! Everything else is refused with the reason a substitution had before: `cat "$(…)"`,
 //! `cd "$(…)"`, `$(…) args`, `git commit -m $(…)` (outside quotes bash splits the value into
 //! words), a redirection to `"$(…)"`, an assignment's value. One exception is the walk's
 //! ([`super::found`]): a word that is only a substitution, outside quotes, whose line is a
 //! list of paths (`wc -l $(git ls-files)`) stands for the files below the list's roots.
-use super::{
-    unanalysable,
-    words::{LAST_JOB, RUNTIME_STAND_IN},
-};
-use crate::shell::{ShellError, analyze};
+use super::{unanalysable, words::RUNTIME_STAND_IN};
+use crate::shell::{LAST_JOB, ShellError, analyze};
 
 /// A word of a command's argv that holds a command substitution.
 #[derive(Debug, Clone)]

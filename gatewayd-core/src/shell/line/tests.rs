@@ -627,3 +627,22 @@ fn case_branches_are_commands_that_may_run() {
     let why = refused("case $1 in a) ls;; esac");
     assert!(why.contains("parameter"), "{why}");
 }
+
+#[test]
+fn the_last_jobs_id_is_a_runtime_value_that_kill_alone_takes() {
+    assert!(crate::shell::LAST_JOB.contains(super::words::RUNTIME_STAND_IN));
+    for line in [
+        "sleep 9 & kill $!",
+        "sleep 9 & PID=$!; sleep 1; kill \"$PID\"",
+        "sleep 9 & echo \"started $!\"",
+    ] {
+        cmds(line);
+    }
+    for line in [
+        "sleep 9 & rm -rf \"$!\"/x",
+        "sleep 9 & P=$!; cat \"$P\"",
+        "P=$!x; kill $P",
+    ] {
+        refused(line);
+    }
+}

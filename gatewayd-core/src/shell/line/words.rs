@@ -12,7 +12,7 @@ use brush_parser::word::{
 };
 
 use super::{Context, braces::brace_words, options, unanalysable};
-use crate::shell::{ShellError, TEXT_VARIABLES, git_repo, walk_filter::fnmatch_brackets};
+use crate::shell::{LAST_JOB, ShellError, TEXT_VARIABLES, git_repo, walk_filter::fnmatch_brackets};
 
 /// Paths one glob word may expand to before the line is refused.
 const MAX_GLOB_MATCHES: usize = 4096;
@@ -21,11 +21,6 @@ const MAX_GLOB_MATCHES: usize = 4096;
 /// text that no file, option or URL of a line can be mistaken for by accident (a line that
 /// writes it literally only makes the rule of `runtime` stricter).
 pub(super) const RUNTIME_STAND_IN: &str = "\u{1}value-of-a-command-substitution\u{1}";
-
-/// What `$!` (the process id of the shell's last background job) is taken as: the job
-/// specification of that job, `%+`, which `kill` takes as the line's own job
-/// ([`super::runtime`]); anywhere else it is a value known only when the line runs.
-pub(super) const LAST_JOB: &str = "%+";
 
 /// The inner line of the one command substitution taken as known before it runs
 /// ([`Context::top_level`]).
