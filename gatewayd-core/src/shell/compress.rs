@@ -9,7 +9,7 @@ use super::{
     options::{
         Effect, OptionTable,
         ValueSyntax::{Flag, Required},
-        flag_given, option, parse_options,
+        option, parse_options,
     },
 };
 
@@ -40,21 +40,19 @@ pub(super) fn gzip(
     decompress: bool,
     findings: &mut Findings,
 ) -> Result<(), ShellError> {
-    let flag = |short, long| flag_given(args, short, long, "S");
-    let decompress = decompress || flag('d', "--decompress") || flag('d', "--uncompress");
-    let no_output = flag('c', "--stdout")
-        || flag('c', "--to-stdout")
-        || flag('l', "--list")
-        || flag('t', "--test");
-    let keep = flag('k', "--keep");
-    if decompress && flag('N', "--name") {
+    let parsed = parse_options(args, &GZIP, findings)?;
+    let flag = |short, long| parsed.has(short, long);
+    let decompress = decompress || flag('d', "decompress") || flag('d', "uncompress");
+    let no_output =
+        flag('c', "stdout") || flag('c', "to-stdout") || flag('l', "list") || flag('t', "test");
+    let keep = flag('k', "keep");
+    if decompress && flag('N', "name") {
         findings.forbid(
             "-N",
             "restores the name the compressed file holds, which the check does not read",
         );
     }
-    let suffix = suffix_given(args);
-    let parsed = parse_options(args, &GZIP, findings)?;
+    let suffix = parsed.value_of('S', "suffix");
     for operand in parsed.operands.iter().filter(|o| o.word != "-") {
         let path = operand.path();
         if parsed.recursive {
@@ -69,12 +67,12 @@ pub(super) fn gzip(
             continue;
         }
         let made = if decompress {
-            uncompressed_name(operand.word, suffix.as_deref())
+            uncompressed_name(operand.word, suffix)
         } else {
             Some(PathBuf::from(format!(
                 "{}{}",
                 operand.word,
-                suffix.as_deref().unwrap_or(".gz")
+                suffix.unwrap_or(".gz")
             )))
         };
         if let Some(made) = made {
@@ -85,23 +83,6 @@ pub(super) fn gzip(
         }
     }
     Ok(())
-}
-
-/// The value of `-S SUF`/`--suffix=SUF`, if given.
-fn suffix_given(args: &[String]) -> Option<String> {
-    let mut words = args.iter().take_while(|a| *a != "--");
-    while let Some(a) = words.next() {
-        if a == "-S" || a == "--suffix" {
-            return words.next().cloned();
-        }
-        if let Some(v) = a.strip_prefix("--suffix=") {
-            return Some(v.to_owned());
-        }
-        if let Some(v) = a.strip_prefix("-S").filter(|v| !v.is_empty()) {
-            return Some(v.to_owned());
-        }
-    }
-    None
 }
 
 /// The file `gzip -d` makes of `name`: without its suffix (`-S SUF`'s, or one of
@@ -150,5 +131,12 @@ mod tests {
         assert!(clean("gunzip -c x.gz").writes.is_empty());
         assert_eq!(clean("gunzip odd").writes, paths(&["odd"]));
         assert!(forbidden("gunzip -N x.gz").contains("restores the name"));
+        // GNU getopt's abbreviations are the options they abbreviate.
+        assert_eq!(
+            clean("gzip --decomp -f .env.gz").writes,
+            paths(&[".env", ".env.gz"])
+        );
+        assert!(forbidden("gzip --decompress --na x.gz").contains("restores the name"));
+        assert_eq!(clean("gzip --suff=.z a").writes, paths(&["a.z", "a"]));
     }
 }

@@ -9,7 +9,7 @@ use super::{
     options::{
         Effect, OptionTable,
         ValueSyntax::{AttachedOnly, Flag, Required},
-        flag_given, long_option, option, parse_options, short_option,
+        long_option, option, parse_options, short_option,
     },
 };
 
@@ -138,8 +138,8 @@ pub(super) const RMDIR: OptionTable = OptionTable::gnu(&[])
 /// rmdir: each operand, and with `-p` each of its ancestors as written (`rmdir -p a/b`
 /// removes `a/b`, then `a`).
 pub(super) fn rmdir(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
-    let parents = flag_given(args, 'p', "--parents", "");
     let parsed = parse_options(args, &RMDIR, findings)?;
+    let parents = parsed.has('p', "parents");
     for operand in &parsed.operands {
         let path = operand.path();
         findings.write(&path);
@@ -172,9 +172,8 @@ pub(super) const LN: OptionTable = OptionTable::gnu(&[
 /// destination itself when it is a directory: both are written), of a hard link (or `-r`)
 /// from where the command runs.
 pub(super) fn ln(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
-    let from_link_dir =
-        flag_given(args, 's', "--symbolic", "St") && !flag_given(args, 'r', "--relative", "St");
     let parsed = parse_options(args, &LN, findings)?;
+    let from_link_dir = parsed.has('s', "symbolic") && !parsed.has('r', "relative");
     let (targets, destination) = match (parsed.target_dir, parsed.operands.split_last()) {
         (Some(dir), _) => (&parsed.operands[..], Some(PathBuf::from(dir))),
         (None, Some((last, init))) if !init.is_empty() => (init, Some(last.path())),
@@ -467,6 +466,7 @@ mod tests {
             paths(&["a/b/c", "a/b", "a"])
         );
         assert_eq!(clean("rmdir -v a/b").writes, paths(&["a/b"]));
+        assert_eq!(clean("rmdir --par a/b").writes, paths(&["a/b", "a"]));
     }
 
     #[test]
@@ -479,6 +479,8 @@ mod tests {
         assert!(!a.writes.contains(&PathBuf::from("../x")), "{a:?}");
         assert!(a.writes.contains(&PathBuf::from("sub/../x")), "{a:?}");
         assert!(a.writes.contains(&PathBuf::from("sub/link/../x")), "{a:?}");
+        let a = clean("ln --symb ../x sub/link");
+        assert!(a.writes.contains(&PathBuf::from("sub/../x")), "{a:?}");
         // A hard link's (and `-r`'s) from where the command runs; `-S.s` is a suffix.
         for line in [
             "ln ../x sub/link",

@@ -106,6 +106,9 @@ pub(super) struct ParsedArgs<'a> {
     pub(super) dir: Option<PathBuf>,
     /// An option ended the options ([`Effect::EndsOptions`]): every later word is an operand.
     pub(super) options_done: bool,
+    /// Each option given, with its value, as the table resolved it (an abbreviation to its
+    /// option; not one that is ambiguous, which the tool refuses).
+    pub(super) given: Vec<(OptionSpec, Option<&'a str>)>,
 }
 
 impl<'a> ParsedArgs<'a> {
@@ -128,10 +131,29 @@ impl<'a> ParsedArgs<'a> {
         }
     }
 
+    /// Whether `-short` or `--long` was given (either, in a table that lists them apart).
+    pub(super) fn has(&self, short: char, long: &str) -> bool {
+        self.given.iter().any(|(o, _)| names(o, short, long))
+    }
+
+    /// The value given last to `-short` or `--long`.
+    pub(super) fn value_of(&self, short: char, long: &str) -> Option<&'a str> {
+        self.given
+            .iter()
+            .rev()
+            .find(|(o, _)| names(o, short, long))
+            .and_then(|(_, v)| *v)
+    }
+
     /// `value` as a path, under the current `-C` directory.
     fn path(&self, value: &str) -> PathBuf {
         relative_to(self.dir.as_deref(), value)
     }
+}
+
+/// Whether `option` is `-short` or `--long`.
+fn names(option: &OptionSpec, short: char, long: &str) -> bool {
+    (short != '\0' && option.short == short) || (!long.is_empty() && option.long == long)
 }
 
 /// The refusal of `option`, which the table of `findings`' command does not know.
@@ -192,6 +214,7 @@ fn parse_long<'a>(
                 ValueSyntax::AttachedOnly | ValueSyntax::AttachedDigits => attached,
             };
             apply_effect(&option, value, true, parsed, findings);
+            parsed.given.push((option, value));
         }
         Long::Unknown if table.strict => {
             return Err(unknown(findings, &format!("--{name}")));
@@ -248,6 +271,7 @@ fn parse_cluster<'a>(
             ValueSyntax::Required => words.next(),
         };
         apply_effect(&option, value, false, parsed, findings);
+        parsed.given.push((option, value));
         if parsed.options_done {
             break;
         }
@@ -414,33 +438,6 @@ fn set_state<'a>(effect: Effect, value: Option<&'a str>, parsed: &mut ParsedArgs
         | Effect::AwkW
         | Effect::ReadAfterColon => {}
     }
-}
-
-/// Whether a flag is among `args`' options, short (alone or in a cluster, `-sf`) or long.
-/// `with_value` are the short options that take a value (attached, `-S.bak`, or the next
-/// word), whose letters are not flags.
-pub(super) fn flag_given(args: &[String], short: char, long: &str, with_value: &str) -> bool {
-    let mut words = args.iter().take_while(|a| *a != "--");
-    while let Some(a) = words.next() {
-        if a == long {
-            return true;
-        }
-        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
-            continue;
-        };
-        for (i, c) in cluster.char_indices() {
-            if c == short {
-                return true;
-            }
-            if with_value.contains(c) {
-                if i + c.len_utf8() == cluster.len() {
-                    words.next();
-                }
-                break;
-            }
-        }
-    }
-    false
 }
 
 #[cfg(test)]
