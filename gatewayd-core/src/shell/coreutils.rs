@@ -5,7 +5,7 @@
 
 use super::{
     ShellError,
-    coreutils_tables::{DIFF, LESS, READERS, UNIQ},
+    coreutils_tables::{DIFF, LESS, READERS},
     findings::Findings,
     options::{OptionTable, parse_options},
 };
@@ -74,21 +74,8 @@ pub(super) fn less(args: &[String], findings: &mut Findings) -> Result<(), Shell
 
 /// xxd: the options xxd 2022 has (`-c 16`, `-c16`; its long spellings `-cols` and the like
 /// are not taken).
-const XXD: OptionTable =
+pub(super) const XXD: OptionTable =
     OptionTable::gnu(&[]).inert("-a -b -C -d -E -e -h -i -p -r -R= -u -v -c= -g= -l= -n= -o= -s=");
-
-/// `xxd [INFILE [OUTFILE]]` (and `-r`, which turns a dump back into bytes): the first
-/// operand is read, the second written.
-pub(super) fn xxd(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
-    let parsed = parse_options(args, &XXD, findings)?;
-    if let Some(input) = parsed.operands.first() {
-        findings.read(&input.path());
-    }
-    for output in parsed.operands.iter().skip(1) {
-        findings.write(&output.path());
-    }
-    Ok(())
-}
 
 /// hostname: prints the host's names; an operand (or `-F FILE`) would set it.
 const HOSTNAME: OptionTable = OptionTable::gnu(&[]).inert(
@@ -105,9 +92,14 @@ pub(super) fn hostname(args: &[String], findings: &mut Findings) -> Result<(), S
     Ok(())
 }
 
-/// `uniq [INPUT [OUTPUT]]`: the second operand is written.
-pub(super) fn uniq(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
-    let parsed = parse_options(args, &UNIQ, findings)?;
+/// `uniq [INPUT [OUTPUT]]` and `xxd [INFILE [OUTFILE]]` (also `-r`, which turns a dump
+/// back into bytes), each with its `table`: the first operand is read, the second written.
+pub(super) fn input_then_output(
+    args: &[String],
+    table: &OptionTable,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
+    let parsed = parse_options(args, table, findings)?;
     if let Some(input) = parsed.operands.first() {
         findings.read(&input.path());
     }

@@ -133,6 +133,14 @@
 //!   KEY` (an implicit get) is forbidden like a set.
 use std::path::PathBuf;
 
+/// The text a value known only when a line runs stands as in the words the line analysis
+/// reads (`line`'s `RUNTIME_STAND_IN`; [`LAST_JOB`] is made of it).
+macro_rules! runtime_stand_in {
+    () => {
+        "\u{1}value-of-a-command-substitution\u{1}"
+    };
+}
+
 mod awk;
 mod compilers;
 mod compress;
@@ -309,7 +317,7 @@ pub(crate) const TEXT_VARIABLES: &[&str] = &[
 /// words: a value known only when the line runs (it holds `line`'s stand-in for one, so a
 /// variable set to it is one too: `PID=$!`), which `kill` alone takes, as that job
 /// (`processes`).
-pub(crate) const LAST_JOB: &str = "\u{1}value-of-a-command-substitution\u{1}%+";
+pub(crate) const LAST_JOB: &str = concat!(runtime_stand_in!(), "%+");
 
 /// Says what `argv` reads, writes and walks, and which of its options are forbidden.
 /// See the module documentation for each command's knowledge.
@@ -367,7 +375,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "echo" | "printf" | "sleep" | "true" | "false" | "pwd" | "basename" | "dirname" | "yes" => {
         }
         "chmod" | "chown" | "chgrp" => file_ops::change_attributes(args, name == "chmod", found)?,
-        "uniq" => coreutils::uniq(args, found)?,
+        "uniq" => coreutils::input_then_output(args, &coreutils_tables::UNIQ, found)?,
         "less" => coreutils::less(args, found)?,
         "git" => git::git(args, found)?,
         "apply_patch" | "applypatch" => patch::apply_patch(args, found),
@@ -399,7 +407,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
                 }
             }
         }
-        "xxd" => coreutils::xxd(args, found)?,
+        "xxd" => coreutils::input_then_output(args, &coreutils::XXD, found)?,
         "gzip" | "gunzip" => compress::gzip(args, name == "gunzip", found)?,
         "ps" => processes::ps(args, found),
         "kill" => processes::kill(args, found),

@@ -494,10 +494,7 @@ pub(super) fn xargs(args: &[String], list: &PathList) -> Option<Vec<(Vec<String>
     if nul != list.nul {
         return None;
     }
-    let command: Vec<String> = match &args[i..] {
-        [] => vec!["echo".to_owned()],
-        rest => rest.to_vec(),
-    };
+    let command = xargs_command(args, i);
     let found = Found {
         split: !nul,
         ..list.found.clone()
@@ -518,22 +515,22 @@ pub(super) fn xargs(args: &[String], list: &PathList) -> Option<Vec<(Vec<String>
     Some(out)
 }
 
-/// Programs whose operands are text, not files: xargs may give them any input
-/// (`seq 3 | xargs -I{} echo item {}`), which is known only when the line runs.
-pub(super) const TEXT_PROGRAMS: [&str; 4] = ["echo", "printf", "basename", "dirname"];
-
-/// `xargs [OPTIONS] COMMAND…` whose COMMAND takes text ([`TEXT_PROGRAMS`], `echo` when
-/// none is given), on any input: the command with its own words, the ones xargs adds being
-/// text. `None` for an option xargs's reading does not know, or another command.
+/// `xargs [OPTIONS] COMMAND…` whose COMMAND takes text ([`super::runtime::TEXT_PROGRAMS`],
+/// `echo` when none is given), on any input: the command with its own words, the ones xargs
+/// adds being text. `None` for an option xargs's reading does not know, or another command.
 pub(super) fn xargs_of_text(args: &[String]) -> Option<Vec<String>> {
-    let at = xargs_options(args)?.command_at;
-    let command = match &args[at..] {
-        [] => vec!["echo".to_owned()],
-        rest => rest.to_vec(),
-    };
-    TEXT_PROGRAMS
+    let command = xargs_command(args, xargs_options(args)?.command_at);
+    super::runtime::TEXT_PROGRAMS
         .contains(&command[0].as_str())
         .then_some(command)
+}
+
+/// xargs's COMMAND, from `at` in its `args`: `echo` when none is given.
+fn xargs_command(args: &[String], at: usize) -> Vec<String> {
+    match &args[at..] {
+        [] => vec!["echo".to_owned()],
+        rest => rest.to_vec(),
+    }
 }
 
 /// What xargs's options say: where its COMMAND starts, `-0`, and `-I`'s replacement.

@@ -25,6 +25,10 @@
 use super::{unanalysable, words::RUNTIME_STAND_IN};
 use crate::shell::{LAST_JOB, ShellError, analyze};
 
+/// Programs whose operands are text, not files: a value known only when the line runs may
+/// be one of them, and xargs may give them any input (`seq 3 | xargs -I{} echo item {}`).
+pub(super) const TEXT_PROGRAMS: [&str; 4] = ["echo", "printf", "basename", "dirname"];
+
 /// A word of a command's argv that holds a command substitution.
 #[derive(Debug, Clone)]
 pub(super) struct RuntimeWord {
@@ -50,7 +54,7 @@ pub(super) fn check(argv: &[String], runtime: &[RuntimeWord]) -> Result<(), Shel
         return refused();
     }
     match name {
-        "echo" | "printf" | "basename" | "dirname" => Ok(()),
+        _ if TEXT_PROGRAMS.contains(&name) => Ok(()),
         "kill" if runtime.iter().all(|w| argv[w.index] == LAST_JOB) => Ok(()),
         "git" => {
             let messages = runtime

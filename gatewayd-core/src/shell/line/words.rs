@@ -20,7 +20,7 @@ const MAX_GLOB_MATCHES: usize = 4096;
 /// What a command substitution's value is taken as, in the words the analysis reads: a
 /// text that no file, option or URL of a line can be mistaken for by accident (a line that
 /// writes it literally only makes the rule of `runtime` stricter).
-pub(super) const RUNTIME_STAND_IN: &str = "\u{1}value-of-a-command-substitution\u{1}";
+pub(super) const RUNTIME_STAND_IN: &str = runtime_stand_in!();
 
 /// The inner line of the one command substitution taken as known before it runs
 /// ([`Context::top_level`]).
