@@ -6,8 +6,11 @@
 //! would not), a file whose name is protected (`sandbox.protected_names`), and, when xargs
 //! or the shell splits the paths, a name they would make other paths of. `rm` of the found
 //! paths (`find -delete` is taken as `-exec rm -d {} +`) removes each path below a root
-//! that the finder keeps: each is checked as a write. Any other command that writes or
-//! walks the found paths is refused.
+//! that the finder keeps: each is checked as a write. A program with no option table
+//! (`| xargs black`, `-exec npx prettier --write {} +`) may write each path it is given as
+//! its output: each file git's index tracks below a root (`git ls-files`), else each entry
+//! the finder keeps, is checked as one (`SandboxView::check_output`). Any other command that
+//! writes or walks the found paths is refused.
 use std::path::{Path, PathBuf};
 
 use super::{Reason, sandbox::SandboxView, tracked};
@@ -56,9 +59,14 @@ pub(super) fn take_found(
         }
         return Ok(());
     }
-    if a.writes.iter().any(is_root) {
+    // A program with no option table given the found paths (`| xargs black`, `-exec npx
+    // prettier --write {} +`): each path it is given may be its output, checked as one.
+    let written_roots: Vec<&PathBuf> = a.writes.iter().filter(|p| is_root(p)).collect();
+    let outputs_found = written_roots.iter().all(|p| a.outputs.contains(p));
+    if !written_roots.is_empty() && !outputs_found {
         return refuse("would change");
     }
+    let rewrites = !written_roots.is_empty();
     // The paths found take their own names in a destination directory, not their roots':
     // the destination itself is the write.
     a.written_into.clear();
@@ -84,6 +92,10 @@ pub(super) fn take_found(
     let mut walked = Vec::new();
     for root in roots {
         let in_index = index.and_then(|t| t.below(&root));
+        if rewrites {
+            check_outputs_found(sb, &root, found, in_index.as_ref())
+                .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+        }
         let below = if in_index.is_some() {
             // No walk's check follows: the root itself is checked here, and looked below
             // by its real path, as the protected paths are written.
@@ -237,33 +249,67 @@ fn removes(program: &str) -> bool {
 /// (a directory with all below it, as `rm -r` takes it). Directories are looked into
 /// whether kept or not, but for the trees the filter leaves out.
 fn check_removals(sb: &SandboxView, root: &Path, found: &Found) -> Result<(), String> {
-    let matcher = found.filter.matcher();
-    let kept = |rel: &Path| matcher.as_ref().is_none_or(|m| !m.skips(rel, false));
     let check = |path: &Path| -> Result<(), String> {
         let shown = path.to_string_lossy();
         let real = sb.resolve_path(&shown)?;
         sb.check(&shown, &real, PathAccess::Write)
     };
+    each_found(root, found, "they are removed; remove", check)
+}
+
+/// What a program with no option table may write when run on the paths found below `root`
+/// (its outputs, [`SandboxView::check_output`]): each file git's index tracks there, with
+/// `tracked`, else each entry find's name tests keep, as [`check_removals`] finds them.
+fn check_outputs_found(
+    sb: &SandboxView,
+    root: &Path,
+    found: &Found,
+    tracked: Option<&tracked::Below>,
+) -> Result<(), String> {
+    let check = |path: &Path| -> Result<(), String> {
+        let shown = path.to_string_lossy();
+        let real = sb.resolve_path(&shown)?;
+        sb.check_output(&shown, &real)
+    };
+    match tracked {
+        Some(t) => {
+            let matcher = found.filter.matcher();
+            let kept = |rel: &&PathBuf| matcher.as_ref().is_none_or(|m| !m.skips(rel, false));
+            t.files
+                .iter()
+                .filter(kept)
+                .try_for_each(|rel| check(&root.join(rel)))
+        }
+        None => each_found(root, found, "they are given to it; run it", check),
+    }
+}
+
+/// Runs `check` on each path below `root` that the finder keeps, and on the root itself when
+/// its name passes find's name tests (`.` it never yields alone); `why` ends the refusal of
+/// a tree too large to look through.
+fn each_found(
+    root: &Path,
+    found: &Found,
+    why: &str,
+    check: impl Fn(&Path) -> Result<(), String>,
+) -> Result<(), String> {
+    let matcher = found.filter.matcher();
+    let kept = |rel: &Path| matcher.as_ref().is_none_or(|m| !m.skips(rel, false));
     // The root's name as written (`Path::file_name` would skip a last `.`).
     let written = root.to_string_lossy();
     let root_name = written.rsplit('/').next().unwrap_or(".");
     if root_name != "." && kept(Path::new(root_name)) {
         check(root)?;
     }
-    entries_below(
-        root,
-        found.skips_hidden,
-        "they are removed; remove",
-        |path, rel, kind| {
-            if found.split && splits_into_other_paths(&name_of(path)) {
-                return Err(split_name(path));
-            }
-            if kept(rel) {
-                check(path)?;
-            }
-            Ok(kind.is_dir() && matcher.as_ref().is_none_or(|m| !m.skips_below(rel)))
-        },
-    )
+    entries_below(root, found.skips_hidden, why, |path, rel, kind| {
+        if found.split && splits_into_other_paths(&name_of(path)) {
+            return Err(split_name(path));
+        }
+        if kept(rel) {
+            check(path)?;
+        }
+        Ok(kind.is_dir() && matcher.as_ref().is_none_or(|m| !m.skips_below(rel)))
+    })
 }
 
 /// The last name of `path`, as text.

@@ -463,9 +463,30 @@ impl SandboxView {
         Ok(())
     }
 
+    /// Checks a path a program may write as its output, an argument of a program the shell
+    /// analysis has no table for (`go build -o FILE`; `shell::CommandAnalysis::outputs`): a
+    /// write of the path itself, inside a writable root and outside every read-only and
+    /// protected path, but not of what it holds (`black .` holds `.git/config`).
+    pub fn check_output(&self, raw: &str, p: &Resolved) -> Result<(), String> {
+        self.check_protection(raw, p, PathAccess::Write)?;
+        self.check_placement_of(raw, p, PathAccess::Write, false)
+    }
+
     /// The path lies in a root for its access, a write outside every read-only path, and no
     /// protected path below is reached.
     fn check_placement(&self, raw: &str, p: &Resolved, access: PathAccess) -> Result<(), String> {
+        self.check_placement_of(raw, p, access, true)
+    }
+
+    /// [`SandboxView::check_placement`]; without `what_it_holds`, a write is of the path
+    /// itself: a read-only or protected path below it does not refuse it.
+    fn check_placement_of(
+        &self,
+        raw: &str,
+        p: &Resolved,
+        access: PathAccess,
+        what_it_holds: bool,
+    ) -> Result<(), String> {
         let (roots, what) = match access {
             PathAccess::Write => (&self.write, "writable"),
             PathAccess::Read | PathAccess::Tree | PathAccess::Search | PathAccess::Names => {
@@ -512,7 +533,7 @@ impl SandboxView {
                 .iter()
                 // Inside one whether or not it exists; above one only when it does (deleting a
                 // directory that holds a read-only path that is not there takes nothing).
-                .find(|x| is_under(p, x) || (is_under(x, p) && x.exists()))
+                .find(|x| is_under(p, x) || (what_it_holds && is_under(x, p) && x.exists()))
         {
             return Err(format!(
                 "path `{raw}` resolves to `{}`, which is or holds read-only path `{}`: the agent may read it but not change it (code or settings the user's own programs run later). Next: ask the user to make that change.",
@@ -521,6 +542,7 @@ impl SandboxView {
             ));
         }
         let below = match access {
+            _ if !what_it_holds => None,
             PathAccess::Read => None,
             PathAccess::Names => {
                 self.protected_reached_below(p, true, false, &WalkFilter::default())

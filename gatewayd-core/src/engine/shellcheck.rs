@@ -330,6 +330,7 @@ fn check_line(
                     .iter_mut()
                     .chain(a.looked_at.iter_mut())
                     .chain(a.writes.iter_mut())
+                    .chain(a.outputs.iter_mut())
                     .chain(a.recursive_roots.iter_mut())
                 {
                     *p = c.cwd.join(&*p);
@@ -482,20 +483,23 @@ fn check_urls(
 }
 
 /// Each write of an analysed command: a destination written into that is a directory by
-/// the entries it receives, each other path by itself.
+/// the entries it receives, a program's output by itself alone, each other path with what
+/// it holds.
 fn check_writes(sb: &SandboxView, name: &str, a: &CommandAnalysis) -> Result<(), (Reason, String)> {
     for p in &a.writes {
         let real = resolve(sb, p)?;
+        let raw = p.to_string_lossy();
         let into = a.written_into.iter().find(|w| w.dir == *p);
-        match into {
+        let checked = match into {
             Some(into) if real.is_dir() => {
                 let entries: Vec<PathBuf> = into.names.iter().map(|n| p.join(n)).collect();
                 check_paths(sb, name, &entries, PathAccess::Write)?;
+                Ok(())
             }
-            _ => sb
-                .check(&p.to_string_lossy(), &real, PathAccess::Write)
-                .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?,
-        }
+            _ if a.outputs.contains(p) => sb.check_output(&raw, &real),
+            _ => sb.check(&raw, &real, PathAccess::Write),
+        };
+        checked.map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     Ok(())
 }

@@ -1,41 +1,18 @@
 //! Readers and text filters, coreutils and the like: `cat head tail sort wc cut stat file …`
 //! read their operands, `less` and `uniq` may write a file, `diff` may walk, `sed` and `awk`
-//! take a script first. Also the reading of commands nobody knows: every operand is read.
-//! Their option tables are in `coreutils_tables`.
+//! take a script first. Their option tables are in `coreutils_tables`; the programs nobody
+//! has a table for are read by `builders`.
 
 use super::{
     ShellError,
+    builders::UNKNOWN,
     coreutils_tables::{DIFF, LESS, READERS},
     findings::Findings,
     options::{OptionTable, parse_options},
 };
 
-/// Commands nobody knows: options are taken cautiously, and every operand and
-/// `--opt=value` value is an argument that may be a path (or a URI).
-const UNKNOWN: OptionTable = OptionTable::lenient();
-
-/// Reads every operand of `command`, with its table from [`READERS`] (or none, for a
-/// command nobody knows, whose URI operands are URIs and not paths).
-pub(super) fn read_operands(
-    command: &str,
-    args: &[String],
-    findings: &mut Findings,
-) -> Result<(), ShellError> {
-    let known = READERS.iter().find(|(names, _)| names.contains(&command));
-    let table = known.map_or(&UNKNOWN, |(_, table)| table);
-    let parsed = parse_options(args, table, findings)?;
-    for operand in &parsed.operands {
-        if known.is_some() {
-            findings.read(&operand.path());
-        } else {
-            findings.read_argument(operand.word, &operand.path());
-        }
-    }
-    Ok(())
-}
-
 /// `stat`, `test` and `[`: each operand is a path whose name and metadata they look at. As
-/// in [`read_operands`], a command with an option table (`stat`) takes paths; `test`'s
+/// in `builders::operands`, a command with an option table (`stat`) takes paths; `test`'s
 /// operands are any words (operators, strings, URLs), each looked at as a path only when
 /// it could be one.
 pub(super) fn look_at_operands(
@@ -52,6 +29,9 @@ pub(super) fn look_at_operands(
         } else {
             findings.look_at_argument(operand.word, &operand.path());
         }
+    }
+    for value in parsed.unknown_values {
+        findings.look_at_argument(value, std::path::Path::new(value));
     }
     Ok(())
 }
@@ -182,7 +162,8 @@ mod tests {
     #[test]
     fn generic_fallback_reads_operands() {
         let a = clean("jq . --rawfile=/etc/shadow data.json https://x.y/z -");
-        assert_eq!(a.reads, paths(&["/etc/shadow", ".", "data.json"]));
+        assert_eq!(a.reads, paths(&[".", "data.json", "/etc/shadow"]));
+        assert!(a.writes.is_empty(), "jq only prints");
         assert_eq!(
             clean("hexyl -n 16 id_rsa").reads,
             paths(&["16", "id_rsa"]),
@@ -225,11 +206,11 @@ mod tests {
         assert_eq!(clean("head -5 x").reads, paths(&["x"]));
         assert_eq!(clean("tail -n +2 -f x").reads, paths(&["x"]));
         assert_eq!(unknown_option("cat -5 x"), named("cat", "-5"));
-        // A command nobody knows keeps the cautious reading of its options.
-        assert_eq!(
-            clean("frob --weird -xyz --in=data.txt out").reads,
-            paths(&["data.txt", "out"])
-        );
+        // A command nobody knows keeps the cautious reading of its options: each value
+        // one may carry may be a file it reads or writes.
+        let a = clean("frob --weird -xyz --in=data.txt out");
+        assert_eq!(a.reads, paths(&["out", "yz", "data.txt"]));
+        assert_eq!(a.writes, a.reads);
     }
 
     #[test]

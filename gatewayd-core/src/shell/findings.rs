@@ -15,6 +15,7 @@ pub(super) struct Findings {
     reads: Vec<PathBuf>,
     looked_at: Vec<PathBuf>,
     writes: Vec<PathBuf>,
+    outputs: Vec<PathBuf>,
     written_into: Vec<WrittenInto>,
     recursive_roots: Vec<PathBuf>,
     urls: Vec<String>,
@@ -42,6 +43,31 @@ fn push_unique(paths: &mut Vec<PathBuf>, path: &Path) {
     }
 }
 
+/// The devices every process has that hold nothing of the user's and keep nothing written
+/// to them: the standard streams (by their `/dev` names, aliases of what the line's
+/// redirections already give the command), the null, zero and full devices and the kernel's
+/// random numbers. A path naming one of them names no file the sandbox needs to check
+/// (`head -c 32 /dev/urandom`, `tee /dev/stderr`, `2>/dev/null`); the agent's own `/dev`
+/// under `gatewayd run` has each of them (docs/KERNEL.md).
+pub(crate) const STANDARD_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/0",
+    "/dev/fd/1",
+    "/dev/fd/2",
+];
+
+/// Whether `path`, as written, is one of the [`STANDARD_DEVICES`].
+pub(crate) fn is_standard_device(path: &str) -> bool {
+    STANDARD_DEVICES.contains(&path)
+}
+
 /// `paths`, or the working directory `.` when there are none (what walkers default to).
 pub(super) fn or_working_dir(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     if paths.is_empty() {
@@ -59,6 +85,7 @@ impl Findings {
             reads: Vec::new(),
             looked_at: Vec::new(),
             writes: Vec::new(),
+            outputs: Vec::new(),
             written_into: Vec::new(),
             recursive_roots: Vec::new(),
             urls: Vec::new(),
@@ -79,12 +106,13 @@ impl Findings {
     }
 
     /// Whether `path`, a path the command opens, names a file: not empty, not `-`
-    /// (stdin/stdout), not `/dev/null` (nothing is read from it or kept). A URI is forbidden:
+    /// (stdin/stdout), not a [`STANDARD_DEVICES`] one (nothing is kept in them, and they
+    /// hold nothing of the user's). A URI is forbidden:
     /// the command takes paths, and would open the URI as a relative path, not the file it
     /// names.
     fn names_file(&mut self, path: &Path) -> bool {
         let s = path.as_os_str();
-        if s.is_empty() || s == "-" || s == "/dev/null" {
+        if s.is_empty() || s == "-" || is_standard_device(&path.to_string_lossy()) {
             return false;
         }
         let text = path.to_string_lossy();
@@ -148,6 +176,22 @@ impl Findings {
         }
     }
 
+    /// [`Findings::read_argument`] for a word that may also be the command's output (an
+    /// argument of a program nobody knows: `go build -o FILE`): a write of the path itself
+    /// ([`CommandAnalysis::outputs`]).
+    pub(super) fn read_and_output_argument(&mut self, word: &str, path: &Path) {
+        self.read_argument(word, path);
+        let path = match uri::parse(word) {
+            Ok(None) => path.to_path_buf(),
+            Ok(Some(Uri::File(path))) => path,
+            Ok(Some(Uri::Other(_))) | Err(_) => return,
+        };
+        if self.names_file(&path) {
+            push_unique(&mut self.writes, &path);
+            push_unique(&mut self.outputs, &path);
+        }
+    }
+
     /// [`Findings::read_argument`] for a word whose file, if it names one, the command only
     /// looks at ([`Findings::look_at`]): `test`'s operands, which may be any string.
     pub(super) fn look_at_argument(&mut self, word: &str, path: &Path) {
@@ -203,6 +247,7 @@ impl Findings {
             reads: self.reads,
             looked_at: self.looked_at,
             writes: self.writes,
+            outputs: self.outputs,
             written_into: self.written_into,
             recursive_roots: self.recursive_roots,
             urls: self.urls,

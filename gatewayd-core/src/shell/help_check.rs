@@ -45,6 +45,16 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
     ),
     ("find", "-regextype", "the help lists it without its TYPE"),
     (
+        "ss",
+        "-N",
+        "takes the namespace's name (getopt `N:`), which the help does not show",
+    ),
+    (
+        "ss",
+        "--net",
+        "takes the namespace's name (getopt `N:`), which the help does not show",
+    ),
+    (
         "find",
         "-n",
         "the manual's `-n` is a numeric argument (less than n), not a primary",
@@ -304,6 +314,7 @@ fn gnu_tables_cover_the_help_of_their_tools() {
         ("rmdir", &RMDIR),
         ("ln", &LN),
         ("gzip", &super::compress::GZIP),
+        ("ss", &super::processes::SS),
         ("mktemp", &MKTEMP),
         ("chmod", &CHMOD),
         ("chown", &CHOWN),
@@ -551,6 +562,7 @@ fn every_inert_word_is_an_option() {
         ("node", &NODE),
         ("perl", &PERL),
         ("ruby", &super::interpreters::RUBY),
+        ("ss", &super::processes::SS),
         ("git", &GLOBAL),
     ];
     for (names, table) in READERS {

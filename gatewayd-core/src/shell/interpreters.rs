@@ -218,10 +218,9 @@ pub(super) fn interpreter(
     let elsewhere = !findings.inline_programs.is_empty()
         || before_script.any(|a| which.no_program_from_input.iter().any(|w| names(a, w)));
     findings.program_from_input = !elsewhere
-        && parsed
-            .operands
-            .first()
-            .is_none_or(|script| script.word == "-");
+        && parsed.operands.first().is_none_or(|script| {
+            script.word == "-" || super::findings::is_standard_device(script.word)
+        });
     if parsed.in_place {
         let what = format!("{} -i", findings.command());
         findings.forbid(&what, "edits files in place");
@@ -263,13 +262,19 @@ pub(super) fn shell(name: &str, args: &[String], findings: &mut Findings) {
             .get(flags)
             // `+o NAME`, `+x`: options too, to the shells.
             .is_some_and(|script| !script.starts_with(['-', '+']));
-    if runs_a_script {
+    // `bash /dev/stdin`: the script is the shell's input, commands the line may not show.
+    let script_is_input = args
+        .get(flags)
+        .is_some_and(|script| super::findings::is_standard_device(script));
+    if runs_a_script && !script_is_input {
         for a in &args[flags..] {
             findings.read_argument(a, std::path::Path::new(a));
         }
         return;
     }
-    let why = if args.iter().any(|a| a == "-c") {
+    let why = if script_is_input {
+        "runs the commands of its input (a device as its script)"
+    } else if args.iter().any(|a| a == "-c") {
         "runs inline shell commands"
     } else {
         "runs a shell on its input or with options the gateway does not know (commands it cannot see; run a script file with `sh SCRIPT`)"
@@ -299,8 +304,16 @@ mod tests {
             "node",
             "node -i",
             "perl -w",
+            "python3 /dev/stdin",
+            "node /dev/fd/0",
         ] {
             assert!(analyze_line(line).program_from_input, "{line}");
+        }
+        for line in ["bash /dev/stdin", "sh -e /dev/fd/0 arg"] {
+            assert!(
+                crate::shell::test_support::forbidden(line).contains("commands of its input"),
+                "{line}"
+            );
         }
         for line in [
             "python3 x.py",

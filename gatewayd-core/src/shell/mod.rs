@@ -28,7 +28,8 @@
 //!   (`find ls du tree`), `tar`, `file_ops` (`cp mv rm rmdir ln mkdir touch chmod chown
 //!   chgrp`), `git` (tables in `git_tables`, `git_verbs`, `git_shared`), `interpreters`
 //!   (`python node perl ruby`, shells, and programs that run another command), `compilers`
-//!   (`cc gcc g++ clang javac java`), `compress` (`gzip gunzip`), `processes` (`ps kill`),
+//!   (`cc gcc g++ clang javac java`), `compress` (`gzip gunzip`), `processes` (`ps kill ss`),
+//!   `builders` (programs with no table: build tools, package managers, anything else),
 //!   `patch` (Codex's
 //!   `apply_patch`).
 //! - Tests only: `help_check` proves the tables complete against the installed tools' own
@@ -97,7 +98,9 @@
 //! | shells `sh bash dash zsh ksh mksh fish csh tcsh busybox` | `sh bash dash zsh ksh mksh` with a script (after `-e -u -x -v` alone): the script and its arguments | — | — | otherwise (runs commands the gateway cannot see: `-c` outside a parsed line, its input, other options, `fish csh tcsh busybox`) |
 //! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command"; in a line through a shell, `timeout nice nohup stdbuf env` with a command they are read first, `line::wrappers`, and `xargs` after a list of paths, `line::found`) |
 //! | `apply_patch applypatch` (Codex's) | — | — | every file its patch adds, updates, deletes or moves to: the patch is its one operand, or its input, which the line must give as a here-document | more than one operand; a patch that names no file |
-//! | anything else | every operand and `--opt=value` value, except `-` and URLs | — | — | — |
+//! | `ss` | `-F` file | — | `-D` file | `-K` (closes sockets) |
+//! | `npm pnpm yarn pip pip3 cargo go mvn gradle` (`builders`) | as anything else | — | as anything else | a global install (`-g`, `--global`, `--location=global`, `yarn global`, `pnpm setup`, `link`), `pip install --user`, `cargo install` without `--root`, `go install`, a configuration change (`config set`, `npm set`, `go env -w/-u`), `npm login/adduser/logout/token`, `cargo login/logout`, `mvn install/deploy`, `gradle publishToMavenLocal` |
+//! | anything else (`builders`) | every operand, `--opt=value` value and what follows a short option in its word (`-o=F`, `-oF`), except `-` and URLs | — | the same, as outputs (`CommandAnalysis::outputs`), unless the program only prints (`builders::PRINTERS`) | — |
 //!
 //! git's subcommands are those of `git_tables::SUBCOMMANDS`: `add am apply archive bisect
 //! blame branch cat-file check-ignore checkout cherry-pick clean clone commit config
@@ -121,7 +124,9 @@
 //!   (hidden git options, V8's options to node) are refused.
 //! - Unknown commands get the generic reading above: an option we do not know that takes a
 //!   value makes that value look like an operand (over-reading, never under-reading, unless an
-//!   option is wrongly listed as taking a value).
+//!   option is wrongly listed as taking a value). Their outputs are the paths given, not
+//!   what a program names itself inside a directory it is given (`go build -o DIR PKG`
+//!   writes DIR/PKG's name).
 //! - Programs inside arguments are not analysed: `sed` scripts (`e`, `w`, `r` commands), `awk`
 //!   programs (`system()`, `getline`, `>`), interpreter scripts, `less`'s interactive `!cmd`,
 //!   git hooks and repository config (`core.fsmonitor`, `core.pager`, diff drivers in
@@ -142,6 +147,7 @@ macro_rules! runtime_stand_in {
 }
 
 mod awk;
+mod builders;
 mod compilers;
 mod compress;
 mod coreutils;
@@ -260,6 +266,12 @@ pub struct CommandAnalysis {
     pub looked_at: Vec<PathBuf>,
     /// Files the command writes, deletes or changes (a directory: anything below it).
     pub writes: Vec<PathBuf>,
+    /// Of `writes`, those that an argument of a program with no option table names, which
+    /// may be its output (`go build -o FILE`, `pip install --target DIR`): the path itself
+    /// is written, or new entries in it when it is a directory, by names the program chooses
+    /// and the analysis does not see; what a directory already holds is not taken to be
+    /// rewritten (`black .`, `npx eslint --fix .`).
+    pub outputs: Vec<PathBuf>,
     /// Of `writes`, those that are written into when they are a directory: there each of
     /// the names is written, the directory itself is not replaced (`cp a b dir`, `mv a .`).
     /// When one is not a directory, it is itself the write.
@@ -411,6 +423,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "gzip" | "gunzip" => compress::gzip(args, name == "gunzip", found)?,
         "ps" => processes::ps(args, found),
         "kill" => processes::kill(args, found),
+        "ss" => processes::ss(args, found)?,
         n if compilers::is_c_driver(n) => compilers::c_driver(args, found),
         "javac" => compilers::javac(args, found),
         "java" => compilers::java(args, found),
@@ -418,9 +431,22 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         n if interpreters::COMMAND_RUNNERS.contains(&n) => {
             found.forbid(n, "runs another command");
         }
-        n => coreutils::read_operands(n, args, found)?,
+        "npm" | "pnpm" | "yarn" => builders::node_packages(name, args, found)?,
+        n if versioned(n, "pip") || versioned(n, "pip3") => builders::pip(n, args, found)?,
+        "cargo" => builders::cargo(args, found)?,
+        "go" => builders::go(args, found)?,
+        "mvn" | "gradle" | "gradlew" => builders::java_builds(name, args, found)?,
+        n => builders::operands(n, args, found)?,
     }
     Ok(findings.into_analysis(program))
+}
+
+/// Whether `name` is `base`, or `base` with a version after it (`pip3.11`).
+fn versioned(name: &str, base: &str) -> bool {
+    name.strip_prefix(base).is_some_and(|rest| {
+        rest.is_empty()
+            || rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit() || c == '.')
+    })
 }
 
 #[cfg(test)]
@@ -471,6 +497,21 @@ mod tests {
             );
         }
         test_support::clean("yes n");
+    }
+
+    #[test]
+    fn the_standard_devices_are_no_files_to_check() {
+        for line in [
+            "head -c 32 /dev/urandom",
+            "tee /dev/stderr",
+            "cp /dev/null empty.txt",
+            "od -An -N4 /dev/random",
+        ] {
+            let a = test_support::clean(line);
+            assert!(a.reads.is_empty(), "{line}: {a:?}");
+        }
+        let a = test_support::clean("head -c 512 /dev/sda /dev/./zero");
+        assert_eq!(a.reads, test_support::paths(&["/dev/sda", "/dev/./zero"]));
     }
 
     #[test]

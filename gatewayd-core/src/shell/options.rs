@@ -104,6 +104,10 @@ pub(super) struct ParsedArgs<'a> {
     pub(super) operands_are_listings: bool,
     /// The directory later operands are relative to (`-C`).
     pub(super) dir: Option<PathBuf>,
+    /// A lenient table's unknown options' values, any of which may be a path: attached to a
+    /// long option (`--out=FILE`) or what follows a short one in its word (`-o=FILE`,
+    /// `-oFILE`, and `a` of `-la` alike).
+    pub(super) unknown_values: Vec<&'a str>,
     /// An option ended the options ([`Effect::EndsOptions`]): every later word is an operand.
     pub(super) options_done: bool,
     /// Each option given, with its value, as the table resolved it (an abbreviation to its
@@ -229,7 +233,7 @@ fn parse_long<'a>(
         // A command nobody knows: the cautious reading.
         Long::Unknown => {
             if let Some(value) = attached {
-                findings.read_argument(value, &parsed.path(value));
+                parsed.unknown_values.push(value);
             }
         }
     }
@@ -254,7 +258,13 @@ fn parse_cluster<'a>(
             if table.strict {
                 return Err(unknown(findings, &format!("-{c}")));
             }
-            continue;
+            // A command nobody knows: the rest of the cluster may be this option's value
+            // (`-o=FILE`, as Go's flags take it; `-oFILE`, as getopt does).
+            let value = cluster.split_once('=').map_or(cluster, |(_, value)| value);
+            if !value.is_empty() {
+                parsed.unknown_values.push(value);
+            }
+            break;
         };
         let value = match option.value {
             ValueSyntax::Flag => None,
@@ -481,10 +491,19 @@ mod tests {
             parse("-12v -w a", &T).map(|(o, _)| o).ok(),
             Some(vec!["-w".into(), "a".into()])
         );
-        let lenient = OptionTable::lenient();
-        let (operands, findings) = parse("-Z --frob=v a", &lenient).expect("lenient");
+    }
+
+    #[test]
+    fn lenient_tables_keep_every_value_an_unknown_option_may_have() {
+        let args: Vec<String> = "-Z --frob=v -o=out -I../inc -la a"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let mut findings = Findings::new("t");
+        let parsed = parse_options(&args, &OptionTable::lenient(), &mut findings).expect("lenient");
+        let operands: Vec<&str> = parsed.operands.iter().map(|o| o.word).collect();
         assert_eq!(operands, ["a"]);
-        assert_eq!(findings.into_analysis("t").reads, [PathBuf::from("v")]);
+        assert_eq!(parsed.unknown_values, ["v", "out", "../inc", "a"]);
     }
 
     #[test]

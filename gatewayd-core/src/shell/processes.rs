@@ -1,11 +1,45 @@
-//! `ps` and `kill`: the processes the line may see and signal. `ps` lists processes, their
+//! `ps`, `kill` and `ss`: the processes and sockets the line may see and signal. `ps` lists processes, their
 //! command lines among them, but not their environments (the BSD `e` flag prints each
 //! process's environment, which holds the agent host's keys: forbidden). `kill` signals the
 //! line's own background jobs (`%1`, `%%`, `%+`, `%-`, and `$!`: [`super::LAST_JOB`]); a
 //! process named by number may be any
 //! of the user's (under `gatewayd run` the kernel keeps signals inside the session, but a
-//! hook alone does not), so it is forbidden, and so is a process group.
-use super::findings::Findings;
+//! hook alone does not), so it is forbidden, and so is a process group. `ss` lists sockets
+//! (its operands are a filter, not files); `-K` would close other processes' sockets.
+use super::{
+    ShellError,
+    findings::Findings,
+    options::{
+        Effect, OptionTable,
+        ValueSyntax::{Flag, Required},
+        option, parse_options,
+    },
+};
+
+/// ss's options (iproute2 6.1).
+pub(super) const SS: OptionTable = OptionTable::gnu(&[
+    option(
+        'K',
+        "kill",
+        Flag,
+        Effect::Forbid("closes sockets, which may be any of the user's processes'"),
+    ),
+    option('D', "diag", Required, Effect::Write),
+    option('F', "filter", Required, Effect::Read),
+])
+.inert(
+    "-h --help -V --version -n --numeric -r --resolve -a --all -l --listening -o --options \
+     -e --extended -m --memory -p --processes -T --threads -i --info --tipcinfo -s \
+     --summary --tos --cgroup -b --bpf -E --events -Z --context -z --contexts -N= --net= \
+     -4 --ipv4 -6 --ipv6 -0 --packet -t --tcp -M --mptcp -S --sctp -u --udp -d --dccp -w \
+     --raw -x --unix --tipc --vsock --xdp -f= --family= -H --no-header -O --oneline \
+     --inet-sockopt -A= --query= --socket=",
+);
+
+/// ss: the sockets it lists; its operands are a filter (`state listening`, `sport = :80`).
+pub(super) fn ss(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    parse_options(args, &SS, findings).map(|_| ())
+}
 
 /// ps's UNIX options (`-o FORMAT`) and long options (`--sort KEY`) whose value is the next
 /// word when not attached.
@@ -92,7 +126,24 @@ pub(super) fn kill(args: &[String], findings: &mut Findings) {
 
 #[cfg(test)]
 mod tests {
-    use crate::shell::test_support::{clean, forbidden};
+    use crate::shell::test_support::{clean, forbidden, paths};
+
+    #[test]
+    fn ss_lists_sockets_and_closes_none() {
+        for line in [
+            "ss -ltnp",
+            "ss -tlpn state listening",
+            "ss -o state established '( dport = :ssh )'",
+            "ss -s",
+        ] {
+            assert!(clean(line).reads.is_empty(), "{line}");
+        }
+        assert_eq!(clean("ss -F filter.txt").reads, paths(&["filter.txt"]));
+        assert_eq!(clean("ss --diag=dump.bin -t").writes, paths(&["dump.bin"]));
+        for line in ["ss -K dst 10.0.0.1", "ss -tK", "ss --kill"] {
+            assert!(forbidden(line).contains("closes sockets"), "{line}");
+        }
+    }
 
     #[test]
     fn ps_lists_processes_but_not_their_environments() {

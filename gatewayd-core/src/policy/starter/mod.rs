@@ -146,6 +146,12 @@ pub const DEV_PROGRAMS: &[&str] = &[
     // (`shell::processes`).
     "ps",
     "kill",
+    // Sockets and open files: `ss` without `-K` (`shell::processes`); `lsof`, `pgrep` and
+    // `netstat` only print, their operands read as paths.
+    "ss",
+    "lsof",
+    "pgrep",
+    "netstat",
     // A link and its target are both writes; an empty directory's removal is one.
     "ln",
     "rmdir",
@@ -159,6 +165,19 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "javac",
     "java",
     "perl",
+    // Formatters and linters: each reads the files it is given and rewrites them in place
+    // (`black`, `ruff format`, `isort`, `gofmt -w`, `rustfmt`), as `cargo fmt` does.
+    "black",
+    "ruff",
+    "mypy",
+    "flake8",
+    "isort",
+    "pylint",
+    "gofmt",
+    "rustfmt",
+    // Java's builds, beside `javac`.
+    "mvn",
+    "gradle",
     // Codex's file edits: the files its patch names are the writes (`shell::patch`).
     "apply_patch",
     "applypatch",
@@ -328,6 +347,14 @@ pub const SYSTEM_READABLE: &[(&str, &str)] = &[
     ),
     ("/etc/pip.conf", "pip's system configuration"),
     ("/etc/xdg/pip", "pip's system configuration"),
+    (
+        "/proc/cpuinfo",
+        "the processors (`nproc` alone does not say which; build tools size their jobs by it)",
+    ),
+    ("/proc/meminfo", "the memory (`free` reads it)"),
+    ("/proc/loadavg", "the load (`uptime` reads it)"),
+    ("/proc/uptime", "the time since boot (`uptime` reads it)"),
+    ("/proc/version", "the kernel's version"),
 ];
 
 /// The same for the user's home: git's own configuration.

@@ -1,5 +1,6 @@
 //! The files a simple command's redirections open ([`super`]): `<` a read, `>` `>>` `&>`
-//! a write, descriptor duplications and `/dev/null` nothing; a here-document's command
+//! a write, descriptor duplications and the standard devices (`/dev/null`, `/dev/stderr`,
+//! …) nothing; a here-document's command
 //! substitutions are walked.
 use std::path::PathBuf;
 
@@ -9,8 +10,8 @@ use super::{Walk, options, unanalysable, words::Expanded};
 use crate::shell::ShellError;
 
 impl Walk {
-    /// The files the redirections read and write; descriptor duplications and `/dev/null`
-    /// are neither. The command substitutions of a here-document are walked: their value
+    /// The files the redirections read and write; descriptor duplications and the standard
+    /// devices are neither. The command substitutions of a here-document are walked: their value
     /// is the command's input, text.
     pub(super) fn redirects(
         &mut self,
@@ -73,7 +74,7 @@ impl Walk {
         Ok((reads, writes))
     }
 
-    /// A redirection's file, absolute; `None` for `/dev/null`.
+    /// A redirection's file, absolute; `None` for a standard device (`/dev/null`).
     fn redirect_path(&self, raw: &str) -> Result<Option<PathBuf>, ShellError> {
         let words = self.ctx.static_word(raw)?;
         let [one] = words.as_slice() else {
@@ -81,7 +82,7 @@ impl Walk {
                 "a redirection to `{raw}`, which names several files"
             )));
         };
-        if one == "/dev/null" {
+        if crate::shell::findings::is_standard_device(one) {
             return Ok(None);
         }
         Ok(Some(self.ctx.cwd.join(one)))

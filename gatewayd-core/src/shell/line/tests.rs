@@ -73,6 +73,25 @@ fn redirections_are_reads_and_writes() {
 }
 
 #[test]
+fn redirections_to_the_standard_devices_open_no_file_of_the_users() {
+    for line in [
+        "echo done > /dev/stderr",
+        "sort < /dev/stdin 2>/dev/full",
+        "base64 < /dev/urandom > /dev/fd/1",
+    ] {
+        let c = &cmds(line)[0];
+        assert!(c.reads.is_empty() && c.writes.is_empty(), "{line}: {c:?}");
+    }
+    // Any other device, or another spelling, is a path like any other, which the
+    // sandbox checks.
+    let c = &cmds("cat < /dev/sda > /dev/tty")[0];
+    assert_eq!(c.reads, [PathBuf::from("/dev/sda")]);
+    assert_eq!(c.writes, [PathBuf::from("/dev/tty")]);
+    let c = &cmds("cat < /dev/../dev/urandom")[0];
+    assert_eq!(c.reads, [PathBuf::from("/dev/../dev/urandom")]);
+}
+
+#[test]
 fn cd_carries_to_the_next_commands_but_not_out_of_a_subshell() {
     // A pipeline's commands and a command run with `&` are subshells too.
     let c = cmds("cd /tmp | cat .env; cd /etc & cat .env; cat a");
