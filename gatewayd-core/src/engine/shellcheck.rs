@@ -97,6 +97,20 @@ fn names_program(file: &str, listed: &str) -> bool {
             && version.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
+/// Programs often refused by the starter, each with one it lists that does the job.
+const INSTEAD: &[(&[&str], &str)] = &[
+    (&["patch"], "apply the diff with `git apply FILE.diff`"),
+    (&["wget"], "download with `curl -fsSLO URL`"),
+    (
+        &["pkill", "killall"],
+        "stop a job the line started with `kill %1`",
+    ),
+    (
+        &["vi", "vim", "nvim", "nano", "emacs", "code"],
+        "edit the file with the agent's own file tools (an editor waits for a person)",
+    ),
+];
+
 /// The refusal of a program off the allowlist, with what the model can run instead: a
 /// script by a path (`./build.sh`) through its interpreter, which runs it as a script.
 fn not_allowlisted(name: &str, program: &str) -> (Reason, String) {
@@ -107,9 +121,17 @@ fn not_allowlisted(name: &str, program: &str) -> (Reason, String) {
         Some("sh" | "bash") => Some("bash"),
         _ => None,
     };
-    let step = match interpreter {
-        Some(i) if program.contains('/') => format!(
+    let file_name = program.rsplit('/').next().unwrap_or(program);
+    let instead = INSTEAD
+        .iter()
+        .find(|(names, _)| names.contains(&file_name))
+        .map(|(_, how)| how);
+    let step = match (interpreter, instead) {
+        (Some(i), _) if program.contains('/') => format!(
             "run the script through its interpreter (`{i} {program}`) if the policy allows it, or ask the user to add `{program}` to the exec allowlist"
+        ),
+        (_, Some(how)) => format!(
+            "{how}, if the policy allows it; or ask the user to add `{program}` to the exec allowlist"
         ),
         _ => format!(
             "use a program the policy allows, or ask the user to add `{program}` to the exec allowlist"

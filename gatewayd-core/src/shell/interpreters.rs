@@ -221,6 +221,11 @@ pub(super) fn interpreter(
         && parsed.operands.first().is_none_or(|script| {
             script.word == "-" || super::findings::is_standard_device(script.word)
         });
+    // `python3 -m pip …` is pip: its installs and configuration are checked as pip's.
+    if findings.command().starts_with("python") && parsed.value_of('m', "") == Some("pip") {
+        let pip_args: Vec<String> = parsed.operands.iter().map(|o| o.word.to_owned()).collect();
+        super::builders::pip("pip", &pip_args, findings)?;
+    }
     if parsed.in_place {
         let what = format!("{} -i", findings.command());
         findings.forbid(&what, "edits files in place");

@@ -252,6 +252,9 @@ fn a_script_off_the_allowlist_is_pointed_to_its_interpreter() {
     for (line, step) in [
         ("./build.sh", "`bash ./build.sh`"),
         ("scripts/gen.py --all", "`python3 scripts/gen.py`"),
+        ("patch -p1 -i fix.diff", "`git apply FILE.diff`"),
+        ("wget https://example.com/x", "`curl -fsSLO URL`"),
+        ("vim src/main.rs", "file tools"),
     ] {
         let (o, ran) = f.call(&mut s, "run_shell", json!({"command": line}));
         assert!(!ran && o.verdict.decision == Decision::Deny, "{line}");
