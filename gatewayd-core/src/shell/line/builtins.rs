@@ -1,5 +1,5 @@
 //! The shell's own builtins, as the walk of a line ([`super`]) meets them (but `cd`,
-//! which is the walk's): those that change the variables the next commands see (`export`,
+//! `pushd` and `popd`, which are the walk's, `flow`): those that change the variables the next commands see (`export`,
 //! `read`, `printf -v`, …), those that run nothing, and those that run code not on the line
 //! (refused). Also the rule for the names a line may set ([`check_assignment`]).
 use brush_parser::ast;
@@ -76,8 +76,8 @@ impl Context {
                     self.unset_var(name);
                 }
             }
-            "eval" | "alias" | "pushd" | "popd" | "trap" | "enable" | "shopt" | "let" | "hash"
-            | "builtin" | "coproc" | "exec" => {
+            "eval" | "alias" | "trap" | "enable" | "shopt" | "let" | "hash" | "builtin"
+            | "coproc" | "exec" => {
                 return Err(unanalysable(format!(
                     "`{}` runs code or changes the shell in ways not on the line",
                     argv[0]

@@ -1,5 +1,5 @@
 //! What the shell carries from one command of a line to the next, for the walk of
-//! [`super`]: the directory (`cd`) and the variables, and whether they are known. A part of
+//! [`super`]: the directory (`cd`, `pushd`, `popd`) and the variables, and whether they are known. A part of
 //! the line that may not run (a branch of `if` or `case`, a loop's body, what follows `||`, the rest of
 //! an `&&` chain) or a `cd` that may fail leaves what it changed unknown after it; a subshell
 //! (`( … )`, a pipeline's commands, `… &`, a substitution, a `bash -c` body) leaves nothing
@@ -66,6 +66,7 @@ impl Walk {
     fn forget_changes_since(&mut self, before: &Marks) {
         if self.cds > before.cds {
             self.cwd_known = false;
+            self.dir_stack = None;
         }
         let vars = &mut self.ctx.vars;
         for name in vars.changed.get(before.var_changes..).unwrap_or_default() {
@@ -151,14 +152,21 @@ impl Walk {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<(), ShellError>,
     ) -> Result<(), ShellError> {
-        let saved: (PathBuf, bool, usize, Vars) = (
+        let saved = (
             self.ctx.cwd.clone(),
             self.cwd_known,
             self.cds,
             self.ctx.vars.clone(),
+            self.dir_stack.clone(),
         );
         let r = f(self);
-        (self.ctx.cwd, self.cwd_known, self.cds, self.ctx.vars) = saved;
+        (
+            self.ctx.cwd,
+            self.cwd_known,
+            self.cds,
+            self.ctx.vars,
+            self.dir_stack,
+        ) = saved;
         r
     }
 
@@ -229,6 +237,48 @@ impl Walk {
         self.cds += 1;
         if !self.ctx.cwd.is_dir() {
             self.cds_that_may_fail += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Walk {
+    /// `pushd DIR`: `cd DIR`, the directory left kept on the stack for `popd`. Its other
+    /// forms (no operand, `+N`, `-N`, `-n`) turn the stack, which the walk does not follow.
+    pub(super) fn pushd(&mut self, args: &[String]) -> Result<(), ShellError> {
+        let args: Vec<&String> = args.iter().filter(|a| *a != "--").collect();
+        let [dir] = args.as_slice() else {
+            return Err(unanalysable("`pushd` without exactly one directory"));
+        };
+        if dir.starts_with(['+', '-']) {
+            return Err(unanalysable(format!(
+                "`pushd {dir}`, which turns the stack"
+            )));
+        }
+        let left = (self.ctx.cwd.clone(), self.cwd_known);
+        self.cd(&[(*dir).clone()])?;
+        if let Some(stack) = self.dir_stack.as_mut() {
+            stack.push(left);
+        }
+        Ok(())
+    }
+
+    /// `popd`: back to the directory the last `pushd` left. One the line did not push (the
+    /// host shell's stack) is refused; after a `pushd` or `popd` that may not have run, the
+    /// directory is not known.
+    pub(super) fn popd(&mut self, args: &[String]) -> Result<(), ShellError> {
+        if !args.is_empty() {
+            return Err(unanalysable("`popd` with operands"));
+        }
+        self.cds += 1;
+        match self.dir_stack.as_mut().map(Vec::pop) {
+            Some(Some((dir, known))) => (self.ctx.cwd, self.cwd_known) = (dir, known),
+            Some(None) => {
+                return Err(unanalysable(
+                    "`popd` of a directory the line did not `pushd`",
+                ));
+            }
+            None => self.cwd_known = false,
         }
         Ok(())
     }

@@ -164,6 +164,7 @@ pub fn parse_line(line: &str, ctx: &Context) -> Result<Vec<LineCommand>, ShellEr
         ctx: ctx.clone(),
         cwd_known: true,
         cds: 0,
+        dir_stack: Some(Vec::new()),
         cds_that_may_fail: 0,
         depth: 0,
         loop_walks: 0,
@@ -205,8 +206,11 @@ struct Walk {
     /// not have run or might have failed (below `if`, a loop, `||`, after `&&`, or to a
     /// directory that is not there): a command then is refused.
     cwd_known: bool,
-    /// `cd`s so far.
+    /// `cd`s so far (`pushd` and `popd` among them).
     cds: usize,
+    /// The directories `pushd` left, last on top, each with whether it was known; `None`
+    /// when a `pushd` or `popd` that may not have run makes the stack not known.
+    dir_stack: Option<Vec<(PathBuf, bool)>>,
     /// `cd`s so far to a directory that is not there when the line is checked (it may be
     /// made by the line, or the `cd` fails and the directory stays).
     cds_that_may_fail: usize,
@@ -483,8 +487,12 @@ impl Walk {
         if argv[0] == "break" || argv[0] == "continue" {
             self.loop_exits += 1;
         }
-        if argv[0] == "cd" {
-            self.cd(&argv[1..])?;
+        if argv[0] == "cd" || argv[0] == "pushd" || argv[0] == "popd" {
+            match argv[0].as_str() {
+                "cd" => self.cd(&argv[1..])?,
+                "pushd" => self.pushd(&argv[1..])?,
+                _ => self.popd(&argv[1..])?,
+            }
             return self.opened_without_a_program(reads, writes);
         }
         if let Some(script) = builtins::sourced(&argv)? {

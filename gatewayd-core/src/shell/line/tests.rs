@@ -126,6 +126,42 @@ fn cd_carries_to_the_next_commands_but_not_out_of_a_subshell() {
 }
 
 #[test]
+fn pushd_and_popd_move_as_cd_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("sub/deeper")).expect("mkdir");
+    let walk = |line: &str| parse_line(line, &ctx(root));
+    let c = walk("pushd sub && cat notes.txt && popd").expect("allowed");
+    assert_eq!(c[0].cwd, root.join("sub"));
+    let c = walk("pushd sub; pushd deeper; ls; popd; ls; popd; cat a").expect("allowed");
+    let cwds: Vec<&Path> = c.iter().map(|c| c.cwd.as_path()).collect();
+    assert_eq!(
+        cwds,
+        [
+            root.join("sub/deeper"),
+            root.join("sub"),
+            root.to_path_buf()
+        ]
+    );
+    // A `pushd` that may not have run: where `popd` goes is not known.
+    let e = walk("[ -d sub ] && pushd sub; popd; cat a").expect_err("refused");
+    assert!(
+        e.to_string().contains("the directory a command runs in"),
+        "{e}"
+    );
+    for line in [
+        "popd",
+        "pushd",
+        "pushd +1",
+        "pushd -n sub",
+        "pushd sub; popd +1",
+    ] {
+        refused(line);
+    }
+    assert!(refused("popd; ls").contains("did not `pushd`"));
+}
+
+#[test]
 fn home_and_assignments() {
     assert_eq!(argvs("cat ~/.ssh/id_rsa")[0][1], "/home/alice/.ssh/id_rsa");
     assert_eq!(
