@@ -30,6 +30,7 @@
 //!   (`python node perl ruby`, shells, and programs that run another command), `compilers`
 //!   (`cc gcc g++ clang javac java`), `compress` (`gzip gunzip`), `processes` (`ps kill ss`),
 //!   `builders` (programs with no table: build tools, package managers, anything else),
+//!   `sqlite` (`sqlite3`),
 //!   `patch` (Codex's
 //!   `apply_patch`).
 //! - Tests only: `help_check` proves the tables complete against the installed tools' own
@@ -99,6 +100,7 @@
 //! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command"; in a line through a shell, `timeout nice nohup stdbuf env` with a command they are read first, `line::wrappers`, and `xargs` after a list of paths, `line::found`) |
 //! | `apply_patch applypatch` (Codex's) | — | — | every file its patch adds, updates, deletes or moves to: the patch is its one operand, or its input, which the line must give as a here-document | more than one operand; a patch that names no file |
 //! | `ss` | `-F` file | — | `-D` file | `-K` (closes sockets) |
+//! | `sqlite3` | the database | — | the database and its `-journal`, `-wal`, `-shm` | `-init -A -nonce -vfs`, a `file:` URI, no SQL argument (SQL from its input), a dot command but those that print (`.tables .schema .mode .headers .dump …`), SQL naming `attach vacuum readfile writefile edit load_extension fsdir zipfile sqlar fts3_tokenizer` |
 //! | `npm pnpm yarn pip pip3 cargo go mvn gradle` (`builders`) | as anything else | — | as anything else | a global install (`-g`, `--global`, `--location=global`, `yarn global`, `pnpm setup`, `link`), `pip install --user`, `cargo install` without `--root`, `go install`, a configuration change (`config set`, `npm set`, `go env -w/-u`), `npm login/adduser/logout/token`, `cargo login/logout`, `mvn install/deploy`, `gradle publishToMavenLocal` |
 //! | anything else (`builders`) | every operand, `--opt=value` value and what follows a short option in its word (`-o=F`, `-oF`), except `-` and URLs | — | the same, as outputs (`CommandAnalysis::outputs`), unless the program only prints (`builders::PRINTERS`) | — |
 //!
@@ -176,6 +178,7 @@ mod patch;
 mod processes;
 mod sed;
 mod split;
+mod sqlite;
 mod tar;
 #[cfg(test)]
 mod test_support;
@@ -424,6 +427,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "ps" => processes::ps(args, found),
         "kill" => processes::kill(args, found),
         "ss" => processes::ss(args, found)?,
+        "sqlite3" => sqlite::sqlite3(args, found)?,
         n if compilers::is_c_driver(n) => compilers::c_driver(args, found),
         "javac" => compilers::javac(args, found),
         "java" => compilers::java(args, found),

@@ -175,6 +175,12 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "pylint",
     "gofmt",
     "rustfmt",
+    // SQLite's shell: its database, SQL that stays in it (`shell::sqlite`).
+    "sqlite3",
+    // Python's web servers, which run the workspace's application as `pytest` runs its tests.
+    "flask",
+    "uvicorn",
+    "gunicorn",
     // Java's builds, beside `javac`.
     "mvn",
     "gradle",

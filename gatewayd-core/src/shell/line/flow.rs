@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use brush_parser::ast;
 
-use super::{MAX_DEPTH, Vars, Walk, unanalysable};
+use super::{MAX_DEPTH, Walk, unanalysable};
 use crate::shell::ShellError;
 
 /// How many changes the walk had made at a point of the line, to forget those made since in
