@@ -364,11 +364,45 @@ pub(super) fn check_assignment(name: &str, value: Option<&str>) -> Result<(), Sh
         "GIT_TERMINAL_PROMPT",
         "GIT_PAGER",
     ];
+    // Where package managers and build tools install, and how they are configured: a
+    // global install (`npm_config_global=true`, `PIP_USER=1`), an install root, default
+    // flags (`GOFLAGS=-o=FILE`), a wrapper run around the compiler. (`GOPATH` only moves
+    // Go's module cache: `go install`, which would write its `bin`, is refused.)
+    const PACKAGE_SETTINGS: [&str; 16] = [
+        "GOBIN",
+        "GOFLAGS",
+        "GOENV",
+        "CARGO_HOME",
+        "CARGO_INSTALL_ROOT",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "CARGO_BUILD_RUSTC_WRAPPER",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC",
+        "PNPM_HOME",
+        "MAVEN_OPTS",
+        "MAVEN_ARGS",
+        "GRADLE_OPTS",
+        "GRADLE_USER_HOME",
+    ];
+    const PIP_ALLOWED: [&str; 5] = [
+        "PIP_DISABLE_PIP_VERSION_CHECK",
+        "PIP_NO_INPUT",
+        "PIP_QUIET",
+        "PIP_PROGRESS_BAR",
+        "PIP_NO_CACHE_DIR",
+    ];
+    let package_setting = PACKAGE_SETTINGS.contains(&name)
+        || name.to_ascii_lowercase().starts_with("npm_config_")
+        || name.starts_with("YARN_")
+        || (name.starts_with("PIP_") && !PIP_ALLOWED.contains(&name));
     let pager_ok = value.is_none_or(|v| ["", "cat", "less", "more"].contains(&v));
     // A proxy sends a request elsewhere than the URL's host (curl, git, pip, npm).
     let proxy =
         name.to_ascii_lowercase().ends_with("_proxy") && !name.eq_ignore_ascii_case("no_proxy");
     let refused = NAMES.contains(&name)
+        || package_setting
         || proxy
         || name.starts_with("LD_")
         || name.starts_with("DYLD_")

@@ -185,9 +185,20 @@ fn home_and_assignments() {
         "GIT_SSH_COMMAND=./x git fetch",
         "PAGER=./evil git log",
         "export NODE_OPTIONS=--require=./x.js",
+        "npm_config_global=true npm install x",
+        "NPM_CONFIG_PREFIX=/usr/local npm i x",
+        "PIP_USER=1 pip install x",
+        "export PIP_TARGET=.git/hooks",
+        "GOBIN=/usr/local/bin go build ./cmd/x",
+        "RUSTC_WRAPPER=./evil.sh cargo build",
+        "YARN_GLOBAL_FOLDER=/usr/local yarn add x",
     ] {
         assert!(refused(line).contains("assignment"), "{line}");
     }
+    assert_eq!(
+        argvs("PIP_DISABLE_PIP_VERSION_CHECK=1 CARGO_TERM_COLOR=always cargo test")[0],
+        ["cargo", "test"]
+    );
     let unknown = Context {
         user: None,
         ..ctx(Path::new("/work"))
