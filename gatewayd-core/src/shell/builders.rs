@@ -230,7 +230,8 @@ pub(super) fn cargo(args: &[String], findings: &mut Findings) -> Result<(), Shel
     let root_given = args
         .iter()
         .any(|a| a == "--root" || a.starts_with("--root="));
-    if sub.may_be(args, &["install"]).is_some() && !root_given {
+    // (`cargo binstall`, a plugin, installs as `cargo install` does.)
+    if sub.may_be(args, &["install", "binstall"]).is_some() && !root_given {
         findings.forbid(
             "install",
             "installs into the user's `~/.cargo/bin`, whose programs the user's shell runs later; `cargo build --release` builds into the workspace, or give `--root DIR` in it",
@@ -367,6 +368,7 @@ mod tests {
             ("pip3 config set global.index-url http://x", "configuration"),
             ("cargo install ripgrep", "cargo/bin"),
             ("cargo +stable install x", "cargo/bin"),
+            ("cargo binstall ripgrep", "cargo/bin"),
             ("cargo login", "token"),
             ("go install golang.org/x/tools/gopls@latest", "GOBIN"),
             ("go env -w GOFLAGS=-toolexec=./x", "configuration"),
