@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::{clock::Clock, policy::Policy};
 
 pub(crate) mod approval;
+mod archive;
 pub(crate) mod args;
 mod audit_sink;
 mod call;

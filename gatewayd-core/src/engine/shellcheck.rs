@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    Reason, inline_program,
+    Reason, archive, inline_program,
     sandbox::{self, EgressView, Resolved, SandboxView},
 };
 use crate::{
@@ -35,7 +35,7 @@ fn analyze_line(line: &str, through_shell: bool) -> Result<CommandAnalysis, (Rea
 /// The canonical form of a path the analysis found (as the command opens it: a word that
 /// looks like a URI is a relative path to `cat`; URIs a program reads as such were turned
 /// into their paths by the analysis).
-fn resolve(sb: &SandboxView, p: &Path) -> Result<Resolved, (Reason, String)> {
+pub(super) fn resolve(sb: &SandboxView, p: &Path) -> Result<Resolved, (Reason, String)> {
     sb.resolve_path(&p.to_string_lossy()).map_err(|m| {
         (
             Reason::Sandbox,
@@ -468,6 +468,7 @@ pub(crate) fn check_analysis(
         checked.map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     check_writes(sb, name, a)?;
+    archive::check_extractions(sb, name, &a.extractions, cwd)?;
     check_urls(egress, name, &a.program, &a.urls)?;
     Ok(LineReach {
         sends_out: !a.urls.is_empty(),
@@ -527,7 +528,7 @@ fn check_writes(sb: &SandboxView, name: &str, a: &CommandAnalysis) -> Result<(),
 }
 
 /// Each path resolved and checked against the sandbox for `access` (`sandbox` denials).
-fn check_paths(
+pub(super) fn check_paths(
     sb: &SandboxView,
     name: &str,
     paths: &[PathBuf],

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    CommandAnalysis, WalkFilter, WrittenInto,
+    CommandAnalysis, Extraction, WalkFilter, WrittenInto,
     uri::{self, Uri},
 };
 
@@ -17,6 +17,7 @@ pub(super) struct Findings {
     writes: Vec<PathBuf>,
     outputs: Vec<PathBuf>,
     written_into: Vec<WrittenInto>,
+    pub(super) extractions: Vec<Extraction>,
     recursive_roots: Vec<PathBuf>,
     urls: Vec<String>,
     forbidden: Vec<String>,
@@ -87,6 +88,7 @@ impl Findings {
             writes: Vec::new(),
             outputs: Vec::new(),
             written_into: Vec::new(),
+            extractions: Vec::new(),
             recursive_roots: Vec::new(),
             urls: Vec::new(),
             forbidden: Vec::new(),
@@ -249,6 +251,7 @@ impl Findings {
             writes: self.writes,
             outputs: self.outputs,
             written_into: self.written_into,
+            extractions: self.extractions,
             recursive_roots: self.recursive_roots,
             urls: self.urls,
             forbidden: self.forbidden,

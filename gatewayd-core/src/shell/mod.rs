@@ -81,7 +81,7 @@
 //! | `diff` | operands, `-X/--exclude-from`, `--from-file/--to-file` | with `-r`: operands (following links unless `--no-dereference`) | — | `--diff-program` |
 //! | `sed` | files after the SCRIPT (first operand unless `-e`/`-f`); `-f` | — | with `-i`: the files, and `FILE`+SUFFIX with `-iSUFFIX` | `-f`; a script that writes, reads or runs (below); `-i` with a backup pattern (`*`, `/`) |
 //! | `awk gawk mawk nawk` | files after the PROGRAM (unless `-f/-e/-E`); `-f -E -i` files | — | `-o -p -d` files | `-l/--load` (shared library), `-D/--debug`, `-W` words other than mawk's `version dump help usage interactive posix_space random= sprintf=` and gawk's flags |
-//! | `tar` (also old style `tar xf a`) | `-f` archive unless creating; `-X`, `--owner-map --group-map`; `-c/-r/-u` operands and `--add-file` (under `-C`) | `-c/-r/-u` operands unless `--no-recursion`; `-d` the dir | `-c/-r/-u/--delete` archive; `-x`: the dir (`-C` or `.`); `--one-top-level`, `--index-file`, `-g`, `--volno-file` | `--to-command --checkpoint-action -I/--use-compress-program -F/--info-script/--new-volume-script --rsh-command --rmt-command -T/--files-from --remove-files`, `-x -P`, remote archive `host:file` |
+//! | `tar` (also old style `tar xf a`) | `-f` archive unless creating; `-X`, `--owner-map --group-map`; `-c/-r/-u` operands and `--add-file` (under `-C`) | `-c/-r/-u` operands unless `--no-recursion`; `-d` the dir | `-c/-r/-u/--delete` archive; `-x` (not `-O`): the members of a local archive (`CommandAnalysis::extractions`, read by the engine), else the dir (`-C` or `.`); `--one-top-level`, `--index-file`, `-g`, `--volno-file` | `--to-command --checkpoint-action -I/--use-compress-program -F/--info-script/--new-volume-script --rsh-command --rmt-command -T/--files-from --remove-files`, `-x -P`, remote archive `host:file` |
 //! | `cp` | sources | sources with `-r -R -a` | destination (last operand or `-t DIR`) | — |
 //! | `mv` | sources | — | sources and destination | — |
 //! | `rm` | — | operands with `-r -R` | operands | — |
@@ -279,6 +279,10 @@ pub struct CommandAnalysis {
     /// the names is written, the directory itself is not replaced (`cp a b dir`, `mv a .`).
     /// When one is not a directory, it is itself the write.
     pub written_into: Vec<WrittenInto>,
+    /// Archives extracted whose members are the writes, named by the archive itself (`tar
+    /// -xf A -C DIR`): the engine reads each member's name when the call is decided. An
+    /// extraction the engine cannot read that way writes its whole directory.
+    pub extractions: Vec<Extraction>,
     /// Directories walked recursively.
     pub recursive_roots: Vec<PathBuf>,
     /// URLs the command connects to (curl's), each `http://` or `https://`: the engine checks
@@ -309,6 +313,18 @@ pub struct CommandAnalysis {
     /// `node -e CODE`, `perl -e CODE`): not analysed, as a script file is not; the engine
     /// reads their text for what they name (`engine::inline_program`).
     pub inline_programs: Vec<String>,
+}
+
+/// A tar archive extracted below a directory ([`CommandAnalysis::extractions`]): what it
+/// writes is the archive's members, which the engine reads when the call is decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extraction {
+    /// The archive, as written.
+    pub archive: PathBuf,
+    /// The directory the members are written below (`-C`, else where tar runs).
+    pub into: PathBuf,
+    /// Leading components taken off each member's name (`--strip-components`).
+    pub strip_components: usize,
 }
 
 /// A destination that receives entries by name when it is a directory

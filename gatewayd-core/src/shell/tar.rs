@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    ShellError,
+    Extraction, ShellError,
     findings::Findings,
     options::{
-        Effect, OptionTable, RUNS_ANOTHER_COMMAND,
+        Effect, OptionTable, ParsedArgs, RUNS_ANOTHER_COMMAND,
         ValueSyntax::{AttachedOnly, Flag, Required},
         long_option, option, parse_options,
     },
@@ -165,10 +165,10 @@ pub(super) fn tar(args: &[String], findings: &mut Findings) -> Result<(), ShellE
             }
         }
         Some(TarMode::Extract) => {
-            findings.write(&here);
             if parsed.absolute_names {
                 findings.forbid("-P", "extracts to absolute paths, outside the working dir");
             }
+            extract(&parsed, here, findings);
         }
         Some(TarMode::Diff) => findings.walk(&here),
         Some(TarMode::List | TarMode::Delete) | None => {}
@@ -176,20 +176,75 @@ pub(super) fn tar(args: &[String], findings: &mut Findings) -> Result<(), ShellE
     Ok(())
 }
 
+/// What `tar -x` writes: nothing with `-O` (the members go to its output); the members of
+/// a local archive below `into`, read by the engine ([`Extraction`]), when nothing renames
+/// them (`--transform`, `--one-top-level`); else anything below `into`.
+fn extract(parsed: &ParsedArgs, into: PathBuf, findings: &mut Findings) {
+    if parsed.has('O', "to-stdout") {
+        return;
+    }
+    let renamed = ["transform", "xform", "one-top-level"]
+        .iter()
+        .any(|long| parsed.has('\0', long));
+    let strip = match parsed.value_of('\0', "strip-components") {
+        Some(n) => n.parse::<usize>().ok(),
+        None => Some(0),
+    };
+    match (parsed.archive.filter(|a| *a != "-"), strip) {
+        (Some(archive), Some(strip_components)) if !renamed => {
+            findings.extractions.push(Extraction {
+                archive: PathBuf::from(archive),
+                into,
+                strip_components,
+            });
+        }
+        _ => findings.write(&into),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use crate::shell::test_support::{clean, forbidden, named, paths, unknown_option};
+    use crate::shell::{
+        Extraction,
+        test_support::{clean, forbidden, named, paths, unknown_option},
+    };
+
+    fn extraction(archive: &str, into: &str, strip_components: usize) -> Extraction {
+        Extraction {
+            archive: PathBuf::from(archive),
+            into: PathBuf::from(into),
+            strip_components,
+        }
+    }
 
     #[test]
     fn tar_modes() {
         let a = clean("tar -xf a.tar");
         assert_eq!(a.reads, paths(&["a.tar"]));
-        assert_eq!(a.writes, paths(&["."]));
+        assert_eq!(a.writes, Vec::<PathBuf>::new());
+        assert_eq!(a.extractions, [extraction("a.tar", ".", 0)]);
         let a = clean("tar xzf a.tgz -C out");
         assert_eq!(a.reads, paths(&["a.tgz"]), "old-style bundle");
-        assert_eq!(a.writes, paths(&["out"]));
+        assert_eq!(a.extractions, [extraction("a.tgz", "out", 0)]);
+        let a = clean("tar -xzf a.tgz --strip-components=1");
+        assert_eq!(a.extractions, [extraction("a.tgz", ".", 1)]);
+        // Members renamed, or an archive from the input: anything below the directory.
+        for line in [
+            "tar -xf a.tar --transform s/a/b/",
+            "tar --one-top-level -xf a.tar",
+            "tar -xf -",
+            "tar -xf a.tar --strip-components=x",
+        ] {
+            let a = clean(line);
+            assert_eq!((a.writes, a.extractions), (paths(&["."]), vec![]), "{line}");
+        }
+        let a = clean("tar -xOf a.tar config.json");
+        assert!(
+            a.writes.is_empty() && a.extractions.is_empty(),
+            "to its output"
+        );
         let a = clean("tar -tvf a.tar");
         assert_eq!((a.reads, a.writes), (paths(&["a.tar"]), vec![]));
         let a = clean("tar -czf out.tgz src README");

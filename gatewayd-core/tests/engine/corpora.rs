@@ -62,6 +62,7 @@ fn workspace(ws: &Path) {
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
         std::os::unix::fs::symlink(target, p).expect("symlink");
     }
+    archives(ws);
     for args in [&["init", "-q"][..], &["add", "-A"]] {
         let ok = std::process::Command::new("git")
             .args(args)
@@ -69,6 +70,43 @@ fn workspace(ws: &Path) {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "git {args:?}");
+    }
+}
+
+/// Archives made by the real `tar`: a release to unpack, and archives whose members would
+/// land in `.git/hooks`, through a link to it, or above the directory they are unpacked in.
+fn archives(ws: &Path) {
+    let staging = ws.parent().expect("a parent").join("staging");
+    for (path, text) in [
+        ("app-1.0/bin/app", "#!/bin/sh\n"),
+        ("app-1.0/README", "app\n"),
+        (".git/hooks/pre-commit", "#!/bin/sh\n"),
+        ("inner/x", "x\n"),
+    ] {
+        let p = staging.join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    std::os::unix::fs::symlink(".git/hooks", staging.join("hooks")).expect("symlink");
+    let s = staging.to_string_lossy();
+    for args in [
+        &["czf", "release.tar.gz", "-C", &*s, "app-1.0"][..],
+        &["cf", "hooks.tar", "-C", &*s, ".git/hooks/pre-commit"],
+        &["czf", "link.tgz", "-C", &*s, "hooks"],
+        &[
+            "cPf",
+            "dotdot.tar",
+            "-C",
+            &format!("{s}/inner"),
+            "../inner/x",
+        ],
+    ] {
+        let ok = std::process::Command::new("tar")
+            .args(args)
+            .current_dir(ws)
+            .status()
+            .is_ok_and(|st| st.success());
+        assert!(ok, "tar {args:?}");
     }
 }
 

@@ -16,6 +16,7 @@ use libc as _;
 use regex as _;
 use serde as _;
 use sha2 as _;
+use tar as _;
 use thiserror as _;
 use tokio as _;
 use unicode_normalization as _;
