@@ -1,8 +1,8 @@
-//! The members of a tar archive that a command extracts ([`shell::Extraction`]), read when
+//! The members of a tar or zip archive that a command extracts ([`shell::Extraction`]), read when
 //! the call is decided, so that what `tar -x` writes is checked member by member instead of
 //! as its whole directory (which, at a workspace's root, holds the read-only `.git/config`).
-//! A plain or gzip-compressed archive is read (GNU tar recognises both by their first bytes
-//! when extracting); another compression, or an archive that is not there yet (`curl -LO …
+//! A plain or gzip-compressed tar archive is read (GNU tar recognises both by their first
+//! bytes when extracting), and a zip archive's central directory; another compression, or an archive that is not there yet (`curl -LO …
 //! && tar -xzf …`), is not, and the extraction then writes anything below its directory.
 //! Names are taken as GNU tar takes them: a leading `/` dropped, `--strip-components`
 //! applied; a member whose name holds `..` refuses the archive (GNU tar skips it).
@@ -54,16 +54,39 @@ pub(super) fn members(x: &Extraction) -> Result<Option<Vec<Member>>, String> {
         .map_err(|e| format!("cannot read `{}`: {e}", x.archive.display()))?;
     file.rewind()
         .map_err(|e| format!("cannot read `{}`: {e}", x.archive.display()))?;
-    let reader: Box<dyn Read> = if head[..got].starts_with(&[0x1f, 0x8b]) {
-        Box::new(flate2::read::GzDecoder::new(file))
+    let read = if head[..got].starts_with(b"PK\x03\x04") || head[..got].starts_with(b"PK\x05\x06") {
+        zip_members(file)
+    } else if head[..got].starts_with(&[0x1f, 0x8b]) {
+        tar_members(flate2::read::GzDecoder::new(file))
     } else if got == 512 && &head[257..262] == b"ustar" {
-        Box::new(file)
+        tar_members(file)
     } else {
         return Ok(None);
     };
-    read_members(reader, x.strip_components)
-        .map(Some)
-        .map_err(|e| format!("`{}`: {e}", x.archive.display()))
+    let named = |(name, made): (PathBuf, Made)| -> Result<Option<Member>, String> {
+        let Some(path) = stripped(&name, x.strip_components)? else {
+            return Ok(None);
+        };
+        let path = match (x.junk_paths, path.file_name()) {
+            (true, Some(last)) => PathBuf::from(last),
+            _ => path,
+        };
+        let made = match made {
+            Made::Hardlink(target) => match stripped(&target, x.strip_components)? {
+                Some(target) => Made::Hardlink(target),
+                None => return Ok(None),
+            },
+            made => made,
+        };
+        Ok(Some(Member { path, made }))
+    };
+    read.and_then(|raw| {
+        raw.into_iter()
+            .filter_map(|m| named(m).transpose())
+            .collect()
+    })
+    .map(Some)
+    .map_err(|e| format!("`{}`: {e}", x.archive.display()))
 }
 
 /// Each archive extracted where the command runs (`cwd`), member by member ([`archive::members`]): each member's path a
@@ -81,6 +104,7 @@ pub(super) fn check_extractions(
             archive: cwd.join(&x.archive),
             into: cwd.join(&x.into),
             strip_components: x.strip_components,
+            junk_paths: x.junk_paths,
         };
         let read = members(x).map_err(|m| (Reason::Shell, format!("`{name}`: {m}")))?;
         let Some(members) = read else {
@@ -124,9 +148,8 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-/// Each member of the tar stream `r`, its name stripped of `strip` leading components (a
-/// member with no more is not extracted).
-fn read_members(r: impl Read, strip: usize) -> Result<Vec<Member>, String> {
+/// Each member of the tar stream `r`: its name as the archive holds it and what it makes.
+fn tar_members(r: impl Read) -> Result<Vec<(PathBuf, Made)>, String> {
     let mut archive = tar::Archive::new(r);
     let entries = archive
         .entries()
@@ -139,10 +162,8 @@ fn read_members(r: impl Read, strip: usize) -> Result<Vec<Member>, String> {
         }
         let name = entry
             .path()
-            .map_err(|e| format!("a member's name cannot be read: {e}"))?;
-        let Some(path) = stripped(&name, strip)? else {
-            continue;
-        };
+            .map_err(|e| format!("a member's name cannot be read: {e}"))?
+            .into_owned();
         let link = || {
             entry
                 .link_name()
@@ -153,13 +174,52 @@ fn read_members(r: impl Read, strip: usize) -> Result<Vec<Member>, String> {
         };
         let made = match entry.header().entry_type() {
             tar::EntryType::Symlink => Made::Symlink(link()?),
-            tar::EntryType::Link => match stripped(&link()?, strip)? {
-                Some(target) => Made::Hardlink(target),
-                None => continue,
-            },
+            tar::EntryType::Link => Made::Hardlink(link()?),
             _ => Made::Entry,
         };
-        out.push(Member { path, made });
+        out.push((name, made));
+    }
+    Ok(out)
+}
+
+/// Each member of the zip archive `file`, from its central directory: its name and what it
+/// makes (a link's target is its content, read when stored uncompressed, as Info-ZIP's
+/// `zip -y` stores it; a compressed one refuses the archive).
+fn zip_members(file: BufReader<File>) -> Result<Vec<(PathBuf, Made)>, String> {
+    let mut archive = zip::ZipArchive::new(file)
+        .map_err(|e| format!("not a zip archive the check can read: {e}"))?;
+    if archive.len() > MAX_MEMBERS {
+        return Err(format!("more than {MAX_MEMBERS} members to check"));
+    }
+    let mut out = Vec::with_capacity(archive.len());
+    for i in 0..archive.len() {
+        let mut member = archive
+            .by_index_raw(i)
+            .map_err(|e| format!("not a zip archive the check can read: {e}"))?;
+        let name = member
+            .name()
+            .map(|n| PathBuf::from(n.into_owned()))
+            .map_err(|e| format!("a member's name cannot be read: {e}"))?;
+        let is_link = member
+            .unix_mode()
+            .is_some_and(|m| m & 0o170_000 == 0o120_000);
+        let made = if !is_link {
+            Made::Entry
+        } else if member.compression() == zip::CompressionMethod::Stored {
+            let mut target = Vec::new();
+            member
+                .by_ref()
+                .take(4096)
+                .read_to_end(&mut target)
+                .map_err(|e| format!("the link `{}` cannot be read: {e}", name.display()))?;
+            Made::Symlink(PathBuf::from(String::from_utf8_lossy(&target).into_owned()))
+        } else {
+            return Err(format!(
+                "the link `{}` is stored compressed, and its target is not read",
+                name.display()
+            ));
+        };
+        out.push((name, made));
     }
     Ok(out)
 }
@@ -230,6 +290,7 @@ mod tests {
             archive,
             into: PathBuf::from("/ws"),
             strip_components,
+            junk_paths: false,
         }
     }
 
@@ -267,6 +328,39 @@ mod tests {
             assert_eq!(got[1].path, Path::new("x"));
             assert_eq!(got[3].made, Made::Hardlink("bin/app".into()));
         }
+    }
+
+    #[test]
+    fn members_of_a_zip_archive_from_its_central_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.zip");
+        let mut w = zip::ZipWriter::new(std::fs::File::create(&path).expect("create"));
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        w.add_directory("app/", stored).expect("dir");
+        w.start_file("app/bin/x", stored).expect("file");
+        w.add_symlink("app/hooks", "../.git/hooks", stored)
+            .expect("link");
+        w.finish().expect("zip");
+        let got = members(&extraction(path.clone(), 0))
+            .expect("read")
+            .expect("listed");
+        let paths: Vec<&Path> = got.iter().map(|m| m.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            [
+                Path::new("app"),
+                Path::new("app/bin/x"),
+                Path::new("app/hooks")
+            ]
+        );
+        assert_eq!(got[2].made, Made::Symlink("../.git/hooks".into()));
+        let junked = Extraction {
+            junk_paths: true,
+            ..extraction(path, 0)
+        };
+        let got = members(&junked).expect("read").expect("listed");
+        assert_eq!(got[1].path, Path::new("x"), "unzip -j");
     }
 
     #[test]

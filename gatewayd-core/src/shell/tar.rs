@@ -196,6 +196,7 @@ fn extract(parsed: &ParsedArgs, into: PathBuf, findings: &mut Findings) {
                 archive: PathBuf::from(archive),
                 into,
                 strip_components,
+                junk_paths: false,
             });
         }
         _ => findings.write(&into),
@@ -216,6 +217,7 @@ mod tests {
             archive: PathBuf::from(archive),
             into: PathBuf::from(into),
             strip_components,
+            junk_paths: false,
         }
     }
 

@@ -89,6 +89,7 @@ fn archives(ws: &Path) {
     }
     std::os::unix::fs::symlink(".git/hooks", staging.join("hooks")).expect("symlink");
     let s = staging.to_string_lossy();
+    zips(ws);
     for args in [
         &["czf", "release.tar.gz", "-C", &*s, "app-1.0"][..],
         &["cf", "hooks.tar", "-C", &*s, ".git/hooks/pre-commit"],
@@ -107,6 +108,27 @@ fn archives(ws: &Path) {
             .status()
             .is_ok_and(|st| st.success());
         assert!(ok, "tar {args:?}");
+    }
+}
+
+/// Zip archives: a release, one with a member in `.git/hooks`, one with a link to it.
+fn zips(ws: &Path) {
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (archive, members) in [
+        ("release.zip", &[("site/index.html", None)][..]),
+        ("hooks.zip", &[(".git/hooks/post-checkout", None)]),
+        ("links.zip", &[("hooks", Some(".git/hooks"))]),
+    ] {
+        let file = std::fs::File::create(ws.join(archive)).expect("create");
+        let mut w = zip::ZipWriter::new(file);
+        for (name, link) in members {
+            match link {
+                Some(target) => w.add_symlink(*name, *target, stored).expect("link"),
+                None => w.start_file(*name, stored).expect("file"),
+            }
+        }
+        w.finish().expect("zip");
     }
 }
 

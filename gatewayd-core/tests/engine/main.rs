@@ -21,6 +21,7 @@ use thiserror as _;
 use tokio as _;
 use unicode_normalization as _;
 use unicode_security as _;
+use zip as _;
 
 mod attacks_approvals;
 mod attacks_arguments;

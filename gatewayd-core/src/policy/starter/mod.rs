@@ -104,6 +104,8 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "sha256sum",
     "chmod",
     "tar",
+    // Its members read when the call is decided, as tar's (`shell::unzip`).
+    "unzip",
     "python",
     "pip",
     "pip3",
