@@ -207,31 +207,19 @@ fn extract(parsed: &ParsedArgs, into: PathBuf, findings: &mut Findings) {
 mod tests {
     use std::path::PathBuf;
 
-    use crate::shell::{
-        Extraction,
-        test_support::{clean, forbidden, named, paths, unknown_option},
-    };
-
-    fn extraction(archive: &str, into: &str, strip_components: usize) -> Extraction {
-        Extraction {
-            archive: PathBuf::from(archive),
-            into: PathBuf::from(into),
-            strip_components,
-            junk_paths: false,
-        }
-    }
+    use crate::shell::test_support::{clean, extraction, forbidden, named, paths, unknown_option};
 
     #[test]
     fn tar_modes() {
         let a = clean("tar -xf a.tar");
         assert_eq!(a.reads, paths(&["a.tar"]));
         assert_eq!(a.writes, Vec::<PathBuf>::new());
-        assert_eq!(a.extractions, [extraction("a.tar", ".", 0)]);
+        assert_eq!(a.extractions, [extraction("a.tar", ".", 0, false)]);
         let a = clean("tar xzf a.tgz -C out");
         assert_eq!(a.reads, paths(&["a.tgz"]), "old-style bundle");
-        assert_eq!(a.extractions, [extraction("a.tgz", "out", 0)]);
+        assert_eq!(a.extractions, [extraction("a.tgz", "out", 0, false)]);
         let a = clean("tar -xzf a.tgz --strip-components=1");
-        assert_eq!(a.extractions, [extraction("a.tgz", ".", 1)]);
+        assert_eq!(a.extractions, [extraction("a.tgz", ".", 1, false)]);
         // Members renamed, or an archive from the input: anything below the directory.
         for line in [
             "tar -xf a.tar --transform s/a/b/",

@@ -1,7 +1,7 @@
 //! Helpers shared by the unit tests of the command families.
 use std::path::PathBuf;
 
-use super::{CommandAnalysis, analyze, split};
+use super::{CommandAnalysis, Extraction, analyze, split};
 
 /// `line` split as a line that runs through a shell; panics when it is refused.
 pub(super) fn split_for_shell(line: &str) -> Vec<String> {
@@ -49,4 +49,19 @@ pub(super) fn unknown_option(line: &str) -> (String, String) {
 /// `(command, option)` as [`unknown_option`] returns them.
 pub(super) fn named(command: &str, option: &str) -> (String, String) {
     (command.to_owned(), option.to_owned())
+}
+
+/// An extraction of `archive` below `into`, as `tar -x` and `unzip` name one.
+pub(super) fn extraction(
+    archive: &str,
+    into: &str,
+    strip_components: usize,
+    junk_paths: bool,
+) -> Extraction {
+    Extraction {
+        archive: PathBuf::from(archive),
+        into: PathBuf::from(into),
+        strip_components,
+        junk_paths,
+    }
 }

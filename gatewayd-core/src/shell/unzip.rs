@@ -116,31 +116,17 @@ fn archive_name(archive: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
-    use crate::shell::{
-        Extraction,
-        test_support::{clean, forbidden, named, paths, unknown_option},
-    };
-
-    fn extraction(archive: &str, into: &str, junk_paths: bool) -> Extraction {
-        Extraction {
-            archive: PathBuf::from(archive),
-            into: PathBuf::from(into),
-            strip_components: 0,
-            junk_paths,
-        }
-    }
+    use crate::shell::test_support::{clean, extraction, forbidden, named, paths, unknown_option};
 
     #[test]
     fn unzip_extracts_members_below_its_directory() {
         let a = clean("unzip -o dist.zip -d out");
         assert_eq!(a.reads, paths(&["dist.zip"]));
-        assert_eq!(a.extractions, [extraction("dist.zip", "out", false)]);
+        assert_eq!(a.extractions, [extraction("dist.zip", "out", 0, false)]);
         let a = clean("unzip -qoj dist.zip 'docs/*' -x '*.tmp' -d site");
-        assert_eq!(a.extractions, [extraction("dist.zip", "site", true)]);
+        assert_eq!(a.extractions, [extraction("dist.zip", "site", 0, true)]);
         let a = clean("unzip -ddir dist.zip");
-        assert_eq!(a.extractions, [extraction("dist.zip", "dir", false)]);
+        assert_eq!(a.extractions, [extraction("dist.zip", "dir", 0, false)]);
         for line in [
             "unzip -l dist.zip",
             "unzip -v dist",
