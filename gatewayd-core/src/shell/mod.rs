@@ -100,6 +100,7 @@
 //! | `xargs env eval exec nohup timeout nice ionice stdbuf setsid chroot sudo su doas runuser unshare nsenter watch time command builtin strace ltrace script parallel flock` | — | — | — | always ("runs another command"; in a line through a shell, `timeout nice nohup stdbuf env` with a command they are read first, `line::wrappers`, and `xargs` after a list of paths, `line::found`) |
 //! | `apply_patch applypatch` (Codex's) | — | — | every file its patch adds, updates, deletes or moves to: the patch is its one operand, or its input, which the line must give as a here-document | more than one operand; a patch that names no file |
 //! | `ss` | `-F` file | — | `-D` file | `-K` (closes sockets) |
+//! | `zip` | the archive; each name (walked with `-r`) | with `-r` | the archive | `-r` without `-y` (follows links), an option but `-r -q -v -j -y -D -X -u -f -0…-9 -x -i` (unknown: `-m` deletes the files, `-T` runs unzip, `-@` reads names from the input, …); no name |
 //! | `unzip` | the archive (and `ARCHIVE.zip`) | — | extracting (not `-l -v -t -z -p -c -Z`): the members of the archive (`CommandAnalysis::extractions`, read by the engine), else (a wildcard archive name) the dir (`-d` or `.`) | `-:` |
 //! | `sqlite3` | the database | — | the database and its `-journal`, `-wal`, `-shm` | `-init -A -nonce -vfs`, a `file:` URI, no SQL argument (SQL from its input), a dot command but those that print (`.tables .schema .mode .headers .dump …`), SQL naming `attach vacuum readfile writefile edit load_extension fsdir zipfile sqlar fts3_tokenizer` |
 //! | `npm pnpm yarn pip pip3 cargo go mvn gradle` (`builders`) | as anything else | — | as anything else | a global install (`-g`, `--global`, `--location=global`, `yarn global`, `pnpm setup`, `link`), `pip install --user`, `cargo install` without `--root`, `go install`, a configuration change (`config set`, `npm set`, `go env -w/-u`), `npm login/adduser/logout/token`, `cargo login/logout`, `mvn install/deploy`, `gradle publishToMavenLocal` |
@@ -449,6 +450,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
         "ss" => processes::ss(args, found)?,
         "sqlite3" => sqlite::sqlite3(args, found)?,
         "unzip" => unzip::unzip(args, found)?,
+        "zip" => unzip::zip(args, found)?,
         n if compilers::is_c_driver(n) => compilers::c_driver(args, found),
         "javac" => compilers::javac(args, found),
         "java" => compilers::java(args, found),

@@ -1,11 +1,14 @@
-//! `unzip` (Info-ZIP 6.0): `unzip [-Z] [-opts[modifiers]] FILE[.zip] [LIST] [-x XLIST] [-d
+//! `zip` and `unzip` (Info-ZIP 3.0 and 6.0). `unzip`: `unzip [-Z] [-opts[modifiers]] FILE[.zip] [LIST] [-x XLIST] [-d
 //! EXDIR]`. Options are letters, several in one word (`-oq`), anywhere on the line; `-d`
 //! takes the directory, `-P`, `-O` and `-I` a value, and `-x` starts a list of names to
 //! leave out. Listing, testing and printing (`-l -v -t -z -p -c`, and `-Z`, zipinfo's mode)
 //! write nothing; an extraction writes the archive's members below EXDIR, which the engine
 //! reads when the call is decided ([`super::Extraction`]). `-:` (members outside EXDIR
-//! through `../`) is forbidden.
-use std::path::PathBuf;
+//! through `../`) is forbidden. `zip ARCHIVE NAMES…` reads its names (walks them with
+//! `-r`) and writes the archive; only the options of a plain archive are taken (the others
+//! delete the files archived, run a program, read names or comments from the input, or
+//! write elsewhere: refused as unknown).
+use std::path::{Path, PathBuf};
 
 use super::{Extraction, ShellError, findings::Findings};
 
@@ -88,10 +91,56 @@ pub(super) fn unzip(args: &[String], findings: &mut Findings) -> Result<(), Shel
     Ok(())
 }
 
+/// zip's letters taken, none with a value: recursion, levels, quiet and verbose, paths
+/// junked, links stored as links, no directory entries, no extra attributes, update,
+/// freshen.
+const ZIP_FLAGS: &str = "rRqvjyDXuf0123456789";
+
+/// `zip [-opts] ARCHIVE NAMES… [-x|-i PATTERNS…]`.
+pub(super) fn zip(args: &[String], findings: &mut Findings) -> Result<(), ShellError> {
+    let (mut operands, mut recursive, mut patterns) = (Vec::new(), false, false);
+    for word in args {
+        match word.strip_prefix('-').filter(|l| !l.is_empty()) {
+            Some("x" | "i") => patterns = true,
+            Some(letters) => {
+                patterns = false;
+                for c in letters.chars() {
+                    if !ZIP_FLAGS.contains(c) {
+                        return Err(ShellError::UnknownOption {
+                            command: "zip".into(),
+                            option: format!("-{c}"),
+                        });
+                    }
+                    recursive |= c == 'r' || c == 'R';
+                }
+            }
+            None if patterns => {}
+            None => operands.push(word.as_str()),
+        }
+    }
+    // No `-y`: zip archives what a link leads to.
+    findings.follows_symlinks |= !args.iter().any(|a| a.starts_with('-') && a.contains('y'));
+    let Some((archive, names)) = operands.split_first() else {
+        return Ok(());
+    };
+    findings.read(Path::new(archive));
+    findings.write(Path::new(archive));
+    if names.is_empty() {
+        findings.forbid(
+            "zip",
+            "archives the names on its input, which the check does not see: name them",
+        );
+    }
+    for name in names {
+        findings.read_or_walk(Path::new(name), recursive);
+    }
+    Ok(())
+}
+
 /// The archive, read as FILE and, when FILE does not end in `.zip`, as `FILE.zip` (unzip
 /// tries both).
 fn read_archive(archive: &str, findings: &mut Findings) {
-    findings.read(std::path::Path::new(archive));
+    findings.read(Path::new(archive));
     if !named_zip(archive) {
         findings.read(&PathBuf::from(format!("{archive}.zip")));
     }
@@ -99,14 +148,14 @@ fn read_archive(archive: &str, findings: &mut Findings) {
 
 /// Whether `archive` ends in `.zip` (any case).
 fn named_zip(archive: &str) -> bool {
-    std::path::Path::new(archive)
+    Path::new(archive)
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
 }
 
 /// The file unzip opens for `archive`: FILE when it is there, else `FILE.zip`.
 fn archive_name(archive: &str) -> String {
-    let given = std::path::Path::new(archive);
+    let given = Path::new(archive);
     if named_zip(archive) || given.exists() {
         archive.to_owned()
     } else {
@@ -141,5 +190,26 @@ mod tests {
         assert_eq!(clean("unzip '*.zip'").writes, paths(&["."]));
         assert!(forbidden("unzip -: evil.zip").contains("`../`"));
         assert_eq!(unknown_option("unzip -R a.zip"), named("unzip", "-R"));
+    }
+
+    #[test]
+    fn zip_reads_its_names_and_writes_its_archive() {
+        let a = clean("zip -qr9 site.zip build docs -x '*.map'");
+        assert_eq!(a.reads, paths(&["site.zip", "build", "docs"]));
+        assert_eq!(a.writes, paths(&["site.zip"]));
+        assert_eq!(a.recursive_roots, paths(&["build", "docs"]));
+        assert!(
+            a.follows_symlinks,
+            "without -y zip archives what links lead to"
+        );
+        assert!(!clean("zip -ry out.zip src").follows_symlinks);
+        assert_eq!(clean("zip out.zip a.txt").recursive_roots, paths(&[]));
+        for option in [
+            "-m", "-T", "-@", "-b", "-O", "-e", "-c", "-z", "-d", "-F", "-A",
+        ] {
+            let line = format!("zip {option} out.zip a.txt");
+            assert_eq!(unknown_option(&line), named("zip", option), "{line}");
+        }
+        assert!(forbidden("zip out.zip").contains("input"));
     }
 }

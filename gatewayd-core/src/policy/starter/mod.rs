@@ -106,6 +106,7 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "tar",
     // Its members read when the call is decided, as tar's (`shell::unzip`).
     "unzip",
+    "zip",
     "python",
     "pip",
     "pip3",
