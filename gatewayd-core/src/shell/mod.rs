@@ -57,7 +57,8 @@
 //! effect, with the attached value only (the cautious reading). For git, an abbreviation of
 //! a real name comes before one of a negation (`--no-ind` is `--no-index`, as git reads it). Commands nobody knows keep the cautious
 //! reading of every option: a short option is a flag (so the next word stays an operand),
-//! the value of `--opt=value` an argument.
+//! the value of `--opt=value` and what follows a short option in its word (`-o=F`, `-oF`)
+//! an argument, which they may read and, unless they only print, write (`builders`).
 //!
 //! # URIs
 //! A word `scheme://…` (RFC 3986 scheme) where a command takes a path is forbidden: the
