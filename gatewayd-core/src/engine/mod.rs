@@ -28,6 +28,7 @@ mod error;
 pub mod fence;
 pub mod fingerprint;
 mod found_paths;
+mod git_apply;
 mod inline_program;
 mod learn;
 mod registry;

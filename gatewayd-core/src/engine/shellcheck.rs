@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    Reason, archive, inline_program,
+    Reason, archive, git_apply, inline_program,
     sandbox::{self, EgressView, Resolved, SandboxView},
 };
 use crate::{
@@ -469,6 +469,7 @@ pub(crate) fn check_analysis(
     }
     check_writes(sb, name, a)?;
     archive::check_extractions(sb, name, &a.extractions, cwd)?;
+    git_apply::check_patches(sb, name, &a.patches, cwd)?;
     check_urls(egress, name, &a.program, &a.urls)?;
     Ok(LineReach {
         sends_out: !a.urls.is_empty(),

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    CommandAnalysis, Extraction, WalkFilter, WrittenInto,
+    AppliedPatch, CommandAnalysis, Extraction, WalkFilter, WrittenInto,
     uri::{self, Uri},
 };
 
@@ -18,6 +18,7 @@ pub(super) struct Findings {
     outputs: Vec<PathBuf>,
     written_into: Vec<WrittenInto>,
     pub(super) extractions: Vec<Extraction>,
+    pub(super) patches: Vec<AppliedPatch>,
     recursive_roots: Vec<PathBuf>,
     urls: Vec<String>,
     forbidden: Vec<String>,
@@ -89,6 +90,7 @@ impl Findings {
             outputs: Vec::new(),
             written_into: Vec::new(),
             extractions: Vec::new(),
+            patches: Vec::new(),
             recursive_roots: Vec::new(),
             urls: Vec::new(),
             forbidden: Vec::new(),
@@ -252,6 +254,7 @@ impl Findings {
             outputs: self.outputs,
             written_into: self.written_into,
             extractions: self.extractions,
+            patches: self.patches,
             recursive_roots: self.recursive_roots,
             urls: self.urls,
             forbidden: self.forbidden,

