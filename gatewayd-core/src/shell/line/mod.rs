@@ -39,7 +39,7 @@ use brush_parser::{
 use super::ShellError;
 use builtins::check_assignment;
 use runtime::RuntimeWord;
-use words::ExpandedWord;
+use words::{ExpandedWord, RUNTIME_STAND_IN};
 
 mod braces;
 mod builtins;
@@ -260,10 +260,16 @@ impl Words {
     fn add(&mut self, word: ExpandedWord) {
         for field in word.fields {
             if let Some(why) = &word.runtime {
+                let stand_ins = field.matches(RUNTIME_STAND_IN).count();
                 self.runtime.push(RuntimeWord {
                     index: self.argv.len(),
                     splits: word.splits,
                     why: why.clone(),
+                    numbers_only: stand_ins == word.substitutions.len()
+                        && word
+                            .substitutions
+                            .iter()
+                            .all(|s| runtime::prints_a_number(s)),
                 });
             }
             self.argv.push(field);

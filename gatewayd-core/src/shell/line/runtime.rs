@@ -14,6 +14,9 @@
 //!   forbidden option (so `git am -m "$(…)"`, where `-m` is a flag and the word a path, is
 //!   refused).
 //!
+//! - the count of processors (`$(nproc)`, [`prints_a_number`]) attached to an option
+//!   (`make -j$(nproc)`, `--jobs=$(nproc)`): a number there is a count to any program, and
+//!   names no file the check must see;
 //! - `$!` (or a variable set to it alone, `PID=$!`) alone as a word of `kill`, which takes
 //!   it as the job it is ([`LAST_JOB`]): `python3 -m http.server & …; kill $!`.
 //!
@@ -38,6 +41,34 @@ pub(super) struct RuntimeWord {
     pub(super) splits: bool,
     /// Why it is known only when the line runs (the refusal's reason).
     pub(super) why: String,
+    /// Each value in it is a command substitution that prints a number
+    /// ([`prints_a_number`]).
+    pub(super) numbers_only: bool,
+}
+
+/// Whether the command substitution of `line` prints a number and nothing else: the count
+/// of processors (`nproc`, `getconf _NPROCESSORS_ONLN`).
+pub(super) fn prints_a_number(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    matches!(
+        words.as_slice(),
+        ["nproc"] | ["nproc", "--all"] | ["getconf", "_NPROCESSORS_ONLN" | "_NPROCESSORS_CONF"]
+    )
+}
+
+/// Whether `word` is an option with its value attached after its name (`-j…`, `--jobs=…`),
+/// the value holding every stand-in: a number there is a count, whatever the program.
+fn attached_option_value(word: &str) -> bool {
+    let Some(body) = word.strip_prefix('-') else {
+        return false;
+    };
+    let value_at = match body.strip_prefix('-') {
+        Some(long) => long.find('=').map(|i| i + 2),
+        None => body.chars().next().map(|c| c.len_utf8() + 1),
+    };
+    // The option's name is written out: none of it comes from a value (the stand-in's
+    // marker is U+0001).
+    value_at.is_some_and(|at| at < word.len() && !word[..at].contains('\u{1}'))
 }
 
 /// Refuses `argv` unless each of its `runtime` words stands where its command takes text.
@@ -53,8 +84,12 @@ pub(super) fn check(argv: &[String], runtime: &[RuntimeWord]) -> Result<(), Shel
     if runtime.iter().any(|w| w.index == 0) {
         return refused();
     }
+    let counts = runtime
+        .iter()
+        .all(|w| w.numbers_only && attached_option_value(&argv[w.index]));
     match name {
         _ if TEXT_PROGRAMS.contains(&name) => Ok(()),
+        _ if counts => Ok(()),
         "kill" if runtime.iter().all(|w| argv[w.index] == LAST_JOB) => Ok(()),
         "git" => {
             let messages = runtime

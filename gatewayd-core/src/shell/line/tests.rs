@@ -162,6 +162,31 @@ fn pushd_and_popd_move_as_cd_does() {
 }
 
 #[test]
+fn the_count_of_processors_may_be_an_option_value() {
+    for line in [
+        "make -j$(nproc)",
+        "cargo build --jobs=$(nproc)",
+        "npm test -- --maxWorkers=$(nproc --all)",
+        "make -j\"$(getconf _NPROCESSORS_ONLN)\" test",
+    ] {
+        assert!(!cmds(line).is_empty(), "{line}");
+    }
+    // Anywhere else, or another command's output, it may be a path.
+    for line in [
+        "pytest -n $(nproc)",
+        "cat $(nproc)",
+        "make -C$(nproc)x -j$(ls)",
+        "make -j$(nproc)$PATH",
+        "make -j$(cat ~/.ssh/id_rsa)",
+        "cd $(nproc)",
+        "make $(nproc)",
+        "make -$(nproc)",
+    ] {
+        refused(line);
+    }
+}
+
+#[test]
 fn home_and_assignments() {
     assert_eq!(argvs("cat ~/.ssh/id_rsa")[0][1], "/home/alice/.ssh/id_rsa");
     assert_eq!(
