@@ -178,6 +178,13 @@ pub const DEV_PROGRAMS: &[&str] = &[
     "pylint",
     "gofmt",
     "rustfmt",
+    // The same from npm, when installed where `PATH` finds them (`npx NAME` runs them from
+    // the workspace's `node_modules`).
+    "tsc",
+    "eslint",
+    "prettier",
+    "jest",
+    "vitest",
     // SQLite's shell: its database, SQL that stays in it (`shell::sqlite`).
     "sqlite3",
     // Python's web servers, which run the workspace's application as `pytest` runs its tests.
