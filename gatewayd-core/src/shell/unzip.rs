@@ -118,8 +118,14 @@ pub(super) fn zip(args: &[String], findings: &mut Findings) -> Result<(), ShellE
             None => operands.push(word.as_str()),
         }
     }
-    // No `-y`: zip archives what a link leads to.
-    findings.follows_symlinks |= !args.iter().any(|a| a.starts_with('-') && a.contains('y'));
+    // Without `-y`, zip archives what each link it meets leads to, anywhere.
+    let links_kept = args.iter().any(|a| a.starts_with('-') && a.contains('y'));
+    if recursive && !links_kept {
+        findings.forbid(
+            "-r",
+            "archives what each link below its names leads to, which may be anywhere: add `-y`, which stores links as links",
+        );
+    }
     let Some((archive, names)) = operands.split_first() else {
         return Ok(());
     };
@@ -194,15 +200,11 @@ mod tests {
 
     #[test]
     fn zip_reads_its_names_and_writes_its_archive() {
-        let a = clean("zip -qr9 site.zip build docs -x '*.map'");
+        let a = clean("zip -qr9y site.zip build docs -x '*.map'");
         assert_eq!(a.reads, paths(&["site.zip", "build", "docs"]));
         assert_eq!(a.writes, paths(&["site.zip"]));
         assert_eq!(a.recursive_roots, paths(&["build", "docs"]));
-        assert!(
-            a.follows_symlinks,
-            "without -y zip archives what links lead to"
-        );
-        assert!(!clean("zip -ry out.zip src").follows_symlinks);
+        assert!(forbidden("zip -r out.zip src").contains("add `-y`"));
         assert_eq!(clean("zip out.zip a.txt").recursive_roots, paths(&[]));
         for option in [
             "-m", "-T", "-@", "-b", "-O", "-e", "-c", "-z", "-d", "-F", "-A",
