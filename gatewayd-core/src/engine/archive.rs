@@ -1,9 +1,10 @@
-//! The members of a tar or zip archive that a command extracts ([`shell::Extraction`]), read when
-//! the call is decided, so that what `tar -x` writes is checked member by member instead of
-//! as its whole directory (which, at a workspace's root, holds the read-only `.git/config`).
-//! A plain or gzip-compressed tar archive is read (GNU tar recognises both by their first
-//! bytes when extracting), and a zip archive's central directory; another compression, or an archive that is not there yet (`curl -LO …
-//! && tar -xzf …`), is not, and the extraction then writes anything below its directory.
+//! The members of a tar or zip archive that a command extracts ([`shell::Extraction`]),
+//! read when the call is decided, so that what `tar -x` or `unzip` writes is checked member
+//! by member instead of as its whole directory (which, at a workspace's root, holds the
+//! read-only `.git/config`). A plain or gzip-compressed tar archive is read (GNU tar
+//! recognises both by their first bytes when extracting), and a zip archive's central
+//! directory; another compression, or an archive that is not there yet (`curl -LO … && tar
+//! -xzf …`), is not, and the extraction then writes anything below its directory.
 //! Names are taken as GNU tar takes them: a leading `/` dropped, `--strip-components`
 //! applied; a member whose name holds `..` refuses the archive (GNU tar skips it).
 use std::{
@@ -15,7 +16,7 @@ use std::{
 use super::{
     Reason,
     sandbox::SandboxView,
-    shellcheck::{check_paths, resolve},
+    shellcheck::{check_output_path, check_paths, resolve},
 };
 use crate::{policy::PathAccess, shell::Extraction};
 
@@ -49,16 +50,18 @@ pub(super) fn members(x: &Extraction) -> Result<Option<Vec<Member>>, String> {
         return Ok(None);
     };
     let mut file = BufReader::new(file);
-    let mut head = [0u8; 512];
-    let got = read_up_to(&mut file, &mut head)
-        .map_err(|e| format!("cannot read `{}`: {e}", x.archive.display()))?;
-    file.rewind()
-        .map_err(|e| format!("cannot read `{}`: {e}", x.archive.display()))?;
-    let read = if head[..got].starts_with(b"PK\x03\x04") || head[..got].starts_with(b"PK\x05\x06") {
+    let mut head = Vec::with_capacity(512);
+    let cannot_read = |e: std::io::Error| format!("cannot read `{}`: {e}", x.archive.display());
+    file.by_ref()
+        .take(512)
+        .read_to_end(&mut head)
+        .map_err(cannot_read)?;
+    file.rewind().map_err(cannot_read)?;
+    let read = if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         zip_members(file)
-    } else if head[..got].starts_with(&[0x1f, 0x8b]) {
+    } else if head.starts_with(&[0x1f, 0x8b]) {
         tar_members(flate2::read::GzDecoder::new(file))
-    } else if got == 512 && &head[257..262] == b"ustar" {
+    } else if head.get(257..262) == Some(b"ustar".as_slice()) {
         tar_members(file)
     } else {
         return Ok(None);
@@ -89,9 +92,9 @@ pub(super) fn members(x: &Extraction) -> Result<Option<Vec<Member>>, String> {
     .map_err(|e| format!("`{}`: {e}", x.archive.display()))
 }
 
-/// Each archive extracted where the command runs (`cwd`), member by member ([`archive::members`]): each member's path a
-/// write of itself (as a program's output is), a link's target a write (what is written
-/// through the link lands there). An archive not read (not there yet, or compressed in
+/// Each archive extracted where the command runs (`cwd`), member by member ([`members`]):
+/// each member's path a write of itself (as a program's output is), a link's target a
+/// write (what is written through the link lands there). An archive not read (not there yet, or compressed in
 /// another way) writes anything below its directory.
 pub(super) fn check_extractions(
     sb: &SandboxView,
@@ -112,7 +115,7 @@ pub(super) fn check_extractions(
             sb.check(&x.into.to_string_lossy(), &real, PathAccess::Write)
                 .map_err(|m| {
                     let why = format!(
-                        "`{name}`: `{}` is not there yet, or is not a plain or gzip tar archive, so its members are not known and it may write anything below `{}` (extract it in a call of its own once it is there, or into a directory of its own with `-C DIR`): {m}",
+                        "`{name}`: `{}` is not there yet, or is neither a plain or gzip tar archive nor a zip archive, so its members are not known and it may write anything below `{}` (extract it in a call of its own once it is there, or into a directory of its own with `-C DIR`): {m}",
                         x.archive.display(),
                         x.into.display()
                     );
@@ -122,9 +125,7 @@ pub(super) fn check_extractions(
         };
         for m in &members {
             let dest = x.into.join(&m.path);
-            let real = resolve(sb, &dest)?;
-            sb.check_output(&dest.to_string_lossy(), &real)
-                .map_err(|e| (Reason::Sandbox, format!("`{name}`: {e}")))?;
+            check_output_path(sb, name, &dest)?;
             let target = match &m.made {
                 Made::Entry => continue,
                 Made::Symlink(t) => dest.parent().unwrap_or(&x.into).join(t),
@@ -134,18 +135,6 @@ pub(super) fn check_extractions(
         }
     }
     Ok(())
-}
-
-/// Fills `buf` as far as the reader goes; the bytes read.
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    Ok(got)
 }
 
 /// Each member of the tar stream `r`: its name as the archive holds it and what it makes.

@@ -11,9 +11,12 @@
 //! top of its work tree (git takes a patch's names from the top when run in a
 //! subdirectory). More names than git would write may be checked, never fewer. A quoted
 //! name (git's C-style quoting, for bytes outside ASCII) is unquoted.
-use std::path::{Path, PathBuf};
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+};
 
-use super::{Reason, sandbox::SandboxView, shellcheck::resolve};
+use super::{Reason, sandbox::SandboxView, shellcheck::check_output_path};
 use crate::shell::AppliedPatch;
 
 /// The largest patch read.
@@ -37,22 +40,23 @@ pub(super) fn check_patches(
     for patch in patches {
         let file = cwd.join(&patch.file);
         let refuse = |why: String| (Reason::Shell, format!("`{name}`: `git apply`: {why}"));
-        let size = std::fs::metadata(&file)
-            .map_err(|_| {
-                refuse(format!(
-                    "the patch `{}` is not there yet, so the files it changes are not known: apply it in a call of its own once it is written",
-                    file.display()
-                ))
-            })?
-            .len();
-        if size > MAX_PATCH_BYTES {
+        let Ok(opened) = std::fs::File::open(&file) else {
+            return Err(refuse(format!(
+                "the patch `{}` is not there yet, so the files it changes are not known: apply it in a call of its own once it is written",
+                file.display()
+            )));
+        };
+        let mut text = Vec::new();
+        opened
+            .take(MAX_PATCH_BYTES + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| refuse(format!("cannot read `{}`: {e}", file.display())))?;
+        if text.len() as u64 > MAX_PATCH_BYTES {
             return Err(refuse(format!(
                 "the patch `{}` is larger than {MAX_PATCH_BYTES} bytes",
                 file.display()
             )));
         }
-        let text = std::fs::read(&file)
-            .map_err(|e| refuse(format!("cannot read `{}`: {e}", file.display())))?;
         let runs_in = cwd.join(&patch.runs_in);
         let mut bases = vec![runs_in.clone()];
         bases.extend(work_tree_top(&runs_in).filter(|top| *top != runs_in));
@@ -61,15 +65,12 @@ pub(super) fn check_patches(
             let Some(rel) = strip_components(&named.name, strip) else {
                 continue;
             };
-            let rel = patch
-                .directory
-                .as_deref()
-                .map_or(rel.clone(), |d| d.join(&rel));
+            let rel = match patch.directory.as_deref() {
+                Some(directory) => directory.join(&rel),
+                None => rel,
+            };
             for base in &bases {
-                let dest = base.join(&rel);
-                let real = resolve(sb, &dest)?;
-                sb.check_output(&dest.to_string_lossy(), &real)
-                    .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
+                check_output_path(sb, name, &base.join(&rel))?;
             }
         }
     }

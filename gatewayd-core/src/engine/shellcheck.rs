@@ -71,7 +71,7 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str, cwd: &Path
     };
     let has_listed_name = |l: &PathBuf| {
         l.to_str()
-            .is_some_and(|name| !name.contains('/') && names_program(file_name, name))
+            .is_some_and(|name| !name.contains('/') && shell::names_program(file_name, name))
     };
     let runs_scripts = |l: &PathBuf| {
         l.file_name()
@@ -83,18 +83,6 @@ fn program_allowed(sb: &SandboxView, rule: &ShellRule, program: &str, cwd: &Path
     listed.iter().any(is_listed_binary)
         || (listed.iter().any(has_listed_name) && readable())
         || (listed.iter().any(runs_scripts) && own())
-}
-
-/// Whether a file named `file` is the program `listed` names: the same name, or that name
-/// with a version after it (`python3.11`, `pip3.11` for `python3`, `pip3`; `node-20`).
-fn names_program(file: &str, listed: &str) -> bool {
-    let Some(rest) = file.strip_prefix(listed) else {
-        return false;
-    };
-    let version = rest.strip_prefix(['.', '-']).unwrap_or(rest);
-    rest.is_empty()
-        || (version.starts_with(|c: char| c.is_ascii_digit())
-            && version.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 /// Programs often refused by the starter, each with one it lists that does the job.
@@ -528,6 +516,18 @@ fn check_writes(sb: &SandboxView, name: &str, a: &CommandAnalysis) -> Result<(),
     Ok(())
 }
 
+/// A path a program may write as its output, resolved and checked as one
+/// ([`SandboxView::check_output`]; `sandbox` denials).
+pub(super) fn check_output_path(
+    sb: &SandboxView,
+    name: &str,
+    p: &Path,
+) -> Result<(), (Reason, String)> {
+    let real = resolve(sb, p)?;
+    sb.check_output(&p.to_string_lossy(), &real)
+        .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))
+}
+
 /// Each path resolved and checked against the sandbox for `access` (`sandbox` denials).
 pub(super) fn check_paths(
     sb: &SandboxView,
@@ -541,31 +541,4 @@ pub(super) fn check_paths(
             .map_err(|m| (Reason::Sandbox, format!("`{name}`: {m}")))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::names_program;
-
-    #[test]
-    fn a_listed_name_with_a_version_after_it_is_that_program() {
-        for (file, listed) in [
-            ("python3", "python3"),
-            ("python3.11", "python3"),
-            ("python3.11", "python"),
-            ("pip3.11", "pip3"),
-            ("node-20", "node"),
-        ] {
-            assert!(names_program(file, listed), "{file} for {listed}");
-        }
-        for (file, listed) in [
-            ("python3-config", "python3"),
-            ("pythonista", "python"),
-            ("lsblk", "ls"),
-            ("ls.", "ls"),
-            ("sh", "bash"),
-        ] {
-            assert!(!names_program(file, listed), "{file} for {listed}");
-        }
-    }
 }

@@ -35,17 +35,6 @@ pub(super) fn operands(
     args: &[String],
     findings: &mut Findings,
 ) -> Result<(), ShellError> {
-    operands_but(command, args, None, findings)
-}
-
-/// [`operands`], less the word that is a package manager's known subcommand (`build` of
-/// `go build`), which names no file.
-fn operands_but(
-    command: &str,
-    args: &[String],
-    subcommand: Option<&str>,
-    findings: &mut Findings,
-) -> Result<(), ShellError> {
     if let Some((_, table)) = READERS.iter().find(|(names, _)| names.contains(&command)) {
         let parsed = parse_options(args, table, findings)?;
         for operand in &parsed.operands {
@@ -53,6 +42,17 @@ fn operands_but(
         }
         return Ok(());
     }
+    operands_but(command, args, None, findings)
+}
+
+/// The arguments of a program nobody knows ([`operands`]), less the word that is a
+/// package manager's known subcommand (`build` of `go build`), which names no file.
+fn operands_but(
+    command: &str,
+    args: &[String],
+    subcommand: Option<&str>,
+    findings: &mut Findings,
+) -> Result<(), ShellError> {
     let writes = !PRINTERS.contains(&command);
     let parsed = parse_options(args, &UNKNOWN, findings)?;
     let is_subcommand = |word: &str| subcommand.is_some_and(|sub| std::ptr::eq(sub, word));
@@ -277,7 +277,7 @@ pub(super) fn java_builds(
             "installs the build into a repository (the user's `~/.m2`, which the user's other builds take, or a remote one); `mvn verify` (or `gradle build`) builds and tests in the workspace",
         );
     }
-    operands(name, args, findings)
+    operands_but(name, args, None, findings)
 }
 
 #[cfg(test)]

@@ -172,11 +172,8 @@ impl Findings {
     /// no file, `file://host/...` is forbidden; any other word is read as `path` (the word
     /// under the command's `-C` directory, if any).
     pub(super) fn read_argument(&mut self, word: &str, path: &Path) {
-        match uri::parse(word) {
-            Ok(None) => self.read(path),
-            Ok(Some(Uri::File(path))) => self.read(&path),
-            Ok(Some(Uri::Other(_))) => {}
-            Err(e) => self.forbid(word, &e.to_string()),
+        if let Some(path) = self.file_of_argument(word, path) {
+            self.read(&path);
         }
     }
 
@@ -184,15 +181,27 @@ impl Findings {
     /// argument of a program nobody knows: `go build -o FILE`): a write of the path itself
     /// ([`CommandAnalysis::outputs`]).
     pub(super) fn read_and_output_argument(&mut self, word: &str, path: &Path) {
-        self.read_argument(word, path);
-        let path = match uri::parse(word) {
-            Ok(None) => path.to_path_buf(),
-            Ok(Some(Uri::File(path))) => path,
-            Ok(Some(Uri::Other(_))) | Err(_) => return,
+        let Some(path) = self.file_of_argument(word, path) else {
+            return;
         };
+        self.read(&path);
         if self.names_file(&path) {
             push_unique(&mut self.writes, &path);
             push_unique(&mut self.outputs, &path);
+        }
+    }
+
+    /// The file an argument that may be a URI names: `path` for a plain word, the path of a
+    /// local `file://` URI, none for another URI; a `file://host/…` one is forbidden.
+    fn file_of_argument(&mut self, word: &str, path: &Path) -> Option<PathBuf> {
+        match uri::parse(word) {
+            Ok(None) => Some(path.to_path_buf()),
+            Ok(Some(Uri::File(path))) => Some(path),
+            Ok(Some(Uri::Other(_))) => None,
+            Err(e) => {
+                self.forbid(word, &e.to_string());
+                None
+            }
         }
     }
 

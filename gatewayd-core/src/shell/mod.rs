@@ -480,7 +480,7 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
             found.forbid(n, "runs another command");
         }
         "npm" | "pnpm" | "yarn" => builders::node_packages(name, args, found)?,
-        n if versioned(n, "pip") || versioned(n, "pip3") => builders::pip(n, args, found)?,
+        n if names_program(n, "pip") => builders::pip(n, args, found)?,
         "cargo" => builders::cargo(args, found)?,
         "go" => builders::go(args, found)?,
         "mvn" | "gradle" | "gradlew" => builders::java_builds(name, args, found)?,
@@ -489,12 +489,16 @@ pub fn analyze(argv: &[String]) -> Result<CommandAnalysis, ShellError> {
     Ok(findings.into_analysis(program))
 }
 
-/// Whether `name` is `base`, or `base` with a version after it (`pip3.11`).
-fn versioned(name: &str, base: &str) -> bool {
-    name.strip_prefix(base).is_some_and(|rest| {
-        rest.is_empty()
-            || rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit() || c == '.')
-    })
+/// Whether a file named `file` is the program `listed` names: the same name, or that name
+/// with a version after it (`python3.11`, `pip3.11` for `python3`, `pip3`; `node-20`).
+pub(crate) fn names_program(file: &str, listed: &str) -> bool {
+    let Some(rest) = file.strip_prefix(listed) else {
+        return false;
+    };
+    let version = rest.strip_prefix(['.', '-']).unwrap_or(rest);
+    rest.is_empty()
+        || (version.starts_with(|c: char| c.is_ascii_digit())
+            && version.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 #[cfg(test)]
@@ -545,6 +549,28 @@ mod tests {
             );
         }
         test_support::clean("yes n");
+    }
+
+    #[test]
+    fn a_listed_name_with_a_version_after_it_is_that_program() {
+        for (file, listed) in [
+            ("python3", "python3"),
+            ("python3.11", "python3"),
+            ("python3.11", "python"),
+            ("pip3.11", "pip3"),
+            ("node-20", "node"),
+        ] {
+            assert!(names_program(file, listed), "{file} for {listed}");
+        }
+        for (file, listed) in [
+            ("python3-config", "python3"),
+            ("pythonista", "python"),
+            ("lsblk", "ls"),
+            ("ls.", "ls"),
+            ("sh", "bash"),
+        ] {
+            assert!(!names_program(file, listed), "{file} for {listed}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The shell's own builtins, as the walk of a line ([`super`]) meets them (but `cd`,
-//! `pushd` and `popd`, which are the walk's, `flow`): those that change the variables the next commands see (`export`,
-//! `read`, `printf -v`, …), those that run nothing, and those that run code not on the line
-//! (refused). Also the rule for the names a line may set ([`check_assignment`]).
+//! `pushd` and `popd`, which are the walk's, `flow`): those that change the variables the
+//! next commands see (`export`, `read`, `printf -v`, …), those that run nothing, and those
+//! that run code not on the line (refused). Also the rule for the names a line may set ([`check_assignment`]).
 use brush_parser::ast;
 
 use super::{

@@ -1,7 +1,8 @@
 //! What the shell carries from one command of a line to the next, for the walk of
-//! [`super`]: the directory (`cd`, `pushd`, `popd`) and the variables, and whether they are known. A part of
-//! the line that may not run (a branch of `if` or `case`, a loop's body, what follows `||`, the rest of
-//! an `&&` chain) or a `cd` that may fail leaves what it changed unknown after it; a subshell
+//! [`super`]: the directory (`cd`, `pushd`, `popd`) and the variables, and whether they are
+//! known. A part of the line that may not run (a branch of `if` or `case`, a loop's body,
+//! what follows `||`, the rest of an `&&` chain) or a `cd` that may fail leaves what it
+//! changed unknown after it; a subshell
 //! (`( … )`, a pipeline's commands, `… &`, a substitution, a `bash -c` body) leaves nothing
 //! changed.
 use std::path::{Path, PathBuf};
@@ -240,9 +241,7 @@ impl Walk {
         }
         Ok(())
     }
-}
 
-impl Walk {
     /// `pushd DIR`: `cd DIR`, the directory left kept on the stack for `popd`. Its other
     /// forms (no operand, `+N`, `-N`, `-n`) turn the stack, which the walk does not follow.
     pub(super) fn pushd(&mut self, args: &[String]) -> Result<(), ShellError> {

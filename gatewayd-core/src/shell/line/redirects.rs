@@ -1,7 +1,6 @@
 //! The files a simple command's redirections open ([`super`]): `<` a read, `>` `>>` `&>`
 //! a write, descriptor duplications and the standard devices (`/dev/null`, `/dev/stderr`,
-//! …) nothing; a here-document's command
-//! substitutions are walked.
+//! …) nothing; a here-document's command substitutions are walked.
 use std::path::PathBuf;
 
 use brush_parser::ast::{self, IoRedirect};
@@ -11,8 +10,8 @@ use crate::shell::ShellError;
 
 impl Walk {
     /// The files the redirections read and write; descriptor duplications and the standard
-    /// devices are neither. The command substitutions of a here-document are walked: their value
-    /// is the command's input, text.
+    /// devices are neither. The command substitutions of a here-document are walked: their
+    /// value is the command's input, text.
     pub(super) fn redirects(
         &mut self,
         list: &[IoRedirect],

@@ -66,9 +66,10 @@ fn attached_option_value(word: &str) -> bool {
         Some(long) => long.find('=').map(|i| i + 2),
         None => body.chars().next().map(|c| c.len_utf8() + 1),
     };
-    // The option's name is written out: none of it comes from a value (the stand-in's
-    // marker is U+0001).
-    value_at.is_some_and(|at| at < word.len() && !word[..at].contains('\u{1}'))
+    // The option's name is written out: no part of it comes from a value (each stand-in
+    // starts with its marker).
+    let marker = &RUNTIME_STAND_IN[..1];
+    value_at.is_some_and(|at| at < word.len() && !word[..at].contains(marker))
 }
 
 /// Refuses `argv` unless each of its `runtime` words stands where its command takes text.
